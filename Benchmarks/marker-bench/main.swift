@@ -1,0 +1,1 @@
+print("marker-bench: not yet implemented")

@@ -1,0 +1,72 @@
+// swift-tools-version: 6.0
+//
+// markerd: a map-marker server. Data flows one way:
+//   bytes -> MarkerdTransport (NNG) -> MarkerdServer (RPC dispatch) -> MarkerdService
+//         -> MarkerdCore / MarkerdRender / MarkerdJournal -> bytes
+// C libraries sit behind C* targets; exactly one Swift module imports each of them:
+//   CNNG -> MarkerdTransport, CMarkerdProto + CProtobufC -> MarkerdAPI, CPNG -> MarkerdRender.
+import PackageDescription
+
+let package = Package(
+    name: "markerd",
+    products: [
+        .executable(name: "markerd", targets: ["markerd"]),
+        .executable(name: "markerctl", targets: ["markerctl"]),
+        .executable(name: "marker-bench", targets: ["marker-bench"]),
+    ],
+    targets: [
+        // MARK: C libraries
+        .systemLibrary(name: "CNNG", path: "Sources/CNNG"),
+        .systemLibrary(name: "CProtobufC", path: "Sources/CProtobufC", pkgConfig: "libprotobuf-c"),
+        .target(
+            name: "CMarkerdProto",
+            dependencies: ["CProtobufC"],
+            path: "Sources/CMarkerdProto",
+            linkerSettings: [.linkedLibrary("protobuf-c")]
+        ),
+        .target(
+            name: "CPNG",
+            path: "Sources/CPNG",
+            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("z")]
+        ),
+
+        // MARK: Swift modules
+        // Pure Swift: geometry, marker table, grid index, tiling policy, hit-tests. No C imports.
+        .target(name: "MarkerdCore"),
+        // Swift types for the protobuf API, encoded and decoded with protobuf-c.
+        .target(name: "MarkerdAPI", dependencies: ["CMarkerdProto", "CProtobufC"]),
+        // NNG sockets: the asynchronous REP server, a REQ client, typed NNG errors.
+        .target(name: "MarkerdTransport", dependencies: ["CNNG"]),
+        // PNG decoding/encoding and tile rendering.
+        .target(name: "MarkerdRender", dependencies: ["MarkerdCore", "CPNG"]),
+        // Durability: journal with group commit, snapshots, recovery.
+        .target(name: "MarkerdJournal", dependencies: ["MarkerdAPI"]),
+        // The service: layers, icons, markers, queries, drags, idempotency.
+        .target(name: "MarkerdService", dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdRender", "MarkerdJournal"]),
+        // The server: RPC envelope, dispatch, deadlines, metrics, wiring to the transport.
+        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport"]),
+        // A Swift client over the same RPC (markerctl, benchmarks, tests).
+        .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
+
+        // MARK: Executables
+        .executableTarget(name: "markerd", dependencies: ["MarkerdServer"]),
+        .executableTarget(name: "markerctl", dependencies: ["MarkerdClient", "MarkerdAPI"]),
+        .executableTarget(
+            name: "marker-bench",
+            dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdTransport", "MarkerdService", "MarkerdServer", "MarkerdClient"],
+            path: "Benchmarks/marker-bench"
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "MarkerdCoreTests", dependencies: ["MarkerdCore"]),
+        .testTarget(name: "MarkerdAPITests", dependencies: ["MarkerdAPI"]),
+        .testTarget(name: "MarkerdTransportTests", dependencies: ["MarkerdTransport"]),
+        .testTarget(name: "MarkerdRenderTests", dependencies: ["MarkerdRender"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "MarkerdJournalTests", dependencies: ["MarkerdJournal", "MarkerdAPI"]),
+        .testTarget(name: "MarkerdServiceTests", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdCore"]),
+        .testTarget(
+            name: "MarkerdServerTests",
+            dependencies: ["MarkerdServer", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"]
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+print("markerctl: not yet implemented")

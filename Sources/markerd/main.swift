@@ -1,0 +1,1 @@
+print("markerd: not yet implemented")

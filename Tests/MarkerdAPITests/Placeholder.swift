@@ -1,0 +1,3 @@
+import Testing
+
+@Test func placeholderMarkerdAPITests() { #expect(Bool(true)) }

@@ -1,0 +1,3 @@
+import Testing
+
+@Test func placeholderMarkerdServiceTests() { #expect(Bool(true)) }

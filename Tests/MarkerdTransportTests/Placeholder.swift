@@ -1,0 +1,3 @@
+import Testing
+
+@Test func placeholderMarkerdTransportTests() { #expect(Bool(true)) }
