@@ -40,7 +40,7 @@ let package = Package(
         // PNG decoding/encoding and tile rendering.
         .target(name: "MarkerdRender", dependencies: ["MarkerdCore", "CPNG"]),
         // Durability: journal with group commit, snapshots, recovery.
-        .target(name: "MarkerdJournal", dependencies: ["MarkerdAPI"]),
+        .target(name: "MarkerdJournal"),
         // The service: layers, icons, markers, queries, drags, idempotency.
         .target(name: "MarkerdService", dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdRender", "MarkerdJournal"]),
         // The server: RPC envelope, dispatch, deadlines, metrics, wiring to the transport.
@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(name: "MarkerdAPITests", dependencies: ["MarkerdAPI"]),
         .testTarget(name: "MarkerdTransportTests", dependencies: ["MarkerdTransport"]),
         .testTarget(name: "MarkerdRenderTests", dependencies: ["MarkerdRender"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "MarkerdJournalTests", dependencies: ["MarkerdJournal", "MarkerdAPI"]),
+        .testTarget(name: "MarkerdJournalTests", dependencies: ["MarkerdJournal"]),
         .testTarget(name: "MarkerdServiceTests", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdCore"]),
         .testTarget(
             name: "MarkerdServerTests",

@@ -53,6 +53,186 @@ void   markerd__v1__journal_record__free_unpacked
   assert(message->base.descriptor == &markerd__v1__journal_record__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__snapshot_section__init
+                     (Markerd__V1__SnapshotSection         *message)
+{
+  static const Markerd__V1__SnapshotSection init_value = MARKERD__V1__SNAPSHOT_SECTION__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__snapshot_section__get_packed_size
+                     (const Markerd__V1__SnapshotSection *message)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_section__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__snapshot_section__pack
+                     (const Markerd__V1__SnapshotSection *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_section__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__snapshot_section__pack_to_buffer
+                     (const Markerd__V1__SnapshotSection *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_section__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__SnapshotSection *
+       markerd__v1__snapshot_section__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__SnapshotSection *)
+     protobuf_c_message_unpack (&markerd__v1__snapshot_section__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__snapshot_section__free_unpacked
+                     (Markerd__V1__SnapshotSection *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__snapshot_section__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__snapshot_header__init
+                     (Markerd__V1__SnapshotHeader         *message)
+{
+  static const Markerd__V1__SnapshotHeader init_value = MARKERD__V1__SNAPSHOT_HEADER__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__snapshot_header__get_packed_size
+                     (const Markerd__V1__SnapshotHeader *message)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_header__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__snapshot_header__pack
+                     (const Markerd__V1__SnapshotHeader *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_header__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__snapshot_header__pack_to_buffer
+                     (const Markerd__V1__SnapshotHeader *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_header__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__SnapshotHeader *
+       markerd__v1__snapshot_header__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__SnapshotHeader *)
+     protobuf_c_message_unpack (&markerd__v1__snapshot_header__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__snapshot_header__free_unpacked
+                     (Markerd__V1__SnapshotHeader *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__snapshot_header__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__snapshot_footer__init
+                     (Markerd__V1__SnapshotFooter         *message)
+{
+  static const Markerd__V1__SnapshotFooter init_value = MARKERD__V1__SNAPSHOT_FOOTER__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__snapshot_footer__get_packed_size
+                     (const Markerd__V1__SnapshotFooter *message)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_footer__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__snapshot_footer__pack
+                     (const Markerd__V1__SnapshotFooter *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_footer__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__snapshot_footer__pack_to_buffer
+                     (const Markerd__V1__SnapshotFooter *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__snapshot_footer__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__SnapshotFooter *
+       markerd__v1__snapshot_footer__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__SnapshotFooter *)
+     protobuf_c_message_unpack (&markerd__v1__snapshot_footer__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__snapshot_footer__free_unpacked
+                     (Markerd__V1__SnapshotFooter *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__snapshot_footer__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__idempotency_entry__init
+                     (Markerd__V1__IdempotencyEntry         *message)
+{
+  static const Markerd__V1__IdempotencyEntry init_value = MARKERD__V1__IDEMPOTENCY_ENTRY__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__idempotency_entry__get_packed_size
+                     (const Markerd__V1__IdempotencyEntry *message)
+{
+  assert(message->base.descriptor == &markerd__v1__idempotency_entry__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__idempotency_entry__pack
+                     (const Markerd__V1__IdempotencyEntry *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__idempotency_entry__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__idempotency_entry__pack_to_buffer
+                     (const Markerd__V1__IdempotencyEntry *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__idempotency_entry__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__IdempotencyEntry *
+       markerd__v1__idempotency_entry__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__IdempotencyEntry *)
+     protobuf_c_message_unpack (&markerd__v1__idempotency_entry__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__idempotency_entry__free_unpacked
+                     (Markerd__V1__IdempotencyEntry *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__idempotency_entry__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor markerd__v1__journal_record__field_descriptors[7] =
 {
   {
@@ -167,5 +347,300 @@ const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor =
   markerd__v1__journal_record__field_indices_by_name,
   1,  markerd__v1__journal_record__number_ranges,
   (ProtobufCMessageInit) markerd__v1__journal_record__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[6] =
+{
+  {
+    "header",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, header),
+    &markerd__v1__snapshot_header__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, layer),
+    &markerd__v1__create_layer_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "icon",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, icon),
+    &markerd__v1__register_icon_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "markers",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, markers),
+    &markerd__v1__upsert_markers_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "idempotency",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, idempotency),
+    &markerd__v1__idempotency_entry__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "footer",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, footer),
+    &markerd__v1__snapshot_footer__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
+  5,   /* field[5] = footer */
+  0,   /* field[0] = header */
+  2,   /* field[2] = icon */
+  4,   /* field[4] = idempotency */
+  1,   /* field[1] = layer */
+  3,   /* field[3] = markers */
+};
+static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.SnapshotSection",
+  "SnapshotSection",
+  "Markerd__V1__SnapshotSection",
+  "markerd.v1",
+  sizeof(Markerd__V1__SnapshotSection),
+  6,
+  markerd__v1__snapshot_section__field_descriptors,
+  markerd__v1__snapshot_section__field_indices_by_name,
+  1,  markerd__v1__snapshot_section__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__snapshot_section__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_header__field_descriptors[3] =
+{
+  {
+    "format_version",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__SnapshotHeader, has_format_version),
+    offsetof(Markerd__V1__SnapshotHeader, format_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "covers_sequence",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__SnapshotHeader, has_covers_sequence),
+    offsetof(Markerd__V1__SnapshotHeader, covers_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "created_at_unix_ms",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Markerd__V1__SnapshotHeader, has_created_at_unix_ms),
+    offsetof(Markerd__V1__SnapshotHeader, created_at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__snapshot_header__field_indices_by_name[] = {
+  1,   /* field[1] = covers_sequence */
+  2,   /* field[2] = created_at_unix_ms */
+  0,   /* field[0] = format_version */
+};
+static const ProtobufCIntRange markerd__v1__snapshot_header__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__snapshot_header__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.SnapshotHeader",
+  "SnapshotHeader",
+  "Markerd__V1__SnapshotHeader",
+  "markerd.v1",
+  sizeof(Markerd__V1__SnapshotHeader),
+  3,
+  markerd__v1__snapshot_header__field_descriptors,
+  markerd__v1__snapshot_header__field_indices_by_name,
+  1,  markerd__v1__snapshot_header__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__snapshot_header__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_footer__field_descriptors[2] =
+{
+  {
+    "layers",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__SnapshotFooter, has_layers),
+    offsetof(Markerd__V1__SnapshotFooter, layers),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "markers",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__SnapshotFooter, has_markers),
+    offsetof(Markerd__V1__SnapshotFooter, markers),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__snapshot_footer__field_indices_by_name[] = {
+  0,   /* field[0] = layers */
+  1,   /* field[1] = markers */
+};
+static const ProtobufCIntRange markerd__v1__snapshot_footer__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__snapshot_footer__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.SnapshotFooter",
+  "SnapshotFooter",
+  "Markerd__V1__SnapshotFooter",
+  "markerd.v1",
+  sizeof(Markerd__V1__SnapshotFooter),
+  2,
+  markerd__v1__snapshot_footer__field_descriptors,
+  markerd__v1__snapshot_footer__field_indices_by_name,
+  1,  markerd__v1__snapshot_footer__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__snapshot_footer__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__idempotency_entry__field_descriptors[4] =
+{
+  {
+    "key",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__IdempotencyEntry, key),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "request_digest",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__IdempotencyEntry, has_request_digest),
+    offsetof(Markerd__V1__IdempotencyEntry, request_digest),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "response",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Markerd__V1__IdempotencyEntry, has_response),
+    offsetof(Markerd__V1__IdempotencyEntry, response),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "at_unix_ms",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Markerd__V1__IdempotencyEntry, has_at_unix_ms),
+    offsetof(Markerd__V1__IdempotencyEntry, at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__idempotency_entry__field_indices_by_name[] = {
+  3,   /* field[3] = at_unix_ms */
+  0,   /* field[0] = key */
+  1,   /* field[1] = request_digest */
+  2,   /* field[2] = response */
+};
+static const ProtobufCIntRange markerd__v1__idempotency_entry__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor markerd__v1__idempotency_entry__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.IdempotencyEntry",
+  "IdempotencyEntry",
+  "Markerd__V1__IdempotencyEntry",
+  "markerd.v1",
+  sizeof(Markerd__V1__IdempotencyEntry),
+  4,
+  markerd__v1__idempotency_entry__field_descriptors,
+  markerd__v1__idempotency_entry__field_indices_by_name,
+  1,  markerd__v1__idempotency_entry__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__idempotency_entry__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
