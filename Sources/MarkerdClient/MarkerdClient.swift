@@ -1,1 +1,107 @@
-// Placeholder; replaced as the module is built.
+import MarkerdAPI
+import MarkerdTransport
+
+/// Why a call failed: the transport (no reply), a non-OK status from the server, or a reply
+/// that could not be decoded.
+public enum ClientError: Error, CustomStringConvertible, Sendable {
+    case transport(NNGError)
+    case status(code: V1.Code, message: String)
+    case malformedReply(String)
+
+    public var description: String {
+        switch self {
+        case .transport(let e): return "transport: \(e)"
+        case .status(let code, let message): return "\(code.name): \(message)"
+        case .malformedReply(let m): return "malformed reply: \(m)"
+        }
+    }
+
+    /// The status code, or UNAVAILABLE for a transport failure, INTERNAL for a malformed reply.
+    public var code: V1.Code {
+        switch self {
+        case .transport: return .unavailable
+        case .status(let code, _): return code
+        case .malformedReply: return .internal
+        }
+    }
+}
+
+/// A blocking markerd client over one NNG REQ socket; safe to use from many threads at once
+/// (each call has its own NNG context).
+///
+/// Mutations get a fresh random idempotency key unless the caller passes one, so NNG's resends
+/// never apply a write twice.
+public final class MarkerdClient: Sendable {
+    public let url: String
+    let transport: NNGRequestClient
+    let timeout: Duration
+
+    /// Dials `url` (the server may start later: the dial retries in the background).
+    /// - Parameters:
+    ///   - timeout: how long one call waits for its reply. Default 60 s.
+    ///   - maxMessageBytes: largest reply accepted. Default 256 MiB.
+    public init(url: String = "tcp://127.0.0.1:7450", timeout: Duration = .seconds(60),
+                maxMessageBytes: Int = 256 << 20) throws(ClientError) {
+        self.url = url
+        self.timeout = timeout
+        do {
+            transport = try NNGRequestClient(url: url, maxMessageBytes: maxMessageBytes)
+        } catch {
+            throw .transport(error)
+        }
+    }
+
+    /// Calls `method` ("UpsertMarkers" or the full "/markerd.v1.MarkerService/UpsertMarkers").
+    public func call<Request: ProtoMessage, Response: ProtoMessage>(
+        _ method: String, _ request: Request, as _: Response.Type = Response.self,
+        idempotencyKey: String = "", timeoutMs: UInt32 = 0
+    ) throws(ClientError) -> Response {
+        var envelope = V1.Request()
+        envelope.method = method.hasPrefix("/") ? method : "/markerd.v1.MarkerService/" + method
+        envelope.requestID = UInt64.random(in: 1...UInt64.max)
+        envelope.idempotencyKey = idempotencyKey
+        envelope.timeoutMs = timeoutMs
+        envelope.payload = request.serializedBytes()
+        let replyBytes: [UInt8]
+        do {
+            replyBytes = try transport.call(envelope.serializedBytes(), timeout: timeout)
+        } catch {
+            throw .transport(error)
+        }
+        let reply: V1.Response
+        do {
+            reply = try V1.Response(serializedBytes: replyBytes)
+        } catch {
+            throw .malformedReply("undecodable Response envelope (\(replyBytes.count) bytes)")
+        }
+        guard reply.requestID == envelope.requestID else {
+            throw .malformedReply("reply to request \(reply.requestID), expected \(envelope.requestID)")
+        }
+        guard reply.code == .ok else { throw .status(code: reply.code, message: reply.message) }
+        do {
+            return try Response(serializedBytes: reply.payload)
+        } catch {
+            throw .malformedReply("undecodable \(Response.self) payload")
+        }
+    }
+
+    /// A mutation: like `call`, with an idempotency key (a fresh random one by default).
+    public func mutate<Request: ProtoMessage, Response: ProtoMessage>(
+        _ method: String, _ request: Request, as _: Response.Type = Response.self,
+        idempotencyKey: String? = nil, timeoutMs: UInt32 = 0
+    ) throws(ClientError) -> Response {
+        try call(method, request, as: Response.self,
+                 idempotencyKey: idempotencyKey ?? Self.newIdempotencyKey(), timeoutMs: timeoutMs)
+    }
+
+    /// 128 random bits as 32 hex digits.
+    public static func newIdempotencyKey() -> String {
+        let a = UInt64.random(in: 0...UInt64.max), b = UInt64.random(in: 0...UInt64.max)
+        return hex(a) + hex(b)
+    }
+
+    private static func hex(_ v: UInt64) -> String {
+        let s = String(v, radix: 16)
+        return String(repeating: "0", count: 16 - s.count) + s
+    }
+}

@@ -1,1 +1,63 @@
-print("markerd: not yet implemented")
+// markerd: the map-marker server. See README.md and `markerd --help`.
+import Dispatch
+import Foundation
+import MarkerdServer
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+
+func die(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write("markerd: \(message)\n".data(using: .utf8)!)
+    exit(code)
+}
+
+if arguments.contains("-h") || arguments.contains("--help") {
+    print(MarkerdConfiguration.usage)
+    exit(0)
+}
+if arguments.first == "--version" {
+    print("markerd \(MarkerdVersion.string)")
+    exit(0)
+}
+if let sub = arguments.first, sub == "check" || sub == "repair" {
+    guard arguments.count == 2 else { die("usage: markerd \(sub) DIR", code: 2) }
+    exit(DataDirectoryTool.run(sub, directory: arguments[1]))
+}
+
+let configuration: MarkerdConfiguration
+do {
+    configuration = try MarkerdConfiguration.parse(arguments)
+} catch {
+    die("\(error)\n\n\(MarkerdConfiguration.usage)", code: 2)
+}
+
+let server: MarkerServer
+do {
+    server = try MarkerServer(configuration: configuration) { Log.info($0) }
+    try server.start()
+} catch {
+    die("cannot start: \(error)")
+}
+Log.info("markerd listening", ["version": MarkerdVersion.string, "urls": server.boundURLs.joined(separator: ","),
+                               "data_dir": configuration.ephemeral ? "(ephemeral)" : configuration.dataDirectory,
+                               "fsync": configuration.fsync.rawValue, "contexts": configuration.contexts])
+
+// SIGTERM / SIGINT: stop taking requests, finish those in flight, flush, exit 0.
+signal(SIGTERM, SIG_IGN)
+signal(SIGINT, SIG_IGN)
+let stopQueue = DispatchQueue(label: "markerd.signals")
+var sources: [DispatchSourceSignal] = []
+for sig in [SIGTERM, SIGINT] {
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: stopQueue)
+    source.setEventHandler {
+        Log.info("shutting down", ["signal": sig == SIGTERM ? "SIGTERM" : "SIGINT"])
+        // A second signal while draining exits at once.
+        signal(SIGTERM, SIG_DFL)
+        signal(SIGINT, SIG_DFL)
+        server.stop()
+        Log.info("markerd stopped")
+        exit(0)
+    }
+    source.resume()
+    sources.append(source)
+}
+dispatchMain()

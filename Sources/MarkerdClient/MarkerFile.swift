@@ -1,0 +1,122 @@
+import Foundation
+import MarkerdAPI
+
+/// Reads markers from files for bulk loading.
+///
+/// - CSV: a header line, then `id,lat,lon[,z_index][,more...]`. The columns named `id`, `lat`
+///   (or `latitude`), `lon` (or `lng`, `longitude`) and optionally `z_index` are used; every
+///   other column becomes an attribute. Fields may not contain commas or quotes.
+/// - GeoJSON: a FeatureCollection of Point features. The id is the feature's `id` or, with
+///   `idProperty`, that property; every other scalar property becomes an attribute (as text).
+///   A `z_index` property sets the z index.
+public enum MarkerFile {
+    public struct ReadError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads the file by extension (.csv, .geojson/.json).
+    public static func read(path: String, idProperty: String? = nil) throws(ReadError) -> [V1.Marker] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ReadError(description: "cannot read \(path)")
+        }
+        let lower = path.lowercased()
+        if lower.hasSuffix(".csv") { return try csv(data, name: path) }
+        if lower.hasSuffix(".geojson") || lower.hasSuffix(".json") { return try geoJSON(data, name: path, idProperty: idProperty) }
+        throw ReadError(description: "\(path): unknown file type (use .csv, .geojson or .json)")
+    }
+
+    public static func csv(_ data: Data, name: String = "csv") throws(ReadError) -> [V1.Marker] {
+        let bytes = [UInt8](data)
+        var lines: [ArraySlice<UInt8>] = []
+        lines.reserveCapacity(bytes.count / 40)
+        var start = 0
+        for i in 0..<bytes.count where bytes[i] == UInt8(ascii: "\n") {
+            var end = i
+            if end > start && bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+            if end > start { lines.append(bytes[start..<end]) }
+            start = i + 1
+        }
+        if start < bytes.count { lines.append(bytes[start..<bytes.count]) }
+        guard let headerLine = lines.first else { throw ReadError(description: "\(name): empty file") }
+        let header = split(headerLine).map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased() }
+        func column(_ names: String...) -> Int? { names.lazy.compactMap { header.firstIndex(of: $0) }.first }
+        guard let idCol = column("id"), let latCol = column("lat", "latitude"),
+              let lonCol = column("lon", "lng", "longitude") else {
+            throw ReadError(description: "\(name): the header needs id, lat and lon columns, found \(header.joined(separator: ","))")
+        }
+        let zCol = column("z_index", "zindex")
+        let used = Set([idCol, latCol, lonCol] + (zCol.map { [$0] } ?? []))
+        var markers: [V1.Marker] = []
+        markers.reserveCapacity(lines.count - 1)
+        for (n, line) in lines.dropFirst().enumerated() {
+            let fields = split(line)
+            guard fields.count > max(idCol, latCol, lonCol) else {
+                throw ReadError(description: "\(name):\(n + 2): expected at least \(max(idCol, latCol, lonCol) + 1) fields")
+            }
+            guard let lat = Double(String(decoding: fields[latCol], as: UTF8.self)),
+                  let lon = Double(String(decoding: fields[lonCol], as: UTF8.self)) else {
+                throw ReadError(description: "\(name):\(n + 2): lat/lon are not numbers")
+            }
+            var m = V1.Marker()
+            m.id = String(decoding: fields[idCol], as: UTF8.self)
+            var p = V1.LatLng()
+            p.latitude = lat
+            p.longitude = lon
+            m.position = p
+            if let zCol, zCol < fields.count, let z = Int32(String(decoding: fields[zCol], as: UTF8.self)) { m.zIndex = z }
+            for (i, f) in fields.enumerated() where !used.contains(i) && i < header.count && !f.isEmpty {
+                m.attributes[header[i]] = String(decoding: f, as: UTF8.self)
+            }
+            markers.append(m)
+        }
+        return markers
+    }
+
+    private static func split(_ line: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
+    }
+
+    public static func geoJSON(_ data: Data, name: String = "geojson", idProperty: String? = nil) throws(ReadError) -> [V1.Marker] {
+        let root: Any
+        do { root = try JSONSerialization.jsonObject(with: data) } catch {
+            throw ReadError(description: "\(name): not JSON: \(error.localizedDescription)")
+        }
+        guard let collection = root as? [String: Any], let features = collection["features"] as? [[String: Any]] else {
+            throw ReadError(description: "\(name): expected a GeoJSON FeatureCollection")
+        }
+        var markers: [V1.Marker] = []
+        markers.reserveCapacity(features.count)
+        for (n, feature) in features.enumerated() {
+            guard let geometry = feature["geometry"] as? [String: Any], geometry["type"] as? String == "Point",
+                  let coords = geometry["coordinates"] as? [Any], coords.count >= 2,
+                  let lon = (coords[0] as? NSNumber)?.doubleValue, let lat = (coords[1] as? NSNumber)?.doubleValue else {
+                throw ReadError(description: "\(name): feature \(n) is not a Point with coordinates")
+            }
+            let properties = feature["properties"] as? [String: Any] ?? [:]
+            let rawID: Any? = idProperty.map { properties[$0] as Any } ?? feature["id"]
+            guard let rawID, let id = text(rawID) else {
+                throw ReadError(description: "\(name): feature \(n) has no \(idProperty.map { "property \"\($0)\"" } ?? "id")")
+            }
+            var m = V1.Marker()
+            m.id = id
+            var p = V1.LatLng()
+            p.latitude = lat
+            p.longitude = lon
+            m.position = p
+            for (key, value) in properties where key != idProperty {
+                if key == "z_index", let z = (value as? NSNumber)?.int32Value { m.zIndex = z; continue }
+                if let t = text(value) { m.attributes[key] = t }
+            }
+            markers.append(m)
+        }
+        return markers
+    }
+
+    private static func text(_ value: Any) -> String? {
+        switch value {
+        case let s as String: return s
+        case let n as NSNumber: return n.stringValue
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import MarkerdAPI
+
+/// Typed wrappers, one per rpc of `service MarkerService`.
+extension MarkerdClient {
+    public func createLayer(_ request: V1.CreateLayerRequest, idempotencyKey: String? = nil) throws(ClientError) -> V1.Layer {
+        let r: V1.CreateLayerResponse = try mutate("CreateLayer", request, idempotencyKey: idempotencyKey)
+        return r.layer ?? V1.Layer()
+    }
+
+    public func getLayer(_ layerID: String) throws(ClientError) -> V1.Layer {
+        var req = V1.GetLayerRequest()
+        req.layerID = layerID
+        let r: V1.GetLayerResponse = try call("GetLayer", req)
+        return r.layer ?? V1.Layer()
+    }
+
+    public func listLayers() throws(ClientError) -> [V1.Layer] {
+        let r: V1.ListLayersResponse = try call("ListLayers", V1.ListLayersRequest())
+        return r.layers
+    }
+
+    public func deleteLayer(_ layerID: String, idempotencyKey: String? = nil) throws(ClientError) -> V1.DeleteLayerResponse {
+        var req = V1.DeleteLayerRequest()
+        req.layerID = layerID
+        return try mutate("DeleteLayer", req, idempotencyKey: idempotencyKey)
+    }
+
+    public func layerStats(_ layerID: String) throws(ClientError) -> V1.LayerStats {
+        var req = V1.GetLayerStatsRequest()
+        req.layerID = layerID
+        let r: V1.GetLayerStatsResponse = try call("GetLayerStats", req)
+        return r.stats ?? V1.LayerStats()
+    }
+
+    public func registerIcon(_ request: V1.RegisterIconRequest, idempotencyKey: String? = nil) throws(ClientError) -> V1.RegisterIconResponse {
+        try mutate("RegisterIcon", request, idempotencyKey: idempotencyKey)
+    }
+
+    public func upsertMarkers(_ layerID: String, _ markers: [V1.Marker], idempotencyKey: String? = nil) throws(ClientError) -> V1.UpsertMarkersResponse {
+        var req = V1.UpsertMarkersRequest()
+        req.layerID = layerID
+        req.markers = markers
+        return try mutate("UpsertMarkers", req, idempotencyKey: idempotencyKey)
+    }
+
+    public func removeMarkers(_ layerID: String, ids: [String], idempotencyKey: String? = nil) throws(ClientError) -> V1.RemoveMarkersResponse {
+        var req = V1.RemoveMarkersRequest()
+        req.layerID = layerID
+        req.ids = ids
+        return try mutate("RemoveMarkers", req, idempotencyKey: idempotencyKey)
+    }
+
+    public func getMarkers(_ layerID: String, ids: [String]) throws(ClientError) -> V1.GetMarkersResponse {
+        var req = V1.GetMarkersRequest()
+        req.layerID = layerID
+        req.ids = ids
+        return try call("GetMarkers", req)
+    }
+
+    public func clearLayer(_ layerID: String, idempotencyKey: String? = nil) throws(ClientError) -> V1.ClearLayerResponse {
+        var req = V1.ClearLayerRequest()
+        req.layerID = layerID
+        return try mutate("ClearLayer", req, idempotencyKey: idempotencyKey)
+    }
+
+    public func moveMarkers(_ layerID: String, _ moves: [V1.MarkerMove], idempotencyKey: String? = nil) throws(ClientError) -> V1.MoveMarkersResponse {
+        var req = V1.MoveMarkersRequest()
+        req.layerID = layerID
+        req.moves = moves
+        return try mutate("MoveMarkers", req, idempotencyKey: idempotencyKey)
+    }
+
+    public func queryViewport(_ request: V1.QueryViewportRequest) throws(ClientError) -> V1.QueryViewportResponse {
+        try call("QueryViewport", request)
+    }
+
+    public func hitTest(_ request: V1.HitTestRequest) throws(ClientError) -> V1.HitTestResponse {
+        try call("HitTest", request)
+    }
+
+    public func beginDrag(_ layerID: String, markerID: String, idempotencyKey: String? = nil) throws(ClientError) -> V1.BeginDragResponse {
+        var req = V1.BeginDragRequest()
+        req.layerID = layerID
+        req.markerID = markerID
+        return try mutate("BeginDrag", req, idempotencyKey: idempotencyKey)
+    }
+
+    public func dragTo(_ layerID: String, dragID: String, to position: V1.LatLng) throws(ClientError) {
+        var req = V1.DragToRequest()
+        req.layerID = layerID
+        req.dragID = dragID
+        req.position = position
+        let _: V1.DragToResponse = try call("DragTo", req)
+    }
+
+    public func endDrag(_ layerID: String, dragID: String, at position: V1.LatLng? = nil, idempotencyKey: String? = nil) throws(ClientError) -> V1.EndDragResponse {
+        var req = V1.EndDragRequest()
+        req.layerID = layerID
+        req.dragID = dragID
+        req.position = position
+        return try mutate("EndDrag", req, idempotencyKey: idempotencyKey)
+    }
+
+    public func cancelDrag(_ layerID: String, dragID: String, idempotencyKey: String? = nil) throws(ClientError) -> V1.CancelDragResponse {
+        var req = V1.CancelDragRequest()
+        req.layerID = layerID
+        req.dragID = dragID
+        return try mutate("CancelDrag", req, idempotencyKey: idempotencyKey)
+    }
+
+    public func createSnapshot() throws(ClientError) -> V1.CreateSnapshotResponse {
+        try call("CreateSnapshot", V1.CreateSnapshotRequest())
+    }
+
+    public func serverInfo() throws(ClientError) -> V1.GetServerInfoResponse {
+        try call("GetServerInfo", V1.GetServerInfoRequest())
+    }
+}

@@ -1,0 +1,67 @@
+import Dispatch
+import MarkerdAPI
+import MarkerdService
+import MarkerdTransport
+
+/// markerd as a library: the service (recovered from the data directory), the RPC dispatcher
+/// and the NNG REP server, wired together. `markerd` is a thin `main` around this; tests run it
+/// in-process (inproc://, ipc://, tcp://127.0.0.1:0).
+public final class MarkerServer: Sendable {
+    public let configuration: MarkerdConfiguration
+    public let service: MarkerService
+    public let dispatcher: RPCDispatcher
+    let transport: NNGReplyServer
+
+    /// Opens the service (loading the newest snapshot and replaying the journal, unless
+    /// ephemeral) and prepares the listeners. Nothing is served until ``start()``.
+    /// - Throws: a journal/recovery error that names the damaged file and offset.
+    public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil) throws {
+        self.configuration = configuration
+        var serviceConfig = ServiceConfiguration()
+        serviceConfig.dataDirectory = configuration.ephemeral ? nil : configuration.dataDirectory
+        serviceConfig.fsync = switch configuration.fsync {
+            case .always: .always
+            case .everysec: .everySecond
+            case .off: .off
+        }
+        serviceConfig.snapshotEveryBytes = configuration.snapshotEveryBytes
+        service = try MarkerService.open(configuration: serviceConfig, progress: progress)
+        dispatcher = RPCDispatcher(service: service)
+        let handler = DispatchingHandler(dispatcher: dispatcher)
+        transport = NNGReplyServer(
+            configuration: ServerConfiguration(
+                listenURLs: configuration.listenURLs, contexts: configuration.contexts,
+                maxMessageBytes: configuration.maxMessageBytes),
+            handler: handler)
+    }
+
+    /// Starts listening on every URL. Throws if a URL cannot be listened on (e.g. address in use).
+    public func start() throws {
+        try transport.start()
+    }
+
+    /// The URLs actually bound (a tcp port 0 resolved to the real port).
+    public var boundURLs: [String] { transport.boundURLs }
+
+    /// Graceful stop: stop taking requests, let those in flight finish (bounded by
+    /// `drainSeconds`), flush and fsync the journal, close the sockets.
+    public func stop() {
+        transport.stop(drainTimeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
+        service.close()
+    }
+}
+
+/// Hands each request from the nng callback thread to the RPC worker queue (never blocks).
+struct DispatchingHandler: RequestHandler {
+    let dispatcher: RPCDispatcher
+    static let queue = DispatchQueue(label: "markerd.rpc", qos: .userInitiated, attributes: .concurrent)
+
+    func handle(_ request: IncomingRequest) {
+        let dispatcher = self.dispatcher
+        Self.queue.async {
+            dispatcher.handle(body: request.body, receivedAt: request.receivedAt) { response in
+                request.respond(size: response.serializedSize) { response.serialize(into: $0) }
+            }
+        }
+    }
+}

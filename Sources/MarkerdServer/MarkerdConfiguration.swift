@@ -1,0 +1,106 @@
+/// markerd's settings, from the command line. Every option has a default, so `markerd` alone
+/// runs a durable server on tcp://127.0.0.1:7450 with its data in ./data.
+public struct MarkerdConfiguration: Sendable, Equatable {
+    /// NNG listen URLs (`tcp://host:port`, `ipc:///path`, `inproc://name`). Default tcp://127.0.0.1:7450.
+    public var listenURLs: [String] = ["tcp://127.0.0.1:7450"]
+    /// REP contexts, i.e. requests received concurrently. Default 64.
+    public var contexts: Int = 64
+    /// Largest request accepted, in bytes (NNG_OPT_RECVMAXSZ); a larger one drops the connection. Default 64 MiB.
+    public var maxMessageBytes: Int = 64 << 20
+    /// Where the journal and snapshots live. Default ./data.
+    public var dataDirectory: String = "./data"
+    /// Keep everything in memory only (no journal, no snapshots).
+    public var ephemeral: Bool = false
+    /// When an acknowledged write is on disk; see ``FsyncPolicy``.
+    public var fsync: FsyncPolicy = .always
+    /// Write a snapshot when the journal has grown by this many bytes since the last one. Default 256 MiB; 0 = never.
+    public var snapshotEveryBytes: Int = 256 << 20
+    /// How long a graceful shutdown waits for requests in flight. Default 8 s (exit within 10 s).
+    public var drainSeconds: Double = 8
+
+    public enum FsyncPolicy: String, Sendable, CaseIterable {
+        /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
+        case always
+        /// write before acknowledging, fsync once a second: a process crash loses nothing,
+        /// a power loss or kernel crash can lose the last second.
+        case everysec
+        /// write before acknowledging, never fsync: a power loss can lose anything the OS had not written.
+        case off
+    }
+
+    public init() {}
+
+    public static let usage = """
+    usage: markerd [options]
+           markerd check DIR     explain damage in a data directory
+           markerd repair DIR    keep the valid prefix of a damaged journal, say what was dropped
+
+    options:
+      --listen URL               NNG listen URL, repeatable (tcp://, ipc://, inproc://). Default tcp://127.0.0.1:7450
+      --contexts N               concurrent REP contexts. Default 64
+      --max-message-bytes N      largest request in bytes. Default 67108864 (64 MiB)
+      --data-dir DIR             journal and snapshots. Default ./data
+      --ephemeral                keep everything in memory only
+      --fsync always|everysec|off  durability of acknowledged writes. Default always
+      --snapshot-every-bytes N   snapshot after this much journal. Default 268435456; 0 = never
+      --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
+      -h, --help                 this text
+      --version                  print the version
+    """
+
+    public struct ParseError: Error, CustomStringConvertible, Equatable {
+        public var description: String
+    }
+
+    /// Parses `arguments` (without the program name). Throws with a message naming the bad option.
+    public static func parse(_ arguments: [String]) throws(ParseError) -> MarkerdConfiguration {
+        var config = MarkerdConfiguration()
+        var listen: [String] = []
+        var i = 0
+        func value(_ name: String) throws(ParseError) -> String {
+            i += 1
+            guard i < arguments.count else { throw ParseError(description: "\(name) needs a value") }
+            return arguments[i]
+        }
+        func integer(_ name: String, min: Int) throws(ParseError) -> Int {
+            let text = try value(name)
+            guard let n = Int(text), n >= min else {
+                throw ParseError(description: "\(name) takes a whole number >= \(min), not \"\(text)\"")
+            }
+            return n
+        }
+        while i < arguments.count {
+            let arg = arguments[i]
+            switch arg {
+            case "--listen":
+                let url = try value(arg)
+                guard url.hasPrefix("tcp://") || url.hasPrefix("ipc://") || url.hasPrefix("inproc://") else {
+                    throw ParseError(description: "--listen takes tcp://, ipc:// or inproc:// URLs, not \"\(url)\"")
+                }
+                listen.append(url)
+            case "--contexts": config.contexts = try integer(arg, min: 1)
+            case "--max-message-bytes": config.maxMessageBytes = try integer(arg, min: 1024)
+            case "--data-dir": config.dataDirectory = try value(arg)
+            case "--ephemeral": config.ephemeral = true
+            case "--fsync":
+                let text = try value(arg)
+                guard let policy = FsyncPolicy(rawValue: text) else {
+                    throw ParseError(description: "--fsync takes always, everysec or off, not \"\(text)\"")
+                }
+                config.fsync = policy
+            case "--snapshot-every-bytes": config.snapshotEveryBytes = try integer(arg, min: 0)
+            case "--drain-seconds":
+                let text = try value(arg)
+                guard let s = Double(text), s >= 0, s <= 60 else {
+                    throw ParseError(description: "--drain-seconds takes seconds from 0 to 60, not \"\(text)\"")
+                }
+                config.drainSeconds = s
+            default:
+                throw ParseError(description: "unknown option \"\(arg)\"")
+            }
+            i += 1
+        }
+        if !listen.isEmpty { config.listenURLs = listen }
+        return config
+    }
+}

@@ -1,0 +1,37 @@
+import MarkerdAPI
+import MarkerdService
+
+/// The method table: every rpc of `service MarkerService` in Protos/markerd/v1/markerd.proto,
+/// bound to the service. Mutations are listed by ``MutationKind``.
+enum MethodTable {
+    static func routes(for service: MarkerService) -> [String: Route] {
+        var routes: [String: Route] = [:]
+        func read<Req: ProtoMessage, Resp: ProtoMessage>(
+            _ name: String, _ type: Req.Type,
+            _ body: @escaping @Sendable (Req, CallContext) throws(RPCError) -> Resp
+        ) {
+            routes[RPCDispatcher.servicePrefix + name] = .read { (bytes, context) throws(RPCError) -> [UInt8] in
+                let request: Req
+                do {
+                    request = try Req(serializedBytes: bytes)
+                } catch {
+                    throw .invalidArgument("undecodable \(name) payload (\(bytes.count) bytes): \(error)")
+                }
+                return try body(request, context).serializedBytes()
+            }
+        }
+        read("GetLayer", V1.GetLayerRequest.self) { r, _ throws(RPCError) in try service.getLayer(r) }
+        read("ListLayers", V1.ListLayersRequest.self) { r, _ throws(RPCError) in service.listLayers(r) }
+        read("GetLayerStats", V1.GetLayerStatsRequest.self) { r, _ throws(RPCError) in try service.getLayerStats(r) }
+        read("GetMarkers", V1.GetMarkersRequest.self) { r, _ throws(RPCError) in try service.getMarkers(r) }
+        read("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewport(r) }
+        read("HitTest", V1.HitTestRequest.self) { r, _ throws(RPCError) in try service.hitTest(r) }
+        read("DragTo", V1.DragToRequest.self) { r, _ throws(RPCError) in try service.dragTo(r) }
+        read("GetServerInfo", V1.GetServerInfoRequest.self) { r, _ throws(RPCError) in service.getServerInfo(r) }
+        read("CreateSnapshot", V1.CreateSnapshotRequest.self) { r, _ throws(RPCError) in try service.createSnapshot(r) }
+        for kind in MutationKind.allCases {
+            routes[kind.methodName] = .mutation(kind)
+        }
+        return routes
+    }
+}

@@ -1,0 +1,104 @@
+import MarkerdAPI
+import MarkerdService
+
+/// Turns one request envelope into one response envelope: decodes `Request`, checks the
+/// deadline, routes `method` through the method table to the service, and encodes `Response`.
+///
+/// Failure modes, each answered with an error reply (never a crash):
+/// - undecodable envelope or payload -> INVALID_ARGUMENT
+/// - unknown method -> UNIMPLEMENTED
+/// - `timeout_ms` expired before the work started -> DEADLINE_EXCEEDED (nothing applied)
+/// - anything the service throws -> its code; an unexpected Swift error -> INTERNAL
+public final class RPCDispatcher: Sendable {
+    public static let servicePrefix = "/markerd.v1.MarkerService/"
+
+    let service: MarkerService
+    let routes: [String: Route]
+    public let metrics: ServerMetrics
+
+    public init(service: MarkerService, metrics: ServerMetrics = ServerMetrics()) {
+        self.service = service
+        self.metrics = metrics
+        self.routes = MethodTable.routes(for: service)
+    }
+
+    /// Every method name the server answers, for documentation and tests.
+    public var methodNames: [String] { routes.keys.sorted() }
+
+    /// Handles one request. `reply` is called exactly once, possibly later and from another
+    /// thread (mutations reply after their journal record is durable).
+    public func handle(
+        body: UnsafeRawBufferPointer,
+        receivedAt: ContinuousClock.Instant,
+        reply: @escaping @Sendable (V1.Response) -> Void
+    ) {
+        let request: V1.Request
+        do {
+            request = try V1.Request(serializedBytes: body)
+        } catch {
+            finish(method: "invalid", requestID: 0, receivedAt: receivedAt,
+                   result: .failure(.invalidArgument("undecodable request envelope (\(body.count) bytes): \(error)")),
+                   reply: reply)
+            return
+        }
+        let requestID = request.requestID
+        let method = request.method
+        guard let route = routes[method] else {
+            finish(method: "unknown", requestID: requestID, receivedAt: receivedAt,
+                   result: .failure(RPCError(.unimplemented, "unknown method \"\(method)\"")), reply: reply)
+            return
+        }
+        let deadline: ContinuousClock.Instant? =
+            request.timeoutMs == 0 ? nil : receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs)))
+        let context = CallContext(method: method, idempotencyKey: request.idempotencyKey, deadline: deadline)
+        let short = context.shortMethod
+        do {
+            try context.checkDeadline()
+        } catch {
+            finish(method: short, requestID: requestID, receivedAt: receivedAt, result: .failure(error), reply: reply)
+            return
+        }
+        switch route {
+        case .read(let body):
+            let result: Result<[UInt8], RPCError>
+            do {
+                result = .success(try request.payload.withUnsafeBytes { (p) throws(RPCError) in try body(p, context) })
+            } catch {
+                result = .failure(error)
+            }
+            finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, reply: reply)
+        case .mutation(let kind):
+            service.mutate(kind, payload: request.payload, context: context) { [self] result in
+                finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, reply: reply)
+            }
+        }
+    }
+
+    private func finish(
+        method: Substring, requestID: UInt64, receivedAt: ContinuousClock.Instant,
+        result: Result<[UInt8], RPCError>, reply: @Sendable (V1.Response) -> Void
+    ) {
+        var response = V1.Response()
+        response.requestID = requestID
+        switch result {
+        case .success(let payload):
+            response.code = .ok
+            response.payload = payload
+        case .failure(let error):
+            response.code = error.code
+            response.message = error.message
+        }
+        let elapsed = ContinuousClock.now - receivedAt
+        let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
+        metrics.record(method: method, code: response.code, micros: micros)
+        reply(response)
+    }
+}
+
+/// How one method is served.
+enum Route: Sendable {
+    /// Decodes the payload and answers synchronously (queries; also DragTo, which is not journaled).
+    case read(@Sendable (UnsafeRawBufferPointer, CallContext) throws(RPCError) -> [UInt8])
+    /// Goes through idempotency, the layer's write lock and the journal.
+    case mutation(MutationKind)
+}

@@ -1,0 +1,103 @@
+"""A reference markerd client in Python: pynng (REQ socket) + protobuf modules generated from Protos/.
+
+It proves that any language with NNG and protobuf can call markerd. Generate the modules first
+(the test does this into a temporary folder):
+
+    python3 -m grpc_tools.protoc -I Protos --python_out=OUT Protos/markerd/v1/*.proto
+
+then put OUT on sys.path (or call ``load_protos(OUT)``) before importing this module's client.
+"""
+import itertools
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+
+import pynng
+
+SERVICE = "/markerd.v1.MarkerService/"
+_pb = None
+
+
+def load_protos(out_dir=None, protos_dir=None):
+    """Generates (if needed) and imports markerd.v1 protobuf modules; returns markerd_pb2."""
+    global _pb
+    if _pb is not None:
+        return _pb
+    here = os.path.dirname(os.path.abspath(__file__))
+    protos_dir = protos_dir or os.path.join(here, "..", "..", "Protos")
+    out_dir = out_dir or tempfile.mkdtemp(prefix="markerd-pb-")
+    files = [os.path.join(root, f) for root, _, fs in os.walk(protos_dir) for f in fs if f.endswith(".proto")]
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I", protos_dir, "--python_out=" + out_dir, *files],
+                   check=True)
+    sys.path.insert(0, out_dir)
+    from markerd.v1 import markerd_pb2  # noqa: E402
+    _pb = markerd_pb2
+    return _pb
+
+
+class MarkerdError(Exception):
+    """A non-OK reply: ``code`` is the gRPC status name (e.g. "INVALID_ARGUMENT")."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class MarkerdClient:
+    """Blocking client. Every mutation carries a fresh idempotency key unless one is given."""
+
+    def __init__(self, url="tcp://127.0.0.1:7450", timeout_ms=10_000):
+        self.pb = load_protos()
+        self.sock = pynng.Req0(dial=url, recv_timeout=timeout_ms, send_timeout=timeout_ms)
+        self._ids = itertools.count(1)
+
+    def close(self):
+        self.sock.close()
+
+    def call(self, method, request, response_type, idempotency_key=None, timeout_ms=0):
+        pb = self.pb
+        envelope = pb.Request(method=SERVICE + method, request_id=next(self._ids),
+                              payload=request.SerializeToString(), timeout_ms=timeout_ms)
+        if idempotency_key is not None:
+            envelope.idempotency_key = idempotency_key
+        self.sock.send(envelope.SerializeToString())
+        reply = pb.Response()
+        reply.ParseFromString(self.sock.recv())
+        if reply.request_id != envelope.request_id:
+            raise MarkerdError("INTERNAL", f"reply for request {reply.request_id}, expected {envelope.request_id}")
+        if reply.code != pb.OK:
+            raise MarkerdError(pb.Code.Name(reply.code), reply.message)
+        out = response_type()
+        out.ParseFromString(reply.payload)
+        return out
+
+    def _mutate(self, method, request, response_type, key):
+        return self.call(method, request, response_type, idempotency_key=key or uuid.uuid4().hex)
+
+    def create_layer(self, layer_id, min_marker_count=None, key=None):
+        pb = self.pb
+        req = pb.CreateLayerRequest(layer_id=layer_id)
+        if min_marker_count is not None:
+            req.options.tiling.min_marker_count = min_marker_count
+        return self._mutate("CreateLayer", req, pb.CreateLayerResponse, key).layer
+
+    def upsert_markers(self, layer_id, markers, key=None):
+        pb = self.pb
+        return self._mutate("UpsertMarkers", pb.UpsertMarkersRequest(layer_id=layer_id, markers=markers),
+                            pb.UpsertMarkersResponse, key)
+
+    def get_markers(self, layer_id, ids):
+        pb = self.pb
+        return self.call("GetMarkers", pb.GetMarkersRequest(layer_id=layer_id, ids=ids), pb.GetMarkersResponse)
+
+    def remove_markers(self, layer_id, ids, key=None):
+        pb = self.pb
+        return self._mutate("RemoveMarkers", pb.RemoveMarkersRequest(layer_id=layer_id, ids=ids),
+                            pb.RemoveMarkersResponse, key)
+
+    def layer_stats(self, layer_id):
+        pb = self.pb
+        return self.call("GetLayerStats", pb.GetLayerStatsRequest(layer_id=layer_id), pb.GetLayerStatsResponse).stats

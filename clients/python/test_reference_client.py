@@ -1,0 +1,127 @@
+"""Drives a real markerd process through the Python reference client (pynng + protobuf).
+
+    python3 clients/python/test_reference_client.py --markerd .build/debug/markerd
+
+Starts markerd on a free loopback port with a temporary data directory, runs the tests, stops it,
+and prints "N passed, N failed".
+"""
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from markerd_client import MarkerdClient, MarkerdError, load_protos  # noqa: E402
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def marker(pb, mid, lat, lon, **kw):
+    m = pb.Marker(id=mid, position=pb.LatLng(latitude=lat, longitude=lon), **kw)
+    return m
+
+
+def test_create_upsert_get_remove(client, pb):
+    layer = client.create_layer("py-layer")
+    assert layer.id == "py-layer", layer
+    assert layer.options.tiling.min_marker_count == 2000, layer.options
+    markers = [marker(pb, f"m{i}", 35.0 + i * 0.01, 139.0 + i * 0.01) for i in range(100)]
+    markers[0].attributes["name"] = "Tokyo"
+    markers[1].pin.label = "B"
+    markers[1].pin.fill_color = 0xFF00FF00
+    r = client.upsert_markers("py-layer", markers)
+    assert (r.created, r.updated) == (100, 0), r
+    got = client.get_markers("py-layer", ["m0", "m1", "nope"])
+    assert [m.id for m in got.markers] == ["m0", "m1"], got
+    assert list(got.missing_ids) == ["nope"]
+    assert abs(got.markers[0].position.latitude - 35.0) < 1e-6
+    assert got.markers[0].attributes["name"] == "Tokyo"
+    assert got.markers[1].pin.label == "B" and got.markers[1].pin.fill_color == 0xFF00FF00
+    assert got.markers[0].clickable and got.markers[0].visible and not got.markers[0].draggable
+    r = client.remove_markers("py-layer", ["m0", "m1", "nope"])
+    assert (r.removed, r.not_found) == (2, 1), r
+    assert client.layer_stats("py-layer").markers == 98
+
+
+def test_idempotent_resend(client, pb):
+    client.create_layer("py-idem")
+    m = [marker(pb, "a", 1, 1)]
+    first = client.upsert_markers("py-idem", m, key="k-1")
+    again = client.upsert_markers("py-idem", m, key="k-1")
+    assert first == again and first.created == 1, (first, again)
+    assert client.layer_stats("py-idem").markers == 1
+
+
+def test_invalid_batch_changes_nothing(client, pb):
+    client.create_layer("py-bad")
+    bad = [marker(pb, "ok", 1, 1), marker(pb, "far-north", 89.0, 1)]
+    try:
+        client.upsert_markers("py-bad", bad)
+        raise AssertionError("expected INVALID_ARGUMENT")
+    except MarkerdError as e:
+        assert e.code == "INVALID_ARGUMENT", e
+        assert "far-north" in e.message and "latitude" in e.message, e.message
+    assert client.layer_stats("py-bad").markers == 0
+
+
+def test_unknown_method(client, pb):
+    try:
+        client.call("NoSuchMethod", pb.GetLayerRequest(layer_id="x"), pb.GetLayerResponse)
+        raise AssertionError("expected UNIMPLEMENTED")
+    except MarkerdError as e:
+        assert e.code == "UNIMPLEMENTED", e
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--markerd", required=True)
+    args = ap.parse_args()
+    pb = load_protos()
+    data = tempfile.mkdtemp(prefix="markerd-py-")
+    url = f"tcp://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen([args.markerd, "--listen", url, "--data-dir", data], stderr=subprocess.PIPE, text=True)
+    passed = failed = 0
+    try:
+        client = MarkerdClient(url)
+        deadline = time.time() + 20
+        while True:  # wait until it answers
+            try:
+                client.call("ListLayers", pb.ListLayersRequest(), pb.ListLayersResponse)
+                break
+            except Exception:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        for name, fn in sorted(globals().items()):
+            if name.startswith("test_") and callable(fn):
+                try:
+                    fn(client, pb)
+                    passed += 1
+                    print(f"ok   {name}")
+                except Exception:
+                    failed += 1
+                    print(f"FAIL {name}")
+                    traceback.print_exc()
+        client.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(data, ignore_errors=True)
+    print(f"reference-client: {passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what markerd needs on Debian 12 beyond the Swift toolchain, only if it is missing.
+#   scripts/install-deps.sh          Debian packages for building and running
+#   scripts/install-deps.sh --test   also the Python packages the tests use (reference client)
+set -euo pipefail
+pkgs=(libnng-dev libprotobuf-c-dev protobuf-c-compiler libpng-dev zlib1g-dev libcairo2-dev libfreetype-dev fonts-dejavu-core pkg-config)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ "${1:-}" = "--test" ]; then
+  py=(pynng protobuf grpcio-tools)
+  if ! python3 -c "import pynng, google.protobuf, grpc_tools" 2>/dev/null; then
+    echo "install-deps: pip installing ${py[*]}"
+    python3 -m pip install -q --disable-pip-version-check "${py[@]}"
+  fi
+fi
