@@ -8,8 +8,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var listenURLs: [String]
     /// Requests served concurrently: one nng context (with one aio) each. At least 1.
     public var contexts: Int
-    /// Largest request accepted, in bytes (`NNG_OPT_RECVMAXSZ`). A peer that sends more is
-    /// disconnected by nng; the server keeps serving everyone else. Must be > 0.
+    /// Largest request body accepted, in bytes. nng's `NNG_OPT_RECVMAXSZ` is set to this plus
+    /// ``nngHeaderAllowance`` (the REQ/REP backtrace travels in the same wire message): a peer
+    /// that sends more is disconnected by nng; a body that fits the allowance but exceeds this
+    /// limit is dropped without a reply. Either way the server keeps serving everyone else.
+    /// Must be > 0.
     public var maxMessageBytes: Int
 
     public init(listenURLs: [String] = ["tcp://127.0.0.1:7450"], contexts: Int = 64,
@@ -19,6 +22,10 @@ public struct ServerConfiguration: Sendable, Equatable {
         self.maxMessageBytes = maxMessageBytes
     }
 }
+
+/// Bytes added to `NNG_OPT_RECVMAXSZ` on top of a body limit, for the REQ/REP header (4 bytes
+/// per hop: request id plus any device hops).
+public let nngHeaderAllowance = 64
 
 /// Receives every request of an ``NNGReplyServer``.
 public protocol RequestHandler: Sendable {
@@ -39,6 +46,8 @@ public struct ServerStatistics: Sendable, Equatable {
     public var abandoned: Int
     /// Failed receives or sends other than shutdown (the context was re-armed).
     public var transientErrors: Int
+    /// Requests whose body exceeded `maxMessageBytes` but fit nng's limit; dropped unanswered.
+    public var oversize: Int
 }
 
 /// One request received by an ``NNGReplyServer``; reply exactly once with `respond`.
@@ -109,6 +118,7 @@ public final class IncomingRequest: @unchecked Sendable {
 /// Shared by the server and its contexts: the handler, the stop flag, the busy count.
 final class ReplyServerCore: @unchecked Sendable {
     let handler: any RequestHandler
+    let maxBodyBytes: Int
     let lock = ConditionLock()
     private var stopping = false  // guarded by lock
     private var busy = 0          // guarded by lock: contexts in .handling or .sending
@@ -116,8 +126,12 @@ final class ReplyServerCore: @unchecked Sendable {
     let responded = Atomic<Int>(0)
     let abandoned = Atomic<Int>(0)
     let transientErrors = Atomic<Int>(0)
+    let oversize = Atomic<Int>(0)
 
-    init(handler: any RequestHandler) { self.handler = handler }
+    init(handler: any RequestHandler, maxBodyBytes: Int) {
+        self.handler = handler
+        self.maxBodyBytes = maxBodyBytes
+    }
 
     var isStopping: Bool { lock.withLock { stopping } }
     func beginStopping() { lock.withLock { stopping = true } }
@@ -228,6 +242,12 @@ final class ReplyContext: @unchecked Sendable {
         case .receiving:
             if result == 0, let msg = nng_aio_get_msg(aio) {
                 nng_aio_set_msg(aio, nil)
+                if nng_msg_len(msg) > core.maxBodyBytes {
+                    nng_msg_free(msg)
+                    core.oversize.add(1, ordering: .relaxed)
+                    perform(nextAfterCompletion())
+                    return
+                }
                 generation &+= 1
                 let gen = generation
                 transition(to: .handling(gen))
@@ -327,7 +347,7 @@ public final class NNGReplyServer: @unchecked Sendable {
 
     public init(configuration: ServerConfiguration = ServerConfiguration(), handler: any RequestHandler) {
         self.configuration = configuration
-        self.core = ReplyServerCore(handler: handler)
+        self.core = ReplyServerCore(handler: handler, maxBodyBytes: configuration.maxMessageBytes)
     }
 
     deinit { stop(drainTimeout: .zero) }
@@ -343,7 +363,8 @@ public final class NNGReplyServer: @unchecked Sendable {
         ServerStatistics(received: core.received.load(ordering: .relaxed),
                          responded: core.responded.load(ordering: .relaxed),
                          abandoned: core.abandoned.load(ordering: .relaxed),
-                         transientErrors: core.transientErrors.load(ordering: .relaxed))
+                         transientErrors: core.transientErrors.load(ordering: .relaxed),
+                         oversize: core.oversize.load(ordering: .relaxed))
     }
 
     /// Opens the socket, sets the receive limit, creates the contexts, starts every listener
@@ -362,7 +383,8 @@ public final class NNGReplyServer: @unchecked Sendable {
         try nngCheck(nng_rep0_open(&sock), "nng_rep0_open")
         var made: [ReplyContext] = []
         do throws(NNGError) {
-            try nngCheck(nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, config.maxMessageBytes),
+            try nngCheck(nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ,
+                                                 config.maxMessageBytes.addingReportingOverflow(nngHeaderAllowance).partialValue),
                          "nng_socket_set_size(\(NNG_OPT_RECVMAXSZ))")
             for _ in 0..<config.contexts {
                 let context = ReplyContext(core: core)

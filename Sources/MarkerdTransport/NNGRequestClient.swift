@@ -4,8 +4,9 @@ internal import CNNG
 public struct ClientConfiguration: Sendable, Equatable {
     /// The server URL to dial (`tcp://...`, `ipc://...`, `inproc://...`).
     public var url: String
-    /// Largest reply accepted, in bytes (`NNG_OPT_RECVMAXSZ`); a bigger reply drops the
-    /// connection and the call times out. Must be > 0. Default 64 MiB.
+    /// Largest reply body accepted, in bytes (`NNG_OPT_RECVMAXSZ` is this plus
+    /// ``nngHeaderAllowance``); a bigger reply drops the connection and the call times out.
+    /// Must be > 0. Default 64 MiB.
     public var maxMessageBytes: Int
     /// How long a request waits for its reply before nng sends it again
     /// (`NNG_OPT_REQ_RESENDTIME`). nil keeps nng's default (60 s).
@@ -52,7 +53,8 @@ public final class NNGRequestClient: @unchecked Sendable {
         var sock = nng_socket()
         try nngCheck(nng_req0_open(&sock), "nng_req0_open")
         do throws(NNGError) {
-            try nngCheck(nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ, configuration.maxMessageBytes),
+            try nngCheck(nng_socket_set_size(sock, NNG_OPT_RECVMAXSZ,
+                                             configuration.maxMessageBytes.addingReportingOverflow(nngHeaderAllowance).partialValue),
                          "nng_socket_set_size(\(NNG_OPT_RECVMAXSZ))")
             if let resend = configuration.resendTime {
                 try nngCheck(nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, nngMilliseconds(resend)),
