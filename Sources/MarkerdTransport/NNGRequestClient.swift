@@ -41,6 +41,7 @@ public final class NNGRequestClient: @unchecked Sendable {
     private var socket = nng_socket()     // written once in init
     private let lock = ConditionLock()
     private var idle: [Slot] = []         // guarded by lock
+    private var asyncIdle: [AsyncCallSlot] = []  // guarded by lock
     private var closed = false            // guarded by lock
 
     /// Opens the socket and starts dialing. Throws for a bad URL or configuration
@@ -79,15 +80,35 @@ public final class NNGRequestClient: @unchecked Sendable {
     /// Closes the socket. Calls in progress end with `.closed`; later calls throw `.closed`.
     /// Idempotent.
     public func close() {
-        let slots: [Slot]? = lock.withLock {
+        let slots: ([Slot], [AsyncCallSlot])? = lock.withLock {
             if closed { return nil }
             closed = true
-            defer { idle = [] }
-            return idle
+            defer { idle = []; asyncIdle = [] }
+            return (idle, asyncIdle)
         }
         guard let slots else { return }
         nng_close(socket)
-        _ = slots  // freed here, after the socket
+        for slot in slots.1 { slot.destroy() }
+        _ = slots  // sync slots freed here, after the socket
+    }
+
+    func acquireAsyncSlot() throws(NNGError) -> AsyncCallSlot {
+        let reused: AsyncCallSlot? = try lock.withLock { () throws(NNGError) -> AsyncCallSlot? in
+            if closed { throw NNGError(code: NNGError.closed.code, operation: "NNGRequestClient.asyncCall") }
+            return asyncIdle.popLast()
+        }
+        if let reused { return reused }
+        return try AsyncCallSlot(socket: socket, resendTime: configuration.resendTime)
+    }
+
+    /// Returns a finished slot to the pool (or frees it). Never called from an nng callback.
+    func releaseAsyncSlot(_ slot: AsyncCallSlot) {
+        let kept = lock.withLock {
+            guard !closed && asyncIdle.count < configuration.maxIdleContexts else { return false }
+            asyncIdle.append(slot)
+            return true
+        }
+        if !kept { slot.destroy() }
     }
 
     private func acquire() throws(NNGError) -> Slot {
