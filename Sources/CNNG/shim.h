@@ -6,4 +6,8 @@
 #include <nng/protocol/reqrep0/req.h>
 #include <nng/supplemental/http/http.h>
 #include <nng/supplemental/util/platform.h>
+
+// Macros and enum values Swift imports awkwardly (unsigned flags, enum structs).
+static inline int cnng_flag_nonblock(void) { return (int)NNG_FLAG_NONBLOCK; }
+static inline int cnng_errno(enum nng_errno_enum e) { return (int)e; }
 #endif
