@@ -44,7 +44,7 @@ let package = Package(
         // The service: layers, icons, markers, queries, drags, idempotency.
         .target(name: "MarkerdService", dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdRender", "MarkerdJournal"]),
         // The server: RPC envelope, dispatch, deadlines, metrics, wiring to the transport.
-        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport"]),
+        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal"]),
         // A Swift client over the same RPC (markerctl, benchmarks, tests).
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 

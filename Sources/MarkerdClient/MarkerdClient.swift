@@ -45,7 +45,7 @@ public final class MarkerdClient: Sendable {
         self.url = url
         self.timeout = timeout
         do {
-            transport = try NNGRequestClient(url: url, maxMessageBytes: maxMessageBytes)
+            transport = try NNGRequestClient(configuration: ClientConfiguration(url: url, maxMessageBytes: maxMessageBytes))
         } catch {
             throw .transport(error)
         }

@@ -1,0 +1,73 @@
+import MarkerdAPI
+import MarkerdCore
+
+/// One layer and the lock that guards it. Queries take the read lock; mutations of the layer
+/// take the write lock, so writes to one layer are serialized and different layers never block
+/// each other.
+final class LayerHandle: @unchecked Sendable {
+    let id: String
+    let lock = ReadWriteLock()
+    /// Guarded by `lock`.
+    var layer: MarkerLayer
+    /// Options as given at creation with every default filled in. Guarded by `lock`.
+    var options: V1.LayerOptions
+    /// Set (under the write lock) when the layer is deleted: a writer that looked the handle up
+    /// before the delete finds it and answers NOT_FOUND instead of writing into a dead layer.
+    var deleted = false
+
+    init(id: String, layer: MarkerLayer, options: V1.LayerOptions) {
+        self.id = id
+        self.layer = layer
+        self.options = options
+    }
+
+    /// The API view of the layer. Call under a lock.
+    func apiLayer(nowUnixMs: Int64) -> V1.Layer {
+        var l = V1.Layer()
+        l.id = id
+        l.options = options
+        l.version = layer.version
+        l.mode = layer.mode(now: nowUnixMs) == .tiled ? .tiled : .native
+        l.markerCount = UInt64(layer.count)
+        return l
+    }
+
+    /// Turns markers whose animation has ended static, if any are due (takes the write lock
+    /// only then). Queries call this first so that the tiling mode follows the server's clock
+    /// without a request having to change anything.
+    func expireAnimationsIfDue(nowUnixMs: Int64) {
+        let due = lock.withReadLock { layer.nextAnimationEnd.map { $0 <= nowUnixMs } ?? false }
+        if due { lock.withWriteLock { _ = layer.expireAnimations(now: nowUnixMs) } }
+    }
+}
+
+enum LayerOptionsResolution {
+    /// Fills in every default of `options` and checks it.
+    static func resolve(_ options: V1.LayerOptions?) throws(RPCError) -> (api: V1.LayerOptions, tiling: TilingOptions) {
+        var api = options ?? V1.LayerOptions()
+        var t = api.tiling ?? V1.TilingOptions()
+        t.enabled = t.enabled ?? true
+        t.minMarkerCount = t.minMarkerCount ?? 2000
+        t.tileSize = t.tileSize ?? 256
+        guard t.tileSize == 256 || t.tileSize == 512 else {
+            throw .invalidArgument("options.tiling.tile_size \(t.tileSize!) is not 256 or 512")
+        }
+        api.tiling = t
+        var c = api.clustering ?? V1.ClusteringOptions()
+        c.enabled = c.enabled ?? false
+        c.radiusPx = c.radiusPx ?? 60
+        c.minPoints = c.minPoints ?? 2
+        c.maxZoom = c.maxZoom ?? 16
+        c.extent = c.extent ?? 512
+        c.algorithm = c.algorithm ?? "grid"
+        guard c.radiusPx!.isFinite, c.radiusPx! > 0, c.radiusPx! <= 1024 else {
+            throw .invalidArgument("options.clustering.radius_px \(c.radiusPx!) must be within (0, 1024]")
+        }
+        guard c.algorithm == "grid" || c.algorithm == "supercluster" else {
+            throw .invalidArgument("options.clustering.algorithm \"\(c.algorithm!)\" is not grid or supercluster")
+        }
+        api.clustering = c
+        let tiling = TilingOptions(enabled: t.enabled!, minMarkerCount: t.minMarkerCount!, tileSize: Int(t.tileSize!))
+        return (api, tiling)
+    }
+}

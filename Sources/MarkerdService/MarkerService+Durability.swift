@@ -1,0 +1,276 @@
+import Foundation
+import MarkerdAPI
+import MarkerdCore
+import MarkerdJournal
+
+/// Serializes snapshots and remembers when the last one was taken.
+final class SnapshotState: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var running = false       // guarded by condition
+    private var journalBytesAtLast: UInt64 = 0  // guarded by condition
+
+    /// Claims the snapshot slot, waiting for a running snapshot to finish if `wait`.
+    func begin(wait: Bool) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if running && !wait { return false }
+        while running { condition.wait() }
+        running = true
+        return true
+    }
+
+    func end(journalBytes: UInt64?) {
+        condition.lock()
+        running = false
+        if let journalBytes { journalBytesAtLast = journalBytes }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func isDue(journalBytes: UInt64, every: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return every > 0 && !running && journalBytes >= journalBytesAtLast + UInt64(every)
+    }
+
+    func waitForRunning() {
+        condition.lock()
+        while running { condition.wait() }
+        condition.unlock()
+    }
+}
+
+extension MarkerService {
+    /// Snapshot format written by this version.
+    static let snapshotFormatVersion: UInt32 = 1
+    /// Markers per snapshot section; the layer's write lock is free between sections.
+    static let snapshotChunk = 8_192
+
+    /// Opens the service: ephemeral, or recovered from `configuration.dataDirectory` (newest
+    /// valid snapshot, then every journal record after it). Prints progress through `progress`.
+    /// - Throws: when the data directory is damaged beyond a torn last record (the error names
+    ///   the file and offset; `markerd check` / `markerd repair` explain and fix it), or is
+    ///   locked by another markerd.
+    public static func open(configuration: ServiceConfiguration,
+                            progress: (@Sendable (String) -> Void)? = nil) throws -> MarkerService {
+        guard let directory = configuration.dataDirectory else {
+            return MarkerService(configuration: configuration)
+        }
+        let start = ContinuousClock.now
+        let recovering = MarkerService(configuration: configuration, journal: nil)
+        var replayErrors = 0
+        var lastPrinted = ContinuousClock.now
+        let policy: SyncPolicy = switch configuration.fsync {
+            case .always: .always
+            case .everySecond: .everySecond
+            case .off: .off
+        }
+        let (journal, report) = try Journal.open(
+            directory: directory, options: JournalOptions(policy: policy),
+            progress: { p in
+                guard let progress, p.totalBytes > 64 << 20, ContinuousClock.now - lastPrinted > .seconds(1) else { return }
+                lastPrinted = .now
+                progress(String(format: "recovering %@: %.0f%% (%lld of %lld MB)", p.file,
+                                100 * Double(p.bytesRead) / Double(max(1, p.totalBytes)),
+                                p.bytesRead >> 20, p.totalBytes >> 20))
+            },
+            snapshotSection: { bytes in try recovering.restoreSnapshotSection(bytes) },
+            record: { _, bytes in
+                if !recovering.replayJournalRecord(bytes) { replayErrors += 1 }
+            })
+        let service = MarkerService(configuration: configuration, journal: journal)
+        service.adopt(recovering)
+        let markers = service.layers.withLock { $0.values.reduce(0) { $0 + $1.layer.count } }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        for w in report.warnings { progress?("recovery warning: \(w)") }
+        progress?(String(format: "recovered %d layers, %d markers, %d icons in %.2f s (snapshot %@, %d journal records replayed%@)",
+                         service.layers.withLock { $0.count }, markers, service.icons.count, seconds,
+                         report.snapshot ?? "none", report.recordsReplayed,
+                         replayErrors > 0 ? ", \(replayErrors) skipped as no-ops" : ""))
+        service.snapshots.end(journalBytes: 0)
+        return service
+    }
+
+    /// Takes over the state rebuilt by a recovering instance.
+    private func adopt(_ other: MarkerService) {
+        let all = other.layers.withLock { $0 }
+        layers.withLock { $0 = all }
+        for icon in other.icons.all() { _ = try? icons.register(icon) }
+        for e in other.idempotency.completedEntries() {
+            idempotency.restore(key: e.key, digest: e.digest, reply: e.reply, atUnixMs: e.atUnixMs)
+        }
+    }
+
+    // MARK: Replay
+
+    /// Re-applies one journal record. Returns false if it did not apply (which is expected after
+    /// a fuzzy snapshot, e.g. removing markers the snapshot no longer has).
+    func replayJournalRecord(_ bytes: [UInt8]) -> Bool {
+        guard let record = try? V1.JournalRecord(serializedBytes: bytes) else { return false }
+        if !record.idempotencyKey.isEmpty, let response = try? V1.Response(serializedBytes: record.response) {
+            idempotency.restore(key: record.idempotencyKey, digest: record.requestDigest,
+                                reply: StoredReply(code: response.code, message: response.message, payload: response.payload),
+                                atUnixMs: record.appliedAtUnixMs)
+        }
+        guard let kind = MutationKind(methodName: record.method) else { return false }
+        let commit = MutationCommit(kind: kind, payload: record.payload, key: record.idempotencyKey,
+                                    digest: record.requestDigest, nowUnixMs: record.appliedAtUnixMs,
+                                    context: nil, onDurable: nil)
+        do {
+            _ = try apply(commit)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Applies one snapshot section.
+    func restoreSnapshotSection(_ bytes: [UInt8]) throws {
+        let section = try V1.SnapshotSection(serializedBytes: bytes)
+        let now = Self.nowUnixMs()
+        func commit(_ kind: MutationKind) -> MutationCommit {
+            MutationCommit(kind: kind, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
+        }
+        switch section.section {
+        case .header(let h)?:
+            if let v = h.formatVersion, v > Self.snapshotFormatVersion {
+                throw RPCError.failedPrecondition("snapshot format \(v) is newer than this markerd understands (\(Self.snapshotFormatVersion))")
+            }
+        case .layer(let r)?:
+            _ = try createLayer(r, commit(.createLayer))
+        case .icon(let r)?:
+            _ = try registerIcon(r, commit(.registerIcon))
+        case .markers(let r)?:
+            _ = try upsertMarkers(r, commit(.upsertMarkers), restoring: true)
+        case .idempotency(let e)?:
+            let response = try V1.Response(serializedBytes: e.response ?? [])
+            idempotency.restore(key: e.key ?? "", digest: e.requestDigest ?? 0,
+                                reply: StoredReply(code: response.code, message: response.message, payload: response.payload),
+                                atUnixMs: e.atUnixMs ?? 0)
+        case .footer?, nil:
+            break
+        }
+    }
+
+    // MARK: Snapshots
+
+    /// CreateSnapshot: writes the whole state to a new snapshot file now (waiting for a
+    /// running one to finish first), then drops the journal segments it covers.
+    public func createSnapshot(_: V1.CreateSnapshotRequest) throws(RPCError) -> V1.CreateSnapshotResponse {
+        guard journal != nil else {
+            throw .failedPrecondition("markerd runs --ephemeral: there is nothing to snapshot to")
+        }
+        _ = snapshots.begin(wait: true)
+        do {
+            let r = try writeSnapshot()
+            snapshots.end(journalBytes: journal?.stats.bytes)
+            return r
+        } catch {
+            snapshots.end(journalBytes: nil)
+            throw .internal("snapshot failed: \(error)")
+        }
+    }
+
+    /// Starts a snapshot on a background thread when the journal has grown enough.
+    func maybeSnapshotInBackground() {
+        guard let journal, snapshots.isDue(journalBytes: journal.stats.bytes, every: configuration.snapshotEveryBytes),
+              snapshots.begin(wait: false) else { return }
+        Thread.detachNewThread { [self] in
+            do {
+                let r = try writeSnapshot()
+                FileHandle.standardError.write(String(format: "markerd: snapshot %@: %llu markers, %llu bytes, %.2f s\n",
+                                                      r.path, r.markers, r.bytes, r.seconds).data(using: .utf8)!)
+                snapshots.end(journalBytes: journal.stats.bytes)
+            } catch {
+                FileHandle.standardError.write("markerd: background snapshot failed: \(error)\n".data(using: .utf8)!)
+                snapshots.end(journalBytes: journal.stats.bytes)
+            }
+        }
+    }
+
+    /// Writes a fuzzy snapshot: rotate the journal (every record <= S is in older segments),
+    /// then write each layer in chunks, taking its read lock per chunk only, so reads and
+    /// writes continue. Recovery replays records > S on top; they set state, so it converges.
+    func writeSnapshot() throws -> V1.CreateSnapshotResponse {
+        guard let journal else { throw RPCError.failedPrecondition("ephemeral") }
+        let start = ContinuousClock.now
+        let covered = try journal.rotate()
+        let writer = try journal.makeSnapshotWriter(coveredSequence: covered)
+        var markerCount: UInt64 = 0
+        do {
+            func put(_ s: V1.SnapshotSection.Section) throws {
+                var section = V1.SnapshotSection()
+                section.section = s
+                try writer.append(section.serializedBytes())
+            }
+            var header = V1.SnapshotHeader()
+            header.formatVersion = Self.snapshotFormatVersion
+            header.coversSequence = covered
+            header.createdAtUnixMs = Self.nowUnixMs()
+            try put(.header(header))
+            for icon in icons.all() {
+                var r = V1.RegisterIconRequest()
+                r.iconID = icon.id
+                r.png = icon.png
+                var a = V1.Anchor()
+                a.x = icon.anchor.x
+                a.y = icon.anchor.y
+                r.anchor = a
+                try put(.icon(r))
+            }
+            let handles = layers.withLock { Array($0.values) }.sorted { $0.id < $1.id }
+            for h in handles {
+                var layerSection = V1.CreateLayerRequest()
+                layerSection.layerID = h.id
+                guard let options = h.lock.withReadLock({ h.deleted ? nil : h.options }) else { continue }
+                layerSection.options = options
+                try put(.layer(layerSection))
+                var cursor = 0
+                while true {
+                    let (chunk, next): ([MarkerRecord], Int?) = h.lock.withReadLock {
+                        h.deleted ? ([], nil) : h.layer.markers(fromSlot: cursor, limit: Self.snapshotChunk)
+                    }
+                    if !chunk.isEmpty {
+                        var r = V1.UpsertMarkersRequest()
+                        r.layerID = h.id
+                        r.markers = chunk.map(MarkerConversion.apiMarker)
+                        try put(.markers(r))
+                        markerCount += UInt64(chunk.count)
+                    }
+                    guard let next else { break }
+                    cursor = next
+                }
+            }
+            for e in idempotency.completedEntries() {
+                var entry = V1.IdempotencyEntry()
+                entry.key = e.key
+                entry.requestDigest = e.digest
+                var response = V1.Response()
+                response.code = e.reply.code
+                response.message = e.reply.message
+                response.payload = e.reply.payload
+                entry.response = response.serializedBytes()
+                entry.atUnixMs = e.atUnixMs
+                try put(.idempotency(entry))
+            }
+            var footer = V1.SnapshotFooter()
+            footer.layers = UInt64(handles.count)
+            footer.markers = markerCount
+            try put(.footer(footer))
+        } catch {
+            writer.abort()
+            throw error
+        }
+        let bytes = writer.bytesWritten
+        let path = try writer.commit()
+        _ = try journal.dropSegments(coveredBy: covered)
+        let elapsed = ContinuousClock.now - start
+        var response = V1.CreateSnapshotResponse()
+        response.path = path
+        response.markers = markerCount
+        response.bytes = UInt64(bytes)
+        response.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return response
+    }
+}

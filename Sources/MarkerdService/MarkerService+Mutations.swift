@@ -1,0 +1,360 @@
+import MarkerdAPI
+import MarkerdCore
+import MarkerdJournal
+
+/// One mutation on its way through the pipeline: idempotency -> write lock -> apply -> journal
+/// append (still under the lock, so the journal order is the apply order) -> fsync -> reply.
+final class MutationCommit: @unchecked Sendable {
+    let kind: MutationKind
+    let payload: [UInt8]
+    let key: String
+    let digest: UInt64
+    let nowUnixMs: Int64
+    /// nil while replaying the journal or loading a snapshot.
+    let context: CallContext?
+    /// Called once the journal record is durable (per the fsync policy), or failed.
+    let onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?
+    /// Set when a journal record was appended: the reply waits for `onDurable`.
+    var appended = false
+
+    init(kind: MutationKind, payload: [UInt8], key: String, digest: UInt64, nowUnixMs: Int64,
+         context: CallContext?, onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?) {
+        self.kind = kind
+        self.payload = payload
+        self.key = key
+        self.digest = digest
+        self.nowUnixMs = nowUnixMs
+        self.context = context
+        self.onDurable = onDurable
+    }
+
+    var replaying: Bool { context == nil }
+
+    /// Throws DEADLINE_EXCEEDED if the call's deadline passed (never while replaying).
+    func checkDeadline() throws(RPCError) {
+        try context?.checkDeadline()
+    }
+}
+
+extension MarkerService {
+    /// Longest idempotency key, bytes.
+    static let maxKeyBytes = 128
+
+    /// Applies a mutation exactly once per idempotency key and calls `completion` with the
+    /// serialized response message (after the journal record is durable), or the error.
+    ///
+    /// - A repeated key returns the first reply and applies nothing; a key still in flight
+    ///   waits for the first call's reply; a key reused for another request is INVALID_ARGUMENT.
+    /// - A failed mutation changes nothing and forgets the key (a retry applies afresh).
+    public func mutate(
+        _ kind: MutationKind, payload: [UInt8], context: CallContext,
+        completion: @escaping @Sendable (Result<[UInt8], RPCError>) -> Void
+    ) {
+        let key = context.idempotencyKey
+        guard !key.isEmpty else {
+            completion(.failure(.invalidArgument("idempotency_key is required for \(kind.rawValue)")))
+            return
+        }
+        guard key.utf8.count <= Self.maxKeyBytes else {
+            completion(.failure(.invalidArgument("idempotency_key is longer than \(Self.maxKeyBytes) bytes")))
+            return
+        }
+        let digest = RequestDigest.digest(method: kind.methodName, payload: payload)
+        let waiter: IdempotencyCache.Waiter = { reply in
+            completion(reply.code == .ok ? .success(reply.payload) : .failure(RPCError(reply.code, reply.message)))
+        }
+        switch idempotency.begin(key: key, digest: digest, waiter: waiter) {
+        case .replay(let reply):
+            waiter(reply)
+            return
+        case .attached:
+            return
+        case .conflict:
+            completion(.failure(.invalidArgument("idempotency_key \"\(key)\" was already used for a different request")))
+            return
+        case .proceed:
+            break
+        }
+        let now = Self.nowUnixMs()
+        let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency] result in
+            switch result {
+            case .success(let payload):
+                let reply = StoredReply(code: .ok, message: "", payload: payload)
+                let waiters = idempotency.complete(key: key, reply: reply, atUnixMs: now)
+                completion(result)
+                for w in waiters { w(reply) }
+            case .failure(let error):
+                let waiters = idempotency.abandon(key: key)
+                completion(result)
+                for w in waiters { w(StoredReply(code: error.code, message: error.message, payload: [])) }
+            }
+        }
+        let commit = MutationCommit(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now,
+                                    context: context, onDurable: finish)
+        do {
+            try context.checkDeadline()
+            if let failure = journal?.failedWith {
+                throw RPCError.unavailable("the journal failed (\(failure)); markerd takes no writes until restarted")
+            }
+            let response = try apply(commit)
+            if !commit.appended { finish(.success(response)) }
+        } catch {
+            finish(.failure(error))
+        }
+        maybeSnapshotInBackground()
+    }
+
+    /// Applies one mutation: decode, validate, change state, journal. Also used for replay.
+    func apply(_ c: MutationCommit) throws(RPCError) -> [UInt8] {
+        switch c.kind {
+        case .createLayer: return try createLayer(decode(V1.CreateLayerRequest.self, c), c).serializedBytes()
+        case .deleteLayer: return try deleteLayer(decode(V1.DeleteLayerRequest.self, c), c).serializedBytes()
+        case .registerIcon: return try registerIcon(decode(V1.RegisterIconRequest.self, c), c).serializedBytes()
+        case .upsertMarkers: return try upsertMarkers(decode(V1.UpsertMarkersRequest.self, c), c).serializedBytes()
+        case .removeMarkers: return try removeMarkers(decode(V1.RemoveMarkersRequest.self, c), c).serializedBytes()
+        case .clearLayer: return try clearLayer(decode(V1.ClearLayerRequest.self, c), c).serializedBytes()
+        case .moveMarkers: return try moveMarkers(decode(V1.MoveMarkersRequest.self, c), c).serializedBytes()
+        case .beginDrag: return try beginDrag(decode(V1.BeginDragRequest.self, c), c).serializedBytes()
+        case .endDrag: return try endDrag(decode(V1.EndDragRequest.self, c), c).serializedBytes()
+        case .cancelDrag: return try cancelDrag(decode(V1.CancelDragRequest.self, c), c).serializedBytes()
+        }
+    }
+
+    func decode<T: ProtoMessage>(_ type: T.Type, _ c: MutationCommit) throws(RPCError) -> T {
+        do {
+            return try T(serializedBytes: c.payload)
+        } catch {
+            throw .invalidArgument("undecodable \(c.kind.rawValue) payload (\(c.payload.count) bytes): \(error)")
+        }
+    }
+
+    /// Appends the journal record of an applied mutation. Call while still holding the lock
+    /// that ordered the change. `method`/`payload` override what is journaled (EndDrag is
+    /// journaled as the MoveMarkers it amounts to).
+    func journalAppend(_ c: MutationCommit, response: [UInt8], as kind: MutationKind? = nil, payload: [UInt8]? = nil) throws(RPCError) {
+        guard let journal, !c.replaying, let onDurable = c.onDurable else { return }
+        var record = V1.JournalRecord()
+        record.method = (kind ?? c.kind).methodName
+        record.idempotencyKey = c.key
+        record.payload = payload ?? c.payload
+        record.appliedAtUnixMs = c.nowUnixMs
+        var stored = V1.Response()
+        stored.code = .ok
+        stored.payload = response
+        record.response = stored.serializedBytes()
+        record.requestDigest = c.digest
+        do {
+            _ = try journal.append(building: { sequence in
+                record.sequence = sequence
+                return record.serializedBytes()
+            }, completion: { result in
+                switch result {
+                case .success: onDurable(.success(response))
+                case .failure(let e): onDurable(.failure(.unavailable("the journal could not make the write durable: \(e)")))
+                }
+            })
+            c.appended = true
+        } catch {
+            throw .unavailable("the journal refused the write: \(error)")
+        }
+    }
+
+    // MARK: Layers
+
+    func createLayer(_ r: V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.CreateLayerResponse {
+        try MarkerConversion.checkName(r.layerID, what: "layer_id")
+        let (api, tiling) = try LayerOptionsResolution.resolve(r.options)
+        let layer: MarkerLayer
+        do { layer = try MarkerLayer(options: tiling) } catch { throw RPCError(error) }
+        let h = LayerHandle(id: r.layerID, layer: layer, options: api)
+        var response = V1.CreateLayerResponse()
+        response.layer = h.apiLayer(nowUnixMs: c.nowUnixMs)
+        try layers.withLock { (all) throws(RPCError) in
+            if let old = all[r.layerID] {
+                // Replay converges by replacing: the journal's later records rebuild the layer.
+                guard c.replaying else { throw .alreadyExists("layer \"\(r.layerID)\" already exists") }
+                old.lock.withWriteLock { old.deleted = true }
+            }
+            try c.checkDeadline()
+            all[r.layerID] = h
+            try journalAppend(c, response: response.serializedBytes())
+        }
+        return response
+    }
+
+    func deleteLayer(_ r: V1.DeleteLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.DeleteLayerResponse {
+        var response = V1.DeleteLayerResponse()
+        try layers.withLock { (all) throws(RPCError) in
+            guard let h = all[r.layerID] else { throw .notFound("layer \"\(r.layerID)\" not found") }
+            try c.checkDeadline()
+            all[r.layerID] = nil
+            try h.lock.withWriteLock { () throws(RPCError) in
+                h.deleted = true
+                response.removedMarkers = UInt64(h.layer.count)
+                try journalAppend(c, response: response.serializedBytes())
+            }
+        }
+        return response
+    }
+
+    func registerIcon(_ r: V1.RegisterIconRequest, _ c: MutationCommit) throws(RPCError) -> V1.RegisterIconResponse {
+        let icon = try IconRegistry.validate(r)
+        var response = V1.RegisterIconResponse()
+        response.iconID = icon.id
+        response.width = UInt32(icon.width)
+        response.height = UInt32(icon.height)
+        try c.checkDeadline()
+        // Journaled inside the registry's lock: an upsert that sees the icon is journaled after it.
+        try icons.register(icon) { () throws(RPCError) in
+            try journalAppend(c, response: response.serializedBytes())
+        }
+        return response
+    }
+
+    // MARK: Markers
+
+    /// Runs `body` under the layer's write lock after the deadline and deletion checks.
+    func write<T>(_ layerID: String, _ c: MutationCommit, _ body: (LayerHandle) throws(RPCError) -> T) throws(RPCError) -> T {
+        let h = try handle(layerID)
+        return try h.lock.withWriteLock { () throws(RPCError) -> T in
+            guard !h.deleted else { throw .notFound("layer \"\(layerID)\" not found") }
+            try c.checkDeadline()
+            return try body(h)
+        }
+    }
+
+    func upsertMarkers(_ r: V1.UpsertMarkersRequest, _ c: MutationCommit, restoring: Bool = false) throws(RPCError) -> V1.UpsertMarkersResponse {
+        try MarkerConversion.checkBatch(ids: r.markers.lazy.map(\.id), count: r.markers.count, what: "markers")
+        // Convert outside the lock: it is most of the CPU work of a load.
+        var records: [MarkerRecord] = []
+        records.reserveCapacity(r.markers.count)
+        for (i, m) in r.markers.enumerated() {
+            records.append(try MarkerConversion.record(m, index: i, nowUnixMs: c.nowUnixMs, restoring: restoring,
+                                                       icon: icons.geometry))
+        }
+        return try write(r.layerID, c) { (h) throws(RPCError) in
+            let result: UpsertResult
+            do { result = try h.layer.upsert(records, now: c.nowUnixMs) } catch { throw RPCError(error) }
+            var response = V1.UpsertMarkersResponse()
+            response.created = UInt32(result.created)
+            response.updated = UInt32(result.updated)
+            response.layerVersion = h.layer.version
+            if !records.isEmpty { try journalAppend(c, response: response.serializedBytes()) }
+            return response
+        }
+    }
+
+    func removeMarkers(_ r: V1.RemoveMarkersRequest, _ c: MutationCommit) throws(RPCError) -> V1.RemoveMarkersResponse {
+        guard r.ids.count <= MarkerConversion.maxBatch else {
+            throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call")
+        }
+        return try write(r.layerID, c) { (h) throws(RPCError) in
+            let result = h.layer.remove(ids: r.ids)
+            var response = V1.RemoveMarkersResponse()
+            response.removed = UInt32(result.removed)
+            response.notFound = UInt32(result.notFound)
+            response.layerVersion = h.layer.version
+            if result.removed > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            return response
+        }
+    }
+
+    func clearLayer(_ r: V1.ClearLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.ClearLayerResponse {
+        try write(r.layerID, c) { (h) throws(RPCError) in
+            var response = V1.ClearLayerResponse()
+            response.removed = UInt64(h.layer.clear())
+            response.layerVersion = h.layer.version
+            try journalAppend(c, response: response.serializedBytes())
+            return response
+        }
+    }
+
+    func moveMarkers(_ r: V1.MoveMarkersRequest, _ c: MutationCommit) throws(RPCError) -> V1.MoveMarkersResponse {
+        try MarkerConversion.checkBatch(ids: r.moves.lazy.map(\.id), count: r.moves.count, what: "moves")
+        var moves: [(id: String, position: LatLng)] = []
+        moves.reserveCapacity(r.moves.count)
+        for (i, m) in r.moves.enumerated() {
+            guard let p = MarkerConversion.latLng(m.position) else {
+                throw .invalidArgument("moves[\(i)] (id \"\(m.id.prefix(64))\"): position is missing")
+            }
+            moves.append((m.id, p))
+        }
+        return try write(r.layerID, c) { (h) throws(RPCError) in
+            let result: MoveResult
+            do { result = try h.layer.move(moves) } catch { throw RPCError(error) }
+            var response = V1.MoveMarkersResponse()
+            response.moved = UInt32(result.moved)
+            response.notFoundIDs = result.notFoundIDs
+            response.layerVersion = h.layer.version
+            if result.moved > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            return response
+        }
+    }
+
+    // MARK: Drags
+
+    static func dragID(_ text: String) throws(RPCError) -> DragID {
+        guard let id = DragID(text) else { throw .invalidArgument("drag_id \"\(text.prefix(64))\" is not a drag id") }
+        return id
+    }
+
+    func beginDrag(_ r: V1.BeginDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.BeginDragResponse {
+        try write(r.layerID, c) { (h) throws(RPCError) in
+            do {
+                let (drag, marker) = try h.layer.beginDrag(id: r.markerID)
+                var response = V1.BeginDragResponse()
+                response.dragID = drag.description
+                response.marker = MarkerConversion.apiMarker(marker)
+                return response
+            } catch {
+                throw RPCError(error)
+            }
+        }
+    }
+
+    func endDrag(_ r: V1.EndDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.EndDragResponse {
+        let drag = try Self.dragID(r.dragID)
+        return try write(r.layerID, c) { (h) throws(RPCError) in
+            let marker: MarkerRecord
+            do { marker = try h.layer.endDrag(drag, at: MarkerConversion.latLng(r.position)) } catch { throw RPCError(error) }
+            var response = V1.EndDragResponse()
+            response.marker = MarkerConversion.apiMarker(marker)
+            response.layerVersion = h.layer.version
+            // Journaled as the move it amounts to: drag sessions do not outlive the process.
+            var move = V1.MarkerMove()
+            move.id = marker.id
+            move.position = MarkerConversion.apiLatLng(marker.position)
+            var asMove = V1.MoveMarkersRequest()
+            asMove.layerID = r.layerID
+            asMove.moves = [move]
+            try journalAppend(c, response: response.serializedBytes(), as: .moveMarkers, payload: asMove.serializedBytes())
+            return response
+        }
+    }
+
+    func cancelDrag(_ r: V1.CancelDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.CancelDragResponse {
+        let drag = try Self.dragID(r.dragID)
+        return try write(r.layerID, c) { (h) throws(RPCError) in
+            do {
+                var response = V1.CancelDragResponse()
+                response.marker = MarkerConversion.apiMarker(try h.layer.cancelDrag(drag))
+                return response
+            } catch {
+                throw RPCError(error)
+            }
+        }
+    }
+
+    /// DragTo: cheap (O(1)), for 60 Hz updates; not journaled and needs no idempotency key
+    /// (it sets a position, so a resend is harmless). EndDrag makes the final position durable.
+    public func dragTo(_ r: V1.DragToRequest) throws(RPCError) -> V1.DragToResponse {
+        let drag = try Self.dragID(r.dragID)
+        guard let p = MarkerConversion.latLng(r.position) else { throw .invalidArgument("position is missing") }
+        let h = try handle(r.layerID)
+        try h.lock.withWriteLock { () throws(RPCError) in
+            guard !h.deleted else { throw .notFound("layer \"\(r.layerID)\" not found") }
+            do { try h.layer.dragTo(drag, p) } catch { throw RPCError(error) }
+        }
+        return V1.DragToResponse()
+    }
+}

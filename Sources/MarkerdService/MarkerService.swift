@@ -1,0 +1,90 @@
+import Foundation
+import MarkerdAPI
+import MarkerdCore
+import MarkerdJournal
+import Synchronization
+
+/// How the service keeps its state.
+public struct ServiceConfiguration: Sendable {
+    /// Journal and snapshots live here; nil = ephemeral (memory only).
+    public var dataDirectory: String? = nil
+    /// When an acknowledged write is on disk. Default `.always`.
+    public var fsync: Fsync = .always
+    /// Snapshot after the journal grew by this many bytes since the last one; 0 = never. Default 256 MiB.
+    public var snapshotEveryBytes: Int = 256 << 20
+    /// Idempotency keys remembered (oldest forgotten first). Default 200,000.
+    public var idempotencyCapacity: Int = 200_000
+    /// Reported by GetServerInfo.
+    public var version: String = "dev"
+    /// XYZ template returned in TILED viewport answers (relative to the HTTP gateway).
+    public var tileURLTemplate: String = "/tiles/{layer}/{size}/{z}/{x}/{y}.png"
+
+    public enum Fsync: Sendable {
+        case always, everySecond, off
+    }
+
+    public init() {}
+}
+
+/// The behaviour of every RPC method, on Swift types. Thread-safe: queries run concurrently
+/// under each layer's read lock, mutations of one layer are serialized under its write lock,
+/// and layers never block each other. Mutations are journaled before they are acknowledged.
+public final class MarkerService: @unchecked Sendable {
+    let configuration: ServiceConfiguration
+    let layers = Mutex<[String: LayerHandle]>([:])
+    let icons = IconRegistry()
+    let idempotency: IdempotencyCache
+    /// nil when ephemeral.
+    let journal: Journal?
+    let startedAt = ContinuousClock.now
+    let snapshots = SnapshotState()
+
+    init(configuration: ServiceConfiguration, journal: Journal?) {
+        self.configuration = configuration
+        self.journal = journal
+        self.idempotency = IdempotencyCache(capacity: configuration.idempotencyCapacity)
+    }
+
+    /// An ephemeral service (memory only), for tests and `--ephemeral`.
+    public convenience init(configuration: ServiceConfiguration = ServiceConfiguration()) {
+        var c = configuration
+        c.dataDirectory = nil
+        self.init(configuration: c, journal: nil)
+    }
+
+    /// Server clock, Unix ms.
+    static func nowUnixMs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// The layer, or NOT_FOUND.
+    func handle(_ layerID: String) throws(RPCError) -> LayerHandle {
+        guard let h = layers.withLock({ $0[layerID] }) else {
+            throw .notFound("layer \"\(layerID)\" not found")
+        }
+        return h
+    }
+
+    /// Runs `body` under the layer's read lock, after expiring due animations.
+    func read<T>(_ layerID: String, _ body: (LayerHandle, Int64) throws(RPCError) -> T) throws(RPCError) -> T {
+        let h = try handle(layerID)
+        let now = Self.nowUnixMs()
+        h.expireAnimationsIfDue(nowUnixMs: now)
+        return try h.lock.withReadLock { () throws(RPCError) -> T in
+            guard !h.deleted else { throw .notFound("layer \"\(layerID)\" not found") }
+            return try body(h, now)
+        }
+    }
+
+    /// Flushes and closes the journal (graceful shutdown). Idempotent.
+    public func close() {
+        guard let journal else { return }
+        snapshots.waitForRunning()
+        do { try journal.close() } catch { FileHandle.standardError.write("markerd: closing the journal failed: \(error)\n".data(using: .utf8)!) }
+    }
+
+    /// Whether writes are journaled.
+    public var isDurable: Bool { journal != nil }
+}
