@@ -54,6 +54,8 @@ public typealias JournalCompletion = @Sendable (Result<UInt64, JournalError>) ->
 final class FaultInjection: Sendable {
     let failWrites = Atomic<Bool>(false)
     let failSyncs = Atomic<Bool>(false)
+    /// Extra sleep before each fdatasync (to make group commit observable in tests).
+    let syncDelayMicroseconds = Atomic<Int>(0)
 }
 
 /// The append side of the durability engine: a sequence of framed records in segment files,
@@ -372,6 +374,8 @@ public final class Journal: @unchecked Sendable {
                         if faults.failSyncs.load(ordering: .relaxed) {
                             throw JournalError.io(operation: "fdatasync", path: activePath, errno: EIO)
                         }
+                        let delay = faults.syncDelayMicroseconds.load(ordering: .relaxed)
+                        if delay > 0 { usleep(UInt32(delay)) }
                         try FileIO.fdatasync(fd, path: activePath)
                         syncs += 1
                         dirty = false
