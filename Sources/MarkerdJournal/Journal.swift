@@ -1,0 +1,455 @@
+import Dispatch
+import Foundation
+import Synchronization
+internal import Glibc
+
+/// When the journal reports an append as done, and what a crash can lose.
+public enum SyncPolicy: Sendable, Equatable {
+    /// Default. The completion runs after the `fdatasync` covering the record returned: an
+    /// acknowledged record survives a process crash, a kernel crash and a power loss.
+    /// Records are group-committed: one write() and one fdatasync per group.
+    case always
+    /// The completion runs after `write()` (the record is in the OS page cache); the writer
+    /// fdatasyncs at most ~1 s after the first unsynced write. A process crash loses nothing
+    /// acknowledged; a power loss or kernel crash can lose up to ~1 s of acknowledged records.
+    case everySecond
+    /// The completion runs after `write()`; the journal never fsyncs on its own (only `flush()`
+    /// and `close()` do). A process crash loses nothing acknowledged; a power loss or kernel
+    /// crash can lose any recent records (whatever the kernel had not written back, typically
+    /// up to ~30 s), and - because segment rotation is not fsynced either - can leave damage
+    /// in a non-final segment that needs `markerd repair`.
+    case off
+}
+
+public struct JournalOptions: Sendable {
+    /// Default `.always`.
+    public var policy: SyncPolicy
+    public init(policy: SyncPolicy = .always) { self.policy = policy }
+}
+
+/// Counters since `open` (for metrics and tests).
+public struct JournalStats: Sendable, Equatable {
+    /// Records appended.
+    public var records: UInt64 = 0
+    /// Framed bytes appended (payloads + 16-byte headers).
+    public var bytes: UInt64 = 0
+    /// write() batches (groups) issued by the writer thread.
+    public var writes: UInt64 = 0
+    /// fdatasync calls on journal segments.
+    public var syncs: UInt64 = 0
+    /// The most records one write() batch carried.
+    public var largestGroup = 0
+    /// Every record with a sequence <= this has been written (is in the page cache or on disk).
+    public var writtenThrough: UInt64 = 0
+    /// Every record with a sequence <= this is on stable storage (fdatasync returned).
+    public var durableThrough: UInt64 = 0
+}
+
+/// Called exactly once per successful `append` call, with the record's sequence or the error
+/// that prevented it from becoming durable (then the record may or may not be on disk: treat the
+/// request as failed; the journal is in the failed state).
+public typealias JournalCompletion = @Sendable (Result<UInt64, JournalError>) -> Void
+
+/// Test hooks: make the writer's next write()/fdatasync fail with EIO.
+final class FaultInjection: Sendable {
+    let failWrites = Atomic<Bool>(false)
+    let failSyncs = Atomic<Bool>(false)
+    /// Extra sleep before each fdatasync (to make group commit observable in tests).
+    let syncDelayMicroseconds = Atomic<Int>(0)
+}
+
+/// The append side of the durability engine: a sequence of framed records in segment files,
+/// written and fsynced by one writer thread in groups. Obtain one with `Journal.open` (which
+/// recovers first); call `close()` before dropping it.
+///
+/// Threading: every method is thread-safe. `append` never blocks on I/O: it frames the payload
+/// into an in-memory buffer under a short lock and returns the sequence. The writer thread takes
+/// everything appended since its last write, issues one write() and (per policy) one fdatasync,
+/// then hands the group's completions to a serial completion queue, so completions run in
+/// sequence order, never on the caller's or writer's thread, and a slow completion delays later
+/// completions but not writing. Do not call `close()`, `flush()` or `rotate()` from a completion
+/// (they wait for the writer and can deadlock).
+///
+/// There is no back-pressure: if appends outrun the disk, the buffer grows. The service should
+/// bound its in-flight requests.
+///
+/// Failures: if a write() or fdatasync fails, every completion of that group (and of anything
+/// appended meanwhile) gets the error, and the journal enters the failed state: further `append`,
+/// `rotate` and `flush` throw `JournalError.failed`. fsync is never retried (after a failed fsync
+/// Linux may have dropped the dirty pages); restart the process, recovery repairs the tail.
+public final class Journal: @unchecked Sendable {
+    public let directory: String
+    public let policy: SyncPolicy
+    let faults = FaultInjection()
+    private let directoryLock: DirectoryLock
+    private let completionQueue = DispatchQueue(label: "markerd.journal.completions")
+
+    private struct Waiter {
+        var sequence: UInt64
+        var completion: JournalCompletion
+    }
+
+    // MARK: State guarded by `cond`
+    private let cond = NSCondition()
+    private var nextSequence: UInt64
+    /// Frames appended since the writer last took them.
+    private var buffer: [UInt8] = []
+    private var waiters: [Waiter] = []
+    /// A rotate() not yet taken by the writer: frames before `byteOffset` in `buffer` go to the
+    /// old segment, the rest to the new segment `newFirst`.
+    private var pendingRotation: (byteOffset: Int, newFirst: UInt64)?
+    /// First sequence of the segment that new appends land in.
+    private var appendSegmentFirst: UInt64
+    /// First sequence of the segment the writer has open.
+    private var activeFirst: UInt64
+    private var syncRequestedThrough: UInt64 = 0
+    private var closing = false
+    private var writerExited = false
+    private var filesClosed = false
+    private var failure: JournalError?
+    private var counters = JournalStats()
+
+    // MARK: Writer-thread state (also touched by `close()` after the writer exited)
+    private var fd: Int32
+    private var activePath: String
+
+    init(directory: String, policy: SyncPolicy, lock: DirectoryLock, fd: Int32, activeFirst: UInt64, nextSequence: UInt64) {
+        self.directory = directory
+        self.policy = policy
+        self.directoryLock = lock
+        self.fd = fd
+        self.activeFirst = activeFirst
+        self.appendSegmentFirst = activeFirst
+        self.activePath = FileIO.join(directory, JournalFormat.segmentName(firstSequence: activeFirst))
+        self.nextSequence = nextSequence
+        counters.writtenThrough = nextSequence - 1
+        counters.durableThrough = nextSequence - 1
+        buffer.reserveCapacity(1 << 20)
+        let thread = Thread { [self] in self.writerLoop() }
+        thread.name = "markerd.journal.writer"
+        thread.qualityOfService = .userInitiated
+        thread.start()
+    }
+
+    // MARK: Appending
+
+    /// Appends one record and returns its sequence number (assigned in call order, contiguous,
+    /// from 1). The payload is copied; the call does not block on I/O. `completion` is called
+    /// exactly once, off this thread, when the record is durable per `policy`
+    /// (`.always`: fdatasync returned) or with the error that prevented it.
+    /// - Throws: `JournalError.failed` / `.closed` / `.recordTooLarge`; then `completion` is
+    ///   never called and no sequence is consumed.
+    @discardableResult
+    public func append(_ payload: [UInt8], completion: @escaping JournalCompletion) throws -> UInt64 {
+        try payload.withUnsafeBytes { try append(bytes: $0, completion: completion) }
+    }
+
+    /// `append(_:completion:)` for bytes the caller already holds in memory.
+    @discardableResult
+    public func append(bytes payload: UnsafeRawBufferPointer, completion: @escaping JournalCompletion) throws -> UInt64 {
+        guard payload.count <= JournalFormat.maxPayloadSize else {
+            throw JournalError.recordTooLarge(size: payload.count, limit: JournalFormat.maxPayloadSize)
+        }
+        let payloadCRC = CRC32C.checksum(payload)
+        cond.lock()
+        defer { cond.unlock() }
+        try checkUsable()
+        return enqueue(payload: payload, payloadCRC: payloadCRC, completion: completion)
+    }
+
+    /// Appends a record whose bytes depend on its own sequence number (e.g. a `JournalRecord`
+    /// protobuf with `sequence` set). `build` runs under the journal lock with the sequence the
+    /// record will get: keep it fast, and do not call the journal from it. If it throws, nothing
+    /// is appended and the error is rethrown. Otherwise as `append(_:completion:)`.
+    @discardableResult
+    public func append(building build: (UInt64) throws -> [UInt8], completion: @escaping JournalCompletion) throws -> UInt64 {
+        cond.lock()
+        defer { cond.unlock() }
+        try checkUsable()
+        let payload = try build(nextSequence)
+        guard payload.count <= JournalFormat.maxPayloadSize else {
+            throw JournalError.recordTooLarge(size: payload.count, limit: JournalFormat.maxPayloadSize)
+        }
+        return payload.withUnsafeBytes { enqueue(payload: $0, payloadCRC: CRC32C.checksum($0), completion: completion) }
+    }
+
+    /// Appends and suspends until the record is durable per `policy`; returns its sequence.
+    public func append(_ payload: [UInt8]) async throws -> UInt64 {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<UInt64, any Error>) in
+            do {
+                try append(payload) { c.resume(with: $0) }
+            } catch {
+                c.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Caller holds `cond`.
+    private func enqueue(payload: UnsafeRawBufferPointer, payloadCRC: UInt32, completion: @escaping JournalCompletion) -> UInt64 {
+        let sequence = nextSequence
+        nextSequence += 1
+        let wasEmpty = buffer.isEmpty
+        JournalFormat.appendFrame(to: &buffer, sequence: sequence, payload: payload, payloadCRC: payloadCRC)
+        waiters.append(Waiter(sequence: sequence, completion: completion))
+        counters.records += 1
+        counters.bytes += UInt64(JournalFormat.frameHeaderSize + payload.count)
+        if wasEmpty { cond.signal() }
+        return sequence
+    }
+
+    /// Caller holds `cond`.
+    private func checkUsable() throws {
+        if let failure { throw JournalError.failed(cause: failure.description) }
+        if closing { throw JournalError.closed }
+    }
+
+    // MARK: Observing
+
+    /// Counters, and how far writing and syncing have got.
+    public var stats: JournalStats {
+        cond.lock()
+        defer { cond.unlock() }
+        return counters
+    }
+
+    /// The sequence the next append will get.
+    public var nextSequenceNumber: UInt64 {
+        cond.lock()
+        defer { cond.unlock() }
+        return nextSequence
+    }
+
+    /// The error that put the journal into the failed state, if any.
+    public var failedWith: JournalError? {
+        cond.lock()
+        defer { cond.unlock() }
+        return failure
+    }
+
+    // MARK: Flush, rotate, drop, close
+
+    /// Blocks until every record appended before the call is written and fdatasynced, whatever
+    /// the policy. Throws if the journal failed (or fails meanwhile).
+    public func flush() throws {
+        cond.lock()
+        defer { cond.unlock() }
+        if let failure { throw JournalError.failed(cause: failure.description) }
+        let target = nextSequence - 1
+        syncRequestedThrough = max(syncRequestedThrough, target)
+        cond.broadcast()
+        while counters.durableThrough < target && failure == nil && !writerExited { cond.wait() }
+        if let failure { throw JournalError.failed(cause: failure.description) }
+    }
+
+    /// Starts a new segment and returns S such that every record with sequence <= S is in older
+    /// segments (and every later one in the new segment or after). Blocks until the writer has
+    /// written the old segment's records (fdatasynced unless `.off`) and created the new segment;
+    /// appends continue meanwhile. If the current segment holds no records yet, nothing changes.
+    /// Call it before writing a snapshot that will cover S.
+    public func rotate() throws -> UInt64 {
+        cond.lock()
+        defer { cond.unlock() }
+        while pendingRotation != nil && failure == nil { cond.wait() }
+        try checkUsable()
+        let covered = nextSequence - 1
+        if nextSequence != appendSegmentFirst {
+            pendingRotation = (buffer.count, nextSequence)
+            appendSegmentFirst = nextSequence
+            cond.broadcast()
+        }
+        while activeFirst != appendSegmentFirst && failure == nil { cond.wait() }
+        if let failure { throw JournalError.failed(cause: failure.description) }
+        return covered
+    }
+
+    /// Starts writing a snapshot that covers every record with sequence <= `coveredSequence`
+    /// (normally the value `rotate()` returned). Use it from any one thread; appends continue.
+    public func makeSnapshotWriter(coveredSequence: UInt64) throws -> SnapshotWriter {
+        let next = nextSequenceNumber
+        guard coveredSequence < next else {
+            throw JournalError.invalidArgument("snapshot covers sequence \(coveredSequence) but only \(next - 1) records exist")
+        }
+        return try SnapshotWriter(directory: directory, coveredSequence: coveredSequence)
+    }
+
+    /// After a snapshot covering `covered` was committed: deletes every segment whose records are
+    /// all <= `covered` (a segment is deleted when the next segment starts at or before
+    /// covered + 1; the active segment never is) and every snapshot covering less, then fsyncs
+    /// the directory. Returns the names of the deleted files.
+    /// - Throws: `.invalidArgument` if no committed snapshot covers at least `covered`.
+    @discardableResult
+    public func dropSegments(coveredBy covered: UInt64) throws -> [String] {
+        let active: UInt64 = {
+            cond.lock()
+            defer { cond.unlock() }
+            return activeFirst
+        }()
+        let listing = try DirectoryListing(directory: directory)
+        guard listing.snapshots.contains(where: { $0.covered >= covered }) else {
+            throw JournalError.invalidArgument("dropSegments(coveredBy: \(covered)): no committed snapshot covers sequence \(covered)")
+        }
+        var removed: [String] = []
+        for (i, segment) in listing.segments.enumerated() where i + 1 < listing.segments.count {
+            if listing.segments[i + 1].first <= covered + 1 && segment.first < active {
+                try FileIO.unlink(FileIO.join(directory, segment.name))
+                removed.append(segment.name)
+            }
+        }
+        for snapshot in listing.snapshots where snapshot.covered < covered {
+            try FileIO.unlink(FileIO.join(directory, snapshot.name))
+            removed.append(snapshot.name)
+        }
+        if !removed.isEmpty { try FileIO.fsyncDirectory(directory) }
+        return removed
+    }
+
+    /// Graceful shutdown: rejects new appends, writes and fdatasyncs everything pending (whatever
+    /// the policy), runs all completions, closes the segment and releases the directory LOCK.
+    /// Idempotent. Throws the failure if the journal had failed.
+    public func close() throws {
+        cond.lock()
+        if !closing {
+            closing = true
+            cond.broadcast()
+        }
+        while !writerExited { cond.wait() }
+        let failure = self.failure
+        let closeFiles = !filesClosed
+        filesClosed = true
+        cond.unlock()
+        completionQueue.sync {}
+        if closeFiles {
+            FileIO.close(fd)
+            directoryLock.release()
+        }
+        if let failure { throw failure }
+    }
+
+    // MARK: The writer thread
+
+    private func writerLoop() {
+        var batch: [UInt8] = []
+        batch.reserveCapacity(1 << 20)
+        var dirty = false                 // bytes written since the last fdatasync
+        var lastSync = ContinuousClock.now
+        var durable: UInt64 = 0
+        var written: UInt64 = 0
+        cond.lock()
+        durable = counters.durableThrough
+        written = counters.writtenThrough
+        cond.unlock()
+
+        while true {
+            cond.lock()
+            while true {
+                if !buffer.isEmpty || pendingRotation != nil || closing { break }
+                if dirty && syncRequestedThrough > durable { break }
+                if dirty && policy == .everySecond {
+                    let due = lastSync + .seconds(1)
+                    let now = ContinuousClock.now
+                    if now >= due { break }
+                    let c = (due - now).components
+                    _ = cond.wait(until: Date(timeIntervalSinceNow: Double(c.seconds) + Double(c.attoseconds) * 1e-18))
+                } else {
+                    cond.wait()
+                }
+            }
+            swap(&buffer, &batch)
+            let group = waiters
+            waiters = []
+            let rotation = pendingRotation
+            pendingRotation = nil
+            let lastSequence = nextSequence - 1
+            let syncTarget = syncRequestedThrough
+            let isClosing = closing
+            let earlierFailure = failure
+            cond.unlock()
+
+            var error: JournalError? = earlierFailure.map { JournalError.failed(cause: $0.description) }
+            var syncs: UInt64 = 0
+            var newActive: UInt64?
+            if error == nil {
+                do {
+                    func sync() throws {
+                        if faults.failSyncs.load(ordering: .relaxed) {
+                            throw JournalError.io(operation: "fdatasync", path: activePath, errno: EIO)
+                        }
+                        let delay = faults.syncDelayMicroseconds.load(ordering: .relaxed)
+                        if delay > 0 { usleep(UInt32(delay)) }
+                        try FileIO.fdatasync(fd, path: activePath)
+                        syncs += 1
+                        dirty = false
+                        lastSync = .now
+                    }
+                    func write(_ range: Range<Int>) throws {
+                        guard !range.isEmpty else { return }
+                        if faults.failWrites.load(ordering: .relaxed) {
+                            throw JournalError.io(operation: "write", path: activePath, errno: EIO)
+                        }
+                        try batch.withUnsafeBytes { try FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0[range]), path: activePath) }
+                        dirty = true
+                    }
+                    if let rotation {
+                        try write(0..<rotation.byteOffset)
+                        if dirty && policy != .off {
+                            try sync()
+                            durable = rotation.newFirst - 1
+                        }
+                        written = rotation.newFirst - 1
+                        let path = FileIO.join(directory, JournalFormat.segmentName(firstSequence: rotation.newFirst))
+                        let newFD = try FileIO.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
+                        FileIO.close(fd)
+                        fd = newFD
+                        activePath = path
+                        newActive = rotation.newFirst
+                        if policy != .off { try FileIO.fsyncDirectory(directory) }
+                        try write(rotation.byteOffset..<batch.count)
+                    } else {
+                        try write(0..<batch.count)
+                    }
+                    written = lastSequence
+                    if !dirty {
+                        durable = written
+                    } else if policy == .always || isClosing || syncTarget > durable
+                        || (policy == .everySecond && ContinuousClock.now - lastSync >= .seconds(1))
+                    {
+                        try sync()
+                        durable = written
+                    }
+                } catch let e {
+                    error = (e as? JournalError) ?? .failed(cause: "\(e)")
+                }
+            }
+
+            cond.lock()
+            if let error, failure == nil { failure = error }
+            if !batch.isEmpty {
+                counters.writes += 1
+                counters.largestGroup = max(counters.largestGroup, group.count)
+            }
+            counters.syncs += syncs
+            if error == nil {
+                counters.writtenThrough = written
+                counters.durableThrough = durable
+            }
+            if let newActive { activeFirst = newActive }
+            let exit = isClosing && buffer.isEmpty && pendingRotation == nil
+            if exit { writerExited = true }
+            cond.broadcast()
+            cond.unlock()
+
+            if !group.isEmpty {
+                let error = error
+                completionQueue.async {
+                    if let error {
+                        for w in group { w.completion(.failure(error)) }
+                    } else {
+                        for w in group { w.completion(.success(w.sequence)) }
+                    }
+                }
+            }
+            batch.removeAll(keepingCapacity: true)
+            if exit { return }
+        }
+    }
+}

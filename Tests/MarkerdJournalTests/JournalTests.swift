@@ -1,0 +1,170 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import MarkerdJournal
+
+@Suite struct JournalTests {
+    @Test func formatNames() {
+        #expect(JournalFormat.segmentName(firstSequence: 1) == "journal-0000000000000001.log")
+        #expect(JournalFormat.snapshotName(coveredSequence: 0xABC) == "snapshot-0000000000000abc.snap")
+        #expect(JournalFormat.parse("journal-00000000000000ff.log", prefix: "journal-", suffix: ".log") == 255)
+        #expect(JournalFormat.parse("journal-00000000000000FF.log", prefix: "journal-", suffix: ".log") == nil)
+        #expect(JournalFormat.parse("journal-ff.log", prefix: "journal-", suffix: ".log") == nil)
+        let frame = JournalFormat.encodeFrame(sequence: 7, payload: Array("hi".utf8))
+        #expect(frame.count == 18)
+        #expect(Array(frame[0..<4]) == [2, 0, 0, 0])
+        #expect(Array(frame[8..<16]) == [7, 0, 0, 0, 0, 0, 0, 0])
+    }
+
+    /// Randomised round trip: random sizes, random rotations, several reopenings; recovery
+    /// must return exactly the appended records in order (oracle: the list of appended payloads).
+    @Test func roundTripAcrossSegmentsAndReopens() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        var oracle: [[UInt8]] = []
+        for round in 0..<4 {
+            let r = try recover(dir, policy: [.always, .everySecond, .off, .always][round])
+            #expect(r.records.count == oracle.count)
+            for (i, rec) in r.records.enumerated() {
+                #expect(rec.0 == UInt64(i + 1))
+                #expect(rec.1 == oracle[i])
+            }
+            #expect(r.report.nextSequence == UInt64(oracle.count + 1))
+            let n = Int.random(in: 20...80, using: &rng)
+            let group = DispatchGroup()
+            for _ in 0..<n {
+                let p = payload(UInt64(oracle.count + 1), size: Int.random(in: 0...3000, using: &rng))
+                group.enter()
+                let seq = try r.journal.append(p) { result in
+                    #expect((try? result.get()) != nil)
+                    group.leave()
+                }
+                #expect(seq == UInt64(oracle.count + 1))
+                oracle.append(p)
+                if Int.random(in: 0..<15, using: &rng) == 0 { _ = try r.journal.rotate() }
+            }
+            group.wait()
+            try r.journal.close()
+        }
+        #expect(segmentFiles(dir).count >= 2)
+        let check = try JournalCheck.check(directory: dir)
+        #expect(check.recoverable, "\(check)")
+        #expect(check.lastSequence == UInt64(oracle.count))
+    }
+
+    @Test func appendBuildingSeesItsSequenceAndAsyncAppend() async throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let r = try recover(dir)
+        let s1 = try await r.journal.append(Array("a".utf8))
+        #expect(s1 == 1)
+        let done = DispatchSemaphore(value: 0)
+        let s2 = try r.journal.append(building: { Array("seq=\($0)".utf8) }) { _ in done.signal() }
+        done.wait()
+        #expect(s2 == 2)
+        try r.journal.close()
+        #expect(throws: JournalError.closed) { try r.journal.append([1]) { _ in } }
+        let again = try recover(dir)
+        #expect(again.records.map { String(decoding: $0.1, as: UTF8.self) } == ["a", "seq=2"])
+        try again.journal.close()
+    }
+
+    /// 8 threads append concurrently under `.always`: every completion is called, in sequence
+    /// order per thread, only once its record is durable; groups of > 1 records share an fsync.
+    @Test func groupCommitFromManyThreads() throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let r = try recover(dir)
+        let j = r.journal
+        j.faults.syncDelayMicroseconds.store(500, ordering: .relaxed)   // make fsyncs slow-ish
+        let threads = 8, perThread = 150
+        let completed = Mutex<[[UInt64]]>(Array(repeating: [], count: threads))
+        let violations = Atomic<Int>(0)
+        let group = DispatchGroup()
+        for t in 0..<threads {
+            group.enter()
+            let thread = Thread {
+                for i in 0..<perThread {
+                    _ = try! j.append(payload(UInt64(t * 1000 + i))) { result in
+                        let seq = try! result.get()
+                        if j.stats.durableThrough < seq { violations.add(1, ordering: .relaxed) }
+                        completed.withLock { $0[t].append(seq) }
+                        if i == perThread - 1 { group.leave() }
+                    }
+                }
+            }
+            thread.start()
+        }
+        group.wait()
+        let stats = j.stats
+        let all = completed.withLock { $0 }
+        #expect(all.allSatisfy { $0.count == perThread })
+        #expect(all.allSatisfy { zip($0, $0.dropFirst()).allSatisfy { $0 < $1 } })
+        #expect(Set(all.flatMap { $0 }) == Set(1...UInt64(threads * perThread)))
+        #expect(violations.load(ordering: .relaxed) == 0)
+        print("group commit: \(stats.records) records, \(stats.writes) writes, \(stats.syncs) fsyncs, largest group \(stats.largestGroup)")
+        #expect(stats.syncs < stats.records)
+        #expect(stats.largestGroup > 1)
+        try j.close()
+        let again = try recover(dir)
+        #expect(again.records.count == threads * perThread)
+        try again.journal.close()
+    }
+
+    @Test func writeOrSyncFailureFailsCompletionsAndTheJournal() throws {
+        for failSync in [false, true] {
+            let dir = makeTempDirectory()
+            defer { removeDirectory(dir) }
+            let r = try recover(dir)
+            try appendAndWait(r.journal, payload(1))
+            if failSync { r.journal.faults.failSyncs.store(true, ordering: .relaxed) } else { r.journal.faults.failWrites.store(true, ordering: .relaxed) }
+            #expect(throws: JournalError.self) { try appendAndWait(r.journal, payload(2)) }
+            #expect(r.journal.failedWith != nil)
+            #expect(throws: JournalError.self) { try r.journal.append(payload(3)) { _ in } }
+            #expect(throws: JournalError.self) { try r.journal.flush() }
+            #expect(throws: JournalError.self) { try r.journal.close() }
+            let again = try recover(dir)
+            #expect(again.records.count >= 1)
+            try again.journal.close()
+        }
+    }
+
+    @Test func flushAndPoliciesMakeDataDurable() throws {
+        for policy in [SyncPolicy.off, .everySecond] {
+            let dir = makeTempDirectory()
+            defer { removeDirectory(dir) }
+            let r = try recover(dir, policy: policy)
+            for n in 1...10 { try appendAndWait(r.journal, payload(UInt64(n))) }
+            #expect(r.journal.stats.writtenThrough == 10)
+            try r.journal.flush()
+            #expect(r.journal.stats.durableThrough == 10)
+            if policy == .everySecond {
+                try appendAndWait(r.journal, payload(11))
+                Thread.sleep(forTimeInterval: 1.5)
+                #expect(r.journal.stats.durableThrough == 11)
+            }
+            try r.journal.close()
+        }
+    }
+
+    @Test func directoryLock() throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let r = try recover(dir)
+        do {
+            _ = try recover(dir)
+            Issue.record("second open succeeded")
+        } catch let JournalError.directoryLocked(d, holder) {
+            #expect(d == dir)
+            #expect(holder == "\(getpid())")
+            #expect(JournalError.directoryLocked(directory: d, holder: holder).description.contains(dir))
+        }
+        #expect(throws: JournalError.self) { try JournalCheck.repair(directory: dir) }
+        let report = try JournalCheck.check(directory: dir)
+        #expect(report.problems.contains { $0.file == "LOCK" && $0.severity == .info })
+        try r.journal.close()
+        let again = try recover(dir)
+        try again.journal.close()
+    }
+}

@@ -1,3 +1,0 @@
-import Testing
-
-@Test func placeholderMarkerdJournalTests() { #expect(Bool(true)) }
