@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "MarkerdServiceTests", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdCore"]),
         .testTarget(
             name: "MarkerdServerTests",
-            dependencies: ["MarkerdServer", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"]
+            dependencies: ["MarkerdServer", "MarkerdService", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"]
         ),
     ]
 )
