@@ -1,0 +1,79 @@
+import Foundation
+import MarkerdClient
+
+/// A real `markerd` process (the binary built next to the tests), for end-to-end and crash tests.
+final class MarkerdProcess {
+    let process = Process()
+    let url: String
+    let stderrPipe = Pipe()
+
+    /// The markerd binary: $MARKERD_BIN, or .build/debug/markerd next to this checkout.
+    static var binary: String {
+        if let b = ProcessInfo.processInfo.environment["MARKERD_BIN"] { return b }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        for config in ["debug", "release"] {
+            let path = root.appendingPathComponent(".build/\(config)/markerd").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return root.appendingPathComponent(".build/debug/markerd").path
+    }
+
+    static func freePort() -> Int {
+        // Bind port 0, read the port, close: good enough on loopback for a test.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        addr.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+
+    init(arguments: [String], port: Int = MarkerdProcess.freePort()) throws {
+        url = "tcp://127.0.0.1:\(port)"
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["--listen", url] + arguments
+        process.standardError = stderrPipe
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Waits until the server answers ListLayers (it may be replaying its journal).
+    func waitUntilReady(timeout: Duration = .seconds(60)) throws -> MarkerdClient {
+        let deadline = ContinuousClock.now + timeout
+        let client = try MarkerdClient(url: url, timeout: .seconds(2))
+        while true {
+            do {
+                _ = try client.listLayers()
+                return try MarkerdClient(url: url, timeout: .seconds(30))
+            } catch {
+                if !process.isRunning {
+                    throw ProcessError(message: "markerd exited with \(process.terminationStatus): \(stderrText())")
+                }
+                if ContinuousClock.now > deadline { throw ProcessError(message: "markerd did not answer in time") }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+    }
+
+    func kill(_ signal: Int32) {
+        Glibc.kill(process.processIdentifier, signal)
+    }
+
+    /// Waits for exit; returns the exit status, or nil on timeout.
+    func waitForExit(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    func stderrText() -> String {
+        if process.isRunning { return "(still running)" }
+        return String(decoding: stderrPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    struct ProcessError: Error, CustomStringConvertible { var message: String; var description: String { message } }
+}
