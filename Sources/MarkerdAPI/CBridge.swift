@@ -2,6 +2,7 @@
 // by protobuf-c's unpack and for building C messages to pack, plus small generic field helpers.
 // Only raw pointers and Swift types cross file boundaries; each V1+*.swift file binds its own C types.
 private import CProtobufC
+import Synchronization
 
 // MARK: - Arena
 
@@ -26,19 +27,59 @@ struct Arena {
     /// `capacity`: the size of the first chunk, in bytes (later chunks double).
     init(capacity: Int) {
         state = .allocate(capacity: 1)
-        state.initialize(to: ArenaState(cursor: UnsafeMutableRawPointer(bitPattern: 16)!,
-                                        end: UnsafeMutableRawPointer(bitPattern: 16)!,
-                                        chunks: nil, nextChunkSize: max(capacity, 1024)))
+        let none = UnsafeMutableRawPointer(bitPattern: 16)!
+        state.initialize(to: ArenaState(cursor: none, end: none, chunks: nil, nextChunkSize: max(capacity, 1024)))
+        if let spare = Arena.takeSpareChunk(atLeast: capacity) {
+            adopt(spare)
+        }
     }
 
-    /// Frees every chunk. The arena must not be used afterwards.
+    /// Frees every chunk (keeping the largest one as the spare). The arena must not be used afterwards.
     func release() {
         var chunk = state.pointee.chunks
+        var largest: UnsafeMutableRawPointer?
         while let c = chunk {
             chunk = c.load(as: ArenaChunk.self).previous
-            c.deallocate()
+            if let l = largest, l.load(as: ArenaChunk.self).size >= c.load(as: ArenaChunk.self).size {
+                c.deallocate()
+            } else {
+                largest?.deallocate()
+                largest = c
+            }
         }
+        if let largest { Arena.offerSpareChunk(largest) }
         state.deallocate()
+    }
+
+    // One spare chunk, shared by all threads, so that decoding a large message after another one
+    // reuses memory that is already mapped instead of page-faulting in tens of megabytes again.
+    private static let spare = Atomic<UInt>(0)
+    private static let smallChunk = 64 << 10
+    private static let largestSpare = 64 << 20
+
+    private static func takeSpareChunk(atLeast size: Int) -> UnsafeMutableRawPointer? {
+        guard let chunk = UnsafeMutableRawPointer(bitPattern: spare.exchange(0, ordering: .acquiring)) else { return nil }
+        if chunk.load(as: ArenaChunk.self).size >= size &+ chunkHeader { return chunk }
+        chunk.deallocate()  // too small for this message: let a fresh, larger one become the spare later
+        return nil
+    }
+
+    private static func offerSpareChunk(_ chunk: UnsafeMutableRawPointer) {
+        let size = chunk.load(as: ArenaChunk.self).size
+        guard size > smallChunk, size <= largestSpare else { return chunk.deallocate() }
+        let old = spare.exchange(UInt(bitPattern: chunk), ordering: .acquiringAndReleasing)
+        UnsafeMutableRawPointer(bitPattern: old)?.deallocate()  // the newest spare wins
+    }
+
+    private static let chunkHeader = 16  // MemoryLayout<ArenaChunk>.size rounded up to the maximum alignment
+
+    /// Makes `chunk` (with a valid header) the current chunk.
+    private func adopt(_ chunk: UnsafeMutableRawPointer) {
+        let size = chunk.load(as: ArenaChunk.self).size
+        chunk.storeBytes(of: ArenaChunk(previous: state.pointee.chunks, size: size), as: ArenaChunk.self)
+        state.pointee.chunks = chunk
+        state.pointee.cursor = chunk + Arena.chunkHeader
+        state.pointee.end = chunk + size
     }
 
     /// `size` bytes aligned to `alignment` (a power of two, at most 16).
@@ -57,15 +98,13 @@ struct Arena {
 
     @inline(never)
     private func allocateChunk(_ size: Int) -> UnsafeMutableRawPointer {
-        let header = 16  // MemoryLayout<ArenaChunk>.size rounded up to the maximum alignment
-        let chunkSize = max(state.pointee.nextChunkSize, size &+ header)
+        let chunkSize = max(state.pointee.nextChunkSize, size &+ Arena.chunkHeader)
         state.pointee.nextChunkSize = min(chunkSize * 2, 1 << 30)
         let chunk = UnsafeMutableRawPointer.allocate(byteCount: chunkSize, alignment: 16)
-        chunk.storeBytes(of: ArenaChunk(previous: state.pointee.chunks, size: chunkSize), as: ArenaChunk.self)
-        state.pointee.chunks = chunk
-        let p = chunk + header
+        chunk.storeBytes(of: ArenaChunk(previous: nil, size: chunkSize), as: ArenaChunk.self)
+        adopt(chunk)
+        let p = state.pointee.cursor
         state.pointee.cursor = p + size
-        state.pointee.end = chunk + chunkSize
         return p
     }
 
@@ -119,8 +158,10 @@ struct Arena {
         if messages.isEmpty { return (0, nil) }
         let array = allocate(messages.count &* MemoryLayout<UnsafeMutableRawPointer>.stride, alignment: 8)
             .bindMemory(to: UnsafeMutablePointer<P>?.self, capacity: messages.count)
-        for (i, m) in messages.enumerated() {
-            array[i] = m.cMessage(in: self).assumingMemoryBound(to: P.self)
+        messages.withUnsafeBufferPointer { messages in  // no per-element copy (retain/release)
+            for i in messages.indices {
+                array[i] = messages[i].cMessage(in: self).assumingMemoryBound(to: P.self)
+            }
         }
         return (messages.count, array)
     }
@@ -168,8 +209,8 @@ protocol CBridged: ProtoMessage {
 
 extension CBridged {
     public init(serializedBytes bytes: UnsafeRawBufferPointer) throws(ProtoDecodingError) {
-        // protobuf-c's unpacked structs are a few times larger than the wire bytes.
-        let arena = Arena(capacity: 1024 &+ bytes.count &* 6)
+        // protobuf-c's unpacked structs take up to ~7x the wire bytes (100k small markers: ~6.5x).
+        let arena = Arena(capacity: 1024 &+ bytes.count &* 8)
         defer { arena.release() }
         var allocator = ProtobufCAllocator(alloc: arenaAlloc, free: arenaFree, allocator_data: UnsafeMutableRawPointer(arena.state))
         let unpacked = withUnsafeMutablePointer(to: &allocator) { allocator in

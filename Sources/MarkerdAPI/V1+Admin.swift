@@ -102,11 +102,12 @@ extension V1.CreateSnapshotResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__CreateSnapshotResponse.self)
-        self.init()
-        self.path = try swiftString(c.path, "CreateSnapshotResponse.path")
-        self.markers = c.markers
-        self.bytes = c.bytes
-        self.seconds = c.seconds
+        self.init(
+            path: try swiftString(c.path, "CreateSnapshotResponse.path"),
+            markers: c.markers,
+            bytes: c.bytes,
+            seconds: c.seconds
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -147,12 +148,13 @@ extension V1.GetServerInfoResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__GetServerInfoResponse.self)
-        self.init()
-        self.version = try swiftString(c.version, "GetServerInfoResponse.version")
-        self.uptimeSeconds = c.uptime_seconds
-        self.layers = c.layers
-        self.markers = c.markers
-        self.durable = c.durable != 0
+        self.init(
+            version: try swiftString(c.version, "GetServerInfoResponse.version"),
+            uptimeSeconds: c.uptime_seconds,
+            layers: c.layers,
+            markers: c.markers,
+            durable: c.durable != 0
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {

@@ -153,9 +153,10 @@ extension V1.BeginDragRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__BeginDragRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "BeginDragRequest.layer_id")
-        self.markerID = try swiftString(c.marker_id, "BeginDragRequest.marker_id")
+        self.init(
+            layerID: try swiftString(c.layer_id, "BeginDragRequest.layer_id"),
+            markerID: try swiftString(c.marker_id, "BeginDragRequest.marker_id")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -176,9 +177,10 @@ extension V1.BeginDragResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__BeginDragResponse.self)
-        self.init()
-        self.dragID = try swiftString(c.drag_id, "BeginDragResponse.drag_id")
-        self.marker = try swiftMessage(c.marker)
+        self.init(
+            dragID: try swiftString(c.drag_id, "BeginDragResponse.drag_id"),
+            marker: try swiftMessage(c.marker)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -199,10 +201,11 @@ extension V1.DragToRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__DragToRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "DragToRequest.layer_id")
-        self.dragID = try swiftString(c.drag_id, "DragToRequest.drag_id")
-        self.position = try swiftMessage(c.position)
+        self.init(
+            layerID: try swiftString(c.layer_id, "DragToRequest.layer_id"),
+            dragID: try swiftString(c.drag_id, "DragToRequest.drag_id"),
+            position: try swiftMessage(c.position)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -242,10 +245,11 @@ extension V1.EndDragRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__EndDragRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "EndDragRequest.layer_id")
-        self.dragID = try swiftString(c.drag_id, "EndDragRequest.drag_id")
-        self.position = try swiftMessage(c.position)
+        self.init(
+            layerID: try swiftString(c.layer_id, "EndDragRequest.layer_id"),
+            dragID: try swiftString(c.drag_id, "EndDragRequest.drag_id"),
+            position: try swiftMessage(c.position)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -267,9 +271,10 @@ extension V1.EndDragResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__EndDragResponse.self)
-        self.init()
-        self.marker = try swiftMessage(c.marker)
-        self.layerVersion = c.layer_version
+        self.init(
+            marker: try swiftMessage(c.marker),
+            layerVersion: c.layer_version
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -290,9 +295,10 @@ extension V1.CancelDragRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__CancelDragRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "CancelDragRequest.layer_id")
-        self.dragID = try swiftString(c.drag_id, "CancelDragRequest.drag_id")
+        self.init(
+            layerID: try swiftString(c.layer_id, "CancelDragRequest.layer_id"),
+            dragID: try swiftString(c.drag_id, "CancelDragRequest.drag_id")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -313,8 +319,9 @@ extension V1.CancelDragResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__CancelDragResponse.self)
-        self.init()
-        self.marker = try swiftMessage(c.marker)
+        self.init(
+            marker: try swiftMessage(c.marker)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {

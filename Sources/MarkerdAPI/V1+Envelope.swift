@@ -136,13 +136,14 @@ extension V1.Request: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__Request.self)
-        self.init()
-        self.method = try swiftString(c.method, "Request.method")
-        self.requestID = c.request_id
-        self.idempotencyKey = try swiftString(c.idempotency_key, "Request.idempotency_key")
-        self.timeoutMs = c.timeout_ms
-        self.authToken = try swiftString(c.auth_token, "Request.auth_token")
-        self.payload = swiftBytes(c.payload.data, c.payload.len)
+        self.init(
+            method: try swiftString(c.method, "Request.method"),
+            requestID: c.request_id,
+            idempotencyKey: try swiftString(c.idempotency_key, "Request.idempotency_key"),
+            timeoutMs: c.timeout_ms,
+            authToken: try swiftString(c.auth_token, "Request.auth_token"),
+            payload: swiftBytes(c.payload.data, c.payload.len)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -170,11 +171,12 @@ extension V1.Response: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__Response.self)
-        self.init()
-        self.requestID = c.request_id
-        self.code = swiftEnum(c.code)
-        self.message = try swiftString(c.message, "Response.message")
-        self.payload = swiftBytes(c.payload.data, c.payload.len)
+        self.init(
+            requestID: c.request_id,
+            code: swiftEnum(c.code),
+            message: try swiftString(c.message, "Response.message"),
+            payload: swiftBytes(c.payload.data, c.payload.len)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {

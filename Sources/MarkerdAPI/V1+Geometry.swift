@@ -78,9 +78,10 @@ extension V1.LatLng: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__LatLng.self)
-        self.init()
-        self.latitude = c.latitude
-        self.longitude = c.longitude
+        self.init(
+            latitude: c.latitude,
+            longitude: c.longitude
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -101,11 +102,12 @@ extension V1.Bounds: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__Bounds.self)
-        self.init()
-        self.west = c.west
-        self.south = c.south
-        self.east = c.east
-        self.north = c.north
+        self.init(
+            west: c.west,
+            south: c.south,
+            east: c.east,
+            north: c.north
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -128,9 +130,10 @@ extension V1.Anchor: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__Anchor.self)
-        self.init()
-        self.x = c.x
-        self.y = c.y
+        self.init(
+            x: c.x,
+            y: c.y
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {

@@ -127,14 +127,15 @@ extension V1.DefaultPin: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__DefaultPin.self)
-        self.init()
-        self.fillColor = present(c.has_fill_color, c.fill_color)
-        self.strokeColor = present(c.has_stroke_color, c.stroke_color)
-        self.strokeWidth = present(c.has_stroke_width, c.stroke_width)
-        self.scale = present(c.has_scale, c.scale)
-        self.label = try swiftOptionalString(c.label, "DefaultPin.label")
-        self.labelColor = present(c.has_label_color, c.label_color)
-        self.labelSize = present(c.has_label_size, c.label_size)
+        self.init(
+            fillColor: present(c.has_fill_color, c.fill_color),
+            strokeColor: present(c.has_stroke_color, c.stroke_color),
+            strokeWidth: present(c.has_stroke_width, c.stroke_width),
+            scale: present(c.has_scale, c.scale),
+            label: try swiftOptionalString(c.label, "DefaultPin.label"),
+            labelColor: present(c.has_label_color, c.label_color),
+            labelSize: present(c.has_label_size, c.label_size)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -160,10 +161,11 @@ extension V1.RegisterIconRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__RegisterIconRequest.self)
-        self.init()
-        self.iconID = try swiftString(c.icon_id, "RegisterIconRequest.icon_id")
-        self.png = swiftBytes(c.png.data, c.png.len)
-        self.anchor = try swiftMessage(c.anchor)
+        self.init(
+            iconID: try swiftString(c.icon_id, "RegisterIconRequest.icon_id"),
+            png: swiftBytes(c.png.data, c.png.len),
+            anchor: try swiftMessage(c.anchor)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -188,10 +190,11 @@ extension V1.RegisterIconResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__RegisterIconResponse.self)
-        self.init()
-        self.iconID = try swiftString(c.icon_id, "RegisterIconResponse.icon_id")
-        self.width = c.width
-        self.height = c.height
+        self.init(
+            iconID: try swiftString(c.icon_id, "RegisterIconResponse.icon_id"),
+            width: c.width,
+            height: c.height
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {

@@ -334,10 +334,11 @@ extension V1.TilingOptions: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__TilingOptions.self)
-        self.init()
-        self.enabled = present(c.has_enabled, c.enabled)
-        self.minMarkerCount = present(c.has_min_marker_count, c.min_marker_count)
-        self.tileSize = present(c.has_tile_size, c.tile_size)
+        self.init(
+            enabled: present(c.has_enabled, c.enabled),
+            minMarkerCount: present(c.has_min_marker_count, c.min_marker_count),
+            tileSize: present(c.has_tile_size, c.tile_size)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -359,13 +360,14 @@ extension V1.ClusteringOptions: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__ClusteringOptions.self)
-        self.init()
-        self.enabled = present(c.has_enabled, c.enabled)
-        self.radiusPx = present(c.has_radius_px, c.radius_px)
-        self.minPoints = present(c.has_min_points, c.min_points)
-        self.maxZoom = present(c.has_max_zoom, c.max_zoom)
-        self.extent = present(c.has_extent, c.extent)
-        self.algorithm = try swiftOptionalString(c.algorithm, "ClusteringOptions.algorithm")
+        self.init(
+            enabled: present(c.has_enabled, c.enabled),
+            radiusPx: present(c.has_radius_px, c.radius_px),
+            minPoints: present(c.has_min_points, c.min_points),
+            maxZoom: present(c.has_max_zoom, c.max_zoom),
+            extent: present(c.has_extent, c.extent),
+            algorithm: try swiftOptionalString(c.algorithm, "ClusteringOptions.algorithm")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -390,9 +392,10 @@ extension V1.LayerOptions: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__LayerOptions.self)
-        self.init()
-        self.tiling = try swiftMessage(c.tiling)
-        self.clustering = try swiftMessage(c.clustering)
+        self.init(
+            tiling: try swiftMessage(c.tiling),
+            clustering: try swiftMessage(c.clustering)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -418,12 +421,13 @@ extension V1.Layer: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__Layer.self)
-        self.init()
-        self.id = try swiftString(c.id, "Layer.id")
-        self.options = try swiftMessage(c.options)
-        self.version = c.version
-        self.mode = swiftEnum(c.mode)
-        self.markerCount = c.marker_count
+        self.init(
+            id: try swiftString(c.id, "Layer.id"),
+            options: try swiftMessage(c.options),
+            version: c.version,
+            mode: swiftEnum(c.mode),
+            markerCount: c.marker_count
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -447,15 +451,16 @@ extension V1.LayerStats: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__LayerStats.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "LayerStats.layer_id")
-        self.markers = c.markers
-        self.staticMarkers = c.static_markers
-        self.liveMarkers = c.live_markers
-        self.hiddenMarkers = c.hidden_markers
-        self.approximateBytes = c.approximate_bytes
-        self.mode = swiftEnum(c.mode)
-        self.version = c.version
+        self.init(
+            layerID: try swiftString(c.layer_id, "LayerStats.layer_id"),
+            markers: c.markers,
+            staticMarkers: c.static_markers,
+            liveMarkers: c.live_markers,
+            hiddenMarkers: c.hidden_markers,
+            approximateBytes: c.approximate_bytes,
+            mode: swiftEnum(c.mode),
+            version: c.version
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -482,9 +487,10 @@ extension V1.CreateLayerRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__CreateLayerRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "CreateLayerRequest.layer_id")
-        self.options = try swiftMessage(c.options)
+        self.init(
+            layerID: try swiftString(c.layer_id, "CreateLayerRequest.layer_id"),
+            options: try swiftMessage(c.options)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -505,8 +511,9 @@ extension V1.CreateLayerResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__CreateLayerResponse.self)
-        self.init()
-        self.layer = try swiftMessage(c.layer)
+        self.init(
+            layer: try swiftMessage(c.layer)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -526,8 +533,9 @@ extension V1.GetLayerRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__GetLayerRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "GetLayerRequest.layer_id")
+        self.init(
+            layerID: try swiftString(c.layer_id, "GetLayerRequest.layer_id")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -547,8 +555,9 @@ extension V1.GetLayerResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__GetLayerResponse.self)
-        self.init()
-        self.layer = try swiftMessage(c.layer)
+        self.init(
+            layer: try swiftMessage(c.layer)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -586,8 +595,9 @@ extension V1.ListLayersResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__ListLayersResponse.self)
-        self.init()
-        self.layers = try swiftMessages(c.n_layers, c.layers)
+        self.init(
+            layers: try swiftMessages(c.n_layers, c.layers)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -607,8 +617,9 @@ extension V1.DeleteLayerRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__DeleteLayerRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "DeleteLayerRequest.layer_id")
+        self.init(
+            layerID: try swiftString(c.layer_id, "DeleteLayerRequest.layer_id")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -628,8 +639,9 @@ extension V1.DeleteLayerResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__DeleteLayerResponse.self)
-        self.init()
-        self.removedMarkers = c.removed_markers
+        self.init(
+            removedMarkers: c.removed_markers
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -649,8 +661,9 @@ extension V1.GetLayerStatsRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__GetLayerStatsRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "GetLayerStatsRequest.layer_id")
+        self.init(
+            layerID: try swiftString(c.layer_id, "GetLayerStatsRequest.layer_id")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -670,8 +683,9 @@ extension V1.GetLayerStatsResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__GetLayerStatsResponse.self)
-        self.init()
-        self.stats = try swiftMessage(c.stats)
+        self.init(
+            stats: try swiftMessage(c.stats)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {

@@ -345,10 +345,11 @@ extension V1.Animation: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__Animation.self)
-        self.init()
-        self.kind = swiftEnum(c.kind)
-        self.durationMs = c.duration_ms
-        self.endsAtUnixMs = c.ends_at_unix_ms
+        self.init(
+            kind: swiftEnum(c.kind),
+            durationMs: c.duration_ms,
+            endsAtUnixMs: c.ends_at_unix_ms
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -370,25 +371,28 @@ extension V1.Marker: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__Marker.self)
-        self.init()
-        self.id = try swiftString(c.id, "Marker.id")
-        self.position = try swiftMessage(c.position)
+        var icon: Icon? = nil
         switch c.icon_case {
         case MARKERD__V1__MARKER__ICON_PIN:
-            if let value: V1.DefaultPin = try swiftMessage(c.pin) { self.icon = .pin(value) }
+            if let value: V1.DefaultPin = try swiftMessage(c.pin) { icon = .pin(value) }
         case MARKERD__V1__MARKER__ICON_ICON_ID:
-            self.icon = .iconID(try swiftString(c.icon_id, "Marker.icon_id"))
+            icon = .iconID(try swiftString(c.icon_id, "Marker.icon_id"))
         default:
             break
         }
-        self.anchor = try swiftMessage(c.anchor)
-        self.zIndex = c.z_index
-        self.clickable = present(c.has_clickable, c.clickable)
-        self.draggable = present(c.has_draggable, c.draggable)
-        self.animation = try swiftMessage(c.animation)
-        self.visible = present(c.has_visible, c.visible)
-        self.attributes = try swiftStringMap(c.n_attributes, c.attributes)
-        self.extra = swiftBytes(c.extra.data, c.extra.len)
+        self.init(
+            id: try swiftString(c.id, "Marker.id"),
+            position: try swiftMessage(c.position),
+            icon: icon,
+            anchor: try swiftMessage(c.anchor),
+            zIndex: c.z_index,
+            clickable: present(c.has_clickable, c.clickable),
+            draggable: present(c.has_draggable, c.draggable),
+            animation: try swiftMessage(c.animation),
+            visible: present(c.has_visible, c.visible),
+            attributes: try swiftStringMap(c.n_attributes, c.attributes),
+            extra: swiftBytes(c.extra.data, c.extra.len)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -430,9 +434,10 @@ extension V1.UpsertMarkersRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__UpsertMarkersRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "UpsertMarkersRequest.layer_id")
-        self.markers = try swiftMessages(c.n_markers, c.markers)
+        self.init(
+            layerID: try swiftString(c.layer_id, "UpsertMarkersRequest.layer_id"),
+            markers: try swiftMessages(c.n_markers, c.markers)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -453,10 +458,11 @@ extension V1.UpsertMarkersResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__UpsertMarkersResponse.self)
-        self.init()
-        self.created = c.created
-        self.updated = c.updated
-        self.layerVersion = c.layer_version
+        self.init(
+            created: c.created,
+            updated: c.updated,
+            layerVersion: c.layer_version
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -478,9 +484,10 @@ extension V1.RemoveMarkersRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__RemoveMarkersRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "RemoveMarkersRequest.layer_id")
-        self.ids = try swiftStrings(c.n_ids, c.ids, "RemoveMarkersRequest.ids")
+        self.init(
+            layerID: try swiftString(c.layer_id, "RemoveMarkersRequest.layer_id"),
+            ids: try swiftStrings(c.n_ids, c.ids, "RemoveMarkersRequest.ids")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -501,10 +508,11 @@ extension V1.RemoveMarkersResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__RemoveMarkersResponse.self)
-        self.init()
-        self.removed = c.removed
-        self.notFound = c.not_found
-        self.layerVersion = c.layer_version
+        self.init(
+            removed: c.removed,
+            notFound: c.not_found,
+            layerVersion: c.layer_version
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -526,9 +534,10 @@ extension V1.GetMarkersRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__GetMarkersRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "GetMarkersRequest.layer_id")
-        self.ids = try swiftStrings(c.n_ids, c.ids, "GetMarkersRequest.ids")
+        self.init(
+            layerID: try swiftString(c.layer_id, "GetMarkersRequest.layer_id"),
+            ids: try swiftStrings(c.n_ids, c.ids, "GetMarkersRequest.ids")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -549,9 +558,10 @@ extension V1.GetMarkersResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__GetMarkersResponse.self)
-        self.init()
-        self.markers = try swiftMessages(c.n_markers, c.markers)
-        self.missingIDs = try swiftStrings(c.n_missing_ids, c.missing_ids, "GetMarkersResponse.missing_ids")
+        self.init(
+            markers: try swiftMessages(c.n_markers, c.markers),
+            missingIDs: try swiftStrings(c.n_missing_ids, c.missing_ids, "GetMarkersResponse.missing_ids")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -572,8 +582,9 @@ extension V1.ClearLayerRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__ClearLayerRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "ClearLayerRequest.layer_id")
+        self.init(
+            layerID: try swiftString(c.layer_id, "ClearLayerRequest.layer_id")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -593,9 +604,10 @@ extension V1.ClearLayerResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__ClearLayerResponse.self)
-        self.init()
-        self.removed = c.removed
-        self.layerVersion = c.layer_version
+        self.init(
+            removed: c.removed,
+            layerVersion: c.layer_version
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -616,9 +628,10 @@ extension V1.MarkerMove: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__MarkerMove.self)
-        self.init()
-        self.id = try swiftString(c.id, "MarkerMove.id")
-        self.position = try swiftMessage(c.position)
+        self.init(
+            id: try swiftString(c.id, "MarkerMove.id"),
+            position: try swiftMessage(c.position)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -639,9 +652,10 @@ extension V1.MoveMarkersRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__MoveMarkersRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "MoveMarkersRequest.layer_id")
-        self.moves = try swiftMessages(c.n_moves, c.moves)
+        self.init(
+            layerID: try swiftString(c.layer_id, "MoveMarkersRequest.layer_id"),
+            moves: try swiftMessages(c.n_moves, c.moves)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -662,10 +676,11 @@ extension V1.MoveMarkersResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__MoveMarkersResponse.self)
-        self.init()
-        self.moved = c.moved
-        self.notFoundIDs = try swiftStrings(c.n_not_found_ids, c.not_found_ids, "MoveMarkersResponse.not_found_ids")
-        self.layerVersion = c.layer_version
+        self.init(
+            moved: c.moved,
+            notFoundIDs: try swiftStrings(c.n_not_found_ids, c.not_found_ids, "MoveMarkersResponse.not_found_ids"),
+            layerVersion: c.layer_version
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {

@@ -195,10 +195,11 @@ extension V1.TileDescriptor: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__TileDescriptor.self)
-        self.init()
-        self.urlTemplate = try swiftString(c.url_template, "TileDescriptor.url_template")
-        self.tileSize = c.tile_size
-        self.version = c.version
+        self.init(
+            urlTemplate: try swiftString(c.url_template, "TileDescriptor.url_template"),
+            tileSize: c.tile_size,
+            version: c.version
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -220,13 +221,14 @@ extension V1.QueryViewportRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__QueryViewportRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "QueryViewportRequest.layer_id")
-        self.bounds = try swiftMessage(c.bounds)
-        self.zoom = c.zoom
-        self.density = c.density
-        self.limit = c.limit
-        self.pageToken = try swiftString(c.page_token, "QueryViewportRequest.page_token")
+        self.init(
+            layerID: try swiftString(c.layer_id, "QueryViewportRequest.layer_id"),
+            bounds: try swiftMessage(c.bounds),
+            zoom: c.zoom,
+            density: c.density,
+            limit: c.limit,
+            pageToken: try swiftString(c.page_token, "QueryViewportRequest.page_token")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -251,14 +253,15 @@ extension V1.QueryViewportResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__QueryViewportResponse.self)
-        self.init()
-        self.mode = swiftEnum(c.mode)
-        self.markers = try swiftMessages(c.n_markers, c.markers)
-        self.tiles = try swiftMessage(c.tiles)
-        self.staticInView = c.static_in_view
-        self.liveInView = c.live_in_view
-        self.nextPageToken = try swiftString(c.next_page_token, "QueryViewportResponse.next_page_token")
-        self.layerVersion = c.layer_version
+        self.init(
+            mode: swiftEnum(c.mode),
+            markers: try swiftMessages(c.n_markers, c.markers),
+            tiles: try swiftMessage(c.tiles),
+            staticInView: c.static_in_view,
+            liveInView: c.live_in_view,
+            nextPageToken: try swiftString(c.next_page_token, "QueryViewportResponse.next_page_token"),
+            layerVersion: c.layer_version
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -284,13 +287,14 @@ extension V1.HitTestRequest: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__HitTestRequest.self)
-        self.init()
-        self.layerID = try swiftString(c.layer_id, "HitTestRequest.layer_id")
-        self.point = try swiftMessage(c.point)
-        self.zoom = c.zoom
-        self.density = c.density
-        self.tolerancePx = present(c.has_tolerance_px, c.tolerance_px)
-        self.maxResults = present(c.has_max_results, c.max_results)
+        self.init(
+            layerID: try swiftString(c.layer_id, "HitTestRequest.layer_id"),
+            point: try swiftMessage(c.point),
+            zoom: c.zoom,
+            density: c.density,
+            tolerancePx: present(c.has_tolerance_px, c.tolerance_px),
+            maxResults: present(c.has_max_results, c.max_results)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -315,9 +319,10 @@ extension V1.MarkerHit: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__MarkerHit.self)
-        self.init()
-        self.marker = try swiftMessage(c.marker)
-        self.tiled = c.tiled != 0
+        self.init(
+            marker: try swiftMessage(c.marker),
+            tiled: c.tiled != 0
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -338,8 +343,9 @@ extension V1.HitTestResponse: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__HitTestResponse.self)
-        self.init()
-        self.hits = try swiftMessages(c.n_hits, c.hits)
+        self.init(
+            hits: try swiftMessages(c.n_hits, c.hits)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {

@@ -162,14 +162,15 @@ extension V1.JournalRecord: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__JournalRecord.self)
-        self.init()
-        self.sequence = c.sequence
-        self.method = try swiftString(c.method, "JournalRecord.method")
-        self.idempotencyKey = try swiftString(c.idempotency_key, "JournalRecord.idempotency_key")
-        self.payload = swiftBytes(c.payload.data, c.payload.len)
-        self.appliedAtUnixMs = c.applied_at_unix_ms
-        self.response = swiftBytes(c.response.data, c.response.len)
-        self.requestDigest = c.request_digest
+        self.init(
+            sequence: c.sequence,
+            method: try swiftString(c.method, "JournalRecord.method"),
+            idempotencyKey: try swiftString(c.idempotency_key, "JournalRecord.idempotency_key"),
+            payload: swiftBytes(c.payload.data, c.payload.len),
+            appliedAtUnixMs: c.applied_at_unix_ms,
+            response: swiftBytes(c.response.data, c.response.len),
+            requestDigest: c.request_digest
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -201,23 +202,26 @@ extension V1.SnapshotSection: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__SnapshotSection.self)
-        self.init()
+        var section: Section? = nil
         switch c.section_case {
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_HEADER:
-            if let value: V1.SnapshotHeader = try swiftMessage(c.header) { self.section = .header(value) }
+            if let value: V1.SnapshotHeader = try swiftMessage(c.header) { section = .header(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER:
-            if let value: V1.CreateLayerRequest = try swiftMessage(c.layer) { self.section = .layer(value) }
+            if let value: V1.CreateLayerRequest = try swiftMessage(c.layer) { section = .layer(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_ICON:
-            if let value: V1.RegisterIconRequest = try swiftMessage(c.icon) { self.section = .icon(value) }
+            if let value: V1.RegisterIconRequest = try swiftMessage(c.icon) { section = .icon(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_MARKERS:
-            if let value: V1.UpsertMarkersRequest = try swiftMessage(c.markers) { self.section = .markers(value) }
+            if let value: V1.UpsertMarkersRequest = try swiftMessage(c.markers) { section = .markers(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY:
-            if let value: V1.IdempotencyEntry = try swiftMessage(c.idempotency) { self.section = .idempotency(value) }
+            if let value: V1.IdempotencyEntry = try swiftMessage(c.idempotency) { section = .idempotency(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER:
-            if let value: V1.SnapshotFooter = try swiftMessage(c.footer) { self.section = .footer(value) }
+            if let value: V1.SnapshotFooter = try swiftMessage(c.footer) { section = .footer(value) }
         default:
             break
         }
+        self.init(
+            section: section
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -258,10 +262,11 @@ extension V1.SnapshotHeader: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__SnapshotHeader.self)
-        self.init()
-        self.formatVersion = present(c.has_format_version, c.format_version)
-        self.coversSequence = present(c.has_covers_sequence, c.covers_sequence)
-        self.createdAtUnixMs = present(c.has_created_at_unix_ms, c.created_at_unix_ms)
+        self.init(
+            formatVersion: present(c.has_format_version, c.format_version),
+            coversSequence: present(c.has_covers_sequence, c.covers_sequence),
+            createdAtUnixMs: present(c.has_created_at_unix_ms, c.created_at_unix_ms)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -283,9 +288,10 @@ extension V1.SnapshotFooter: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__SnapshotFooter.self)
-        self.init()
-        self.layers = present(c.has_layers, c.layers)
-        self.markers = present(c.has_markers, c.markers)
+        self.init(
+            layers: present(c.has_layers, c.layers),
+            markers: present(c.has_markers, c.markers)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
@@ -306,11 +312,12 @@ extension V1.IdempotencyEntry: CBridged {
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__IdempotencyEntry.self)
-        self.init()
-        self.key = try swiftOptionalString(c.key, "IdempotencyEntry.key")
-        self.requestDigest = present(c.has_request_digest, c.request_digest)
-        self.response = c.has_response != 0 ? swiftBytes(c.response.data, c.response.len) : nil
-        self.atUnixMs = present(c.has_at_unix_ms, c.at_unix_ms)
+        self.init(
+            key: try swiftOptionalString(c.key, "IdempotencyEntry.key"),
+            requestDigest: present(c.has_request_digest, c.request_digest),
+            response: c.has_response != 0 ? swiftBytes(c.response.data, c.response.len) : nil,
+            atUnixMs: present(c.has_at_unix_ms, c.at_unix_ms)
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
