@@ -1,5 +1,5 @@
-// Generated from Protos/ (one-off script, see the commit message): a value for every message with
-// every field set, used by the round-trip tests.
+// Written once by a throwaway script from Protos/ (not kept in the repository): a value for every
+// message with every field set, used by the round-trip tests. Edit by hand when the protos change.
 import MarkerdAPI
 
 enum Full {
