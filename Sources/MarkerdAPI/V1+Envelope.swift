@@ -1,0 +1,194 @@
+// V1+Envelope.swift: The RPC envelope (`Request`, `Response`) and status codes.
+// Types mirror Protos/markerd/v1/markerd.proto; see `V1` for the field conventions.
+private import CMarkerdProto
+private import CProtobufC
+
+extension V1 {
+    /// The gRPC canonical status codes (same numbers as google.rpc.Code).
+    public enum Code: Int32, Sendable, CaseIterable {
+        case ok = 0
+        case cancelled = 1
+        case unknown = 2
+        case invalidArgument = 3
+        case deadlineExceeded = 4
+        case notFound = 5
+        case alreadyExists = 6
+        case permissionDenied = 7
+        case resourceExhausted = 8
+        case failedPrecondition = 9
+        case aborted = 10
+        case outOfRange = 11
+        case unimplemented = 12
+        case `internal` = 13
+        case unavailable = 14
+        case dataLoss = 15
+        case unauthenticated = 16
+
+        /// The canonical proto name, e.g. "INVALID_ARGUMENT".
+        public var name: String {
+            switch self {
+            case .ok: "OK"
+            case .cancelled: "CANCELLED"
+            case .unknown: "UNKNOWN"
+            case .invalidArgument: "INVALID_ARGUMENT"
+            case .deadlineExceeded: "DEADLINE_EXCEEDED"
+            case .notFound: "NOT_FOUND"
+            case .alreadyExists: "ALREADY_EXISTS"
+            case .permissionDenied: "PERMISSION_DENIED"
+            case .resourceExhausted: "RESOURCE_EXHAUSTED"
+            case .failedPrecondition: "FAILED_PRECONDITION"
+            case .aborted: "ABORTED"
+            case .outOfRange: "OUT_OF_RANGE"
+            case .unimplemented: "UNIMPLEMENTED"
+            case .internal: "INTERNAL"
+            case .unavailable: "UNAVAILABLE"
+            case .dataLoss: "DATA_LOSS"
+            case .unauthenticated: "UNAUTHENTICATED"
+            }
+        }
+    }
+
+    /// The proto message `Request`.
+    public struct Request: ProtoMessage {
+        /// Full method name, e.g. "/markerd.v1.MarkerService/UpsertMarkers".
+        /// Proto field `method` = 1; absent decodes to "", which is not encoded.
+        public var method: String = ""
+        /// Chosen by the client, echoed in the Response. Not interpreted by the server.
+        /// Proto field `request_id` = 2; absent decodes to 0, which is not encoded.
+        public var requestID: UInt64 = 0
+        /// Required for every mutating method except DragTo. A repeat of a key (NNG REQ resends
+        /// unanswered requests) returns the first reply and applies nothing. Reusing a key with a
+        /// different method or payload is INVALID_ARGUMENT. At most 128 bytes.
+        /// Proto field `idempotency_key` = 3; absent decodes to "", which is not encoded.
+        public var idempotencyKey: String = ""
+        /// Relative deadline, measured from the moment the server receives the request. 0 = none.
+        /// A request that is still queued when it expires gets DEADLINE_EXCEEDED and is not applied.
+        /// Proto field `timeout_ms` = 4; absent decodes to 0, which is not encoded.
+        public var timeoutMs: UInt32 = 0
+        /// Reserved for authentication; ignored today.
+        /// Proto field `auth_token` = 5; absent decodes to "", which is not encoded.
+        public var authToken: String = ""
+        /// The serialized request message of `method`.
+        /// Proto field `payload` = 6; absent decodes to [], which is not encoded.
+        public var payload: [UInt8] = []
+
+        public init() {}
+
+        public init(
+            method: String = "",
+            requestID: UInt64 = 0,
+            idempotencyKey: String = "",
+            timeoutMs: UInt32 = 0,
+            authToken: String = "",
+            payload: [UInt8] = []
+        ) {
+            self.method = method
+            self.requestID = requestID
+            self.idempotencyKey = idempotencyKey
+            self.timeoutMs = timeoutMs
+            self.authToken = authToken
+            self.payload = payload
+        }
+    }
+
+    /// The proto message `Response`.
+    public struct Response: ProtoMessage {
+        /// Proto field `request_id` = 1; absent decodes to 0, which is not encoded.
+        public var requestID: UInt64 = 0
+        /// Proto field `code` = 2; absent decodes to .ok, which is not encoded.
+        public var code: Code = .ok
+        /// Human-readable error detail; empty on OK.
+        /// Proto field `message` = 3; absent decodes to "", which is not encoded.
+        public var message: String = ""
+        /// The serialized response message of the method; empty unless code == OK.
+        /// Proto field `payload` = 4; absent decodes to [], which is not encoded.
+        public var payload: [UInt8] = []
+
+        public init() {}
+
+        public init(
+            requestID: UInt64 = 0,
+            code: Code = .ok,
+            message: String = "",
+            payload: [UInt8] = []
+        ) {
+            self.requestID = requestID
+            self.code = code
+            self.message = message
+            self.payload = payload
+        }
+    }
+}
+
+// MARK: - protobuf-c bridging
+
+extension V1.Code: ProtoEnum {
+    /// Unknown numbers on the wire decode to `.unknown`.
+    static var fallback: Self { .unknown }
+}
+
+extension V1.Request: CBridged {
+    static var protoName: String { "Request" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__Request.self)
+        self.init(
+            method: try swiftString(c.method, "Request.method"),
+            requestID: c.request_id,
+            idempotencyKey: try swiftString(c.idempotency_key, "Request.idempotency_key"),
+            timeoutMs: c.timeout_ms,
+            authToken: try swiftString(c.auth_token, "Request.auth_token"),
+            payload: swiftBytes(c.payload.data, c.payload.len)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__Request()
+        markerd__v1__request__init(&c)
+        c.method = arena.cString(self.method)
+        setPlain(self.requestID, &c.has_request_id, &c.request_id)
+        c.idempotency_key = arena.cString(self.idempotencyKey)
+        setPlain(self.timeoutMs, &c.has_timeout_ms, &c.timeout_ms)
+        c.auth_token = arena.cString(self.authToken)
+        if !self.payload.isEmpty {
+            c.has_payload = 1
+            c.payload = ProtobufCBinaryData(len: self.payload.count, data: arena.bytes(self.payload))
+        }
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.Response: CBridged {
+    static var protoName: String { "Response" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__Response.self)
+        self.init(
+            requestID: c.request_id,
+            code: swiftEnum(c.code),
+            message: try swiftString(c.message, "Response.message"),
+            payload: swiftBytes(c.payload.data, c.payload.len)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__Response()
+        markerd__v1__response__init(&c)
+        setPlain(self.requestID, &c.has_request_id, &c.request_id)
+        setPlain(self.code, &c.has_code, &c.code)
+        c.message = arena.cString(self.message)
+        if !self.payload.isEmpty {
+            c.has_payload = 1
+            c.payload = ProtobufCBinaryData(len: self.payload.count, data: arena.bytes(self.payload))
+        }
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}

@@ -1,0 +1,697 @@
+// V1+Layers.swift: Layers: options, tiling mode, stats and the layer RPCs.
+// Types mirror Protos/markerd/v1/markerd.proto; see `V1` for the field conventions.
+private import CMarkerdProto
+private import CProtobufC
+
+extension V1 {
+    /// The proto message `TilingOptions`.
+    public struct TilingOptions: ProtoMessage {
+        /// The proto default of `enabled`.
+        public static let defaultEnabled: Bool = true
+        /// The proto default of `minMarkerCount`.
+        public static let defaultMinMarkerCount: UInt32 = 2000
+        /// The proto default of `tileSize`.
+        public static let defaultTileSize: UInt32 = 256
+
+        /// nil: absent, meaning the default true (`defaultEnabled`).
+        /// Proto field `enabled` = 1.
+        public var enabled: Bool? = nil
+        /// The layer is TILED while at least this many static markers are in it. Default 2000.
+        /// nil: absent, meaning the default 2000 (`defaultMinMarkerCount`).
+        /// Proto field `min_marker_count` = 2.
+        public var minMarkerCount: UInt32? = nil
+        /// Raster tile size in px: 256 (default) or 512.
+        /// nil: absent, meaning the default 256 (`defaultTileSize`).
+        /// Proto field `tile_size` = 3.
+        public var tileSize: UInt32? = nil
+
+        public init() {}
+
+        public init(
+            enabled: Bool? = nil,
+            minMarkerCount: UInt32? = nil,
+            tileSize: UInt32? = nil
+        ) {
+            self.enabled = enabled
+            self.minMarkerCount = minMarkerCount
+            self.tileSize = tileSize
+        }
+    }
+
+    /// Reserved for the clustering work; accepted and stored, not yet used.
+    public struct ClusteringOptions: ProtoMessage {
+        /// Proto field `enabled` = 1.
+        public var enabled: Bool? = nil
+        /// Proto field `radius_px` = 2.
+        public var radiusPx: Float? = nil
+        /// Proto field `min_points` = 3.
+        public var minPoints: UInt32? = nil
+        /// Proto field `max_zoom` = 4.
+        public var maxZoom: UInt32? = nil
+        /// Proto field `extent` = 5.
+        public var extent: UInt32? = nil
+        /// Proto field `algorithm` = 6.
+        public var algorithm: String? = nil
+
+        public init() {}
+
+        public init(
+            enabled: Bool? = nil,
+            radiusPx: Float? = nil,
+            minPoints: UInt32? = nil,
+            maxZoom: UInt32? = nil,
+            extent: UInt32? = nil,
+            algorithm: String? = nil
+        ) {
+            self.enabled = enabled
+            self.radiusPx = radiusPx
+            self.minPoints = minPoints
+            self.maxZoom = maxZoom
+            self.extent = extent
+            self.algorithm = algorithm
+        }
+    }
+
+    /// The proto message `LayerOptions`.
+    public struct LayerOptions: ProtoMessage {
+        /// Proto field `tiling` = 1.
+        public var tiling: TilingOptions? = nil
+        /// Proto field `clustering` = 2.
+        public var clustering: ClusteringOptions? = nil
+
+        public init() {}
+
+        public init(
+            tiling: TilingOptions? = nil,
+            clustering: ClusteringOptions? = nil
+        ) {
+            self.tiling = tiling
+            self.clustering = clustering
+        }
+    }
+
+    /// The proto enum `TilingMode`.
+    public enum TilingMode: Int32, Sendable, CaseIterable {
+        case unspecified = 0
+        /// Every marker is a live (native) object.
+        case native = 1
+        /// Static markers come as raster tiles; draggable and animating markers stay live objects.
+        case tiled = 2
+
+        /// The canonical proto name, e.g. "TILING_MODE_TILED".
+        public var name: String {
+            switch self {
+            case .unspecified: "TILING_MODE_UNSPECIFIED"
+            case .native: "TILING_MODE_NATIVE"
+            case .tiled: "TILING_MODE_TILED"
+            }
+        }
+    }
+
+    /// The proto message `Layer`.
+    public struct Layer: ProtoMessage {
+        /// Proto field `id` = 1; absent decodes to "", which is not encoded.
+        public var id: String = ""
+        /// Options with every default filled in.
+        /// Proto field `options` = 2.
+        public var options: LayerOptions? = nil
+        /// Changes whenever any marker or option of the layer changes.
+        /// Proto field `version` = 3; absent decodes to 0, which is not encoded.
+        public var version: UInt64 = 0
+        /// Proto field `mode` = 4; absent decodes to .unspecified, which is not encoded.
+        public var mode: TilingMode = .unspecified
+        /// Proto field `marker_count` = 5; absent decodes to 0, which is not encoded.
+        public var markerCount: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            id: String = "",
+            options: LayerOptions? = nil,
+            version: UInt64 = 0,
+            mode: TilingMode = .unspecified,
+            markerCount: UInt64 = 0
+        ) {
+            self.id = id
+            self.options = options
+            self.version = version
+            self.mode = mode
+            self.markerCount = markerCount
+        }
+    }
+
+    /// The proto message `LayerStats`.
+    public struct LayerStats: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// Proto field `markers` = 2; absent decodes to 0, which is not encoded.
+        public var markers: UInt64 = 0
+        /// Visible, not draggable, not animating.
+        /// Proto field `static_markers` = 3; absent decodes to 0, which is not encoded.
+        public var staticMarkers: UInt64 = 0
+        /// Draggable or animating (visible or not).
+        /// Proto field `live_markers` = 4; absent decodes to 0, which is not encoded.
+        public var liveMarkers: UInt64 = 0
+        /// Proto field `hidden_markers` = 5; absent decodes to 0, which is not encoded.
+        public var hiddenMarkers: UInt64 = 0
+        /// Approximate memory held by the layer, in bytes.
+        /// Proto field `approximate_bytes` = 6; absent decodes to 0, which is not encoded.
+        public var approximateBytes: UInt64 = 0
+        /// Proto field `mode` = 7; absent decodes to .unspecified, which is not encoded.
+        public var mode: TilingMode = .unspecified
+        /// Proto field `version` = 8; absent decodes to 0, which is not encoded.
+        public var version: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            markers: UInt64 = 0,
+            staticMarkers: UInt64 = 0,
+            liveMarkers: UInt64 = 0,
+            hiddenMarkers: UInt64 = 0,
+            approximateBytes: UInt64 = 0,
+            mode: TilingMode = .unspecified,
+            version: UInt64 = 0
+        ) {
+            self.layerID = layerID
+            self.markers = markers
+            self.staticMarkers = staticMarkers
+            self.liveMarkers = liveMarkers
+            self.hiddenMarkers = hiddenMarkers
+            self.approximateBytes = approximateBytes
+            self.mode = mode
+            self.version = version
+        }
+    }
+
+    /// The proto message `CreateLayerRequest`.
+    public struct CreateLayerRequest: ProtoMessage {
+        /// 1-128 bytes of [A-Za-z0-9._-].
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// Proto field `options` = 2.
+        public var options: LayerOptions? = nil
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            options: LayerOptions? = nil
+        ) {
+            self.layerID = layerID
+            self.options = options
+        }
+    }
+
+    /// The proto message `CreateLayerResponse`.
+    public struct CreateLayerResponse: ProtoMessage {
+        /// Proto field `layer` = 1.
+        public var layer: Layer? = nil
+
+        public init() {}
+
+        public init(
+            layer: Layer? = nil
+        ) {
+            self.layer = layer
+        }
+    }
+
+    /// The proto message `GetLayerRequest`.
+    public struct GetLayerRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+
+        public init() {}
+
+        public init(
+            layerID: String = ""
+        ) {
+            self.layerID = layerID
+        }
+    }
+
+    /// The proto message `GetLayerResponse`.
+    public struct GetLayerResponse: ProtoMessage {
+        /// Proto field `layer` = 1.
+        public var layer: Layer? = nil
+
+        public init() {}
+
+        public init(
+            layer: Layer? = nil
+        ) {
+            self.layer = layer
+        }
+    }
+
+    /// The proto message `ListLayersRequest`.
+    public struct ListLayersRequest: ProtoMessage {
+
+        public init() {}
+    }
+
+    /// The proto message `ListLayersResponse`.
+    public struct ListLayersResponse: ProtoMessage {
+        /// Proto field `layers` = 1.
+        public var layers: [Layer] = []
+
+        public init() {}
+
+        public init(
+            layers: [Layer] = []
+        ) {
+            self.layers = layers
+        }
+    }
+
+    /// The proto message `DeleteLayerRequest`.
+    public struct DeleteLayerRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+
+        public init() {}
+
+        public init(
+            layerID: String = ""
+        ) {
+            self.layerID = layerID
+        }
+    }
+
+    /// The proto message `DeleteLayerResponse`.
+    public struct DeleteLayerResponse: ProtoMessage {
+        /// Proto field `removed_markers` = 1; absent decodes to 0, which is not encoded.
+        public var removedMarkers: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            removedMarkers: UInt64 = 0
+        ) {
+            self.removedMarkers = removedMarkers
+        }
+    }
+
+    /// The proto message `GetLayerStatsRequest`.
+    public struct GetLayerStatsRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+
+        public init() {}
+
+        public init(
+            layerID: String = ""
+        ) {
+            self.layerID = layerID
+        }
+    }
+
+    /// The proto message `GetLayerStatsResponse`.
+    public struct GetLayerStatsResponse: ProtoMessage {
+        /// Proto field `stats` = 1.
+        public var stats: LayerStats? = nil
+
+        public init() {}
+
+        public init(
+            stats: LayerStats? = nil
+        ) {
+            self.stats = stats
+        }
+    }
+}
+
+// MARK: - protobuf-c bridging
+
+extension V1.TilingOptions: CBridged {
+    static var protoName: String { "TilingOptions" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__tiling_options__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__TilingOptions.self)
+        self.init(
+            enabled: present(c.has_enabled, c.enabled),
+            minMarkerCount: present(c.has_min_marker_count, c.min_marker_count),
+            tileSize: present(c.has_tile_size, c.tile_size)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__TilingOptions()
+        markerd__v1__tiling_options__init(&c)
+        setOptional(self.enabled, &c.has_enabled, &c.enabled)
+        setOptional(self.minMarkerCount, &c.has_min_marker_count, &c.min_marker_count)
+        setOptional(self.tileSize, &c.has_tile_size, &c.tile_size)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.ClusteringOptions: CBridged {
+    static var protoName: String { "ClusteringOptions" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__clustering_options__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__ClusteringOptions.self)
+        self.init(
+            enabled: present(c.has_enabled, c.enabled),
+            radiusPx: present(c.has_radius_px, c.radius_px),
+            minPoints: present(c.has_min_points, c.min_points),
+            maxZoom: present(c.has_max_zoom, c.max_zoom),
+            extent: present(c.has_extent, c.extent),
+            algorithm: try swiftOptionalString(c.algorithm, "ClusteringOptions.algorithm")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__ClusteringOptions()
+        markerd__v1__clustering_options__init(&c)
+        setOptional(self.enabled, &c.has_enabled, &c.enabled)
+        setOptional(self.radiusPx, &c.has_radius_px, &c.radius_px)
+        setOptional(self.minPoints, &c.has_min_points, &c.min_points)
+        setOptional(self.maxZoom, &c.has_max_zoom, &c.max_zoom)
+        setOptional(self.extent, &c.has_extent, &c.extent)
+        c.algorithm = arena.cString(self.algorithm)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.LayerOptions: CBridged {
+    static var protoName: String { "LayerOptions" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__layer_options__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__LayerOptions.self)
+        self.init(
+            tiling: try swiftMessage(c.tiling),
+            clustering: try swiftMessage(c.clustering)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__LayerOptions()
+        markerd__v1__layer_options__init(&c)
+        c.tiling = arena.message(self.tiling)
+        c.clustering = arena.message(self.clustering)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.TilingMode: ProtoEnum {
+    /// Unknown numbers on the wire decode to `.unspecified`.
+    static var fallback: Self { .unspecified }
+}
+
+extension V1.Layer: CBridged {
+    static var protoName: String { "Layer" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__layer__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__Layer.self)
+        self.init(
+            id: try swiftString(c.id, "Layer.id"),
+            options: try swiftMessage(c.options),
+            version: c.version,
+            mode: swiftEnum(c.mode),
+            markerCount: c.marker_count
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__Layer()
+        markerd__v1__layer__init(&c)
+        c.id = arena.cString(self.id)
+        c.options = arena.message(self.options)
+        setPlain(self.version, &c.has_version, &c.version)
+        setPlain(self.mode, &c.has_mode, &c.mode)
+        setPlain(self.markerCount, &c.has_marker_count, &c.marker_count)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.LayerStats: CBridged {
+    static var protoName: String { "LayerStats" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__layer_stats__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__LayerStats.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "LayerStats.layer_id"),
+            markers: c.markers,
+            staticMarkers: c.static_markers,
+            liveMarkers: c.live_markers,
+            hiddenMarkers: c.hidden_markers,
+            approximateBytes: c.approximate_bytes,
+            mode: swiftEnum(c.mode),
+            version: c.version
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__LayerStats()
+        markerd__v1__layer_stats__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        setPlain(self.markers, &c.has_markers, &c.markers)
+        setPlain(self.staticMarkers, &c.has_static_markers, &c.static_markers)
+        setPlain(self.liveMarkers, &c.has_live_markers, &c.live_markers)
+        setPlain(self.hiddenMarkers, &c.has_hidden_markers, &c.hidden_markers)
+        setPlain(self.approximateBytes, &c.has_approximate_bytes, &c.approximate_bytes)
+        setPlain(self.mode, &c.has_mode, &c.mode)
+        setPlain(self.version, &c.has_version, &c.version)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.CreateLayerRequest: CBridged {
+    static var protoName: String { "CreateLayerRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__create_layer_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__CreateLayerRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "CreateLayerRequest.layer_id"),
+            options: try swiftMessage(c.options)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__CreateLayerRequest()
+        markerd__v1__create_layer_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        c.options = arena.message(self.options)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.CreateLayerResponse: CBridged {
+    static var protoName: String { "CreateLayerResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__create_layer_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__CreateLayerResponse.self)
+        self.init(
+            layer: try swiftMessage(c.layer)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__CreateLayerResponse()
+        markerd__v1__create_layer_response__init(&c)
+        c.layer = arena.message(self.layer)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.GetLayerRequest: CBridged {
+    static var protoName: String { "GetLayerRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__get_layer_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__GetLayerRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "GetLayerRequest.layer_id")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__GetLayerRequest()
+        markerd__v1__get_layer_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.GetLayerResponse: CBridged {
+    static var protoName: String { "GetLayerResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__get_layer_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__GetLayerResponse.self)
+        self.init(
+            layer: try swiftMessage(c.layer)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__GetLayerResponse()
+        markerd__v1__get_layer_response__init(&c)
+        c.layer = arena.message(self.layer)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.ListLayersRequest: CBridged {
+    static var protoName: String { "ListLayersRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__list_layers_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        self.init()
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__ListLayersRequest()
+        markerd__v1__list_layers_request__init(&c)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.ListLayersResponse: CBridged {
+    static var protoName: String { "ListLayersResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__list_layers_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__ListLayersResponse.self)
+        self.init(
+            layers: try swiftMessages(c.n_layers, c.layers)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__ListLayersResponse()
+        markerd__v1__list_layers_response__init(&c)
+        (c.n_layers, c.layers) = arena.messages(self.layers)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.DeleteLayerRequest: CBridged {
+    static var protoName: String { "DeleteLayerRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__delete_layer_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__DeleteLayerRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "DeleteLayerRequest.layer_id")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__DeleteLayerRequest()
+        markerd__v1__delete_layer_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.DeleteLayerResponse: CBridged {
+    static var protoName: String { "DeleteLayerResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__delete_layer_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__DeleteLayerResponse.self)
+        self.init(
+            removedMarkers: c.removed_markers
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__DeleteLayerResponse()
+        markerd__v1__delete_layer_response__init(&c)
+        setPlain(self.removedMarkers, &c.has_removed_markers, &c.removed_markers)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.GetLayerStatsRequest: CBridged {
+    static var protoName: String { "GetLayerStatsRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__get_layer_stats_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__GetLayerStatsRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "GetLayerStatsRequest.layer_id")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__GetLayerStatsRequest()
+        markerd__v1__get_layer_stats_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.GetLayerStatsResponse: CBridged {
+    static var protoName: String { "GetLayerStatsResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__get_layer_stats_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__GetLayerStatsResponse.self)
+        self.init(
+            stats: try swiftMessage(c.stats)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__GetLayerStatsResponse()
+        markerd__v1__get_layer_stats_response__init(&c)
+        c.stats = arena.message(self.stats)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}

@@ -1,0 +1,727 @@
+// V1+Markers.swift: Markers and the marker RPCs.
+// Types mirror Protos/markerd/v1/markerd.proto; see `V1` for the field conventions.
+private import CMarkerdProto
+private import CProtobufC
+
+extension V1 {
+    /// The proto enum `AnimationKind`.
+    public enum AnimationKind: Int32, Sendable, CaseIterable {
+        case none = 0
+        case drop = 1
+        case bounce = 2
+
+        /// The canonical proto name, e.g. "ANIMATION_KIND_BOUNCE".
+        public var name: String {
+            switch self {
+            case .none: "ANIMATION_KIND_NONE"
+            case .drop: "ANIMATION_KIND_DROP"
+            case .bounce: "ANIMATION_KIND_BOUNCE"
+            }
+        }
+    }
+
+    /// The proto message `Animation`.
+    public struct Animation: ProtoMessage {
+        /// Proto field `kind` = 1; absent decodes to .none, which is not encoded.
+        public var kind: AnimationKind = .none
+        /// How long the marker animates, from the moment the server applies the upsert.
+        /// Proto field `duration_ms` = 2; absent decodes to 0, which is not encoded.
+        public var durationMs: UInt32 = 0
+        /// Output only: when the animation ends (Unix ms, server clock).
+        /// Proto field `ends_at_unix_ms` = 3; absent decodes to 0, which is not encoded.
+        public var endsAtUnixMs: Int64 = 0
+
+        public init() {}
+
+        public init(
+            kind: AnimationKind = .none,
+            durationMs: UInt32 = 0,
+            endsAtUnixMs: Int64 = 0
+        ) {
+            self.kind = kind
+            self.durationMs = durationMs
+            self.endsAtUnixMs = endsAtUnixMs
+        }
+    }
+
+    /// The proto message `Marker`.
+    public struct Marker: ProtoMessage {
+        /// No icon set: a DefaultPin with every default.
+        public enum Icon: Sendable, Equatable {
+            /// Proto field `pin` = 3.
+            case pin(DefaultPin)
+            /// A registered icon (RegisterIcon).
+            /// Proto field `icon_id` = 4.
+            case iconID(String)
+        }
+
+        /// The proto default of `clickable`.
+        public static let defaultClickable: Bool = true
+        /// The proto default of `draggable`.
+        public static let defaultDraggable: Bool = false
+        /// The proto default of `visible`.
+        public static let defaultVisible: Bool = true
+
+        /// 1-256 bytes of UTF-8.
+        /// Proto field `id` = 1; absent decodes to "", which is not encoded.
+        public var id: String = ""
+        /// Proto field `position` = 2.
+        public var position: LatLng? = nil
+        /// One of the `icon` cases; nil when none is set.
+        public var icon: Icon? = nil
+        /// Overrides the icon's anchor.
+        /// Proto field `anchor` = 5.
+        public var anchor: Anchor? = nil
+        /// Proto field `z_index` = 6; absent decodes to 0, which is not encoded.
+        public var zIndex: Int32 = 0
+        /// nil: absent, meaning the default true (`defaultClickable`).
+        /// Proto field `clickable` = 7.
+        public var clickable: Bool? = nil
+        /// nil: absent, meaning the default false (`defaultDraggable`).
+        /// Proto field `draggable` = 8.
+        public var draggable: Bool? = nil
+        /// Proto field `animation` = 9.
+        public var animation: Animation? = nil
+        /// nil: absent, meaning the default true (`defaultVisible`).
+        /// Proto field `visible` = 10.
+        public var visible: Bool? = nil
+        /// Proto field `attributes` = 11.
+        public var attributes: [String: String] = [:]
+        /// Proto field `extra` = 12; absent decodes to [], which is not encoded.
+        public var extra: [UInt8] = []
+
+        public init() {}
+
+        public init(
+            id: String = "",
+            position: LatLng? = nil,
+            icon: Icon? = nil,
+            anchor: Anchor? = nil,
+            zIndex: Int32 = 0,
+            clickable: Bool? = nil,
+            draggable: Bool? = nil,
+            animation: Animation? = nil,
+            visible: Bool? = nil,
+            attributes: [String: String] = [:],
+            extra: [UInt8] = []
+        ) {
+            self.id = id
+            self.position = position
+            self.icon = icon
+            self.anchor = anchor
+            self.zIndex = zIndex
+            self.clickable = clickable
+            self.draggable = draggable
+            self.animation = animation
+            self.visible = visible
+            self.attributes = attributes
+            self.extra = extra
+        }
+    }
+
+    /// The proto message `UpsertMarkersRequest`.
+    public struct UpsertMarkersRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// At most 100,000. All or nothing: one invalid marker rejects the whole batch.
+        /// Proto field `markers` = 2.
+        public var markers: [Marker] = []
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            markers: [Marker] = []
+        ) {
+            self.layerID = layerID
+            self.markers = markers
+        }
+    }
+
+    /// The proto message `UpsertMarkersResponse`.
+    public struct UpsertMarkersResponse: ProtoMessage {
+        /// Proto field `created` = 1; absent decodes to 0, which is not encoded.
+        public var created: UInt32 = 0
+        /// Proto field `updated` = 2; absent decodes to 0, which is not encoded.
+        public var updated: UInt32 = 0
+        /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
+        public var layerVersion: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            created: UInt32 = 0,
+            updated: UInt32 = 0,
+            layerVersion: UInt64 = 0
+        ) {
+            self.created = created
+            self.updated = updated
+            self.layerVersion = layerVersion
+        }
+    }
+
+    /// The proto message `RemoveMarkersRequest`.
+    public struct RemoveMarkersRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// Proto field `ids` = 2.
+        public var ids: [String] = []
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            ids: [String] = []
+        ) {
+            self.layerID = layerID
+            self.ids = ids
+        }
+    }
+
+    /// The proto message `RemoveMarkersResponse`.
+    public struct RemoveMarkersResponse: ProtoMessage {
+        /// Proto field `removed` = 1; absent decodes to 0, which is not encoded.
+        public var removed: UInt32 = 0
+        /// Proto field `not_found` = 2; absent decodes to 0, which is not encoded.
+        public var notFound: UInt32 = 0
+        /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
+        public var layerVersion: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            removed: UInt32 = 0,
+            notFound: UInt32 = 0,
+            layerVersion: UInt64 = 0
+        ) {
+            self.removed = removed
+            self.notFound = notFound
+            self.layerVersion = layerVersion
+        }
+    }
+
+    /// The proto message `GetMarkersRequest`.
+    public struct GetMarkersRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// Proto field `ids` = 2.
+        public var ids: [String] = []
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            ids: [String] = []
+        ) {
+            self.layerID = layerID
+            self.ids = ids
+        }
+    }
+
+    /// The proto message `GetMarkersResponse`.
+    public struct GetMarkersResponse: ProtoMessage {
+        /// Found markers, in request order, with every default filled in.
+        /// Proto field `markers` = 1.
+        public var markers: [Marker] = []
+        /// Proto field `missing_ids` = 2.
+        public var missingIDs: [String] = []
+
+        public init() {}
+
+        public init(
+            markers: [Marker] = [],
+            missingIDs: [String] = []
+        ) {
+            self.markers = markers
+            self.missingIDs = missingIDs
+        }
+    }
+
+    /// The proto message `ClearLayerRequest`.
+    public struct ClearLayerRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+
+        public init() {}
+
+        public init(
+            layerID: String = ""
+        ) {
+            self.layerID = layerID
+        }
+    }
+
+    /// The proto message `ClearLayerResponse`.
+    public struct ClearLayerResponse: ProtoMessage {
+        /// Proto field `removed` = 1; absent decodes to 0, which is not encoded.
+        public var removed: UInt64 = 0
+        /// Proto field `layer_version` = 2; absent decodes to 0, which is not encoded.
+        public var layerVersion: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            removed: UInt64 = 0,
+            layerVersion: UInt64 = 0
+        ) {
+            self.removed = removed
+            self.layerVersion = layerVersion
+        }
+    }
+
+    /// The proto message `MarkerMove`.
+    public struct MarkerMove: ProtoMessage {
+        /// Proto field `id` = 1; absent decodes to "", which is not encoded.
+        public var id: String = ""
+        /// Proto field `position` = 2.
+        public var position: LatLng? = nil
+
+        public init() {}
+
+        public init(
+            id: String = "",
+            position: LatLng? = nil
+        ) {
+            self.id = id
+            self.position = position
+        }
+    }
+
+    /// The proto message `MoveMarkersRequest`.
+    public struct MoveMarkersRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// At most 100,000. Invalid positions reject the whole batch; unknown ids are reported.
+        /// Proto field `moves` = 2.
+        public var moves: [MarkerMove] = []
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            moves: [MarkerMove] = []
+        ) {
+            self.layerID = layerID
+            self.moves = moves
+        }
+    }
+
+    /// The proto message `MoveMarkersResponse`.
+    public struct MoveMarkersResponse: ProtoMessage {
+        /// Proto field `moved` = 1; absent decodes to 0, which is not encoded.
+        public var moved: UInt32 = 0
+        /// Proto field `not_found_ids` = 2.
+        public var notFoundIDs: [String] = []
+        /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
+        public var layerVersion: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            moved: UInt32 = 0,
+            notFoundIDs: [String] = [],
+            layerVersion: UInt64 = 0
+        ) {
+            self.moved = moved
+            self.notFoundIDs = notFoundIDs
+            self.layerVersion = layerVersion
+        }
+    }
+}
+
+// MARK: - protobuf-c bridging
+
+extension V1.AnimationKind: ProtoEnum {
+    /// Unknown numbers on the wire decode to `.none`.
+    static var fallback: Self { .none }
+}
+
+extension V1.Animation: CBridged {
+    static var protoName: String { "Animation" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__animation__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__Animation.self)
+        self.init(
+            kind: swiftEnum(c.kind),
+            durationMs: c.duration_ms,
+            endsAtUnixMs: c.ends_at_unix_ms
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__Animation()
+        markerd__v1__animation__init(&c)
+        setPlain(self.kind, &c.has_kind, &c.kind)
+        setPlain(self.durationMs, &c.has_duration_ms, &c.duration_ms)
+        setPlain(self.endsAtUnixMs, &c.has_ends_at_unix_ms, &c.ends_at_unix_ms)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.Marker: CBridged {
+    static var protoName: String { "Marker" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__marker__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__Marker.self)
+        var icon: Icon? = nil
+        switch c.icon_case {
+        case MARKERD__V1__MARKER__ICON_PIN:
+            if let value: V1.DefaultPin = try swiftMessage(c.pin) { icon = .pin(value) }
+        case MARKERD__V1__MARKER__ICON_ICON_ID:
+            icon = .iconID(try swiftString(c.icon_id, "Marker.icon_id"))
+        default:
+            break
+        }
+        self.init(
+            id: try swiftString(c.id, "Marker.id"),
+            position: try swiftMessage(c.position),
+            icon: icon,
+            anchor: try swiftMessage(c.anchor),
+            zIndex: c.z_index,
+            clickable: present(c.has_clickable, c.clickable),
+            draggable: present(c.has_draggable, c.draggable),
+            animation: try swiftMessage(c.animation),
+            visible: present(c.has_visible, c.visible),
+            attributes: try swiftStringMap(c.n_attributes, c.attributes),
+            extra: swiftBytes(c.extra.data, c.extra.len)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__Marker()
+        markerd__v1__marker__init(&c)
+        c.id = arena.cString(self.id)
+        c.position = arena.message(self.position)
+        switch self.icon {
+        case .pin(let value)?:
+            c.icon_case = MARKERD__V1__MARKER__ICON_PIN
+            c.pin = arena.message(value)
+        case .iconID(let value)?:
+            c.icon_case = MARKERD__V1__MARKER__ICON_ICON_ID
+            c.icon_id = arena.cString(present: value)
+        case nil:
+            break
+        }
+        c.anchor = arena.message(self.anchor)
+        setPlain(self.zIndex, &c.has_z_index, &c.z_index)
+        setOptional(self.clickable, &c.has_clickable, &c.clickable)
+        setOptional(self.draggable, &c.has_draggable, &c.draggable)
+        c.animation = arena.message(self.animation)
+        setOptional(self.visible, &c.has_visible, &c.visible)
+        (c.n_attributes, c.attributes) = arena.stringMap(self.attributes)
+        if !self.extra.isEmpty {
+            c.has_extra = 1
+            c.extra = ProtobufCBinaryData(len: self.extra.count, data: arena.bytes(self.extra))
+        }
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.UpsertMarkersRequest: CBridged {
+    static var protoName: String { "UpsertMarkersRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__upsert_markers_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__UpsertMarkersRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "UpsertMarkersRequest.layer_id"),
+            markers: try swiftMessages(c.n_markers, c.markers)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__UpsertMarkersRequest()
+        markerd__v1__upsert_markers_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        (c.n_markers, c.markers) = arena.messages(self.markers)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.UpsertMarkersResponse: CBridged {
+    static var protoName: String { "UpsertMarkersResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__upsert_markers_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__UpsertMarkersResponse.self)
+        self.init(
+            created: c.created,
+            updated: c.updated,
+            layerVersion: c.layer_version
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__UpsertMarkersResponse()
+        markerd__v1__upsert_markers_response__init(&c)
+        setPlain(self.created, &c.has_created, &c.created)
+        setPlain(self.updated, &c.has_updated, &c.updated)
+        setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.RemoveMarkersRequest: CBridged {
+    static var protoName: String { "RemoveMarkersRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__remove_markers_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__RemoveMarkersRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "RemoveMarkersRequest.layer_id"),
+            ids: try swiftStrings(c.n_ids, c.ids, "RemoveMarkersRequest.ids")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__RemoveMarkersRequest()
+        markerd__v1__remove_markers_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        (c.n_ids, c.ids) = arena.strings(self.ids)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.RemoveMarkersResponse: CBridged {
+    static var protoName: String { "RemoveMarkersResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__remove_markers_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__RemoveMarkersResponse.self)
+        self.init(
+            removed: c.removed,
+            notFound: c.not_found,
+            layerVersion: c.layer_version
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__RemoveMarkersResponse()
+        markerd__v1__remove_markers_response__init(&c)
+        setPlain(self.removed, &c.has_removed, &c.removed)
+        setPlain(self.notFound, &c.has_not_found, &c.not_found)
+        setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.GetMarkersRequest: CBridged {
+    static var protoName: String { "GetMarkersRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__get_markers_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__GetMarkersRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "GetMarkersRequest.layer_id"),
+            ids: try swiftStrings(c.n_ids, c.ids, "GetMarkersRequest.ids")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__GetMarkersRequest()
+        markerd__v1__get_markers_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        (c.n_ids, c.ids) = arena.strings(self.ids)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.GetMarkersResponse: CBridged {
+    static var protoName: String { "GetMarkersResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__get_markers_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__GetMarkersResponse.self)
+        self.init(
+            markers: try swiftMessages(c.n_markers, c.markers),
+            missingIDs: try swiftStrings(c.n_missing_ids, c.missing_ids, "GetMarkersResponse.missing_ids")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__GetMarkersResponse()
+        markerd__v1__get_markers_response__init(&c)
+        (c.n_markers, c.markers) = arena.messages(self.markers)
+        (c.n_missing_ids, c.missing_ids) = arena.strings(self.missingIDs)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.ClearLayerRequest: CBridged {
+    static var protoName: String { "ClearLayerRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__clear_layer_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__ClearLayerRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "ClearLayerRequest.layer_id")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__ClearLayerRequest()
+        markerd__v1__clear_layer_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.ClearLayerResponse: CBridged {
+    static var protoName: String { "ClearLayerResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__clear_layer_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__ClearLayerResponse.self)
+        self.init(
+            removed: c.removed,
+            layerVersion: c.layer_version
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__ClearLayerResponse()
+        markerd__v1__clear_layer_response__init(&c)
+        setPlain(self.removed, &c.has_removed, &c.removed)
+        setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.MarkerMove: CBridged {
+    static var protoName: String { "MarkerMove" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__marker_move__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__MarkerMove.self)
+        self.init(
+            id: try swiftString(c.id, "MarkerMove.id"),
+            position: try swiftMessage(c.position)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__MarkerMove()
+        markerd__v1__marker_move__init(&c)
+        c.id = arena.cString(self.id)
+        c.position = arena.message(self.position)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.MoveMarkersRequest: CBridged {
+    static var protoName: String { "MoveMarkersRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__move_markers_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__MoveMarkersRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "MoveMarkersRequest.layer_id"),
+            moves: try swiftMessages(c.n_moves, c.moves)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__MoveMarkersRequest()
+        markerd__v1__move_markers_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        (c.n_moves, c.moves) = arena.messages(self.moves)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.MoveMarkersResponse: CBridged {
+    static var protoName: String { "MoveMarkersResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__move_markers_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__MoveMarkersResponse.self)
+        self.init(
+            moved: c.moved,
+            notFoundIDs: try swiftStrings(c.n_not_found_ids, c.not_found_ids, "MoveMarkersResponse.not_found_ids"),
+            layerVersion: c.layer_version
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__MoveMarkersResponse()
+        markerd__v1__move_markers_response__init(&c)
+        setPlain(self.moved, &c.has_moved, &c.moved)
+        (c.n_not_found_ids, c.not_found_ids) = arena.strings(self.notFoundIDs)
+        setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+// MARK: - map<string, string> attributes
+
+/// Decodes `Marker.attributes`; a repeated key keeps the last value (proto semantics).
+private func swiftStringMap(_ count: Int, _ entries: UnsafeMutablePointer<UnsafeMutablePointer<Markerd__V1__Marker__AttributesEntry>?>?) throws(InvalidUTF8) -> [String: String] {
+    guard count > 0, let entries else { return [:] }
+    var map: [String: String] = [:]
+    map.reserveCapacity(count)
+    for i in 0..<count {
+        guard let entry = entries[i]?.pointee else { continue }
+        map[try swiftString(entry.key, "Marker.attributes.key")] = try swiftString(entry.value, "Marker.attributes.value")
+    }
+    return map
+}
+
+extension Arena {
+    /// Encodes `Marker.attributes` with keys in ascending byte order, so the bytes are deterministic.
+    /// Key and value are always written, as other protobuf implementations do for map entries.
+    fileprivate func stringMap(_ map: [String: String]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<Markerd__V1__Marker__AttributesEntry>?>?) {
+        if map.isEmpty { return (0, nil) }
+        let keys = map.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let array = allocate(keys.count * MemoryLayout<UnsafeMutableRawPointer>.stride, alignment: 8)
+            .bindMemory(to: UnsafeMutablePointer<Markerd__V1__Marker__AttributesEntry>?.self, capacity: keys.count)
+        for (i, key) in keys.enumerated() {
+            var entry = Markerd__V1__Marker__AttributesEntry()
+            markerd__v1__marker__attributes_entry__init(&entry)
+            entry.key = cString(present: key)
+            entry.value = cString(present: map[key]!)
+            array[i] = store(entry)
+        }
+        return (keys.count, array)
+    }
+}

@@ -1,3 +1,0 @@
-import Testing
-
-@Test func placeholderMarkerdAPITests() { #expect(Bool(true)) }
