@@ -1,0 +1,96 @@
+// Elementary functions in pure Swift. The standard library has no `sin`/`log`/`exp`/`atan`
+// (they come from Glibc or Foundation, which this module does not import), so the few that
+// Web Mercator needs are implemented here with argument reduction and short series.
+// Accuracy: a few ulps over the ranges used (checked against Glibc in the tests).
+
+@usableFromInline
+enum CoreMath {
+    @usableFromInline static let ln2 = 0.693_147_180_559_945_309_417_232_121_458
+    @usableFromInline static let pi = Double.pi
+
+    /// 2^e for an integer e, exactly.
+    @inlinable static func pow2(_ e: Int) -> Double {
+        Double(sign: .plus, exponent: e, significand: 1)
+    }
+
+    /// Natural logarithm for finite x > 0.
+    @usableFromInline static func log(_ x: Double) -> Double {
+        precondition(x > 0 && x.isFinite, "log of \(x)")
+        var m = x.significand          // [1, 2)
+        var e = Int(x.exponent)
+        if m > 1.414_213_562_373_095_1 { m *= 0.5; e += 1 }   // m in [0.707, 1.414]
+        let s = (m - 1) / (m + 1)     // |s| <= 0.1716
+        let s2 = s * s
+        // 2 * atanh(s) = 2 (s + s^3/3 + s^5/5 + ...)
+        var term = s
+        var sum = s
+        var k = 3.0
+        while k < 40 {
+            term *= s2
+            sum += term / k
+            k += 2
+        }
+        return Double(e) * ln2 + 2 * sum
+    }
+
+    /// e^x for |x| < 700.
+    @usableFromInline static func exp(_ x: Double) -> Double {
+        let k = (x / ln2).rounded()
+        let r = x - k * ln2          // |r| <= 0.347
+        // Taylor series on r/8, then square three times.
+        let h = r / 8
+        var term = 1.0
+        var sum = 1.0
+        var n = 1.0
+        while n < 18 {
+            term *= h / n
+            sum += term
+            n += 1
+        }
+        sum *= sum; sum *= sum; sum *= sum
+        return sum * pow2(Int(k))
+    }
+
+    /// sin(x) for |x| <= pi/2 (latitudes in radians).
+    @usableFromInline static func sin(_ x: Double) -> Double {
+        let x2 = x * x
+        var term = x
+        var sum = x
+        var n = 1.0
+        while n < 30 {
+            term *= -x2 / ((n + 1) * (n + 2))
+            sum += term
+            n += 2
+        }
+        return sum
+    }
+
+    /// atan(x) for finite x.
+    @usableFromInline static func atan(_ x: Double) -> Double {
+        if x < 0 { return -atan(-x) }
+        if x > 1 { return pi / 2 - atan(1 / x) }
+        // Halve the angle twice: atan(z) = 2 atan(z / (1 + sqrt(1 + z^2))); z <= 0.199.
+        var z = x
+        for _ in 0..<2 { z = z / (1 + (1 + z * z).squareRoot()) }
+        let z2 = z * z
+        var term = z
+        var sum = z
+        var k = 3.0
+        var sign = -1.0
+        while k < 50 {
+            term *= z2
+            sum += sign * term / k
+            sign = -sign
+            k += 2
+        }
+        return 4 * sum
+    }
+
+    /// 2^x for a finite x (exact for integers).
+    @usableFromInline static func exp2(_ x: Double) -> Double {
+        let i = x.rounded(.down)
+        let f = x - i
+        let whole = pow2(Int(i))
+        return f == 0 ? whole : whole * exp(f * ln2)
+    }
+}
