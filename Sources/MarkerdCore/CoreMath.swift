@@ -8,6 +8,40 @@ enum CoreMath {
     @usableFromInline static let ln2 = 0.693_147_180_559_945_309_417_232_121_458
     @usableFromInline static let pi = Double.pi
 
+    // Rounding without libm: `Double.rounded(_:)` and `squareRoot()` call libm's floor/ceil/
+    // round/sqrt in unoptimized builds, and nothing links libm for a module that imports no C.
+
+    /// Largest integer <= x.
+    @inlinable static func floor(_ x: Double) -> Double {
+        if !(x.magnitude < 4_503_599_627_370_496) { return x }   // already integral, inf or nan
+        let t = Double(Int64(x))
+        return t > x ? t - 1 : t
+    }
+
+    /// Smallest integer >= x.
+    @inlinable static func ceil(_ x: Double) -> Double {
+        if !(x.magnitude < 4_503_599_627_370_496) { return x }
+        let t = Double(Int64(x))
+        return t < x ? t + 1 : t
+    }
+
+    /// Nearest integer, halves away from zero.
+    @inlinable static func round(_ x: Double) -> Double {
+        if !(x.magnitude < 4_503_599_627_370_496) { return x }
+        let t = Double(Int64(x))
+        let d = x - t
+        if d >= 0.5 { return t + 1 }
+        if d <= -0.5 { return t - 1 }
+        return t
+    }
+
+    /// Square root for v in [1, 2] (Newton's method).
+    @usableFromInline static func sqrt12(_ v: Double) -> Double {
+        var r = 1.2
+        for _ in 0..<6 { r = 0.5 * (r + v / r) }
+        return r
+    }
+
     /// 2^e for an integer e, exactly.
     @inlinable static func pow2(_ e: Int) -> Double {
         Double(sign: .plus, exponent: e, significand: 1)
@@ -35,20 +69,16 @@ enum CoreMath {
 
     /// e^x for |x| < 700.
     @usableFromInline static func exp(_ x: Double) -> Double {
-        let k = (x / ln2).rounded()
+        let k = round(x / ln2)
         let r = x - k * ln2          // |r| <= 0.347
-        // Taylor series on r/8, then square three times.
-        let h = r / 8
-        var term = 1.0
-        var sum = 1.0
-        var n = 1.0
-        while n < 18 {
-            term *= h / n
-            sum += term
-            n += 1
+        // Taylor series in Horner form: 1 + r(1 + r/2(1 + r/3(...))).
+        var p = 1.0
+        var n = 21.0
+        while n >= 1 {
+            p = 1 + p * r / n
+            n -= 1
         }
-        sum *= sum; sum *= sum; sum *= sum
-        return sum * pow2(Int(k))
+        return p * pow2(Int(k))
     }
 
     /// sin(x) for |x| <= pi/2 (latitudes in radians).
@@ -71,7 +101,7 @@ enum CoreMath {
         if x > 1 { return pi / 2 - atan(1 / x) }
         // Halve the angle twice: atan(z) = 2 atan(z / (1 + sqrt(1 + z^2))); z <= 0.199.
         var z = x
-        for _ in 0..<2 { z = z / (1 + (1 + z * z).squareRoot()) }
+        for _ in 0..<2 { z = z / (1 + sqrt12(1 + z * z)) }
         let z2 = z * z
         var term = z
         var sum = z
@@ -88,7 +118,7 @@ enum CoreMath {
 
     /// 2^x for a finite x (exact for integers).
     @usableFromInline static func exp2(_ x: Double) -> Double {
-        let i = x.rounded(.down)
+        let i = floor(x)
         let f = x - i
         let whole = pow2(Int(i))
         return f == 0 ? whole : whole * exp(f * ln2)

@@ -102,8 +102,8 @@ public struct TileID: Hashable, Sendable, CustomStringConvertible {
         let span = CoreMath.pow2(32 - z)
         let n = Double(UInt64(1) << UInt64(z))
         func range(_ lo: Double, _ hi: Double) -> ClosedRange<UInt32> {
-            let a = Swift.min(Swift.max((lo / span).rounded(.down), 0), n - 1)
-            var b = Swift.min(Swift.max((hi / span).rounded(.up) - 1, 0), n - 1)
+            let a = Swift.min(Swift.max(CoreMath.floor(lo / span), 0), n - 1)
+            var b = Swift.min(Swift.max(CoreMath.ceil(hi / span) - 1, 0), n - 1)
             if b < a { b = a }
             return UInt32(a)...UInt32(b)
         }

@@ -44,11 +44,12 @@ public enum Mercator {
         (longitude + 180) / 360 * worldSize
     }
 
-    /// Continuous world y in about [0, 2^32] for a latitude (clamped to +-maxLatitude first).
+    /// Continuous world y in [0, 2^32] for a latitude (clamped to +-maxLatitude first).
     public static func worldY(latitude: Double) -> Double {
         let lat = Swift.min(Swift.max(latitude, -maxLatitude), maxLatitude)
         let s = CoreMath.sin(lat * (Double.pi / 180))
-        return (0.5 - CoreMath.log((1 + s) / (1 - s)) / (4 * Double.pi)) * worldSize
+        let y = (0.5 - CoreMath.log((1 + s) / (1 - s)) / (4 * Double.pi)) * worldSize
+        return Swift.min(Swift.max(y, 0), worldSize)
     }
 
     /// Longitude in degrees for a continuous world x.
@@ -98,7 +99,7 @@ public struct WorldPoint: Hashable, Sendable, CustomStringConvertible {
     }
 
     @inlinable static func clampRound(_ v: Double) -> UInt32 {
-        let r = v.rounded()
+        let r = CoreMath.round(v)
         if !(r >= 0) { return 0 }
         if r >= 4_294_967_295 { return .max }
         return UInt32(r)
@@ -113,7 +114,7 @@ public struct WorldPoint: Hashable, Sendable, CustomStringConvertible {
         return LatLng(latitude: lat, longitude: lng)
     }
 
-    @inlinable static func round7(_ v: Double) -> Double { (v * 1e7).rounded() / 1e7 }
+    @inlinable static func round7(_ v: Double) -> Double { CoreMath.round(v * 1e7) / 1e7 }
 
     /// Pixel coordinates of this point at a fractional zoom for 256 px tiles and a device pixel
     /// ratio: the world is 256 * 2^zoom * density device px wide.

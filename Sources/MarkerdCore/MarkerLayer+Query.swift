@@ -46,12 +46,12 @@ struct SearchArea {
     init(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx u: Double, maxExtents e: IconExtents) {
         self.viewX = viewX; self.viewY0 = viewY0; self.viewY1 = viewY1; self.unitsPerPx = u
         let w = Int64(1) << 32
-        let ylo = Swift.max(0, Int64((viewY0 - e.down * u).rounded(.down)))
-        let yhi = Swift.min(w - 1, Int64((viewY1 + e.up * u).rounded(.up)))
+        let ylo = Swift.max(0, Int64(CoreMath.floor(viewY0 - e.down * u)))
+        let yhi = Swift.min(w - 1, Int64(CoreMath.ceil(viewY1 + e.up * u)))
         guard ylo <= yhi else { return }
         var xs: [(Int64, Int64)] = []
         for (a, b) in viewX {
-            let lo = Int64((a - e.right * u).rounded(.down)), hi = Int64((b + e.left * u).rounded(.up))
+            let lo = Int64(CoreMath.floor(a - e.right * u)), hi = Int64(CoreMath.ceil(b + e.left * u))
             if hi - lo + 1 >= w { xs = [(0, w - 1)]; break }
             // Split [lo, hi] at multiples of 2^32 and wrap each piece into [0, 2^32).
             var k = lo >= 0 ? lo / w : -((-lo + w - 1) / w)
@@ -67,10 +67,10 @@ struct SearchArea {
             if let last = merged.last, r.0 <= last.1 + 1 { merged[merged.count - 1].1 = Swift.max(last.1, r.1) } else { merged.append(r) }
         }
         ranges = merged.map { CellRect(x0: UInt32($0.0), y0: UInt32(ylo), x1: UInt32($0.1), y1: UInt32(yhi)) }
-        let iy0 = Swift.max(0, viewY0.rounded(.up)), iy1 = Swift.min(SearchArea.world - 1, viewY1.rounded(.down))
+        let iy0 = Swift.max(0, CoreMath.ceil(viewY0)), iy1 = Swift.min(SearchArea.world - 1, CoreMath.floor(viewY1))
         if iy0 <= iy1 {
             for (a, b) in viewX where a >= 0 && b <= SearchArea.world {
-                let ix0 = a.rounded(.up), ix1 = Swift.min(SearchArea.world - 1, b.rounded(.down))
+                let ix0 = CoreMath.ceil(a), ix1 = Swift.min(SearchArea.world - 1, CoreMath.floor(b))
                 if ix0 <= ix1 { inner.append(CellRect(x0: UInt32(ix0), y0: UInt32(iy0), x1: UInt32(ix1), y1: UInt32(iy1))) }
             }
         }
