@@ -190,19 +190,18 @@ extension MarkerLayer {
         let t = tolerancePx * u
         // The widened icon contains the point iff the icon touches the square of side 2t around it.
         let area = SearchArea(viewX: [(px - t, px + t)], viewY0: py - t, viewY1: py + t, unitsPerPx: u, maxExtents: styles.maxExtents)
-        var hits: [Int32] = []
+        var top = PageCollector(limit: maxResults)
         for r in area.ranges {
             for cls in [GridIndex.Class.staticMarker.rawValue, GridIndex.Class.live.rawValue] {
                 _ = grid.visit(cls: cls, rect: r, countOnly: []) { s in
                     let f = table.flags[Int(s)]
                     guard f & MarkerFlags.visible != 0, f & MarkerFlags.clickable != 0, inRect(s, r), iconOverlaps(s, area) else { return }
-                    hits.append(s)
+                    top.offer(s, self, topmost: true)
                 }
             }
         }
-        hits.sort { drawLess($1, $0) }
         let tiledMode = mode(now: now) == .tiled
-        return hits.prefix(maxResults).map { MarkerHit(marker: record($0), tiled: tiledMode && isStatic($0, now: now)) }
+        return top.sorted(self).reversed().map { MarkerHit(marker: record($0), tiled: tiledMode && isStatic($0, now: now)) }
     }
 
     /// Static markers (at `now`) whose icons touch a raster tile, in draw order (bottom first),
@@ -238,26 +237,31 @@ struct PageCollector {
 
     init(limit: Int) { self.limit = limit }
 
-    mutating func offer(_ s: Int32, _ layer: MarkerLayer) {
+    /// Keeps the `limit` first slots in draw order, or the last ones when `topmost`.
+    mutating func offer(_ s: Int32, _ layer: MarkerLayer, topmost: Bool = false) {
+        @inline(__always) func less(_ a: Int32, _ b: Int32) -> Bool {
+            // For `topmost` the order is reversed: "less" means drawn later.
+            topmost ? layer.drawLess(b, a) : layer.drawLess(a, b)
+        }
         offered += 1
         if heap.count < limit {
             heap.append(s)
             var i = heap.count - 1
             while i > 0 {
                 let p = (i - 1) / 2
-                if !layer.drawLess(heap[p], heap[i]) { break }
+                if !less(heap[p], heap[i]) { break }
                 heap.swapAt(p, i)
                 i = p
             }
-        } else if layer.drawLess(s, heap[0]) {
+        } else if less(s, heap[0]) {
             heap[0] = s
             var i = 0
             let n = heap.count
             while true {
                 let l = 2 * i + 1, r = l + 1
                 var m = i
-                if l < n && layer.drawLess(heap[m], heap[l]) { m = l }
-                if r < n && layer.drawLess(heap[m], heap[r]) { m = r }
+                if l < n && less(heap[m], heap[l]) { m = l }
+                if r < n && less(heap[m], heap[r]) { m = r }
                 if m == i { break }
                 heap.swapAt(i, m)
                 i = m
