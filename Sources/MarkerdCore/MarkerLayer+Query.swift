@@ -1,0 +1,273 @@
+/// Result of `queryViewport`.
+public struct ViewportResult: Sendable {
+    public var mode: TilingMode
+    /// NATIVE: visible markers whose icon overlaps the viewport; TILED: only live ones.
+    /// In draw order (bottom first), at most `limit`.
+    public var markers: [MarkerRecord]
+    /// Visible static markers whose icon overlaps the viewport (all pages).
+    public var staticInView: Int
+    /// Visible live markers whose icon overlaps the viewport (all pages).
+    public var liveInView: Int
+    /// Nil when there are no more markers; else pass it back as `pageToken`.
+    public var nextPageToken: String?
+    public var layerVersion: UInt64
+}
+
+/// One hit of `hitTest`.
+public struct MarkerHit: Sendable {
+    public var marker: MarkerRecord
+    /// True when the marker is drawn into raster tiles (a static marker of a TILED layer).
+    public var tiled: Bool
+}
+
+/// A marker to draw into a raster tile.
+public struct TileMarker: Sendable, Hashable {
+    public var id: String
+    public var position: WorldPoint
+    public var zIndex: Int32
+    public var style: IconStyle
+}
+
+/// The region a spatial query scans: exact viewport intervals for the per-marker test, plus
+/// integer search rectangles widened by the largest icon extent (wrapped around the antimeridian).
+struct SearchArea {
+    static let world = 4_294_967_296.0
+    /// Viewport x-intervals (continuous world units; may reach outside [0, 2^32] for hit-tests).
+    var viewX: [(Double, Double)]
+    var viewY0: Double
+    var viewY1: Double
+    /// World units per px (density 1).
+    var unitsPerPx: Double
+    /// Disjoint search rectangles.
+    var ranges: [CellRect] = []
+    /// Rectangles whose points lie inside the viewport (every icon there overlaps it).
+    var inner: [CellRect] = []
+
+    init(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx u: Double, maxExtents e: IconExtents) {
+        self.viewX = viewX; self.viewY0 = viewY0; self.viewY1 = viewY1; self.unitsPerPx = u
+        let w = Int64(1) << 32
+        let ylo = Swift.max(0, Int64(CoreMath.floor(viewY0 - e.down * u)))
+        let yhi = Swift.min(w - 1, Int64(CoreMath.ceil(viewY1 + e.up * u)))
+        guard ylo <= yhi else { return }
+        var xs: [(Int64, Int64)] = []
+        for (a, b) in viewX {
+            let lo = Int64(CoreMath.floor(a - e.right * u)), hi = Int64(CoreMath.ceil(b + e.left * u))
+            if hi - lo + 1 >= w { xs = [(0, w - 1)]; break }
+            // Split [lo, hi] at multiples of 2^32 and wrap each piece into [0, 2^32).
+            var k = lo >= 0 ? lo / w : -((-lo + w - 1) / w)
+            while k * w <= hi {
+                let p0 = Swift.max(lo, k * w), p1 = Swift.min(hi, k * w + w - 1)
+                if p0 <= p1 { xs.append((p0 - k * w, p1 - k * w)) }
+                k += 1
+            }
+        }
+        xs.sort { $0.0 < $1.0 }
+        var merged: [(Int64, Int64)] = []
+        for r in xs {
+            if let last = merged.last, r.0 <= last.1 + 1 { merged[merged.count - 1].1 = Swift.max(last.1, r.1) } else { merged.append(r) }
+        }
+        ranges = merged.map { CellRect(x0: UInt32($0.0), y0: UInt32(ylo), x1: UInt32($0.1), y1: UInt32(yhi)) }
+        let iy0 = Swift.max(0, CoreMath.ceil(viewY0)), iy1 = Swift.min(SearchArea.world - 1, CoreMath.floor(viewY1))
+        if iy0 <= iy1 {
+            for (a, b) in viewX where a >= 0 && b <= SearchArea.world {
+                let ix0 = CoreMath.ceil(a), ix1 = Swift.min(SearchArea.world - 1, CoreMath.floor(b))
+                if ix0 <= ix1 { inner.append(CellRect(x0: UInt32(ix0), y0: UInt32(iy0), x1: UInt32(ix1), y1: UInt32(iy1))) }
+            }
+        }
+    }
+}
+
+extension MarkerLayer {
+    /// Whether a marker's icon (closed rectangle, wrapped around the antimeridian) touches the area.
+    @inline(__always) func iconOverlaps(_ slot: Int32, _ a: SearchArea) -> Bool {
+        let s = Int(slot)
+        let e = styles.extents[Int(table.style[s])]
+        let u = a.unitsPerPx
+        let my = Double(table.y[s])
+        if my + e.down * u < a.viewY0 || my - e.up * u > a.viewY1 { return false }
+        let mx = Double(table.x[s])
+        let l = mx - e.left * u, r = mx + e.right * u
+        for (v0, v1) in a.viewX {
+            if l <= v1 && r >= v0 { return true }
+            if l - SearchArea.world <= v1 && r - SearchArea.world >= v0 { return true }
+            if l + SearchArea.world <= v1 && r + SearchArea.world >= v0 { return true }
+        }
+        return false
+    }
+
+    @inline(__always) func inRect(_ slot: Int32, _ r: CellRect) -> Bool {
+        let x = table.x[Int(slot)], y = table.y[Int(slot)]
+        return x >= r.x0 && x <= r.x1 && y >= r.y0 && y <= r.y1
+    }
+
+    /// Draw order: z-index, world y, id bytes (see `DrawKey`).
+    @inline(__always) func drawLess(_ a: Int32, _ b: Int32) -> Bool {
+        let za = table.zIndex[Int(a)], zb = table.zIndex[Int(b)]
+        if za != zb { return za < zb }
+        let ya = table.y[Int(a)], yb = table.y[Int(b)]
+        if ya != yb { return ya < yb }
+        return table.compareIDs(a, b) < 0
+    }
+
+    @inline(__always) func isAfter(_ s: Int32, _ k: DrawKey) -> Bool {
+        let z = table.zIndex[Int(s)]
+        if z != k.zIndex { return z > k.zIndex }
+        let y = table.y[Int(s)]
+        if y != k.worldY { return y > k.worldY }
+        return table.compareID(s, k.id) > 0
+    }
+
+    /// The draw-order key of a marker (for tests and the renderer).
+    public func drawKey(id: String) -> DrawKey? {
+        table.find(id).map { DrawKey(zIndex: table.zIndex[Int($0)], worldY: table.y[Int($0)], id: Array(table.idBytes($0))) }
+    }
+
+    /// Markers in the viewport, in draw order, paged.
+    ///
+    /// - bounds: validated (`GeoBounds.validate`); west > east crosses the antimeridian;
+    ///   latitudes beyond the Mercator limit are clamped.
+    /// - zoom: 0...22, fractional. density: device pixel ratio (0, 4]; icon rects are
+    ///   (w*d x h*d) device px in a world of 256 * 2^zoom * d device px, so the result does not
+    ///   depend on the density.
+    /// - limit: 1...100,000 markers per page. pageToken: from a previous result (stateless).
+    /// - now: Unix ms, for animations.
+    ///
+    /// A marker is in view when its icon rectangle (anchor on the marker) touches the bounds.
+    /// NATIVE mode returns visible markers; TILED mode returns visible live markers (draggable
+    /// or animating at `now`) and counts static ones. Cost: the grid cells around the bounds
+    /// plus the markers in them; in TILED mode static markers of cells inside the bounds are
+    /// counted per cell, not visited.
+    public func queryViewport(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
+                              pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportResult {
+        try bounds.validate()
+        try Mercator.validate(zoom: zoom, density: density)
+        if limit < 1 || limit > 100_000 { throw .invalidArgument(field: "limit", reason: "\(limit) is not within 1...100000") }
+        let after = try pageToken.map { (t: String) throws(MarkerdCoreError) -> DrawKey in try DrawKey(pageToken: t) }
+        let mode = self.mode(now: now)
+        let y = bounds.worldYRange
+        let area = SearchArea(viewX: bounds.worldXRanges.map { ($0.lowerBound, $0.upperBound) },
+                              viewY0: y.lowerBound, viewY1: y.upperBound,
+                              unitsPerPx: Mercator.worldUnitsPerPixel(zoom: zoom), maxExtents: styles.maxExtents)
+        var staticInView = 0, liveInView = 0
+        var page = PageCollector(limit: limit)
+        let tiled = mode == .tiled
+        for r in area.ranges {
+            staticInView += grid.visit(cls: GridIndex.Class.staticMarker.rawValue, rect: r, countOnly: tiled ? area.inner : []) { s in
+                guard inRect(s, r), iconOverlaps(s, area) else { return }
+                staticInView += 1
+                if !tiled, after.map({ isAfter(s, $0) }) ?? true { page.offer(s, self) }
+            }
+            _ = grid.visit(cls: GridIndex.Class.live.rawValue, rect: r, countOnly: []) { s in
+                guard table.flags[Int(s)] & MarkerFlags.visible != 0, inRect(s, r), iconOverlaps(s, area) else { return }
+                let isLive = table.flags[Int(s)] & MarkerFlags.draggable != 0 || isAnimating(s, now: now)
+                if isLive { liveInView += 1 } else { staticInView += 1 }
+                if isLive || !tiled, after.map({ isAfter(s, $0) }) ?? true { page.offer(s, self) }
+            }
+        }
+        let slots = page.sorted(self)
+        var next: String? = nil
+        if page.offered > limit, let last = slots.last {
+            next = DrawKey(zIndex: table.zIndex[Int(last)], worldY: table.y[Int(last)], id: Array(table.idBytes(last))).pageToken
+        }
+        return ViewportResult(mode: mode, markers: slots.map(record), staticInView: staticInView, liveInView: liveInView,
+                              nextPageToken: next, layerVersion: version)
+    }
+
+    /// Clickable, visible markers (tiled and live alike) whose icon rect, widened by
+    /// `tolerancePx` (px at density 1, scaled with the density like the icon) on every side,
+    /// contains `point`. Topmost first (reverse draw order), at most `maxResults` (0...10,000).
+    public func hitTest(point: LatLng, zoom: Double, density: Double = 1, tolerancePx: Double = 14,
+                        maxResults: Int = 10, now: Int64) throws(MarkerdCoreError) -> [MarkerHit] {
+        try point.validate(field: "point")
+        try Mercator.validate(zoom: zoom, density: density)
+        if !tolerancePx.isFinite || tolerancePx < 0 || tolerancePx > 1000 {
+            throw .invalidArgument(field: "tolerance_px", reason: "\(tolerancePx) is not within 0...1000")
+        }
+        if maxResults < 0 || maxResults > 10_000 { throw .invalidArgument(field: "max_results", reason: "\(maxResults) is not within 0...10000") }
+        if maxResults == 0 { return [] }
+        let u = Mercator.worldUnitsPerPixel(zoom: zoom)
+        let px = Mercator.worldX(longitude: point.longitude), py = Mercator.worldY(latitude: point.latitude)
+        let t = tolerancePx * u
+        // The widened icon contains the point iff the icon touches the square of side 2t around it.
+        let area = SearchArea(viewX: [(px - t, px + t)], viewY0: py - t, viewY1: py + t, unitsPerPx: u, maxExtents: styles.maxExtents)
+        var top = PageCollector(limit: maxResults)
+        for r in area.ranges {
+            for cls in [GridIndex.Class.staticMarker.rawValue, GridIndex.Class.live.rawValue] {
+                _ = grid.visit(cls: cls, rect: r, countOnly: []) { s in
+                    let f = table.flags[Int(s)]
+                    guard f & MarkerFlags.visible != 0, f & MarkerFlags.clickable != 0, inRect(s, r), iconOverlaps(s, area) else { return }
+                    top.offer(s, self, topmost: true)
+                }
+            }
+        }
+        let tiledMode = mode(now: now) == .tiled
+        return top.sorted(self).reversed().map { MarkerHit(marker: record($0), tiled: tiledMode && isStatic($0, now: now)) }
+    }
+
+    /// Static markers (at `now`) whose icons touch a raster tile, in draw order (bottom first),
+    /// for the renderer. `tileSize` (256 or 512; default the layer's) sets the px scale: a tile
+    /// is `tileSize` px at density 1. Ignores the tiling mode.
+    public func tileMarkers(_ tile: TileID, tileSize: Int? = nil, now: Int64) -> [TileMarker] {
+        let size = Double(tileSize ?? options.tileSize)
+        let rect = tile.worldRect
+        let area = SearchArea(viewX: [(rect.minX, rect.maxX)], viewY0: rect.minY, viewY1: rect.maxY,
+                              unitsPerPx: tile.worldSpan / size, maxExtents: styles.maxExtents)
+        var found: [Int32] = []
+        for r in area.ranges {
+            _ = grid.visit(cls: GridIndex.Class.staticMarker.rawValue, rect: r, countOnly: []) { s in
+                if inRect(s, r), iconOverlaps(s, area) { found.append(s) }
+            }
+            _ = grid.visit(cls: GridIndex.Class.live.rawValue, rect: r, countOnly: []) { s in
+                if isStatic(s, now: now), inRect(s, r), iconOverlaps(s, area) { found.append(s) }
+            }
+        }
+        found.sort { drawLess($0, $1) }
+        return found.map { s in
+            TileMarker(id: table.id(s), position: WorldPoint(x: table.x[Int(s)], y: table.y[Int(s)]),
+                       zIndex: table.zIndex[Int(s)], style: styles.style(at: table.style[Int(s)]))
+        }
+    }
+}
+
+/// Keeps the `limit` first slots in draw order (a bounded max-heap) and counts all offers.
+struct PageCollector {
+    let limit: Int
+    private(set) var heap: [Int32] = []
+    private(set) var offered = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Keeps the `limit` first slots in draw order, or the last ones when `topmost`.
+    mutating func offer(_ s: Int32, _ layer: MarkerLayer, topmost: Bool = false) {
+        @inline(__always) func less(_ a: Int32, _ b: Int32) -> Bool {
+            // For `topmost` the order is reversed: "less" means drawn later.
+            topmost ? layer.drawLess(b, a) : layer.drawLess(a, b)
+        }
+        offered += 1
+        if heap.count < limit {
+            heap.append(s)
+            var i = heap.count - 1
+            while i > 0 {
+                let p = (i - 1) / 2
+                if !less(heap[p], heap[i]) { break }
+                heap.swapAt(p, i)
+                i = p
+            }
+        } else if less(s, heap[0]) {
+            heap[0] = s
+            var i = 0
+            let n = heap.count
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var m = i
+                if l < n && less(heap[m], heap[l]) { m = l }
+                if r < n && less(heap[m], heap[r]) { m = r }
+                if m == i { break }
+                heap.swapAt(i, m)
+                i = m
+            }
+        }
+    }
+
+    func sorted(_ layer: MarkerLayer) -> [Int32] { heap.sorted { layer.drawLess($0, $1) } }
+}

@@ -1,0 +1,237 @@
+/// Struct-of-arrays marker storage with an id -> slot hash index and slot reuse.
+///
+/// Ids live in one byte arena (`idRef` = offset << 9 | length); the id index is an
+/// open-addressing table of Int32 slots (linear probing, backward-shift deletion) keyed by a
+/// seeded 32-bit hash that is also kept per slot. Removed ids leave garbage in the arena, which
+/// is compacted when it exceeds half of the arena (amortized O(1) per removal).
+///
+/// Fixed cost per marker: idRef 8 + idHash 4 + x 4 + y 4 + zIndex 4 + flags 1 + style 4
+/// = 29 bytes, plus the id index (4 bytes / load factor 0.375...0.75, about 6.7 bytes at 10M)
+/// and the id's UTF-8 bytes in the arena. The grid adds its own (see `GridIndex`).
+struct MarkerTable: Sendable {
+    static let maxIDBytes = 256
+
+    var arena: [UInt8] = []
+    var garbageBytes = 0
+    var idRef: [UInt64] = []     // free slots: next free slot (or UInt64.max)
+    var idHash: [UInt32] = []
+    var x: [UInt32] = []
+    var y: [UInt32] = []
+    var zIndex: [Int32] = []
+    var flags: [UInt8] = []      // 0 = free slot
+    var style: [UInt32] = []
+    private var freeHead: Int32 = -1
+    private var buckets: [Int32] = Array(repeating: -1, count: 16)
+    private var bucketShift: UInt32 = 28   // 32 - log2(buckets.count)
+    private(set) var count = 0
+    private let seed: UInt64
+
+    init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed | 1 }
+
+    var slotCount: Int { flags.count }
+
+    // MARK: Ids
+
+    @inline(__always) func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        var h: UInt64 = seed ^ 0xCBF2_9CE4_8422_2325
+        var i = 0
+        let n = bytes.count
+        let base = bytes.baseAddress
+        while i + 8 <= n {
+            let w = UnsafeRawPointer(base! + i).loadUnaligned(as: UInt64.self)
+            h = (h ^ w) &* 0x9E37_79B9_7F4A_7C15
+            h ^= h >> 29
+            i += 8
+        }
+        var tail: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < n { tail |= UInt64(base![i]) << shift; shift += 8; i += 1 }
+        h = (h ^ tail ^ UInt64(n)) &* 0xBF58_476D_1CE4_E5B9
+        h ^= h >> 31
+        h = h &* 0x94D0_49BB_1331_11EB
+        h ^= h >> 32
+        return UInt32(truncatingIfNeeded: h)
+    }
+
+    @inline(__always) func idLength(_ slot: Int32) -> Int { Int(idRef[Int(slot)] & 511) }
+    @inline(__always) func idOffset(_ slot: Int32) -> Int { Int(idRef[Int(slot)] >> 9) }
+
+    func idEquals(_ slot: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = idLength(slot)
+        guard n == bytes.count else { return false }
+        let off = idOffset(slot)
+        return arena.withUnsafeBufferPointer { a in
+            var i = 0
+            while i + 8 <= n {
+                if UnsafeRawPointer(a.baseAddress! + off + i).loadUnaligned(as: UInt64.self)
+                    != UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self) { return false }
+                i += 8
+            }
+            while i < n { if a[off + i] != bytes[i] { return false }; i += 1 }
+            return true
+        }
+    }
+
+    func id(_ slot: Int32) -> String {
+        let off = idOffset(slot), n = idLength(slot)
+        return arena.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[off..<off + n]), as: UTF8.self) }
+    }
+
+    func idBytes(_ slot: Int32) -> ArraySlice<UInt8> {
+        let off = idOffset(slot)
+        return arena[off..<off + idLength(slot)]
+    }
+
+    /// Byte-wise comparison of two ids: <0, 0, >0.
+    func compareIDs(_ a: Int32, _ b: Int32) -> Int {
+        let oa = idOffset(a), na = idLength(a), ob = idOffset(b), nb = idLength(b)
+        return arena.withUnsafeBufferPointer { buf in
+            let n = Swift.min(na, nb)
+            var i = 0
+            while i < n {
+                let ca = buf[oa + i], cb = buf[ob + i]
+                if ca != cb { return ca < cb ? -1 : 1 }
+                i += 1
+            }
+            return na - nb
+        }
+    }
+
+    /// Byte-wise comparison of a stored id with bytes: <0, 0, >0.
+    func compareID(_ a: Int32, _ bytes: [UInt8]) -> Int {
+        let oa = idOffset(a), na = idLength(a)
+        return arena.withUnsafeBufferPointer { buf in
+            let n = Swift.min(na, bytes.count)
+            var i = 0
+            while i < n {
+                let ca = buf[oa + i], cb = bytes[i]
+                if ca != cb { return ca < cb ? -1 : 1 }
+                i += 1
+            }
+            return na - bytes.count
+        }
+    }
+
+    /// The slot of an id, or nil.
+    func find(_ id: String) -> Int32? {
+        var id = id
+        return id.withUTF8 { find(bytes: $0, hash: hash($0)) }
+    }
+
+    private func find(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> Int32? {
+        let mask = buckets.count - 1
+        var i = Int(h >> bucketShift)
+        while true {
+            let s = buckets[i]
+            if s < 0 { return nil }
+            if idHash[Int(s)] == h && idEquals(s, bytes) { return s }
+            i = (i + 1) & mask
+        }
+    }
+
+    /// Finds an id or creates a slot for it (flags set to `occupied`, other columns zero).
+    /// Returns the slot and whether it was created. The id must be 1...256 bytes.
+    mutating func findOrInsert(_ id: String) -> (slot: Int32, created: Bool) {
+        var id = id
+        return id.withUTF8 { bytes in
+            let h = hash(bytes)
+            if let s = find(bytes: bytes, hash: h) { return (s, false) }
+            let slot = allocateSlot()
+            let off = arena.count
+            arena.append(contentsOf: bytes)
+            idRef[Int(slot)] = UInt64(off) << 9 | UInt64(bytes.count)
+            idHash[Int(slot)] = h
+            count += 1
+            if count * 4 > buckets.count * 3 { growBuckets() }
+            insertBucket(slot, hash: h)
+            return (slot, true)
+        }
+    }
+
+    private mutating func allocateSlot() -> Int32 {
+        if freeHead >= 0 {
+            let s = freeHead
+            let next = idRef[Int(s)]
+            freeHead = next == .max ? -1 : Int32(next)
+            flags[Int(s)] = MarkerFlags.occupied
+            x[Int(s)] = 0; y[Int(s)] = 0; zIndex[Int(s)] = 0; style[Int(s)] = 0
+            return s
+        }
+        precondition(flags.count < Int(Int32.max), "marker table full")
+        let s = Int32(flags.count)
+        idRef.append(0); idHash.append(0); x.append(0); y.append(0); zIndex.append(0)
+        flags.append(MarkerFlags.occupied); style.append(0)
+        return s
+    }
+
+    private mutating func insertBucket(_ slot: Int32, hash h: UInt32) {
+        let mask = buckets.count - 1
+        var i = Int(h >> bucketShift)
+        while buckets[i] >= 0 { i = (i + 1) & mask }
+        buckets[i] = slot
+    }
+
+    private mutating func growBuckets() {
+        let newCount = buckets.count * 2
+        buckets = Array(repeating: -1, count: newCount)
+        bucketShift -= 1
+        for s in 0..<flags.count where flags[s] != 0 { insertBucket(Int32(s), hash: idHash[s]) }
+    }
+
+    /// Frees a slot (its id leaves the index; the slot goes to the free list).
+    mutating func remove(_ slot: Int32) {
+        let mask = buckets.count - 1
+        var i = Int(idHash[Int(slot)] >> bucketShift)
+        while buckets[i] != slot { i = (i + 1) & mask }
+        // Backward-shift deletion.
+        var j = i
+        while true {
+            j = (j + 1) & mask
+            let s = buckets[j]
+            if s < 0 { break }
+            let home = Int(idHash[Int(s)] >> bucketShift)
+            // Move s back into the hole at i unless its home lies cyclically in (i, j].
+            let inRange = i <= j ? (home > i && home <= j) : (home > i || home <= j)
+            if !inRange { buckets[i] = s; i = j }
+        }
+        buckets[i] = -1
+        garbageBytes += idLength(slot)
+        flags[Int(slot)] = 0
+        idRef[Int(slot)] = freeHead < 0 ? .max : UInt64(freeHead)
+        freeHead = slot
+        count -= 1
+        if garbageBytes > 65536 && garbageBytes * 2 > arena.count { compactArena() }
+    }
+
+    private mutating func compactArena() {
+        var fresh: [UInt8] = []
+        fresh.reserveCapacity(arena.count - garbageBytes)
+        for s in 0..<flags.count where flags[s] != 0 {
+            let off = Int(idRef[s] >> 9), n = Int(idRef[s] & 511)
+            idRef[s] = UInt64(fresh.count) << 9 | UInt64(n)
+            fresh.append(contentsOf: arena[off..<off + n])
+        }
+        arena = fresh
+        garbageBytes = 0
+    }
+
+    mutating func removeAll() { self = MarkerTable(seed: seed) }
+
+    /// Bytes held by the arrays (capacity, not count), arena included.
+    var approximateBytes: Int {
+        arena.capacity + idRef.capacity * 8 + (idHash.capacity + x.capacity + y.capacity + zIndex.capacity + style.capacity) * 4
+            + flags.capacity + buckets.capacity * 4
+    }
+}
+
+/// Bits of `MarkerTable.flags`.
+enum MarkerFlags {
+    static let occupied: UInt8 = 1
+    static let visible: UInt8 = 2
+    static let clickable: UInt8 = 4
+    static let draggable: UInt8 = 8
+    static let animating: UInt8 = 16
+    static let hasAttributes: UInt8 = 32
+    static let hasExtra: UInt8 = 64
+    static let dragging: UInt8 = 128
+}

@@ -1,0 +1,258 @@
+import Testing
+@testable import MarkerdCore
+
+/// Brute-force model of a layer: a plain dictionary scanned on every query.
+struct OracleModel {
+    var markers: [String: MarkerRecord] = [:]
+    var options = TilingOptions()
+
+    static let W = 4_294_967_296.0
+
+    func world(_ m: MarkerRecord) -> WorldPoint { WorldPoint(m.position) }
+    func animating(_ m: MarkerRecord, _ now: Int64) -> Bool {
+        guard let a = m.animation, a.kind != .none else { return false }
+        return a.endsAtUnixMs > now
+    }
+    func isStatic(_ m: MarkerRecord, _ now: Int64) -> Bool { m.visible && !m.draggable && !animating(m, now) }
+    func isLive(_ m: MarkerRecord, _ now: Int64) -> Bool { m.draggable || animating(m, now) }
+    func mode(_ now: Int64) -> TilingMode {
+        options.enabled && markers.values.filter { isStatic($0, now) }.count >= Int(options.minMarkerCount) ? .tiled : .native
+    }
+    func key(_ m: MarkerRecord) -> DrawKey { DrawKey(zIndex: m.zIndex, worldY: world(m).y, id: Array(m.id.utf8)) }
+
+    /// Closed icon rectangle vs closed area, in world units, with the world wrapping in x.
+    func overlaps(_ m: MarkerRecord, viewX: [(Double, Double)], y0: Double, y1: Double, u: Double) -> Bool {
+        let p = world(m), e = m.style.extents
+        let my = Double(p.y), mx = Double(p.x)
+        if my + e.down * u < y0 || my - e.up * u > y1 { return false }
+        for (a, b) in viewX {
+            for shift in [0, -Self.W, Self.W] {
+                if mx - e.left * u + shift <= b && mx + e.right * u + shift >= a { return true }
+            }
+        }
+        return false
+    }
+
+    func viewport(_ b: GeoBounds, zoom: Double, now: Int64) -> (mode: TilingMode, ids: [String], st: Int, live: Int) {
+        let u = Mercator.worldUnitsPerPixel(zoom: zoom)
+        let yr = b.worldYRange
+        let vx = b.worldXRanges.map { ($0.lowerBound, $0.upperBound) }
+        let mode = self.mode(now)
+        var st = 0, live = 0
+        var out: [MarkerRecord] = []
+        for m in markers.values where m.visible && overlaps(m, viewX: vx, y0: yr.lowerBound, y1: yr.upperBound, u: u) {
+            if isLive(m, now) { live += 1 } else { st += 1 }
+            if mode == .native || isLive(m, now) { out.append(m) }
+        }
+        out.sort { key($0) < key($1) }
+        return (mode, out.map(\.id), st, live)
+    }
+
+    func hits(_ p: LatLng, zoom: Double, tolerance: Double, max: Int, now: Int64) -> [(String, Bool)] {
+        let u = Mercator.worldUnitsPerPixel(zoom: zoom)
+        let px = Mercator.worldX(longitude: p.longitude), py = Mercator.worldY(latitude: p.latitude), t = tolerance * u
+        let tiled = mode(now) == .tiled
+        let found = markers.values.filter { $0.visible && $0.clickable && overlaps($0, viewX: [(px - t, px + t)], y0: py - t, y1: py + t, u: u) }
+        return found.sorted { key($1) < key($0) }.prefix(max).map { ($0.id, tiled && isStatic($0, now)) }
+    }
+}
+
+@Suite struct OracleTests {
+    static let hotspots: [LatLng] = [
+        LatLng(latitude: 0, longitude: 179.9995), LatLng(latitude: 0.5, longitude: -179.9995),
+        LatLng(latitude: 85.0511, longitude: 10), LatLng(latitude: -85.0511, longitude: -120),
+        LatLng(latitude: 35.68, longitude: 139.76), LatLng(latitude: 48.85, longitude: 2.35),
+    ]
+    static let styles: [IconStyle] = [
+        .defaultPin, IconStyle(source: .pin(PinStyle(scale: 2.5))),
+        IconStyle(source: .image(id: "dot", width: 8, height: 8)),
+        IconStyle(source: .image(id: "bar", width: 300, height: 6), anchor: Anchor(x: 0, y: 0)),
+        IconStyle(source: .image(id: "tall", width: 10, height: 200), anchor: Anchor(x: 1, y: 1)),
+    ]
+
+    func randomPosition(_ rng: inout SplitMix64) -> LatLng {
+        if Int.random(in: 0..<5, using: &rng) == 0 {
+            return LatLng(latitude: Double.random(in: -85...85, using: &rng), longitude: Double.random(in: -180...180, using: &rng))
+        }
+        let h = Self.hotspots.randomElement(using: &rng)!
+        let spread = [1e-5, 1e-4, 1e-3, 1e-2, 0.3].randomElement(using: &rng)!
+        let lat = min(max(h.latitude + Double.random(in: -spread...spread, using: &rng), -Mercator.maxLatitude), Mercator.maxLatitude)
+        var lng = h.longitude + Double.random(in: -spread...spread, using: &rng)
+        if lng > 180 { lng -= 360 } else if lng < -180 { lng += 360 }
+        return LatLng(latitude: lat, longitude: lng)
+    }
+
+    func randomMarker(_ id: String, _ rng: inout SplitMix64, now: Int64) -> MarkerRecord {
+        let roll = Int.random(in: 0..<20, using: &rng)
+        return MarkerRecord(
+            id: id, position: randomPosition(&rng), style: Self.styles.randomElement(using: &rng)!,
+            zIndex: Int32.random(in: -1...1, using: &rng), visible: roll != 0, clickable: roll != 1, draggable: roll == 2 || roll == 3,
+            animation: roll >= 4 && roll < 7 ? MarkerAnimation(kind: .bounce, endsAtUnixMs: now + Int64.random(in: -50...400, using: &rng)) : nil,
+            attributes: roll == 8 ? ["r": "\(roll)"] : [:], extra: roll == 9 ? [9] : [])
+    }
+
+    func randomBounds(_ rng: inout SplitMix64, zoom: Double, model: OracleModel) -> GeoBounds {
+        let u = Mercator.worldUnitsPerPixel(zoom: zoom)
+        let center = (model.markers.values.randomElement(using: &rng)?.position).flatMap { Bool.random(using: &rng) ? $0 : nil } ?? randomPosition(&rng)
+        let wpx = Double.random(in: 1...2500, using: &rng), hpx = Double.random(in: 1...2500, using: &rng)
+        let cx = Mercator.worldX(longitude: center.longitude), cy = Mercator.worldY(latitude: center.latitude)
+        let half = wpx * u / 2
+        let (west, east): (Double, Double)
+        if 2 * half >= OracleModel.W {
+            (west, east) = (-180, 180)
+        } else {
+            func wrap(_ x: Double) -> Double { Mercator.longitude(worldX: x < 0 ? x + OracleModel.W : (x > OracleModel.W ? x - OracleModel.W : x)) }
+            (west, east) = (wrap(cx - half), wrap(cx + half))
+        }
+        let north = Mercator.latitude(worldY: max(0, cy - hpx * u / 2)), south = Mercator.latitude(worldY: min(OracleModel.W, cy + hpx * u / 2))
+        return GeoBounds(west: west, south: min(south, north), east: east, north: north)
+    }
+
+    @Test func randomizedAgainstBruteForce() throws {
+        let seed = testSeed("OracleTests.randomizedAgainstBruteForce")
+        var rng = SplitMix64(seed: seed)
+        var compared = 0, hitsCompared = 0, tiledQueries = 0, multiPage = 0
+        defer { print("oracle: \(compared) viewport markers, \(hitsCompared) hits, \(tiledQueries) tiled queries, \(multiPage) multi-page") }
+        for round in 0..<4 {
+            var model = OracleModel()
+            model.options = TilingOptions(enabled: round != 3, minMarkerCount: UInt32.random(in: 20...120, using: &rng))
+            var layer = try MarkerLayer(options: model.options)
+            var now: Int64 = 1_000
+            var drags: [String: DragID] = [:]
+            let idPool = (0..<260).map { i in ["m\(i)", "m\(i)x", "é\(i)", "\(i)"][i % 4] }
+            for step in 0..<350 {
+                now += Int64.random(in: 0...5, using: &rng)
+                let op = Int.random(in: 0..<100, using: &rng)
+                switch op {
+                case 0..<35:
+                    let batch = (0..<Int.random(in: 1...8, using: &rng)).map { _ in randomMarker(idPool.randomElement(using: &rng)!, &rng, now: now) }
+                    let before = Set(model.markers.keys)
+                    let r = try layer.upsert(batch, now: now)
+                    var created = 0
+                    var seen = before
+                    for m in batch {
+                        if seen.insert(m.id).inserted { created += 1 }
+                        var stored = m
+                        if let a = m.animation, a.endsAtUnixMs <= now { stored.animation = nil }
+                        model.markers[m.id] = stored
+                        if !m.draggable { drags[m.id] = nil }
+                    }
+                    #expect(r.created == created && r.updated == batch.count - created)
+                case 35..<50:
+                    let moves = (0..<Int.random(in: 1...6, using: &rng)).map { _ in (id: idPool.randomElement(using: &rng)!, position: randomPosition(&rng)) }
+                    let r = try layer.move(moves)
+                    for mv in moves where model.markers[mv.id] != nil { model.markers[mv.id]!.position = mv.position }
+                    #expect(r.notFoundIDs == moves.map(\.id).filter { model.markers[$0] == nil })
+                case 50..<58:
+                    let ids = (0..<Int.random(in: 1...5, using: &rng)).map { _ in idPool.randomElement(using: &rng)! }
+                    let r = layer.remove(ids: ids)
+                    var removed = 0
+                    for id in ids where model.markers.removeValue(forKey: id) != nil { removed += 1; drags[id] = nil }
+                    #expect(r.removed == removed)
+                case 58..<64:
+                    let id = idPool.randomElement(using: &rng)!
+                    if let m = model.markers[id] {
+                        if let d = drags[id] {
+                            let pos = randomPosition(&rng)
+                            switch Int.random(in: 0..<3, using: &rng) {
+                            case 0: try layer.dragTo(d, pos); model.markers[id]!.position = pos
+                            case 1: _ = try layer.endDrag(d, at: pos); model.markers[id]!.position = pos; drags[id] = nil
+                            default:
+                                let back = try layer.cancelDrag(d); drags[id] = nil
+                                model.markers[id]!.position = back.position
+                            }
+                        } else if m.draggable {
+                            drags[id] = try layer.beginDrag(id: id).dragID
+                            #expect(throws: MarkerdCoreError.self) { try layer.beginDrag(id: id) }
+                        } else {
+                            #expect(throws: MarkerdCoreError.notDraggable(id: id)) { try layer.beginDrag(id: id) }
+                        }
+                    }
+                case 64..<68:
+                    _ = layer.expireAnimations(now: now)
+                    for (id, m) in model.markers where m.animation.map({ $0.endsAtUnixMs <= now }) ?? false { model.markers[id]!.animation = nil }
+                case 68..<70:
+                    if Int.random(in: 0..<10, using: &rng) == 0 {
+                        layer.clear(); model.markers = [:]; drags = [:]
+                    }
+                case 70..<85:
+                    let zoom = [0, 1, 3, 5, 8, 12, 14, 16, 18, 22].randomElement(using: &rng)! + Double.random(in: 0..<1, using: &rng) * (Bool.random(using: &rng) ? 1 : 0)
+                    let z = min(zoom, 22)
+                    let b = randomBounds(&rng, zoom: z, model: model)
+                    let expected = model.viewport(b, zoom: z, now: now)
+                    var got: [String] = []
+                    var token: String? = nil
+                    let limit = max(Int.random(in: 1...40, using: &rng), expected.ids.count / 6)
+                    var pages = 0
+                    repeat {
+                        let q = try layer.queryViewport(bounds: b, zoom: z, density: Double(Int.random(in: 1...3, using: &rng)),
+                                                        limit: limit, pageToken: token, now: now)
+                        #expect(q.mode == expected.mode && q.staticInView == expected.st && q.liveInView == expected.live,
+                                "seed \(seed) step \(step) \(b) z\(z)")
+                        #expect(q.markers.count <= limit)
+                        got += q.markers.map(\.id)
+                        token = q.nextPageToken
+                        pages += 1
+                    } while token != nil && pages < 1000
+                    compared += got.count
+                    if expected.mode == .tiled { tiledQueries += 1 }
+                    if pages > 1 { multiPage += 1 }
+                    #expect(got == expected.ids, "seed \(seed) step \(step) \(b) z\(z)")
+                default:
+                    let zoom = Double.random(in: 0...22, using: &rng)
+                    let target = (model.markers.values.randomElement(using: &rng)?.position) ?? randomPosition(&rng)
+                    let u = Mercator.worldUnitsPerPixel(zoom: zoom)
+                    let dx = Double.random(in: -60...60, using: &rng) * u, dy = Double.random(in: -60...60, using: &rng) * u
+                    var wx = Mercator.worldX(longitude: target.longitude) + dx
+                    if wx < 0 { wx += OracleModel.W } else if wx > OracleModel.W { wx -= OracleModel.W }
+                    let wy = min(max(Mercator.worldY(latitude: target.latitude) + dy, 0), OracleModel.W)
+                    let p = LatLng(latitude: min(max(Mercator.latitude(worldY: wy), -Mercator.maxLatitude), Mercator.maxLatitude),
+                                   longitude: Mercator.longitude(worldX: wx))
+                    let tol: Double = [0, 14, 30].randomElement(using: &rng)!
+                    let maxR = Int.random(in: 1...12, using: &rng)
+                    let got = try layer.hitTest(point: p, zoom: zoom, density: 2, tolerancePx: tol, maxResults: maxR, now: now)
+                    let exp = model.hits(p, zoom: zoom, tolerance: tol, max: maxR, now: now)
+                    hitsCompared += exp.count
+                    #expect(got.map { $0.marker.id } == exp.map { $0.0 } && got.map { $0.tiled } == exp.map { $0.1 }, "seed \(seed) step \(step)")
+                }
+                if step % 150 == 0 {
+                    let s = layer.stats(now: now)
+                    #expect(s.markers == model.markers.count)
+                    #expect(s.staticMarkers == model.markers.values.filter { model.isStatic($0, now) }.count)
+                    #expect(s.liveMarkers == model.markers.values.filter { model.isLive($0, now) }.count)
+                    #expect(s.hiddenMarkers == model.markers.values.filter { !$0.visible }.count)
+                    var bad: [String] = []
+                    for m in model.markers.values {
+                        let got = layer.marker(id: m.id)
+                        if !(got?.position == WorldPoint(m.position).latLng && got?.zIndex == m.zIndex && got?.style == m.style
+                             && got?.animation == m.animation && got?.attributes == m.attributes && got?.extra == m.extra) { bad.append(m.id) }
+                    }
+                    #expect(bad.isEmpty, "seed \(seed) step \(step): records differ for \(bad)")
+                }
+            }
+        }
+    }
+
+    @Test func paginationStaysConsistentWhenTheLayerChanges() throws {
+        let seed = testSeed("OracleTests.paginationStaysConsistent")
+        var rng = SplitMix64(seed: seed)
+        var layer = try MarkerLayer(options: TilingOptions(enabled: false))
+        _ = try layer.upsert((0..<300).map { randomMarker("p\($0)", &rng, now: 0) }.map { var m = $0; m.visible = true; m.position = LatLng(latitude: Double.random(in: -1...1, using: &rng), longitude: Double.random(in: -1...1, using: &rng)); return m }, now: 0)
+        let b = GeoBounds(west: -2, south: -2, east: 2, north: 2)
+        var token: String? = nil
+        var keys: [DrawKey] = []
+        var i = 0
+        repeat {
+            let q = try layer.queryViewport(bounds: b, zoom: 6, limit: 25, pageToken: token, now: 0)
+            keys += q.markers.map { layer.drawKey(id: $0.id)! }
+            token = q.nextPageToken
+            // Change the layer between pages: add, remove and move markers.
+            _ = try layer.upsert([MarkerRecord(id: "new\(i)", position: LatLng(latitude: 0, longitude: 0), zIndex: Int32(i % 3 - 1))], now: 0)
+            _ = layer.remove(ids: ["p\(i * 7)"])
+            i += 1
+        } while token != nil
+        // Keys strictly increase: no marker repeats, order holds across pages.
+        for j in 1..<keys.count { #expect(keys[j - 1] < keys[j]) }
+        #expect(keys.count >= 250)
+    }
+}
