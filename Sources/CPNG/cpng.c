@@ -363,4 +363,62 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
     return CPNG_OK;
 }
 
+int cpng_encode_transparent(uint32_t width, uint32_t height, uint8_t **out, size_t *out_len,
+                            char *err, size_t err_cap) {
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (out == NULL || out_len == NULL)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (width == 0 || height == 0 || width > 0x7FFFFFFFu || height > 0x7FFFFFFFu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
+
+    cpng_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.err = err;
+    ctx.err_cap = err_cap;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, cpng_error_fn, cpng_warning_fn);
+    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    png_infop info = png_create_info_struct(png);
+    size_t row_bytes = ((size_t)width + 7) / 8;
+    uint8_t *row = (uint8_t *)calloc(row_bytes, 1);
+    ctx.out = (uint8_t *)malloc(4096);
+    ctx.out_cap = 4096;
+    if (info == NULL || row == NULL || ctx.out == NULL) {
+        png_destroy_write_struct(&png, info ? &info : NULL);
+        free(row);
+        free(ctx.out);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    }
+
+    if (setjmp(ctx.jmp)) {
+        png_destroy_write_struct(&png, &info);
+        free(row);
+        free(ctx.out);
+        if (ctx.no_memory) {
+            cpng_set_err(err, err_cap, "out of memory");
+            return CPNG_E_NO_MEMORY;
+        }
+        return CPNG_E_CORRUPT;
+    }
+
+    png_set_write_fn(png, &ctx, cpng_write_fn, cpng_flush_fn);
+    png_set_IHDR(png, info, width, height, 1, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_color_16 transparent;
+    memset(&transparent, 0, sizeof transparent);
+    png_set_tRNS(png, info, NULL, 0, &transparent);
+    png_set_compression_level(png, 9);
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+    png_write_info(png, info);
+    for (uint32_t y = 0; y < height; y++) png_write_row(png, row);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    free(row);
+
+    *out = ctx.out;
+    *out_len = ctx.out_len;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
 void cpng_free(void *p) { free(p); }

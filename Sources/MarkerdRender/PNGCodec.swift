@@ -101,6 +101,25 @@ public enum PNGCodec {
         return [UInt8](UnsafeBufferPointer(start: out, count: len))
     }
 
+    /// A fully transparent `width` x `height` PNG in the most compact form (1-bit gray with a
+    /// tRNS entry; decodes to RGBA (0, 0, 0, 0) everywhere). Traps on invalid sizes or when memory
+    /// runs out.
+    public static func encodeTransparent(width: Int, height: Int) -> [UInt8] {
+        precondition(width > 0 && height > 0 && width <= Int(Int32.max) && height <= Int(Int32.max),
+                     "cannot encode a \(width)x\(height) image")
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        var len = 0
+        var err = [CChar](repeating: 0, count: 256)
+        let rc = err.withUnsafeMutableBufferPointer { e in
+            cpng_encode_transparent(UInt32(width), UInt32(height), &out, &len, e.baseAddress, e.count)
+        }
+        guard rc == 0, let out else {
+            fatalError("PNG encoding failed: \(error(rc, err).message)")
+        }
+        defer { cpng_free(out) }
+        return [UInt8](UnsafeBufferPointer(start: out, count: len))
+    }
+
     private static func error(_ rc: Int32, _ err: [CChar]) -> RenderError {
         let message = err.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let code: RenderError.Code
