@@ -11,12 +11,14 @@ extension PinStyle {
     ///
     /// The sprite is `S = round(48 x scale x density)` px high (clamped to 4...1024) and S px
     /// wide, or wider (by an even number of px, so the tip stays at the centre) when the label
-    /// needs the room, as MapConductor does. The tip is at (width / 2, S - 1) in device px.
+    /// needs the room, as MapConductor does. The tip is at (width / 2, S - 0.5 x S / 48) in device px: in
+    /// the bottom row of pixels, between the two middle columns.
     ///
     /// Shape (48-unit design space, scaled by S / 48): head circle of radius 15 centred at
-    /// (24, 16.5), tip at (24, 47), joined by the two tangents from the tip to the circle;
-    /// filled, then stroked (round joins) on the outline. When the outline is wider than 1.5 px
-    /// the shape shrinks around the centre so that the outline stays inside the sprite.
+    /// (24, 16.5), tip at (24, 47.5), joined by the two tangents from the tip to the circle
+    /// (MapConductor's proportions); filled, then stroked (round joins) on the outline. When the
+    /// outline is wider than S / 48 the shape shrinks around the centre so that the outline
+    /// stays inside the sprite.
     /// The label (DejaVu Sans through Cairo's toy text API, grayscale antialiasing, no hinting)
     /// is centred on the head: horizontally by its ink box, vertically by the font's ascent and
     /// descent, on whole pixels, with a white outline of `max(scale, 2) x density` px behind it
@@ -62,21 +64,23 @@ extension PinStyle {
         defer { cairo_destroy(cr) }
         cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
 
-        // Design space (48 units) -> device px, shrunk around the centre when the outline is thick.
-        let pad = max(strokeWidth / 2 - 0.75, 0)
-        let f = (s - 2 * pad) / 48
+        // Design space (48 units) -> device px around the sprite's centre, shrunk when the
+        // outline is thicker than one unit so that the tip's round join stays inside.
+        let f = min(s / 48, max(s / 2 - strokeWidth / 2, 1) / 23.5)
         let cx = Double(width) / 2
         func dy(_ y: Double) -> Double { s / 2 + (y - 24) * f }
         let headY = dy(16.5)
         let radius = 15 * f
-        let tipY = dy(47)
+        let tipY = dy(47.5)
         let dist = tipY - headY
         let phi = dist > radius ? (radius / dist).clampedAcos : 0
-        let a1 = Double.pi / 2 - phi  // right tangent point
-        let a2 = Double.pi / 2 + phi  // left tangent point
+        let right = Double.pi / 2 - phi  // tangent points, as angles from the head's centre
+        let left = Double.pi / 2 + phi
+        // Two mirrored arcs meeting at the top, so that the path is symmetric about x = cx.
         cairo_move_to(cr, cx, tipY)
-        cairo_line_to(cr, cx + radius * cos(a1), headY + radius * sin(a1))
-        cairo_arc_negative(cr, cx, headY, radius, a1, a2)  // over the top
+        cairo_line_to(cr, cx + radius * cos(right), headY + radius * sin(right))
+        cairo_arc_negative(cr, cx, headY, radius, right, -Double.pi / 2)
+        cairo_arc_negative(cr, cx, headY, radius, -Double.pi / 2, left - 2 * Double.pi)
         cairo_close_path(cr)
 
         PinStyle.setSource(cr, style.fill)
