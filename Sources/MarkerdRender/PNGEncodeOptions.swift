@@ -33,13 +33,14 @@ public enum PNGCompressionStrategy: Int32, Sendable, Hashable, CaseIterable {
 
 /// How `PNGCodec.encode` compresses. Output is always 8-bit RGBA, non-interlaced.
 ///
-/// The default was chosen by measurement (see `PNGSettingsTableTests`, release build, this
-/// machine, a sparse 256 px tile with 50 default pins): zlib level 6 with no filters. For such
-/// tiles (mostly transparent zero rows, a few small opaque sprites repeated), filtering does not
-/// help: the Sub/Up/Paeth residues of anti-aliased sprite edges are less repetitive than the
-/// raw pixels that deflate already matches across repeated sprites, and adaptive filtering costs
-/// a pass per filter per row. Level 6 unfiltered gives the smallest tiles of the fast settings at
-/// about 1 ms per tile; `fast` halves the time for about 1.6x the bytes.
+/// The default, zlib level 6 with the Up filter only, was chosen by measurement
+/// (`PNGSettingsTableTests`, release build, this 2-core machine; numbers in the commit that set
+/// it): on marker tiles - transparent rows, flat-coloured antialiased sprites - Up turns every
+/// sprite interior into runs of zero bytes, so it gave both the smallest output of all settings
+/// below level 9 (10-20% below unfiltered level 6) and about half the time of unfiltered
+/// level 6. libpng's adaptive heuristic picks None for nearly every row of such tiles (0x00 and
+/// 0xFF bytes count as small), so it costs time and gains nothing. Level 9 saves another 2-3%
+/// at 5-10x the time.
 public struct PNGEncodeOptions: Sendable, Hashable {
     /// zlib compression level, 0 (store) ... 9 (smallest, slowest).
     public var level: Int
@@ -48,19 +49,21 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     /// zlib strategy.
     public var strategy: PNGCompressionStrategy
 
-    /// `level` is clamped to 0...9.
-    public init(level: Int = 6, filters: PNGFilters = [], strategy: PNGCompressionStrategy = .libpngDefault) {
+    /// `level` is clamped to 0...9. Defaults: level 6, Up filter, libpng's strategy.
+    public init(level: Int = 6, filters: PNGFilters = .up, strategy: PNGCompressionStrategy = .libpngDefault) {
         self.level = min(max(level, 0), 9)
         self.filters = filters
         self.strategy = strategy
     }
 
-    /// Level 6, no filters: the measured best trade-off for sparse marker tiles.
+    /// Level 6, Up filter: the measured best trade-off for marker tiles.
     public static let `default` = PNGEncodeOptions()
-    /// Level 1, no filters: roughly half the time of `default`, larger files.
-    public static let fast = PNGEncodeOptions(level: 1)
-    /// Level 9, no filters: smallest output for images encoded once (shared constants).
-    public static let smallest = PNGEncodeOptions(level: 9)
+    /// Level 1, Up filter: about half the time of `default`, about 15% larger.
+    public static let fast = PNGEncodeOptions(level: 1, filters: .up)
+    /// Level 9, Up filter: smallest output, for images encoded once (goldens, shared constants).
+    public static let smallest = PNGEncodeOptions(level: 9, filters: .up)
+    /// Level 6, no filters.
+    public static let unfiltered = PNGEncodeOptions(level: 6, filters: [])
     /// What libpng does when not told: level 6, adaptive filters, Z_FILTERED.
     public static let libpng = PNGEncodeOptions(level: 6, filters: .adaptive)
 }

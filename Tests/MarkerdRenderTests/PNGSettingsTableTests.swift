@@ -1,0 +1,82 @@
+import Foundation
+import MarkerdRender
+import Testing
+
+/// Prints time and size per PNG encoder setting for sparse marker tiles. Printing only: timings
+/// depend on the machine and the build (run `swift test -c release --filter PNGSettingsTable`
+/// for representative numbers). It does check that every setting round-trips losslessly.
+@Suite struct PNGSettingsTableTests {
+    /// A 256 px tile with `count` pins of a few styles at fixed pseudo-random positions,
+    /// some crossing the tile edges.
+    static func sparseTile(pins count: Int, size: Int = 256, density: Float = 1, scale: Float = 1) throws -> TileCanvas {
+        let cache = SpriteCache()
+        let styles = [
+            PinStyle(scale: scale), PinStyle(fill: 0xFF1E_88E5, scale: scale), PinStyle(fill: 0xFF43_A047, scale: scale),
+            PinStyle(scale: scale, label: "1", labelSize: 18 * scale), PinStyle(scale: scale, label: "2", labelSize: 18 * scale),
+            PinStyle(fill: 0xFFFB_8C00, scale: scale, label: "A", labelSize: 18 * scale),
+        ]
+        var rng = SplitMix64(seed: 42)
+        var canvas = TileCanvas(width: size, height: size)
+        for i in 0..<count {
+            let sprite = try cache.sprite(for: styles[i % styles.count], density: density)
+            let x = Int.random(in: -sprite.width / 2...(size - sprite.width / 2), using: &rng)
+            let y = Int.random(in: -12...(size + 12), using: &rng) - sprite.height
+            canvas.draw(sprite: sprite, atX: x, y: y)
+        }
+        return canvas
+    }
+
+    #if DEBUG
+    static let runs = 3  // debug builds only check that every setting works
+    #else
+    static let runs = 21
+    #endif
+
+    static let settings: [(String, PNGEncodeOptions)] = [
+        ("level 1, no filter", PNGEncodeOptions(level: 1, filters: [])),
+        ("level 3, no filter", PNGEncodeOptions(level: 3, filters: [])),
+        ("level 6, no filter", PNGEncodeOptions(level: 6, filters: [])),
+        ("level 9, no filter", PNGEncodeOptions(level: 9, filters: [])),
+        ("level 1, up", PNGEncodeOptions(level: 1, filters: .up)),
+        ("level 6, up (default)", .default),
+        ("level 6, sub", PNGEncodeOptions(level: 6, filters: .sub)),
+        ("level 6, paeth", PNGEncodeOptions(level: 6, filters: .paeth)),
+        ("level 1, adaptive", PNGEncodeOptions(level: 1, filters: .adaptive)),
+        ("level 1, up, Z_RLE", PNGEncodeOptions(level: 1, filters: .up, strategy: .rle)),
+        ("level 3, up", PNGEncodeOptions(level: 3, filters: .up)),
+        ("level 9, up", PNGEncodeOptions(level: 9, filters: .up)),
+        ("level 6, sub + up", PNGEncodeOptions(level: 6, filters: [.sub, .up])),
+        ("level 6, adaptive (libpng default)", .libpng),
+        ("level 9, adaptive", PNGEncodeOptions(level: 9, filters: .adaptive)),
+        ("level 6, no filter, Z_RLE", PNGEncodeOptions(level: 6, filters: [], strategy: .rle)),
+        ("level 6, up, Z_RLE", PNGEncodeOptions(level: 6, filters: .up, strategy: .rle)),
+        ("level 6, no filter, Z_FILTERED", PNGEncodeOptions(level: 6, filters: [], strategy: .filtered)),
+        ("level 6, no filter, Huffman only", PNGEncodeOptions(level: 6, filters: [], strategy: .huffmanOnly)),
+    ]
+
+    /// (tile size, pins, pin scale): sparse small pins, a few full-size pins, a crowded tile,
+    /// and a 512 px (density 2) tile.
+    @Test(arguments: [(256, 50, Float(0.5)), (256, 10, 1), (256, 50, 1), (512, 50, 1)])
+    func printSettingsTable(size: Int, pins: Int, scale: Float) throws {
+        let canvas = try Self.sparseTile(pins: pins, size: size, density: size == 512 ? 2 : 1, scale: scale)
+        let image = canvas.image
+        let covered = stride(from: 3, to: image.pixels.count, by: 4).filter { image.pixels[$0] != 0 }.count
+        var lines = ["PNG settings, \(size) px tile, \(pins) pins at scale \(scale), \(covered * 100 / (size * size))% of pixels covered (\(Self.runs) runs):",
+                     "| setting | min ms | median ms | bytes |", "| --- | ---: | ---: | ---: |"]
+        let clock = ContinuousClock()
+        for (name, options) in Self.settings {
+            var png = [UInt8]()
+            var times = [Double]()
+            for _ in 0..<Self.runs {
+                let start = clock.now
+                png = canvas.encodePNG(options: options)
+                let d = clock.now - start
+                times.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
+            }
+            times.sort()
+            lines.append("| \(name) | \(String(format: "%.2f", times[0])) | \(String(format: "%.2f", times[times.count / 2])) | \(png.count) |")
+            #expect(try PNGCodec.decode(png, maxWidth: size, maxHeight: size) == image, "\(name)")
+        }
+        print(lines.joined(separator: "\n"))
+    }
+}
