@@ -106,9 +106,10 @@ static uint32_t cpng_be32(const uint8_t *p) {
 
 int cpng_read_header(const uint8_t *data, size_t len, uint32_t *width, uint32_t *height,
                      char *err, size_t err_cap) {
-    if (data == NULL && len > 0) return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "NULL data");
+    if (len == 0) return cpng_fail(err, err_cap, CPNG_E_NOT_PNG, "not a PNG");
+    if (data == NULL) return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "NULL data");
     size_t sig = len < 8 ? len : 8;
-    if (memcmp(data, cpng_signature, sig) != 0 || len == 0)
+    if (memcmp(data, cpng_signature, sig) != 0)
         return cpng_fail(err, err_cap, CPNG_E_NOT_PNG, "not a PNG");
     if (len < CPNG_HEADER_BYTES)
         return cpng_fail(err, err_cap, CPNG_E_TRUNCATED, "truncated PNG: %zu bytes, header needs %d",

@@ -37,7 +37,14 @@ public struct RGBAImage: Sendable, Equatable {
     /// A fully transparent image.
     public static func transparent(width: Int, height: Int) -> RGBAImage {
         RGBAImage(width: width, height: height, pixels: [UInt8](repeating: 0, count: width * height * 4),
-                  computeSpans: false)
+                  rowSpans: [Int32](repeating: 0, count: 2 * height))
+    }
+
+    private init(width: Int, height: Int, pixels: [UInt8], rowSpans: [Int32]) {
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+        self.rowSpans = rowSpans
     }
 
     /// The premultiplied (R, G, B, A) at column `x`, row `y`. Traps outside the image.

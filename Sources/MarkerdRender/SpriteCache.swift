@@ -1,4 +1,4 @@
-import Synchronization
+private import Synchronization
 
 /// Pin sprites by (normalized style, density), each drawn once and then shared. Thread-safe.
 ///
