@@ -335,7 +335,9 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     if (level >= 0) png_set_compression_level(png, level);
     if (strategy >= 0) png_set_compression_strategy(png, strategy);
-    if (filters >= 0) png_set_filter(png, PNG_FILTER_TYPE_BASE, filters);
+    // libpng 1.6 stores 0 (PNG_NO_FILTERS) as "unset" and then applies its default (all
+    // filters, adaptive) in png_write_IHDR, so "None only" must be asked for explicitly.
+    if (filters >= 0) png_set_filter(png, PNG_FILTER_TYPE_BASE, filters == 0 ? PNG_FILTER_NONE : filters);
     png_write_info(png, info);
 
     const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;

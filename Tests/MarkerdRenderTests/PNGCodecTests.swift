@@ -110,6 +110,22 @@ import Testing
         #expect(try PNGCodec.decode(PNGCodec.encode(image)) == image)
     }
 
+    /// Each filter setting reaches libpng (a regression test: libpng 1.6 treats a filter mask
+    /// of 0 as "use the default", which silently made "no filters" adaptive).
+    @Test func filterSettingsTakeEffect() throws {
+        var px = [UInt8]()
+        for y in 0..<64 {
+            for x in 0..<64 { px += [UInt8(x * 3), UInt8(200 - y * 2), UInt8((x * y) % 97 + 50), 255] }
+        }
+        let image = RGBAImage(width: 64, height: 64, pixels: px)
+        let sizes = [PNGFilters(), .unfiltered, .sub, .up, .paeth, .adaptive].map {
+            PNGCodec.encode(image, options: PNGEncodeOptions(level: 6, filters: $0)).count
+        }
+        #expect(sizes[0] == sizes[1], "empty set means None only")
+        #expect(Set(sizes[1...]).count == 5, "\(sizes)")
+        #expect(sizes[1] > 2 * sizes[2], "a smooth gradient compresses far better with Sub than unfiltered: \(sizes)")
+    }
+
     @Test func sharedTransparentTiles() throws {
         for (png, size) in [(TransparentTile.png256, 256), (TransparentTile.png512, 512)] {
             let image = try PNGCodec.decode(png, maxWidth: size, maxHeight: size)

@@ -24,6 +24,24 @@ import Testing
         }
     }
 
+    /// A continuous-tone icon (a 20 px disc with a colour gradient and an antialiased edge), like
+    /// a registered photo-style icon, where filters behave differently from flat pins.
+    static let gradientDisc: RGBAImage = {
+        let n = 20
+        var px = [UInt8]()
+        for y in 0..<n {
+            for x in 0..<n {
+                let dx = Double(x) + 0.5 - Double(n) / 2
+                let dy = Double(y) + 0.5 - Double(n) / 2
+                let coverage = min(max(Double(n) / 2 - (dx * dx + dy * dy).squareRoot(), 0), 1)
+                let a = UInt8((coverage * 255).rounded())
+                let straight = [Double(x * 12 + 10), Double(200 - y * 8), Double((x * y) % 97 + 100)]
+                px += straight.map { premultiplyOracle(UInt8($0), a) } + [a]
+            }
+        }
+        return RGBAImage(width: n, height: n, pixels: px)
+    }()
+
     static func compose(_ placements: [(sprite: RGBAImage, x: Int, y: Int)], size: Int) -> TileCanvas {
         var canvas = TileCanvas(width: size, height: size)
         for p in placements { canvas.draw(sprite: p.sprite, atX: p.x, y: p.y) }
@@ -60,9 +78,11 @@ import Testing
 
     /// (tile size, pins, pin scale): sparse small pins, a few full-size pins, a crowded tile,
     /// and a 512 px (density 2) tile.
-    @Test(arguments: [(256, 50, Float(0.5)), (256, 10, 1), (256, 50, 1), (512, 50, 1)])
+    /// Scale 0 stands for the gradient disc icon instead of pins.
+    @Test(arguments: [(256, 50, Float(0.5)), (256, 10, 1), (256, 50, 1), (512, 50, 1), (256, 50, 0)])
     func printSettingsTable(size: Int, pins: Int, scale: Float) throws {
-        let placed = try Self.placements(pins: pins, size: size, density: size == 512 ? 2 : 1, scale: scale)
+        var placed = try Self.placements(pins: pins, size: size, density: size == 512 ? 2 : 1, scale: scale == 0 ? 1 : scale)
+        if scale == 0 { placed = placed.map { (Self.gradientDisc, $0.x, $0.y + 30) } }
         let clock = ContinuousClock()
         var composeTimes = [Double]()
         var canvas = Self.compose(placed, size: size)
