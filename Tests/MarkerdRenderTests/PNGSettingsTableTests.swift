@@ -57,10 +57,10 @@ import Testing
     static let settings: [(String, PNGEncodeOptions)] = [
         ("level 1, no filter", PNGEncodeOptions(level: 1, filters: [])),
         ("level 3, no filter", PNGEncodeOptions(level: 3, filters: [])),
-        ("level 6, no filter", PNGEncodeOptions(level: 6, filters: [])),
+        ("level 6, no filter (default)", .default),
         ("level 9, no filter", PNGEncodeOptions(level: 9, filters: [])),
         ("level 1, up", PNGEncodeOptions(level: 1, filters: .up)),
-        ("level 6, up (default)", .default),
+        ("level 6, up", PNGEncodeOptions(level: 6, filters: .up)),
         ("level 6, sub", PNGEncodeOptions(level: 6, filters: .sub)),
         ("level 6, paeth", PNGEncodeOptions(level: 6, filters: .paeth)),
         ("level 1, adaptive", PNGEncodeOptions(level: 1, filters: .adaptive)),
@@ -78,7 +78,7 @@ import Testing
 
     /// (tile size, pins, pin scale): sparse small pins, a few full-size pins, a crowded tile,
     /// and a 512 px (density 2) tile.
-    /// Scale 0 stands for the gradient disc icon instead of pins.
+    /// Scale 0 stands for 50 gradient disc icons instead of pins.
     @Test(arguments: [(256, 50, Float(0.5)), (256, 10, 1), (256, 50, 1), (512, 50, 1), (256, 50, 0)])
     func printSettingsTable(size: Int, pins: Int, scale: Float) throws {
         var placed = try Self.placements(pins: pins, size: size, density: size == 512 ? 2 : 1, scale: scale == 0 ? 1 : scale)
