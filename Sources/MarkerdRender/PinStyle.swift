@@ -40,6 +40,28 @@ public struct PinStyle: Hashable, Sendable {
         self.labelSize = labelSize
     }
 
+    /// The same, with the proto's field names (`fill_color`, `stroke_color`); every argument
+    /// required, so that `PinStyle()` stays unambiguous.
+    public init(
+        fillColor: UInt32, strokeColor: UInt32, strokeWidth: Float, scale: Float,
+        label: String?, labelColor: UInt32, labelSize: Float
+    ) {
+        self.init(fill: fillColor, stroke: strokeColor, strokeWidth: strokeWidth, scale: scale,
+                  label: label, labelColor: labelColor, labelSize: labelSize)
+    }
+
+    /// `fill`, by the proto's name.
+    public var fillColor: UInt32 {
+        get { fill }
+        set { fill = newValue }
+    }
+
+    /// `stroke`, by the proto's name.
+    public var strokeColor: UInt32 {
+        get { stroke }
+        set { stroke = newValue }
+    }
+
     /// Every field at its default: a plain red pin with a white outline.
     public static let `default` = PinStyle()
 

@@ -80,6 +80,14 @@ import Testing
         #expect(ghost[24, 16] == SIMD4(128, 0, 0, 128))
     }
 
+    @Test func protoNamedInitializer() {
+        let d = PinStyle()
+        let style = PinStyle(fillColor: 0xFF00_FF00, strokeColor: d.strokeColor, strokeWidth: d.strokeWidth,
+                             scale: d.scale, label: "B", labelColor: d.labelColor, labelSize: d.labelSize)
+        #expect(style == PinStyle(fill: 0xFF00_FF00, label: "B"))
+        #expect(style.fillColor == style.fill && d.fillColor == 0xFFFF_0000 && d.strokeColor == 0xFFFF_FFFF)
+    }
+
     @Test func invalidNumbersDrawTheDefault() throws {
         let pin = try PinStyle().render()
         #expect(try PinStyle(strokeWidth: .nan, scale: -3, labelSize: .infinity).render() == pin)
