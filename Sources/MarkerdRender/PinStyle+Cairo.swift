@@ -83,10 +83,10 @@ extension PinStyle {
         cairo_arc_negative(cr, cx, headY, radius, -Double.pi / 2, left - 2 * Double.pi)
         cairo_close_path(cr)
 
-        PinStyle.setSource(cr, style.fill)
+        PinStyle.setSource(cr, style.fillColor)
         cairo_fill_preserve(cr)
-        if strokeWidth > 0 && style.stroke >> 24 != 0 {
-            PinStyle.setSource(cr, style.stroke)
+        if strokeWidth > 0 && style.strokeColor >> 24 != 0 {
+            PinStyle.setSource(cr, style.strokeColor)
             cairo_set_line_width(cr, strokeWidth)
             cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
             cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)

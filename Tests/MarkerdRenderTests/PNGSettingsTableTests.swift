@@ -11,9 +11,9 @@ import Testing
     static func placements(pins count: Int, size: Int, density: Float, scale: Float) throws -> [(sprite: RGBAImage, x: Int, y: Int)] {
         let cache = SpriteCache()
         let styles = [
-            PinStyle(scale: scale), PinStyle(fill: 0xFF1E_88E5, scale: scale), PinStyle(fill: 0xFF43_A047, scale: scale),
+            PinStyle(scale: scale), PinStyle(fillColor: 0xFF1E_88E5, scale: scale), PinStyle(fillColor: 0xFF43_A047, scale: scale),
             PinStyle(scale: scale, label: "1", labelSize: 18 * scale), PinStyle(scale: scale, label: "2", labelSize: 18 * scale),
-            PinStyle(fill: 0xFFFB_8C00, scale: scale, label: "A", labelSize: 18 * scale),
+            PinStyle(fillColor: 0xFFFB_8C00, scale: scale, label: "A", labelSize: 18 * scale),
         ]
         var rng = SplitMix64(seed: 42)
         return try (0..<count).map { i in

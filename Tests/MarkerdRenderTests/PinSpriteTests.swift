@@ -68,7 +68,7 @@ import Testing
     }
 
     @Test func coloursAndStroke() throws {
-        let style = PinStyle(fill: 0xFF00_80FF, stroke: 0x8000_0000, strokeWidth: 3)
+        let style = PinStyle(fillColor: 0xFF00_80FF, strokeColor: 0x8000_0000, strokeWidth: 3)
         let pin = try style.render()
         #expect(pin[24, 16] == SIMD4(0, 128, 255, 255))
         // No outline: nothing white anywhere, and still the same height.
@@ -76,16 +76,17 @@ import Testing
         #expect(bare.height == 48)
         for i in stride(from: 0, to: bare.pixels.count, by: 4) { #expect(bare.pixels[i + 1] == 0) }
         // Semi-transparent fill stays premultiplied.
-        let ghost = try PinStyle(fill: 0x80FF_0000, strokeWidth: 0).render()
+        let ghost = try PinStyle(fillColor: 0x80FF_0000, strokeWidth: 0).render()
         #expect(ghost[24, 16] == SIMD4(128, 0, 0, 128))
     }
 
-    @Test func protoNamedInitializer() {
-        let d = PinStyle()
-        let style = PinStyle(fillColor: 0xFF00_FF00, strokeColor: d.strokeColor, strokeWidth: d.strokeWidth,
-                             scale: d.scale, label: "B", labelColor: d.labelColor, labelSize: d.labelSize)
-        #expect(style == PinStyle(fill: 0xFF00_FF00, label: "B"))
-        #expect(style.fillColor == style.fill && d.fillColor == 0xFFFF_0000 && d.strokeColor == 0xFFFF_FFFF)
+    @Test func fieldAliases() {
+        var style = PinStyle(fillColor: 0xFF00_FF00, label: "B")
+        #expect(style.fill == 0xFF00_FF00 && style.stroke == 0xFFFF_FFFF)
+        style.fill = 1
+        style.stroke = 2
+        #expect(style.fillColor == 1 && style.strokeColor == 2)
+        #expect(PinStyle.default == PinStyle() && PinStyle.anchor == (0.5, 1.0))
     }
 
     @Test func invalidNumbersDrawTheDefault() throws {
@@ -128,7 +129,7 @@ import Testing
 
     @Test func spriteCacheDrawsEachKeyOnce() async throws {
         let cache = SpriteCache()
-        let styles = [PinStyle(), PinStyle(fill: 0xFF00_00FF), PinStyle(label: "7")]
+        let styles = [PinStyle(), PinStyle(fillColor: 0xFF00_00FF), PinStyle(label: "7")]
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<64 {
                 group.addTask {
