@@ -29,6 +29,7 @@ let package = Package(
             path: "Sources/CPNG",
             linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("z")]
         ),
+        .systemLibrary(name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo"),
 
         // MARK: Swift modules
         // Pure Swift: geometry, marker table, grid index, tiling policy, hit-tests. No C imports.
@@ -38,7 +39,7 @@ let package = Package(
         // NNG sockets: the asynchronous REP server, a REQ client, typed NNG errors.
         .target(name: "MarkerdTransport", dependencies: ["CNNG"]),
         // PNG decoding/encoding and tile rendering.
-        .target(name: "MarkerdRender", dependencies: ["MarkerdCore", "CPNG"]),
+        .target(name: "MarkerdRender", dependencies: ["MarkerdCore", "CPNG", "CCairo"]),
         // Durability: journal with group commit, snapshots, recovery.
         .target(name: "MarkerdJournal"),
         // The service: layers, icons, markers, queries, drags, idempotency.

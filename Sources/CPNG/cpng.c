@@ -1,1 +1,427 @@
+// libpng shim. Every libpng call that can fail runs under a setjmp established in this file;
+// libpng's error callback records the message and longjmps back here, and the public functions
+// turn that into a negative status. Variables changed between setjmp and a possible longjmp
+// are `volatile` (C11 7.13.2.1).
 #include "CPNG.h"
+
+#include <png.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+typedef struct {
+    jmp_buf jmp;
+    char *err;
+    size_t err_cap;
+    int truncated;  // the reader ran out of input
+    int no_memory;  // an allocation in our callbacks failed
+    // reading
+    const uint8_t *data;
+    size_t len;
+    size_t pos;
+    // writing
+    uint8_t *out;
+    size_t out_len;
+    size_t out_cap;
+} cpng_ctx;
+
+static void cpng_set_err(char *err, size_t cap, const char *fmt, ...) {
+    if (err == NULL || cap == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+
+static int cpng_fail(char *err, size_t cap, int code, const char *fmt, ...) {
+    if (err != NULL && cap > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static void cpng_error_fn(png_structp png, png_const_charp msg) {
+    cpng_ctx *ctx = (cpng_ctx *)png_get_error_ptr(png);
+    cpng_set_err(ctx->err, ctx->err_cap, "%s", msg ? msg : "libpng error");
+    longjmp(ctx->jmp, 1);
+}
+
+static void cpng_warning_fn(png_structp png, png_const_charp msg) {
+    (void)png;
+    (void)msg;
+}
+
+static void cpng_read_fn(png_structp png, png_bytep out, size_t n) {
+    cpng_ctx *ctx = (cpng_ctx *)png_get_io_ptr(png);
+    if (ctx->len - ctx->pos < n) {
+        ctx->truncated = 1;
+        png_error(png, "truncated PNG");
+    }
+    memcpy(out, ctx->data + ctx->pos, n);
+    ctx->pos += n;
+}
+
+static void cpng_write_fn(png_structp png, png_bytep data, size_t n) {
+    cpng_ctx *ctx = (cpng_ctx *)png_get_io_ptr(png);
+    if (ctx->out_cap - ctx->out_len < n) {
+        size_t cap = ctx->out_cap ? ctx->out_cap : 4096;
+        while (cap - ctx->out_len < n) {
+            if (cap > SIZE_MAX / 2) {
+                ctx->no_memory = 1;
+                png_error(png, "out of memory");
+            }
+            cap *= 2;
+        }
+        uint8_t *grown = (uint8_t *)realloc(ctx->out, cap);
+        if (grown == NULL) {
+            ctx->no_memory = 1;
+            png_error(png, "out of memory");
+        }
+        ctx->out = grown;
+        ctx->out_cap = cap;
+    }
+    memcpy(ctx->out + ctx->out_len, data, n);
+    ctx->out_len += n;
+}
+
+static void cpng_flush_fn(png_structp png) { (void)png; }
+
+// Exact round(x * y / 255) for x, y in 0...255.
+static inline uint32_t cpng_mul255(uint32_t x, uint32_t y) {
+    uint32_t t = x * y + 128;
+    return (t + (t >> 8)) >> 8;
+}
+
+static const uint8_t cpng_signature[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+
+static uint32_t cpng_be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+int cpng_read_header(const uint8_t *data, size_t len, uint32_t *width, uint32_t *height,
+                     char *err, size_t err_cap) {
+    if (len == 0) return cpng_fail(err, err_cap, CPNG_E_NOT_PNG, "not a PNG");
+    if (data == NULL) return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "NULL data");
+    size_t sig = len < 8 ? len : 8;
+    if (memcmp(data, cpng_signature, sig) != 0)
+        return cpng_fail(err, err_cap, CPNG_E_NOT_PNG, "not a PNG");
+    if (len < CPNG_HEADER_BYTES)
+        return cpng_fail(err, err_cap, CPNG_E_TRUNCATED, "truncated PNG: %zu bytes, header needs %d",
+                         len, CPNG_HEADER_BYTES);
+    if (cpng_be32(data + 8) != 13 || memcmp(data + 12, "IHDR", 4) != 0)
+        return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "corrupt PNG: first chunk is not a 13-byte IHDR");
+    uint32_t crc = (uint32_t)crc32(0L, data + 12, 17);
+    if (crc != cpng_be32(data + 29))
+        return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "corrupt PNG: IHDR CRC mismatch");
+    uint32_t w = cpng_be32(data + 16), h = cpng_be32(data + 20);
+    if (w == 0 || h == 0 || w > 0x7FFFFFFFu || h > 0x7FFFFFFFu)
+        return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "corrupt PNG: invalid size %ux%u", w, h);
+    if (width) *width = w;
+    if (height) *height = h;
+    return CPNG_OK;
+}
+
+static void cpng_premultiply(uint8_t *px, size_t count) {
+    for (size_t i = 0; i < count; i++, px += 4) {
+        uint32_t a = px[3];
+        if (a == 255) continue;
+        if (a == 0) {
+            px[0] = px[1] = px[2] = 0;
+            continue;
+        }
+        px[0] = (uint8_t)cpng_mul255(px[0], a);
+        px[1] = (uint8_t)cpng_mul255(px[1], a);
+        px[2] = (uint8_t)cpng_mul255(px[2], a);
+    }
+}
+
+int cpng_decode_rgba8(const uint8_t *data, size_t len, size_t max_bytes, uint32_t max_width,
+                      uint32_t max_height, int flags, uint8_t *out, size_t out_cap,
+                      uint8_t **out_alloc, uint32_t *width, uint32_t *height, char *err,
+                      size_t err_cap) {
+    if (out_alloc) *out_alloc = NULL;
+    if ((data == NULL && len > 0) || (out == NULL && out_alloc == NULL))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument");
+    if (max_bytes > 0 && len > max_bytes)
+        return cpng_fail(err, err_cap, CPNG_E_INPUT_TOO_LARGE, "PNG too large: %zu bytes > %zu bytes",
+                         len, max_bytes);
+
+    uint32_t w = 0, h = 0;
+    int rc = cpng_read_header(data, len, &w, &h, err, err_cap);
+    if (rc != CPNG_OK) return rc;
+    if (width) *width = w;
+    if (height) *height = h;
+    if ((max_width > 0 && w > max_width) || (max_height > 0 && h > max_height))
+        return cpng_fail(err, err_cap, CPNG_E_TOO_LARGE, "PNG too large: %ux%u > %ux%u", w, h,
+                         max_width, max_height);
+    if ((size_t)w > SIZE_MAX / 4 / (size_t)h)
+        return cpng_fail(err, err_cap, CPNG_E_TOO_LARGE, "PNG too large: %ux%u", w, h);
+    size_t row_bytes = (size_t)w * 4;
+    size_t need = row_bytes * (size_t)h;
+    if (out != NULL && out_cap < need)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT,
+                         "output buffer too small: %zu bytes < %zu", out_cap, need);
+
+    cpng_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.err = err;
+    ctx.err_cap = err_cap;
+    ctx.data = data;
+    ctx.len = len;
+
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, cpng_error_fn, cpng_warning_fn);
+    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    png_infop info = png_create_info_struct(png);
+    if (info == NULL) {
+        png_destroy_read_struct(&png, NULL, NULL);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    }
+
+    uint8_t *volatile pixels = NULL;
+    png_bytep *volatile rows = NULL;
+
+    if (setjmp(ctx.jmp)) {
+        png_destroy_read_struct(&png, &info, NULL);
+        free(rows);
+        if (pixels != NULL && pixels != out) free(pixels);
+        if (ctx.no_memory) return CPNG_E_NO_MEMORY;
+        if (ctx.truncated) {
+            cpng_set_err(err, err_cap, "truncated PNG");
+            return CPNG_E_TRUNCATED;
+        }
+        // ctx.err already holds libpng's message; prefix it.
+        if (err != NULL && err_cap > 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "%s", err);
+            cpng_set_err(err, err_cap, "corrupt PNG: %s", msg);
+        }
+        return CPNG_E_CORRUPT;
+    }
+
+    png_set_read_fn(png, &ctx, cpng_read_fn);
+    // Second line of defence: libpng enforces the same limits itself.
+    png_set_user_limits(png, max_width > 0 ? max_width : 0x7FFFFFFFu,
+                        max_height > 0 ? max_height : 0x7FFFFFFFu);
+    // Ancillary chunks are never larger than the input; compressed text cannot expand past 1 MiB.
+    png_set_chunk_malloc_max(png, 1u << 20);
+    // Skip the chunks we would only decompress to throw away.
+    static const png_byte ignored[] = {
+        'i', 'C', 'C', 'P', '\0', 'i', 'T', 'X', 't', '\0', 't', 'E', 'X', 't', '\0',
+        'z', 'T', 'X', 't', '\0',
+    };
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, ignored, 4);
+
+    png_read_info(png, info);
+    int color_type = png_get_color_type(png, info);
+    int bit_depth = png_get_bit_depth(png, info);
+    int has_trns = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+
+    if (color_type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+    if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (has_trns) png_set_tRNS_to_alpha(png);
+    if (bit_depth == 16) png_set_scale_16(png);
+    if (color_type == PNG_COLOR_TYPE_GRAY || color_type == PNG_COLOR_TYPE_GRAY_ALPHA)
+        png_set_gray_to_rgb(png);
+    if ((color_type & PNG_COLOR_MASK_ALPHA) == 0 && !has_trns)
+        png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
+    (void)png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    if (png_get_rowbytes(png, info) != row_bytes || png_get_bit_depth(png, info) != 8)
+        png_error(png, "unexpected row layout after transformations");
+
+    pixels = out != NULL ? out : (uint8_t *)malloc(need);
+    if (pixels == NULL) {
+        ctx.no_memory = 1;
+        png_error(png, "out of memory");
+    }
+    rows = (png_bytep *)malloc(sizeof(png_bytep) * (size_t)h);
+    if (rows == NULL) {
+        ctx.no_memory = 1;
+        png_error(png, "out of memory");
+    }
+    for (uint32_t y = 0; y < h; y++) rows[y] = pixels + (size_t)y * row_bytes;
+    png_read_image(png, rows);
+    png_read_end(png, NULL);
+
+    png_destroy_read_struct(&png, &info, NULL);
+    free(rows);
+    if (flags & CPNG_DECODE_PREMULTIPLY) cpng_premultiply(pixels, (size_t)w * h);
+    if (out == NULL) *out_alloc = pixels;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
+// Straight RGBA from premultiplied: c = min(255, round(c' * 255 / a)).
+static void cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t width) {
+    for (uint32_t x = 0; x < width; x++, src += 4, dst += 4) {
+        uint32_t a = src[3];
+        if (a == 255) {
+            memcpy(dst, src, 4);
+        } else if (a == 0) {
+            memset(dst, 0, 4);
+        } else {
+            uint32_t half = a / 2;
+            for (int c = 0; c < 3; c++) {
+                uint32_t v = ((uint32_t)src[c] * 255 + half) / a;
+                dst[c] = (uint8_t)(v > 255 ? 255 : v);
+            }
+            dst[3] = (uint8_t)a;
+        }
+    }
+}
+
+int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                      int level, int strategy, int filters, int flags, size_t size_hint,
+                      uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (pixels == NULL || out == NULL || out_len == NULL)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (width == 0 || height == 0 || width > 0x7FFFFFFFu || height > 0x7FFFFFFFu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
+    if (stride / 4 < width)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
+    if (level < -1 || level > 9)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib level %d", level);
+    if (strategy < -1 || strategy > Z_FIXED)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib strategy %d", strategy);
+    if (filters < -1 || filters > 0xFF || (filters > 0 && (filters & 0x07) != 0))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid filter set 0x%x", filters);
+
+    cpng_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.err = err;
+    ctx.err_cap = err_cap;
+
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, cpng_error_fn, cpng_warning_fn);
+    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    png_infop info = png_create_info_struct(png);
+    if (info == NULL) {
+        png_destroy_write_struct(&png, NULL);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    }
+
+    // The output buffer belongs to ctx, whose address libpng holds; after this point only the
+    // write callback changes it.
+    size_t initial = size_hint > 0 ? size_hint : 16384;
+    ctx.out = (uint8_t *)malloc(initial);
+    if (ctx.out == NULL) {
+        png_destroy_write_struct(&png, &info);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    }
+    ctx.out_cap = initial;
+
+    uint8_t *volatile scratch = NULL;
+
+    if (setjmp(ctx.jmp)) {
+        png_destroy_write_struct(&png, &info);
+        free(scratch);
+        free(ctx.out);
+        if (ctx.no_memory) {
+            cpng_set_err(err, err_cap, "out of memory");
+            return CPNG_E_NO_MEMORY;
+        }
+        return CPNG_E_CORRUPT;  // libpng rejected our parameters; message already in err
+    }
+
+    png_set_write_fn(png, &ctx, cpng_write_fn, cpng_flush_fn);
+    png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (level >= 0) png_set_compression_level(png, level);
+    if (strategy >= 0) png_set_compression_strategy(png, strategy);
+    // libpng 1.6 stores 0 (PNG_NO_FILTERS) as "unset" and then applies its default (all
+    // filters, adaptive) in png_write_IHDR, so "None only" must be asked for explicitly.
+    if (filters >= 0) png_set_filter(png, PNG_FILTER_TYPE_BASE, filters == 0 ? PNG_FILTER_NONE : filters);
+    png_write_info(png, info);
+
+    const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
+    if (premultiplied) {
+        scratch = (uint8_t *)malloc((size_t)width * 4);
+        if (scratch == NULL) {
+            ctx.no_memory = 1;
+            png_error(png, "out of memory");
+        }
+    }
+    for (uint32_t y = 0; y < height; y++) {
+        const uint8_t *row = pixels + (size_t)y * stride;
+        if (premultiplied) {
+            cpng_unpremultiply_row(row, scratch, width);
+            row = scratch;
+        }
+        png_write_row(png, row);
+    }
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    free(scratch);
+
+    *out = ctx.out;
+    *out_len = ctx.out_len;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
+int cpng_encode_transparent(uint32_t width, uint32_t height, uint8_t **out, size_t *out_len,
+                            char *err, size_t err_cap) {
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (out == NULL || out_len == NULL)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (width == 0 || height == 0 || width > 0x7FFFFFFFu || height > 0x7FFFFFFFu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
+
+    cpng_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.err = err;
+    ctx.err_cap = err_cap;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, cpng_error_fn, cpng_warning_fn);
+    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    png_infop info = png_create_info_struct(png);
+    size_t row_bytes = ((size_t)width + 7) / 8;
+    uint8_t *row = (uint8_t *)calloc(row_bytes, 1);
+    ctx.out = (uint8_t *)malloc(4096);
+    ctx.out_cap = 4096;
+    if (info == NULL || row == NULL || ctx.out == NULL) {
+        png_destroy_write_struct(&png, info ? &info : NULL);
+        free(row);
+        free(ctx.out);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    }
+
+    if (setjmp(ctx.jmp)) {
+        png_destroy_write_struct(&png, &info);
+        free(row);
+        free(ctx.out);
+        if (ctx.no_memory) {
+            cpng_set_err(err, err_cap, "out of memory");
+            return CPNG_E_NO_MEMORY;
+        }
+        return CPNG_E_CORRUPT;
+    }
+
+    png_set_write_fn(png, &ctx, cpng_write_fn, cpng_flush_fn);
+    png_set_IHDR(png, info, width, height, 1, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_color_16 transparent;
+    memset(&transparent, 0, sizeof transparent);
+    png_set_tRNS(png, info, NULL, 0, &transparent);
+    png_set_compression_level(png, 9);
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+    png_write_info(png, info);
+    for (uint32_t y = 0; y < height; y++) png_write_row(png, row);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    free(row);
+
+    *out = ctx.out;
+    *out_len = ctx.out_len;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
+void cpng_free(void *p) { free(p); }

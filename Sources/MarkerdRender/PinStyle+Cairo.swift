@@ -1,0 +1,162 @@
+private import CCairo
+#if canImport(Glibc)
+private import Glibc  // acos, sin, cos
+#elseif canImport(Darwin)
+private import Darwin
+#endif
+
+extension PinStyle {
+    /// Draws the pin with Cairo (antialiased) at `density` device pixels per px (1 for 256 px
+    /// tiles, 2 for 512 px tiles). Non-finite or non-positive densities count as 1.
+    ///
+    /// The sprite is `S = round(48 x scale x density)` px high (clamped to 4...1024) and S px
+    /// wide, or wider (by an even number of px, so the tip stays at the centre) when the label
+    /// needs the room, as MapConductor does. The tip is at (width / 2, S - 0.5 x S / 48) in device px: in
+    /// the bottom row of pixels, between the two middle columns.
+    ///
+    /// Shape (48-unit design space, scaled by S / 48): head circle of radius 15 centred at
+    /// (24, 16.5), tip at (24, 47.5), joined by the two tangents from the tip to the circle
+    /// (MapConductor's proportions); filled, then stroked (round joins) on the outline. When the
+    /// outline is wider than S / 48 the shape shrinks around the centre so that the outline
+    /// stays inside the sprite.
+    /// The label (DejaVu Sans through Cairo's toy text API, grayscale antialiasing, no hinting)
+    /// is centred on the head: horizontally by its ink box, vertically by the font's ascent and
+    /// descent, on whole pixels, with a white outline of `max(scale, 2) x density` px behind it
+    /// (MapConductor's label stroke).
+    ///
+    /// - Returns: premultiplied RGBA8.
+    /// - Throws: `.drawingFailed` if Cairo cannot allocate the surface.
+    public func render(density: Float = 1) throws(RenderError) -> RGBAImage {
+        let style = normalized
+        let density = density.isFinite && density > 0 ? Double(density) : 1
+        let scale = Double(style.scale)
+        let size = Int(min(max((Double(PinStyle.baseSize) * scale * density).rounded(), 4), 1024))
+        let s = Double(size)
+        let strokeWidth = min(Double(style.strokeWidth) * scale * density, s / 8)
+        let fontSize = min(Double(style.labelSize) * density, 1024)
+        let haloWidth = max(scale, 2) * density
+
+        // Width: S, or wide enough for the label plus 10% of S (MapConductor's padding).
+        var width = size
+        var textExtents = cairo_text_extents_t()
+        var fontExtents = cairo_font_extents_t()
+        if let label = style.label {
+            guard let probe = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1) else {
+                throw RenderError(.drawingFailed, "cairo: cannot create a surface")
+            }
+            defer { cairo_surface_destroy(probe) }
+            guard let cr = cairo_create(probe) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
+            defer { cairo_destroy(cr) }
+            PinStyle.setFont(cr, size: fontSize)
+            cairo_text_extents(cr, label, &textExtents)
+            cairo_font_extents(cr, &fontExtents)
+            let needed = textExtents.x_advance + haloWidth * 2 + s * 0.1
+            if needed > s {
+                width = min(size + 2 * Int(((needed - s) / 2).rounded(.up)), 1024)
+            }
+        }
+
+        guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, Int32(width), Int32(size)),
+              cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
+        else { throw RenderError(.drawingFailed, "cairo: cannot create a \(width)x\(size) surface") }
+        defer { cairo_surface_destroy(surface) }
+        guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
+        defer { cairo_destroy(cr) }
+        cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
+
+        // Design space (48 units) -> device px around the sprite's centre, shrunk when the
+        // outline is thicker than one unit so that the tip's round join stays inside.
+        let f = min(s / 48, max(s / 2 - strokeWidth / 2, 1) / 23.5)
+        let cx = Double(width) / 2
+        func dy(_ y: Double) -> Double { s / 2 + (y - 24) * f }
+        let headY = dy(16.5)
+        let radius = 15 * f
+        let tipY = dy(47.5)
+        let dist = tipY - headY
+        let phi = dist > radius ? (radius / dist).clampedAcos : 0
+        let right = Double.pi / 2 - phi  // tangent points, as angles from the head's centre
+        let left = Double.pi / 2 + phi
+        // Two mirrored arcs meeting at the top, so that the path is symmetric about x = cx.
+        cairo_move_to(cr, cx, tipY)
+        cairo_line_to(cr, cx + radius * cos(right), headY + radius * sin(right))
+        cairo_arc_negative(cr, cx, headY, radius, right, -Double.pi / 2)
+        cairo_arc_negative(cr, cx, headY, radius, -Double.pi / 2, left - 2 * Double.pi)
+        cairo_close_path(cr)
+
+        PinStyle.setSource(cr, style.fillColor)
+        cairo_fill_preserve(cr)
+        if strokeWidth > 0 && style.strokeColor >> 24 != 0 {
+            PinStyle.setSource(cr, style.strokeColor)
+            cairo_set_line_width(cr, strokeWidth)
+            cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
+            cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)
+            cairo_stroke(cr)
+        } else {
+            cairo_new_path(cr)
+        }
+
+        if let label = style.label {
+            PinStyle.setFont(cr, size: fontSize)
+            let x = (cx - (textExtents.x_bearing + textExtents.width / 2)).rounded()
+            let baseline = (headY + (fontExtents.ascent - fontExtents.descent) / 2).rounded()
+            cairo_move_to(cr, x, baseline)
+            cairo_text_path(cr, label)
+            PinStyle.setSource(cr, 0xFFFF_FFFF)
+            cairo_set_line_width(cr, haloWidth)
+            cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
+            cairo_stroke_preserve(cr)
+            PinStyle.setSource(cr, style.labelColor)
+            cairo_fill(cr)
+        }
+
+        cairo_surface_flush(surface)
+        let status = cairo_status(cr)
+        guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
+            let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
+            throw RenderError(.drawingFailed, "cairo: \(reason)")
+        }
+        let stride = Int(cairo_image_surface_get_stride(surface))
+        return RGBAImage(width: width, height: size, pixels: PinStyle.rgba(fromARGB32: data, width: width, height: size, stride: stride))
+    }
+
+    private static func setFont(_ cr: OpaquePointer, size: Double) {
+        cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL)
+        cairo_set_font_size(cr, size)
+        if let options = cairo_font_options_create() {
+            cairo_font_options_set_antialias(options, CAIRO_ANTIALIAS_GRAY)
+            cairo_font_options_set_hint_style(options, CAIRO_HINT_STYLE_NONE)
+            cairo_font_options_set_hint_metrics(options, CAIRO_HINT_METRICS_OFF)
+            cairo_set_font_options(cr, options)
+            cairo_font_options_destroy(options)
+        }
+    }
+
+    private static func setSource(_ cr: OpaquePointer, _ argb: UInt32) {
+        cairo_set_source_rgba(cr, Double((argb >> 16) & 0xFF) / 255, Double((argb >> 8) & 0xFF) / 255,
+                              Double(argb & 0xFF) / 255, Double(argb >> 24) / 255)
+    }
+
+    /// Cairo's ARGB32 is premultiplied, one native-endian UInt32 per pixel (0xAARRGGBB); ours is
+    /// premultiplied bytes R, G, B, A.
+    private static func rgba(fromARGB32 data: UnsafeMutablePointer<UInt8>, width: Int, height: Int, stride: Int) -> [UInt8] {
+        let raw = UnsafeRawPointer(data)
+        return [UInt8](unsafeUninitializedCapacity: width * height * 4) { out, count in
+            var i = 0
+            for y in 0..<height {
+                for x in 0..<width {
+                    let v = raw.loadUnaligned(fromByteOffset: y * stride + x * 4, as: UInt32.self)
+                    out[i] = UInt8(truncatingIfNeeded: v >> 16)
+                    out[i + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                    out[i + 2] = UInt8(truncatingIfNeeded: v)
+                    out[i + 3] = UInt8(truncatingIfNeeded: v >> 24)
+                    i += 4
+                }
+            }
+            count = i
+        }
+    }
+}
+
+private extension Double {
+    var clampedAcos: Double { acos(Swift.min(Swift.max(self, -1), 1)) }
+}

@@ -1,0 +1,120 @@
+/// A `width` x `height` premultiplied RGBA8 raster that sprites are composited onto, starting
+/// fully transparent. Independent of markers: callers decide what to draw where and in which
+/// order (later draws land on top).
+///
+/// Compositing is premultiplied source-over, per channel (R, G, B and A alike):
+///
+///     out = src + round(dst * (255 - srcAlpha) / 255)
+///
+/// with the division rounded to nearest (never a tie, as 255 is odd), computed exactly in
+/// integers as `t = dst * (255 - srcAlpha) + 128; (t + (t >> 8)) >> 8`. For valid
+/// premultiplied input (colour <= alpha) the result is valid premultiplied output and never
+/// exceeds 255. Pixels with source alpha 0 leave the destination unchanged; pixels with
+/// source alpha 255 are copied.
+public struct TileCanvas: Sendable {
+    /// Width in device pixels.
+    public let width: Int
+    /// Height in device pixels.
+    public let height: Int
+    /// `width * height * 4` bytes of premultiplied RGBA8, rows top to bottom.
+    public private(set) var pixels: [UInt8]
+    /// True until a draw changes at least one pixel (a sprite pixel with alpha > 0 lands inside
+    /// the canvas). An empty canvas encodes to the shared transparent PNG.
+    public private(set) var isEmpty: Bool = true
+
+    /// A fully transparent canvas. `width` and `height` must be positive.
+    public init(width: Int, height: Int) {
+        precondition(width > 0 && height > 0, "invalid canvas size \(width)x\(height)")
+        self.width = width
+        self.height = height
+        self.pixels = [UInt8](repeating: 0, count: width * height * 4)
+    }
+
+    /// Makes the canvas fully transparent again, keeping its memory.
+    public mutating func clear() {
+        if isEmpty { return }
+        _ = pixels.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        isEmpty = true
+    }
+
+    /// Composites `sprite` with its top-left pixel at device pixel (`x`, `y`) (which may lie
+    /// outside the canvas). Only the part inside the canvas is drawn, so a sprite crossing a tile
+    /// edge is drawn partially on each neighbouring tile and the halves meet seamlessly.
+    public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int) {
+        let sw = sprite.width
+        let sh = sprite.height
+        // Reject before computing anything that could overflow for extreme positions.
+        if sw == 0 || sh == 0 || x >= width || y >= height || x <= -sw || y <= -sh { return }
+        let sx0 = max(0, -x)
+        let sx1 = min(sw, width - x)
+        let sy0 = max(0, -y)
+        let sy1 = min(sh, height - y)
+        let canvasWidth = width
+        var drew = false
+        sprite.pixels.withUnsafeBytes { src in
+            sprite.rowSpans.withUnsafeBufferPointer { spans in
+                pixels.withUnsafeMutableBytes { dst in
+                    for sy in sy0..<sy1 {
+                        var lo = sx0
+                        var hi = sx1
+                        if !spans.isEmpty {
+                            lo = max(lo, Int(spans[2 * sy]))
+                            hi = min(hi, Int(spans[2 * sy + 1]))
+                            if lo >= hi { continue }
+                        }
+                        let srcRow = sy * sw * 4
+                        let dstRow = ((y + sy) * canvasWidth + x) * 4
+                        var sx = lo
+                        while sx < hi {
+                            let s = src.loadUnaligned(fromByteOffset: srcRow + sx * 4, as: UInt32.self)
+                            let a = s >> 24
+                            if a == 0 {
+                                sx += 1
+                                continue
+                            }
+                            drew = true
+                            let offset = dstRow + sx * 4
+                            if a == 255 {
+                                dst.storeBytes(of: s, toByteOffset: offset, as: UInt32.self)
+                            } else {
+                                let d = dst.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+                                dst.storeBytes(of: s &+ TileCanvas.scale(d, by: 255 - a),
+                                               toByteOffset: offset, as: UInt32.self)
+                            }
+                            sx += 1
+                        }
+                    }
+                }
+            }
+        }
+        if drew { isEmpty = false }
+    }
+
+    /// Each byte of `p` times `k / 255`, rounded to nearest, exactly; two bytes per 32-bit lane
+    /// pair (R and B, then G and A), which cannot carry into each other since
+    /// 255 * 255 + 128 + 255 < 65536.
+    @inline(__always)
+    static func scale(_ p: UInt32, by k: UInt32) -> UInt32 {
+        var rb = (p & 0x00FF_00FF) &* k &+ 0x0080_0080
+        rb = ((rb &+ ((rb >> 8) & 0x00FF_00FF)) >> 8) & 0x00FF_00FF
+        var ga = ((p >> 8) & 0x00FF_00FF) &* k &+ 0x0080_0080
+        ga = (ga &+ ((ga >> 8) & 0x00FF_00FF)) & 0xFF00_FF00
+        return rb | ga
+    }
+
+    /// The canvas as an image (shares the pixel storage; no copy).
+    public var image: RGBAImage {
+        RGBAImage(width: width, height: height, pixels: pixels, computeSpans: false)
+    }
+
+    /// Encodes the canvas as PNG. An empty 256x256 or 512x512 canvas returns the shared
+    /// `TransparentTile` bytes without encoding.
+    public func encodePNG(options: PNGEncodeOptions = .default) -> [UInt8] {
+        if isEmpty, width == height, let shared = TransparentTile.shared(size: width) {
+            return shared
+        }
+        return pixels.withUnsafeBufferPointer { px in
+            PNGCodec.encode(premultiplied: px, width: width, height: height, options: options)
+        }
+    }
+}
