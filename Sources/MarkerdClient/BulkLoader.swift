@@ -62,7 +62,7 @@ public struct BulkLoader: Sendable {
                     progress(p)
                 } catch {
                     state.lock.lock()
-                    if state.error == nil { state.error = error }
+                    if state.error == nil { state.error = (error as? ClientError) ?? .malformedReply("\(error)") }
                     state.lock.unlock()
                     return
                 }

@@ -60,11 +60,12 @@ public final class RPCDispatcher: Sendable {
         }
         switch route {
         case .read(let body):
-            let result: Result<[UInt8], RPCError>
-            do {
-                result = .success(try request.payload.withUnsafeBytes { (p) throws(RPCError) in try body(p, context) })
-            } catch {
-                result = .failure(error)
+            let result: Result<[UInt8], RPCError> = request.payload.withUnsafeBytes { p in
+                do throws(RPCError) {
+                    return .success(try body(p, context))
+                } catch {
+                    return .failure(error)
+                }
             }
             finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, reply: reply)
         case .mutation(let kind):

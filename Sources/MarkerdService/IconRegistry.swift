@@ -62,7 +62,7 @@ final class IconRegistry: Sendable {
                 return false
             }
             all[icon.id] = icon
-            do {
+            do throws(RPCError) {
                 try whileLocked()
             } catch {
                 all[icon.id] = nil

@@ -184,3 +184,13 @@ extension RPCError {
         }
     }
 }
+
+/// Runs a core call, turning its error into the matching RPC status.
+@inline(__always)
+func mapCoreError<T>(_ body: () throws(MarkerdCoreError) -> T) throws(RPCError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw RPCError(error)
+    }
+}

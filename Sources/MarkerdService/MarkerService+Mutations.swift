@@ -91,7 +91,7 @@ extension MarkerService {
         }
         let commit = MutationCommit(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now,
                                     context: context, onDurable: finish)
-        do {
+        do throws(RPCError) {
             try context.checkDeadline()
             if let failure = journal?.failedWith {
                 throw RPCError.unavailable("the journal failed (\(failure)); markerd takes no writes until restarted")
@@ -165,7 +165,7 @@ extension MarkerService {
         try MarkerConversion.checkName(r.layerID, what: "layer_id")
         let (api, tiling) = try LayerOptionsResolution.resolve(r.options)
         let layer: MarkerLayer
-        do { layer = try MarkerLayer(options: tiling) } catch { throw RPCError(error) }
+        layer = try mapCoreError { () throws(MarkerdCoreError) in try MarkerLayer(options: tiling) }
         let h = LayerHandle(id: r.layerID, layer: layer, options: api)
         var response = V1.CreateLayerResponse()
         response.layer = h.apiLayer(nowUnixMs: c.nowUnixMs)
@@ -234,7 +234,7 @@ extension MarkerService {
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let result: UpsertResult
-            do { result = try h.layer.upsert(records, now: c.nowUnixMs) } catch { throw RPCError(error) }
+            result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
             var response = V1.UpsertMarkersResponse()
             response.created = UInt32(result.created)
             response.updated = UInt32(result.updated)
@@ -281,7 +281,7 @@ extension MarkerService {
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let result: MoveResult
-            do { result = try h.layer.move(moves) } catch { throw RPCError(error) }
+            result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.move(moves) }
             var response = V1.MoveMarkersResponse()
             response.moved = UInt32(result.moved)
             response.notFoundIDs = result.notFoundIDs
@@ -300,15 +300,11 @@ extension MarkerService {
 
     func beginDrag(_ r: V1.BeginDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.BeginDragResponse {
         try write(r.layerID, c) { (h) throws(RPCError) in
-            do {
-                let (drag, marker) = try h.layer.beginDrag(id: r.markerID)
-                var response = V1.BeginDragResponse()
-                response.dragID = drag.description
-                response.marker = MarkerConversion.apiMarker(marker)
-                return response
-            } catch {
-                throw RPCError(error)
-            }
+            let (drag, marker) = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.beginDrag(id: r.markerID) }
+            var response = V1.BeginDragResponse()
+            response.dragID = drag.description
+            response.marker = MarkerConversion.apiMarker(marker)
+            return response
         }
     }
 
@@ -316,7 +312,7 @@ extension MarkerService {
         let drag = try Self.dragID(r.dragID)
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let marker: MarkerRecord
-            do { marker = try h.layer.endDrag(drag, at: MarkerConversion.latLng(r.position)) } catch { throw RPCError(error) }
+            marker = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.endDrag(drag, at: MarkerConversion.latLng(r.position)) }
             var response = V1.EndDragResponse()
             response.marker = MarkerConversion.apiMarker(marker)
             response.layerVersion = h.layer.version
@@ -335,13 +331,9 @@ extension MarkerService {
     func cancelDrag(_ r: V1.CancelDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.CancelDragResponse {
         let drag = try Self.dragID(r.dragID)
         return try write(r.layerID, c) { (h) throws(RPCError) in
-            do {
-                var response = V1.CancelDragResponse()
-                response.marker = MarkerConversion.apiMarker(try h.layer.cancelDrag(drag))
-                return response
-            } catch {
-                throw RPCError(error)
-            }
+            var response = V1.CancelDragResponse()
+            response.marker = MarkerConversion.apiMarker(try mapCoreError { () throws(MarkerdCoreError) in try h.layer.cancelDrag(drag) })
+            return response
         }
     }
 
@@ -353,7 +345,7 @@ extension MarkerService {
         let h = try handle(r.layerID)
         try h.lock.withWriteLock { () throws(RPCError) in
             guard !h.deleted else { throw .notFound("layer \"\(r.layerID)\" not found") }
-            do { try h.layer.dragTo(drag, p) } catch { throw RPCError(error) }
+            try mapCoreError { () throws(MarkerdCoreError) in try h.layer.dragTo(drag, p) }
         }
         return V1.DragToResponse()
     }

@@ -74,12 +74,9 @@ extension MarkerService {
         }
         let bounds = GeoBounds(west: b.west, south: b.south, east: b.east, north: b.north)
         return try read(r.layerID) { (h, now) throws(RPCError) in
-            let result: ViewportResult
-            do {
-                result = try h.layer.queryViewport(bounds: bounds, zoom: r.zoom, density: density, limit: limit,
-                                                   pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
-            } catch {
-                throw RPCError(error)
+            let result = try mapCoreError { () throws(MarkerdCoreError) in
+                try h.layer.queryViewport(bounds: bounds, zoom: r.zoom, density: density, limit: limit,
+                                          pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
             }
             var response = V1.QueryViewportResponse()
             response.mode = result.mode == .tiled ? .tiled : .native
@@ -106,13 +103,10 @@ extension MarkerService {
         guard let p = MarkerConversion.latLng(r.point) else { throw .invalidArgument("point is missing") }
         let density = try Self.density(r.density)
         return try read(r.layerID) { (h, now) throws(RPCError) in
-            let hits: [MarkerHit]
-            do {
-                hits = try h.layer.hitTest(point: p, zoom: r.zoom, density: density,
-                                           tolerancePx: Double(r.tolerancePx ?? 14),
-                                           maxResults: Int(r.maxResults ?? 10), now: now)
-            } catch {
-                throw RPCError(error)
+            let hits = try mapCoreError { () throws(MarkerdCoreError) in
+                try h.layer.hitTest(point: p, zoom: r.zoom, density: density,
+                                    tolerancePx: Double(r.tolerancePx ?? 14),
+                                    maxResults: Int(r.maxResults ?? 10), now: now)
             }
             var response = V1.HitTestResponse()
             response.hits = hits.map { hit in

@@ -38,7 +38,7 @@ if args.isEmpty || args.contains("-h") || args.contains("--help") {
 }
 
 /// Removes `--name VALUE` from args and returns VALUE.
-func option(_ name: String) -> String? {
+@MainActor func option(_ name: String) -> String? {
     guard let i = args.firstIndex(of: name) else { return nil }
     guard i + 1 < args.count else { fail("\(name) needs a value", code: 2) }
     let v = args[i + 1]
@@ -46,13 +46,13 @@ func option(_ name: String) -> String? {
     return v
 }
 
-func flag(_ name: String) -> Bool {
+@MainActor func flag(_ name: String) -> Bool {
     guard let i = args.firstIndex(of: name) else { return false }
     args.remove(at: i)
     return true
 }
 
-func positional(_ n: Int, _ what: String) -> String {
+@MainActor func positional(_ n: Int, _ what: String) -> String {
     guard n < args.count else { fail("missing \(what)\n\n\(usage)", code: 2) }
     return args[n]
 }
@@ -170,8 +170,6 @@ do {
     default:
         fail("unknown command \"\(command)\"\n\n\(usage)", code: 2)
     }
-} catch let error as ClientError {
-    fail(error.description)
 } catch {
-    fail("\(error)")
+    fail(error.description)
 }

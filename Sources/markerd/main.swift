@@ -1,5 +1,4 @@
 // markerd: the map-marker server. See README.md and `markerd --help`.
-import Dispatch
 import Foundation
 import MarkerdServer
 
@@ -42,22 +41,4 @@ Log.info("markerd listening", ["version": MarkerdVersion.string, "urls": server.
                                "fsync": configuration.fsync.rawValue, "contexts": configuration.contexts])
 
 // SIGTERM / SIGINT: stop taking requests, finish those in flight, flush, exit 0.
-signal(SIGTERM, SIG_IGN)
-signal(SIGINT, SIG_IGN)
-let stopQueue = DispatchQueue(label: "markerd.signals")
-var sources: [DispatchSourceSignal] = []
-for sig in [SIGTERM, SIGINT] {
-    let source = DispatchSource.makeSignalSource(signal: sig, queue: stopQueue)
-    source.setEventHandler {
-        Log.info("shutting down", ["signal": sig == SIGTERM ? "SIGTERM" : "SIGINT"])
-        // A second signal while draining exits at once.
-        signal(SIGTERM, SIG_DFL)
-        signal(SIGINT, SIG_DFL)
-        server.stop()
-        Log.info("markerd stopped")
-        exit(0)
-    }
-    source.resume()
-    sources.append(source)
-}
-dispatchMain()
+server.runUntilSignalled()

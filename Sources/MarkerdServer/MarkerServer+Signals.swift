@@ -1,0 +1,28 @@
+import Dispatch
+import Foundation
+
+extension MarkerServer {
+    /// Serves until SIGTERM or SIGINT, then stops gracefully (stop taking requests, finish those
+    /// in flight within `drainSeconds`, flush and fsync the journal) and exits 0. A second
+    /// signal while draining exits at once. Never returns.
+    public func runUntilSignalled() -> Never {
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let queue = DispatchQueue(label: "markerd.signals")
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { [self] in
+                Log.info("shutting down", ["signal": sig == SIGTERM ? "SIGTERM" : "SIGINT"])
+                signal(SIGTERM, SIG_DFL)
+                signal(SIGINT, SIG_DFL)
+                stop()
+                Log.info("markerd stopped")
+                exit(0)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        withExtendedLifetime(sources) { dispatchMain() }
+    }
+}
