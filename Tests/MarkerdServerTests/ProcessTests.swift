@@ -3,6 +3,15 @@ import MarkerdAPI
 import MarkerdClient
 import Testing
 
+/// 1000 vehicles; v1 has an image icon and an attribute.
+func fleet() -> [V1.Marker] {
+    (0..<1000).map { i in
+        marker("v\(i)", Double(i % 80), Double(i % 170)) { m in
+            if i == 1 { m.icon = .iconID("dot"); m.attributes = ["driver": "Ada"] }
+        }
+    }
+}
+
 @Suite("a real markerd process over tcp://", .serialized)
 struct ProcessTests {
     @Test("SIGTERM finishes, flushes and exits 0; a restart has every acknowledged write; resent keys apply nothing")
@@ -16,9 +25,7 @@ struct ProcessTests {
         req.iconID = "dot"
         req.png = onePixelPNG
         _ = try c.registerIcon(req)
-        let first = try c.upsertMarkers("fleet", (0..<1000).map { marker("v\($0)", Double($0 % 80), Double($0 % 170)) { m in
-            if $0.id == "v1" { m.icon = .iconID("dot"); m.attributes = ["driver": "Ada"] }
-        } }, idempotencyKey: "load-1")
+        let first = try c.upsertMarkers("fleet", fleet(), idempotencyKey: "load-1")
         _ = try c.moveMarkers("fleet", [move("v1", 50, 50)])
         _ = try c.removeMarkers("fleet", ids: ["v2"])
         p.kill(SIGTERM)
@@ -31,9 +38,7 @@ struct ProcessTests {
         let v1 = try c.getMarkers("fleet", ids: ["v1"]).markers[0]
         #expect(v1.position?.latitude == 50 && v1.icon == .iconID("dot") && v1.attributes == ["driver": "Ada"])
         // The same key after the restart: the first reply, and v1 is not moved back.
-        let again = try c.upsertMarkers("fleet", (0..<1000).map { marker("v\($0)", Double($0 % 80), Double($0 % 170)) { m in
-            if $0.id == "v1" { m.icon = .iconID("dot"); m.attributes = ["driver": "Ada"] }
-        } }, idempotencyKey: "load-1")
+        let again = try c.upsertMarkers("fleet", fleet(), idempotencyKey: "load-1")
         #expect(again == first)
         #expect(try c.getMarkers("fleet", ids: ["v1"]).markers[0].position?.latitude == 50)
         #expect(try c.layerStats("fleet").markers == 999)
@@ -66,12 +71,13 @@ struct ProcessTests {
             try ledger.verify(c, round: round)
             if round == 0 { _ = try createLayer(c, "crash") }
             let stop = StopFlag()
+            let url = p.url
             let group = DispatchGroup()
             for w in 0..<4 {
                 let workerSeed = rng.next()
                 DispatchQueue.global().async(group: group) {
                     var r = SplitMix64(seed: workerSeed)
-                    guard let client = try? MarkerdClient(url: p.url, timeout: .seconds(3)) else { return }
+                    guard let client = try? MarkerdClient(url: url, timeout: .seconds(3)) else { return }
                     var n = 0
                     while !stop.isSet {
                         n += 1

@@ -71,6 +71,18 @@ func createLayer(_ client: MarkerdClient, _ id: String, minMarkerCount: UInt32? 
     return try client.createLayer(req)
 }
 
+/// The client error a call failed with, or nil if it succeeded.
+func clientError(_ body: () throws -> Void) -> ClientError? {
+    do {
+        try body()
+        return nil
+    } catch let e as ClientError {
+        return e
+    } catch {
+        return .malformedReply("\(error)")
+    }
+}
+
 /// The status code a throwing call failed with, or nil if it succeeded.
 func statusCode(_ body: () throws -> Void) -> V1.Code? {
     do {
