@@ -1,3 +1,4 @@
+import MarkerdCore  // PinStyle, once the core lands (see PinStyle.swift)
 private import CCairo
 #if canImport(Glibc)
 private import Glibc  // acos, sin, cos
