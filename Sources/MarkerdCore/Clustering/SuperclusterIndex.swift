@@ -90,8 +90,9 @@ public enum SuperclusterError: Error, Equatable, Sendable {
 /// data of zoom `zoom + 1`, of the item the cluster grew from, and `pointCount` the number of input points.
 public struct SuperclusterIndex: Sendable {
     public let options: SuperclusterOptions
-    /// Input points, in input order.
-    public let points: [ClusterLngLat]
+    /// Input points, in input order; nil for an input feature without geometry (skipped, but it keeps
+    /// its index and counts in the cluster-id offset, as in supercluster).
+    public let points: [ClusterLngLat?]
 
     static let offsetX = 0
     static let offsetY = 1
@@ -111,6 +112,11 @@ public struct SuperclusterIndex: Sendable {
 
     /// Builds the index (supercluster's `load`). Cost: O(n log n) per zoom level.
     public init(points: [ClusterLngLat], options: SuperclusterOptions = SuperclusterOptions()) {
+        self.init(optionalPoints: points, options: options)
+    }
+
+    /// Builds the index over points some of which may be missing (nil: a feature without geometry).
+    public init(optionalPoints points: [ClusterLngLat?], options: SuperclusterOptions = SuperclusterOptions()) {
         precondition(options.minZoom >= 0 && options.minZoom <= options.maxZoom && options.maxZoom + 1 < 32,
                      "SuperclusterOptions: need 0 <= minZoom <= maxZoom <= 30")
         precondition(options.radius > 0 && options.extent > 0, "SuperclusterOptions: radius and extent must be positive")
@@ -120,6 +126,7 @@ public struct SuperclusterIndex: Sendable {
         var data = [Double]()
         data.reserveCapacity(points.count * stride)
         for (i, p) in points.enumerated() {
+            guard let p else { continue }
             // supercluster rounds projected input coordinates to Float32 (`fround`).
             let x = Double(Float(ClusterMath.lngX(p.longitude)))
             let y = Double(Float(ClusterMath.latY(p.latitude)))
@@ -258,7 +265,7 @@ public struct SuperclusterIndex: Sendable {
             return SuperclusterFeature(isCluster: true, id: id, pointCount: num,
                                        longitude: ClusterMath.xLng(data[k]), latitude: ClusterMath.yLat(data[k + 1]))
         }
-        let p = points[id]
+        let p = points[id]!
         return SuperclusterFeature(isCluster: false, id: id, pointCount: 1, longitude: p.longitude, latitude: p.latitude)
     }
 
@@ -275,7 +282,7 @@ public struct SuperclusterIndex: Sendable {
                 py = data[k + 1]
             } else {
                 // supercluster re-projects single points from their input coordinates (not Float-rounded)
-                let p = points[id]
+                let p = points[id]!
                 px = ClusterMath.lngX(p.longitude)
                 py = ClusterMath.latY(p.latitude)
             }
