@@ -12,6 +12,10 @@ struct ClusterKDTree: Sendable {
 
     var count: Int { ids.count }
 
+    /// Traversal stack size in Ints: each step pops one frame and pushes at most two, so frames never
+    /// exceed the tree depth + 1 (< 64 for any count); 3 Ints per frame.
+    private static let stackCapacity = 3 * 66
+
     /// Indexes the points `(data[i*stride], data[i*stride+1])` for every whole stride in `data`.
     init(data: [Double], stride: Int, nodeSize: Int) {
         let n = data.count / stride
@@ -42,11 +46,15 @@ struct ClusterKDTree: Sendable {
         var result: [Int] = []
         ids.withUnsafeBufferPointer { ids in
             coords.withUnsafeBufferPointer { coords in
-                var stack: [Int] = [0, ids.count - 1, 0]
-                while !stack.isEmpty {
-                    let axis = stack.removeLast()
-                    let right = stack.removeLast()
-                    let left = stack.removeLast()
+              withUnsafeTemporaryAllocation(of: Int.self, capacity: Self.stackCapacity) { stack in
+                var sp = 0
+                @inline(__always) func push(_ l: Int, _ r: Int, _ a: Int) {
+                    stack[sp] = l; stack[sp + 1] = r; stack[sp + 2] = a; sp += 3
+                }
+                push(0, ids.count - 1, 0)
+                while sp > 0 {
+                    sp -= 3
+                    let left = stack[sp], right = stack[sp + 1], axis = stack[sp + 2]
                     if right - left <= nodeSize {
                         if left <= right {
                             for i in left...right {
@@ -60,12 +68,13 @@ struct ClusterKDTree: Sendable {
                     let x = Double(coords[2 * m]), y = Double(coords[2 * m + 1])
                     if x >= minX && x <= maxX && y >= minY && y <= maxY { result.append(Int(ids[m])) }
                     if axis == 0 ? minX <= x : minY <= y {
-                        stack.append(left); stack.append(m - 1); stack.append(1 - axis)
+                        push(left, m - 1, 1 - axis)
                     }
                     if axis == 0 ? maxX >= x : maxY >= y {
-                        stack.append(m + 1); stack.append(right); stack.append(1 - axis)
+                        push(m + 1, right, 1 - axis)
                     }
                 }
+              }
             }
         }
         return result
@@ -84,12 +93,15 @@ struct ClusterKDTree: Sendable {
         let r2 = r * r
         ids.withUnsafeBufferPointer { ids in
             coords.withUnsafeBufferPointer { coords in
-                var stack: [Int] = [0, ids.count - 1, 0]
-                stack.reserveCapacity(96)
-                while !stack.isEmpty {
-                    let axis = stack.removeLast()
-                    let right = stack.removeLast()
-                    let left = stack.removeLast()
+              withUnsafeTemporaryAllocation(of: Int.self, capacity: Self.stackCapacity) { stack in
+                var sp = 0
+                @inline(__always) func push(_ l: Int, _ r: Int, _ a: Int) {
+                    stack[sp] = l; stack[sp + 1] = r; stack[sp + 2] = a; sp += 3
+                }
+                push(0, ids.count - 1, 0)
+                while sp > 0 {
+                    sp -= 3
+                    let left = stack[sp], right = stack[sp + 1], axis = stack[sp + 2]
                     if right - left <= nodeSize {
                         if left <= right {
                             for i in left...right {
@@ -104,12 +116,13 @@ struct ClusterKDTree: Sendable {
                     let dx = x - qx, dy = y - qy
                     if dx * dx + dy * dy <= r2 { body(Int(ids[m])) }
                     if axis == 0 ? qx - r <= x : qy - r <= y {
-                        stack.append(left); stack.append(m - 1); stack.append(1 - axis)
+                        push(left, m - 1, 1 - axis)
                     }
                     if axis == 0 ? qx + r >= x : qy + r >= y {
-                        stack.append(m + 1); stack.append(right); stack.append(1 - axis)
+                        push(m + 1, right, 1 - axis)
                     }
                 }
+              }
             }
         }
     }
