@@ -1,3 +1,4 @@
+import MarkerdCore  // PinStyle, once the core lands (see PinStyle.swift)
 private import CCairo
 #if canImport(Glibc)
 private import Glibc  // acos, sin, cos
@@ -11,8 +12,9 @@ extension PinStyle {
     ///
     /// The sprite is `S = round(48 x scale x density)` px high (clamped to 4...1024) and S px
     /// wide, or wider (by an even number of px, so the tip stays at the centre) when the label
-    /// needs the room, as MapConductor does. The tip is at (width / 2, S - 0.5 x S / 48) in device px: in
-    /// the bottom row of pixels, between the two middle columns.
+    /// needs the room, as MapConductor does. The tip is at (width / 2, S - 0.5 x S / 48) in
+    /// device px: in the bottom row of pixels, between the two middle columns. The outline is at
+    /// most S / 8 px wide.
     ///
     /// Shape (48-unit design space, scaled by S / 48): head circle of radius 15 centred at
     /// (24, 16.5), tip at (24, 47.5), joined by the two tangents from the tip to the circle

@@ -1,3 +1,4 @@
+import MarkerdCore  // PinStyle, once the core lands (see PinStyle.swift)
 private import Synchronization
 
 /// Pin sprites by (normalized style, density), each drawn once and then shared. Thread-safe.

@@ -1,4 +1,5 @@
 import Foundation
+import MarkerdCore
 import MarkerdRender
 import Testing
 

@@ -1,0 +1,52 @@
+// Small numeric helpers private to the clustering code (the core engineer will unify the
+// Web Mercator helpers later). libc is imported only for sin/log/exp/atan/sqrt: the Swift
+// standard library has no transcendental functions, and Foundation is not needed.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Namespace for the clustering module's private math (named to avoid colliding with MarkerdCore's own helpers).
+enum ClusterMath {
+    /// Longitude (degrees) to x in [0, 1] (supercluster's `lngX`).
+    @inline(__always)
+    static func lngX(_ lng: Double) -> Double { lng / 360 + 0.5 }
+
+    /// Latitude (degrees) to y in [0, 1], north at 0, clamped (supercluster's `latY`).
+    @inline(__always)
+    static func latY(_ lat: Double) -> Double {
+        let s = sin(lat * Double.pi / 180)
+        let y = 0.5 - 0.25 * log((1 + s) / (1 - s)) / Double.pi
+        return y < 0 ? 0 : (y > 1 ? 1 : y)
+    }
+
+    /// x in [0, 1] back to longitude (supercluster's `xLng`).
+    @inline(__always)
+    static func xLng(_ x: Double) -> Double { (x - 0.5) * 360 }
+
+    /// y in [0, 1] back to latitude (supercluster's `yLat`).
+    @inline(__always)
+    static func yLat(_ y: Double) -> Double {
+        let y2 = (180 - y * 360) * Double.pi / 180
+        return 360 * atan(exp(y2)) / Double.pi - 90
+    }
+
+    /// JavaScript `Math.round`: nearest integer, halves rounded toward +infinity.
+    @inline(__always)
+    static func jsRound(_ x: Double) -> Double {
+        let f = x.rounded(.down)
+        return x - f >= 0.5 ? f + 1 : f
+    }
+
+    /// JavaScript `%` on numbers (truncating remainder, sign of the dividend).
+    @inline(__always)
+    static func jsRem(_ a: Double, _ b: Double) -> Double { a.truncatingRemainder(dividingBy: b) }
+
+    @inline(__always) static func ln(_ x: Double) -> Double { log(x) }
+    @inline(__always) static func expo(_ x: Double) -> Double { exp(x) }
+    @inline(__always) static func squareRoot(_ x: Double) -> Double { x.squareRoot() }
+    @inline(__always) static func log2Value(_ x: Double) -> Double { log2(x) }
+}
