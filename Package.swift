@@ -49,6 +49,9 @@ let package = Package(
         // A Swift client over the same RPC (markerctl, benchmarks, tests).
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 
+        // Shared by the test targets only: seeded RNG and SEED= handling.
+        .target(name: "MarkerdTestSupport"),
+
         // MARK: Executables
         .executableTarget(name: "markerd", dependencies: ["MarkerdServer"]),
         .executableTarget(name: "markerctl", dependencies: ["MarkerdClient", "MarkerdAPI"]),
@@ -59,15 +62,15 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "MarkerdCoreTests", dependencies: ["MarkerdCore"]),
-        .testTarget(name: "MarkerdAPITests", dependencies: ["MarkerdAPI"]),
-        .testTarget(name: "MarkerdTransportTests", dependencies: ["MarkerdTransport"]),
-        .testTarget(name: "MarkerdRenderTests", dependencies: ["MarkerdRender"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "MarkerdJournalTests", dependencies: ["MarkerdJournal"]),
-        .testTarget(name: "MarkerdServiceTests", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdCore"]),
+        .testTarget(name: "MarkerdCoreTests", dependencies: ["MarkerdTestSupport", "MarkerdCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "MarkerdAPITests", dependencies: ["MarkerdTestSupport", "MarkerdAPI"]),
+        .testTarget(name: "MarkerdTransportTests", dependencies: ["MarkerdTestSupport", "MarkerdTransport"]),
+        .testTarget(name: "MarkerdRenderTests", dependencies: ["MarkerdTestSupport", "MarkerdRender"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "MarkerdJournalTests", dependencies: ["MarkerdTestSupport", "MarkerdJournal"]),
+        .testTarget(name: "MarkerdServiceTests", dependencies: ["MarkerdTestSupport", "MarkerdService", "MarkerdAPI", "MarkerdCore"]),
         .testTarget(
             name: "MarkerdServerTests",
-            dependencies: ["MarkerdServer", "MarkerdService", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"]
+            dependencies: ["MarkerdTestSupport", "MarkerdServer", "MarkerdService", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"]
         ),
     ]
 )

@@ -1,3 +1,4 @@
+import MarkerdTestSupport
 import MarkerdAPI
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import MarkerdTestSupport
 import Testing
 @testable import MarkerdCore
 
@@ -119,22 +120,4 @@ import Testing
     }
 }
 
-/// Deterministic RNG for the randomized tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
-/// The seed of a randomized test: `SEED=` from the environment, else random; printed.
-func testSeed(_ name: String) -> UInt64 {
-    let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
-    print("\(name): SEED=\(seed)")
-    return seed
-}

@@ -1,3 +1,4 @@
+import MarkerdTestSupport
 import Testing
 @testable import MarkerdJournal
 

@@ -12,24 +12,6 @@ func makeTempDirectory(_ label: String = #function) -> String {
 
 func removeDirectory(_ dir: String) { try? FileManager.default.removeItem(atPath: dir) }
 
-/// Seed from SEED= or random; printed so a failure can be replayed.
-func testSeed(_ name: String = #function) -> UInt64 {
-    let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
-    print("\(name): SEED=\(seed)")
-    return seed
-}
-
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Deterministic payload for record `n`, `size` bytes (at least the label).
 func payload(_ n: UInt64, size: Int = 24) -> [UInt8] {

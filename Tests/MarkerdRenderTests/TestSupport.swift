@@ -1,3 +1,4 @@
+import MarkerdTestSupport
 import Foundation
 import MarkerdRender
 
@@ -33,25 +34,7 @@ func sourceOverOracle(_ s: SIMD4<UInt8>, _ d: SIMD4<UInt8>) -> SIMD4<UInt8> {
     return out
 }
 
-/// SplitMix64: small deterministic generator for seeded tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
-/// The seed from SEED=..., or a fresh one; printed so a failure can be replayed.
-func testSeed(_ name: String) -> UInt64 {
-    let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64(UInt32.max))
-    print("\(name): SEED=\(seed)")
-    return seed
-}
 
 /// A random valid premultiplied image (colour <= alpha), with some fully transparent and
 /// fully opaque pixels.

@@ -1,3 +1,4 @@
+import MarkerdTestSupport
 import Foundation
 import MarkerdAPI
 import MarkerdClient
@@ -57,9 +58,7 @@ struct ProcessTests {
 
     @Test("crash test: SIGKILL at seeded random moments loses no acknowledged write, batches all or nothing")
     func crashRecovery() throws {
-        let seed = ProcessInfo.processInfo.environment["SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
-        print("crashRecovery SEED=\(seed)")
-        var rng = SplitMix64(seed: seed)
+        var rng = SplitMix64(seed: testSeed("crashRecovery"))
         let rounds = Int(ProcessInfo.processInfo.environment["CRASH_ROUNDS"] ?? "") ?? 8
         let dir = TestServer.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -4,6 +4,7 @@ import MarkerdClient
 import MarkerdServer
 import MarkerdService
 import MarkerdTransport
+import MarkerdTestSupport
 import Testing
 
 @Suite("RPC over real NNG sockets")
@@ -175,9 +176,7 @@ struct RPCIntegrationTests {
         let bad = try send(env.serializedBytes())
         #expect(bad.code == .invalidArgument, "\(bad.message)")
         // Seeded random junk never crashes the server.
-        let seed = ProcessInfo.processInfo.environment["SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
-        print("malformedInput SEED=\(seed)")
-        var rng = SplitMix64(seed: seed)
+        var rng = SplitMix64(seed: testSeed("malformedInput"))
         for _ in 0..<300 {
             var bytes = good
             for _ in 0..<Int(rng.next() % 4 + 1) {
@@ -308,15 +307,3 @@ final class ErrorBox: @unchecked Sendable {
     var all: [String] { lock.lock(); defer { lock.unlock() }; return errors }
 }
 
-/// SplitMix64: a tiny seeded generator for replayable tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,3 +1,4 @@
+import MarkerdTestSupport
 import Dispatch
 import Foundation
 import Testing

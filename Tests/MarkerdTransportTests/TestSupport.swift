@@ -1,26 +1,9 @@
+import MarkerdTestSupport
 import Dispatch
 import Foundation
 import MarkerdTransport
 import Synchronization
 
-/// Deterministic RNG for randomised tests; seed printed, `SEED=` replays.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-func testSeed(_ name: String) -> UInt64 {
-    let seed = ProcessInfo.processInfo.environment["SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
-    print("\(name): SEED=\(seed)")
-    return seed
-}
 
 func uniqueName(_ prefix: String) -> String {
     "\(prefix)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
