@@ -51,7 +51,8 @@ class MarkerdClient:
 
     def __init__(self, url="tcp://127.0.0.1:7450", timeout_ms=10_000):
         self.pb = load_protos()
-        self.sock = pynng.Req0(dial=url, recv_timeout=timeout_ms, send_timeout=timeout_ms)
+        self.sock = pynng.Req0(recv_timeout=timeout_ms, send_timeout=timeout_ms)
+        self.sock.dial(url, block=False)  # connects (and reconnects) in the background
         self._ids = itertools.count(1)
 
     def close(self):
