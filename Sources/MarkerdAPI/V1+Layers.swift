@@ -12,6 +12,8 @@ extension V1 {
         public static let defaultMinMarkerCount: UInt32 = 2000
         /// The proto default of `tileSize`.
         public static let defaultTileSize: UInt32 = 256
+        /// The proto default of `debugOverlay`.
+        public static let defaultDebugOverlay: Bool = false
 
         /// nil: absent, meaning the default true (`defaultEnabled`).
         /// Proto field `enabled` = 1.
@@ -24,34 +26,72 @@ extension V1 {
         /// nil: absent, meaning the default 256 (`defaultTileSize`).
         /// Proto field `tile_size` = 3.
         public var tileSize: UInt32? = nil
+        /// Draw each tile's border and "z/x/y entries=N" over it (like MapConductor's debugTileOverlay).
+        /// nil: absent, meaning the default false (`defaultDebugOverlay`).
+        /// Proto field `debug_overlay` = 4.
+        public var debugOverlay: Bool? = nil
 
         public init() {}
 
         public init(
             enabled: Bool? = nil,
             minMarkerCount: UInt32? = nil,
-            tileSize: UInt32? = nil
+            tileSize: UInt32? = nil,
+            debugOverlay: Bool? = nil
         ) {
             self.enabled = enabled
             self.minMarkerCount = minMarkerCount
             self.tileSize = tileSize
+            self.debugOverlay = debugOverlay
         }
     }
 
-    /// Reserved for the clustering work; accepted and stored, not yet used.
+    /// How a layer clusters its markers (GetClusters, clustered point tiles, cluster raster tiles).
     public struct ClusteringOptions: ProtoMessage {
+        /// The proto default of `enabled`.
+        public static let defaultEnabled: Bool = false
+        /// The proto default of `radiusPx`.
+        public static let defaultRadiusPx: Float = 60
+        /// The proto default of `minPoints`.
+        public static let defaultMinPoints: UInt32 = 2
+        /// The proto default of `maxZoom`.
+        public static let defaultMaxZoom: UInt32 = 16
+        /// The proto default of `extent`.
+        public static let defaultExtent: UInt32 = 512
+        /// The proto default of `algorithm`.
+        public static let defaultAlgorithm: String = "grid"
+        /// The proto default of `raster`.
+        public static let defaultRaster: Bool = false
+
+        /// Default false: GetClusters still answers; `raster` needs it.
+        /// nil: absent, meaning the default false (`defaultEnabled`).
         /// Proto field `enabled` = 1.
         public var enabled: Bool? = nil
+        /// Cluster radius in px at each zoom. Default 60.
+        /// nil: absent, meaning the default 60 (`defaultRadiusPx`).
         /// Proto field `radius_px` = 2.
         public var radiusPx: Float? = nil
+        /// Smallest group shown as a cluster; smaller groups come back as markers. Default 2.
+        /// nil: absent, meaning the default 2 (`defaultMinPoints`).
         /// Proto field `min_points` = 3.
         public var minPoints: UInt32? = nil
+        /// Above this zoom nothing is clustered. Default 16.
+        /// nil: absent, meaning the default 16 (`defaultMaxZoom`).
         /// Proto field `max_zoom` = 4.
         public var maxZoom: UInt32? = nil
+        /// Tile extent the radius is measured in (as supercluster's `extent`). Default 512.
+        /// nil: absent, meaning the default 512 (`defaultExtent`).
         /// Proto field `extent` = 5.
         public var extent: UInt32? = nil
+        /// "grid" (default: follows every update incrementally) or "supercluster" (exactly
+        /// supercluster v8's clusters, rebuilt in the background after changes).
+        /// nil: absent, meaning the default "grid" (`defaultAlgorithm`).
         /// Proto field `algorithm` = 6.
         public var algorithm: String? = nil
+        /// Draw clusters into the raster tiles as count bubbles instead of every marker.
+        /// nil: absent, meaning the default false (`defaultRaster`).
+        /// Proto field `raster` = 7.
+        public var raster: Bool? = nil
 
         public init() {}
 
@@ -61,7 +101,8 @@ extension V1 {
             minPoints: UInt32? = nil,
             maxZoom: UInt32? = nil,
             extent: UInt32? = nil,
-            algorithm: String? = nil
+            algorithm: String? = nil,
+            raster: Bool? = nil
         ) {
             self.enabled = enabled
             self.radiusPx = radiusPx
@@ -69,6 +110,7 @@ extension V1 {
             self.maxZoom = maxZoom
             self.extent = extent
             self.algorithm = algorithm
+            self.raster = raster
         }
     }
 
@@ -337,7 +379,8 @@ extension V1.TilingOptions: CBridged {
         self.init(
             enabled: present(c.has_enabled, c.enabled),
             minMarkerCount: present(c.has_min_marker_count, c.min_marker_count),
-            tileSize: present(c.has_tile_size, c.tile_size)
+            tileSize: present(c.has_tile_size, c.tile_size),
+            debugOverlay: present(c.has_debug_overlay, c.debug_overlay)
         )
     }
 
@@ -347,6 +390,7 @@ extension V1.TilingOptions: CBridged {
         setOptional(self.enabled, &c.has_enabled, &c.enabled)
         setOptional(self.minMarkerCount, &c.has_min_marker_count, &c.min_marker_count)
         setOptional(self.tileSize, &c.has_tile_size, &c.tile_size)
+        setOptional(self.debugOverlay, &c.has_debug_overlay, &c.debug_overlay)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -366,7 +410,8 @@ extension V1.ClusteringOptions: CBridged {
             minPoints: present(c.has_min_points, c.min_points),
             maxZoom: present(c.has_max_zoom, c.max_zoom),
             extent: present(c.has_extent, c.extent),
-            algorithm: try swiftOptionalString(c.algorithm, "ClusteringOptions.algorithm")
+            algorithm: try swiftOptionalString(c.algorithm, "ClusteringOptions.algorithm"),
+            raster: present(c.has_raster, c.raster)
         )
     }
 
@@ -379,6 +424,7 @@ extension V1.ClusteringOptions: CBridged {
         setOptional(self.maxZoom, &c.has_max_zoom, &c.max_zoom)
         setOptional(self.extent, &c.has_extent, &c.extent)
         c.algorithm = arena.cString(self.algorithm)
+        setOptional(self.raster, &c.has_raster, &c.raster)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -49,6 +49,7 @@ enum LayerOptionsResolution {
         t.enabled = t.enabled ?? true
         t.minMarkerCount = t.minMarkerCount ?? 2000
         t.tileSize = t.tileSize ?? 256
+        t.debugOverlay = t.debugOverlay ?? false
         guard t.tileSize == 256 || t.tileSize == 512 else {
             throw .invalidArgument("options.tiling.tile_size \(t.tileSize!) is not 256 or 512")
         }
@@ -60,6 +61,7 @@ enum LayerOptionsResolution {
         c.maxZoom = c.maxZoom ?? 16
         c.extent = c.extent ?? 512
         c.algorithm = c.algorithm ?? "grid"
+        c.raster = c.raster ?? false
         guard c.radiusPx!.isFinite, c.radiusPx! > 0, c.radiusPx! <= 1024 else {
             throw .invalidArgument("options.clustering.radius_px \(c.radiusPx!) must be within (0, 1024]")
         }

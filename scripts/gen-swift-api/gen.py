@@ -32,6 +32,9 @@ FILES = {
     'Markers': ('V1+Markers.swift', 'Markers and the marker RPCs.'),
     'Spatial queries': ('V1+Queries.swift', 'Spatial queries: viewport and hit-test.'),
     'Drags': ('V1+Drags.swift', 'Drags: begin, move, end, cancel.'),
+    'Raster tiles and snapshots': ('V1+Tiles.swift', 'Raster tiles and map snapshots.'),
+    'Clustering': ('V1+Clusters.swift', 'Clustering: clusters, leaves, children, expansion zoom.'),
+    'Point-data (vector) tiles': ('V1+PointTiles.swift', 'Point-data (Mapbox Vector) tiles.'),
     'Administration': ('V1+Admin.swift', 'Administration: snapshots and server info.'),
     'Storage': ('V1+Storage.swift', 'On-disk formats (storage.proto): journal records and snapshot sections. Not part of the RPC API.'),
 }

@@ -2264,6 +2264,681 @@ void   markerd__v1__cancel_drag_response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__cancel_drag_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__get_tile_request__init
+                     (Markerd__V1__GetTileRequest         *message)
+{
+  static const Markerd__V1__GetTileRequest init_value = MARKERD__V1__GET_TILE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_tile_request__get_packed_size
+                     (const Markerd__V1__GetTileRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_tile_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_tile_request__pack
+                     (const Markerd__V1__GetTileRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_tile_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_tile_request__pack_to_buffer
+                     (const Markerd__V1__GetTileRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_tile_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetTileRequest *
+       markerd__v1__get_tile_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetTileRequest *)
+     protobuf_c_message_unpack (&markerd__v1__get_tile_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_tile_request__free_unpacked
+                     (Markerd__V1__GetTileRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_tile_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_tile_response__init
+                     (Markerd__V1__GetTileResponse         *message)
+{
+  static const Markerd__V1__GetTileResponse init_value = MARKERD__V1__GET_TILE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_tile_response__get_packed_size
+                     (const Markerd__V1__GetTileResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_tile_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_tile_response__pack
+                     (const Markerd__V1__GetTileResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_tile_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_tile_response__pack_to_buffer
+                     (const Markerd__V1__GetTileResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_tile_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetTileResponse *
+       markerd__v1__get_tile_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetTileResponse *)
+     protobuf_c_message_unpack (&markerd__v1__get_tile_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_tile_response__free_unpacked
+                     (Markerd__V1__GetTileResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_tile_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__render_snapshot_request__init
+                     (Markerd__V1__RenderSnapshotRequest         *message)
+{
+  static const Markerd__V1__RenderSnapshotRequest init_value = MARKERD__V1__RENDER_SNAPSHOT_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__render_snapshot_request__get_packed_size
+                     (const Markerd__V1__RenderSnapshotRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__render_snapshot_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__render_snapshot_request__pack
+                     (const Markerd__V1__RenderSnapshotRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__render_snapshot_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__render_snapshot_request__pack_to_buffer
+                     (const Markerd__V1__RenderSnapshotRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__render_snapshot_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__RenderSnapshotRequest *
+       markerd__v1__render_snapshot_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__RenderSnapshotRequest *)
+     protobuf_c_message_unpack (&markerd__v1__render_snapshot_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__render_snapshot_request__free_unpacked
+                     (Markerd__V1__RenderSnapshotRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__render_snapshot_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__render_snapshot_response__init
+                     (Markerd__V1__RenderSnapshotResponse         *message)
+{
+  static const Markerd__V1__RenderSnapshotResponse init_value = MARKERD__V1__RENDER_SNAPSHOT_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__render_snapshot_response__get_packed_size
+                     (const Markerd__V1__RenderSnapshotResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__render_snapshot_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__render_snapshot_response__pack
+                     (const Markerd__V1__RenderSnapshotResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__render_snapshot_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__render_snapshot_response__pack_to_buffer
+                     (const Markerd__V1__RenderSnapshotResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__render_snapshot_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__RenderSnapshotResponse *
+       markerd__v1__render_snapshot_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__RenderSnapshotResponse *)
+     protobuf_c_message_unpack (&markerd__v1__render_snapshot_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__render_snapshot_response__free_unpacked
+                     (Markerd__V1__RenderSnapshotResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__render_snapshot_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__cluster__init
+                     (Markerd__V1__Cluster         *message)
+{
+  static const Markerd__V1__Cluster init_value = MARKERD__V1__CLUSTER__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__cluster__get_packed_size
+                     (const Markerd__V1__Cluster *message)
+{
+  assert(message->base.descriptor == &markerd__v1__cluster__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__cluster__pack
+                     (const Markerd__V1__Cluster *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__cluster__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__cluster__pack_to_buffer
+                     (const Markerd__V1__Cluster *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__cluster__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__Cluster *
+       markerd__v1__cluster__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__Cluster *)
+     protobuf_c_message_unpack (&markerd__v1__cluster__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__cluster__free_unpacked
+                     (Markerd__V1__Cluster *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__cluster__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_clusters_request__init
+                     (Markerd__V1__GetClustersRequest         *message)
+{
+  static const Markerd__V1__GetClustersRequest init_value = MARKERD__V1__GET_CLUSTERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_clusters_request__get_packed_size
+                     (const Markerd__V1__GetClustersRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_clusters_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_clusters_request__pack
+                     (const Markerd__V1__GetClustersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_clusters_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_clusters_request__pack_to_buffer
+                     (const Markerd__V1__GetClustersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_clusters_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetClustersRequest *
+       markerd__v1__get_clusters_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetClustersRequest *)
+     protobuf_c_message_unpack (&markerd__v1__get_clusters_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_clusters_request__free_unpacked
+                     (Markerd__V1__GetClustersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_clusters_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_clusters_response__init
+                     (Markerd__V1__GetClustersResponse         *message)
+{
+  static const Markerd__V1__GetClustersResponse init_value = MARKERD__V1__GET_CLUSTERS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_clusters_response__get_packed_size
+                     (const Markerd__V1__GetClustersResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_clusters_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_clusters_response__pack
+                     (const Markerd__V1__GetClustersResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_clusters_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_clusters_response__pack_to_buffer
+                     (const Markerd__V1__GetClustersResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_clusters_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetClustersResponse *
+       markerd__v1__get_clusters_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetClustersResponse *)
+     protobuf_c_message_unpack (&markerd__v1__get_clusters_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_clusters_response__free_unpacked
+                     (Markerd__V1__GetClustersResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_clusters_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_cluster_leaves_request__init
+                     (Markerd__V1__GetClusterLeavesRequest         *message)
+{
+  static const Markerd__V1__GetClusterLeavesRequest init_value = MARKERD__V1__GET_CLUSTER_LEAVES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_cluster_leaves_request__get_packed_size
+                     (const Markerd__V1__GetClusterLeavesRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_leaves_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_cluster_leaves_request__pack
+                     (const Markerd__V1__GetClusterLeavesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_leaves_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_cluster_leaves_request__pack_to_buffer
+                     (const Markerd__V1__GetClusterLeavesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_leaves_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetClusterLeavesRequest *
+       markerd__v1__get_cluster_leaves_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetClusterLeavesRequest *)
+     protobuf_c_message_unpack (&markerd__v1__get_cluster_leaves_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_cluster_leaves_request__free_unpacked
+                     (Markerd__V1__GetClusterLeavesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_cluster_leaves_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_cluster_leaves_response__init
+                     (Markerd__V1__GetClusterLeavesResponse         *message)
+{
+  static const Markerd__V1__GetClusterLeavesResponse init_value = MARKERD__V1__GET_CLUSTER_LEAVES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_cluster_leaves_response__get_packed_size
+                     (const Markerd__V1__GetClusterLeavesResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_leaves_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_cluster_leaves_response__pack
+                     (const Markerd__V1__GetClusterLeavesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_leaves_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_cluster_leaves_response__pack_to_buffer
+                     (const Markerd__V1__GetClusterLeavesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_leaves_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetClusterLeavesResponse *
+       markerd__v1__get_cluster_leaves_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetClusterLeavesResponse *)
+     protobuf_c_message_unpack (&markerd__v1__get_cluster_leaves_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_cluster_leaves_response__free_unpacked
+                     (Markerd__V1__GetClusterLeavesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_cluster_leaves_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_cluster_children_request__init
+                     (Markerd__V1__GetClusterChildrenRequest         *message)
+{
+  static const Markerd__V1__GetClusterChildrenRequest init_value = MARKERD__V1__GET_CLUSTER_CHILDREN_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_cluster_children_request__get_packed_size
+                     (const Markerd__V1__GetClusterChildrenRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_children_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_cluster_children_request__pack
+                     (const Markerd__V1__GetClusterChildrenRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_children_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_cluster_children_request__pack_to_buffer
+                     (const Markerd__V1__GetClusterChildrenRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_children_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetClusterChildrenRequest *
+       markerd__v1__get_cluster_children_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetClusterChildrenRequest *)
+     protobuf_c_message_unpack (&markerd__v1__get_cluster_children_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_cluster_children_request__free_unpacked
+                     (Markerd__V1__GetClusterChildrenRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_cluster_children_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_cluster_children_response__init
+                     (Markerd__V1__GetClusterChildrenResponse         *message)
+{
+  static const Markerd__V1__GetClusterChildrenResponse init_value = MARKERD__V1__GET_CLUSTER_CHILDREN_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_cluster_children_response__get_packed_size
+                     (const Markerd__V1__GetClusterChildrenResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_children_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_cluster_children_response__pack
+                     (const Markerd__V1__GetClusterChildrenResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_children_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_cluster_children_response__pack_to_buffer
+                     (const Markerd__V1__GetClusterChildrenResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_children_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetClusterChildrenResponse *
+       markerd__v1__get_cluster_children_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetClusterChildrenResponse *)
+     protobuf_c_message_unpack (&markerd__v1__get_cluster_children_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_cluster_children_response__free_unpacked
+                     (Markerd__V1__GetClusterChildrenResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_cluster_children_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_cluster_expansion_zoom_request__init
+                     (Markerd__V1__GetClusterExpansionZoomRequest         *message)
+{
+  static const Markerd__V1__GetClusterExpansionZoomRequest init_value = MARKERD__V1__GET_CLUSTER_EXPANSION_ZOOM_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_cluster_expansion_zoom_request__get_packed_size
+                     (const Markerd__V1__GetClusterExpansionZoomRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_expansion_zoom_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_cluster_expansion_zoom_request__pack
+                     (const Markerd__V1__GetClusterExpansionZoomRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_expansion_zoom_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_cluster_expansion_zoom_request__pack_to_buffer
+                     (const Markerd__V1__GetClusterExpansionZoomRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_expansion_zoom_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetClusterExpansionZoomRequest *
+       markerd__v1__get_cluster_expansion_zoom_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetClusterExpansionZoomRequest *)
+     protobuf_c_message_unpack (&markerd__v1__get_cluster_expansion_zoom_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_cluster_expansion_zoom_request__free_unpacked
+                     (Markerd__V1__GetClusterExpansionZoomRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_cluster_expansion_zoom_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_cluster_expansion_zoom_response__init
+                     (Markerd__V1__GetClusterExpansionZoomResponse         *message)
+{
+  static const Markerd__V1__GetClusterExpansionZoomResponse init_value = MARKERD__V1__GET_CLUSTER_EXPANSION_ZOOM_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_cluster_expansion_zoom_response__get_packed_size
+                     (const Markerd__V1__GetClusterExpansionZoomResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_expansion_zoom_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_cluster_expansion_zoom_response__pack
+                     (const Markerd__V1__GetClusterExpansionZoomResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_expansion_zoom_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_cluster_expansion_zoom_response__pack_to_buffer
+                     (const Markerd__V1__GetClusterExpansionZoomResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_cluster_expansion_zoom_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetClusterExpansionZoomResponse *
+       markerd__v1__get_cluster_expansion_zoom_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetClusterExpansionZoomResponse *)
+     protobuf_c_message_unpack (&markerd__v1__get_cluster_expansion_zoom_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_cluster_expansion_zoom_response__free_unpacked
+                     (Markerd__V1__GetClusterExpansionZoomResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_cluster_expansion_zoom_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_point_tile_request__init
+                     (Markerd__V1__GetPointTileRequest         *message)
+{
+  static const Markerd__V1__GetPointTileRequest init_value = MARKERD__V1__GET_POINT_TILE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_point_tile_request__get_packed_size
+                     (const Markerd__V1__GetPointTileRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_point_tile_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_point_tile_request__pack
+                     (const Markerd__V1__GetPointTileRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_point_tile_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_point_tile_request__pack_to_buffer
+                     (const Markerd__V1__GetPointTileRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_point_tile_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetPointTileRequest *
+       markerd__v1__get_point_tile_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetPointTileRequest *)
+     protobuf_c_message_unpack (&markerd__v1__get_point_tile_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_point_tile_request__free_unpacked
+                     (Markerd__V1__GetPointTileRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_point_tile_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_point_tile_response__init
+                     (Markerd__V1__GetPointTileResponse         *message)
+{
+  static const Markerd__V1__GetPointTileResponse init_value = MARKERD__V1__GET_POINT_TILE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_point_tile_response__get_packed_size
+                     (const Markerd__V1__GetPointTileResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_point_tile_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_point_tile_response__pack
+                     (const Markerd__V1__GetPointTileResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_point_tile_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_point_tile_response__pack_to_buffer
+                     (const Markerd__V1__GetPointTileResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_point_tile_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetPointTileResponse *
+       markerd__v1__get_point_tile_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetPointTileResponse *)
+     protobuf_c_message_unpack (&markerd__v1__get_point_tile_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_point_tile_response__free_unpacked
+                     (Markerd__V1__GetPointTileResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_point_tile_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__create_snapshot_request__init
                      (Markerd__V1__CreateSnapshotRequest         *message)
 {
@@ -2806,7 +3481,8 @@ const ProtobufCMessageDescriptor markerd__v1__anchor__descriptor =
 static const protobuf_c_boolean markerd__v1__tiling_options__enabled__default_value = 1;
 static const uint32_t markerd__v1__tiling_options__min_marker_count__default_value = 2000u;
 static const uint32_t markerd__v1__tiling_options__tile_size__default_value = 256u;
-static const ProtobufCFieldDescriptor markerd__v1__tiling_options__field_descriptors[3] =
+static const protobuf_c_boolean markerd__v1__tiling_options__debug_overlay__default_value = 0;
+static const ProtobufCFieldDescriptor markerd__v1__tiling_options__field_descriptors[4] =
 {
   {
     "enabled",
@@ -2844,8 +3520,21 @@ static const ProtobufCFieldDescriptor markerd__v1__tiling_options__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "debug_overlay",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__TilingOptions, has_debug_overlay),
+    offsetof(Markerd__V1__TilingOptions, debug_overlay),
+    NULL,
+    &markerd__v1__tiling_options__debug_overlay__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__tiling_options__field_indices_by_name[] = {
+  3,   /* field[3] = debug_overlay */
   0,   /* field[0] = enabled */
   1,   /* field[1] = min_marker_count */
   2,   /* field[2] = tile_size */
@@ -2853,7 +3542,7 @@ static const unsigned markerd__v1__tiling_options__field_indices_by_name[] = {
 static const ProtobufCIntRange markerd__v1__tiling_options__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__tiling_options__descriptor =
 {
@@ -2863,14 +3552,21 @@ const ProtobufCMessageDescriptor markerd__v1__tiling_options__descriptor =
   "Markerd__V1__TilingOptions",
   "markerd.v1",
   sizeof(Markerd__V1__TilingOptions),
-  3,
+  4,
   markerd__v1__tiling_options__field_descriptors,
   markerd__v1__tiling_options__field_indices_by_name,
   1,  markerd__v1__tiling_options__number_ranges,
   (ProtobufCMessageInit) markerd__v1__tiling_options__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_descriptors[6] =
+char markerd__v1__clustering_options__algorithm__default_value[] = "grid";
+static const protobuf_c_boolean markerd__v1__clustering_options__enabled__default_value = 0;
+static const float markerd__v1__clustering_options__radius_px__default_value = 60;
+static const uint32_t markerd__v1__clustering_options__min_points__default_value = 2u;
+static const uint32_t markerd__v1__clustering_options__max_zoom__default_value = 16u;
+static const uint32_t markerd__v1__clustering_options__extent__default_value = 512u;
+static const protobuf_c_boolean markerd__v1__clustering_options__raster__default_value = 0;
+static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_descriptors[7] =
 {
   {
     "enabled",
@@ -2880,7 +3576,7 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     offsetof(Markerd__V1__ClusteringOptions, has_enabled),
     offsetof(Markerd__V1__ClusteringOptions, enabled),
     NULL,
-    NULL,
+    &markerd__v1__clustering_options__enabled__default_value,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -2892,7 +3588,7 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     offsetof(Markerd__V1__ClusteringOptions, has_radius_px),
     offsetof(Markerd__V1__ClusteringOptions, radius_px),
     NULL,
-    NULL,
+    &markerd__v1__clustering_options__radius_px__default_value,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -2904,7 +3600,7 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     offsetof(Markerd__V1__ClusteringOptions, has_min_points),
     offsetof(Markerd__V1__ClusteringOptions, min_points),
     NULL,
-    NULL,
+    &markerd__v1__clustering_options__min_points__default_value,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -2916,7 +3612,7 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     offsetof(Markerd__V1__ClusteringOptions, has_max_zoom),
     offsetof(Markerd__V1__ClusteringOptions, max_zoom),
     NULL,
-    NULL,
+    &markerd__v1__clustering_options__max_zoom__default_value,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -2928,7 +3624,7 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     offsetof(Markerd__V1__ClusteringOptions, has_extent),
     offsetof(Markerd__V1__ClusteringOptions, extent),
     NULL,
-    NULL,
+    &markerd__v1__clustering_options__extent__default_value,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -2940,7 +3636,19 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     0,   /* quantifier_offset */
     offsetof(Markerd__V1__ClusteringOptions, algorithm),
     NULL,
+    &markerd__v1__clustering_options__algorithm__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "raster",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__ClusteringOptions, has_raster),
+    offsetof(Markerd__V1__ClusteringOptions, raster),
     NULL,
+    &markerd__v1__clustering_options__raster__default_value,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
@@ -2952,11 +3660,12 @@ static const unsigned markerd__v1__clustering_options__field_indices_by_name[] =
   3,   /* field[3] = max_zoom */
   2,   /* field[2] = min_points */
   1,   /* field[1] = radius_px */
+  6,   /* field[6] = raster */
 };
 static const ProtobufCIntRange markerd__v1__clustering_options__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor =
 {
@@ -2966,7 +3675,7 @@ const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor =
   "Markerd__V1__ClusteringOptions",
   "markerd.v1",
   sizeof(Markerd__V1__ClusteringOptions),
-  6,
+  7,
   markerd__v1__clustering_options__field_descriptors,
   markerd__v1__clustering_options__field_indices_by_name,
   1,  markerd__v1__clustering_options__number_ranges,
@@ -5617,6 +6326,1124 @@ const ProtobufCMessageDescriptor markerd__v1__cancel_drag_response__descriptor =
   (ProtobufCMessageInit) markerd__v1__cancel_drag_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor markerd__v1__get_tile_request__field_descriptors[7] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetTileRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "z",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetTileRequest, has_z),
+    offsetof(Markerd__V1__GetTileRequest, z),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "x",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetTileRequest, has_x),
+    offsetof(Markerd__V1__GetTileRequest, x),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "y",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetTileRequest, has_y),
+    offsetof(Markerd__V1__GetTileRequest, y),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "tile_size",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetTileRequest, has_tile_size),
+    offsetof(Markerd__V1__GetTileRequest, tile_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "density",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetTileRequest, has_density),
+    offsetof(Markerd__V1__GetTileRequest, density),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "known_version",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetTileRequest, has_known_version),
+    offsetof(Markerd__V1__GetTileRequest, known_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_tile_request__field_indices_by_name[] = {
+  5,   /* field[5] = density */
+  6,   /* field[6] = known_version */
+  0,   /* field[0] = layer_id */
+  4,   /* field[4] = tile_size */
+  2,   /* field[2] = x */
+  3,   /* field[3] = y */
+  1,   /* field[1] = z */
+};
+static const ProtobufCIntRange markerd__v1__get_tile_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_tile_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetTileRequest",
+  "GetTileRequest",
+  "Markerd__V1__GetTileRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetTileRequest),
+  7,
+  markerd__v1__get_tile_request__field_descriptors,
+  markerd__v1__get_tile_request__field_indices_by_name,
+  1,  markerd__v1__get_tile_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_tile_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_tile_response__field_descriptors[4] =
+{
+  {
+    "png",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Markerd__V1__GetTileResponse, has_png),
+    offsetof(Markerd__V1__GetTileResponse, png),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetTileResponse, has_version),
+    offsetof(Markerd__V1__GetTileResponse, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "not_modified",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__GetTileResponse, has_not_modified),
+    offsetof(Markerd__V1__GetTileResponse, not_modified),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "empty",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__GetTileResponse, has_empty),
+    offsetof(Markerd__V1__GetTileResponse, empty),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_tile_response__field_indices_by_name[] = {
+  3,   /* field[3] = empty */
+  2,   /* field[2] = not_modified */
+  0,   /* field[0] = png */
+  1,   /* field[1] = version */
+};
+static const ProtobufCIntRange markerd__v1__get_tile_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_tile_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetTileResponse",
+  "GetTileResponse",
+  "Markerd__V1__GetTileResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetTileResponse),
+  4,
+  markerd__v1__get_tile_response__field_descriptors,
+  markerd__v1__get_tile_response__field_indices_by_name,
+  1,  markerd__v1__get_tile_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_tile_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__render_snapshot_request__field_descriptors[6] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__RenderSnapshotRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "center",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__RenderSnapshotRequest, center),
+    &markerd__v1__lat_lng__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "zoom",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Markerd__V1__RenderSnapshotRequest, has_zoom),
+    offsetof(Markerd__V1__RenderSnapshotRequest, zoom),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "width",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__RenderSnapshotRequest, has_width),
+    offsetof(Markerd__V1__RenderSnapshotRequest, width),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "height",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__RenderSnapshotRequest, has_height),
+    offsetof(Markerd__V1__RenderSnapshotRequest, height),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "density",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__RenderSnapshotRequest, has_density),
+    offsetof(Markerd__V1__RenderSnapshotRequest, density),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__render_snapshot_request__field_indices_by_name[] = {
+  1,   /* field[1] = center */
+  5,   /* field[5] = density */
+  4,   /* field[4] = height */
+  0,   /* field[0] = layer_id */
+  3,   /* field[3] = width */
+  2,   /* field[2] = zoom */
+};
+static const ProtobufCIntRange markerd__v1__render_snapshot_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor markerd__v1__render_snapshot_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.RenderSnapshotRequest",
+  "RenderSnapshotRequest",
+  "Markerd__V1__RenderSnapshotRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__RenderSnapshotRequest),
+  6,
+  markerd__v1__render_snapshot_request__field_descriptors,
+  markerd__v1__render_snapshot_request__field_indices_by_name,
+  1,  markerd__v1__render_snapshot_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__render_snapshot_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__render_snapshot_response__field_descriptors[3] =
+{
+  {
+    "png",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Markerd__V1__RenderSnapshotResponse, has_png),
+    offsetof(Markerd__V1__RenderSnapshotResponse, png),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__RenderSnapshotResponse, has_layer_version),
+    offsetof(Markerd__V1__RenderSnapshotResponse, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "markers_drawn",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__RenderSnapshotResponse, has_markers_drawn),
+    offsetof(Markerd__V1__RenderSnapshotResponse, markers_drawn),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__render_snapshot_response__field_indices_by_name[] = {
+  1,   /* field[1] = layer_version */
+  2,   /* field[2] = markers_drawn */
+  0,   /* field[0] = png */
+};
+static const ProtobufCIntRange markerd__v1__render_snapshot_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__render_snapshot_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.RenderSnapshotResponse",
+  "RenderSnapshotResponse",
+  "Markerd__V1__RenderSnapshotResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__RenderSnapshotResponse),
+  3,
+  markerd__v1__render_snapshot_response__field_descriptors,
+  markerd__v1__render_snapshot_response__field_indices_by_name,
+  1,  markerd__v1__render_snapshot_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__render_snapshot_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__cluster__field_descriptors[5] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__Cluster, has_id),
+    offsetof(Markerd__V1__Cluster, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "count",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__Cluster, has_count),
+    offsetof(Markerd__V1__Cluster, count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "position",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Cluster, position),
+    &markerd__v1__lat_lng__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bounds",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Cluster, bounds),
+    &markerd__v1__bounds__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expansion_zoom",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__Cluster, has_expansion_zoom),
+    offsetof(Markerd__V1__Cluster, expansion_zoom),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__cluster__field_indices_by_name[] = {
+  3,   /* field[3] = bounds */
+  1,   /* field[1] = count */
+  4,   /* field[4] = expansion_zoom */
+  0,   /* field[0] = id */
+  2,   /* field[2] = position */
+};
+static const ProtobufCIntRange markerd__v1__cluster__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor markerd__v1__cluster__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.Cluster",
+  "Cluster",
+  "Markerd__V1__Cluster",
+  "markerd.v1",
+  sizeof(Markerd__V1__Cluster),
+  5,
+  markerd__v1__cluster__field_descriptors,
+  markerd__v1__cluster__field_indices_by_name,
+  1,  markerd__v1__cluster__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__cluster__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_clusters_request__field_descriptors[3] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClustersRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bounds",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClustersRequest, bounds),
+    &markerd__v1__bounds__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "zoom",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Markerd__V1__GetClustersRequest, has_zoom),
+    offsetof(Markerd__V1__GetClustersRequest, zoom),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_clusters_request__field_indices_by_name[] = {
+  1,   /* field[1] = bounds */
+  0,   /* field[0] = layer_id */
+  2,   /* field[2] = zoom */
+};
+static const ProtobufCIntRange markerd__v1__get_clusters_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_clusters_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetClustersRequest",
+  "GetClustersRequest",
+  "Markerd__V1__GetClustersRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetClustersRequest),
+  3,
+  markerd__v1__get_clusters_request__field_descriptors,
+  markerd__v1__get_clusters_request__field_indices_by_name,
+  1,  markerd__v1__get_clusters_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_clusters_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_clusters_response__field_descriptors[4] =
+{
+  {
+    "clusters",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__GetClustersResponse, n_clusters),
+    offsetof(Markerd__V1__GetClustersResponse, clusters),
+    &markerd__v1__cluster__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "markers",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__GetClustersResponse, n_markers),
+    offsetof(Markerd__V1__GetClustersResponse, markers),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetClustersResponse, has_layer_version),
+    offsetof(Markerd__V1__GetClustersResponse, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "algorithm",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClustersResponse, algorithm),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_clusters_response__field_indices_by_name[] = {
+  3,   /* field[3] = algorithm */
+  0,   /* field[0] = clusters */
+  2,   /* field[2] = layer_version */
+  1,   /* field[1] = markers */
+};
+static const ProtobufCIntRange markerd__v1__get_clusters_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_clusters_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetClustersResponse",
+  "GetClustersResponse",
+  "Markerd__V1__GetClustersResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetClustersResponse),
+  4,
+  markerd__v1__get_clusters_response__field_descriptors,
+  markerd__v1__get_clusters_response__field_indices_by_name,
+  1,  markerd__v1__get_clusters_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_clusters_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const uint32_t markerd__v1__get_cluster_leaves_request__limit__default_value = 10u;
+static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_request__field_descriptors[4] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClusterLeavesRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cluster_id",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetClusterLeavesRequest, has_cluster_id),
+    offsetof(Markerd__V1__GetClusterLeavesRequest, cluster_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "limit",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetClusterLeavesRequest, has_limit),
+    offsetof(Markerd__V1__GetClusterLeavesRequest, limit),
+    NULL,
+    &markerd__v1__get_cluster_leaves_request__limit__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "offset",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetClusterLeavesRequest, has_offset),
+    offsetof(Markerd__V1__GetClusterLeavesRequest, offset),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_cluster_leaves_request__field_indices_by_name[] = {
+  1,   /* field[1] = cluster_id */
+  0,   /* field[0] = layer_id */
+  2,   /* field[2] = limit */
+  3,   /* field[3] = offset */
+};
+static const ProtobufCIntRange markerd__v1__get_cluster_leaves_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetClusterLeavesRequest",
+  "GetClusterLeavesRequest",
+  "Markerd__V1__GetClusterLeavesRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetClusterLeavesRequest),
+  4,
+  markerd__v1__get_cluster_leaves_request__field_descriptors,
+  markerd__v1__get_cluster_leaves_request__field_indices_by_name,
+  1,  markerd__v1__get_cluster_leaves_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_cluster_leaves_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_response__field_descriptors[2] =
+{
+  {
+    "markers",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__GetClusterLeavesResponse, n_markers),
+    offsetof(Markerd__V1__GetClusterLeavesResponse, markers),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetClusterLeavesResponse, has_layer_version),
+    offsetof(Markerd__V1__GetClusterLeavesResponse, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_cluster_leaves_response__field_indices_by_name[] = {
+  1,   /* field[1] = layer_version */
+  0,   /* field[0] = markers */
+};
+static const ProtobufCIntRange markerd__v1__get_cluster_leaves_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetClusterLeavesResponse",
+  "GetClusterLeavesResponse",
+  "Markerd__V1__GetClusterLeavesResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetClusterLeavesResponse),
+  2,
+  markerd__v1__get_cluster_leaves_response__field_descriptors,
+  markerd__v1__get_cluster_leaves_response__field_indices_by_name,
+  1,  markerd__v1__get_cluster_leaves_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_cluster_leaves_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_cluster_children_request__field_descriptors[2] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClusterChildrenRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cluster_id",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetClusterChildrenRequest, has_cluster_id),
+    offsetof(Markerd__V1__GetClusterChildrenRequest, cluster_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_cluster_children_request__field_indices_by_name[] = {
+  1,   /* field[1] = cluster_id */
+  0,   /* field[0] = layer_id */
+};
+static const ProtobufCIntRange markerd__v1__get_cluster_children_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_cluster_children_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetClusterChildrenRequest",
+  "GetClusterChildrenRequest",
+  "Markerd__V1__GetClusterChildrenRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetClusterChildrenRequest),
+  2,
+  markerd__v1__get_cluster_children_request__field_descriptors,
+  markerd__v1__get_cluster_children_request__field_indices_by_name,
+  1,  markerd__v1__get_cluster_children_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_cluster_children_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_cluster_children_response__field_descriptors[3] =
+{
+  {
+    "clusters",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__GetClusterChildrenResponse, n_clusters),
+    offsetof(Markerd__V1__GetClusterChildrenResponse, clusters),
+    &markerd__v1__cluster__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "markers",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__GetClusterChildrenResponse, n_markers),
+    offsetof(Markerd__V1__GetClusterChildrenResponse, markers),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetClusterChildrenResponse, has_layer_version),
+    offsetof(Markerd__V1__GetClusterChildrenResponse, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_cluster_children_response__field_indices_by_name[] = {
+  0,   /* field[0] = clusters */
+  2,   /* field[2] = layer_version */
+  1,   /* field[1] = markers */
+};
+static const ProtobufCIntRange markerd__v1__get_cluster_children_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_cluster_children_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetClusterChildrenResponse",
+  "GetClusterChildrenResponse",
+  "Markerd__V1__GetClusterChildrenResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetClusterChildrenResponse),
+  3,
+  markerd__v1__get_cluster_children_response__field_descriptors,
+  markerd__v1__get_cluster_children_response__field_indices_by_name,
+  1,  markerd__v1__get_cluster_children_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_cluster_children_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_cluster_expansion_zoom_request__field_descriptors[2] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClusterExpansionZoomRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cluster_id",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetClusterExpansionZoomRequest, has_cluster_id),
+    offsetof(Markerd__V1__GetClusterExpansionZoomRequest, cluster_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_cluster_expansion_zoom_request__field_indices_by_name[] = {
+  1,   /* field[1] = cluster_id */
+  0,   /* field[0] = layer_id */
+};
+static const ProtobufCIntRange markerd__v1__get_cluster_expansion_zoom_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_cluster_expansion_zoom_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetClusterExpansionZoomRequest",
+  "GetClusterExpansionZoomRequest",
+  "Markerd__V1__GetClusterExpansionZoomRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetClusterExpansionZoomRequest),
+  2,
+  markerd__v1__get_cluster_expansion_zoom_request__field_descriptors,
+  markerd__v1__get_cluster_expansion_zoom_request__field_indices_by_name,
+  1,  markerd__v1__get_cluster_expansion_zoom_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_cluster_expansion_zoom_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_cluster_expansion_zoom_response__field_descriptors[2] =
+{
+  {
+    "zoom",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetClusterExpansionZoomResponse, has_zoom),
+    offsetof(Markerd__V1__GetClusterExpansionZoomResponse, zoom),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetClusterExpansionZoomResponse, has_layer_version),
+    offsetof(Markerd__V1__GetClusterExpansionZoomResponse, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_cluster_expansion_zoom_response__field_indices_by_name[] = {
+  1,   /* field[1] = layer_version */
+  0,   /* field[0] = zoom */
+};
+static const ProtobufCIntRange markerd__v1__get_cluster_expansion_zoom_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_cluster_expansion_zoom_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetClusterExpansionZoomResponse",
+  "GetClusterExpansionZoomResponse",
+  "Markerd__V1__GetClusterExpansionZoomResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetClusterExpansionZoomResponse),
+  2,
+  markerd__v1__get_cluster_expansion_zoom_response__field_descriptors,
+  markerd__v1__get_cluster_expansion_zoom_response__field_indices_by_name,
+  1,  markerd__v1__get_cluster_expansion_zoom_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_cluster_expansion_zoom_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const uint32_t markerd__v1__get_point_tile_request__extent__default_value = 4096u;
+static const ProtobufCFieldDescriptor markerd__v1__get_point_tile_request__field_descriptors[7] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetPointTileRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "z",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetPointTileRequest, has_z),
+    offsetof(Markerd__V1__GetPointTileRequest, z),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "x",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetPointTileRequest, has_x),
+    offsetof(Markerd__V1__GetPointTileRequest, x),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "y",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetPointTileRequest, has_y),
+    offsetof(Markerd__V1__GetPointTileRequest, y),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "extent",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetPointTileRequest, has_extent),
+    offsetof(Markerd__V1__GetPointTileRequest, extent),
+    NULL,
+    &markerd__v1__get_point_tile_request__extent__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "clustered",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__GetPointTileRequest, has_clustered),
+    offsetof(Markerd__V1__GetPointTileRequest, clustered),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "known_version",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetPointTileRequest, has_known_version),
+    offsetof(Markerd__V1__GetPointTileRequest, known_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_point_tile_request__field_indices_by_name[] = {
+  5,   /* field[5] = clustered */
+  4,   /* field[4] = extent */
+  6,   /* field[6] = known_version */
+  0,   /* field[0] = layer_id */
+  2,   /* field[2] = x */
+  3,   /* field[3] = y */
+  1,   /* field[1] = z */
+};
+static const ProtobufCIntRange markerd__v1__get_point_tile_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_point_tile_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetPointTileRequest",
+  "GetPointTileRequest",
+  "Markerd__V1__GetPointTileRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetPointTileRequest),
+  7,
+  markerd__v1__get_point_tile_request__field_descriptors,
+  markerd__v1__get_point_tile_request__field_indices_by_name,
+  1,  markerd__v1__get_point_tile_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_point_tile_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_point_tile_response__field_descriptors[3] =
+{
+  {
+    "mvt",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Markerd__V1__GetPointTileResponse, has_mvt),
+    offsetof(Markerd__V1__GetPointTileResponse, mvt),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetPointTileResponse, has_version),
+    offsetof(Markerd__V1__GetPointTileResponse, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "not_modified",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__GetPointTileResponse, has_not_modified),
+    offsetof(Markerd__V1__GetPointTileResponse, not_modified),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_point_tile_response__field_indices_by_name[] = {
+  0,   /* field[0] = mvt */
+  2,   /* field[2] = not_modified */
+  1,   /* field[1] = version */
+};
+static const ProtobufCIntRange markerd__v1__get_point_tile_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_point_tile_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetPointTileResponse",
+  "GetPointTileResponse",
+  "Markerd__V1__GetPointTileResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetPointTileResponse),
+  3,
+  markerd__v1__get_point_tile_response__field_descriptors,
+  markerd__v1__get_point_tile_response__field_indices_by_name,
+  1,  markerd__v1__get_point_tile_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_point_tile_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 #define markerd__v1__create_snapshot_request__field_descriptors NULL
 #define markerd__v1__create_snapshot_request__field_indices_by_name NULL
 #define markerd__v1__create_snapshot_request__number_ranges NULL
@@ -5938,7 +7765,7 @@ const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
   markerd__v1__animation_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[19] =
+static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[26] =
 {
   { "CreateLayer", &markerd__v1__create_layer_request__descriptor, &markerd__v1__create_layer_response__descriptor },
   { "GetLayer", &markerd__v1__get_layer_request__descriptor, &markerd__v1__get_layer_response__descriptor },
@@ -5957,6 +7784,13 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "DragTo", &markerd__v1__drag_to_request__descriptor, &markerd__v1__drag_to_response__descriptor },
   { "EndDrag", &markerd__v1__end_drag_request__descriptor, &markerd__v1__end_drag_response__descriptor },
   { "CancelDrag", &markerd__v1__cancel_drag_request__descriptor, &markerd__v1__cancel_drag_response__descriptor },
+  { "GetTile", &markerd__v1__get_tile_request__descriptor, &markerd__v1__get_tile_response__descriptor },
+  { "RenderSnapshot", &markerd__v1__render_snapshot_request__descriptor, &markerd__v1__render_snapshot_response__descriptor },
+  { "GetClusters", &markerd__v1__get_clusters_request__descriptor, &markerd__v1__get_clusters_response__descriptor },
+  { "GetClusterLeaves", &markerd__v1__get_cluster_leaves_request__descriptor, &markerd__v1__get_cluster_leaves_response__descriptor },
+  { "GetClusterChildren", &markerd__v1__get_cluster_children_request__descriptor, &markerd__v1__get_cluster_children_response__descriptor },
+  { "GetClusterExpansionZoom", &markerd__v1__get_cluster_expansion_zoom_request__descriptor, &markerd__v1__get_cluster_expansion_zoom_response__descriptor },
+  { "GetPointTile", &markerd__v1__get_point_tile_request__descriptor, &markerd__v1__get_point_tile_response__descriptor },
   { "CreateSnapshot", &markerd__v1__create_snapshot_request__descriptor, &markerd__v1__create_snapshot_response__descriptor },
   { "GetServerInfo", &markerd__v1__get_server_info_request__descriptor, &markerd__v1__get_server_info_response__descriptor },
 };
@@ -5965,20 +7799,27 @@ const unsigned markerd__v1__marker_service__method_indices_by_name[] = {
   16,        /* CancelDrag */
   9,        /* ClearLayer */
   0,        /* CreateLayer */
-  17,        /* CreateSnapshot */
+  24,        /* CreateSnapshot */
   3,        /* DeleteLayer */
   14,        /* DragTo */
   15,        /* EndDrag */
+  21,        /* GetClusterChildren */
+  22,        /* GetClusterExpansionZoom */
+  20,        /* GetClusterLeaves */
+  19,        /* GetClusters */
   1,        /* GetLayer */
   4,        /* GetLayerStats */
   8,        /* GetMarkers */
-  18,        /* GetServerInfo */
+  23,        /* GetPointTile */
+  25,        /* GetServerInfo */
+  17,        /* GetTile */
   12,        /* HitTest */
   2,        /* ListLayers */
   10,        /* MoveMarkers */
   11,        /* QueryViewport */
   5,        /* RegisterIcon */
   7,        /* RemoveMarkers */
+  18,        /* RenderSnapshot */
   6         /* UpsertMarkers */
 };
 const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
@@ -5988,7 +7829,7 @@ const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
   "MarkerService",
   "Markerd__V1__MarkerService",
   "markerd.v1",
-  19,
+  26,
   markerd__v1__marker_service__method_descriptors,
   markerd__v1__marker_service__method_indices_by_name
 };
@@ -6128,13 +7969,69 @@ void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
   service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void markerd__v1__marker_service__get_tile(ProtobufCService *service,
+                                           const Markerd__V1__GetTileRequest *input,
+                                           Markerd__V1__GetTileResponse_Closure closure,
+                                           void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
+                                                  const Markerd__V1__RenderSnapshotRequest *input,
+                                                  Markerd__V1__RenderSnapshotResponse_Closure closure,
+                                                  void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
+                                               const Markerd__V1__GetClustersRequest *input,
+                                               Markerd__V1__GetClustersResponse_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
+                                                     const Markerd__V1__GetClusterLeavesRequest *input,
+                                                     Markerd__V1__GetClusterLeavesResponse_Closure closure,
+                                                     void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service,
+                                                       const Markerd__V1__GetClusterChildrenRequest *input,
+                                                       Markerd__V1__GetClusterChildrenResponse_Closure closure,
+                                                       void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *service,
+                                                             const Markerd__V1__GetClusterExpansionZoomRequest *input,
+                                                             Markerd__V1__GetClusterExpansionZoomResponse_Closure closure,
+                                                             void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
+                                                 const Markerd__V1__GetPointTileRequest *input,
+                                                 Markerd__V1__GetPointTileResponse_Closure closure,
+                                                 void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__CreateSnapshotRequest *input,
                                                   Markerd__V1__CreateSnapshotResponse_Closure closure,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   const Markerd__V1__GetServerInfoRequest *input,
@@ -6142,7 +8039,7 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
                                         Markerd__V1__MarkerService_ServiceDestroy destroy)

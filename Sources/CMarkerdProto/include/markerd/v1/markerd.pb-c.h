@@ -67,6 +67,21 @@ typedef struct Markerd__V1__EndDragRequest Markerd__V1__EndDragRequest;
 typedef struct Markerd__V1__EndDragResponse Markerd__V1__EndDragResponse;
 typedef struct Markerd__V1__CancelDragRequest Markerd__V1__CancelDragRequest;
 typedef struct Markerd__V1__CancelDragResponse Markerd__V1__CancelDragResponse;
+typedef struct Markerd__V1__GetTileRequest Markerd__V1__GetTileRequest;
+typedef struct Markerd__V1__GetTileResponse Markerd__V1__GetTileResponse;
+typedef struct Markerd__V1__RenderSnapshotRequest Markerd__V1__RenderSnapshotRequest;
+typedef struct Markerd__V1__RenderSnapshotResponse Markerd__V1__RenderSnapshotResponse;
+typedef struct Markerd__V1__Cluster Markerd__V1__Cluster;
+typedef struct Markerd__V1__GetClustersRequest Markerd__V1__GetClustersRequest;
+typedef struct Markerd__V1__GetClustersResponse Markerd__V1__GetClustersResponse;
+typedef struct Markerd__V1__GetClusterLeavesRequest Markerd__V1__GetClusterLeavesRequest;
+typedef struct Markerd__V1__GetClusterLeavesResponse Markerd__V1__GetClusterLeavesResponse;
+typedef struct Markerd__V1__GetClusterChildrenRequest Markerd__V1__GetClusterChildrenRequest;
+typedef struct Markerd__V1__GetClusterChildrenResponse Markerd__V1__GetClusterChildrenResponse;
+typedef struct Markerd__V1__GetClusterExpansionZoomRequest Markerd__V1__GetClusterExpansionZoomRequest;
+typedef struct Markerd__V1__GetClusterExpansionZoomResponse Markerd__V1__GetClusterExpansionZoomResponse;
+typedef struct Markerd__V1__GetPointTileRequest Markerd__V1__GetPointTileRequest;
+typedef struct Markerd__V1__GetPointTileResponse Markerd__V1__GetPointTileResponse;
 typedef struct Markerd__V1__CreateSnapshotRequest Markerd__V1__CreateSnapshotRequest;
 typedef struct Markerd__V1__CreateSnapshotResponse Markerd__V1__CreateSnapshotResponse;
 typedef struct Markerd__V1__GetServerInfoRequest Markerd__V1__GetServerInfoRequest;
@@ -244,33 +259,63 @@ struct  Markerd__V1__TilingOptions
    */
   protobuf_c_boolean has_tile_size;
   uint32_t tile_size;
+  /*
+   * Draw each tile's border and "z/x/y entries=N" over it (like MapConductor's debugTileOverlay).
+   */
+  protobuf_c_boolean has_debug_overlay;
+  protobuf_c_boolean debug_overlay;
 };
 #define MARKERD__V1__TILING_OPTIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__tiling_options__descriptor) \
-    , 0, 1, 0, 2000u, 0, 256u }
+    , 0, 1, 0, 2000u, 0, 256u, 0, 0 }
 
 
 /*
- * Reserved for the clustering work; accepted and stored, not yet used.
+ * How a layer clusters its markers (GetClusters, clustered point tiles, cluster raster tiles).
  */
 struct  Markerd__V1__ClusteringOptions
 {
   ProtobufCMessage base;
+  /*
+   * Default false: GetClusters still answers; `raster` needs it.
+   */
   protobuf_c_boolean has_enabled;
   protobuf_c_boolean enabled;
+  /*
+   * Cluster radius in px at each zoom. Default 60.
+   */
   protobuf_c_boolean has_radius_px;
   float radius_px;
+  /*
+   * Smallest group shown as a cluster; smaller groups come back as markers. Default 2.
+   */
   protobuf_c_boolean has_min_points;
   uint32_t min_points;
+  /*
+   * Above this zoom nothing is clustered. Default 16.
+   */
   protobuf_c_boolean has_max_zoom;
   uint32_t max_zoom;
+  /*
+   * Tile extent the radius is measured in (as supercluster's `extent`). Default 512.
+   */
   protobuf_c_boolean has_extent;
   uint32_t extent;
+  /*
+   * "grid" (default: follows every update incrementally) or "supercluster" (exactly
+   * supercluster v8's clusters, rebuilt in the background after changes).
+   */
   char *algorithm;
+  /*
+   * Draw clusters into the raster tiles as count bubbles instead of every marker.
+   */
+  protobuf_c_boolean has_raster;
+  protobuf_c_boolean raster;
 };
+extern char markerd__v1__clustering_options__algorithm__default_value[];
 #define MARKERD__V1__CLUSTERING_OPTIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__clustering_options__descriptor) \
-    , 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL }
+    , 0, 0, 0, 60, 0, 2u, 0, 16u, 0, 512u, markerd__v1__clustering_options__algorithm__default_value, 0, 0 }
 
 
 struct  Markerd__V1__LayerOptions
@@ -974,6 +1019,300 @@ struct  Markerd__V1__CancelDragResponse
 #define MARKERD__V1__CANCEL_DRAG_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__cancel_drag_response__descriptor) \
     , NULL }
+
+
+struct  Markerd__V1__GetTileRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  protobuf_c_boolean has_z;
+  uint32_t z;
+  protobuf_c_boolean has_x;
+  uint32_t x;
+  protobuf_c_boolean has_y;
+  uint32_t y;
+  /*
+   * 256 or 512; 0 means the layer's tile size.
+   */
+  protobuf_c_boolean has_tile_size;
+  uint32_t tile_size;
+  /*
+   * Device pixel ratio 1, 2 or 3 (a 256 px tile at density 2 is 512x512 pixels); 0 means 1.
+   */
+  protobuf_c_boolean has_density;
+  uint32_t density;
+  /*
+   * The version the client has; when it is still current the reply has not_modified set and no PNG.
+   */
+  protobuf_c_boolean has_known_version;
+  uint64_t known_version;
+};
+#define MARKERD__V1__GET_TILE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_tile_request__descriptor) \
+    , NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+
+struct  Markerd__V1__GetTileResponse
+{
+  ProtobufCMessage base;
+  /*
+   * PNG bytes (empty when not_modified).
+   */
+  protobuf_c_boolean has_png;
+  ProtobufCBinaryData png;
+  /*
+   * Changes if and only if something that can change this tile's pixels changed.
+   */
+  protobuf_c_boolean has_version;
+  uint64_t version;
+  protobuf_c_boolean has_not_modified;
+  protobuf_c_boolean not_modified;
+  /*
+   * No marker touches the tile: `png` is the shared transparent tile.
+   */
+  protobuf_c_boolean has_empty;
+  protobuf_c_boolean empty;
+};
+#define MARKERD__V1__GET_TILE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_tile_response__descriptor) \
+    , 0, {0,NULL}, 0, 0, 0, 0, 0, 0 }
+
+
+struct  Markerd__V1__RenderSnapshotRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  Markerd__V1__LatLng *center;
+  /*
+   * 0-22, fractional allowed.
+   */
+  protobuf_c_boolean has_zoom;
+  double zoom;
+  /*
+   * Image size in px at density 1 (at most 4096 each).
+   */
+  protobuf_c_boolean has_width;
+  uint32_t width;
+  protobuf_c_boolean has_height;
+  uint32_t height;
+  protobuf_c_boolean has_density;
+  uint32_t density;
+};
+#define MARKERD__V1__RENDER_SNAPSHOT_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__render_snapshot_request__descriptor) \
+    , NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+
+struct  Markerd__V1__RenderSnapshotResponse
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean has_png;
+  ProtobufCBinaryData png;
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+  protobuf_c_boolean has_markers_drawn;
+  uint32_t markers_drawn;
+};
+#define MARKERD__V1__RENDER_SNAPSHOT_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__render_snapshot_response__descriptor) \
+    , 0, {0,NULL}, 0, 0, 0, 0 }
+
+
+struct  Markerd__V1__Cluster
+{
+  ProtobufCMessage base;
+  /*
+   * Stable while the cluster exists; NOT_FOUND once the layer changed it away.
+   */
+  protobuf_c_boolean has_id;
+  uint64_t id;
+  protobuf_c_boolean has_count;
+  uint32_t count;
+  /*
+   * Weighted centre of the members.
+   */
+  Markerd__V1__LatLng *position;
+  /*
+   * Bounds of the members.
+   */
+  Markerd__V1__Bounds *bounds;
+  /*
+   * First zoom at which the cluster splits.
+   */
+  protobuf_c_boolean has_expansion_zoom;
+  uint32_t expansion_zoom;
+};
+#define MARKERD__V1__CLUSTER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__cluster__descriptor) \
+    , 0, 0, 0, 0, NULL, NULL, 0, 0 }
+
+
+struct  Markerd__V1__GetClustersRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  Markerd__V1__Bounds *bounds;
+  /*
+   * Integer zoom 0-22 (fractions are floored, as supercluster does).
+   */
+  protobuf_c_boolean has_zoom;
+  double zoom;
+};
+#define MARKERD__V1__GET_CLUSTERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_clusters_request__descriptor) \
+    , NULL, NULL, 0, 0 }
+
+
+struct  Markerd__V1__GetClustersResponse
+{
+  ProtobufCMessage base;
+  size_t n_clusters;
+  Markerd__V1__Cluster **clusters;
+  /*
+   * Markers not in any cluster (visible static markers only; live markers are never clustered).
+   */
+  size_t n_markers;
+  Markerd__V1__Marker **markers;
+  /*
+   * The layer version the clusters reflect (supercluster snapshots may lag behind).
+   */
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+  char *algorithm;
+};
+#define MARKERD__V1__GET_CLUSTERS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_clusters_response__descriptor) \
+    , 0,NULL, 0,NULL, 0, 0, NULL }
+
+
+struct  Markerd__V1__GetClusterLeavesRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  protobuf_c_boolean has_cluster_id;
+  uint64_t cluster_id;
+  /*
+   * Default 10.
+   */
+  protobuf_c_boolean has_limit;
+  uint32_t limit;
+  protobuf_c_boolean has_offset;
+  uint32_t offset;
+};
+#define MARKERD__V1__GET_CLUSTER_LEAVES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_leaves_request__descriptor) \
+    , NULL, 0, 0, 0, 10u, 0, 0 }
+
+
+struct  Markerd__V1__GetClusterLeavesResponse
+{
+  ProtobufCMessage base;
+  size_t n_markers;
+  Markerd__V1__Marker **markers;
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+};
+#define MARKERD__V1__GET_CLUSTER_LEAVES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_leaves_response__descriptor) \
+    , 0,NULL, 0, 0 }
+
+
+struct  Markerd__V1__GetClusterChildrenRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  protobuf_c_boolean has_cluster_id;
+  uint64_t cluster_id;
+};
+#define MARKERD__V1__GET_CLUSTER_CHILDREN_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_children_request__descriptor) \
+    , NULL, 0, 0 }
+
+
+struct  Markerd__V1__GetClusterChildrenResponse
+{
+  ProtobufCMessage base;
+  size_t n_clusters;
+  Markerd__V1__Cluster **clusters;
+  size_t n_markers;
+  Markerd__V1__Marker **markers;
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+};
+#define MARKERD__V1__GET_CLUSTER_CHILDREN_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_children_response__descriptor) \
+    , 0,NULL, 0,NULL, 0, 0 }
+
+
+struct  Markerd__V1__GetClusterExpansionZoomRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  protobuf_c_boolean has_cluster_id;
+  uint64_t cluster_id;
+};
+#define MARKERD__V1__GET_CLUSTER_EXPANSION_ZOOM_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_expansion_zoom_request__descriptor) \
+    , NULL, 0, 0 }
+
+
+struct  Markerd__V1__GetClusterExpansionZoomResponse
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean has_zoom;
+  uint32_t zoom;
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+};
+#define MARKERD__V1__GET_CLUSTER_EXPANSION_ZOOM_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_expansion_zoom_response__descriptor) \
+    , 0, 0, 0, 0 }
+
+
+struct  Markerd__V1__GetPointTileRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  protobuf_c_boolean has_z;
+  uint32_t z;
+  protobuf_c_boolean has_x;
+  uint32_t x;
+  protobuf_c_boolean has_y;
+  uint32_t y;
+  /*
+   * Tile extent in MVT units. Default 4096.
+   */
+  protobuf_c_boolean has_extent;
+  uint32_t extent;
+  /*
+   * Clusters instead of every marker.
+   */
+  protobuf_c_boolean has_clustered;
+  protobuf_c_boolean clustered;
+  protobuf_c_boolean has_known_version;
+  uint64_t known_version;
+};
+#define MARKERD__V1__GET_POINT_TILE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_point_tile_request__descriptor) \
+    , NULL, 0, 0, 0, 0, 0, 0, 0, 4096u, 0, 0, 0, 0 }
+
+
+struct  Markerd__V1__GetPointTileResponse
+{
+  ProtobufCMessage base;
+  /*
+   * A Mapbox Vector Tile (spec 2.1) with one layer "markers"; empty when not_modified.
+   */
+  protobuf_c_boolean has_mvt;
+  ProtobufCBinaryData mvt;
+  protobuf_c_boolean has_version;
+  uint64_t version;
+  protobuf_c_boolean has_not_modified;
+  protobuf_c_boolean not_modified;
+};
+#define MARKERD__V1__GET_POINT_TILE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_point_tile_response__descriptor) \
+    , 0, {0,NULL}, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__CreateSnapshotRequest
@@ -1981,6 +2320,291 @@ Markerd__V1__CancelDragResponse *
 void   markerd__v1__cancel_drag_response__free_unpacked
                      (Markerd__V1__CancelDragResponse *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__GetTileRequest methods */
+void   markerd__v1__get_tile_request__init
+                     (Markerd__V1__GetTileRequest         *message);
+size_t markerd__v1__get_tile_request__get_packed_size
+                     (const Markerd__V1__GetTileRequest   *message);
+size_t markerd__v1__get_tile_request__pack
+                     (const Markerd__V1__GetTileRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_tile_request__pack_to_buffer
+                     (const Markerd__V1__GetTileRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetTileRequest *
+       markerd__v1__get_tile_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_tile_request__free_unpacked
+                     (Markerd__V1__GetTileRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetTileResponse methods */
+void   markerd__v1__get_tile_response__init
+                     (Markerd__V1__GetTileResponse         *message);
+size_t markerd__v1__get_tile_response__get_packed_size
+                     (const Markerd__V1__GetTileResponse   *message);
+size_t markerd__v1__get_tile_response__pack
+                     (const Markerd__V1__GetTileResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_tile_response__pack_to_buffer
+                     (const Markerd__V1__GetTileResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetTileResponse *
+       markerd__v1__get_tile_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_tile_response__free_unpacked
+                     (Markerd__V1__GetTileResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__RenderSnapshotRequest methods */
+void   markerd__v1__render_snapshot_request__init
+                     (Markerd__V1__RenderSnapshotRequest         *message);
+size_t markerd__v1__render_snapshot_request__get_packed_size
+                     (const Markerd__V1__RenderSnapshotRequest   *message);
+size_t markerd__v1__render_snapshot_request__pack
+                     (const Markerd__V1__RenderSnapshotRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__render_snapshot_request__pack_to_buffer
+                     (const Markerd__V1__RenderSnapshotRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__RenderSnapshotRequest *
+       markerd__v1__render_snapshot_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__render_snapshot_request__free_unpacked
+                     (Markerd__V1__RenderSnapshotRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__RenderSnapshotResponse methods */
+void   markerd__v1__render_snapshot_response__init
+                     (Markerd__V1__RenderSnapshotResponse         *message);
+size_t markerd__v1__render_snapshot_response__get_packed_size
+                     (const Markerd__V1__RenderSnapshotResponse   *message);
+size_t markerd__v1__render_snapshot_response__pack
+                     (const Markerd__V1__RenderSnapshotResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__render_snapshot_response__pack_to_buffer
+                     (const Markerd__V1__RenderSnapshotResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__RenderSnapshotResponse *
+       markerd__v1__render_snapshot_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__render_snapshot_response__free_unpacked
+                     (Markerd__V1__RenderSnapshotResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__Cluster methods */
+void   markerd__v1__cluster__init
+                     (Markerd__V1__Cluster         *message);
+size_t markerd__v1__cluster__get_packed_size
+                     (const Markerd__V1__Cluster   *message);
+size_t markerd__v1__cluster__pack
+                     (const Markerd__V1__Cluster   *message,
+                      uint8_t             *out);
+size_t markerd__v1__cluster__pack_to_buffer
+                     (const Markerd__V1__Cluster   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__Cluster *
+       markerd__v1__cluster__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__cluster__free_unpacked
+                     (Markerd__V1__Cluster *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetClustersRequest methods */
+void   markerd__v1__get_clusters_request__init
+                     (Markerd__V1__GetClustersRequest         *message);
+size_t markerd__v1__get_clusters_request__get_packed_size
+                     (const Markerd__V1__GetClustersRequest   *message);
+size_t markerd__v1__get_clusters_request__pack
+                     (const Markerd__V1__GetClustersRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_clusters_request__pack_to_buffer
+                     (const Markerd__V1__GetClustersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetClustersRequest *
+       markerd__v1__get_clusters_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_clusters_request__free_unpacked
+                     (Markerd__V1__GetClustersRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetClustersResponse methods */
+void   markerd__v1__get_clusters_response__init
+                     (Markerd__V1__GetClustersResponse         *message);
+size_t markerd__v1__get_clusters_response__get_packed_size
+                     (const Markerd__V1__GetClustersResponse   *message);
+size_t markerd__v1__get_clusters_response__pack
+                     (const Markerd__V1__GetClustersResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_clusters_response__pack_to_buffer
+                     (const Markerd__V1__GetClustersResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetClustersResponse *
+       markerd__v1__get_clusters_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_clusters_response__free_unpacked
+                     (Markerd__V1__GetClustersResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetClusterLeavesRequest methods */
+void   markerd__v1__get_cluster_leaves_request__init
+                     (Markerd__V1__GetClusterLeavesRequest         *message);
+size_t markerd__v1__get_cluster_leaves_request__get_packed_size
+                     (const Markerd__V1__GetClusterLeavesRequest   *message);
+size_t markerd__v1__get_cluster_leaves_request__pack
+                     (const Markerd__V1__GetClusterLeavesRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_cluster_leaves_request__pack_to_buffer
+                     (const Markerd__V1__GetClusterLeavesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetClusterLeavesRequest *
+       markerd__v1__get_cluster_leaves_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_cluster_leaves_request__free_unpacked
+                     (Markerd__V1__GetClusterLeavesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetClusterLeavesResponse methods */
+void   markerd__v1__get_cluster_leaves_response__init
+                     (Markerd__V1__GetClusterLeavesResponse         *message);
+size_t markerd__v1__get_cluster_leaves_response__get_packed_size
+                     (const Markerd__V1__GetClusterLeavesResponse   *message);
+size_t markerd__v1__get_cluster_leaves_response__pack
+                     (const Markerd__V1__GetClusterLeavesResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_cluster_leaves_response__pack_to_buffer
+                     (const Markerd__V1__GetClusterLeavesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetClusterLeavesResponse *
+       markerd__v1__get_cluster_leaves_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_cluster_leaves_response__free_unpacked
+                     (Markerd__V1__GetClusterLeavesResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetClusterChildrenRequest methods */
+void   markerd__v1__get_cluster_children_request__init
+                     (Markerd__V1__GetClusterChildrenRequest         *message);
+size_t markerd__v1__get_cluster_children_request__get_packed_size
+                     (const Markerd__V1__GetClusterChildrenRequest   *message);
+size_t markerd__v1__get_cluster_children_request__pack
+                     (const Markerd__V1__GetClusterChildrenRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_cluster_children_request__pack_to_buffer
+                     (const Markerd__V1__GetClusterChildrenRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetClusterChildrenRequest *
+       markerd__v1__get_cluster_children_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_cluster_children_request__free_unpacked
+                     (Markerd__V1__GetClusterChildrenRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetClusterChildrenResponse methods */
+void   markerd__v1__get_cluster_children_response__init
+                     (Markerd__V1__GetClusterChildrenResponse         *message);
+size_t markerd__v1__get_cluster_children_response__get_packed_size
+                     (const Markerd__V1__GetClusterChildrenResponse   *message);
+size_t markerd__v1__get_cluster_children_response__pack
+                     (const Markerd__V1__GetClusterChildrenResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_cluster_children_response__pack_to_buffer
+                     (const Markerd__V1__GetClusterChildrenResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetClusterChildrenResponse *
+       markerd__v1__get_cluster_children_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_cluster_children_response__free_unpacked
+                     (Markerd__V1__GetClusterChildrenResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetClusterExpansionZoomRequest methods */
+void   markerd__v1__get_cluster_expansion_zoom_request__init
+                     (Markerd__V1__GetClusterExpansionZoomRequest         *message);
+size_t markerd__v1__get_cluster_expansion_zoom_request__get_packed_size
+                     (const Markerd__V1__GetClusterExpansionZoomRequest   *message);
+size_t markerd__v1__get_cluster_expansion_zoom_request__pack
+                     (const Markerd__V1__GetClusterExpansionZoomRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_cluster_expansion_zoom_request__pack_to_buffer
+                     (const Markerd__V1__GetClusterExpansionZoomRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetClusterExpansionZoomRequest *
+       markerd__v1__get_cluster_expansion_zoom_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_cluster_expansion_zoom_request__free_unpacked
+                     (Markerd__V1__GetClusterExpansionZoomRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetClusterExpansionZoomResponse methods */
+void   markerd__v1__get_cluster_expansion_zoom_response__init
+                     (Markerd__V1__GetClusterExpansionZoomResponse         *message);
+size_t markerd__v1__get_cluster_expansion_zoom_response__get_packed_size
+                     (const Markerd__V1__GetClusterExpansionZoomResponse   *message);
+size_t markerd__v1__get_cluster_expansion_zoom_response__pack
+                     (const Markerd__V1__GetClusterExpansionZoomResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_cluster_expansion_zoom_response__pack_to_buffer
+                     (const Markerd__V1__GetClusterExpansionZoomResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetClusterExpansionZoomResponse *
+       markerd__v1__get_cluster_expansion_zoom_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_cluster_expansion_zoom_response__free_unpacked
+                     (Markerd__V1__GetClusterExpansionZoomResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetPointTileRequest methods */
+void   markerd__v1__get_point_tile_request__init
+                     (Markerd__V1__GetPointTileRequest         *message);
+size_t markerd__v1__get_point_tile_request__get_packed_size
+                     (const Markerd__V1__GetPointTileRequest   *message);
+size_t markerd__v1__get_point_tile_request__pack
+                     (const Markerd__V1__GetPointTileRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_point_tile_request__pack_to_buffer
+                     (const Markerd__V1__GetPointTileRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetPointTileRequest *
+       markerd__v1__get_point_tile_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_point_tile_request__free_unpacked
+                     (Markerd__V1__GetPointTileRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetPointTileResponse methods */
+void   markerd__v1__get_point_tile_response__init
+                     (Markerd__V1__GetPointTileResponse         *message);
+size_t markerd__v1__get_point_tile_response__get_packed_size
+                     (const Markerd__V1__GetPointTileResponse   *message);
+size_t markerd__v1__get_point_tile_response__pack
+                     (const Markerd__V1__GetPointTileResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_point_tile_response__pack_to_buffer
+                     (const Markerd__V1__GetPointTileResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetPointTileResponse *
+       markerd__v1__get_point_tile_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_point_tile_response__free_unpacked
+                     (Markerd__V1__GetPointTileResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__CreateSnapshotRequest methods */
 void   markerd__v1__create_snapshot_request__init
                      (Markerd__V1__CreateSnapshotRequest         *message);
@@ -2212,6 +2836,51 @@ typedef void (*Markerd__V1__CancelDragRequest_Closure)
 typedef void (*Markerd__V1__CancelDragResponse_Closure)
                  (const Markerd__V1__CancelDragResponse *message,
                   void *closure_data);
+typedef void (*Markerd__V1__GetTileRequest_Closure)
+                 (const Markerd__V1__GetTileRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetTileResponse_Closure)
+                 (const Markerd__V1__GetTileResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__RenderSnapshotRequest_Closure)
+                 (const Markerd__V1__RenderSnapshotRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__RenderSnapshotResponse_Closure)
+                 (const Markerd__V1__RenderSnapshotResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__Cluster_Closure)
+                 (const Markerd__V1__Cluster *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetClustersRequest_Closure)
+                 (const Markerd__V1__GetClustersRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetClustersResponse_Closure)
+                 (const Markerd__V1__GetClustersResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetClusterLeavesRequest_Closure)
+                 (const Markerd__V1__GetClusterLeavesRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetClusterLeavesResponse_Closure)
+                 (const Markerd__V1__GetClusterLeavesResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetClusterChildrenRequest_Closure)
+                 (const Markerd__V1__GetClusterChildrenRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetClusterChildrenResponse_Closure)
+                 (const Markerd__V1__GetClusterChildrenResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetClusterExpansionZoomRequest_Closure)
+                 (const Markerd__V1__GetClusterExpansionZoomRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetClusterExpansionZoomResponse_Closure)
+                 (const Markerd__V1__GetClusterExpansionZoomResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetPointTileRequest_Closure)
+                 (const Markerd__V1__GetPointTileRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetPointTileResponse_Closure)
+                 (const Markerd__V1__GetPointTileResponse *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__CreateSnapshotRequest_Closure)
                  (const Markerd__V1__CreateSnapshotRequest *message,
                   void *closure_data);
@@ -2299,6 +2968,34 @@ struct Markerd__V1__MarkerService_Service
                       const Markerd__V1__CancelDragRequest *input,
                       Markerd__V1__CancelDragResponse_Closure closure,
                       void *closure_data);
+  void (*get_tile)(Markerd__V1__MarkerService_Service *service,
+                   const Markerd__V1__GetTileRequest *input,
+                   Markerd__V1__GetTileResponse_Closure closure,
+                   void *closure_data);
+  void (*render_snapshot)(Markerd__V1__MarkerService_Service *service,
+                          const Markerd__V1__RenderSnapshotRequest *input,
+                          Markerd__V1__RenderSnapshotResponse_Closure closure,
+                          void *closure_data);
+  void (*get_clusters)(Markerd__V1__MarkerService_Service *service,
+                       const Markerd__V1__GetClustersRequest *input,
+                       Markerd__V1__GetClustersResponse_Closure closure,
+                       void *closure_data);
+  void (*get_cluster_leaves)(Markerd__V1__MarkerService_Service *service,
+                             const Markerd__V1__GetClusterLeavesRequest *input,
+                             Markerd__V1__GetClusterLeavesResponse_Closure closure,
+                             void *closure_data);
+  void (*get_cluster_children)(Markerd__V1__MarkerService_Service *service,
+                               const Markerd__V1__GetClusterChildrenRequest *input,
+                               Markerd__V1__GetClusterChildrenResponse_Closure closure,
+                               void *closure_data);
+  void (*get_cluster_expansion_zoom)(Markerd__V1__MarkerService_Service *service,
+                                     const Markerd__V1__GetClusterExpansionZoomRequest *input,
+                                     Markerd__V1__GetClusterExpansionZoomResponse_Closure closure,
+                                     void *closure_data);
+  void (*get_point_tile)(Markerd__V1__MarkerService_Service *service,
+                         const Markerd__V1__GetPointTileRequest *input,
+                         Markerd__V1__GetPointTileResponse_Closure closure,
+                         void *closure_data);
   void (*create_snapshot)(Markerd__V1__MarkerService_Service *service,
                           const Markerd__V1__CreateSnapshotRequest *input,
                           Markerd__V1__CreateSnapshotResponse_Closure closure,
@@ -2332,6 +3029,13 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## drag_to,\
       function_prefix__ ## end_drag,\
       function_prefix__ ## cancel_drag,\
+      function_prefix__ ## get_tile,\
+      function_prefix__ ## render_snapshot,\
+      function_prefix__ ## get_clusters,\
+      function_prefix__ ## get_cluster_leaves,\
+      function_prefix__ ## get_cluster_children,\
+      function_prefix__ ## get_cluster_expansion_zoom,\
+      function_prefix__ ## get_point_tile,\
       function_prefix__ ## create_snapshot,\
       function_prefix__ ## get_server_info  }
 void markerd__v1__marker_service__create_layer(ProtobufCService *service,
@@ -2402,6 +3106,34 @@ void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               const Markerd__V1__CancelDragRequest *input,
                                               Markerd__V1__CancelDragResponse_Closure closure,
                                               void *closure_data);
+void markerd__v1__marker_service__get_tile(ProtobufCService *service,
+                                           const Markerd__V1__GetTileRequest *input,
+                                           Markerd__V1__GetTileResponse_Closure closure,
+                                           void *closure_data);
+void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
+                                                  const Markerd__V1__RenderSnapshotRequest *input,
+                                                  Markerd__V1__RenderSnapshotResponse_Closure closure,
+                                                  void *closure_data);
+void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
+                                               const Markerd__V1__GetClustersRequest *input,
+                                               Markerd__V1__GetClustersResponse_Closure closure,
+                                               void *closure_data);
+void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
+                                                     const Markerd__V1__GetClusterLeavesRequest *input,
+                                                     Markerd__V1__GetClusterLeavesResponse_Closure closure,
+                                                     void *closure_data);
+void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service,
+                                                       const Markerd__V1__GetClusterChildrenRequest *input,
+                                                       Markerd__V1__GetClusterChildrenResponse_Closure closure,
+                                                       void *closure_data);
+void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *service,
+                                                             const Markerd__V1__GetClusterExpansionZoomRequest *input,
+                                                             Markerd__V1__GetClusterExpansionZoomResponse_Closure closure,
+                                                             void *closure_data);
+void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
+                                                 const Markerd__V1__GetPointTileRequest *input,
+                                                 Markerd__V1__GetPointTileResponse_Closure closure,
+                                                 void *closure_data);
 void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__CreateSnapshotRequest *input,
                                                   Markerd__V1__CreateSnapshotResponse_Closure closure,
@@ -2467,6 +3199,21 @@ extern const ProtobufCMessageDescriptor markerd__v1__end_drag_request__descripto
 extern const ProtobufCMessageDescriptor markerd__v1__end_drag_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__cancel_drag_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__cancel_drag_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_tile_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_tile_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__render_snapshot_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__render_snapshot_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__cluster__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_clusters_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_clusters_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_children_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_children_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_expansion_zoom_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_expansion_zoom_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_point_tile_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_point_tile_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__create_snapshot_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_server_info_request__descriptor;
