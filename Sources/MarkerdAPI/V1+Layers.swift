@@ -58,8 +58,6 @@ extension V1 {
         public static let defaultMaxZoom: UInt32 = 16
         /// The proto default of `extent`.
         public static let defaultExtent: UInt32 = 512
-        /// The proto default of `algorithm`.
-        public static let defaultAlgorithm: String = "grid"
         /// The proto default of `raster`.
         public static let defaultRaster: Bool = false
 
@@ -85,7 +83,6 @@ extension V1 {
         public var extent: UInt32? = nil
         /// "grid" (default: follows every update incrementally) or "supercluster" (exactly
         /// supercluster v8's clusters, rebuilt in the background after changes).
-        /// nil: absent, meaning the default "grid" (`defaultAlgorithm`).
         /// Proto field `algorithm` = 6.
         public var algorithm: String? = nil
         /// Draw clusters into the raster tiles as count bubbles instead of every marker.

@@ -97,14 +97,20 @@ public struct MarkerLayer: Sendable {
     // MARK: Upsert
 
     /// Checks one marker: id 1-256 UTF-8 bytes, position, icon, animation end.
-    public static func validate(_ m: MarkerRecord, field: String) throws(MarkerdCoreError) {
+    /// `field` is only evaluated when the marker is invalid (validation runs per marker on loads).
+    public static func validate(_ m: MarkerRecord, field: @autoclosure () -> String) throws(MarkerdCoreError) {
         let n = m.id.utf8.count
         if n == 0 || n > MarkerTable.maxIDBytes {
-            throw .invalidArgument(field: field + ".id", reason: "id of \(n) bytes is not 1-256 bytes of UTF-8")
+            throw .invalidArgument(field: field() + ".id", reason: "id of \(n) bytes is not 1-256 bytes of UTF-8")
         }
-        let f = "\(field) (id \"\(m.id)\")"
-        try m.position.validate(field: f + ".position")
-        try m.style.validate(field: f + ".icon")
+        if !m.position.isValid {
+            try m.position.validate(field: "\(field()) (id \"\(m.id)\").position")
+        }
+        do {
+            try m.style.validate(field: "icon")
+        } catch {
+            try m.style.validate(field: "\(field()) (id \"\(m.id)\").icon")
+        }
     }
 
     /// Creates or fully replaces markers, all or nothing: every marker is validated before any

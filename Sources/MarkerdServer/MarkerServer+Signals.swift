@@ -18,7 +18,10 @@ extension MarkerServer {
                 signal(SIGINT, SIG_DFL)
                 stop()
                 Log.info("markerd stopped")
-                exit(0)
+                // Everything is flushed; skip atexit handlers and library teardown, which race
+                // with nng's own threads.
+                fflush(nil)
+                _exit(0)
             }
             source.resume()
             sources.append(source)

@@ -44,9 +44,11 @@ public final class MarkerServer: Sendable {
     public var boundURLs: [String] { transport.boundURLs }
 
     /// Graceful stop: stop taking requests, let those in flight finish (bounded by
-    /// `drainSeconds`), flush and fsync the journal, close the sockets.
+    /// `drainSeconds`), then flush, fsync and close the journal. The NNG socket is left open
+    /// (not receiving) for the process to close at exit: closing a REP socket while peers
+    /// disconnect can make nng 1.5 panic (nanomsg/nng#2110).
     public func stop() {
-        transport.stop(drainTimeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
+        transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
     }
 }

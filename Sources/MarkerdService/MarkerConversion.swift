@@ -36,13 +36,18 @@ public enum MarkerConversion {
     }
 
     /// Checks a batch's size and that no id appears twice.
-    public static func checkBatch(ids: some Sequence<String>, count: Int, what: String) throws(RPCError) {
+    public static func checkBatch<S: Sequence>(_ items: S, id: (S.Element) -> String, count: Int, what: String) throws(RPCError) {
         guard count <= maxBatch else {
             throw .invalidArgument("\(what) holds \(count) entries, more than \(maxBatch) per call")
         }
         var seen = Set<String>(minimumCapacity: count)
-        for (i, id) in ids.enumerated() where !seen.insert(id).inserted {
-            throw .invalidArgument("\(what)[\(i)]: id \"\(id.prefix(64))\" appears more than once in the batch")
+        var i = 0
+        for item in items {
+            let key = id(item)
+            if !seen.insert(key).inserted {
+                throw .invalidArgument("\(what)[\(i)]: id \"\(key.prefix(64))\" appears more than once in the batch")
+            }
+            i += 1
         }
     }
 
@@ -56,7 +61,8 @@ public enum MarkerConversion {
         _ m: V1.Marker, index: Int, nowUnixMs: Int64, restoring: Bool = false,
         icon: (String) -> (width: Int, height: Int, anchor: Anchor)?
     ) throws(RPCError) -> MarkerRecord {
-        let label = "markers[\(index)] (id \"\(m.id.prefix(64))\")"
+        // Built only for an error message (this runs once per marker on loads).
+        var label: String { "markers[\(index)] (id \"\(m.id.prefix(64))\")" }
         let source: IconSource
         var anchor = m.anchor.map { Anchor(x: $0.x, y: $0.y) }
         switch m.icon {
@@ -97,7 +103,7 @@ public enum MarkerConversion {
             draggable: m.draggable ?? false, animation: animation, attributes: m.attributes, extra: m.extra)
     }
 
-    static func pinStyle(_ pin: V1.DefaultPin, label: String) throws(RPCError) -> PinStyle {
+    static func pinStyle(_ pin: V1.DefaultPin, label: @autoclosure () -> String) throws(RPCError) -> PinStyle {
         let d = PinStyle()
         let style = PinStyle(
             fillColor: pin.fillColor ?? d.fillColor, strokeColor: pin.strokeColor ?? d.strokeColor,
@@ -105,16 +111,16 @@ public enum MarkerConversion {
             label: (pin.label?.isEmpty ?? true) ? nil : pin.label,
             labelColor: pin.labelColor ?? d.labelColor, labelSize: pin.labelSize ?? d.labelSize)
         guard style.scale.isFinite, style.scale > 0, style.scale <= 16 else {
-            throw .invalidArgument("\(label): pin.scale \(style.scale) must be within (0, 16]")
+            throw .invalidArgument("\(label()): pin.scale \(style.scale) must be within (0, 16]")
         }
         guard style.strokeWidth.isFinite, style.strokeWidth >= 0, style.strokeWidth <= 16 else {
-            throw .invalidArgument("\(label): pin.stroke_width \(style.strokeWidth) must be within [0, 16]")
+            throw .invalidArgument("\(label()): pin.stroke_width \(style.strokeWidth) must be within [0, 16]")
         }
         guard style.labelSize.isFinite, style.labelSize > 0, style.labelSize <= 128 else {
-            throw .invalidArgument("\(label): pin.label_size \(style.labelSize) must be within (0, 128]")
+            throw .invalidArgument("\(label()): pin.label_size \(style.labelSize) must be within (0, 128]")
         }
         if let l = style.label, l.utf8.count > 64 {
-            throw .invalidArgument("\(label): pin.label is \(l.utf8.count) bytes, more than 64")
+            throw .invalidArgument("\(label()): pin.label is \(l.utf8.count) bytes, more than 64")
         }
         return style
     }

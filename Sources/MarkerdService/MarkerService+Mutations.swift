@@ -224,7 +224,7 @@ extension MarkerService {
     }
 
     func upsertMarkers(_ r: V1.UpsertMarkersRequest, _ c: MutationCommit, restoring: Bool = false) throws(RPCError) -> V1.UpsertMarkersResponse {
-        try MarkerConversion.checkBatch(ids: r.markers.lazy.map(\.id), count: r.markers.count, what: "markers")
+        try MarkerConversion.checkBatch(r.markers, id: \.id, count: r.markers.count, what: "markers")
         // Convert outside the lock: it is most of the CPU work of a load.
         var records: [MarkerRecord] = []
         records.reserveCapacity(r.markers.count)
@@ -270,7 +270,7 @@ extension MarkerService {
     }
 
     func moveMarkers(_ r: V1.MoveMarkersRequest, _ c: MutationCommit) throws(RPCError) -> V1.MoveMarkersResponse {
-        try MarkerConversion.checkBatch(ids: r.moves.lazy.map(\.id), count: r.moves.count, what: "moves")
+        try MarkerConversion.checkBatch(r.moves, id: \.id, count: r.moves.count, what: "moves")
         var moves: [(id: String, position: LatLng)] = []
         moves.reserveCapacity(r.moves.count)
         for (i, m) in r.moves.enumerated() {

@@ -38,6 +38,7 @@ public final class MarkerService: @unchecked Sendable {
     let journal: Journal?
     let startedAt = ContinuousClock.now
     let snapshots = SnapshotState()
+    private let closed = Mutex(false)
 
     init(configuration: ServiceConfiguration, journal: Journal?) {
         self.configuration = configuration
@@ -80,7 +81,7 @@ public final class MarkerService: @unchecked Sendable {
 
     /// Flushes and closes the journal (graceful shutdown). Idempotent.
     public func close() {
-        guard let journal else { return }
+        guard let journal, !closed.withLock({ (c: inout Bool) -> Bool in defer { c = true }; return c }) else { return }
         snapshots.waitForRunning()
         do { try journal.close() } catch { FileHandle.standardError.write("markerd: closing the journal failed: \(error)\n".data(using: .utf8)!) }
     }

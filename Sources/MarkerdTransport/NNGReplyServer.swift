@@ -334,7 +334,7 @@ final class ReplyContext: @unchecked Sendable {
 /// Thread-safe. `start()` and `stop(drainTimeout:)` must not be called from a handler or any
 /// nng callback.
 public final class NNGReplyServer: @unchecked Sendable {
-    private enum Lifecycle { case new, running, stopped }
+    private enum Lifecycle { case new, running, drained, stopped }
 
     public let configuration: ServerConfiguration
     private let core: ReplyServerCore
@@ -350,7 +350,14 @@ public final class NNGReplyServer: @unchecked Sendable {
         self.core = ReplyServerCore(handler: handler, maxBodyBytes: configuration.maxMessageBytes)
     }
 
-    deinit { stop(drainTimeout: .zero) }
+    deinit {
+        if lifecycle == .drained {
+            // The socket stays open (see drain): keep the contexts alive for any late callback.
+            for context in contexts { _ = Unmanaged.passRetained(context) }
+            return
+        }
+        stop(drainTimeout: .zero)
+    }
 
     /// The listen URLs as bound, with a tcp port of 0 replaced by the port the kernel chose.
     /// Empty before `start()`.
@@ -439,6 +446,21 @@ public final class NNGReplyServer: @unchecked Sendable {
         nng_close(socket)
         Self.teardown(contexts)
         contexts = []
+    }
+
+    /// Stops receiving new requests and waits up to `timeout` for requests already handed to
+    /// the handler to be responded to and sent - like `stop` - but leaves the socket open.
+    /// For a process that is about to exit: nng 1.5 can panic when a REP socket is closed while
+    /// peers are disconnecting (nanomsg/nng#2110, "pthread_mutex_lock: Invalid argument"), and
+    /// the kernel closes the connections at exit anyway. Idempotent; blocks the caller.
+    public func drain(timeout: Duration) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard lifecycle == .running else { return }
+        lifecycle = .drained
+        core.beginStopping()
+        for context in contexts { context.cancelReceive() }
+        _ = core.waitUntilIdle(timeout: timeout)
     }
 
     /// Marks every context closed, waits for its callbacks, frees its aio.

@@ -77,8 +77,8 @@ struct MarkerConversionTests {
         #expect(throws: RPCError.self) { try MarkerConversion.checkName("a b", what: "layer_id") }
         #expect(throws: RPCError.self) { try MarkerConversion.checkName(String(repeating: "a", count: 129), what: "layer_id") }
         try MarkerConversion.checkName("Tokyo_2026.v-1", what: "layer_id")
-        #expect(throws: RPCError.self) { try MarkerConversion.checkBatch(ids: ["a", "b", "a"], count: 3, what: "markers") }
-        try MarkerConversion.checkBatch(ids: ["a", "b"], count: 2, what: "markers")
+        #expect(throws: RPCError.self) { try MarkerConversion.checkBatch(["a", "b", "a"], id: { $0 }, count: 3, what: "markers") }
+        try MarkerConversion.checkBatch(["a", "b"], id: { $0 }, count: 2, what: "markers")
         var m = V1.Marker()
         m.id = "big"
         m.position = V1.LatLng()

@@ -3559,7 +3559,6 @@ const ProtobufCMessageDescriptor markerd__v1__tiling_options__descriptor =
   (ProtobufCMessageInit) markerd__v1__tiling_options__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-char markerd__v1__clustering_options__algorithm__default_value[] = "grid";
 static const protobuf_c_boolean markerd__v1__clustering_options__enabled__default_value = 0;
 static const float markerd__v1__clustering_options__radius_px__default_value = 60;
 static const uint32_t markerd__v1__clustering_options__min_points__default_value = 2u;
@@ -3636,7 +3635,7 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     0,   /* quantifier_offset */
     offsetof(Markerd__V1__ClusteringOptions, algorithm),
     NULL,
-    &markerd__v1__clustering_options__algorithm__default_value,
+    NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },

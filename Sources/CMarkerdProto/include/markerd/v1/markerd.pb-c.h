@@ -312,10 +312,9 @@ struct  Markerd__V1__ClusteringOptions
   protobuf_c_boolean has_raster;
   protobuf_c_boolean raster;
 };
-extern char markerd__v1__clustering_options__algorithm__default_value[];
 #define MARKERD__V1__CLUSTERING_OPTIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__clustering_options__descriptor) \
-    , 0, 0, 0, 60, 0, 2u, 0, 16u, 0, 512u, markerd__v1__clustering_options__algorithm__default_value, 0, 0 }
+    , 0, 0, 0, 60, 0, 2u, 0, 16u, 0, 512u, NULL, 0, 0 }
 
 
 struct  Markerd__V1__LayerOptions
