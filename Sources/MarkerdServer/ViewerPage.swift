@@ -4,7 +4,8 @@
 /// viewport's tile template, versioned so the browser may cache them for good) and the live
 /// markers (`/viewport/{layer}`); a click runs `/hittest/{layer}` and lists the hits.
 ///
-/// The URL fragment keeps the view: `/#layer=cities&z=3.5&lat=48.1&lon=11.6`.
+/// The URL fragment keeps the view: `/#layer=cities&z=3.5&lat=48.1&lon=11.6`; `&hit=LAT,LON`
+/// runs a hit-test there on load (for screenshots).
 enum ViewerPage {
     static let html = #"""
 <!doctype html>
@@ -47,7 +48,7 @@ const layerSelect = document.getElementById("layer");
 const statusEl = document.getElementById("status"), hitsEl = document.getElementById("hits");
 const dpr = Math.min(3, Math.max(1, Math.round(window.devicePixelRatio || 1)));
 const view = { lat: 20, lon: 0, zoom: 2 };
-let layer = null, layers = [], vp = null, vpSeq = 0, hitMarkers = [], clickPoint = null;
+let pendingHit = null, layer = null, layers = [], vp = null, vpSeq = 0, hitMarkers = [], clickPoint = null;
 const tiles = new Map();            // url -> {img, status}
 const tileStats = { requested: 0, loaded: 0, failed: 0, lastStatus: "-" };
 
@@ -84,6 +85,7 @@ function readHash() {
   if (p.get("z")) view.zoom = parseFloat(p.get("z"));
   if (p.get("lat")) view.lat = parseFloat(p.get("lat"));
   if (p.get("lon")) view.lon = parseFloat(p.get("lon"));
+  if (p.get("hit")) { const [la, lo] = p.get("hit").split(",").map(parseFloat); if (isFinite(la) && isFinite(lo)) pendingHit = { lat: la, lon: lo }; }
   clampView();
   return p.get("layer");
 }
@@ -127,8 +129,8 @@ function loadViewport() {
     .then(j => { if (seq === vpSeq) { vp = j; draw(); } })
     .catch(e => { statusEl.textContent = "viewport: " + e.message; });
 }
-function hitTest(px, py) {
-  const ll = screenToLatLon(px, py);
+function hitTest(px, py) { hitTestAt(screenToLatLon(px, py)); }
+function hitTestAt(ll) {
   clickPoint = ll;
   const q = "lat=" + ll.lat.toFixed(6) + "&lon=" + ll.lon.toFixed(6) + "&zoom=" + view.zoom.toFixed(3) + "&density=" + dpr;
   fetch("/hittest/" + encodeURIComponent(layer) + "?" + q).then(r => r.ok ? r.json() : r.text().then(t => { throw new Error(r.status + " " + t); }))
@@ -265,6 +267,7 @@ fetch("/layers.json").then(r => r.json()).then(j => {
   layer = layers.some(l => l.id === wanted) ? wanted : (layers[0] ? layers[0].id : null);
   if (layer) layerSelect.value = layer; else statusEl.textContent = "no layers yet: create one with markerctl";
   draw(); loadViewport();
+  if (layer && pendingHit) hitTestAt(pendingHit);
 }).catch(e => { statusEl.textContent = "layers.json: " + e.message; });
 draw();
 </script>

@@ -1,4 +1,9 @@
 internal import CNNG
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Dispatch
 import Synchronization
 
@@ -113,6 +118,8 @@ final class HTTPServerCore: @unchecked Sendable {
     let methodNotAllowed = Atomic<Int>(0)
     let dropped = Atomic<Int>(0)
     let answeredByStop = Atomic<Int>(0)
+    /// When the last response was handed to nng (stop gives its write a moment to flush).
+    let lastFinish = Mutex<ContinuousClock.Instant?>(nil)
     private let allowed: Set<String>?
     private let allowHeader: String
 
@@ -210,6 +217,7 @@ final class HTTPServerCore: @unchecked Sendable {
             return
         }
         responded.add(1, ordering: .relaxed)
+        lastFinish.withLock { $0 = .now }
         nng_aio_set_output(aio, 0, UnsafeMutableRawPointer(res))
         nng_aio_finish(aio, 0)
     }
@@ -231,7 +239,18 @@ final class HTTPServerCore: @unchecked Sendable {
             answeredByStop.add(1, ordering: .relaxed)
             finish(aio, .text(503, "server stopping\n"))
         }
+        // nng_http_server_stop closes connections at once, cutting writes still in progress;
+        // give responses handed to nng in the last moment a short grace to reach the socket.
+        if let last = lastFinish.withLock({ $0 }) {
+            let until = last + Self.flushGrace
+            if until > .now {
+                let (secs, attos) = (until - .now).components
+                usleep(useconds_t(secs * 1_000_000 + attos / 1_000_000_000_000))
+            }
+        }
     }
+
+    static let flushGrace: Duration = .milliseconds(100)
 }
 
 /// Servers held by some ``NNGHTTPServer`` in this process. nng 1.5 hands out one shared server
@@ -384,8 +403,9 @@ public final class NNGHTTPServer: @unchecked Sendable {
     }
 
     /// Stops taking requests (new ones get 503 until the listener closes), waits up to
-    /// `drainTimeout` for handlers to respond, answers the rest `503 Service Unavailable`, then
-    /// closes the listener and every connection. Later ``HTTPResponder/respond(_:)`` calls return
+    /// `drainTimeout` for handlers to respond, answers the rest `503 Service Unavailable`, gives
+    /// responses handed to nng within the last 100 ms that long to be written, then closes the
+    /// listener and every connection (nng's stop is a hard close). Later ``HTTPResponder/respond(_:)`` calls return
     /// false. Idempotent; blocks the caller.
     public func stop(drainTimeout: Duration = .seconds(5)) {
         lock.lock()

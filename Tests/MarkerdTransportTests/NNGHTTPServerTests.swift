@@ -134,6 +134,7 @@ private func waitUntil(_ timeout: Duration = .seconds(10), _ condition: () -> Bo
         })
         defer { server.stop() }
         #expect(try RawHTTP.request(port: server.boundPort, "GET", "/").text == "one")
+        #expect(waitUntil { second.withLock { $0 } != nil })
         #expect(second.withLock { $0 } == false)
     }
 
