@@ -19,7 +19,7 @@ release: deps
 
 ## Build in release mode and run markerd on tcp://127.0.0.1:7450 (HTTP gateway 127.0.0.1:8080), data in ./data.
 run: release
-	.build/release/markerd --data-dir $(DATA_DIR) $(ARGS)
+	.build/release/markerd --data-dir $(DATA_DIR) --http 127.0.0.1:8080 $(ARGS)
 
 ## The whole test suite: Swift unit + integration tests, then the Python reference client against a real markerd.
 test: test-deps

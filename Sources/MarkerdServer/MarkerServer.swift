@@ -11,6 +11,8 @@ public final class MarkerServer: Sendable {
     public let service: MarkerService
     public let dispatcher: RPCDispatcher
     let transport: NNGReplyServer
+    /// The HTTP gateway, when ``MarkerdConfiguration/httpAddress`` is set.
+    public let gateway: TileGateway?
 
     /// Opens the service (loading the newest snapshot and replaying the journal, unless
     /// ephemeral) and prepares the listeners. Nothing is served until ``start()``.
@@ -33,12 +35,28 @@ public final class MarkerServer: Sendable {
                 listenURLs: configuration.listenURLs, contexts: configuration.contexts,
                 maxMessageBytes: configuration.maxMessageBytes),
             handler: handler)
+        if let address = configuration.httpAddress {
+            gateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
+                                  metrics: dispatcher.metrics)
+        } else {
+            gateway = nil
+        }
     }
 
-    /// Starts listening on every URL. Throws if a URL cannot be listened on (e.g. address in use).
+    /// Starts listening on every URL (and the HTTP gateway). Throws if a URL cannot be listened
+    /// on (e.g. address in use); then nothing stays open.
     public func start() throws {
         try transport.start()
+        do {
+            try gateway?.start()
+        } catch {
+            transport.stop(drainTimeout: .zero)
+            throw error
+        }
     }
+
+    /// `http://host:port` of the HTTP gateway as bound, or nil without one.
+    public var httpURL: String? { gateway?.boundURL }
 
     /// The URLs actually bound (a tcp port 0 resolved to the real port).
     public var boundURLs: [String] { transport.boundURLs }
@@ -48,6 +66,7 @@ public final class MarkerServer: Sendable {
     /// (not receiving) for the process to close at exit: closing a REP socket while peers
     /// disconnect can make nng 1.5 panic (nanomsg/nng#2110).
     public func stop() {
+        gateway?.stop(drainTimeout: .milliseconds(Int64(min(configuration.drainSeconds, 2) * 1000)))
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
     }

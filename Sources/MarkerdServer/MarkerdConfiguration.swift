@@ -17,6 +17,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var snapshotEveryBytes: Int = 256 << 20
     /// How long a graceful shutdown waits for requests in flight. Default 8 s (exit within 10 s).
     public var drainSeconds: Double = 8
+    /// `host:port` of the HTTP tile gateway (tiles, TileJSON, /metrics, /healthz, the viewer at
+    /// `/`); port 0 picks one. nil (the default): no HTTP gateway.
+    public var httpAddress: String? = nil
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -44,6 +47,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --fsync always|everysec|off  durability of acknowledged writes. Default always
       --snapshot-every-bytes N   snapshot after this much journal. Default 268435456; 0 = never
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
+      --http HOST:PORT           serve the HTTP tile gateway, /metrics and the viewer (e.g. 127.0.0.1:8080;
+                                 port 0 picks one). Default off
       -h, --help                 this text
       --version                  print the version
     """
@@ -95,6 +100,14 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                     throw ParseError(description: "--drain-seconds takes seconds from 0 to 60, not \"\(text)\"")
                 }
                 config.drainSeconds = s
+            case "--http":
+                var text = try value(arg)
+                if text.hasPrefix("http://") { text.removeFirst("http://".count) }
+                guard let colon = text.lastIndex(of: ":"), colon != text.startIndex,
+                      let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+                    throw ParseError(description: "--http takes HOST:PORT (e.g. 127.0.0.1:8080), not \"\(text)\"")
+                }
+                config.httpAddress = text
             default:
                 throw ParseError(description: "unknown option \"\(arg)\"")
             }

@@ -1,0 +1,354 @@
+import Foundation
+import MarkerdAPI
+import MarkerdService
+import MarkerdTransport
+import Synchronization
+
+/// markerd's HTTP gateway: raster and point tiles, TileJSON, metrics, health, the viewer page
+/// and the viewer's JSON endpoints, on nng's HTTP server (``NNGHTTPServer``). See
+/// ``GatewayRoute`` for the URLs.
+///
+/// Caching: live tile URLs carry `ETag: "<tile version>"` and `Cache-Control: public,
+/// max-age=5`; `If-None-Match` with the current version answers 304. Versioned tile URLs
+/// (`/tiles/{layer}/v{version}/...`) are answered 200 with `Cache-Control: public,
+/// max-age=31536000, immutable` only while `version` is the layer's current version (checked
+/// before and after rendering); otherwise they answer `302 Found` to the live URL with
+/// `Cache-Control: no-cache`, so an immutable response never holds anything but that version's
+/// pixels. Every response carries `Access-Control-Allow-Origin: *`. Other methods than GET,
+/// HEAD and OPTIONS (a CORS preflight, 204) get 405.
+public final class TileGateway: Sendable {
+    public static let liveCacheControl = "public, max-age=5"
+    public static let immutableCacheControl = "public, max-age=31536000, immutable"
+    public static let corsHeader = HTTPHeader("Access-Control-Allow-Origin", "*")
+
+    public let provider: any TileProvider
+    public let metrics: ServerMetrics?
+    let server: NNGHTTPServer
+    private let requestCounts = Mutex<[String: [Int: UInt64]]>([:])  // route -> status -> count
+
+    /// - Parameters:
+    ///   - address: `host:port` (port 0 picks one; see ``boundPort``).
+    ///   - metrics: the RPC metrics shown on /metrics (nil: only the gateway's own).
+    public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil) {
+        self.provider = provider
+        self.metrics = metrics
+        let handler = GatewayHandler()
+        server = NNGHTTPServer(
+            configuration: HTTPServerConfiguration(
+                address: address, pathPrefix: "/", allowedMethods: ["GET", "HEAD", "OPTIONS"],
+                capturedHeaders: ["Host", "If-None-Match", "Origin", "X-Forwarded-Proto"],
+                defaultHeaders: [Self.corsHeader]),
+            handler: handler)
+        handler.gateway.withLock { $0 = WeakGateway(self) }
+    }
+
+    /// Starts listening. Throws ``NNGError`` (`.addressInUse`, `.addressInvalid`, ...).
+    public func start() throws(NNGError) { try server.start() }
+
+    /// Stops: waits up to `drainTimeout` for requests in flight, then closes.
+    public func stop(drainTimeout: Duration = .seconds(2)) { server.stop(drainTimeout: drainTimeout) }
+
+    /// The bound port (0 before start).
+    public var boundPort: Int { server.boundPort }
+    /// `http://host:port` as bound.
+    public var boundURL: String { server.boundURL }
+    public var statistics: HTTPServerStatistics { server.statistics }
+
+    /// Requests answered so far with `status` on `route` (a ``routeName(_:)``), for tests and /metrics.
+    public func requestCount(route: String, status: Int? = nil) -> UInt64 {
+        requestCounts.withLock { all in
+            guard let byStatus = all[route] else { return 0 }
+            if let status { return byStatus[status] ?? 0 }
+            return byStatus.values.reduce(0, +)
+        }
+    }
+
+    // MARK: - Dispatch
+
+    /// Answers one request (synchronously; called on the HTTP server's handler queue).
+    public func respond(to request: HTTPRequest) -> HTTPResponse {
+        let parsed = GatewayRoute.parse(request.path)
+        let routeName: String
+        var response: HTTPResponse
+        switch parsed {
+        case .failure(.notFound):
+            routeName = "unknown"
+            response = Self.error(404, "no such path: \(request.path)")
+        case .failure(.badRequest(let message)):
+            routeName = request.path.hasSuffix(".mvt") ? "point_tile" : "tile"
+            response = Self.error(400, message)
+        case .success(let route):
+            routeName = Self.routeName(route)
+            if request.method == "OPTIONS" {
+                response = HTTPResponse(status: 204, headers: [
+                    HTTPHeader("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
+                    HTTPHeader("Access-Control-Allow-Headers", "If-None-Match"),
+                    HTTPHeader("Access-Control-Max-Age", "86400"),
+                ])
+            } else {
+                do throws(RPCError) {
+                    response = try serve(route, request)
+                } catch {
+                    response = Self.error(Self.httpStatus(error.code), error.message)
+                }
+            }
+        }
+        requestCounts.withLock { $0[routeName, default: [:]][response.status, default: 0] += 1 }
+        return response
+    }
+
+    /// The label of a route in /metrics (`markerd_http_requests_total{route=...}`).
+    public static func routeName(_ route: GatewayRoute) -> String {
+        switch route {
+        case .viewer: "viewer"
+        case .healthz: "healthz"
+        case .metrics: "metrics"
+        case .layers: "layers"
+        case .tileJSON: "tilejson"
+        case .rasterTile: "tile"
+        case .pointTile: "point_tile"
+        case .viewport: "viewport"
+        case .hitTest: "hittest"
+        }
+    }
+
+    /// RPC status -> HTTP status.
+    public static func httpStatus(_ code: V1.Code) -> Int {
+        switch code {
+        case .ok: 200
+        case .notFound: 404
+        case .invalidArgument, .outOfRange: 400
+        case .unimplemented: 501
+        case .unavailable, .resourceExhausted, .deadlineExceeded, .aborted: 503
+        default: 500
+        }
+    }
+
+    private func serve(_ route: GatewayRoute, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+        switch route {
+        case .viewer:
+            return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/html; charset=utf-8"),
+                                                       HTTPHeader("Cache-Control", "no-cache")],
+                                body: Array(ViewerPage.html.utf8))
+        case .healthz:
+            return .text(200, "ok\n", headers: [HTTPHeader("Cache-Control", "no-store")])
+        case .metrics:
+            return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
+                                                       HTTPHeader("Cache-Control", "no-store")],
+                                body: Array(metricsText().utf8))
+        case .layers:
+            return try json(["layers": provider.layers()], cache: "no-cache")
+        case .tileJSON(let layer):
+            return try tileJSON(layer, request)
+        case .rasterTile(let a):
+            return try rasterTile(a, request)
+        case .pointTile(let a):
+            return try pointTile(a, request)
+        case .viewport(let layer):
+            let q = QueryString(request.query)
+            let query = ViewportQuery(layer: layer, west: try q.double("west", -180...180),
+                                      south: try q.double("south", -90...90), east: try q.double("east", -180...180),
+                                      north: try q.double("north", -90...90), zoom: try q.double("zoom", 0...22),
+                                      density: try q.int("density", 1...3, default: 1),
+                                      limit: try q.int("limit", 1...100_000, default: 1000))
+            return try json(provider.viewport(query), cache: "no-store")
+        case .hitTest(let layer):
+            let q = QueryString(request.query)
+            let query = HitTestQuery(layer: layer, lat: try q.double("lat", -90...90), lon: try q.double("lon", -180...180),
+                                     zoom: try q.double("zoom", 0...22), density: try q.int("density", 1...3, default: 1),
+                                     tolerancePx: try q.double("tolerance", 0...200, default: 14),
+                                     maxResults: try q.int("max", 1...1000, default: 10))
+            return try json(provider.hitTest(query), cache: "no-store")
+        }
+    }
+
+    // MARK: - Tiles
+
+    /// Entity tags in `If-None-Match` (`"12"`, `W/"12"`, lists, `*`).
+    struct EntityTags {
+        var any = false
+        var versions: [UInt64] = []
+        init(_ header: String?) {
+            guard let header else { return }
+            for raw in header.split(separator: ",") {
+                var t = raw.trimmingCharacters(in: .whitespaces)[...]
+                if t == "*" { any = true; continue }
+                if t.hasPrefix("W/") { t = t.dropFirst(2) }
+                guard t.count >= 2, t.first == "\"", t.last == "\"" else { continue }
+                if let v = GatewayRoute.decimal(t.dropFirst().dropLast()) { versions.append(v) }
+            }
+        }
+        var known: UInt64? { versions.last }
+        func matches(_ version: UInt64) -> Bool { any || versions.contains(version) }
+    }
+
+    static func etag(_ version: UInt64) -> String { "\"\(version)\"" }
+
+    private func rasterTile(_ a: GatewayRoute.TileAddress, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+        let tags = EntityTags(request.header("If-None-Match"))
+        let render = { () throws(RPCError) -> (body: [UInt8], version: UInt64, notModified: Bool) in
+            let r = try self.provider.tile(layer: a.layer, z: a.z, x: a.x, y: a.y, size: a.size, density: a.density,
+                                           knownVersion: tags.known)
+            return (r.png, r.version, r.notModified)
+        }
+        return try tileResponse(a, tags: tags, contentType: "image/png", livePath: a.liveRasterPath, render: render)
+    }
+
+    private func pointTile(_ a: GatewayRoute.TileAddress, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+        let tags = EntityTags(request.header("If-None-Match"))
+        let render = { () throws(RPCError) -> (body: [UInt8], version: UInt64, notModified: Bool) in
+            let r = try self.provider.pointTile(layer: a.layer, z: a.z, x: a.x, y: a.y, knownVersion: tags.known)
+            return (r.mvt, r.version, r.notModified)
+        }
+        return try tileResponse(a, tags: tags, contentType: "application/vnd.mapbox-vector-tile",
+                                livePath: a.livePointPath, render: render)
+    }
+
+    private func tileResponse(
+        _ a: GatewayRoute.TileAddress, tags: EntityTags, contentType: String, livePath: String,
+        render: () throws(RPCError) -> (body: [UInt8], version: UInt64, notModified: Bool)
+    ) throws(RPCError) -> HTTPResponse {
+        let redirect = HTTPResponse(status: 302, headers: [HTTPHeader("Location", livePath),
+                                                           HTTPHeader("Cache-Control", "no-cache")],
+                                    body: Array("moved to \(livePath)\n".utf8))
+        if let v = a.version, try provider.layerInfo(a.layer).version != v { return redirect }
+        let r = try render()
+        if let v = a.version, try provider.layerInfo(a.layer).version != v { return redirect }
+        let cache = a.version == nil ? Self.liveCacheControl : Self.immutableCacheControl
+        let headers = [HTTPHeader("ETag", Self.etag(r.version)), HTTPHeader("Cache-Control", cache)]
+        if r.notModified || tags.matches(r.version) {
+            return HTTPResponse(status: 304, headers: headers)
+        }
+        return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", contentType)] + headers, body: r.body)
+    }
+
+    // MARK: - TileJSON, metrics, JSON
+
+    private func tileJSON(_ layer: String, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+        let info = try provider.layerInfo(layer)
+        let host = request.header("Host") ?? boundURL.replacingOccurrences(of: "http://", with: "")
+        let scheme = request.header("X-Forwarded-Proto") == "https" ? "https" : "http"
+        let doc = TileJSON(
+            tilejson: "3.0.0", name: layer, description: "markerd raster markers of layer \(layer)",
+            version: "1.0.\(info.version)", scheme: "xyz",
+            tiles: ["\(scheme)://\(host)/tiles/\(layer)/\(info.tileSize)/{z}/{x}/{y}.png"],
+            minzoom: 0, maxzoom: GatewayRoute.maxZoom,
+            bounds: [-180, -85.05112878, 180, 85.05112878], center: [0, 0, 2],
+            tileSize: info.tileSize, markerdLayerVersion: info.version)
+        var response = try json(doc, cache: Self.liveCacheControl)
+        response.setHeader("Content-Type", "application/json")
+        return response
+    }
+
+    struct TileJSON: Encodable {
+        var tilejson: String
+        var name: String
+        var description: String
+        var version: String
+        var scheme: String
+        var tiles: [String]
+        var minzoom: Int
+        var maxzoom: Int
+        var bounds: [Double]
+        var center: [Double]
+        var tileSize: Int
+        var markerdLayerVersion: UInt64
+        enum CodingKeys: String, CodingKey {
+            case tilejson, name, description, version, scheme, tiles, minzoom, maxzoom, bounds, center
+            case tileSize = "tile_size", markerdLayerVersion = "markerd_layer_version"
+        }
+    }
+
+    private func json<T: Encodable>(_ value: T, cache: String) throws(RPCError) -> HTTPResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            let data = try encoder.encode(value)
+            return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "application/json; charset=utf-8"),
+                                                       HTTPHeader("Cache-Control", cache)],
+                                body: Array(data))
+        } catch {
+            throw .internal("JSON encoding failed: \(error)")
+        }
+    }
+
+    static func error(_ status: Int, _ message: String) -> HTTPResponse {
+        .text(status, message + "\n", headers: [HTTPHeader("Cache-Control", "no-store")])
+    }
+
+    /// /metrics: the RPC metrics, per-layer gauges and the gateway's request counters.
+    public func metricsText() -> String {
+        var out = metrics?.prometheusText() ?? ""
+        let layers = provider.layers()
+        out += "# HELP markerd_layer_markers Markers in the layer.\n# TYPE markerd_layer_markers gauge\n"
+        for l in layers { out += "markerd_layer_markers{layer=\"\(Self.label(l.id))\"} \(l.markerCount)\n" }
+        out += "# HELP markerd_layer_version The layer's version (changes with every change).\n# TYPE markerd_layer_version gauge\n"
+        for l in layers { out += "markerd_layer_version{layer=\"\(Self.label(l.id))\"} \(l.version)\n" }
+        out += "# HELP markerd_layer_tiled 1 when the layer serves static markers as raster tiles.\n# TYPE markerd_layer_tiled gauge\n"
+        for l in layers { out += "markerd_layer_tiled{layer=\"\(Self.label(l.id))\"} \(l.mode == "tiled" ? 1 : 0)\n" }
+        let counts = requestCounts.withLock { $0 }
+        out += "# HELP markerd_http_requests_total HTTP gateway requests by route and status.\n# TYPE markerd_http_requests_total counter\n"
+        for (route, byStatus) in counts.sorted(by: { $0.key < $1.key }) {
+            for (status, n) in byStatus.sorted(by: { $0.key < $1.key }) {
+                out += "markerd_http_requests_total{route=\"\(route)\",status=\"\(status)\"} \(n)\n"
+            }
+        }
+        return out
+    }
+
+    static func label(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}
+
+/// Query-string parameters of the viewer's JSON endpoints (missing or bad -> INVALID_ARGUMENT).
+struct QueryString {
+    var values: [String: String] = [:]
+
+    init(_ query: String?) {
+        for pair in (query ?? "").split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            let key = String(kv[0]).removingPercentEncoding ?? String(kv[0])
+            let raw = kv.count > 1 ? String(kv[1]).replacingOccurrences(of: "+", with: " ") : ""
+            values[key] = raw.removingPercentEncoding ?? raw
+        }
+    }
+
+    func double(_ name: String, _ range: ClosedRange<Double>, default value: Double? = nil) throws(RPCError) -> Double {
+        guard let text = values[name] else {
+            if let value { return value }
+            throw .invalidArgument("query parameter \(name) is missing")
+        }
+        guard let d = Double(text), d.isFinite, range.contains(d) else {
+            throw .invalidArgument("query parameter \(name)=\(text) is not a number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return d
+    }
+
+    func int(_ name: String, _ range: ClosedRange<Int>, default value: Int) throws(RPCError) -> Int {
+        guard let text = values[name] else { return value }
+        guard let n = Int(text), range.contains(n) else {
+            throw .invalidArgument("query parameter \(name)=\(text) is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return n
+    }
+}
+
+/// Breaks the gateway <-> server cycle: the server's handler holds the gateway weakly.
+struct WeakGateway: @unchecked Sendable {
+    weak var gateway: TileGateway?
+    init(_ gateway: TileGateway) { self.gateway = gateway }
+}
+
+final class GatewayHandler: HTTPRequestHandler {
+    let gateway = Mutex<WeakGateway?>(nil)
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        guard let gateway = gateway.withLock({ $0?.gateway }) else {
+            responder.respond(.text(503, "gateway stopped\n"))
+            return
+        }
+        responder.respond(gateway.respond(to: request))
+    }
+}
