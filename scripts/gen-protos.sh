@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the protobuf-c code in Sources/CMarkerdProto from Protos/.
+# Regenerates the protobuf-c code in Sources/CMarkerdProto from Protos/ (markerd/ and vector_tile/).
 #
 #   scripts/gen-protos.sh              rewrite Sources/CMarkerdProto and Sources/MarkerdAPI/V1+*.swift in place
 #   scripts/gen-protos.sh --out DIR    write the same tree under DIR (used by the freshness test)
@@ -13,7 +13,8 @@ command -v protoc-c >/dev/null || { echo "gen-protos: protoc-c not found (apt-ge
 
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cd "$root/Protos"
-protos=$(find markerd -name '*.proto' | LC_ALL=C sort)
+# markerd/: the API and storage formats; vector_tile/: the Mapbox Vector Tile 2.1 schema (GetPointTile).
+protos=$(find markerd vector_tile -name '*.proto' | LC_ALL=C sort)
 protoc-c --c_out="$tmp" -I . $protos
 
 mkdir -p "$out/include" "$out/generated"

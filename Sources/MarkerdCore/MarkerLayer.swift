@@ -26,6 +26,8 @@ public struct MarkerLayer: Sendable {
     var drags: [DragID: DragSession] = [:]
     var dragOfSlot: [Int32: DragID] = [:]
     var nextDragNumber: UInt64 = 1
+    /// Grid clusters of the visible static markers (nil: not enabled); see MarkerLayer+Clusters.swift.
+    var clusters: GridClusterIndex? = nil
     // Counters by flags (animations not yet expired by `expireAnimations` still count as live here).
     var staticCounter = 0
     var liveCounter = 0
@@ -163,6 +165,7 @@ public struct MarkerLayer: Sendable {
             } else if animations.removeValue(forKey: slot) != nil {
                 compactAnimationHeapIfNeeded()
             }
+            syncCluster(slot)
         }
         if !markers.isEmpty { version &+= 1 }
         return UpsertResult(created: created, updated: updated)
@@ -192,6 +195,7 @@ public struct MarkerLayer: Sendable {
         if f & MarkerFlags.hasExtra != 0 { extras[slot] = nil }
         if animations.removeValue(forKey: slot) != nil { compactAnimationHeapIfNeeded() }
         table.remove(slot)
+        syncCluster(slot)
     }
 
     /// The full stored record of a marker, or nil. The animation is reported as stored (its
@@ -226,6 +230,7 @@ public struct MarkerLayer: Sendable {
         table.removeAll(); grid.removeAll(); styles.removeAll()
         animations = [:]; animationHeap.removeAll(); attributes = [:]; extras = [:]
         drags = [:]; dragOfSlot = [:]
+        clusters?.removeAll()
         staticCounter = 0; liveCounter = 0; hiddenCounter = 0
         version &+= 1
         return n
@@ -239,6 +244,7 @@ public struct MarkerLayer: Sendable {
         let cls = MarkerLayer.gridClass(table.flags[s])
         grid.move(slot, fromX: table.x[s], y: table.y[s], cls: cls, toX: p.x, y: p.y, cls: cls)
         table.x[s] = p.x; table.y[s] = p.y
+        syncCluster(slot)
     }
 
     /// Moves one marker. Throws `.invalidArgument` for a bad position, `.markerNotFound`.
@@ -281,6 +287,7 @@ public struct MarkerLayer: Sendable {
             table.flags[s] = f
             grid.move(top.slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
                       toX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(f))
+            syncCluster(top.slot)
             changed += 1
         }
         if changed > 0 { version &+= 1 }
@@ -315,5 +322,6 @@ public struct MarkerLayer: Sendable {
         return table.approximateBytes + grid.approximateBytes + styles.approximateBytes
             + animations.capacity * 40 + animationHeap.count * 16
             + attributes.count * 200 + extraBytes + drags.capacity * 48
+            + (clusters?.approximateBytes ?? 0)
     }
 }

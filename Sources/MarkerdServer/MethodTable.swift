@@ -27,6 +27,13 @@ enum MethodTable {
         read("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewport(r) }
         read("HitTest", V1.HitTestRequest.self) { r, _ throws(RPCError) in try service.hitTest(r) }
         read("DragTo", V1.DragToRequest.self) { r, _ throws(RPCError) in try service.dragTo(r) }
+        read("GetClusters", V1.GetClustersRequest.self) { r, _ throws(RPCError) in try service.getClusters(r) }
+        read("GetClusterLeaves", V1.GetClusterLeavesRequest.self) { r, _ throws(RPCError) in try service.getClusterLeaves(r) }
+        read("GetClusterChildren", V1.GetClusterChildrenRequest.self) { r, _ throws(RPCError) in try service.getClusterChildren(r) }
+        read("GetClusterExpansionZoom", V1.GetClusterExpansionZoomRequest.self) { r, _ throws(RPCError) in
+            try service.getClusterExpansionZoom(r)
+        }
+        read("GetPointTile", V1.GetPointTileRequest.self) { r, _ throws(RPCError) in try service.getPointTile(r) }
         read("GetServerInfo", V1.GetServerInfoRequest.self) { r, _ throws(RPCError) in service.getServerInfo(r) }
         read("CreateSnapshot", V1.CreateSnapshotRequest.self) { r, _ throws(RPCError) in try service.createSnapshot(r) }
         for kind in MutationKind.allCases {

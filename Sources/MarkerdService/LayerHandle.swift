@@ -14,6 +14,8 @@ final class LayerHandle: @unchecked Sendable {
     /// Set (under the write lock) when the layer is deleted: a writer that looked the handle up
     /// before the delete finds it and answers NOT_FOUND instead of writing into a dead layer.
     var deleted = false
+    /// Supercluster snapshot and rebuild state (MarkerService+Clusters.swift); has its own lock.
+    let clusterState = ClusterState()
 
     init(id: String, layer: MarkerLayer, options: V1.LayerOptions) {
         self.id = id
@@ -68,6 +70,7 @@ enum LayerOptionsResolution {
         guard c.algorithm == "grid" || c.algorithm == "supercluster" else {
             throw .invalidArgument("options.clustering.algorithm \"\(c.algorithm!)\" is not grid or supercluster")
         }
+        try ClusterConfig.validate(c)
         api.clustering = c
         let tiling = TilingOptions(enabled: t.enabled!, minMarkerCount: t.minMarkerCount!, tileSize: Int(t.tileSize!))
         return (api, tiling)

@@ -164,8 +164,9 @@ extension MarkerService {
     func createLayer(_ r: V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.CreateLayerResponse {
         try MarkerConversion.checkName(r.layerID, what: "layer_id")
         let (api, tiling) = try LayerOptionsResolution.resolve(r.options)
-        let layer: MarkerLayer
+        var layer: MarkerLayer
         layer = try mapCoreError { () throws(MarkerdCoreError) in try MarkerLayer(options: tiling) }
+        if let grid = ClusterConfig.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
         let h = LayerHandle(id: r.layerID, layer: layer, options: api)
         var response = V1.CreateLayerResponse()
         response.layer = h.apiLayer(nowUnixMs: c.nowUnixMs)
@@ -219,7 +220,9 @@ extension MarkerService {
         return try h.lock.withWriteLock { () throws(RPCError) -> T in
             guard !h.deleted else { throw .notFound("layer \"\(layerID)\" not found") }
             try c.checkDeadline()
-            return try body(h)
+            let result = try body(h)
+            clustersMayHaveChanged(h)
+            return result
         }
     }
 

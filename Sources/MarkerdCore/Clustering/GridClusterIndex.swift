@@ -1,5 +1,5 @@
-// Dynamic grid clustering: a per-zoom grid of tile-aligned cells, nested as a quadtree, updated
-// incrementally on every upsert, move and removal.
+// Dynamic grid clustering: a per-zoom grid of tile-aligned cells, nested as a compressed quadtree,
+// updated incrementally on every upsert, move and removal.
 
 /// Dynamic clustering index (markerd's default algorithm).
 ///
@@ -8,10 +8,16 @@
 /// a smaller cell returns its members unclustered; above `maxZoom` every point is returned alone.
 /// The cells of zoom z+1 nest 2 x 2 in those of zoom z, so the non-empty cells form a quadtree.
 ///
-/// Costs: `upsert` / `remove` touch one cell per zoom, O(maxZoom) (plus, on removal of a point that
-/// defines a member bound of its maxZoom cell, a rescan of that cell's members). Queries visit only
-/// non-empty cells intersecting the box, O(result + maxZoom). Everything observable (clusters,
-/// ids, positions, output order) depends only on the current set of points, not on update order.
+/// Storage is a compressed quadtree: only cells holding at least two points are stored; a cell
+/// holding a single point is represented by the point itself in its parent's child slot (or in the
+/// root table), and the chain of single-member cells below it is implicit. Cells of `maxZoom` keep
+/// their member lists. The structure depends only on the set of points (it is canonical).
+///
+/// Costs: `upsert` / `remove` touch at most two cells per zoom, O(maxZoom) (plus, on removal of a
+/// point that defines a member bound of its maxZoom cell, a rescan of that cell's members). Queries
+/// visit only non-empty cells intersecting the box, O(result + maxZoom). Everything observable
+/// (clusters, ids, positions, output order) depends only on the current set of points, not on
+/// update order.
 ///
 /// Inclusion rule: at zoom <= maxZoom a cell is returned (as a cluster or as its points) when the
 /// cell's rectangle intersects the query box, whatever part of it the box covers; so a cell belongs
@@ -20,9 +26,9 @@
 /// Output order: root cells (zoom 0) by (cellY, cellX), then depth-first in quadrant order
 /// (north-west, north-east, south-west, south-east); points of one finest cell by id.
 ///
-/// Memory: a point owns one cell (~72 bytes) per zoom until another point shares it, so isolated
-/// points cost up to (maxZoom + 1) cells each (1M uniform points: ~9.7M cells, ~1 GB). Stopping the
-/// descent at the first single-member cell (a compressed quadtree) would fix that; not done yet.
+/// Memory: one stored cell (~84 bytes with its child slots) per cell holding two or more points,
+/// plus 16 bytes per point id (up to the largest id). 1M uniformly spread points: ~0.5M cells
+/// (the uncompressed grid needed ~9.7M cells, about 1 GB).
 ///
 /// Value type; not thread-safe for concurrent mutation (wrap it in the owner's lock).
 public struct GridClusterIndex: Sendable {
@@ -30,26 +36,29 @@ public struct GridClusterIndex: Sendable {
     /// log2 of cells per tile side.
     private let k: Int
 
-    // Cell arena. `children[4 * c + q]`: child cell at zoom+1 in quadrant q = (cy & 1) << 1 | (cx & 1), or -1.
+    // Node references (`Ref`): >= 0 a stored cell; -1 empty; <= -2 the single point `-2 - ref`.
+    // Cell arena. `children[4 * c + q]`: the node in quadrant q = (cy & 1) << 1 | (cx & 1) at zoom + 1.
     private var cells: [Cell] = []
     private var children: [Int32] = []
-    /// Members of finest (maxZoom) cells; empty for other cells.
+    /// Members of stored maxZoom cells (empty for other cells).
     private var members: [[Int32]] = []
     private var freeCells: [Int32] = []
-    /// Zoom-0 cells by key `cy << 32 | cx`.
+    /// Zoom-0 nodes by key `cy << 32 | cx`.
     private var roots: [UInt64: Int32] = [:]
 
     // Points by id.
     private var px: [UInt32] = []
     private var py: [UInt32] = []
-    /// Finest cell of the point, or -1 when absent.
-    private var pLeaf: [Int32] = []
-    /// Position of the point in `members[pLeaf]`.
+    /// The cell whose child slot (or member list, see `pPos`) holds the point; -1: a root slot;
+    /// `absent` when the id is not in the index.
+    private var pHolder: [Int32] = []
+    /// Position in `members[pHolder]`, or -1 when the point sits in a child or root slot.
     private var pPos: [Int32] = []
+    private static let absent = Int32.min
 
     /// Number of points.
     public private(set) var count = 0
-    /// Number of non-empty cells over all zooms.
+    /// Number of stored cells (cells holding two or more points) over all zooms.
     public var cellCount: Int { cells.count - freeCells.count }
 
     struct Cell: Sendable {
@@ -63,6 +72,7 @@ public struct GridClusterIndex: Sendable {
         var minY: UInt32 = 0
         var maxX: UInt32 = 0
         var maxY: UInt32 = 0
+        var zoom: UInt8 = 0
     }
 
     /// An empty index. Traps on invalid options (`options.isValid`).
@@ -76,8 +86,16 @@ public struct GridClusterIndex: Sendable {
     public init(options: ClusterOptions = ClusterOptions(), points: [ClusterPoint]) {
         self.init(options: options)
         if let maxId = points.lazy.map(\.id).max() { reserve(maxId: maxId) }
-        cells.reserveCapacity(points.count * 2)
         for p in points { upsert(p) }
+    }
+
+    /// Approximate bytes held (array capacities and the root table).
+    public var approximateBytes: Int {
+        var memberBytes = 0
+        for m in members where m.capacity > 0 { memberBytes += 32 + m.capacity * 4 }
+        return cells.capacity * MemoryLayout<Cell>.stride + children.capacity * 4 + members.capacity * 8
+            + freeCells.capacity * 4 + roots.capacity * 16 + (px.capacity + py.capacity + pHolder.capacity + pPos.capacity) * 4
+            + memberBytes
     }
 
     // MARK: updates
@@ -87,99 +105,122 @@ public struct GridClusterIndex: Sendable {
         precondition(p.id >= 0, "ClusterPoint.id must be >= 0")
         let id = Int(p.id)
         if id >= px.count { reserve(maxId: p.id) }
-        if pLeaf[id] >= 0 {
+        if pHolder[id] != Self.absent {
             if px[id] == p.x && py[id] == p.y { return }
             remove(id: p.id)
         }
         px[id] = p.x
         py[id] = p.y
-        let x = UInt64(p.x), y = UInt64(p.y)
+        let maxZoom = options.maxZoom
         var parent: Int32 = -1
-        for z in 0...options.maxZoom {
-            let shift = UInt64(32 - z - k)
-            let cx = UInt32(x >> shift), cy = UInt32(y >> shift)
-            var c: Int32
-            if z == 0 {
-                let key = UInt64(cy) << 32 | UInt64(cx)
-                if let r = roots[key] { c = r } else {
-                    c = newCell(cx: cx, cy: cy, parent: -1)
-                    roots[key] = c
+        var z = 0
+        while true {
+            let (cx, cy) = cellOf(p.x, p.y, z)
+            let ref = slot(parent, cx, cy)
+            if ref == -1 {
+                setSlot(parent, cx, cy, Self.pointRef(p.id))
+                pHolder[id] = parent
+                pPos[id] = -1
+                break
+            }
+            var c: Int
+            if ref <= -2 {
+                // Split: the single-point node becomes a stored cell holding that point.
+                let s = Self.pointID(ref)
+                c = Int(newCell(cx: cx, cy: cy, parent: parent, zoom: z))
+                let sx = px[Int(s)], sy = py[Int(s)]
+                cells[c].count = 1
+                cells[c].sumX = UInt64(sx); cells[c].sumY = UInt64(sy)
+                cells[c].minX = sx; cells[c].maxX = sx; cells[c].minY = sy; cells[c].maxY = sy
+                setSlot(parent, cx, cy, Int32(c))
+                if z == maxZoom {
+                    members[c].append(s)
+                    pHolder[Int(s)] = Int32(c)
+                    pPos[Int(s)] = 0
+                } else {
+                    let (qx, qy) = cellOf(sx, sy, z + 1)
+                    children[4 * c + Int((qy & 1) << 1 | (qx & 1))] = Self.pointRef(s)
+                    pHolder[Int(s)] = Int32(c)
+                    pPos[Int(s)] = -1
                 }
             } else {
-                let slot = 4 * Int(parent) + Int((cy & 1) << 1 | (cx & 1))
-                c = children[slot]
-                if c < 0 {
-                    c = newCell(cx: cx, cy: cy, parent: parent)
-                    children[slot] = c
-                }
+                c = Int(ref)
             }
-            let ci = Int(c)
-            if cells[ci].count == 0 {
-                cells[ci].minX = p.x; cells[ci].maxX = p.x
-                cells[ci].minY = p.y; cells[ci].maxY = p.y
-            } else {
-                cells[ci].minX = min(cells[ci].minX, p.x); cells[ci].maxX = max(cells[ci].maxX, p.x)
-                cells[ci].minY = min(cells[ci].minY, p.y); cells[ci].maxY = max(cells[ci].maxY, p.y)
+            cells[c].count += 1
+            cells[c].sumX &+= UInt64(p.x)
+            cells[c].sumY &+= UInt64(p.y)
+            cells[c].minX = min(cells[c].minX, p.x); cells[c].maxX = max(cells[c].maxX, p.x)
+            cells[c].minY = min(cells[c].minY, p.y); cells[c].maxY = max(cells[c].maxY, p.y)
+            if z == maxZoom {
+                pHolder[id] = Int32(c)
+                pPos[id] = Int32(members[c].count)
+                members[c].append(p.id)
+                break
             }
-            cells[ci].count += 1
-            cells[ci].sumX &+= x
-            cells[ci].sumY &+= y
-            parent = c
+            parent = Int32(c)
+            z += 1
         }
-        pLeaf[id] = parent
-        pPos[id] = Int32(members[Int(parent)].count)
-        members[Int(parent)].append(p.id)
         count += 1
     }
 
     /// Removes a point; returns false if the id is absent. O(maxZoom), plus a rescan of the point's
-    /// finest cell when the point defines one of that cell's member bounds.
+    /// maxZoom cell when the point defines one of that cell's member bounds.
     @discardableResult
     public mutating func remove(id: Int32) -> Bool {
-        guard id >= 0, Int(id) < pLeaf.count, pLeaf[Int(id)] >= 0 else { return false }
+        guard id >= 0, Int(id) < pHolder.count, pHolder[Int(id)] != Self.absent else { return false }
         let i = Int(id)
-        let leaf = Int(pLeaf[i])
-        // swap-remove from the finest cell's member list
+        let holder = Int(pHolder[i])
         let pos = Int(pPos[i])
-        let last = members[leaf].removeLast()
-        if last != id {
-            members[leaf][pos] = last
-            pPos[Int(last)] = Int32(pos)
-        }
-        pLeaf[i] = -1
+        pHolder[i] = Self.absent
         count -= 1
         let x = px[i], y = py[i]
-        var c = leaf
-        var isLeaf = true
+        if pos >= 0 {
+            let last = members[holder].removeLast()
+            if last != id {
+                members[holder][pos] = last
+                pPos[Int(last)] = Int32(pos)
+            }
+        } else {
+            let z = holder < 0 ? 0 : Int(cells[holder].zoom) + 1
+            let (cx, cy) = cellOf(x, y, z)
+            setSlot(Int32(holder), cx, cy, -1)
+        }
+        // Pass 1: counts and sums; find the highest cell left with a single point.
+        var c = holder
+        var single = -1
         while c >= 0 {
-            let parent = Int(cells[c].parent)
             cells[c].count -= 1
             cells[c].sumX &-= UInt64(x)
             cells[c].sumY &-= UInt64(y)
-            if cells[c].count == 0 {
-                let cx = cells[c].cx, cy = cells[c].cy
-                if parent >= 0 {
-                    children[4 * parent + Int((cy & 1) << 1 | (cx & 1))] = -1
-                } else {
-                    roots[UInt64(cy) << 32 | UInt64(cx)] = nil
-                }
-                freeCells.append(Int32(c))
-            } else if x == cells[c].minX || x == cells[c].maxX || y == cells[c].minY || y == cells[c].maxY {
-                if isLeaf { recomputeLeafBounds(c) } else { recomputeBoundsFromChildren(c) }
+            if cells[c].count == 1 { single = c }
+            c = Int(cells[c].parent)
+        }
+        var from = holder
+        if single >= 0 {
+            from = Int(cells[single].parent)
+            collapse(single)
+        }
+        // Pass 2: member bounds, bottom-up, where the removed point touched them.
+        c = from
+        while c >= 0 {
+            if x == cells[c].minX || x == cells[c].maxX || y == cells[c].minY || y == cells[c].maxY {
+                recomputeBounds(c)
             }
-            isLeaf = false
-            c = parent
+            c = Int(cells[c].parent)
         }
         return true
     }
 
     /// Whether a point with this id is present.
-    public func contains(id: Int32) -> Bool { id >= 0 && Int(id) < pLeaf.count && pLeaf[Int(id)] >= 0 }
+    public func contains(id: Int32) -> Bool { id >= 0 && Int(id) < pHolder.count && pHolder[Int(id)] != Self.absent }
 
     /// The point with this id, if present.
     public func point(id: Int32) -> ClusterPoint? {
         contains(id: id) ? ClusterPoint(id: id, x: px[Int(id)], y: py[Int(id)]) : nil
     }
+
+    /// Removes every point (keeps the options).
+    public mutating func removeAll() { self = GridClusterIndex(options: options) }
 
     // MARK: queries
 
@@ -213,29 +254,34 @@ public struct GridClusterIndex: Sendable {
 
     /// The cluster with this id, or nil if the id names no cluster now.
     public func cluster(_ id: GridClusterID) -> GridCluster? {
-        guard let c = findCell(id), Int(cells[c].count) >= options.minPoints else { return nil }
-        return makeCluster(c, zoom: id.zoom)
+        guard let node = findNode(id), nodeCount(node) >= options.minPoints else { return nil }
+        return makeCluster(node, zoom: id.zoom)
     }
 
     /// The id of the cell containing a world point at `zoom` (0...maxZoom), whether or not it is a cluster.
     public func cellID(x: UInt32, y: UInt32, zoom: Int) -> GridClusterID {
         precondition(zoom >= 0 && zoom <= options.maxZoom, "zoom out of 0...maxZoom")
-        let shift = UInt64(32 - zoom - k)
-        return GridClusterID(zoom: zoom, cellX: UInt32(UInt64(x) >> shift), cellY: UInt32(UInt64(y) >> shift))
+        let (cx, cy) = cellOf(x, y, zoom)
+        return GridClusterID(zoom: zoom, cellX: cx, cellY: cy)
     }
 
     /// What the cluster becomes at zoom + 1: the clusters and points of the non-empty cells of
     /// zoom + 1 inside it (its points, sorted by id, when zoom == maxZoom).
     public func children(of id: GridClusterID) throws(GridClusterError) -> [GridClusterItem] {
-        guard let c = findCell(id), Int(cells[c].count) >= options.minPoints else { throw .noCluster(id) }
+        guard let node = findNode(id), nodeCount(node) >= options.minPoints else { throw .noCluster(id) }
         var out: [GridClusterItem] = []
         if id.zoom == options.maxZoom {
-            for m in members[c].sorted() { out.append(.point(pointAt(m))) }
+            appendAllPoints(node, z: id.zoom, into: &out)
             return out
         }
+        if node < 0 {
+            collect(node, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
+            return out
+        }
+        let c = Int(node)
         for q in 0..<4 {
             let ch = children[4 * c + q]
-            if ch >= 0 { collect(Int(ch), z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out) }
+            if ch != -1 { collect(ch, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out) }
         }
         return out
     }
@@ -244,26 +290,28 @@ public struct GridClusterIndex: Sendable {
     /// (quadrant order, then id). Skips whole sub-cells by count: O(maxZoom + limit) plus sorting the
     /// members of the finest cells visited.
     public func leaves(of id: GridClusterID, limit: Int = 10, offset: Int = 0) throws(GridClusterError) -> [ClusterPoint] {
-        guard let c = findCell(id), Int(cells[c].count) >= options.minPoints else { throw .noCluster(id) }
+        guard let node = findNode(id), nodeCount(node) >= options.minPoints else { throw .noCluster(id) }
         var out: [ClusterPoint] = []
         var skip = max(0, offset)
-        appendLeaves(c, z: id.zoom, limit: max(0, limit), skip: &skip, into: &out)
+        appendLeaves(node, limit: max(0, limit), skip: &skip, into: &out)
         return out
     }
 
     /// The first zoom at which the cluster's members are no longer all in one cell
     /// (maxZoom + 1 if they share a cell up to maxZoom).
     public func expansionZoom(of id: GridClusterID) throws(GridClusterError) -> Int {
-        guard var c = findCell(id), Int(cells[c].count) >= options.minPoints else { throw .noCluster(id) }
+        guard let node = findNode(id), nodeCount(node) >= options.minPoints else { throw .noCluster(id) }
+        if node < 0 { return options.maxZoom + 1 }
+        var c = Int(node)
         var z = id.zoom
         while z < options.maxZoom {
-            var only = -1, n = 0
-            for q in 0..<4 where children[4 * c + q] >= 0 {
+            var only: Int32 = -1, n = 0
+            for q in 0..<4 where children[4 * c + q] != -1 {
                 n += 1
-                only = Int(children[4 * c + q])
+                only = children[4 * c + q]
             }
-            if n > 1 { return z + 1 }
-            c = only
+            if n > 1 || only < 0 { return z + 1 }
+            c = Int(only)
             z += 1
         }
         return options.maxZoom + 1
@@ -271,21 +319,47 @@ public struct GridClusterIndex: Sendable {
 
     // MARK: internals
 
+    @inline(__always) private static func pointRef(_ id: Int32) -> Int32 { -2 - id }
+    @inline(__always) private static func pointID(_ ref: Int32) -> Int32 { -2 - ref }
+
+    @inline(__always)
+    private func cellOf(_ x: UInt32, _ y: UInt32, _ z: Int) -> (UInt32, UInt32) {
+        let shift = UInt64(32 - z - k)
+        return (UInt32(UInt64(x) >> shift), UInt32(UInt64(y) >> shift))
+    }
+
+    /// The node in the slot of cell (cx, cy) below `parent` (-1: the root table).
+    @inline(__always)
+    private func slot(_ parent: Int32, _ cx: UInt32, _ cy: UInt32) -> Int32 {
+        if parent < 0 { return roots[UInt64(cy) << 32 | UInt64(cx)] ?? -1 }
+        return children[4 * Int(parent) + Int((cy & 1) << 1 | (cx & 1))]
+    }
+
+    @inline(__always)
+    private mutating func setSlot(_ parent: Int32, _ cx: UInt32, _ cy: UInt32, _ ref: Int32) {
+        if parent < 0 {
+            roots[UInt64(cy) << 32 | UInt64(cx)] = ref == -1 ? nil : ref
+        } else {
+            children[4 * Int(parent) + Int((cy & 1) << 1 | (cx & 1))] = ref
+        }
+    }
+
     private mutating func reserve(maxId: Int32) {
         let n = Int(maxId) + 1
         guard n > px.count else { return }
         let grow = max(n, px.count + px.count / 2) - px.count
         px.append(contentsOf: repeatElement(0, count: grow))
         py.append(contentsOf: repeatElement(0, count: grow))
-        pLeaf.append(contentsOf: repeatElement(-1, count: grow))
-        pPos.append(contentsOf: repeatElement(0, count: grow))
+        pHolder.append(contentsOf: repeatElement(Self.absent, count: grow))
+        pPos.append(contentsOf: repeatElement(-1, count: grow))
     }
 
-    private mutating func newCell(cx: UInt32, cy: UInt32, parent: Int32) -> Int32 {
+    private mutating func newCell(cx: UInt32, cy: UInt32, parent: Int32, zoom: Int) -> Int32 {
         var cell = Cell()
         cell.cx = cx
         cell.cy = cy
         cell.parent = parent
+        cell.zoom = UInt8(zoom)
         if let c = freeCells.popLast() {
             cells[Int(c)] = cell
             for q in 0..<4 { children[4 * Int(c) + q] = -1 }
@@ -297,23 +371,49 @@ public struct GridClusterIndex: Sendable {
         return Int32(cells.count - 1)
     }
 
-    private mutating func recomputeLeafBounds(_ c: Int) {
-        var x0 = UInt32.max, y0 = UInt32.max, x1 = UInt32.min, y1 = UInt32.min
-        for m in members[c] {
-            let x = px[Int(m)], y = py[Int(m)]
-            x0 = min(x0, x); x1 = max(x1, x)
-            y0 = min(y0, y); y1 = max(y1, y)
+    /// Replaces stored cell `c`, left with one point, and its chain of stored descendants by that point.
+    private mutating func collapse(_ c: Int) {
+        var d = c
+        var remaining: Int32 = -1
+        while remaining < 0 {
+            freeCells.append(Int32(d))
+            if Int(cells[d].zoom) == options.maxZoom {
+                remaining = members[d][0]
+                members[d] = []
+                break
+            }
+            var next: Int32 = -1
+            for q in 0..<4 where children[4 * d + q] != -1 { next = children[4 * d + q] }
+            if next <= -2 { remaining = Self.pointID(next) } else { d = Int(next) }
         }
-        cells[c].minX = x0; cells[c].minY = y0; cells[c].maxX = x1; cells[c].maxY = y1
+        let parent = cells[c].parent
+        setSlot(parent, cells[c].cx, cells[c].cy, Self.pointRef(remaining))
+        pHolder[Int(remaining)] = parent
+        pPos[Int(remaining)] = -1
     }
 
-    private mutating func recomputeBoundsFromChildren(_ c: Int) {
+    private mutating func recomputeBounds(_ c: Int) {
         var x0 = UInt32.max, y0 = UInt32.max, x1 = UInt32.min, y1 = UInt32.min
-        for q in 0..<4 {
-            let ch = Int(children[4 * c + q])
-            if ch < 0 { continue }
-            x0 = min(x0, cells[ch].minX); x1 = max(x1, cells[ch].maxX)
-            y0 = min(y0, cells[ch].minY); y1 = max(y1, cells[ch].maxY)
+        if Int(cells[c].zoom) == options.maxZoom {
+            for m in members[c] {
+                let x = px[Int(m)], y = py[Int(m)]
+                x0 = min(x0, x); x1 = max(x1, x)
+                y0 = min(y0, y); y1 = max(y1, y)
+            }
+        } else {
+            for q in 0..<4 {
+                let ch = children[4 * c + q]
+                if ch == -1 { continue }
+                if ch <= -2 {
+                    let s = Int(Self.pointID(ch))
+                    x0 = min(x0, px[s]); x1 = max(x1, px[s])
+                    y0 = min(y0, py[s]); y1 = max(y1, py[s])
+                } else {
+                    let d = Int(ch)
+                    x0 = min(x0, cells[d].minX); x1 = max(x1, cells[d].maxX)
+                    y0 = min(y0, cells[d].minY); y1 = max(y1, cells[d].maxY)
+                }
+            }
         }
         cells[c].minX = x0; cells[c].minY = y0; cells[c].maxX = x1; cells[c].maxY = y1
     }
@@ -321,26 +421,36 @@ public struct GridClusterIndex: Sendable {
     @inline(__always)
     private func pointAt(_ id: Int32) -> ClusterPoint { ClusterPoint(id: id, x: px[Int(id)], y: py[Int(id)]) }
 
-    private func makeCluster(_ c: Int, zoom: Int) -> GridCluster {
-        let cell = cells[c]
+    @inline(__always)
+    private func nodeCount(_ node: Int32) -> Int { node <= -2 ? 1 : Int(cells[Int(node)].count) }
+
+    /// The cluster of a node at `zoom` (a single-point node gives a cluster of one: minPoints 1).
+    private func makeCluster(_ node: Int32, zoom: Int) -> GridCluster {
+        if node <= -2 {
+            let p = pointAt(Self.pointID(node))
+            let (cx, cy) = cellOf(p.x, p.y, zoom)
+            return GridCluster(id: GridClusterID(zoom: zoom, cellX: cx, cellY: cy), count: 1, x: p.x, y: p.y,
+                               bounds: ClusterBox(minX: p.x, minY: p.y, maxX: p.x, maxY: p.y))
+        }
+        let cell = cells[Int(node)]
         let n = UInt64(cell.count)
         return GridCluster(id: GridClusterID(zoom: zoom, cellX: cell.cx, cellY: cell.cy), count: Int(cell.count),
                            x: UInt32(cell.sumX / n), y: UInt32(cell.sumY / n),
                            bounds: ClusterBox(minX: cell.minX, minY: cell.minY, maxX: cell.maxX, maxY: cell.maxY))
     }
 
-    /// The cell's rectangle at depth `z + k`, inclusive.
+    /// Whether the rectangle of cell (cx, cy) at zoom z (depth `z + k`, inclusive) intersects `box`.
     @inline(__always)
-    private func cellIntersects(_ c: Int, z: Int, _ box: ClusterBox) -> Bool {
+    private func cellIntersects(_ cx: UInt32, _ cy: UInt32, z: Int, _ box: ClusterBox) -> Bool {
         let shift = UInt64(32 - z - k)
-        let cx = UInt64(cells[c].cx), cy = UInt64(cells[c].cy)
+        let cx = UInt64(cx), cy = UInt64(cy)
         return box.intersects(x0: UInt32(truncatingIfNeeded: cx << shift), y0: UInt32(truncatingIfNeeded: cy << shift),
                               x1: UInt32(truncatingIfNeeded: ((cx + 1) << shift) - 1),
                               y1: UInt32(truncatingIfNeeded: ((cy + 1) << shift) - 1))
     }
 
-    /// Calls `body` with the zoom-0 cells intersecting `box`, ordered by (cy, cx).
-    private func forEachRoot(in box: ClusterBox, _ body: (Int) -> Void) {
+    /// Calls `body` with the zoom-0 nodes intersecting `box`, ordered by (cy, cx).
+    private func forEachRoot(in box: ClusterBox, _ body: (Int32) -> Void) {
         if roots.isEmpty { return }
         let shift = UInt64(32 - k)
         let y0: UInt64 = UInt64(box.minY) >> shift
@@ -361,55 +471,78 @@ public struct GridClusterIndex: Sendable {
                 for (a, b) in ranges {
                     for cx in a...b where lastX == nil || cx > lastX! {
                         lastX = cx
-                        if let r = roots[cy << 32 | cx] { body(Int(r)) }
+                        if let r = roots[cy << 32 | cx] { body(r) }
                     }
                 }
             }
         } else {
-            for (_, r) in roots.sorted(by: { $0.key < $1.key }) where cellIntersects(Int(r), z: 0, box) {
-                body(Int(r))
+            for (key, r) in roots.sorted(by: { $0.key < $1.key })
+            where cellIntersects(UInt32(truncatingIfNeeded: key), UInt32(key >> 32), z: 0, box) {
+                body(r)
             }
         }
     }
 
-    /// Emits the items of cell `c` (zoom z) at zoom `target` >= z, restricted to `box`.
-    private func collect(_ c: Int, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout [GridClusterItem]) {
-        if !cellIntersects(c, z: z, box) { return }
+    /// Emits the items of node `ref` (occupying a slot of zoom z) at zoom `target` >= z, restricted to `box`.
+    private func collect(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout [GridClusterItem]) {
+        if ref <= -2 {
+            let p = pointAt(Self.pointID(ref))
+            if exactPoints {
+                if box.contains(x: p.x, y: p.y) { out.append(.point(p)) }
+                return
+            }
+            let (cx, cy) = cellOf(p.x, p.y, target)
+            guard cellIntersects(cx, cy, z: target, box) else { return }
+            out.append(options.minPoints <= 1 ? .cluster(makeCluster(ref, zoom: target)) : .point(p))
+            return
+        }
+        let c = Int(ref)
+        if !cellIntersects(cells[c].cx, cells[c].cy, z: z, box) { return }
         if z == target {
             if exactPoints {
                 for m in members[c].sorted() where box.contains(x: px[Int(m)], y: py[Int(m)]) { out.append(.point(pointAt(m))) }
             } else if Int(cells[c].count) >= options.minPoints {
-                out.append(.cluster(makeCluster(c, zoom: z)))
+                out.append(.cluster(makeCluster(ref, zoom: z)))
             } else {
-                appendAllPoints(c, z: z, into: &out)
+                appendAllPoints(ref, z: z, into: &out)
             }
             return
         }
         for q in 0..<4 {
             let ch = children[4 * c + q]
-            if ch >= 0 { collect(Int(ch), z: z + 1, target: target, box: box, exactPoints: exactPoints, into: &out) }
+            if ch != -1 { collect(ch, z: z + 1, target: target, box: box, exactPoints: exactPoints, into: &out) }
         }
     }
 
-    private func appendAllPoints(_ c: Int, z: Int, into out: inout [GridClusterItem]) {
+    private func appendAllPoints(_ ref: Int32, z: Int, into out: inout [GridClusterItem]) {
+        if ref <= -2 {
+            out.append(.point(pointAt(Self.pointID(ref))))
+            return
+        }
+        let c = Int(ref)
         if z == options.maxZoom {
             for m in members[c].sorted() { out.append(.point(pointAt(m))) }
             return
         }
         for q in 0..<4 {
             let ch = children[4 * c + q]
-            if ch >= 0 { appendAllPoints(Int(ch), z: z + 1, into: &out) }
+            if ch != -1 { appendAllPoints(ch, z: z + 1, into: &out) }
         }
     }
 
-    private func appendLeaves(_ c: Int, z: Int, limit: Int, skip: inout Int, into out: inout [ClusterPoint]) {
+    private func appendLeaves(_ ref: Int32, limit: Int, skip: inout Int, into out: inout [ClusterPoint]) {
         if out.count >= limit { return }
+        if ref <= -2 {
+            if skip > 0 { skip -= 1 } else { out.append(pointAt(Self.pointID(ref))) }
+            return
+        }
+        let c = Int(ref)
         let n = Int(cells[c].count)
         if skip >= n {
             skip -= n
             return
         }
-        if z == options.maxZoom {
+        if Int(cells[c].zoom) == options.maxZoom {
             let sorted = members[c].sorted()
             var i = skip
             skip = 0
@@ -421,31 +554,34 @@ public struct GridClusterIndex: Sendable {
         }
         for q in 0..<4 {
             let ch = children[4 * c + q]
-            if ch >= 0 { appendLeaves(Int(ch), z: z + 1, limit: limit, skip: &skip, into: &out) }
+            if ch != -1 { appendLeaves(ch, limit: limit, skip: &skip, into: &out) }
             if out.count >= limit { return }
         }
     }
 
-    /// The arena index of the non-empty cell named by `id`, if any.
-    private func findCell(_ id: GridClusterID) -> Int? {
+    /// The node (stored cell, or single point whose cell it is) of the non-empty cell named by `id`.
+    private func findNode(_ id: GridClusterID) -> Int32? {
         let z = id.zoom
         guard z <= options.maxZoom else { return nil }
         let d = UInt32(z + k)
         let cx = id.cellX, cy = id.cellY
         guard d >= 32 || (UInt64(cx) >> UInt64(d) == 0 && UInt64(cy) >> UInt64(d) == 0) else { return nil }
         let zs = UInt32(z)
-        guard var c = roots[UInt64(cy >> zs) << 32 | UInt64(cx >> zs)].map(Int.init) else { return nil }
-        var level = 1
-        while level <= z {
+        guard var ref = roots[UInt64(cy >> zs) << 32 | UInt64(cx >> zs)] else { return nil }
+        var level = 0
+        while true {
+            if ref <= -2 {
+                let p = pointAt(Self.pointID(ref))
+                let (pcx, pcy) = cellOf(p.x, p.y, z)
+                return pcx == cx && pcy == cy ? ref : nil
+            }
+            if level == z { return ref }
+            level += 1
             let s = UInt32(z - level)
             let bx: UInt32 = (cx >> s) & 1
             let by: UInt32 = (cy >> s) & 1
-            let q = Int(by << 1 | bx)
-            let ch = children[4 * c + q]
-            if ch < 0 { return nil }
-            c = Int(ch)
-            level += 1
+            ref = children[4 * Int(ref) + Int(by << 1 | bx)]
+            if ref == -1 { return nil }
         }
-        return c
     }
 }

@@ -1,0 +1,476 @@
+import Dispatch
+import Foundation
+import MarkerdAPI
+import MarkerdCore
+
+// Clustering RPCs (GetClusters, GetClusterLeaves, GetClusterChildren, GetClusterExpansionZoom) and
+// the cluster view of a tile for the raster renderer and the point tiles.
+//
+// Two algorithms, per layer (`ClusteringOptions.algorithm`):
+// - "grid" (default): the layer's GridClusterIndex, maintained by MarkerLayer on every change
+//   (built when the layer is created with clustering enabled, else on the first cluster query).
+//   Answers always reflect the current layer version. Cluster ids: `1 << 63 | GridClusterID`.
+// - "supercluster": exactly supercluster v8's clusters (positions, counts, members, ids) over a
+//   snapshot of the layer's visible static markers in slot order, rebuilt in the background
+//   (debounced) after changes; answers come from the last completed snapshot and carry its
+//   layer version. The first query of a layer builds the snapshot synchronously.
+
+/// A layer's clustering options with every default filled in.
+struct ClusterConfig: Sendable, Equatable {
+    enum Algorithm: String, Sendable { case grid, supercluster }
+    var enabled: Bool
+    var algorithm: Algorithm
+    var grid: ClusterOptions
+    var supercluster: SuperclusterOptions
+
+    init(_ c: V1.ClusteringOptions?) {
+        let c = c ?? V1.ClusteringOptions()
+        enabled = c.enabled ?? false
+        algorithm = c.algorithm == "supercluster" ? .supercluster : .grid
+        let radius = Double(c.radiusPx ?? 60), minPoints = Int(c.minPoints ?? 2)
+        let maxZoom = Int(c.maxZoom ?? 16), extent = Double(c.extent ?? 512)
+        grid = ClusterOptions(radius: radius, minPoints: max(1, minPoints), maxZoom: maxZoom, extent: extent)
+        supercluster = SuperclusterOptions(minZoom: 0, maxZoom: maxZoom, minPoints: minPoints, radius: radius, extent: extent)
+    }
+
+    /// Grid options to build at layer creation: clustering enabled with the grid algorithm
+    /// (otherwise the grid is built by the first cluster query).
+    static func eagerGridOptions(_ c: V1.ClusteringOptions?) -> ClusterOptions? {
+        let config = ClusterConfig(c)
+        return config.enabled && config.algorithm == .grid ? config.grid : nil
+    }
+
+    /// Checks clustering options beyond what `LayerOptionsResolution` checks (INVALID_ARGUMENT).
+    static func validate(_ c: V1.ClusteringOptions) throws(RPCError) {
+        let minPoints = c.minPoints ?? 2, maxZoom = c.maxZoom ?? 16, extent = c.extent ?? 512
+        guard minPoints >= 1 else { throw .invalidArgument("options.clustering.min_points must be at least 1") }
+        guard extent >= 1 && extent <= 65536 else { throw .invalidArgument("options.clustering.extent \(extent) must be within 1...65536") }
+        guard maxZoom <= 24 else { throw .invalidArgument("options.clustering.max_zoom \(maxZoom) must be within 0...24") }
+        let o = ClusterConfig(c).grid
+        guard o.isValid else {
+            throw .invalidArgument("options.clustering: max_zoom \(maxZoom) with extent \(extent) / radius_px \(c.radiusPx ?? 60) "
+                + "needs \(Int(maxZoom) + o.cellsPerTileLog2) grid levels, more than 29")
+        }
+    }
+}
+
+/// A supercluster snapshot of a layer.
+struct SuperclusterSnapshot: Sendable {
+    /// The layer version the snapshot reflects.
+    var layerVersion: UInt64
+    let options: SuperclusterOptions
+    let index: SuperclusterIndex
+    /// Input index -> marker (slot order at snapshot time).
+    let markers: [ClusterableMarker]
+}
+
+/// Per-layer clustering state kept by the service (the supercluster snapshot and its rebuilds).
+final class ClusterState: @unchecked Sendable {
+    private let lock = NSLock()
+    /// Guarded by `lock`.
+    private var current: SuperclusterSnapshot?
+    /// Guarded by `lock`: a background rebuild is scheduled or running.
+    private var rebuildPending = false
+    /// Serializes snapshot builds (held while building, never under `lock` or the layer lock).
+    let buildLock = NSLock()
+
+    var snapshot: SuperclusterSnapshot? { lock.withLock { current } }
+
+    /// Installs `s` unless a snapshot of a later layer version is already there.
+    func install(_ s: SuperclusterSnapshot) {
+        lock.withLock {
+            if let c = current, c.layerVersion > s.layerVersion, c.options == s.options { return }
+            current = s
+        }
+    }
+
+    /// Marks a rebuild pending; false when one already is.
+    func claimRebuild() -> Bool {
+        lock.withLock {
+            if rebuildPending { return false }
+            rebuildPending = true
+            return true
+        }
+    }
+
+    func rebuildDone() { lock.withLock { rebuildPending = false } }
+
+    func drop() { lock.withLock { current = nil } }
+}
+
+/// One item of a tile's cluster view (`MarkerService.clusterTile`).
+public enum ClusterTileItem: Sendable, Hashable {
+    /// A cluster: its API id, member count and position (weighted centre).
+    case cluster(id: UInt64, count: Int, position: WorldPoint)
+    /// A visible static marker left unclustered (`slot`: its numeric id in the layer).
+    case marker(slot: Int32, MarkerRecord)
+
+    /// World position of the item.
+    public var position: WorldPoint {
+        switch self {
+        case .cluster(_, _, let p): p
+        case .marker(_, let r): WorldPoint(r.position)
+        }
+    }
+}
+
+/// The cluster view of one tile (`MarkerService.clusterTile`).
+public struct ClusterTile: Sendable {
+    /// The layer version the items reflect (supercluster: the snapshot's version).
+    public var layerVersion: UInt64
+    /// "grid" or "supercluster".
+    public var algorithm: String
+    /// Items whose position lies in the tile grown by the buffer, in the algorithm's order.
+    public var items: [ClusterTileItem]
+}
+
+extension MarkerService {
+    /// Background rebuilds of supercluster snapshots wait this long after a change (ms), so a burst
+    /// of changes costs one rebuild.
+    static let superclusterDebounceMs = 150
+
+    /// Grid cluster ids carry bit 63, so they never equal a marker slot (MVT feature ids) and are
+    /// never taken for a supercluster id.
+    static let gridIDBit: UInt64 = 1 << 63
+
+    // MARK: Layer plumbing
+
+    func clusterConfig(_ h: LayerHandle) -> ClusterConfig {
+        h.lock.withReadLock { ClusterConfig(h.options.clustering) }
+    }
+
+    /// Makes sure the layer maintains its grid clusters (building them once if needed).
+    func ensureGridClusters(_ h: LayerHandle, _ options: ClusterOptions) {
+        let ready = h.lock.withReadLock { h.layer.gridClusterOptions == options }
+        if !ready { h.lock.withWriteLock { if !h.deleted { h.layer.enableGridClusters(options) } } }
+    }
+
+    /// Called by the write path after every change of a layer: schedules a supercluster rebuild when
+    /// the layer has a snapshot. Cheap; call under or outside the layer lock.
+    func clustersMayHaveChanged(_ h: LayerHandle) {
+        guard h.clusterState.snapshot != nil else { return }
+        scheduleSuperclusterRebuild(h)
+    }
+
+    func scheduleSuperclusterRebuild(_ h: LayerHandle) {
+        guard h.clusterState.claimRebuild() else { return }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .milliseconds(Self.superclusterDebounceMs)) { [weak self] in
+            guard let self else { h.clusterState.rebuildDone(); return }
+            let config = self.clusterConfig(h)
+            let built = h.lock.withReadLock { h.deleted } ? nil : self.buildSuperclusterSnapshot(h, config.supercluster)
+            h.clusterState.rebuildDone()
+            // Changes that came in while building: go again.
+            if let built, h.lock.withReadLock({ !h.deleted && h.layer.version != built.layerVersion }) {
+                self.scheduleSuperclusterRebuild(h)
+            }
+        }
+    }
+
+    /// Builds (and installs) a snapshot of the layer's visible static markers. The layer's read lock
+    /// is held only while copying the markers. When they equal the last snapshot's (ids and
+    /// positions), the old index is kept and only its version moves on.
+    @discardableResult
+    func buildSuperclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) -> SuperclusterSnapshot {
+        h.clusterState.buildLock.lock()
+        defer { h.clusterState.buildLock.unlock() }
+        let now = Self.nowUnixMs()
+        h.expireAnimationsIfDue(nowUnixMs: now)
+        let (version, markers) = h.lock.withReadLock { (h.layer.version, h.layer.clusterableMarkers()) }
+        if var old = h.clusterState.snapshot, old.options == options, old.layerVersion <= version,
+           old.markers.count == markers.count,
+           zip(old.markers, markers).allSatisfy({ $0.world == $1.world && $0.id == $1.id }) {
+            old.layerVersion = version
+            h.clusterState.install(old)
+            return old
+        }
+        let index = SuperclusterIndex(points: markers.map { ClusterLngLat(longitude: $0.position.longitude, latitude: $0.position.latitude) },
+                                      options: options)
+        let s = SuperclusterSnapshot(layerVersion: version, options: options, index: index, markers: markers)
+        h.clusterState.install(s)
+        return s
+    }
+
+    /// The snapshot to answer from: the last completed one (scheduling a rebuild when the layer
+    /// moved on), or a synchronously built first one.
+    func superclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) -> SuperclusterSnapshot {
+        if let s = h.clusterState.snapshot, s.options == options {
+            h.expireAnimationsIfDue(nowUnixMs: Self.nowUnixMs())
+            if h.lock.withReadLock({ h.layer.version }) != s.layerVersion { scheduleSuperclusterRebuild(h) }
+            return s
+        }
+        return buildSuperclusterSnapshot(h, options)
+    }
+
+    /// Waits until the layer's supercluster snapshot reflects the current layer version (tests,
+    /// benchmarks). Builds synchronously.
+    public func refreshClusterSnapshot(layerID: String) throws(RPCError) {
+        let h = try handle(layerID)
+        let config = clusterConfig(h)
+        guard config.algorithm == .supercluster else { return }
+        buildSuperclusterSnapshot(h, config.supercluster)
+    }
+
+    static func notFound(_ id: UInt64, _ h: LayerHandle, version: UInt64) -> RPCError {
+        .notFound("cluster \(id) does not exist in layer \(h.id) at version \(version); it may have changed - query GetClusters again")
+    }
+
+    static func gridID(_ id: UInt64) -> GridClusterID? {
+        id & gridIDBit != 0 ? GridClusterID(rawValue: id & ~gridIDBit) : nil
+    }
+
+    // MARK: API conversion
+
+    static func apiBounds(_ b: ClusterBox) -> V1.Bounds {
+        let a = WorldPoint(x: b.minX, y: b.maxY).latLng, c = WorldPoint(x: b.maxX, y: b.minY).latLng
+        return V1.Bounds(west: a.longitude, south: a.latitude, east: c.longitude, north: c.latitude)
+    }
+
+    static func apiCluster(_ c: GridCluster, expansionZoom: Int) -> V1.Cluster {
+        V1.Cluster(id: gridIDBit | c.id.rawValue, count: UInt32(c.count),
+                   position: MarkerConversion.apiLatLng(WorldPoint(x: c.x, y: c.y).latLng),
+                   bounds: apiBounds(c.bounds), expansionZoom: UInt32(expansionZoom))
+    }
+
+    /// A supercluster cluster: bounds from its leaves (O(members)).
+    static func apiCluster(_ f: SuperclusterFeature, _ s: SuperclusterSnapshot) -> V1.Cluster {
+        var b = ClusterBox(minX: .max, minY: .max, maxX: 0, maxY: 0)
+        if let leaves = try? s.index.leaves(of: f.id, limit: Int.max) {
+            for l in leaves {
+                let w = s.markers[l.id].world
+                b.minX = min(b.minX, w.x); b.maxX = max(b.maxX, w.x)
+                b.minY = min(b.minY, w.y); b.maxY = max(b.maxY, w.y)
+            }
+        }
+        let zoom = (try? s.index.expansionZoom(of: f.id)) ?? 0
+        return V1.Cluster(id: UInt64(f.id), count: UInt32(f.pointCount),
+                          position: V1.LatLng(latitude: f.latitude, longitude: f.longitude),
+                          bounds: b.minX <= b.maxX ? apiBounds(b) : nil, expansionZoom: UInt32(max(0, zoom)))
+    }
+
+    /// The current record of a snapshot marker, at its snapshot position (so it agrees with the
+    /// clusters); just the id and position when it was removed since. Call under the read lock.
+    static func snapshotRecord(_ m: ClusterableMarker, _ layer: MarkerLayer) -> MarkerRecord {
+        var r = layer.marker(id: m.id) ?? MarkerRecord(id: m.id, position: m.position)
+        r.position = m.position
+        return r
+    }
+
+    static func zoomLevel(_ zoom: Double) throws(RPCError) -> Int {
+        guard zoom.isFinite, zoom >= 0, zoom < 23 else { throw .invalidArgument("zoom \(zoom) is not within 0...22") }
+        return Int(zoom.rounded(.down))
+    }
+
+    static func leavesLimit(_ limit: UInt32?) throws(RPCError) -> Int {
+        let l = Int(limit ?? 10)
+        guard l <= MarkerConversion.maxBatch else { throw .invalidArgument("limit \(l) is more than \(MarkerConversion.maxBatch)") }
+        return l == 0 ? 10 : l
+    }
+
+    // MARK: RPCs
+
+    /// GetClusters: clusters and unclustered visible static markers in `bounds` (west > east crosses
+    /// the antimeridian) at `floor(zoom)`.
+    public func getClusters(_ r: V1.GetClustersRequest) throws(RPCError) -> V1.GetClustersResponse {
+        guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
+        guard b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite else {
+            throw .invalidArgument("bounds must be finite")
+        }
+        let zoom = try Self.zoomLevel(r.zoom)
+        let h = try handle(r.layerID)
+        let config = clusterConfig(h)
+        var response = V1.GetClustersResponse()
+        response.algorithm = config.algorithm.rawValue
+        switch config.algorithm {
+        case .grid:
+            ensureGridClusters(h, config.grid)
+            let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
+            return try read(r.layerID) { (h, _) throws(RPCError) in
+                guard let items = h.layer.gridClusterItems(in: box, zoom: zoom) else { throw .unavailable("clusters are being rebuilt; retry") }
+                for item in items {
+                    switch item {
+                    case .cluster(let c):
+                        let ez = (try? h.layer.gridClusterExpansionZoom(c.id)) ?? (config.grid.maxZoom + 1)
+                        response.clusters.append(Self.apiCluster(c, expansionZoom: ez))
+                    case .marker(_, let m):
+                        response.markers.append(MarkerConversion.apiMarker(m))
+                    }
+                }
+                response.layerVersion = h.layer.version
+                return response
+            }
+        case .supercluster:
+            let s = superclusterSnapshot(h, config.supercluster)
+            let features = s.index.clusters(west: b.west, south: b.south, east: b.east, north: b.north, zoom: zoom)
+            try read(r.layerID) { (h, _) throws(RPCError) in
+                for f in features {
+                    if f.isCluster {
+                        response.clusters.append(Self.apiCluster(f, s))
+                    } else {
+                        response.markers.append(MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[f.id], h.layer)))
+                    }
+                }
+            }
+            response.layerVersion = s.layerVersion
+            return response
+        }
+    }
+
+    /// GetClusterLeaves: a cluster's markers, `limit` (default 10) after `offset`.
+    public func getClusterLeaves(_ r: V1.GetClusterLeavesRequest) throws(RPCError) -> V1.GetClusterLeavesResponse {
+        let limit = try Self.leavesLimit(r.limit)
+        let h = try handle(r.layerID)
+        let config = clusterConfig(h)
+        var response = V1.GetClusterLeavesResponse()
+        switch config.algorithm {
+        case .grid:
+            ensureGridClusters(h, config.grid)
+            return try read(r.layerID) { (h, _) throws(RPCError) in
+                guard let id = Self.gridID(r.clusterID),
+                      let leaves = try? h.layer.gridClusterLeaves(id, limit: limit, offset: Int(r.offset))
+                else { throw Self.notFound(r.clusterID, h, version: h.layer.version) }
+                response.markers = leaves.map(MarkerConversion.apiMarker)
+                response.layerVersion = h.layer.version
+                return response
+            }
+        case .supercluster:
+            let s = superclusterSnapshot(h, config.supercluster)
+            guard r.clusterID < UInt64(Int.max),
+                  let leaves = try? s.index.leaves(of: Int(r.clusterID), limit: limit, offset: Int(r.offset))
+            else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
+            try read(r.layerID) { (h, _) throws(RPCError) in
+                response.markers = leaves.map { MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[$0.id], h.layer)) }
+            }
+            response.layerVersion = s.layerVersion
+            return response
+        }
+    }
+
+    /// GetClusterChildren: what a cluster splits into at the next zoom.
+    public func getClusterChildren(_ r: V1.GetClusterChildrenRequest) throws(RPCError) -> V1.GetClusterChildrenResponse {
+        let h = try handle(r.layerID)
+        let config = clusterConfig(h)
+        var response = V1.GetClusterChildrenResponse()
+        switch config.algorithm {
+        case .grid:
+            ensureGridClusters(h, config.grid)
+            return try read(r.layerID) { (h, _) throws(RPCError) in
+                guard let id = Self.gridID(r.clusterID), let items = try? h.layer.gridClusterChildren(id)
+                else { throw Self.notFound(r.clusterID, h, version: h.layer.version) }
+                for item in items {
+                    switch item {
+                    case .cluster(let c):
+                        let ez = (try? h.layer.gridClusterExpansionZoom(c.id)) ?? (config.grid.maxZoom + 1)
+                        response.clusters.append(Self.apiCluster(c, expansionZoom: ez))
+                    case .marker(_, let m):
+                        response.markers.append(MarkerConversion.apiMarker(m))
+                    }
+                }
+                response.layerVersion = h.layer.version
+                return response
+            }
+        case .supercluster:
+            let s = superclusterSnapshot(h, config.supercluster)
+            guard r.clusterID < UInt64(Int.max), let children = try? s.index.children(of: Int(r.clusterID))
+            else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
+            try read(r.layerID) { (h, _) throws(RPCError) in
+                for f in children {
+                    if f.isCluster {
+                        response.clusters.append(Self.apiCluster(f, s))
+                    } else {
+                        response.markers.append(MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[f.id], h.layer)))
+                    }
+                }
+            }
+            response.layerVersion = s.layerVersion
+            return response
+        }
+    }
+
+    /// GetClusterExpansionZoom: the first zoom at which a cluster splits.
+    public func getClusterExpansionZoom(_ r: V1.GetClusterExpansionZoomRequest) throws(RPCError) -> V1.GetClusterExpansionZoomResponse {
+        let h = try handle(r.layerID)
+        let config = clusterConfig(h)
+        var response = V1.GetClusterExpansionZoomResponse()
+        switch config.algorithm {
+        case .grid:
+            ensureGridClusters(h, config.grid)
+            return try read(r.layerID) { (h, _) throws(RPCError) in
+                guard let id = Self.gridID(r.clusterID), let z = try? h.layer.gridClusterExpansionZoom(id)
+                else { throw Self.notFound(r.clusterID, h, version: h.layer.version) }
+                response.zoom = UInt32(z)
+                response.layerVersion = h.layer.version
+                return response
+            }
+        case .supercluster:
+            let s = superclusterSnapshot(h, config.supercluster)
+            guard r.clusterID < UInt64(Int.max), let z = try? s.index.expansionZoom(of: Int(r.clusterID))
+            else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
+            response.zoom = UInt32(max(0, z))
+            response.layerVersion = s.layerVersion
+            return response
+        }
+    }
+
+    // MARK: Tiles
+
+    /// The clusters and unclustered visible static markers of tile z/x/y (x wrapped, 0 <= y < 2^z,
+    /// z <= 24) at zoom z, for the raster renderer (cluster bubbles), the point tiles and the HTTP
+    /// gateway: the items whose position lies in the tile grown by `buffer` tile sides on each side
+    /// (0: the tile only; with the grid algorithm every cell of zoom z then belongs to exactly one
+    /// tile). An item appears in every tile whose grown area contains its position, with the same id,
+    /// so neighbouring tiles agree. Throws NOT_FOUND for an unknown layer, INVALID_ARGUMENT for a bad tile.
+    public func clusterTile(layerID: String, z: Int, x: Int, y: Int, buffer: Double = 0) throws(RPCError) -> ClusterTile {
+        try Self.checkTile(z: z, x: x, y: y)
+        let h = try handle(layerID)
+        let config = clusterConfig(h)
+        let box = MarkerLayer.tileBox(z: z, x: x, y: y, buffer: buffer)
+        switch config.algorithm {
+        case .grid:
+            ensureGridClusters(h, config.grid)
+            return try read(layerID) { (h, _) throws(RPCError) in
+                guard let items = h.layer.gridClusterTile(z: z, x: x, y: y, buffer: buffer) else {
+                    throw .unavailable("clusters are being rebuilt; retry")
+                }
+                var out: [ClusterTileItem] = []
+                out.reserveCapacity(items.count)
+                for item in items {
+                    let t: ClusterTileItem
+                    switch item {
+                    case .cluster(let c): t = .cluster(id: Self.gridIDBit | c.id.rawValue, count: c.count, position: WorldPoint(x: c.x, y: c.y))
+                    case .marker(let slot, let m): t = .marker(slot: slot, m)
+                    }
+                    let p = t.position
+                    if box.contains(x: p.x, y: p.y) { out.append(t) }
+                }
+                return ClusterTile(layerVersion: h.layer.version, algorithm: "grid", items: out)
+            }
+        case .supercluster:
+            let s = superclusterSnapshot(h, config.supercluster)
+            let west = ClusterPoint.longitude(worldX: box.minX), east = box.maxX == .max ? 180 : ClusterPoint.longitude(worldX: box.maxX)
+            let north = ClusterPoint.latitude(worldY: box.minY), south = ClusterPoint.latitude(worldY: box.maxY)
+            let wide = box.minX == 0 && box.maxX == .max
+            let features = s.index.clusters(west: wide ? -180 : west, south: south, east: wide ? 180 : east, north: north, zoom: z)
+            var out: [ClusterTileItem] = []
+            try read(layerID) { (h, _) throws(RPCError) in
+                for f in features {
+                    if f.isCluster {
+                        let p = WorldPoint(LatLng(latitude: f.latitude, longitude: f.longitude))
+                        guard box.contains(x: p.x, y: p.y) else { continue }
+                        out.append(.cluster(id: UInt64(f.id), count: f.pointCount, position: p))
+                    } else {
+                        let m = s.markers[f.id]
+                        guard box.contains(x: m.world.x, y: m.world.y) else { continue }
+                        out.append(.marker(slot: m.slot, Self.snapshotRecord(m, h.layer)))
+                    }
+                }
+            }
+            return ClusterTile(layerVersion: s.layerVersion, algorithm: "supercluster", items: out)
+        }
+    }
+
+    static func checkTile(z: Int, x: Int, y: Int) throws(RPCError) {
+        guard z >= 0 && z <= 24 else { throw .invalidArgument("tile zoom \(z) is not within 0...24") }
+        let n = 1 << z
+        guard x >= 0 && x < n && y >= 0 && y < n else { throw .invalidArgument("tile \(z)/\(x)/\(y) does not exist (x and y must be below \(n))") }
+    }
+}

@@ -1,0 +1,285 @@
+import Foundation
+import MarkerdAPI
+import MarkerdCore
+import MarkerdService
+import MarkerdTestSupport
+import Synchronization
+import Testing
+
+/// A MarkerService with synchronous mutation helpers.
+struct ClusterTestService {
+    let service = MarkerService()
+    private static let counter = Atomic<Int>(0)
+
+    func mutate<Resp: ProtoMessage>(_ kind: MutationKind, _ request: some ProtoMessage, as: Resp.Type) throws -> Resp {
+        let n = Self.counter.add(1, ordering: .relaxed).newValue
+        let result = Mutex<Result<[UInt8], RPCError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        service.mutate(kind, payload: request.serializedBytes(),
+                       context: CallContext(method: kind.methodName, idempotencyKey: "k\(n)")) { r in
+            result.withLock { $0 = r }
+            done.signal()
+        }
+        done.wait()
+        return try Resp(serializedBytes: try result.withLock { $0! }.get())
+    }
+
+    func createLayer(_ id: String, clustering: V1.ClusteringOptions? = nil) throws {
+        var options = V1.LayerOptions()
+        options.clustering = clustering
+        _ = try mutate(.createLayer, V1.CreateLayerRequest(layerID: id, options: options), as: V1.CreateLayerResponse.self)
+    }
+
+    @discardableResult
+    func upsert(_ layer: String, _ markers: [V1.Marker]) throws -> V1.UpsertMarkersResponse {
+        try mutate(.upsertMarkers, V1.UpsertMarkersRequest(layerID: layer, markers: markers), as: V1.UpsertMarkersResponse.self)
+    }
+
+    func move(_ layer: String, _ moves: [(String, Double, Double)]) throws {
+        let m = moves.map { V1.MarkerMove(id: $0.0, position: V1.LatLng(latitude: $0.1, longitude: $0.2)) }
+        _ = try mutate(.moveMarkers, V1.MoveMarkersRequest(layerID: layer, moves: m), as: V1.MoveMarkersResponse.self)
+    }
+
+    func remove(_ layer: String, _ ids: [String]) throws {
+        _ = try mutate(.removeMarkers, V1.RemoveMarkersRequest(layerID: layer, ids: ids), as: V1.RemoveMarkersResponse.self)
+    }
+
+    static func marker(_ id: String, lat: Double, lng: Double, visible: Bool = true, draggable: Bool = false,
+                       attributes: [String: String] = [:]) -> V1.Marker {
+        var m = V1.Marker()
+        m.id = id
+        m.position = V1.LatLng(latitude: lat, longitude: lng)
+        m.visible = visible
+        m.draggable = draggable
+        m.attributes = attributes
+        return m
+    }
+
+    static let world = V1.Bounds(west: -180, south: -85.06, east: 180, north: 85.06)
+}
+
+/// Cluster RPCs through the service: oracle comparisons, ids, errors, supercluster fixture.
+@Suite struct ClusterServiceTests {
+    typealias S = ClusterTestService
+
+    /// A comparable form of a GetClusters answer: clusters (id, count, position, bounds, expansion zoom)
+    /// and the ids of unclustered markers.
+    struct View: Equatable {
+        var clusters: [String]
+        var markers: Set<String>
+        init(_ r: V1.GetClustersResponse) {
+            clusters = r.clusters.map { c in
+                "\(c.id) n=\(c.count) @\(c.position!.latitude),\(c.position!.longitude) b=\(c.bounds!.west),\(c.bounds!.south),\(c.bounds!.east),\(c.bounds!.north) ez=\(c.expansionZoom)"
+            }
+            markers = Set(r.markers.map(\.id))
+        }
+    }
+
+    @Test func gridClustersMatchAFreshLayerAfterRandomChanges() throws {
+        let seed = testSeed("ClusterServiceTests.gridClustersMatchAFreshLayerAfterRandomChanges")
+        var rng = SplitMix64(seed: seed)
+        let s = S()
+        var clustering = V1.ClusteringOptions()
+        clustering.enabled = true
+        clustering.maxZoom = 14
+        try s.createLayer("live", clustering: clustering)
+        var truth: [String: V1.Marker] = [:]
+        func randomMarker(_ id: String) -> V1.Marker {
+            let hot = [(35.68, 139.76), (48.85, 2.35), (0.0, 179.99), (0.0, -179.99)][Int(rng.next() % 4)]
+            let spread = [0.0, 0.001, 0.1, 5][Int(rng.next() % 4)]
+            var lng = hot.1 + (rng.unit() - 0.5) * spread
+            if lng > 180 { lng -= 360 } else if lng < -180 { lng += 360 }
+            return S.marker(id, lat: hot.0 + (rng.unit() - 0.5) * spread, lng: lng,
+                            visible: rng.next() % 6 != 0, draggable: rng.next() % 7 == 0)
+        }
+        for _ in 0..<400 {
+            let id = "m\(rng.next() % 200)"
+            switch rng.next() % 10 {
+            case 0..<5:
+                let m = randomMarker(id)
+                try s.upsert("live", [m])
+                truth[id] = m
+            case 5..<8:
+                if var m = truth[id] {
+                    let p = V1.LatLng(latitude: rng.unit() * 160 - 80, longitude: rng.unit() * 360 - 180)
+                    try s.move("live", [(id, p.latitude, p.longitude)])
+                    m.position = p
+                    truth[id] = m
+                }
+            default:
+                try s.remove("live", [id])
+                truth[id] = nil
+            }
+        }
+        // from scratch: only the visible static markers, same options
+        try s.createLayer("fresh", clustering: clustering)
+        let statics = truth.values.filter { $0.visible != false && $0.draggable != true }.sorted { $0.id < $1.id }
+        try s.upsert("fresh", statics)
+        let liveVersion = try s.service.getLayer(V1.GetLayerRequest(layerID: "live")).layer!.version
+        for z in [0, 1, 2, 3, 5, 8, 11, 14, 15, 18] {
+            for bounds in [S.world, V1.Bounds(west: 170, south: -20, east: -170, north: 20), V1.Bounds(west: 139, south: 35, east: 140.5, north: 36)] {
+                let a = try s.service.getClusters(V1.GetClustersRequest(layerID: "live", bounds: bounds, zoom: Double(z) + 0.7))
+                let b = try s.service.getClusters(V1.GetClustersRequest(layerID: "fresh", bounds: bounds, zoom: Double(z)))
+                #expect(View(a) == View(b), "zoom \(z) bounds \(bounds) seed \(seed)")
+                #expect(a.layerVersion == liveVersion)
+                #expect(a.algorithm == "grid")
+                if bounds == S.world {
+                    let total = a.clusters.reduce(0) { $0 + Int($1.count) } + a.markers.count
+                    #expect(total == statics.count, "counts add up at zoom \(z)")
+                }
+            }
+        }
+        // leaves, children and expansion zoom of every world cluster at zoom 3
+        let z3 = try s.service.getClusters(V1.GetClustersRequest(layerID: "live", bounds: S.world, zoom: 3))
+        for c in z3.clusters {
+            var all: [String] = []
+            var offset: UInt32 = 0
+            while true {
+                let page = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "live", clusterID: c.id, limit: 7, offset: offset))
+                all += page.markers.map(\.id)
+                if page.markers.count < 7 { break }
+                offset += 7
+            }
+            #expect(all.count == Int(c.count) && Set(all).count == all.count)
+            let ch = try s.service.getClusterChildren(V1.GetClusterChildrenRequest(layerID: "live", clusterID: c.id))
+            #expect(ch.clusters.reduce(0) { $0 + Int($1.count) } + ch.markers.count == Int(c.count))
+            let ez = try s.service.getClusterExpansionZoom(V1.GetClusterExpansionZoomRequest(layerID: "live", clusterID: c.id))
+            #expect(ez.zoom == c.expansionZoom && ez.zoom > 3)
+        }
+    }
+
+    @Test func unknownAndOutdatedClusterIDsAreNotFound() throws {
+        let s = S()
+        try s.createLayer("L")
+        try s.upsert("L", [S.marker("a", lat: 10, lng: 10), S.marker("b", lat: 10.0001, lng: 10.0001)])
+        let r = try s.service.getClusters(V1.GetClustersRequest(layerID: "L", bounds: S.world, zoom: 5))
+        #expect(r.clusters.count == 1 && r.markers.isEmpty)
+        let id = r.clusters[0].id
+        #expect(try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "L", clusterID: id)).markers.count == 2)
+        try s.remove("L", ["b"])
+        let version = try s.service.getLayer(V1.GetLayerRequest(layerID: "L")).layer!.version
+        for bad in [id, 1234] {
+            do {
+                _ = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "L", clusterID: bad))
+                Issue.record("expected NOT_FOUND for \(bad)")
+            } catch {
+                #expect(error.code == .notFound)
+                #expect(error.message == "cluster \(bad) does not exist in layer L at version \(version); it may have changed - query GetClusters again")
+            }
+            #expect(throws: RPCError.self) { try s.service.getClusterChildren(V1.GetClusterChildrenRequest(layerID: "L", clusterID: bad)) }
+            #expect(throws: RPCError.self) {
+                try s.service.getClusterExpansionZoom(V1.GetClusterExpansionZoomRequest(layerID: "L", clusterID: bad))
+            }
+        }
+        #expect(throws: RPCError.self) { try s.service.getClusters(V1.GetClustersRequest(layerID: "L", bounds: S.world, zoom: 23)) }
+        #expect(throws: RPCError.self) { try s.service.getClusters(V1.GetClustersRequest(layerID: "L", bounds: nil, zoom: 2)) }
+        #expect(throws: RPCError.self) { try s.service.getClusters(V1.GetClustersRequest(layerID: "nope", bounds: S.world, zoom: 2)) }
+    }
+
+    // MARK: supercluster
+
+    static func fixture(_ name: String) throws -> [String: Any] {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("MarkerdCoreTests/Fixtures/\(name)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+    }
+
+    static func superclusterOptions(radius: Float = 40) -> V1.ClusteringOptions {
+        var c = V1.ClusteringOptions()
+        c.algorithm = "supercluster"
+        c.radiusPx = radius
+        return c
+    }
+
+    /// supercluster's tile pixel of a position at zoom 0, extent 512 (JavaScript Math.round).
+    static func pixel(_ lat: Double, _ lng: Double) -> (Int, Int) {
+        let x = lng / 360 + 0.5
+        let s = sin(lat * .pi / 180)
+        let y = min(1, max(0, 0.5 - 0.25 * log((1 + s) / (1 - s)) / .pi))
+        return (Int((512 * x + 0.5).rounded(.down)), Int((512 * y + 0.5).rounded(.down)))
+    }
+
+    @Test func superclusterMatchesThePublishedFixture() throws {
+        let s = S()
+        try s.createLayer("places", clustering: Self.superclusterOptions())
+        let all = try #require(try Self.fixture("places.json")["features"] as? [[String: Any]])
+        // The last of the 163 features has no geometry: supercluster skips it but counts it in the
+        // cluster-id offset (`id = (index << 5) + zoom + 1 + input count`); a layer cannot hold it,
+        // so markerd's ids (input count 162) are the fixture's minus one. Everything else is equal.
+        let features = all.filter { $0["geometry"] is [String: Any] }
+        #expect(all.count == 163 && features.count == 162)
+        let idOffset = all.count - features.count
+        let markers: [V1.Marker] = features.enumerated().map { i, f in
+            let c = (f["geometry"] as! [String: Any])["coordinates"] as! [Double]
+            return S.marker("p\(i)", lat: c[1], lng: c[0])
+        }
+        try s.upsert("places", markers)
+        let version = try s.service.getLayer(V1.GetLayerRequest(layerID: "places")).layer!.version
+        let r = try s.service.getClusters(V1.GetClustersRequest(layerID: "places", bounds: S.world, zoom: 0))
+        #expect(r.algorithm == "supercluster")
+        #expect(r.layerVersion == version)
+
+        // expected: the fixture's z0 tile without the wrapped copies in the buffer (x < 0 or x > 512)
+        let tile = try #require(try Self.fixture("places-z0-0-0.json")["features"] as? [[String: Any]])
+        var expected: [String] = []
+        for f in tile {
+            let g = (f["geometry"] as! [[Double]])[0]
+            guard g[0] >= 0 && g[0] <= 512 else { continue }
+            let tags = f["tags"] as! [String: Any]
+            if (tags["cluster"] as? Bool) == true {
+                expected.append("cluster \((tags["cluster_id"] as! NSNumber).intValue - idOffset) n=\((tags["point_count"] as! NSNumber).intValue) @\(Int(g[0])),\(Int(g[1]))")
+            } else {
+                expected.append("point @\(Int(g[0])),\(Int(g[1]))")
+            }
+        }
+        var got: [String] = r.clusters.map { c in
+            let p = Self.pixel(c.position!.latitude, c.position!.longitude)
+            return "cluster \(c.id) n=\(c.count) @\(p.0),\(p.1)"
+        }
+        got += r.markers.map { m in
+            let p = Self.pixel(m.position!.latitude, m.position!.longitude)
+            return "point @\(p.0),\(p.1)"
+        }
+        #expect(got.sorted() == expected.sorted())
+        #expect(r.clusters.reduce(0) { $0 + Int($1.count) } + r.markers.count == features.count)
+
+        // leaves / children / expansion zoom agree with the core index on the same input
+        let core = SuperclusterIndex(points: features.map {
+            let c = ($0["geometry"] as! [String: Any])["coordinates"] as! [Double]
+            return ClusterLngLat(longitude: c[0], latitude: c[1])
+        })
+        for c in r.clusters {
+            let leaves = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "places", clusterID: c.id, limit: 1000))
+            let coreLeaves = try core.leaves(of: Int(c.id), limit: 1000)
+            #expect(leaves.markers.map(\.id) == coreLeaves.map { "p\($0.id)" })
+            let ez = try s.service.getClusterExpansionZoom(V1.GetClusterExpansionZoomRequest(layerID: "places", clusterID: c.id))
+            #expect(Int(ez.zoom) == (try core.expansionZoom(of: Int(c.id))))
+            #expect(ez.zoom == c.expansionZoom)
+        }
+        do {
+            _ = try s.service.getClusterChildren(V1.GetClusterChildrenRequest(layerID: "places", clusterID: 99999))
+            Issue.record("expected NOT_FOUND")
+        } catch {
+            #expect(error.code == .notFound && error.message.contains("at version \(version)"))
+        }
+    }
+
+    @Test func superclusterSnapshotIsRebuiltInTheBackground() throws {
+        let s = S()
+        try s.createLayer("sc", clustering: Self.superclusterOptions())
+        try s.upsert("sc", [S.marker("a", lat: 1, lng: 1), S.marker("b", lat: 1.001, lng: 1.001)])
+        let first = try s.service.getClusters(V1.GetClustersRequest(layerID: "sc", bounds: S.world, zoom: 3))
+        #expect(first.clusters.count == 1 && first.layerVersion == 1)
+        try s.upsert("sc", [S.marker("c", lat: 1.002, lng: 1.002), S.marker("d", lat: -40, lng: 100)])
+        // answers from the last snapshot until the debounced rebuild lands
+        var latest = try s.service.getClusters(V1.GetClustersRequest(layerID: "sc", bounds: S.world, zoom: 3))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while latest.layerVersion != 2 && ContinuousClock.now < deadline {
+            #expect(latest.layerVersion == 1)
+            Thread.sleep(forTimeInterval: 0.02)
+            latest = try s.service.getClusters(V1.GetClustersRequest(layerID: "sc", bounds: S.world, zoom: 3))
+        }
+        #expect(latest.layerVersion == 2)
+        #expect(latest.clusters.map(\.count) == [3] && latest.markers.map(\.id) == ["d"])
+    }
+}
