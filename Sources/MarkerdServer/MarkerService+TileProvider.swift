@@ -3,10 +3,9 @@ import MarkerdService
 
 /// ``TileProvider`` over ``MarkerService``.
 ///
-/// Layers, viewports and hit-tests call the service now (ListLayers, GetLayer, QueryViewport,
-/// HitTest). Raster and point tiles answer UNIMPLEMENTED (HTTP 501) until the tile renderer's
-/// branch lands with `MarkerService.getTile(_:)` / `getPointTile(_:)`; then replace the two
-/// bodies with the code in their comments (nothing else changes).
+/// Layers, viewports, hit-tests and point tiles call the service (ListLayers, GetLayer,
+/// QueryViewport, HitTest, GetPointTile). Raster tiles answer UNIMPLEMENTED (HTTP 501) until
+/// `MarkerService.getTile(_:)` lands; then replace that body with the code in its comment.
 public struct ServiceTileProvider: TileProvider {
     public let service: MarkerService
 
@@ -25,14 +24,14 @@ public struct ServiceTileProvider: TileProvider {
 
     public func pointTile(layer: String, z: Int, x: Int, y: Int,
                           knownVersion: UInt64?) throws(RPCError) -> (mvt: [UInt8], version: UInt64, notModified: Bool) {
-        // After the merge:
-        //   var req = V1.GetPointTileRequest()
-        //   req.layerID = layer; req.z = UInt32(z); req.x = UInt32(x); req.y = UInt32(y)
-        //   req.knownVersion = knownVersion ?? 0
-        //   let r = try service.getPointTile(req)
-        //   return (r.mvt, r.version, r.notModified)
-        _ = try layerInfo(layer)
-        throw RPCError(.unimplemented, "point tiles are not served by this build (GetPointTile not merged yet)")
+        var req = V1.GetPointTileRequest()
+        req.layerID = layer
+        req.z = UInt32(z)
+        req.x = UInt32(x)
+        req.y = UInt32(y)
+        req.knownVersion = knownVersion ?? 0
+        let r = try service.getPointTile(req)
+        return (r.mvt, r.version, r.notModified)
     }
 
     public func layerInfo(_ layer: String) throws(RPCError) -> (tileSize: Int, version: UInt64) {
