@@ -15,9 +15,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ "${1:-}" = "--test" ]; then
-  py=(pynng protobuf grpcio-tools)
-  if ! python3 -c "import pynng, google.protobuf, grpc_tools" 2>/dev/null; then
+  py=(pynng protobuf grpcio-tools shapely pyclipper)
+  if ! python3 -c "import pynng, google.protobuf, grpc_tools, shapely, pyclipper" 2>/dev/null; then
     echo "install-deps: pip installing ${py[*]}"
     python3 -m pip install -q --disable-pip-version-check "${py[@]}"
+  fi
+  # The independent MVT decoder for the point-tile tests. --no-deps: its pin on protobuf 6
+  # would downgrade the protobuf 7 that grpcio-tools needs; it works with 7.
+  if ! python3 -c "import mapbox_vector_tile" 2>/dev/null; then
+    echo "install-deps: pip installing mapbox-vector-tile"
+    python3 -m pip install -q --disable-pip-version-check --no-deps mapbox-vector-tile
   fi
 fi
