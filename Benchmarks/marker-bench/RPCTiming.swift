@@ -1,0 +1,95 @@
+import Foundation
+import MarkerdAPI
+import MarkerdClient
+
+/// Timing of individual RPCs through ``MarkerdClient`` (client encode, NNG round trip, server
+/// dispatch and work, client decode), and the wire sizes of what was sent and received.
+enum RPCTiming {
+    /// Latencies and median wire sizes of one series of calls.
+    struct Series {
+        var latency: LatencySummary
+        /// Median request and reply sizes in bytes, whole NNG message bodies (the `Request` and
+        /// `Response` envelopes around the payloads).
+        var sizes: Floor.Sizes
+    }
+
+    /// Calls `method` once per request (after `warmup.count` untimed calls) and times each call.
+    /// `inspect` sees every timed response (outside the timed region). Mutations get a fresh
+    /// idempotency key per call, like any client.
+    static func measure<Request: ProtoMessage, Response: ProtoMessage>(
+        _ client: MarkerdClient, _ method: String, as _: Response.Type, mutation: Bool = false,
+        warmup: [Request], timed: [Request], inspect: (Response) -> Void = { _ in }
+    ) throws -> Series {
+        func call(_ r: Request) throws -> Response {
+            mutation ? try client.mutate(method, r, as: Response.self) : try client.call(method, r, as: Response.self)
+        }
+        for r in warmup { _ = try call(r) }
+        var micros: [Double] = []
+        micros.reserveCapacity(timed.count)
+        var requestSizes: [Int] = [], replySizes: [Int] = []
+        requestSizes.reserveCapacity(timed.count)
+        replySizes.reserveCapacity(timed.count)
+        for r in timed {
+            let start = ContinuousClock.now
+            let response = try call(r)
+            micros.append((ContinuousClock.now - start).micros)
+            requestSizes.append(requestEnvelopeSize(method: method, payload: r, mutation: mutation))
+            replySizes.append(replyEnvelopeSize(payload: response))
+            inspect(response)
+        }
+        return Series(latency: LatencySummary(samplesMicros: micros),
+                      sizes: Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes)))
+    }
+
+    /// Bytes of the `Request` envelope ``MarkerdClient`` sends for `payload` (a random 64-bit
+    /// request id, a 32-character idempotency key for mutations).
+    static func requestEnvelopeSize<P: ProtoMessage>(method: String, payload: P, mutation: Bool) -> Int {
+        var envelope = V1.Request()
+        envelope.method = "/markerd.v1.MarkerService/" + method
+        envelope.requestID = UInt64.max  // 10-byte varint, like most random ids
+        if mutation { envelope.idempotencyKey = String(repeating: "0", count: 32) }
+        envelope.payload = payload.serializedBytes()
+        return envelope.serializedSize
+    }
+
+    /// Bytes of the OK `Response` envelope carrying `payload`.
+    static func replyEnvelopeSize<P: ProtoMessage>(payload: P) -> Int {
+        var envelope = V1.Response()
+        envelope.requestID = UInt64.max
+        envelope.code = .ok
+        envelope.payload = payload.serializedBytes()
+        return envelope.serializedSize
+    }
+}
+
+/// Bulk loads through ``BulkLoader`` with progress lines.
+enum Loading {
+    /// Loads `markers` into `layerID` with `batchSize` markers per UpsertMarkers and
+    /// `concurrency` calls in flight; logs progress about every 10 %.
+    static func load(_ client: MarkerdClient, _ markers: [V1.Marker], into layerID: String,
+                     batchSize: Int = 50_000, concurrency: Int = 4, label: String) throws -> BulkLoader.Summary {
+        let loader = BulkLoader(client: client, batchSize: batchSize, concurrency: concurrency)
+        final class Threshold: @unchecked Sendable {
+            let lock = NSLock()
+            var next: Int  // guarded by lock: the next progress line is due at this many markers
+            init(_ next: Int) { self.next = next }
+        }
+        let step = max(markers.count / 10, batchSize)
+        let threshold = Threshold(step)
+        Progress.log("\(label): loading \(Table.count(markers.count)) markers (batches of \(Table.count(batchSize)), \(concurrency) in flight)")
+        let summary = try loader.load(markers, into: layerID) { p in
+            threshold.lock.lock()
+            defer { threshold.lock.unlock() }
+            guard p.sent >= threshold.next, p.sent < p.total else { return }
+            threshold.next += step
+            Progress.log(String(format: "%@: %@ of %@ markers, %@ markers/s", label, Table.count(p.sent),
+                                Table.count(p.total), Table.rate(p.markersPerSecond)))
+        }
+        Progress.log(String(format: "%@: %@ markers in %.2f s = %@ markers/s", label, Table.count(summary.markers),
+                            summary.seconds, Table.rate(summary.markersPerSecond)))
+        guard summary.created + summary.updated == markers.count else {
+            throw BenchError("\(label): server reported \(summary.created) created + \(summary.updated) updated of \(markers.count)")
+        }
+        return summary
+    }
+}
