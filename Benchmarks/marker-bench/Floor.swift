@@ -62,21 +62,25 @@ enum Floor {
 
         /// Times `iterations` sequential round trips of `sizes` (after `warmup` untimed ones).
         func measure(_ sizes: Sizes, iterations: Int, warmup: Int = 500) throws -> LatencySummary {
+            for _ in 0..<warmup { _ = try roundTrip(sizes) }
+            return LatencySummary(samplesMicros: try (0..<iterations).map { _ in try roundTrip(sizes).micros })
+        }
+
+        /// One round trip of `sizes`: the request is `sizes.request` bytes (at least 4), the
+        /// reply `sizes.reply` bytes. Returns its duration.
+        func roundTrip(_ sizes: Sizes) throws -> Duration {
             let request = max(4, sizes.request)
-            var payload = [UInt8](repeating: 0x5A, count: request)
-            payload.withUnsafeMutableBytes { $0.storeBytes(of: UInt32(sizes.reply).littleEndian, as: UInt32.self) }
-            var samples: [Double] = []
-            samples.reserveCapacity(iterations)
-            for i in 0..<(warmup + iterations) {
-                let start = ContinuousClock.now
-                let got = try requester.call(requestSize: request, timeout: .seconds(10),
-                                             write: { out in payload.withUnsafeBytes { out.copyMemory(from: $0) } },
-                                             read: { $0.count })
-                let elapsed = ContinuousClock.now - start
-                guard got == sizes.reply else { throw BenchError("echo replied \(got) bytes, expected \(sizes.reply)") }
-                if i >= warmup { samples.append(elapsed.micros) }
-            }
-            return LatencySummary(samplesMicros: samples)
+            let reply = UInt32(sizes.reply).littleEndian
+            let start = ContinuousClock.now
+            let got = try requester.call(requestSize: request, timeout: .seconds(10),
+                                         write: { out in
+                                             out.initializeMemory(as: UInt8.self, repeating: 0x5A)
+                                             out.storeBytes(of: reply, as: UInt32.self)
+                                         },
+                                         read: { $0.count })
+            let elapsed = ContinuousClock.now - start
+            guard got == sizes.reply else { throw BenchError("echo replied \(got) bytes, expected \(sizes.reply)") }
+            return elapsed
         }
 
         func stop() {

@@ -23,7 +23,7 @@ struct Options: Sendable {
     var verbose = false
 
     /// Batches of MoveMarkers (1,000 moves each) timed for the moves/s figures.
-    var moveBatches: Int { quick ? 30 : 200 }
+    var moveBatches: Int { quick ? 30 : 1000 }
     /// Random single moves timed in-process on `MarkerLayer`.
     var inProcessMoves: Int { quick ? 200_000 : 1_000_000 }
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import MarkerdAPI
 import MarkerdClient
+import MarkerdTransport
 
 /// The RPC measurements for one marker count N against a fresh `markerd --ephemeral`:
 /// load rate, resident bytes per marker, QueryViewport and HitTest latency against the NNG
@@ -20,10 +21,12 @@ struct RPCBench {
 
     private var n: Int { layer.count }
     private var label: String { Table.count(n) }
-    /// Calls per latency figure, and untimed warm-up calls before them.
+    /// Calls per latency figure.
     private var timedCalls: Int { options.queries }
-    private var warmupCalls: Int { max(20, options.queries / 10) }
-    /// Round trips per floor figure.
+    /// Untimed warm-up calls before them, with different requests of the same distribution:
+    /// their median sizes are the floor's sizes, so there are as many.
+    private var warmupCalls: Int { max(20, options.queries) }
+    /// Round trips of the stand-alone 100 B floor figure.
     private var floorCalls: Int { max(1000, options.queries) }
 
     func run() throws {
@@ -82,6 +85,10 @@ struct RPCBench {
         table.addLatency(size: label, measure: "floor: bare NNG REQ/REP round trip, loopback TCP, 2 processes",
                          floor100, floor: floor100, floorSizes: Floor.Sizes(request: 100, reply: 100),
                          note: "\(floorCalls) calls; echo server replies inline on the nng thread")
+        let inProcess = try NNGRoundTrip.measure(payloadBytes: 100, iterations: floorCalls, warmup: 500)
+        table.add(Row(size: label, measure: "floor for reference: NNGRoundTrip.measure (client and echo server in one process)",
+                      value: "\(Table.micros(inProcess.p50Microseconds)) / \(Table.micros(inProcess.p99Microseconds))",
+                      unit: "µs p50 / p99", note: "100 B each way; not used for the ratios"))
 
         var rng = SeededRNG(seed: options.seed &+ 1)
         let viewports = (0..<(warmupCalls + timedCalls)).map { _ in layer.randomViewport(&rng) }
@@ -92,14 +99,12 @@ struct RPCBench {
             let requests = viewportRequests(layerID)
             var returned = 0, inView = 0
             Progress.log("[\(label)] QueryViewport \(layerID): \(timedCalls) calls")
-            let s = try RPCTiming.measure(client, "QueryViewport", as: V1.QueryViewportResponse.self,
+            let s = try RPCTiming.measure(client, "QueryViewport", as: V1.QueryViewportResponse.self, floor: floor,
                                           warmup: Array(requests.prefix(warmupCalls)), timed: Array(requests.dropFirst(warmupCalls))) { r in
                 returned += r.markers.count
                 inView += Int(r.staticInView + r.liveInView)
             }
-            let f = try floor.measure(s.sizes, iterations: floorCalls)
-            table.addLatency(size: label, measure: "QueryViewport 1080x1920 px z12-16 near cities (\(mode))", s.latency,
-                             floor: f, floorSizes: s.sizes,
+            table.addLatency(size: label, measure: "QueryViewport 1080x1920 px z12-16 near cities (\(mode))", s,
                              target: { Target(text: "p99 <= 2x floor at 10M", met: $0 <= 2, atTargetSize: n >= 10_000_000) },
                              note: String(format: "%d calls; avg %.0f markers in view, %.0f returned", timedCalls,
                                           Double(inView) / Double(timedCalls), Double(returned) / Double(timedCalls)))
@@ -109,14 +114,12 @@ struct RPCBench {
         let hitRequests = points.map { V1.HitTestRequest(layerID: Self.tiledLayer, point: $0.point, zoom: $0.zoom) }
         var hits = 0, withHit = 0
         Progress.log("[\(label)] HitTest: \(timedCalls) calls")
-        let h = try RPCTiming.measure(client, "HitTest", as: V1.HitTestResponse.self,
+        let h = try RPCTiming.measure(client, "HitTest", as: V1.HitTestResponse.self, floor: floor,
                                       warmup: Array(hitRequests.prefix(warmupCalls)), timed: Array(hitRequests.dropFirst(warmupCalls))) { r in
             hits += r.hits.count
             if !r.hits.isEmpty { withHit += 1 }
         }
-        let hf = try floor.measure(h.sizes, iterations: floorCalls)
-        table.addLatency(size: label, measure: "HitTest near a random marker, z12-16 (tiled layer)", h.latency,
-                         floor: hf, floorSizes: h.sizes,
+        table.addLatency(size: label, measure: "HitTest near a random marker, z12-16 (tiled layer)", h,
                          target: { Target(text: "p99 <= 2x floor at 10M", met: $0 <= 2, atTargetSize: n >= 10_000_000) },
                          note: String(format: "%d calls; %.0f%% found a marker, avg %.1f hits", timedCalls,
                                       100 * Double(withHit) / Double(timedCalls), Double(hits) / Double(timedCalls)))
@@ -130,12 +133,11 @@ struct RPCBench {
             V1.MoveMarkersRequest(layerID: Self.tiledLayer, moves: layer.randomAPIMoves(1, &rng))
         }
         Progress.log("[\(label)] MoveMarkers x1: \(timedCalls) calls")
-        let s = try RPCTiming.measure(client, "MoveMarkers", as: V1.MoveMarkersResponse.self, mutation: true,
+        let s = try RPCTiming.measure(client, "MoveMarkers", as: V1.MoveMarkersResponse.self, mutation: true, floor: floor,
                                       warmup: Array(singles.prefix(warmupCalls)), timed: Array(singles.dropFirst(warmupCalls))) { r in
             precondition(r.moved == 1, "a single move did not move")
         }
-        let f = try floor.measure(s.sizes, iterations: floorCalls)
-        table.addLatency(size: label, measure: "MoveMarkers, 1 marker per call (tiled layer)", s.latency, floor: f, floorSizes: s.sizes,
+        table.addLatency(size: label, measure: "MoveMarkers, 1 marker per call (tiled layer)", s,
                          note: "\(timedCalls) calls, one in flight")
 
         let batches = (0..<options.moveBatches).map { _ in layer.randomAPIMoves(1000, &rng) }

@@ -3,14 +3,21 @@ import MarkerdAPI
 import MarkerdClient
 
 /// Timing of individual RPCs through ``MarkerdClient`` (client encode, NNG round trip, server
-/// dispatch and work, client decode), and the wire sizes of what was sent and received.
+/// dispatch and work, client decode), interleaved with floor round trips of the same sizes.
+///
+/// The warm-up calls (other requests of the same distribution) give the median request/reply
+/// sizes; then every timed RPC is followed by one timed floor round trip of those sizes, so both
+/// series see the same machine noise.
 enum RPCTiming {
-    /// Latencies and median wire sizes of one series of calls.
+    /// Latencies of one series of calls and of its floor.
     struct Series {
         var latency: LatencySummary
-        /// Median request and reply sizes in bytes, whole NNG message bodies (the `Request` and
-        /// `Response` envelopes around the payloads).
+        var floor: LatencySummary
+        /// Median request and reply sizes in bytes of the warm-up calls (the floor's sizes),
+        /// whole NNG message bodies (the `Request` and `Response` envelopes with the payloads).
         var sizes: Floor.Sizes
+        /// Median sizes of the timed calls (for the record: should be close to `sizes`).
+        var timedSizes: Floor.Sizes
     }
 
     /// Calls `method` once per request (after `warmup.count` untimed calls) and times each call.
@@ -18,27 +25,35 @@ enum RPCTiming {
     /// idempotency key per call, like any client.
     static func measure<Request: ProtoMessage, Response: ProtoMessage>(
         _ client: MarkerdClient, _ method: String, as _: Response.Type, mutation: Bool = false,
-        warmup: [Request], timed: [Request], inspect: (Response) -> Void = { _ in }
+        floor: Floor.Client, warmup: [Request], timed: [Request], inspect: (Response) -> Void = { _ in }
     ) throws -> Series {
         func call(_ r: Request) throws -> Response {
             mutation ? try client.mutate(method, r, as: Response.self) : try client.call(method, r, as: Response.self)
         }
-        for r in warmup { _ = try call(r) }
-        var micros: [Double] = []
-        micros.reserveCapacity(timed.count)
         var requestSizes: [Int] = [], replySizes: [Int] = []
-        requestSizes.reserveCapacity(timed.count)
-        replySizes.reserveCapacity(timed.count)
+        for r in warmup {
+            let response = try call(r)
+            requestSizes.append(requestEnvelopeSize(method: method, payload: r, mutation: mutation))
+            replySizes.append(replyEnvelopeSize(payload: response))
+        }
+        let sizes = Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes))
+        _ = try floor.measure(sizes, iterations: 1, warmup: 50)
+        var micros: [Double] = [], floorMicros: [Double] = []
+        micros.reserveCapacity(timed.count)
+        floorMicros.reserveCapacity(timed.count)
+        requestSizes.removeAll(keepingCapacity: true)
+        replySizes.removeAll(keepingCapacity: true)
         for r in timed {
             let start = ContinuousClock.now
             let response = try call(r)
             micros.append((ContinuousClock.now - start).micros)
+            floorMicros.append(try floor.roundTrip(sizes).micros)
             requestSizes.append(requestEnvelopeSize(method: method, payload: r, mutation: mutation))
             replySizes.append(replyEnvelopeSize(payload: response))
             inspect(response)
         }
-        return Series(latency: LatencySummary(samplesMicros: micros),
-                      sizes: Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes)))
+        return Series(latency: LatencySummary(samplesMicros: micros), floor: LatencySummary(samplesMicros: floorMicros),
+                      sizes: sizes, timedSizes: Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes)))
     }
 
     /// Bytes of the `Request` envelope ``MarkerdClient`` sends for `payload` (a random 64-bit

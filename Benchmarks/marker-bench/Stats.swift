@@ -110,7 +110,7 @@ enum Machine {
     private static func procField(path: String, key: String) -> UInt64? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix(key) {
-            return line.dropFirst(key.count).split(separator: " ").first.flatMap { UInt64($0) }
+            return line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt64($0) }
         }
         return nil
     }

@@ -208,12 +208,18 @@ struct SyntheticLayer: Sendable {
         return (i, Self.offset(position(i), northKm: rng.uniform(-0.05...0.05), eastKm: rng.uniform(-0.05...0.05)))
     }
 
-    /// `n` random moves as API values.
+    /// `n` random moves of distinct markers as API values (a MoveMarkers batch may not name a
+    /// marker twice). `n` must be at most `count`.
     func randomAPIMoves(_ n: Int, _ rng: inout SeededRNG) -> [V1.MarkerMove] {
-        (0..<n).map { _ in
+        var seen = Set<Int>(minimumCapacity: n)
+        var out: [V1.MarkerMove] = []
+        out.reserveCapacity(n)
+        while out.count < n {
             let m = randomMove(&rng)
-            return V1.MarkerMove(id: Self.id(m.index),
-                                 position: V1.LatLng(latitude: m.position.latitude, longitude: m.position.longitude))
+            guard seen.insert(m.index).inserted else { continue }
+            out.append(V1.MarkerMove(id: Self.id(m.index),
+                                     position: V1.LatLng(latitude: m.position.latitude, longitude: m.position.longitude)))
         }
+        return out
     }
 }

@@ -56,6 +56,14 @@ final class Table {
         add(row)
     }
 
+    /// A latency row for an RPC series and its interleaved floor.
+    func addLatency(size: String, measure: String, _ s: RPCTiming.Series,
+                    target: ((_ p99Ratio: Double) -> Target)? = nil, note: String = "") {
+        let sizes = s.timedSizes == s.sizes ? "" : "; timed calls' median sizes \(s.timedSizes)"
+        addLatency(size: size, measure: measure, s.latency, floor: s.floor, floorSizes: s.sizes, target: target,
+                   note: note + sizes)
+    }
+
     /// The markdown table.
     func markdown() -> String {
         let header = ["N", "Measure", "Value", "Unit", "Floor p50 / p99 µs (same bytes)", "Ratio", "Target", "Status", "Note"]
