@@ -106,9 +106,12 @@ final class ChildProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
         if process.isRunning {
-            Progress.log("\(name) (pid \(pid)) did not exit within \(timeout) of SIGTERM: SIGKILL")
+            let last = condition.withLock { lines.suffix(5) }.joined(separator: "\n    ")
+            Progress.log("\(name) (pid \(pid)) did not exit within \(timeout) of SIGTERM: SIGKILL. Its last lines:\n    \(last)")
             kill(pid, SIGKILL)
             process.waitUntilExit()
+        } else if process.terminationReason != .exit || process.terminationStatus != 0 {
+            Progress.log("\(name) (pid \(pid)) ended with \(process.terminationReason == .exit ? "status" : "signal") \(process.terminationStatus)")
         }
         Self.registryLock.withLock { _ = Self.running.removeValue(forKey: process.processIdentifier) }
         return process.terminationStatus

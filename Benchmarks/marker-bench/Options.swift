@@ -12,6 +12,9 @@ struct Options: Sendable {
     var quick = false
     /// Skip the durability section (journal, fsync, snapshots, restart).
     var skipDurability = false
+    /// Run the RPC section (load, memory, queries, moves) and the in-process section.
+    var runRPC = true
+    var runInProcess = true
     /// The markerd binary. Default: `markerd` next to this executable.
     var markerdPath: String = Options.defaultMarkerdPath
     /// Where durable data directories are created (must be a real disk for fsync to mean
@@ -43,6 +46,7 @@ struct Options: Sendable {
       --queries N          timed calls per latency figure. Default 2000
       --quick              smoke run: 100k markers, 300 queries, fewer moves
       --skip-durability    skip journal/fsync/snapshot/restart measurements
+      --only SECTION       run one section: rpc, inprocess or durability
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -90,6 +94,14 @@ struct Options: Sendable {
                 queriesGiven = true
             case "--quick": o.quick = true
             case "--skip-durability": o.skipDurability = true
+            case "--only":
+                let section = try value(arg)
+                guard ["rpc", "inprocess", "durability"].contains(section) else {
+                    throw ParseError(description: "--only takes rpc, inprocess or durability, not \"\(section)\"")
+                }
+                o.runRPC = section == "rpc"
+                o.runInProcess = section == "inprocess"
+                o.skipDurability = section != "durability"
             case "--no-tune": o.tuneLoad = false
             case "--markerd": o.markerdPath = try value(arg)
             case "--data-root": o.dataRoot = try value(arg)
@@ -110,7 +122,8 @@ struct Options: Sendable {
     var summary: String {
         var parts = ["--sizes \(sizes.map(String.init).joined(separator: ","))", "--seed \(seed)", "--queries \(queries)"]
         if quick { parts.append("--quick") }
-        if skipDurability { parts.append("--skip-durability") }
+        if !runRPC || !runInProcess { parts.append("--only \(runRPC ? "rpc" : runInProcess ? "inprocess" : "durability")") }
+        else if skipDurability { parts.append("--skip-durability") }
         if !tuneLoad { parts.append("--no-tune") }
         parts.append("--markerd \(markerdPath)")
         if !skipDurability { parts.append("--data-root \(dataRoot)") }

@@ -44,13 +44,13 @@ struct RPCBench {
         let rssEmpty = server.residentBytes
 
         // Load rate and memory (first layer only).
-        let load = try Loading.load(client, markers, into: Self.tiledLayer, label: "[\(label)] load tiled")
+        let load = try Loading.load(client, serverPID: server.pid, markers, into: Self.tiledLayer, label: "[\(label)] load tiled")
         usleep(500_000)
         let rssLoaded = server.residentBytes
         table.add(Row(size: label, measure: "load via RPC (BulkLoader 50k x 4, fresh server, ephemeral)",
                       value: Table.rate(load.markersPerSecond), unit: "markers/s",
                       target: Target(text: ">= 1,000,000 markers/s", met: load.markersPerSecond >= 1_000_000),
-                      note: String(format: "%.2f s for %@", load.seconds, label)))
+                      note: String(format: "%.2f s for %@; %@", load.seconds, label, load.cpuNote)))
         let perMarker = (Double(rssLoaded) - Double(rssEmpty)) / Double(n)
         let idBytes = layer.averageIDBytes
         table.add(Row(size: label, measure: "markerd resident bytes per marker (VmRSS delta / N)",
@@ -66,15 +66,15 @@ struct RPCBench {
             throw BenchError("tiled layer: mode \(stats.mode), \(stats.markers) markers")
         }
 
-        let nativeLoad = try Loading.load(client, markers, into: Self.nativeLayer, label: "[\(label)] load native")
+        let nativeLoad = try Loading.load(client, serverPID: server.pid, markers, into: Self.nativeLayer, label: "[\(label)] load native")
         table.add(Row(size: label, measure: "load 2nd layer (native, same markers)", value: Table.rate(nativeLoad.markersPerSecond),
-                      unit: "markers/s", note: String(format: "%.2f s; server already holds N markers", nativeLoad.seconds)))
+                      unit: "markers/s", note: String(format: "%.2f s; server already holds N markers; %@", nativeLoad.seconds, nativeLoad.cpuNote)))
         let nativeStats = try client.layerStats(Self.nativeLayer)
         guard nativeStats.mode == .native else { throw BenchError("native layer is in mode \(nativeStats.mode)") }
 
         try queries(client)
         try moves(client)
-        if options.tuneLoad { try tuneLoad(client) }
+        if options.tuneLoad { try tuneLoad(client, serverPID: server.pid) }
         Progress.log("[\(label)] markerd VmRSS at the end: \(Table.bytes(Int(server.residentBytes)))")
     }
 
@@ -180,23 +180,23 @@ struct RPCBench {
 
     /// Loads min(N, 1M) markers into scratch layers with a few BulkLoader settings (each layer
     /// deleted afterwards) and reports the best.
-    private func tuneLoad(_ client: MarkerdClient) throws {
+    private func tuneLoad(_ client: MarkerdClient, serverPID: Int32) throws {
         let subset = n > 1_000_000 ? Array(markers.prefix(1_000_000)) : markers
         let settings = [(50_000, 4), (10_000, 4), (25_000, 2), (50_000, 2), (100_000, 2), (100_000, 4)]
-        var results: [(batch: Int, inFlight: Int, rate: Double)] = []
+        var results: [(batch: Int, inFlight: Int, rate: Double, cpu: String)] = []
         for (k, (batch, inFlight)) in settings.enumerated() {
             let id = "scratch-\(k)"
             _ = try client.createLayer(V1.CreateLayerRequest(layerID: id, options: nil))
-            let s = try Loading.load(client, subset, into: id, batchSize: batch, concurrency: inFlight,
+            let s = try Loading.load(client, serverPID: serverPID, subset, into: id, batchSize: batch, concurrency: inFlight,
                                      label: "[\(label)] tune \(Table.count(batch)) x \(inFlight)")
             _ = try client.deleteLayer(id)
-            results.append((batch, inFlight, s.markersPerSecond))
+            results.append((batch, inFlight, s.markersPerSecond, s.cpuNote))
         }
         let best = results.max { $0.rate < $1.rate }!
         let all = results.map { "\(Table.count($0.batch))x\($0.inFlight): \(Table.rate($0.rate / 1000))k/s" }.joined(separator: ", ")
         table.add(Row(size: label, measure: "load via RPC, best BulkLoader setting (\(Table.count(best.batch)) x \(best.inFlight) in flight)",
                       value: Table.rate(best.rate), unit: "markers/s",
                       target: Target(text: ">= 1,000,000 markers/s", met: best.rate >= 1_000_000),
-                      note: "\(Table.count(subset.count)) markers into a scratch layer of a server holding 2N; \(all)"))
+                      note: "\(Table.count(subset.count)) markers into a scratch layer of a server holding 2N; \(all); best: \(best.cpu)"))
     }
 }

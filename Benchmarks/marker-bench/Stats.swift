@@ -106,6 +106,21 @@ enum Machine {
         procField(path: "/proc/\(pid)/status", key: "VmRSS:").map { $0 * 1024 }
     }
 
+    /// CPU time (user + system) process `pid` has used so far, in seconds, or nil.
+    static func cpuSeconds(pid: Int32) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15 (clock ticks).
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// The 1-minute load average (runnable threads), or nil.
+    static var loadAverage: Double? {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.flatMap { Double($0) }
+    }
+
     /// The first number after `key` in a /proc file of "Key:   123 kB" lines.
     private static func procField(path: String, key: String) -> UInt64? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }

@@ -43,8 +43,10 @@ func runAll() throws -> Table {
         let layer = SyntheticLayer(count: n, seed: options.seed)
         let markers = layer.apiMarkers()
         Progress.log("[\(Table.count(n))] \(layer.draggable.count) draggable markers, ids average \(Table.fixed(layer.averageIDBytes, 2)) B")
-        try RPCBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run()
-        try InProcessBench(options: options, layer: layer, table: table).run()
+        if options.runRPC {
+            try RPCBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run()
+        }
+        if options.runInProcess { try InProcessBench(options: options, layer: layer, table: table).run() }
         if !options.skipDurability {
             try DurabilityBench(options: options, layer: layer, markers: markers, table: table).run()
         }
@@ -53,6 +55,7 @@ func runAll() throws -> Table {
 }
 
 let started = Date()
+let loadAverageAtStart = Machine.loadAverage ?? 0
 let table: Table
 do {
     table = try runAll()
@@ -69,6 +72,7 @@ print("""
 
 - machine: \(Machine.processors) cores (nproc), \(String(format: "%.1f", gib)) GiB memory, \(Machine.cpuModel), Linux \(Machine.kernel)
 - options: \(options.summary)
+- 1-minute load average \(String(format: "%.1f", loadAverageAtStart)) at the start, \(String(format: "%.1f", Machine.loadAverage ?? 0)) at the end (a shared machine: wall-clock rates move with it; CPU µs/marker and the floor ratios much less)
 - took \(String(format: "%.0f", Date().timeIntervalSince(started))) s. Latencies are client-side (encode, round trip, server work, decode), one call in flight; \
 each is compared with the bare NNG round trip of the same request/reply sizes measured in the same run ("Ratio" = p50x / p99x). \
 Status PASS/MISS applies at the target's size; "(... at this size)" is indicative only.
