@@ -72,10 +72,10 @@ struct DurabilityBench {
                       value: Table.fixed(fromSnapshot.server.secondsUntilAnswering, 2), unit: "s",
                       target: Target(text: "< 10 s at 10M", met: fromSnapshot.server.secondsUntilAnswering < 10,
                                      atTargetSize: n >= 10_000_000),
-                      note: "launch until first reply; " + fromSnapshot.recoveryLine))
+                      note: String(format: "launch until first reply, markerd CPU %.2f s; ", fromSnapshot.server.cpuSecondsUntilAnswering) + fromSnapshot.recoveryLine))
         table.add(Row(size: label, measure: "restart: journal only (no snapshot)",
                       value: Table.fixed(journalOnly.server.secondsUntilAnswering, 2), unit: "s",
-                      note: "launch until first reply; " + journalOnly.recoveryLine))
+                      note: String(format: "launch until first reply, markerd CPU %.2f s; ", journalOnly.server.cpuSecondsUntilAnswering) + journalOnly.recoveryLine))
     }
 
     private func durable(_ dir: String, fsync: String) -> [String] {

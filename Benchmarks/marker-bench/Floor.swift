@@ -85,7 +85,7 @@ enum Floor {
 
         func stop() {
             requester.close()
-            child.stop(timeout: .seconds(5))
+            child.stop(timeout: .seconds(5), expectSIGTERM: true)
         }
     }
 }

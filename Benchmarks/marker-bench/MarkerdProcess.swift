@@ -101,7 +101,7 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Sends SIGTERM and waits for the exit (SIGKILL after `timeout`). Returns the exit status.
     @discardableResult
-    func stop(timeout: Duration = .seconds(60)) -> Int32 {
+    func stop(timeout: Duration = .seconds(60), expectSIGTERM: Bool = false) -> Int32 {
         if process.isRunning { process.terminate() }
         let deadline = ContinuousClock.now + timeout
         while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
@@ -110,7 +110,8 @@ final class ChildProcess: @unchecked Sendable {
             Progress.log("\(name) (pid \(pid)) did not exit within \(timeout) of SIGTERM: SIGKILL. Its last lines:\n    \(last)")
             kill(pid, SIGKILL)
             process.waitUntilExit()
-        } else if process.terminationReason != .exit || process.terminationStatus != 0 {
+        } else if !(expectSIGTERM && process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGTERM),
+                  process.terminationReason != .exit || process.terminationStatus != 0 {
             Progress.log("\(name) (pid \(pid)) ended with \(process.terminationReason == .exit ? "status" : "signal") \(process.terminationStatus)")
         }
         Self.registryLock.withLock { _ = Self.running.removeValue(forKey: process.processIdentifier) }
@@ -131,6 +132,8 @@ final class MarkerdProcess: @unchecked Sendable {
     let url: String
     /// From launch until the first GetServerInfo reply (recovery included), in seconds.
     let secondsUntilAnswering: Double
+    /// CPU time markerd used until then (user + system), in seconds.
+    let cpuSecondsUntilAnswering: Double
     /// The reply to that first GetServerInfo.
     let info: V1ServerInfo
 
@@ -150,6 +153,7 @@ final class MarkerdProcess: @unchecked Sendable {
         client = try MarkerdClient(url: url, timeout: .seconds(600))
         let info = try client.serverInfo()
         secondsUntilAnswering = (ContinuousClock.now - child.launchedAt).seconds
+        cpuSecondsUntilAnswering = Machine.cpuSeconds(pid: child.pid) ?? 0
         self.info = V1ServerInfo(markers: info.markers, durable: info.durable)
     }
 
