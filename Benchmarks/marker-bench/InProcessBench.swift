@@ -38,14 +38,18 @@ struct InProcessBench {
             targets.append(m.position)
         }
         Progress.log("[\(label)] in-process: \(Table.count(count)) single moves")
+        let cpu0 = Machine.threadCPUSeconds
         let (_, elapsed) = try timed { () throws -> Void in
             for k in 0..<count { try core.move(id: ids[k], to: targets[k]) }
         }
-        let ns = elapsed.nanos / Double(count)
-        table.add(Row(size: label, measure: "in-process single move (MarkerLayer.move(id:to:))",
-                      value: Table.fixed(ns, 0), unit: "ns/move",
-                      target: Target(text: "< 2 µs", met: ns < 2000),
-                      note: "\(Table.count(count)) random moves of up to ~50 m"))
+        let cpuNs = (Machine.threadCPUSeconds - cpu0) * 1e9 / Double(count)
+        let wallNs = elapsed.nanos / Double(count)
+        // On a shared machine the wall clock includes time this thread waited for a core;
+        // the thread's CPU time does not, so the target is checked on it.
+        table.add(Row(size: label, measure: "in-process single move (MarkerLayer.move(id:to:)), thread CPU time",
+                      value: Table.fixed(cpuNs, 0), unit: "ns/move",
+                      target: Target(text: "< 2 µs", met: cpuNs < 2000),
+                      note: "\(Table.count(count)) random moves of up to ~50 m; wall clock \(Table.fixed(wallNs, 0)) ns/move"))
         withExtendedLifetime(core) {}
     }
 }

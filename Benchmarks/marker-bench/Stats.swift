@@ -116,6 +116,13 @@ enum Machine {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// CPU time the calling thread has used, in seconds (CLOCK_THREAD_CPUTIME_ID).
+    static var threadCPUSeconds: Double {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
     /// The 1-minute load average (runnable threads), or nil.
     static var loadAverage: Double? {
         (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.flatMap { Double($0) }
