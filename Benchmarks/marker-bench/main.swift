@@ -1,1 +1,82 @@
-print("marker-bench: not yet implemented")
+// marker-bench: markerd's speed and memory targets, measured through its RPC against a real
+// markerd process, each latency next to a bare-NNG floor measured in the same run.
+// See Benchmarks/README.md and `marker-bench --help`.
+import Dispatch
+import Foundation
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--echo-server" { Floor.runEchoServer() }
+if arguments.contains("-h") || arguments.contains("--help") {
+    print(Options.usage)
+    exit(0)
+}
+
+let options: Options
+do {
+    options = try Options.parse(arguments)
+} catch {
+    FileHandle.standardError.write("marker-bench: \(error)\n\n\(Options.usage)\n".data(using: .utf8)!)
+    exit(2)
+}
+
+// Ctrl-C / SIGTERM: stop the markerd and echo children before leaving.
+signal(SIGINT, SIG_IGN)
+signal(SIGTERM, SIG_IGN)
+let signalSources = [SIGINT, SIGTERM].map { sig in
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+    source.setEventHandler {
+        Progress.log("interrupted: stopping child processes")
+        ChildProcess.killAll()
+        exit(130)
+    }
+    source.resume()
+    return source
+}
+
+func runAll() throws -> Table {
+    let table = Table()
+    let echoBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+    let floor = try Floor.Client(executable: echoBinary, echo: options.verbose)
+    defer { floor.stop() }
+    for n in options.sizes {
+        Progress.log("[\(Table.count(n))] building the synthetic layer (seed \(options.seed))")
+        let layer = SyntheticLayer(count: n, seed: options.seed)
+        let markers = layer.apiMarkers()
+        Progress.log("[\(Table.count(n))] \(layer.draggable.count) draggable markers, ids average \(Table.fixed(layer.averageIDBytes, 2)) B")
+        if options.runRPC {
+            try RPCBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run()
+        }
+        if options.runInProcess { try InProcessBench(options: options, layer: layer, table: table).run() }
+        if !options.skipDurability {
+            try DurabilityBench(options: options, layer: layer, markers: markers, table: table).run()
+        }
+    }
+    return table
+}
+
+let started = Date()
+let loadAverageAtStart = Machine.loadAverage ?? 0
+let table: Table
+do {
+    table = try runAll()
+} catch {
+    Progress.log("marker-bench failed: \(error)")
+    ChildProcess.killAll()
+    exit(1)
+}
+
+let dateFormatter = ISO8601DateFormatter()
+let gib = Double(Machine.memoryBytes) / Double(1 << 30)
+print("""
+## marker-bench \(dateFormatter.string(from: started))
+
+- machine: \(Machine.processors) cores (nproc), \(String(format: "%.1f", gib)) GiB memory, \(Machine.cpuModel), Linux \(Machine.kernel)
+- options: \(options.summary)
+- 1-minute load average \(String(format: "%.1f", loadAverageAtStart)) at the start, \(String(format: "%.1f", Machine.loadAverage ?? 0)) at the end (a shared machine: wall-clock rates move with it; CPU µs/marker and the floor ratios much less)
+- took \(String(format: "%.0f", Date().timeIntervalSince(started))) s. Latencies are client-side (encode, round trip, server work, decode), one call in flight; \
+each is compared with the bare NNG round trip of the same request/reply sizes measured in the same run ("Ratio" = p50x / p99x). \
+Status PASS/MISS applies at the target's size; "(... at this size)" is indicative only.
+
+\(table.markdown())
+""")
+withExtendedLifetime(signalSources) {}

@@ -1,0 +1,91 @@
+import Dispatch
+import Foundation
+import MarkerdTransport
+
+/// The latency floor: a bare NNG REQ/REP round trip over loopback TCP between two processes,
+/// like a markerd call but with no protobuf, no dispatch and no work.
+///
+/// The server is marker-bench itself, started as `marker-bench --echo-server`: an
+/// ``NNGReplyServer`` that answers inline on the nng callback thread with as many bytes as the
+/// request's first 4 bytes ask for (little-endian UInt32). So one floor can have the request and
+/// reply sizes of the RPC it is compared with (a QueryViewport request is ~100 B, its NATIVE
+/// reply tens of KB).
+enum Floor {
+    /// Request/reply sizes of one floor measurement, in bytes.
+    struct Sizes: Hashable, Sendable, CustomStringConvertible {
+        var request: Int
+        var reply: Int
+        var description: String { request == reply ? "\(Table.bytes(request))" : "\(Table.bytes(request)) -> \(Table.bytes(reply))" }
+    }
+
+    /// Runs the echo server (the `--echo-server` mode): prints "listening URL" on standard
+    /// output and serves until killed. Never returns.
+    static func runEchoServer() -> Never {
+        struct SizedEcho: RequestHandler {
+            func handle(_ request: IncomingRequest) {
+                let body = request.body
+                var size = body.count
+                if body.count >= 4 { size = Int(body.loadUnaligned(as: UInt32.self).littleEndian) }
+                request.respond(size: size) { out in
+                    let copied = min(size, body.count)
+                    out.copyMemory(from: UnsafeRawBufferPointer(rebasing: body.prefix(copied)))
+                    if size > copied {
+                        UnsafeMutableRawBufferPointer(rebasing: out[copied...]).initializeMemory(as: UInt8.self, repeating: 0x5A)
+                    }
+                }
+            }
+        }
+        let server = NNGReplyServer(
+            configuration: ServerConfiguration(listenURLs: ["tcp://127.0.0.1:0"], contexts: 8, maxMessageBytes: 256 << 20),
+            handler: SizedEcho())
+        do {
+            try server.start()
+        } catch {
+            FileHandle.standardError.write("echo server: \(error)\n".data(using: .utf8)!)
+            exit(1)
+        }
+        FileHandle.standardOutput.write("listening \(server.boundURLs[0])\n".data(using: .utf8)!)
+        withExtendedLifetime(server) { dispatchMain() }
+    }
+
+    /// A client of a running echo server process.
+    final class Client {
+        let child: ChildProcess
+        let requester: NNGRequestClient
+
+        /// Starts `executable --echo-server` and connects to it.
+        init(executable: String, echo: Bool) throws {
+            child = ChildProcess(name: "echo", executable: executable, arguments: ["--echo-server"], echo: echo)
+            let url = try child.start(timeout: .seconds(30))
+            requester = try NNGRequestClient(configuration: ClientConfiguration(url: url, maxMessageBytes: 256 << 20))
+        }
+
+        /// Times `iterations` sequential round trips of `sizes` (after `warmup` untimed ones).
+        func measure(_ sizes: Sizes, iterations: Int, warmup: Int = 500) throws -> LatencySummary {
+            for _ in 0..<warmup { _ = try roundTrip(sizes) }
+            return LatencySummary(samplesMicros: try (0..<iterations).map { _ in try roundTrip(sizes).micros })
+        }
+
+        /// One round trip of `sizes`: the request is `sizes.request` bytes (at least 4), the
+        /// reply `sizes.reply` bytes. Returns its duration.
+        func roundTrip(_ sizes: Sizes) throws -> Duration {
+            let request = max(4, sizes.request)
+            let reply = UInt32(sizes.reply).littleEndian
+            let start = ContinuousClock.now
+            let got = try requester.call(requestSize: request, timeout: .seconds(10),
+                                         write: { out in
+                                             out.initializeMemory(as: UInt8.self, repeating: 0x5A)
+                                             out.storeBytes(of: reply, as: UInt32.self)
+                                         },
+                                         read: { $0.count })
+            let elapsed = ContinuousClock.now - start
+            guard got == sizes.reply else { throw BenchError("echo replied \(got) bytes, expected \(sizes.reply)") }
+            return elapsed
+        }
+
+        func stop() {
+            requester.close()
+            child.stop(timeout: .seconds(5), expectSIGTERM: true)
+        }
+    }
+}

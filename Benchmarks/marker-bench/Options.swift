@@ -1,0 +1,132 @@
+import Foundation
+
+/// marker-bench's command line.
+struct Options: Sendable {
+    /// Marker counts to measure, one markerd process each. Default [1,000,000].
+    var sizes: [Int] = [1_000_000]
+    /// Seed of every random choice (layer, viewports, hit points, moves). Default 42.
+    var seed: UInt64 = 42
+    /// Timed calls per latency figure (QueryViewport, HitTest, single MoveMarkers). Default 2000.
+    var queries: Int = 2000
+    /// Smoke run: 100k markers, fewer queries and moves, a smaller durability load.
+    var quick = false
+    /// Skip the durability section (journal, fsync, snapshots, restart).
+    var skipDurability = false
+    /// Run the RPC section (load, memory, queries, moves) and the in-process section.
+    var runRPC = true
+    var runInProcess = true
+    /// The markerd binary. Default: `markerd` next to this executable.
+    var markerdPath: String = Options.defaultMarkerdPath
+    /// Where durable data directories are created (must be a real disk for fsync to mean
+    /// anything). Default $TMPDIR or /tmp.
+    var dataRoot: String = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+    /// Also try a few BulkLoader batch sizes / concurrencies and report the best. Default on.
+    var tuneLoad = true
+    /// Echo markerd's own log lines on standard error.
+    var verbose = false
+
+    /// Batches of MoveMarkers (1,000 moves each) timed for the moves/s figures.
+    var moveBatches: Int { quick ? 30 : 1000 }
+    /// Random single moves timed in-process on `MarkerLayer`.
+    var inProcessMoves: Int { quick ? 200_000 : 1_000_000 }
+
+    static var defaultMarkerdPath: String {
+        let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        return me.deletingLastPathComponent().appendingPathComponent("markerd").path
+    }
+
+    static let usage = """
+    usage: marker-bench [options]
+
+    Measures markerd through its RPC (a real `markerd` process on loopback TCP) and prints one
+    markdown table to standard output; progress goes to standard error.
+
+      --sizes N[,N...]     marker counts, e.g. 1000000,10000000. Default 1000000
+      --seed N             seed for the synthetic layer, viewports, hit points, moves. Default 42
+      --queries N          timed calls per latency figure. Default 2000
+      --quick              smoke run: 100k markers, 300 queries, fewer moves
+      --skip-durability    skip journal/fsync/snapshot/restart measurements
+      --only SECTION       run one section: rpc, inprocess or durability
+      --no-tune            do not try other BulkLoader batch sizes / concurrencies
+      --markerd PATH       markerd binary. Default: markerd next to marker-bench
+      --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
+      --verbose            echo markerd's log lines on standard error
+      -h, --help           this text
+    """
+
+    struct ParseError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Parses `arguments` (without the program name).
+    static func parse(_ arguments: [String]) throws(ParseError) -> Options {
+        var o = Options()
+        var sizesGiven = false, queriesGiven = false
+        var i = 0
+        func value(_ name: String) throws(ParseError) -> String {
+            i += 1
+            guard i < arguments.count else { throw ParseError(description: "\(name) needs a value") }
+            return arguments[i]
+        }
+        func count(_ text: Substring, _ name: String) throws(ParseError) -> Int {
+            let cleaned = text.replacingOccurrences(of: "_", with: "")
+            guard let n = Int(cleaned), n > 0 else {
+                throw ParseError(description: "\(name) takes whole numbers > 0, not \"\(text)\"")
+            }
+            return n
+        }
+        while i < arguments.count {
+            let arg = arguments[i]
+            switch arg {
+            case "--sizes":
+                let text = try value(arg)
+                var sizes: [Int] = []
+                for part in text.split(separator: ",") { sizes.append(try count(part, arg)) }
+                guard !sizes.isEmpty else { throw ParseError(description: "--sizes needs at least one size") }
+                o.sizes = sizes
+                sizesGiven = true
+            case "--seed":
+                let text = try value(arg)
+                guard let s = UInt64(text) else { throw ParseError(description: "--seed takes a whole number, not \"\(text)\"") }
+                o.seed = s
+            case "--queries":
+                o.queries = try count(Substring(try value(arg)), arg)
+                queriesGiven = true
+            case "--quick": o.quick = true
+            case "--skip-durability": o.skipDurability = true
+            case "--only":
+                let section = try value(arg)
+                guard ["rpc", "inprocess", "durability"].contains(section) else {
+                    throw ParseError(description: "--only takes rpc, inprocess or durability, not \"\(section)\"")
+                }
+                o.runRPC = section == "rpc"
+                o.runInProcess = section == "inprocess"
+                o.skipDurability = section != "durability"
+            case "--no-tune": o.tuneLoad = false
+            case "--markerd": o.markerdPath = try value(arg)
+            case "--data-root": o.dataRoot = try value(arg)
+            case "--verbose": o.verbose = true
+            default:
+                throw ParseError(description: "unknown option \"\(arg)\"")
+            }
+            i += 1
+        }
+        if o.quick {
+            if !sizesGiven { o.sizes = [100_000] }
+            if !queriesGiven { o.queries = 300 }
+        }
+        return o
+    }
+
+    /// The options as one line for the table header.
+    var summary: String {
+        var parts = ["--sizes \(sizes.map(String.init).joined(separator: ","))", "--seed \(seed)", "--queries \(queries)"]
+        if quick { parts.append("--quick") }
+        if !runRPC || !runInProcess { parts.append("--only \(runRPC ? "rpc" : runInProcess ? "inprocess" : "durability")") }
+        else if skipDurability { parts.append("--skip-durability") }
+        if !tuneLoad { parts.append("--no-tune") }
+        parts.append("--markerd \(markerdPath)")
+        if !skipDurability { parts.append("--data-root \(dataRoot)") }
+        return parts.joined(separator: " ")
+    }
+}

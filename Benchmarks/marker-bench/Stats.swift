@@ -1,0 +1,139 @@
+import Foundation
+
+/// Percentiles and timing helpers. Every latency in marker-bench is kept in microseconds.
+enum Stats {
+    /// The `p`-th percentile (0...1) of `sorted` by the nearest-rank method: the smallest sample
+    /// such that at least `p` of the samples are <= it. `sorted` must be ascending and non-empty.
+    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+        precondition(!sorted.isEmpty, "percentile of no samples")
+        let rank = Int((p * Double(sorted.count)).rounded(.up))
+        return sorted[min(sorted.count - 1, max(0, rank - 1))]
+    }
+
+    /// The median of unsorted integers (e.g. message sizes in bytes); 0 when empty.
+    static func median(_ values: [Int]) -> Int {
+        guard !values.isEmpty else { return 0 }
+        return values.sorted()[(values.count - 1) / 2]
+    }
+
+    /// Mean of `values`; 0 when empty.
+    static func mean(_ values: [Double]) -> Double {
+        values.isEmpty ? 0 : values.reduce(0, +) / Double(values.count)
+    }
+}
+
+/// p50 / p99 / mean of a set of latency samples, in microseconds.
+struct LatencySummary: Sendable {
+    var samples: Int
+    var p50: Double
+    var p99: Double
+    var mean: Double
+
+    /// Summarises latencies in microseconds (any order). `samplesMicros` must be non-empty.
+    init(samplesMicros: [Double]) {
+        let sorted = samplesMicros.sorted()
+        samples = sorted.count
+        p50 = Stats.percentile(sorted, 0.50)
+        p99 = Stats.percentile(sorted, 0.99)
+        mean = Stats.mean(sorted)
+    }
+}
+
+extension Duration {
+    /// This duration in microseconds.
+    var micros: Double { Double(components.seconds) * 1e6 + Double(components.attoseconds) / 1e12 }
+    /// This duration in nanoseconds.
+    var nanos: Double { Double(components.seconds) * 1e9 + Double(components.attoseconds) / 1e9 }
+    /// This duration in seconds.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// Times `body` on the continuous clock; returns its result and the elapsed time.
+@inline(__always)
+func timed<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> (T, Duration) {
+    let start = ContinuousClock.now
+    let value = try body()
+    return (value, ContinuousClock.now - start)
+}
+
+/// Progress lines on standard error (the table goes to standard output), prefixed with the
+/// seconds since marker-bench started.
+enum Progress {
+    static let start = ContinuousClock.now
+    private static let lock = NSLock()
+
+    static func log(_ message: String) {
+        let t = (ContinuousClock.now - start).seconds
+        let line = String(format: "[%7.1fs] ", t) + message + "\n"
+        lock.lock()
+        FileHandle.standardError.write(line.data(using: .utf8)!)
+        lock.unlock()
+    }
+}
+
+/// Machine facts for the table header, read from /proc.
+enum Machine {
+    /// Online processors.
+    static var processors: Int { ProcessInfo.processInfo.activeProcessorCount }
+
+    /// Total physical memory in bytes.
+    static var memoryBytes: UInt64 { ProcessInfo.processInfo.physicalMemory }
+
+    /// Currently available memory in bytes (MemAvailable from /proc/meminfo), or nil.
+    static var availableBytes: UInt64? {
+        procField(path: "/proc/meminfo", key: "MemAvailable:").map { $0 * 1024 }
+    }
+
+    /// The CPU model name, or "unknown".
+    static var cpuModel: String {
+        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return "unknown" }
+        for line in text.split(separator: "\n") where line.hasPrefix("model name") {
+            if let colon = line.firstIndex(of: ":") {
+                return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return "unknown"
+    }
+
+    /// The kernel release (uname -r).
+    static var kernel: String {
+        (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
+    }
+
+    /// Resident set size of process `pid` in bytes (VmRSS from /proc/PID/status), or nil.
+    static func residentBytes(pid: Int32) -> UInt64? {
+        procField(path: "/proc/\(pid)/status", key: "VmRSS:").map { $0 * 1024 }
+    }
+
+    /// CPU time (user + system) process `pid` has used so far, in seconds, or nil.
+    static func cpuSeconds(pid: Int32) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15 (clock ticks).
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// CPU time the calling thread has used, in seconds (CLOCK_THREAD_CPUTIME_ID).
+    static var threadCPUSeconds: Double {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
+    /// The 1-minute load average (runnable threads), or nil.
+    static var loadAverage: Double? {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.flatMap { Double($0) }
+    }
+
+    /// The first number after `key` in a /proc file of "Key:   123 kB" lines.
+    private static func procField(path: String, key: String) -> UInt64? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(key) {
+            return line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt64($0) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+/// A target from the issues and whether a figure meets it.
+struct Target {
+    /// As printed, e.g. "<= 2x floor p99 at 10M".
+    var text: String
+    /// Whether the figure meets it.
+    var met: Bool
+    /// False when the target is stated for another size than the one measured (e.g. a 10M
+    /// target checked on a 1M run): the status is then printed as indicative only.
+    var atTargetSize: Bool = true
+
+    var status: String {
+        let word = met ? "PASS" : "MISS"
+        return atTargetSize ? "**\(word)**" : "(\(word) at this size)"
+    }
+}
+
+/// One row of the result table.
+struct Row {
+    /// The marker count the row belongs to ("1M"), or "-" for rows that do not depend on it.
+    var size: String
+    var measure: String
+    var value: String
+    var unit: String
+    /// The floor of the same payload sizes: "p50 / p99 µs @ sizes", or "".
+    var floor: String = ""
+    /// Latency / floor: "p50x / p99x", or a ratio to another figure (e.g. vs ephemeral).
+    var ratio: String = ""
+    var target: Target? = nil
+    /// Free-form remark (what the figure includes, how many samples).
+    var note: String = ""
+}
+
+/// Collects rows and prints them as one markdown table.
+final class Table {
+    private(set) var rows: [Row] = []
+
+    func add(_ row: Row) {
+        rows.append(row)
+        let t = row.target.map { "  [\($0.text): \($0.status)]" } ?? ""
+        Progress.log("result: \(row.size) \(row.measure) = \(row.value) \(row.unit) \(row.ratio)\(t)")
+    }
+
+    /// A latency row: p50 / p99 with the floor of the same sizes and both ratios.
+    func addLatency(size: String, measure: String, _ s: LatencySummary, floor: LatencySummary?, floorSizes: Floor.Sizes?,
+                    target: ((_ p99Ratio: Double) -> Target)? = nil, note: String = "") {
+        var row = Row(size: size, measure: measure, value: "\(Self.micros(s.p50)) / \(Self.micros(s.p99))",
+                      unit: "µs p50 / p99", note: note)
+        if let floor, let floorSizes {
+            row.floor = "\(Self.micros(floor.p50)) / \(Self.micros(floor.p99)) @ \(floorSizes)"
+            let r50 = s.p50 / floor.p50, r99 = s.p99 / floor.p99
+            row.ratio = String(format: "%.2fx / %.2fx", r50, r99)
+            row.target = target?(r99)
+        }
+        add(row)
+    }
+
+    /// A latency row for an RPC series and its interleaved floor.
+    func addLatency(size: String, measure: String, _ s: RPCTiming.Series,
+                    target: ((_ p99Ratio: Double) -> Target)? = nil, note: String = "") {
+        let sizes = s.timedSizes == s.sizes ? "" : "; timed calls' median sizes \(s.timedSizes)"
+        addLatency(size: size, measure: measure, s.latency, floor: s.floor, floorSizes: s.sizes, target: target,
+                   note: note + sizes)
+    }
+
+    /// The markdown table.
+    func markdown() -> String {
+        let header = ["N", "Measure", "Value", "Unit", "Floor p50 / p99 µs (same bytes)", "Ratio", "Target", "Status", "Note"]
+        var lines = ["| " + header.joined(separator: " | ") + " |",
+                     "|" + header.map { _ in " --- " }.joined(separator: "|") + "|"]
+        for r in rows {
+            let cells = [r.size, r.measure, r.value, r.unit, r.floor, r.ratio, r.target?.text ?? "", r.target?.status ?? "", r.note]
+            lines.append("| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    // MARK: Formatting
+
+    /// "100k", "1M", "10M", "1.5M", or the plain number.
+    static func count(_ n: Int) -> String {
+        if n >= 1_000_000 && n % 100_000 == 0 {
+            return n % 1_000_000 == 0 ? "\(n / 1_000_000)M" : String(format: "%.1fM", Double(n) / 1e6)
+        }
+        if n >= 1_000 && n % 1_000 == 0 { return "\(n / 1_000)k" }
+        return "\(n)"
+    }
+
+    /// Bytes as "512 B", "12.3 KB", "4.5 MB" (powers of 1024).
+    static func bytes(_ n: Int) -> String {
+        let d = Double(n)
+        if d < 1024 { return "\(n) B" }
+        if d < 1024 * 1024 { return String(format: "%.1f KB", d / 1024) }
+        if d < 1024 * 1024 * 1024 { return String(format: "%.1f MB", d / 1024 / 1024) }
+        return String(format: "%.2f GB", d / 1024 / 1024 / 1024)
+    }
+
+    /// Microseconds: no decimals from 100 up, one below.
+    static func micros(_ v: Double) -> String {
+        v >= 100 ? String(format: "%.0f", v) : String(format: "%.1f", v)
+    }
+
+    /// A rate with thousands separators ("1,234,567").
+    static func rate(_ v: Double) -> String {
+        let f = NumberFormatter()
+        f.numberStyle = .decimal
+        f.maximumFractionDigits = 0
+        return f.string(from: NSNumber(value: v.rounded())) ?? String(format: "%.0f", v)
+    }
+
+    /// Two decimals.
+    static func fixed(_ v: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", v) }
+}
