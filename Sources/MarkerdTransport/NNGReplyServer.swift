@@ -424,8 +424,7 @@ public final class NNGReplyServer: @unchecked Sendable {
             ports = tcpPorts
             lifecycle = .running
         } catch {
-            nng_close(sock)
-            Self.teardown(made)
+            Self.teardown(made, socket: sock)
             throw error
         }
         for context in made { context.arm() }
@@ -443,8 +442,7 @@ public final class NNGReplyServer: @unchecked Sendable {
         core.beginStopping()
         for context in contexts { context.cancelReceive() }
         _ = core.waitUntilIdle(timeout: drainTimeout)
-        nng_close(socket)
-        Self.teardown(contexts)
+        Self.teardown(contexts, socket: socket)
         contexts = []
     }
 
@@ -463,9 +461,13 @@ public final class NNGReplyServer: @unchecked Sendable {
         _ = core.waitUntilIdle(timeout: timeout)
     }
 
-    /// Marks every context closed, waits for its callbacks, frees its aio.
-    private static func teardown(_ contexts: [ReplyContext]) {
+    /// Marks every context closed (so no thread can start an nng operation on it any more, and
+    /// none is still starting one), then closes the socket, then stops and frees every aio.
+    /// The order matters: `nng_ctx_send` racing `nng_close` uses the freed socket and nng
+    /// panics ("pthread_mutex_lock: Invalid argument").
+    private static func teardown(_ contexts: [ReplyContext], socket: nng_socket) {
         for context in contexts { context.markClosed() }
+        nng_close(socket)
         for context in contexts where context.aio != nil { nng_aio_stop(context.aio) }
         for context in contexts where context.aio != nil {
             nng_aio_free(context.aio)

@@ -425,7 +425,9 @@ struct MarkerServerGatewayTests {
         #expect(tj.text.contains("/tiles/pins/256/{z}/{x}/{y}.png"))
         // Until the tile renderer is merged the service adapter answers 501 (404 for unknown layers).
         #expect(try RawHTTP.request(port: port, "GET", "/tiles/pins/256/0/0/0.png").status == 501)
-        #expect(try RawHTTP.request(port: port, "GET", "/tiles/pins/0/0/0.mvt").status == 501)
+        let mvt = try RawHTTP.request(port: port, "GET", "/tiles/pins/0/0/0.mvt")
+        #expect(mvt.status == 200 && !mvt.body.isEmpty)
+        #expect(mvt.headers["content-type"] == "application/vnd.mapbox-vector-tile")
         #expect(try RawHTTP.request(port: port, "GET", "/tiles/other/256/0/0/0.png").status == 404)
         let metrics = try RawHTTP.request(port: port, "GET", "/metrics")
         #expect(metrics.text.contains("markerd_rpc_calls_total{method=\"CreateLayer\",code=\"OK\"} 1"))
