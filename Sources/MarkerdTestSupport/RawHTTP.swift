@@ -7,25 +7,25 @@ import Foundation
 
 /// A deliberately small HTTP/1.1 client over a raw TCP socket (one request per connection,
 /// `Connection: close`, read to EOF), so the tests see exactly what the server sent.
-struct RawHTTPResponse: Sendable {
-    var status: Int
-    var reason: String
+public struct RawHTTPResponse: Sendable {
+    public var status: Int
+    public var reason: String
     /// Header names lowercased; a repeated header keeps the last value.
-    var headers: [String: String]
-    var headerLines: [String]
-    var body: [UInt8]
-    var text: String { String(decoding: body, as: UTF8.self) }
-    func header(_ name: String) -> String? { headers[name.lowercased()] }
+    public var headers: [String: String]
+    public var headerLines: [String]
+    public var body: [UInt8]
+    public var text: String { String(decoding: body, as: UTF8.self) }
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
 }
 
-struct RawHTTPError: Error, CustomStringConvertible {
-    var description: String
+public struct RawHTTPError: Error, CustomStringConvertible {
+    public var description: String
 }
 
-enum RawHTTP {
+public enum RawHTTP {
     /// Sends one request to 127.0.0.1:`port` and reads the whole response. Throws on connect or
     /// protocol failure (including the server closing without a response).
-    static func request(port: Int, _ method: String = "GET", _ target: String,
+    public static func request(port: Int, _ method: String = "GET", _ target: String,
                         headers: [(String, String)] = [], host: String? = nil,
                         timeoutSeconds: Int = 20) throws -> RawHTTPResponse {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -66,7 +66,7 @@ enum RawHTTP {
         return try parse(data, method: method)
     }
 
-    static func parse(_ data: [UInt8], method: String) throws -> RawHTTPResponse {
+    public static func parse(_ data: [UInt8], method: String) throws -> RawHTTPResponse {
         let sep: [UInt8] = [13, 10, 13, 10]
         guard let end = (0...(max(0, data.count - 4))).first(where: { data.count >= 4 && Array(data[$0..<$0 + 4]) == sep }) else {
             throw RawHTTPError(description: "no header end in \(data.count) bytes: \(String(decoding: data, as: UTF8.self))")
