@@ -17,6 +17,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var snapshotEveryBytes: Int = 256 << 20
     /// How long a graceful shutdown waits for requests in flight. Default 8 s (exit within 10 s).
     public var drainSeconds: Double = 8
+    /// Rendered raster tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
+    public var tileCacheBytes: Int = 256 << 20
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -44,6 +46,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --fsync always|everysec|off  durability of acknowledged writes. Default always
       --snapshot-every-bytes N   snapshot after this much journal. Default 268435456; 0 = never
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
+      --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
       -h, --help                 this text
       --version                  print the version
     """
@@ -89,6 +92,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 }
                 config.fsync = policy
             case "--snapshot-every-bytes": config.snapshotEveryBytes = try integer(arg, min: 0)
+            case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

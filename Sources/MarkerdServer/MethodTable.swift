@@ -27,6 +27,8 @@ enum MethodTable {
         read("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewport(r) }
         read("HitTest", V1.HitTestRequest.self) { r, _ throws(RPCError) in try service.hitTest(r) }
         read("DragTo", V1.DragToRequest.self) { r, _ throws(RPCError) in try service.dragTo(r) }
+        read("GetTile", V1.GetTileRequest.self) { r, _ throws(RPCError) in try service.getTile(r) }
+        read("RenderSnapshot", V1.RenderSnapshotRequest.self) { r, _ throws(RPCError) in try service.renderSnapshot(r) }
         read("GetServerInfo", V1.GetServerInfoRequest.self) { r, _ throws(RPCError) in service.getServerInfo(r) }
         read("CreateSnapshot", V1.CreateSnapshotRequest.self) { r, _ throws(RPCError) in try service.createSnapshot(r) }
         for kind in MutationKind.allCases {

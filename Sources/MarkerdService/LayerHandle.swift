@@ -14,6 +14,8 @@ final class LayerHandle: @unchecked Sendable {
     /// Set (under the write lock) when the layer is deleted: a writer that looked the handle up
     /// before the delete finds it and answers NOT_FOUND instead of writing into a dead layer.
     var deleted = false
+    /// Raster-tile versions (see `TileVersions`). Guarded by `lock`.
+    var tileVersions = TileVersions()
 
     init(id: String, layer: MarkerLayer, options: V1.LayerOptions) {
         self.id = id
@@ -37,7 +39,12 @@ final class LayerHandle: @unchecked Sendable {
     /// without a request having to change anything.
     func expireAnimationsIfDue(nowUnixMs: Int64) {
         let due = lock.withReadLock { layer.nextAnimationEnd.map { $0 <= nowUnixMs } ?? false }
-        if due { lock.withWriteLock { _ = layer.expireAnimations(now: nowUnixMs) } }
+        if due {
+            lock.withWriteLock {
+                let footprints = layer.dueAnimationFootprints(now: nowUnixMs)
+                if layer.expireAnimations(now: nowUnixMs) > 0 { markTiles(footprints) }
+            }
+        }
     }
 }
 
