@@ -76,7 +76,7 @@ public struct RenderedRaster: Sendable {
 /// such marker one after the other; the renderer only leaves out draws that cannot change a
 /// single pixel:
 ///
-/// 1. Rows: sorting by (z-index, sprite top row) keeps the draw order between different rows
+/// 1. Rows: sorting by (z-index, the marker's device row) keeps the draw order between different rows
 ///    exactly (rounding is monotone, so a marker in a lower device row of the same z-index is
 ///    always drawn later). Within a row, markers with the same sprite at the same pixel form one
 ///    entry.
@@ -114,6 +114,8 @@ public final class TileRenderer: Sendable {
         var sprite: Int32
         var zIndex: Int32
         var copy: Int32
+        /// The marker's device row (its position's y), which orders rows.
+        var row: Int32
     }
 
     /// The markers to draw, as items with the sprite's top-left relative to the canvas.
@@ -145,14 +147,15 @@ public final class TileRenderer: Sendable {
             }
             let sprite = sprites[Int(sIndex)]
             if sprite.isBlank { return }
-            let top = view.pixelY(c.y) - Int64(sprite.anchorY)
+            let row = view.pixelY(c.y)
+            let top = row - Int64(sprite.anchorY)
             if top >= h || top + Int64(sprite.height) <= 0 { return }
             // The world copies left to right (a marker near the antimeridian shows on both sides).
             var touched = false
             for k in -1...1 {
                 let left = view.pixelX(c.x, copy: k) - Int64(sprite.anchorX)
                 if left >= w || left + Int64(sprite.width) <= 0 { continue }
-                items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k)))
+                items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), row: Int32(row)))
                 touched = true
             }
             if touched { markers += 1 }
@@ -209,7 +212,7 @@ public final class TileRenderer: Sendable {
         for (r, z) in zsorted.enumerated() { zs[z] = r }
         let bias = 16384
         let packable = zsorted.count < 65536 && sprites.count < 65536
-            && items.allSatisfy { Int($0.x) + bias >= 0 && Int($0.x) + bias < 65536 && Int($0.y) + bias >= 0 && Int($0.y) + bias < 65536 }
+            && items.allSatisfy { Int($0.x) + bias >= 0 && Int($0.x) + bias < 65536 && Int($0.row) + bias >= 0 && Int($0.row) + bias < 65536 }
         guard packable else {
             // Rare (more than 65535 sprites or z-indexes in one raster): marker by marker.
             let order = items.sorted { TileRenderer.less(layer, $0, $1) }
@@ -219,7 +222,7 @@ public final class TileRenderer: Sendable {
         var keys = [UInt64](repeating: 0, count: items.count)
         for (i, it) in items.enumerated() {
             if it.zIndex != lastZ { lastZ = it.zIndex; lastRank = zs[lastZ]! }
-            keys[i] = UInt64(lastRank) << 48 | UInt64(Int(it.y) + bias) << 32 | UInt64(it.sprite) << 16 | UInt64(Int(it.x) + bias)
+            keys[i] = UInt64(lastRank) << 48 | UInt64(Int(it.row) + bias) << 32 | UInt64(it.sprite) << 16 | UInt64(Int(it.x) + bias)
         }
         let order = RadixSort.order(keys)
         // Step 2: entry-level pass, rows from the top of the draw order down.
