@@ -30,7 +30,7 @@ public final class TileCache: @unchecked Sendable {
     }
 
     /// Bytes charged per entry besides its PNG (key, node, dictionary slot).
-    static let overheadBytes = 128
+    public static let overheadBytes = 128
 
     /// Capacity in bytes (PNG bytes plus `overheadBytes` per entry; shared empty tiles count only
     /// the overhead). 0 disables caching (concurrent renders are still shared).
