@@ -90,6 +90,60 @@ public struct TileCanvas: Sendable {
         if drew { isEmpty = false }
     }
 
+    /// Composites `sprite` `times` times in a row at the same place: exactly what `times` calls of
+    /// `draw(sprite:atX:y:)` give, but each pixel stops as soon as one more draw would not change
+    /// it (repeated source-over of the same premultiplied source is monotone in every channel, so
+    /// a pixel reaches a fixed point within 256 draws; opaque source pixels after one).
+    public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int) {
+        if times <= 1 {
+            if times == 1 { draw(sprite: sprite, atX: x, y: y) }
+            return
+        }
+        let sw = sprite.width
+        let sh = sprite.height
+        if sw == 0 || sh == 0 || x >= width || y >= height || x <= -sw || y <= -sh { return }
+        let sx0 = max(0, -x), sx1 = min(sw, width - x)
+        let sy0 = max(0, -y), sy1 = min(sh, height - y)
+        let canvasWidth = width
+        var drew = false
+        sprite.pixels.withUnsafeBytes { src in
+            sprite.rowSpans.withUnsafeBufferPointer { spans in
+                pixels.withUnsafeMutableBytes { dst in
+                    for sy in sy0..<sy1 {
+                        var lo = sx0, hi = sx1
+                        if !spans.isEmpty {
+                            lo = max(lo, Int(spans[2 * sy])); hi = min(hi, Int(spans[2 * sy + 1]))
+                            if lo >= hi { continue }
+                        }
+                        let srcRow = sy * sw * 4
+                        let dstRow = ((y + sy) * canvasWidth + x) * 4
+                        for sx in lo..<hi {
+                            let s = src.loadUnaligned(fromByteOffset: srcRow + sx * 4, as: UInt32.self)
+                            let a = s >> 24
+                            if a == 0 { continue }
+                            drew = true
+                            let offset = dstRow + sx * 4
+                            if a == 255 {
+                                dst.storeBytes(of: s, toByteOffset: offset, as: UInt32.self)
+                                continue
+                            }
+                            var d = dst.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+                            var n = 0
+                            while n < times {
+                                let next = s &+ TileCanvas.scale(d, by: 255 - a)
+                                if next == d { break }
+                                d = next
+                                n += 1
+                            }
+                            dst.storeBytes(of: d, toByteOffset: offset, as: UInt32.self)
+                        }
+                    }
+                }
+            }
+        }
+        if drew { isEmpty = false }
+    }
+
     /// Each byte of `p` times `k / 255`, rounded to nearest, exactly; two bytes per 32-bit lane
     /// pair (R and B, then G and A), which cannot carry into each other since
     /// 255 * 255 + 128 + 255 < 65536.

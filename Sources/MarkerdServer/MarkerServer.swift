@@ -27,6 +27,7 @@ public final class MarkerServer: Sendable {
             case .off: .off
         }
         serviceConfig.snapshotEveryBytes = configuration.snapshotEveryBytes
+        serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
         dispatcher = RPCDispatcher(service: service)
         let handler = DispatchingHandler(dispatcher: dispatcher)

@@ -3,9 +3,8 @@ import MarkerdService
 
 /// ``TileProvider`` over ``MarkerService``.
 ///
-/// Layers, viewports, hit-tests and point tiles call the service (ListLayers, GetLayer,
-/// QueryViewport, HitTest, GetPointTile). Raster tiles answer UNIMPLEMENTED (HTTP 501) until
-/// `MarkerService.getTile(_:)` lands; then replace that body with the code in its comment.
+/// Every call goes to the service: ListLayers, GetLayer, QueryViewport, HitTest, GetTile and
+/// GetPointTile.
 public struct ServiceTileProvider: TileProvider {
     public let service: MarkerService
 
@@ -13,13 +12,10 @@ public struct ServiceTileProvider: TileProvider {
 
     public func tile(layer: String, z: Int, x: Int, y: Int, size: Int, density: Int,
                      knownVersion: UInt64?) throws(RPCError) -> (png: [UInt8], version: UInt64, notModified: Bool) {
-        // After the merge:
-        //   let r = try service.getTile(V1.GetTileRequest(
-        //       layerID: layer, z: UInt32(z), x: UInt32(x), y: UInt32(y), tileSize: UInt32(size),
-        //       density: UInt32(density), knownVersion: knownVersion ?? 0))
-        //   return (r.png, r.version, r.notModified)
-        _ = try layerInfo(layer)  // unknown layer stays 404
-        throw RPCError(.unimplemented, "raster tiles are not served by this build (GetTile not merged yet)")
+        let r = try service.getTile(V1.GetTileRequest(
+            layerID: layer, z: UInt32(z), x: UInt32(x), y: UInt32(y), tileSize: UInt32(size),
+            density: UInt32(density), knownVersion: knownVersion ?? 0))
+        return (r.png, r.version, r.notModified)
     }
 
     public func pointTile(layer: String, z: Int, x: Int, y: Int,

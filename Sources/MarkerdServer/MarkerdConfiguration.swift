@@ -20,6 +20,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// `host:port` of the HTTP tile gateway (tiles, TileJSON, /metrics, /healthz, the viewer at
     /// `/`); port 0 picks one. nil (the default): no HTTP gateway.
     public var httpAddress: String? = nil
+    /// Rendered raster tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
+    public var tileCacheBytes: Int = 256 << 20
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -49,6 +51,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
       --http HOST:PORT           serve the HTTP tile gateway, /metrics and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
+      --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
       -h, --help                 this text
       --version                  print the version
     """
@@ -94,6 +97,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 }
                 config.fsync = policy
             case "--snapshot-every-bytes": config.snapshotEveryBytes = try integer(arg, min: 0)
+            case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

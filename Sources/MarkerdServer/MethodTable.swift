@@ -34,6 +34,8 @@ enum MethodTable {
             try service.getClusterExpansionZoom(r)
         }
         read("GetPointTile", V1.GetPointTileRequest.self) { r, _ throws(RPCError) in try service.getPointTile(r) }
+        read("GetTile", V1.GetTileRequest.self) { r, _ throws(RPCError) in try service.getTile(r) }
+        read("RenderSnapshot", V1.RenderSnapshotRequest.self) { r, _ throws(RPCError) in try service.renderSnapshot(r) }
         read("GetServerInfo", V1.GetServerInfoRequest.self) { r, _ throws(RPCError) in service.getServerInfo(r) }
         read("CreateSnapshot", V1.CreateSnapshotRequest.self) { r, _ throws(RPCError) in try service.createSnapshot(r) }
         for kind in MutationKind.allCases {

@@ -16,6 +16,8 @@ final class LayerHandle: @unchecked Sendable {
     var deleted = false
     /// Supercluster snapshot and rebuild state (MarkerService+Clusters.swift); has its own lock.
     let clusterState = ClusterState()
+    /// Raster-tile versions (see `TileVersions`). Guarded by `lock`.
+    var tileVersions = TileVersions()
 
     init(id: String, layer: MarkerLayer, options: V1.LayerOptions) {
         self.id = id
@@ -39,7 +41,12 @@ final class LayerHandle: @unchecked Sendable {
     /// without a request having to change anything.
     func expireAnimationsIfDue(nowUnixMs: Int64) {
         let due = lock.withReadLock { layer.nextAnimationEnd.map { $0 <= nowUnixMs } ?? false }
-        if due { lock.withWriteLock { _ = layer.expireAnimations(now: nowUnixMs) } }
+        if due {
+            lock.withWriteLock {
+                let footprints = layer.dueAnimationFootprints(now: nowUnixMs)
+                if layer.expireAnimations(now: nowUnixMs) > 0 { markTiles(footprints) }
+            }
+        }
     }
 }
 

@@ -236,8 +236,10 @@ extension MarkerService {
                                                        icon: icons.geometry))
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
+            let before = h.staticFootprints(records.lazy.map(\.id), now: c.nowUnixMs)
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
+            h.markTiles(before + LayerHandle.staticFootprints(records, now: c.nowUnixMs))
             var response = V1.UpsertMarkersResponse()
             response.created = UInt32(result.created)
             response.updated = UInt32(result.updated)
@@ -252,7 +254,9 @@ extension MarkerService {
             throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call")
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
+            let before = h.staticFootprints(r.ids, now: c.nowUnixMs)
             let result = h.layer.remove(ids: r.ids)
+            h.markTiles(before)
             var response = V1.RemoveMarkersResponse()
             response.removed = UInt32(result.removed)
             response.notFound = UInt32(result.notFound)
@@ -266,6 +270,7 @@ extension MarkerService {
         try write(r.layerID, c) { (h) throws(RPCError) in
             var response = V1.ClearLayerResponse()
             response.removed = UInt64(h.layer.clear())
+            h.tileVersions.reset(seq: h.layer.version)
             response.layerVersion = h.layer.version
             try journalAppend(c, response: response.serializedBytes())
             return response
@@ -283,8 +288,10 @@ extension MarkerService {
             moves.append((m.id, p))
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
+            let before = h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs)
             let result: MoveResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.move(moves) }
+            h.markTiles(before + h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs))
             var response = V1.MoveMarkersResponse()
             response.moved = UInt32(result.moved)
             response.notFoundIDs = result.notFoundIDs

@@ -2,6 +2,7 @@ import Foundation
 import MarkerdAPI
 import MarkerdCore
 import MarkerdJournal
+import MarkerdRender
 import Synchronization
 
 /// How the service keeps its state.
@@ -18,6 +19,8 @@ public struct ServiceConfiguration: Sendable {
     public var version: String = "dev"
     /// XYZ template returned in TILED viewport answers (relative to the HTTP gateway).
     public var tileURLTemplate: String = "/tiles/{layer}/{size}/{z}/{x}/{y}.png"
+    /// Rendered raster tiles kept (LRU by PNG bytes). Default 256 MiB; 0 = no cache.
+    public var tileCacheBytes: Int = 256 << 20
 
     public enum Fsync: Sendable {
         case always, everySecond, off
@@ -39,11 +42,16 @@ public final class MarkerService: @unchecked Sendable {
     let startedAt = ContinuousClock.now
     let snapshots = SnapshotState()
     private let closed = Mutex(false)
+    /// Raster tiles: the cache and the renderer (see MarkerService+Tiles.swift).
+    public let tileCache: TileCache
+    let tileRenderer: TileRenderer
 
     init(configuration: ServiceConfiguration, journal: Journal?) {
         self.configuration = configuration
         self.journal = journal
         self.idempotency = IdempotencyCache(capacity: configuration.idempotencyCapacity)
+        self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
+        self.tileRenderer = TileRenderer(images: { [icons] id in icons.icon(id)?.image })
     }
 
     /// An ephemeral service (memory only), for tests and `--ephemeral`.

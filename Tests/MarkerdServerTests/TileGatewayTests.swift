@@ -423,8 +423,9 @@ struct MarkerServerGatewayTests {
         #expect(hit.text.contains("\"id\":\"a\""))
         let tj = try RawHTTP.request(port: port, "GET", "/tiles/pins.json")
         #expect(tj.text.contains("/tiles/pins/256/{z}/{x}/{y}.png"))
-        // Until the tile renderer is merged the service adapter answers 501 (404 for unknown layers).
-        #expect(try RawHTTP.request(port: port, "GET", "/tiles/pins/256/0/0/0.png").status == 501)
+        let png = try RawHTTP.request(port: port, "GET", "/tiles/pins/256/0/0/0.png")
+        #expect(png.status == 200 && png.body.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        #expect(png.headers["etag"] != nil)
         let mvt = try RawHTTP.request(port: port, "GET", "/tiles/pins/0/0/0.mvt")
         #expect(mvt.status == 200 && !mvt.body.isEmpty)
         #expect(mvt.headers["content-type"] == "application/vnd.mapbox-vector-tile")

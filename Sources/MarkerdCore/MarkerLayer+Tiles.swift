@@ -1,0 +1,127 @@
+// What the raster-tile renderer and the per-tile versions need from a layer, without
+// materialising `MarkerRecord`s: static markers as (slot, world x, y, style index, z-index),
+// the exact draw order between two of them, and the icon footprints of changes.
+
+/// A static marker as the tile renderer sees it. `slot` identifies the marker for
+/// `MarkerLayer.drawOrderLess(_:_:)` and `markerID(slot:)` while the layer is not changed.
+public struct TileCandidate: Sendable, Hashable {
+    public var slot: Int32
+    public var x: UInt32
+    public var y: UInt32
+    /// Index into the layer's `styles` (`StyleTable.style(at:)`).
+    public var style: UInt32
+    public var zIndex: Int32
+}
+
+/// Where a marker's icon reaches: its world position and the icon's extents in px at density 1.
+/// Used to mark the tiles whose pixels a change can affect.
+public struct IconFootprint: Sendable, Hashable {
+    public var position: WorldPoint
+    public var extents: IconExtents
+    public init(position: WorldPoint, extents: IconExtents) { self.position = position; self.extents = extents }
+}
+
+extension MarkerLayer {
+    /// Visits, in no particular order, every marker that is static at `now` (visible, not
+    /// draggable, not animating) whose position lies within the view widened by the largest
+    /// icon extent in use plus `marginPx` (px at density 1).
+    ///
+    /// - viewX: world x-intervals (continuous world units; may reach outside [0, 2^32]: they wrap).
+    /// - viewY0, viewY1: world y-interval.
+    /// - unitsPerPx: world units per px at density 1 (2^(24 - zoom) for 256 px tiles).
+    ///
+    /// Cost: when the widened view covers at least 1/16 of the world and the layer holds more than
+    /// 200,000 markers, one sequential pass over the marker table (cheaper than chasing the grid's
+    /// lists through most of memory); otherwise the grid cells around the view plus their markers.
+    /// Visits a marker once per search rectangle that holds it (once, as the rectangles are disjoint).
+    public func forEachStaticMarker(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx: Double,
+                                    marginPx: Double, now: Int64, _ body: (TileCandidate) -> Void) {
+        var e = styles.maxExtents
+        e.left += marginPx; e.right += marginPx; e.up += marginPx; e.down += marginPx
+        let area = SearchArea(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx, maxExtents: e)
+        if area.ranges.isEmpty { return }
+        var covered = 0.0
+        for r in area.ranges { covered += (Double(r.x1) - Double(r.x0) + 1) * (Double(r.y1) - Double(r.y0) + 1) }
+        if table.count > 200_000 && covered >= SearchArea.world * SearchArea.world / 16 {
+            scanStatic(area.ranges, now: now, body)
+            return
+        }
+        for r in area.ranges {
+            _ = grid.visit(cls: GridIndex.Class.staticMarker.rawValue, rect: r, countOnly: []) { s in
+                if inRect(s, r) { body(candidate(s)) }
+            }
+            _ = grid.visit(cls: GridIndex.Class.live.rawValue, rect: r, countOnly: []) { s in
+                if isStatic(s, now: now), inRect(s, r) { body(candidate(s)) }
+            }
+        }
+    }
+
+    /// Static markers of a raster tile's area (see `forEachStaticMarker(viewX:...)`); `tileSize`
+    /// 256 or 512 sets the px scale.
+    public func forEachStaticMarker(inTile tile: TileID, tileSize: Int, marginPx: Double, now: Int64,
+                                    _ body: (TileCandidate) -> Void) {
+        let r = tile.worldRect
+        forEachStaticMarker(viewX: [(r.minX, r.maxX)], viewY0: r.minY, viewY1: r.maxY,
+                            unitsPerPx: tile.worldSpan / Double(tileSize), marginPx: marginPx, now: now, body)
+    }
+
+    @inline(__always) func candidate(_ s: Int32) -> TileCandidate {
+        let i = Int(s)
+        return TileCandidate(slot: s, x: table.x[i], y: table.y[i], style: table.style[i], zIndex: table.zIndex[i])
+    }
+
+    private func scanStatic(_ ranges: [CellRect], now: Int64, _ body: (TileCandidate) -> Void) {
+        let n = table.slotCount
+        let visible = MarkerFlags.visible, draggable = MarkerFlags.draggable, animating = MarkerFlags.animating
+        table.flags.withUnsafeBufferPointer { flags in
+            table.x.withUnsafeBufferPointer { xs in
+                table.y.withUnsafeBufferPointer { ys in
+                    table.style.withUnsafeBufferPointer { st in
+                        table.zIndex.withUnsafeBufferPointer { zs in
+                            var i = 0
+                            while i < n {
+                                let f = flags[i]
+                                if f & (visible | draggable) == visible {
+                                    let x = xs[i], y = ys[i]
+                                    var inside = false
+                                    for r in ranges where x >= r.x0 && x <= r.x1 && y >= r.y0 && y <= r.y1 { inside = true; break }
+                                    if inside && (f & animating == 0 || !isAnimating(Int32(i), now: now)) {
+                                        body(TileCandidate(slot: Int32(i), x: x, y: y, style: st[i], zIndex: zs[i]))
+                                    }
+                                }
+                                i += 1
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The shared draw order between two markers visited by `forEachStaticMarker`: z-index,
+    /// then world y, then id bytes (see `DrawKey`). True when `a` is drawn before (under) `b`.
+    public func drawOrderLess(_ a: Int32, _ b: Int32) -> Bool { drawLess(a, b) }
+
+    /// The id of a visited marker.
+    public func markerID(slot: Int32) -> String { table.id(slot) }
+
+    /// The icon footprint of a marker if it is drawn into tiles at `now` (static), else nil.
+    public func staticFootprint(id: String, now: Int64) -> IconFootprint? {
+        guard let s = table.find(id), isStatic(s, now: now) else { return nil }
+        return IconFootprint(position: WorldPoint(x: table.x[Int(s)], y: table.y[Int(s)]),
+                             extents: styles.extents[Int(table.style[Int(s)])])
+    }
+
+    /// Footprints of the markers whose animation ends at or before `now` and that are not
+    /// expired yet (what `expireAnimations(now:)` is about to turn static). O(due heap entries).
+    public func dueAnimationFootprints(now: Int64) -> [IconFootprint] {
+        var out: [IconFootprint] = []
+        animationHeap.forEachDue(now) { e in
+            guard let a = animations[e.slot], a.seq == e.seq else { return }
+            let s = Int(e.slot)
+            guard table.flags[s] & MarkerFlags.visible != 0, table.flags[s] & MarkerFlags.draggable == 0 else { return }
+            out.append(IconFootprint(position: WorldPoint(x: table.x[s], y: table.y[s]), extents: styles.extents[Int(table.style[s])]))
+        }
+        return out
+    }
+}

@@ -1,0 +1,334 @@
+import MarkerdCore
+
+/// A raster in global device pixels: which part of the world a canvas shows and at what scale.
+///
+/// The world is `2^32 x scale` device px wide. A marker at world x is at device px
+/// `floor(x * scale + 0.5)` (rounded to a whole pixel corner); relative to the canvas subtract
+/// `originX`. For tiles every number involved is exact in Double arithmetic, so neighbouring
+/// tiles and one big canvas over the same area agree pixel for pixel.
+public struct RasterView: Sendable, Hashable {
+    /// Global device px of the canvas's top-left corner.
+    public var originX: Int64
+    public var originY: Int64
+    /// Canvas size in device px.
+    public var width: Int
+    public var height: Int
+    /// Device px per world unit.
+    public var scale: Double
+    /// Device px per px (1, 2 or 3).
+    public var density: Int
+
+    public init(originX: Int64, originY: Int64, width: Int, height: Int, scale: Double, density: Int) {
+        self.originX = originX; self.originY = originY; self.width = width; self.height = height
+        self.scale = scale; self.density = density
+    }
+
+    /// The raster of XYZ tile `tile`: `tileSize x density` device px square.
+    public static func tile(_ tile: TileID, tileSize: Int, density: Int) -> RasterView {
+        let n = tileSize * density
+        let scale = Double(n) * Double(sign: .plus, exponent: tile.z - 32, significand: 1)
+        return RasterView(originX: Int64(tile.x) * Int64(n), originY: Int64(tile.y) * Int64(n),
+                          width: n, height: n, scale: scale, density: density)
+    }
+
+    /// A `width x height` px (times `density` device px) view centred on `center` at a fractional
+    /// `zoom` (256 px tiles).
+    public static func snapshot(center: LatLng, zoom: Double, width: Int, height: Int, density: Int) -> RasterView {
+        let scale = 256 * Mercator.worldUnitsPerPixel(zoom: 0) / Mercator.worldUnitsPerPixel(zoom: zoom)
+            * Double(density) / Mercator.worldSize
+        let cx = Mercator.worldX(longitude: center.longitude) * scale
+        let cy = Mercator.worldY(latitude: center.latitude) * scale
+        let w = width * density, h = height * density
+        return RasterView(originX: Int64((cx + 0.5).rounded(.down)) - Int64(w / 2),
+                          originY: Int64((cy + 0.5).rounded(.down)) - Int64(h / 2),
+                          width: w, height: h, scale: scale, density: density)
+    }
+
+    /// World units per px at density 1.
+    public var unitsPerPx: Double { Double(density) / scale }
+
+    /// The device px (relative to the canvas) of a world x, for the world copy `k` (-1, 0, 1).
+    @inline(__always) func pixelX(_ x: UInt32, copy k: Int) -> Int64 {
+        Int64(((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5).rounded(.down)) - originX
+    }
+
+    @inline(__always) func pixelY(_ y: UInt32) -> Int64 {
+        Int64((Double(y) * scale + 0.5).rounded(.down)) - originY
+    }
+}
+
+/// The result of rendering a raster.
+public struct RenderedRaster: Sendable {
+    public var canvas: TileCanvas
+    /// Markers whose sprite touches the canvas (what a brute-force renderer would draw).
+    public var markers: Int
+    /// Sprite compositions actually performed (after skipping covered draws and folding
+    /// repeated identical draws).
+    public var draws: Int
+}
+
+/// Draws the static markers of a layer into raster tiles and snapshots.
+///
+/// What a tile shows: every marker that is static at `now` (visible, not draggable, not
+/// animating) whose sprite (`TileSprite`) touches the raster, composited premultiplied
+/// source-over (`TileCanvas`) in the shared draw order (z-index, latitude descending, id; the
+/// copies of a marker in different world copies left to right). The output equals drawing every
+/// such marker one after the other; the renderer only leaves out draws that cannot change a
+/// single pixel:
+///
+/// 1. Rows: sorting by (z-index, the marker's device row) keeps the draw order between different rows
+///    exactly (rounding is monotone, so a marker in a lower device row of the same z-index is
+///    always drawn later). Within a row, markers with the same sprite at the same pixel form one
+///    entry.
+/// 2. Walking rows from the top of the draw order down, an entry is dropped when every one of its
+///    non-transparent pixels inside the canvas is covered by an opaque pixel of an entry in a later
+///    row: opaque source-over replaces a pixel, so nothing under it can show.
+/// 3. The surviving markers are sorted exactly within their row and the same test runs marker by
+///    marker (now also against later markers of the same row).
+/// 4. What is left is drawn bottom up; a run of identical draws (same sprite, same pixel) is
+///    drawn with `TileCanvas.draw(sprite:atX:y:times:)`, which stops per pixel at the fixed point
+///    (identical to drawing it that many times - repeated semi-transparent draws are not
+///    idempotent, so they are never merged into one).
+///
+/// So the cost is about the number of markers the core visits plus the draws that show. A z0
+/// tile over millions of markers draws a few thousand sprites.
+public final class TileRenderer: Sendable {
+    public let sprites: TileSpriteCache
+    /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
+    /// rounding of positions and anchors, and pin sprites' minimum size of 4 px.
+    public static let marginPx: Double = 4
+
+    public init(sprites: TileSpriteCache) {
+        self.sprites = sprites
+    }
+
+    /// Convenience: pins through a fresh `SpriteCache`, image icons from `images`.
+    public convenience init(images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
+        self.init(sprites: TileSpriteCache(images: images))
+    }
+
+    struct Item {
+        var slot: Int32
+        var x: Int32
+        var y: Int32
+        var sprite: Int32
+        var zIndex: Int32
+        var copy: Int32
+        /// The marker's device row (its position's y), which orders rows.
+        var row: Int32
+    }
+
+    /// The markers to draw, as items with the sprite's top-left relative to the canvas.
+    func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
+        var items: [Item] = []
+        var spriteOfStyle: [Int32] = []
+        var sprites: [TileSprite] = []
+        var failure: RenderError? = nil
+        var markers = 0
+        let w = Int64(view.width), h = Int64(view.height)
+        let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + w) / view.scale
+        let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + h) / view.scale
+        let density = view.density
+        layer.forEachStaticMarker(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
+                                  marginPx: TileRenderer.marginPx, now: now) { c in
+            let si = Int(c.style)
+            if si >= spriteOfStyle.count { spriteOfStyle.append(contentsOf: repeatElement(-1, count: si + 1 - spriteOfStyle.count)) }
+            var sIndex = spriteOfStyle[si]
+            if sIndex < 0 {
+                do throws(RenderError) {
+                    let sprite = try self.sprites.sprite(layer.styles.style(at: c.style), density: density)
+                    sIndex = Int32(sprites.count)
+                    sprites.append(sprite)
+                    spriteOfStyle[si] = sIndex
+                } catch {
+                    if failure == nil { failure = error }
+                    return
+                }
+            }
+            let sprite = sprites[Int(sIndex)]
+            if sprite.isBlank { return }
+            let row = view.pixelY(c.y)
+            let top = row - Int64(sprite.anchorY)
+            if top >= h || top + Int64(sprite.height) <= 0 { return }
+            // The world copies left to right (a marker near the antimeridian shows on both sides).
+            var touched = false
+            for k in -1...1 {
+                let left = view.pixelX(c.x, copy: k) - Int64(sprite.anchorX)
+                if left >= w || left + Int64(sprite.width) <= 0 { continue }
+                items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), row: Int32(row)))
+                touched = true
+            }
+            if touched { markers += 1 }
+        }
+        if let failure { throw failure }
+        return (items, sprites, markers)
+    }
+
+    /// Renders `view` (see the type's documentation). Throws when a pin sprite cannot be drawn.
+    public func render(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
+        let (items, sprites, markers) = try collect(layer, view, now: now)
+        var canvas = TileCanvas(width: view.width, height: view.height)
+        let kept = cull(layer, items, sprites, width: view.width, height: view.height)
+        var draws = 0
+        var i = 0
+        while i < kept.count {
+            let it = kept[i]
+            var j = i + 1
+            while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
+            canvas.draw(sprite: sprites[Int(it.sprite)].image, atX: Int(it.x), y: Int(it.y), times: j - i)
+            draws += 1
+            i = j
+        }
+        return RenderedRaster(canvas: canvas, markers: markers, draws: draws)
+    }
+
+    /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.default`); an empty tile is the
+    /// shared `TransparentTile`. `debugOverlay` draws the tile's border and "z/x/y entries=N".
+    public func renderTile(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
+                           debugOverlay: Bool = false) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
+        var r = try render(layer, view: .tile(tile, tileSize: tileSize, density: density), now: now)
+        if debugOverlay {
+            let overlay = try DebugOverlay.image(width: r.canvas.width, height: r.canvas.height, density: density,
+                                                 text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")
+            r.canvas.draw(sprite: overlay, atX: 0, y: 0)
+        }
+        return (r.canvas.encodePNG(), r.canvas.isEmpty, r.markers)
+    }
+
+    /// The exact draw order of two items.
+    @inline(__always) static func less(_ layer: MarkerLayer, _ a: Item, _ b: Item) -> Bool {
+        if a.slot != b.slot { return layer.drawOrderLess(a.slot, b.slot) }
+        return a.copy < b.copy
+    }
+
+    /// Steps 1-3 of the type's documentation: the draws that can change a pixel, in draw order.
+    func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> [Item] {
+        if items.isEmpty { return [] }
+        var mask = CoverageMask(width: width, height: height)
+        // Ranks of the z-indexes present.
+        var zs: [Int32: Int] = [:]
+        for it in items where zs[it.zIndex] == nil { zs[it.zIndex] = 0 }
+        let zsorted = zs.keys.sorted()
+        for (r, z) in zsorted.enumerated() { zs[z] = r }
+        let bias = 16384
+        let packable = zsorted.count < 65536 && sprites.count < 65536
+            && items.allSatisfy { Int($0.x) + bias >= 0 && Int($0.x) + bias < 65536 && Int($0.row) + bias >= 0 && Int($0.row) + bias < 65536 }
+        guard packable else {
+            // Rare (more than 65535 sprites or z-indexes in one raster): marker by marker.
+            let order = items.sorted { TileRenderer.less(layer, $0, $1) }
+            return Self.cullExact([order[...]], sprites, &mask)
+        }
+        var lastZ = items[0].zIndex, lastRank = zs[lastZ]!
+        var keys = [UInt64](repeating: 0, count: items.count)
+        for (i, it) in items.enumerated() {
+            if it.zIndex != lastZ { lastZ = it.zIndex; lastRank = zs[lastZ]! }
+            keys[i] = UInt64(lastRank) << 48 | UInt64(Int(it.row) + bias) << 32 | UInt64(it.sprite) << 16 | UInt64(Int(it.x) + bias)
+        }
+        let order = RadixSort.order(keys)
+        // Step 2: entry-level pass, rows from the top of the draw order down.
+        var survivor = [Bool](repeating: false, count: items.count)  // per item, by its entry
+        var end = order.count
+        while end > 0 {
+            let rowKey = keys[Int(order[end - 1])] >> 32
+            var start = end - 1
+            while start > 0 && keys[Int(order[start - 1])] >> 32 == rowKey { start -= 1 }
+            // Entries of this row: runs of equal keys in order[start..<end].
+            var e = start
+            var survivingEntries: [(Int, Int)] = []
+            while e < end {
+                let k = keys[Int(order[e])]
+                var f = e + 1
+                while f < end && keys[Int(order[f])] == k { f += 1 }
+                let it = items[Int(order[e])]
+                if !mask.covers(sprites[Int(it.sprite)], x: Int(it.x), y: Int(it.y)) { survivingEntries.append((e, f)) }
+                e = f
+            }
+            for (a, b) in survivingEntries {
+                let it = items[Int(order[a])]
+                mask.add(sprites[Int(it.sprite)], x: Int(it.x), y: Int(it.y))
+                for q in a..<b { survivor[Int(order[q])] = true }
+            }
+            end = start
+        }
+        // Step 3: the survivors, marker by marker, rows exact.
+        var rows: [ArraySlice<Item>] = []
+        var s = 0
+        var buffer: [Item] = []
+        buffer.reserveCapacity(64)
+        var sortedRows: [Item] = []
+        var bounds: [(Int, Int)] = []
+        while s < order.count {
+            let rowKey = keys[Int(order[s])] >> 32
+            var t = s
+            buffer.removeAll(keepingCapacity: true)
+            while t < order.count && keys[Int(order[t])] >> 32 == rowKey {
+                if survivor[Int(order[t])] { buffer.append(items[Int(order[t])]) }
+                t += 1
+            }
+            if !buffer.isEmpty {
+                if buffer.count > 1 { buffer.sort { TileRenderer.less(layer, $0, $1) } }
+                bounds.append((sortedRows.count, sortedRows.count + buffer.count))
+                sortedRows.append(contentsOf: buffer)
+            }
+            s = t
+        }
+        for (a, b) in bounds { rows.append(sortedRows[a..<b]) }
+        mask.reset()
+        return Self.cullExact(rows, sprites, &mask)
+    }
+
+    /// Rows in draw order, each sorted exactly: keeps the items not covered by later ones.
+    static func cullExact(_ rows: [ArraySlice<Item>], _ sprites: [TileSprite], _ mask: inout CoverageMask) -> [Item] {
+        var kept: [Item] = []
+        for row in rows.reversed() {
+            for it in row.reversed() {
+                let sprite = sprites[Int(it.sprite)]
+                if mask.covers(sprite, x: Int(it.x), y: Int(it.y)) { continue }
+                kept.append(it)
+                mask.add(sprite, x: Int(it.x), y: Int(it.y))
+            }
+        }
+        kept.reverse()
+        return kept
+    }
+}
+
+/// Stable LSD radix sort of 64-bit keys (16-bit digits, digits that are equal for every key
+/// skipped); returns the permutation.
+enum RadixSort {
+    static func order(_ keys: [UInt64]) -> [Int32] {
+        let n = keys.count
+        var idx = [Int32](unsafeUninitializedCapacity: n) { b, c in
+            for i in 0..<n { b[i] = Int32(i) }
+            c = n
+        }
+        if n < 2048 {
+            idx.sort { keys[Int($0)] < keys[Int($1)] }
+            return idx
+        }
+        var tmp = [Int32](repeating: 0, count: n)
+        var count = [Int](repeating: 0, count: 65536)
+        keys.withUnsafeBufferPointer { k in
+            for pass in 0..<4 {
+                let shift = UInt64(pass * 16)
+                for i in 0..<65536 { count[i] = 0 }
+                for i in 0..<n { count[Int((k[i] >> shift) & 0xFFFF)] += 1 }
+                if count[Int((k[0] >> shift) & 0xFFFF)] == n { continue }
+                var sum = 0
+                for i in 0..<65536 { let c = count[i]; count[i] = sum; sum += c }
+                idx.withUnsafeBufferPointer { src in
+                    tmp.withUnsafeMutableBufferPointer { dst in
+                        for i in 0..<n {
+                            let j = src[i]
+                            let d = Int((k[Int(j)] >> shift) & 0xFFFF)
+                            dst[count[d]] = j
+                            count[d] += 1
+                        }
+                    }
+                }
+                swap(&idx, &tmp)
+            }
+        }
+        return idx
+    }
+}

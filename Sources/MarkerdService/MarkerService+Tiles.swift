@@ -1,0 +1,84 @@
+import MarkerdAPI
+import MarkerdCore
+import MarkerdRender
+
+extension MarkerService {
+    /// Largest RenderSnapshot image side in device px (width or height times density).
+    public static let maxSnapshotSide = 4096
+
+    /// GetTile: the raster tile (z, x, y) of a layer's static markers as PNG, and its version.
+    ///
+    /// - z 0...22, x and y within 0..<2^z, tile_size 256 or 512 (0: the layer's), density 1, 2 or 3
+    ///   (0: 1); anything else is INVALID_ARGUMENT. Unknown layer: NOT_FOUND.
+    /// - `version` changes if and only if something that can change the tile's pixels changed
+    ///   (see `TileVersions`); when `known_version` equals it the reply is `not_modified` without a PNG.
+    /// - A tile no marker touches is the shared transparent PNG (`TransparentTile`) with `empty` set.
+    /// - Tiles are drawn in every tiling mode (a NATIVE layer's tiles show its static markers too),
+    ///   cached by (layer, z, x, y, size, density, version) in `tileCache`.
+    public func getTile(_ r: V1.GetTileRequest) throws(RPCError) -> V1.GetTileResponse {
+        guard r.z <= 22 else { throw .invalidArgument("z \(r.z) is not within 0...22") }
+        let n = UInt64(1) << UInt64(r.z)
+        guard UInt64(r.x) < n, UInt64(r.y) < n else {
+            throw .invalidArgument("tile \(r.z)/\(r.x)/\(r.y): x and y must be within 0...\(n - 1) at z \(r.z)")
+        }
+        guard r.tileSize == 0 || r.tileSize == 256 || r.tileSize == 512 else {
+            throw .invalidArgument("tile_size \(r.tileSize) is not 256 or 512")
+        }
+        let density = try Self.density(r.density)
+        let tile = TileID(z: Int(r.z), x: r.x, y: r.y)!
+        return try read(r.layerID) { (h, now) throws(RPCError) in
+            let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
+            let version = h.tileVersions.version(z: tile.z, x: tile.x, y: tile.y)
+            var response = V1.GetTileResponse()
+            response.version = version
+            if r.knownVersion == version {
+                response.notModified = true
+                return response
+            }
+            let key = TileCache.Key(layer: h.id, z: tile.z, x: tile.x, y: tile.y, tileSize: size,
+                                    density: Int(density), version: version)
+            let overlay = h.options.tiling?.debugOverlay ?? false
+            let rendered = try tileCache.tile(key) { () throws(RPCError) -> TileCache.Tile in
+                do {
+                    let t = try tileRenderer.renderTile(h.layer, tile: tile, tileSize: size, density: Int(density),
+                                                        now: now, debugOverlay: overlay)
+                    return TileCache.Tile(png: t.png, empty: t.empty)
+                } catch {
+                    throw .internal("rendering tile \(tile.z)/\(tile.x)/\(tile.y) failed: \(error)")
+                }
+            }
+            response.png = rendered.png
+            response.empty = rendered.empty
+            return response
+        }
+    }
+
+    /// RenderSnapshot: one PNG of the layer's static markers in a view (like a map SDK's snapshot,
+    /// markers only, transparent background): centred on `center` at a fractional `zoom` (0...22),
+    /// `width x height` px at density 1 (each 1...4096, and times `density` at most 4096 device px).
+    /// Not cached. INVALID_ARGUMENT for a missing or invalid centre, zoom, size or density.
+    public func renderSnapshot(_ r: V1.RenderSnapshotRequest) throws(RPCError) -> V1.RenderSnapshotResponse {
+        guard let center = MarkerConversion.latLng(r.center) else { throw .invalidArgument("center is missing") }
+        guard center.isValid else { throw .invalidArgument("center \(center) is not a valid position") }
+        guard r.zoom.isFinite, r.zoom >= 0, r.zoom <= 22 else { throw .invalidArgument("zoom \(r.zoom) is not within 0...22") }
+        let density = Int(try Self.density(r.density))
+        guard r.width >= 1, r.height >= 1, Int(r.width) * density <= Self.maxSnapshotSide,
+              Int(r.height) * density <= Self.maxSnapshotSide else {
+            throw .invalidArgument("snapshot size \(r.width)x\(r.height) at density \(density) is not within 1...\(Self.maxSnapshotSide) device px per side")
+        }
+        let view = RasterView.snapshot(center: center, zoom: r.zoom, width: Int(r.width), height: Int(r.height), density: density)
+        return try read(r.layerID) { (h, now) throws(RPCError) in
+            let raster: RenderedRaster
+            do {
+                raster = try tileRenderer.render(h.layer, view: view, now: now)
+            } catch {
+                throw .internal("rendering the snapshot failed: \(error)")
+            }
+            var response = V1.RenderSnapshotResponse()
+            response.png = raster.canvas.encodePNG()
+            response.layerVersion = h.layer.version
+            response.markersDrawn = UInt32(clamping: raster.markers)
+            return response
+        }
+    }
+}

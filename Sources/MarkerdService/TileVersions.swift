@@ -1,0 +1,181 @@
+import MarkerdCore
+import MarkerdRender
+import Synchronization
+
+/// Per-layer raster-tile versions: a tile's version changes whenever something that can change
+/// its pixels changed, and stays the same when only things elsewhere changed.
+///
+/// What can change a tile's pixels: a static marker appearing, disappearing or changing (position,
+/// icon, anchor, z-index, visibility, draggable, an animation ending) whose icon, at that zoom,
+/// reaches into the tile; or the layer being cleared, deleted or re-created (new options).
+/// Registered icons are immutable and draggable/animating markers are never drawn into tiles, so
+/// drags cannot change tiles.
+///
+/// Design: every change has a sequence number (the layer's version after the change). For each
+/// zoom 0...12 (`bucketZoom`) a map holds, per tile, the last sequence number of a change whose
+/// footprint touched that tile: the icon's extents plus `TileRenderer.marginPx` (px at 256 px
+/// tiles, so also covering 512 px tiles, where the same icon covers half the world distance),
+/// around the old and the new position, wrapped around the antimeridian. Measured in tiles of
+/// its zoom, a footprint has the same size at every zoom, so a change costs O(13) map updates
+/// (a few tiles per zoom). Zooms 0...6 are dense arrays, 7...12 sparse hash tables.
+///
+/// A tile at z <= 12 reads its own entry. A tile deeper than 12 reads the entry of its z-12
+/// ancestor: a footprint at zoom z is smaller (in world units) than at zoom 12, so any change that
+/// reaches the deep tile also reached the ancestor - conservative (a version may change when the
+/// pixels did not), never stale.
+///
+/// The version is a bijective 64-bit mix of (salt + max(sequence, base)), with a random salt per
+/// layer instance: two states of one layer never share a version, and versions of a restarted
+/// server or a re-created layer do not repeat earlier ones (chance 2^-64).
+struct TileVersions: Sendable {
+    static let bucketZoom = 12
+    static let denseZooms = 6
+
+    let salt: UInt64
+    /// Sequence of the layer's creation or last clear: every tile changed then.
+    private(set) var base: UInt64 = 0
+    private var dense: [[UInt64]]
+    private var sparse: [SeqTable]
+
+    /// Process-wide randomness for salts.
+    private static let processEpoch = UInt64.random(in: 1...UInt64.max)
+    private static let instances = Atomic<UInt64>(0)
+
+    init(base: UInt64 = 0) {
+        let n = TileVersions.instances.add(1, ordering: .relaxed).newValue
+        salt = TileVersions.mix(TileVersions.processEpoch &+ n &* 0x9E37_79B9_7F4A_7C15)
+        self.base = base
+        dense = (0...TileVersions.denseZooms).map { [UInt64](repeating: 0, count: 1 << (2 * $0)) }
+        sparse = (TileVersions.denseZooms + 1...TileVersions.bucketZoom).map { _ in SeqTable() }
+    }
+
+    /// Every tile changes (the layer was cleared).
+    mutating func reset(seq: UInt64) {
+        base = seq
+        for z in dense.indices { for i in dense[z].indices { dense[z][i] = 0 } }
+        for i in sparse.indices { sparse[i] = SeqTable() }
+    }
+
+    /// Records a change at `seq` whose icon footprint is `f`.
+    mutating func mark(_ f: IconFootprint, seq: UInt64) {
+        let m = TileRenderer.marginPx
+        let l = (f.extents.left + m) / 256, r = (f.extents.right + m) / 256
+        let u = (f.extents.up + m) / 256, d = (f.extents.down + m) / 256
+        for z in 0...TileVersions.bucketZoom {
+            let n = Int64(1) << Int64(z)
+            let unit = Double(sign: .plus, exponent: 32 - z, significand: 1)
+            let px = Double(f.position.x) / unit, py = Double(f.position.y) / unit
+            var x0 = Int64((px - l).rounded(.down)), x1 = Int64((px + r).rounded(.down))
+            let y0 = max(0, Int64((py - u).rounded(.down))), y1 = min(n - 1, Int64((py + d).rounded(.down)))
+            if x1 - x0 + 1 >= n { x0 = 0; x1 = n - 1 }
+            if y0 > y1 { continue }
+            for y in y0...y1 {
+                for xx in x0...x1 {
+                    let x = ((xx % n) + n) % n
+                    if z <= TileVersions.denseZooms {
+                        let i = Int(y << Int64(z) | x)
+                        if dense[z][i] < seq { dense[z][i] = seq }
+                    } else {
+                        sparse[z - TileVersions.denseZooms - 1].raise(UInt32(y << Int64(z) | x), to: seq)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The version of tile (z, x, y); z within 0...30.
+    func version(z: Int, x: UInt32, y: UInt32) -> UInt64 {
+        var seq: UInt64
+        if z <= TileVersions.denseZooms {
+            seq = dense[z][Int(UInt64(y) << UInt64(z) | UInt64(x))]
+        } else {
+            let b = min(z, TileVersions.bucketZoom)
+            let s = UInt32(z - b)
+            seq = sparse[b - TileVersions.denseZooms - 1].value(UInt32((y >> s) << UInt32(b) | (x >> s)))
+        }
+        seq = max(seq, base)
+        let v = TileVersions.mix(salt &+ seq)
+        return v == 0 ? 1 : v
+    }
+
+    /// SplitMix64's finalizer: a bijection on UInt64.
+    static func mix(_ v: UInt64) -> UInt64 {
+        var z = v
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Entries held, for memory estimates.
+    var sparseEntries: Int { sparse.reduce(0) { $0 + $1.count } }
+}
+
+/// Open-addressing map UInt32 -> UInt64 (linear probing, no deletion; cleared by replacement).
+struct SeqTable: Sendable {
+    private var keys: [UInt32] = Array(repeating: .max, count: 16)
+    private var values: [UInt64] = Array(repeating: 0, count: 16)
+    private(set) var count = 0
+
+    @inline(__always) private func home(_ k: UInt32, _ mask: Int) -> Int { Int((k &* 0x9E37_79B1) >> 8) & mask }
+
+    func value(_ k: UInt32) -> UInt64 {
+        let mask = keys.count - 1
+        var i = home(k, mask)
+        while true {
+            let key = keys[i]
+            if key == k { return values[i] }
+            if key == .max { return 0 }
+            i = (i + 1) & mask
+        }
+    }
+
+    /// Sets the value of `k` to at least `seq`.
+    mutating func raise(_ k: UInt32, to seq: UInt64) {
+        if (count + 1) * 4 > keys.count * 3 { grow() }
+        let mask = keys.count - 1
+        var i = home(k, mask)
+        while true {
+            let key = keys[i]
+            if key == k { if values[i] < seq { values[i] = seq }; return }
+            if key == .max { keys[i] = k; values[i] = seq; count += 1; return }
+            i = (i + 1) & mask
+        }
+    }
+
+    private mutating func grow() {
+        let oldKeys = keys, oldValues = values
+        keys = Array(repeating: .max, count: oldKeys.count * 2)
+        values = Array(repeating: 0, count: oldKeys.count * 2)
+        let mask = keys.count - 1
+        for j in 0..<oldKeys.count where oldKeys[j] != .max {
+            var i = home(oldKeys[j], mask)
+            while keys[i] != .max { i = (i + 1) & mask }
+            keys[i] = oldKeys[j]; values[i] = oldValues[j]
+        }
+    }
+}
+
+extension LayerHandle {
+    /// Footprints of the markers among `ids` that are drawn into tiles now. Call under a lock.
+    func staticFootprints(_ ids: some Sequence<String>, now: Int64) -> [IconFootprint] {
+        var out: [IconFootprint] = []
+        for id in ids { if let f = layer.staticFootprint(id: id, now: now) { out.append(f) } }
+        return out
+    }
+
+    /// Marks the tiles under `footprints` as changed by the layer's current version. Call under
+    /// the write lock, after the change.
+    func markTiles(_ footprints: [IconFootprint]) {
+        let seq = layer.version
+        for f in footprints { tileVersions.mark(f, seq: seq) }
+    }
+
+    /// Footprints of upserted records that will be drawn into tiles (static at `now`).
+    static func staticFootprints(_ records: [MarkerRecord], now: Int64) -> [IconFootprint] {
+        records.compactMap { m in
+            guard m.visible, !m.draggable else { return nil }
+            if let a = m.animation, a.kind != .none, a.endsAtUnixMs > now { return nil }
+            return IconFootprint(position: WorldPoint(m.position), extents: m.style.extents)
+        }
+    }
+}
