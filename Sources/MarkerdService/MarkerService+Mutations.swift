@@ -236,10 +236,10 @@ extension MarkerService {
                                                        icon: icons.geometry))
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
-            let before = h.staticFootprints(records.lazy.map(\.id), now: c.nowUnixMs)
+            let before = h.footprintsBefore(records.lazy.map(\.id), count: records.count, c)
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
-            h.markTiles(before + LayerHandle.staticFootprints(records, now: c.nowUnixMs))
+            h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c)
             var response = V1.UpsertMarkersResponse()
             response.created = UInt32(result.created)
             response.updated = UInt32(result.updated)
@@ -254,9 +254,9 @@ extension MarkerService {
             throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call")
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
-            let before = h.staticFootprints(r.ids, now: c.nowUnixMs)
+            let before = h.footprintsBefore(r.ids, count: r.ids.count, c)
             let result = h.layer.remove(ids: r.ids)
-            h.markTiles(before)
+            h.markTiles(before: before, after: { [] }, c)
             var response = V1.RemoveMarkersResponse()
             response.removed = UInt32(result.removed)
             response.notFound = UInt32(result.notFound)
@@ -288,10 +288,10 @@ extension MarkerService {
             moves.append((m.id, p))
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
-            let before = h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs)
+            let before = h.footprintsBefore(moves.lazy.map(\.id), count: moves.count, c)
             let result: MoveResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.move(moves) }
-            h.markTiles(before + h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs))
+            h.markTiles(before: before, after: { h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs) }, c)
             var response = V1.MoveMarkersResponse()
             response.moved = UInt32(result.moved)
             response.notFoundIDs = result.notFoundIDs

@@ -155,6 +155,11 @@ struct SeqTable: Sendable {
     }
 }
 
+extension MarkerService {
+    /// Above this many changed markers in one mutation, every tile of the layer gets a new version.
+    public static let bulkTileMarkThreshold = 4_096
+}
+
 extension LayerHandle {
     /// Footprints of the markers among `ids` that are drawn into tiles now. Call under a lock.
     func staticFootprints(_ ids: some Sequence<String>, now: Int64) -> [IconFootprint] {
@@ -163,11 +168,36 @@ extension LayerHandle {
         return out
     }
 
+    /// Above this many changed markers in one mutation, every tile of the layer gets a new
+    /// version at once (conservative, which is allowed: a version may change when pixels did
+    /// not) instead of ~13 table updates per marker, which would dominate bulk loads.
+    static let bulkMarkThreshold = MarkerService.bulkTileMarkThreshold
+
     /// Marks the tiles under `footprints` as changed by the layer's current version. Call under
     /// the write lock, after the change.
     func markTiles(_ footprints: [IconFootprint]) {
         let seq = layer.version
         for f in footprints { tileVersions.mark(f, seq: seq) }
+    }
+
+    /// The tile footprints of `ids` before a change of `count` markers, or nil when the change
+    /// is marked in bulk or not at all. Call under the write lock, before the change.
+    func footprintsBefore(_ ids: some Sequence<String>, count: Int, _ c: MutationCommit) -> [IconFootprint]? {
+        guard !c.replaying, count <= Self.bulkMarkThreshold else { return nil }
+        return staticFootprints(ids, now: c.nowUnixMs)
+    }
+
+    /// Marks a mutation's tiles after the change: `before` (from `footprintsBefore`) and the
+    /// footprints `after` it; nil `before` means every tile changes. Nothing while replaying the
+    /// journal or loading a snapshot: this process salts its versions afresh, so every tile is
+    /// new to clients anyway.
+    func markTiles(before: [IconFootprint]?, after: () -> [IconFootprint], _ c: MutationCommit) {
+        guard !c.replaying else { return }
+        guard let before else {
+            tileVersions.reset(seq: layer.version)
+            return
+        }
+        markTiles(before + after())
     }
 
     /// Footprints of upserted records that will be drawn into tiles (static at `now`).

@@ -64,6 +64,23 @@ final class Counter: Sendable {
 }
 
 @Suite struct TileServiceTests {
+    /// A batch above the bulk threshold renews every tile of the layer (conservative), so the
+    /// tiles it touches can never keep a stale version; a small batch elsewhere still keeps them.
+    @Test func bulkBatchesRenewEveryTile() throws {
+        let s = MarkerService()
+        try makeLayer(s, "a")
+        try upsert(s, "a", [apiMarker("m1", paris.lat, paris.lon)])
+        let t = parisTile
+        let before = try tile(s, "a", 14, t.x, t.y)
+        let bulk = (0...MarkerService.bulkTileMarkThreshold).map { apiMarker("b\($0)", -33 - Double($0 % 50) * 0.01, 151) }
+        try upsert(s, "a", bulk)
+        let after = try tile(s, "a", 14, t.x, t.y)
+        #expect(after.version != before.version)
+        #expect(after.png == before.png)  // same pixels: a conservative change only
+        try upsert(s, "a", [apiMarker("small", -33, 151.5)])
+        #expect(try tile(s, "a", 14, t.x, t.y).version == after.version)
+    }
+
 
     @Test func getTileValidatesArguments() throws {
         let s = MarkerService()
