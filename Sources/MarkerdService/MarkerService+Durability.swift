@@ -2,6 +2,46 @@ import Foundation
 import MarkerdAPI
 import MarkerdCore
 import MarkerdJournal
+import Synchronization
+
+/// Recovery on two cores: the journal's reader thread hands each snapshot section or journal
+/// record to `submit`; a decode stage prepares it (protobuf decode, marker conversion) and an
+/// apply stage applies the results strictly in order. At most `depth` items are in flight.
+final class RecoveryPipeline: @unchecked Sendable {
+    private let decode = DispatchQueue(label: "markerd.recovery.decode")
+    private let apply = DispatchQueue(label: "markerd.recovery.apply")
+    private let slots: DispatchSemaphore
+    private let lock = NSLock()
+    private var failure: Error?  // guarded by lock: the first error wins
+
+    init(depth: Int = 8) { slots = DispatchSemaphore(value: depth) }
+
+    private var failed: Error? { lock.lock(); defer { lock.unlock() }; return failure }
+    private func fail(_ e: Error) { lock.lock(); if failure == nil { failure = e }; lock.unlock() }
+
+    /// Queues one item; throws the first error of an earlier item (so recovery stops early).
+    func submit(prepare: @escaping @Sendable () throws -> (@Sendable () throws -> Void)) throws {
+        if let e = failed { throw e }
+        slots.wait()
+        decode.async { [self] in
+            let step: (@Sendable () throws -> Void)?
+            do { step = failed == nil ? try prepare() : nil } catch { fail(error); step = nil }
+            let work = step
+            apply.async { [self] in
+                defer { slots.signal() }
+                guard failed == nil, let work else { return }
+                do { try work() } catch { fail(error) }
+            }
+        }
+    }
+
+    /// Waits until every queued item is applied; throws the first error.
+    func finish() throws {
+        decode.sync {}
+        apply.sync {}
+        if let e = failed { throw e }
+    }
+}
 
 /// Serializes snapshots and remembers when the last one was taken.
 final class SnapshotState: @unchecked Sendable {
@@ -58,7 +98,8 @@ extension MarkerService {
         }
         let start = ContinuousClock.now
         let recovering = MarkerService(configuration: configuration, journal: nil)
-        var replayErrors = 0
+        let replayErrors = Atomic<Int>(0)
+        let pipeline = RecoveryPipeline()
         var lastPrinted = ContinuousClock.now
         let policy: SyncPolicy = switch configuration.fsync {
             case .always: .always
@@ -74,10 +115,13 @@ extension MarkerService {
                                 100 * Double(p.bytesRead) / Double(max(1, p.totalBytes)),
                                 p.bytesRead >> 20, p.totalBytes >> 20))
             },
-            snapshotSection: { bytes in try recovering.restoreSnapshotSection(bytes) },
-            record: { _, bytes in
-                if !recovering.replayJournalRecord(bytes) { replayErrors += 1 }
-            })
+            snapshotSection: { bytes in try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
+                try recovering.prepareSnapshotSection(bytes)
+            }) },
+            record: { _, bytes in try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
+                { if !recovering.replayJournalRecord(bytes) { replayErrors.add(1, ordering: .relaxed) } }
+            }) })
+        try pipeline.finish()
         let service = MarkerService(configuration: configuration, journal: journal)
         service.adopt(recovering)
         let markers = service.layers.withLock { $0.values.reduce(0) { $0 + $1.layer.count } }
@@ -87,7 +131,8 @@ extension MarkerService {
         progress?(String(format: "recovered %d layers, %d markers, %d icons in %.2f s (snapshot %@, %d journal records replayed%@)",
                          service.layers.withLock { $0.count }, markers, service.icons.count, seconds,
                          report.snapshot ?? "none", report.recordsReplayed,
-                         replayErrors > 0 ? ", \(replayErrors) skipped as no-ops" : ""))
+                         replayErrors.load(ordering: .relaxed) > 0
+                            ? ", \(replayErrors.load(ordering: .relaxed)) skipped as no-ops" : ""))
         service.snapshots.end(journalBytes: 0)
         return service
     }
@@ -122,6 +167,26 @@ extension MarkerService {
             return true
         } catch {
             return false
+        }
+    }
+
+    /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
+    /// converting markers, registering icons); returns what is left to apply, in order.
+    func prepareSnapshotSection(_ bytes: [UInt8]) throws -> @Sendable () throws -> Void {
+        let section = try V1.SnapshotSection(serializedBytes: bytes)
+        let now = Self.nowUnixMs()
+        let c = MutationCommit(kind: .upsertMarkers, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
+        switch section.section {
+        case .markers(let r)?:
+            let records = try records(r, nowUnixMs: now, restoring: true)
+            return { [self] in _ = try upsertRecords(records, into: r.layerID, c) }
+        case .icon?:
+            // Icons come before the markers that use them; registering here (not in the apply
+            // stage) lets the next sections' conversion find them.
+            try restoreSnapshotSection(bytes)
+            return {}
+        default:
+            return { [self] in try restoreSnapshotSection(bytes) }
         }
     }
 

@@ -227,15 +227,26 @@ extension MarkerService {
     }
 
     func upsertMarkers(_ r: V1.UpsertMarkersRequest, _ c: MutationCommit, restoring: Bool = false) throws(RPCError) -> V1.UpsertMarkersResponse {
-        try MarkerConversion.checkBatch(r.markers, id: \.id, count: r.markers.count, what: "markers")
         // Convert outside the lock: it is most of the CPU work of a load.
+        let records = try records(r, nowUnixMs: c.nowUnixMs, restoring: restoring)
+        return try upsertRecords(records, into: r.layerID, c)
+    }
+
+    /// Checks a batch and converts it to core records (no lock needed).
+    func records(_ r: V1.UpsertMarkersRequest, nowUnixMs: Int64, restoring: Bool) throws(RPCError) -> [MarkerRecord] {
+        try MarkerConversion.checkBatch(r.markers, id: \.id, count: r.markers.count, what: "markers")
         var records: [MarkerRecord] = []
         records.reserveCapacity(r.markers.count)
-        for (i, m) in r.markers.enumerated() {
-            records.append(try MarkerConversion.record(m, index: i, nowUnixMs: c.nowUnixMs, restoring: restoring,
+        for i in r.markers.indices {
+            records.append(try MarkerConversion.record(r.markers[i], index: i, nowUnixMs: nowUnixMs, restoring: restoring,
                                                        icon: icons.geometry))
         }
-        return try write(r.layerID, c) { (h) throws(RPCError) in
+        return records
+    }
+
+    /// Applies converted records under the layer's write lock and journals the request.
+    func upsertRecords(_ records: [MarkerRecord], into layerID: String, _ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse {
+        try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(records.lazy.map(\.id), count: records.count, c)
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
