@@ -131,7 +131,7 @@ public struct MarkerLayer: Sendable {
             if isNew {
                 created += 1
                 table.x[s] = p.x; table.y[s] = p.y
-                grid.insert(slot, x: p.x, y: p.y, cls: MarkerLayer.gridClass(f))
+                grid.insert(slot, x: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f))
             } else {
                 updated += 1
                 let old = table.flags[s]
@@ -141,7 +141,7 @@ public struct MarkerLayer: Sendable {
                     if m.draggable { f |= MarkerFlags.dragging } else { dropDragSession(slot) }
                 }
                 grid.move(slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
-                          toX: p.x, y: p.y, cls: MarkerLayer.gridClass(f))
+                          toX: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f))
                 table.x[s] = p.x; table.y[s] = p.y
             }
             table.flags[s] = f
@@ -231,7 +231,7 @@ public struct MarkerLayer: Sendable {
     mutating func moveSlot(_ slot: Int32, to p: WorldPoint) {
         let s = Int(slot)
         let cls = MarkerLayer.gridClass(table.flags[s])
-        grid.move(slot, fromX: table.x[s], y: table.y[s], cls: cls, toX: p.x, y: p.y, cls: cls)
+        grid.move(slot, fromX: table.x[s], y: table.y[s], cls: cls, toX: p.x, y: p.y, z: table.zIndex[s], cls: cls)
         table.x[s] = p.x; table.y[s] = p.y
     }
 
@@ -274,7 +274,7 @@ public struct MarkerLayer: Sendable {
             account(f, 1)
             table.flags[s] = f
             grid.move(top.slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
-                      toX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(f))
+                      toX: table.x[s], y: table.y[s], z: table.zIndex[s], cls: MarkerLayer.gridClass(f))
             changed += 1
         }
         if changed > 0 { version &+= 1 }
