@@ -532,3 +532,58 @@ struct GridIndex: Sendable {
         }
     }
 }
+
+extension GridIndex {
+    /// Checks the structure (for tests): counts add up, masks match the children, entries lie
+    /// in their leaves and within the z bounds, `pos` points at them, leaves above the split
+    /// threshold only at the last level, internal nodes above the merge threshold, and every
+    /// node is reachable. Returns the problems found and the number of entries per class.
+    func validate() -> (problems: [String], counts: [UInt32: Int]) {
+        var problems: [String] = []
+        var counts: [UInt32: Int] = [:]
+        var reached = 0
+        func check(_ key: UInt64) -> Int {
+            let i = nodes.find(key)
+            guard i >= 0 else { problems.append("missing node \(key)"); return 0 }
+            reached += 1
+            let c = nodes[i]
+            let r = GridIndex.rect(key)
+            let level = GridIndex.level(key)
+            var n = 0
+            if c.isInternal {
+                if c.count <= GridIndex.mergeAtOrBelow { problems.append("internal node \(key) level \(level) holds only \(c.count)") }
+                if c.childMask == 0 { problems.append("internal node \(key) without children") }
+                for bit in 0..<16 where c.childMask & (1 << UInt32(bit)) != 0 {
+                    let ck = GridIndex.childKey(key, bit)
+                    let ci = nodes.find(ck)
+                    if ci >= 0 && (nodes[ci].minZ < c.minZ || nodes[ci].maxZ > c.maxZ) { problems.append("child z bounds exceed parent's at \(ck)") }
+                    n += check(ck)
+                }
+                for bit in 0..<16 where c.childMask & (1 << UInt32(bit)) == 0 {
+                    if nodes.find(GridIndex.childKey(key, bit)) >= 0 { problems.append("unlisted child \(bit) of \(key)") }
+                }
+            } else {
+                if c.count > GridIndex.splitAbove && level < GridIndex.maxLevel { problems.append("leaf \(key) level \(level) holds \(c.count)") }
+                forEachEntry(c) { e in
+                    n += 1
+                    if !r.contains(x: e.x, y: e.y) { problems.append("entry of slot \(e.slot) outside its leaf") }
+                    if e.z < c.minZ || e.z > c.maxZ { problems.append("entry z \(e.z) outside [\(c.minZ), \(c.maxZ)]") }
+                    if e.slot < 0 || Int(e.slot) >= pos.count || entries[Int(pos[Int(e.slot)])].slot != e.slot { problems.append("pos of slot \(e.slot) wrong") }
+                }
+            }
+            if n != Int(c.count) { problems.append("node \(key) level \(level) counts \(c.count), holds \(n)") }
+            return n
+        }
+        for cls: UInt32 in 0...2 {
+            let k = GridIndex.nodeKey(level: 0, cx: 0, cy: 0, cls: cls)
+            if nodes.find(k) >= 0 { counts[cls] = check(k) }
+        }
+        if reached != nodes.occupied { problems.append("\(nodes.occupied - reached) unreachable nodes") }
+        return (problems, counts)
+    }
+
+    /// Deepest level of any node (for tests).
+    var deepestLevel: UInt32 {
+        nodes.cells.reduce(0) { $1.key == GridCellTable.emptyKey ? $0 : Swift.max($0, GridIndex.level($1.key)) }
+    }
+}
