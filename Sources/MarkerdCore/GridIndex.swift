@@ -432,39 +432,40 @@ struct GridIndex: Sendable {
 
     /// Number of markers of class `cls` whose position lies in `rect` and either in one of
     /// `inner` (counted per node where whole nodes lie inside) or passes `partial`.
+    /// (Iterative: a recursive walk would pass the closure's captures down every call.)
     func count(cls: UInt32, rect: CellRect, inner: [CellRect], partial: (GridEntry) -> Bool) -> Int {
         let r = root(cls)
         guard r >= 0 else { return 0 }
         var n = 0
-        countNode(nodes[r], GridIndex.rect(nodes[r].key), rect, inner, partial, &n)
-        return n
-    }
-
-    private func countNode(_ c: GridCell, _ cr: CellRect, _ rect: CellRect, _ inner: [CellRect],
-                           _ partial: (GridEntry) -> Bool, _ n: inout Int) {
-        if rect.contains(cr) && inner.contains(where: { $0.contains(cr) }) { n += Int(c.count); return }
-        if c.isInternal {
-            forEachChild(c, { rect.intersects($0) }) { j, r in countNode(nodes[j], r, rect, inner, partial, &n) }
-        } else {
-            forEachEntry(c) { e in
-                guard rect.contains(x: e.x, y: e.y) else { return }
-                if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n += 1 }
+        var stack: [Int] = [r]
+        while let i = stack.popLast() {
+            let c = nodes[i]
+            let cr = GridIndex.rect(c.key)
+            if rect.contains(cr) && inner.contains(where: { $0.contains(cr) }) { n += Int(c.count); continue }
+            if c.isInternal {
+                forEachChild(c, { rect.intersects($0) }) { j, _ in stack.append(j) }
+            } else {
+                forEachEntry(c) { e in
+                    guard rect.contains(x: e.x, y: e.y) else { return }
+                    if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n += 1 }
+                }
             }
         }
+        return n
     }
 
     /// Calls `body` with every entry of class `cls` whose position lies in `rect`.
     func forEach(cls: UInt32, rect: CellRect, _ body: (GridEntry) -> Void) {
         let r = root(cls)
         guard r >= 0 else { return }
-        visitNode(nodes[r], rect, body)
-    }
-
-    private func visitNode(_ c: GridCell, _ rect: CellRect, _ body: (GridEntry) -> Void) {
-        if c.isInternal {
-            forEachChild(c, { rect.intersects($0) }) { j, _ in visitNode(nodes[j], rect, body) }
-        } else {
-            forEachEntry(c) { e in if rect.contains(x: e.x, y: e.y) { body(e) } }
+        var stack: [Int] = [r]
+        while let i = stack.popLast() {
+            let c = nodes[i]
+            if c.isInternal {
+                forEachChild(c, { rect.intersects($0) }) { j, _ in stack.append(j) }
+            } else {
+                forEachEntry(c) { e in if rect.contains(x: e.x, y: e.y) { body(e) } }
+            }
         }
     }
 

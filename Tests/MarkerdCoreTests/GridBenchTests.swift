@@ -26,6 +26,7 @@ enum GridBenchBody {
     static let columns: [String] = [
         "build s", "RSS B/marker", "RSS-id B/marker", "approx B/marker", "move far us", "move near us",
         "TILED z12", "TILED z14", "TILED z16", "NATIVE z12", "NATIVE z14", "NATIVE z16", "TILED z3", "NATIVE z3",
+        "NATIVE z12 limit 1", "NATIVE z14 limit 1", "NATIVE z16 limit 1",
         "hit z12", "hit z14", "hit z16",
     ]
 
@@ -81,7 +82,9 @@ enum GridBenchBody {
         row["move near us"] = fmt(us(ContinuousClock.now - tm) / Double(k))
         print("[\(label)] move far \(row["move far us"]!) us, near \(row["move near us"]!) us")
 
-        for (zoom, native) in [(12.0, false), (14.0, false), (16.0, false), (12.0, true), (14.0, true), (16.0, true), (3.0, false), (3.0, true)] {
+        // NATIVE with limit 1 shows the search without the cost of building 1000 MarkerRecords.
+        for (zoom, native, limit) in [(12.0, false, 1000), (14.0, false, 1000), (16.0, false, 1000), (12.0, true, 1000), (14.0, true, 1000),
+                                      (16.0, true, 1000), (3.0, false, 1000), (3.0, true, 1000), (12.0, true, 1), (14.0, true, 1), (16.0, true, 1)] {
             try layer.setOptions(TilingOptions(enabled: !native))
             var times: [Double] = []
             var inView = 0
@@ -93,12 +96,12 @@ enum GridBenchBody {
                 let b = GeoBounds(west: Mercator.longitude(worldX: max(0, cx - 540 * u)), south: Mercator.latitude(worldY: min(Mercator.worldSize, cy + 960 * u)),
                                   east: Mercator.longitude(worldX: min(Mercator.worldSize, cx + 540 * u)), north: Mercator.latitude(worldY: max(0, cy - 960 * u)))
                 let t = ContinuousClock.now
-                let q = try layer.queryViewport(bounds: b, zoom: zoom, density: 1, limit: 1000, now: 0)
+                let q = try layer.queryViewport(bounds: b, zoom: zoom, density: 1, limit: limit, now: 0)
                 times.append(us(ContinuousClock.now - t))
                 inView += q.staticInView + q.liveInView
                 if ContinuousClock.now > budget { break }
             }
-            let name = "\(native ? "NATIVE" : "TILED") z\(Int(zoom))"
+            let name = "\(native ? "NATIVE" : "TILED") z\(Int(zoom))" + (limit == 1000 ? "" : " limit \(limit)")
             row[name] = pct(times)
             print("[\(label)] viewport \(name): p50 / p99 \(row[name]!) us, avg in view \(inView / max(1, times.count))")
         }
