@@ -110,11 +110,6 @@ extension MarkerLayer {
         return false
     }
 
-    @inline(__always) func inRect(_ slot: Int32, _ r: CellRect) -> Bool {
-        let x = table.x[Int(slot)], y = table.y[Int(slot)]
-        return x >= r.x0 && x <= r.x1 && y >= r.y0 && y <= r.y1
-    }
-
     /// Draw order: z-index, world y, id bytes (see `DrawKey`).
     @inline(__always) func drawLess(_ a: Int32, _ b: Int32) -> Bool {
         let za = table.zIndex[Int(a)], zb = table.zIndex[Int(b)]
@@ -122,14 +117,6 @@ extension MarkerLayer {
         let ya = table.y[Int(a)], yb = table.y[Int(b)]
         if ya != yb { return ya < yb }
         return table.compareIDs(a, b) < 0
-    }
-
-    @inline(__always) func isAfter(_ s: Int32, _ k: DrawKey) -> Bool {
-        let z = table.zIndex[Int(s)]
-        if z != k.zIndex { return z > k.zIndex }
-        let y = table.y[Int(s)]
-        if y != k.worldY { return y > k.worldY }
-        return table.compareID(s, k.id) > 0
     }
 
     /// The draw-order key of a marker (for tests and the renderer).
@@ -149,9 +136,10 @@ extension MarkerLayer {
     ///
     /// A marker is in view when its icon rectangle (anchor on the marker) touches the bounds.
     /// NATIVE mode returns visible markers; TILED mode returns visible live markers (draggable
-    /// or animating at `now`) and counts static ones. Cost: the grid cells around the bounds
-    /// plus the markers in them; in TILED mode static markers of cells inside the bounds are
-    /// counted per cell, not visited.
+    /// or animating at `now`) and counts static ones. Cost: static markers are counted per grid
+    /// node where whole nodes are in view (only the leaves on the boundary are scanned); the
+    /// NATIVE page is searched best-first by draw order and stops once no node can improve it;
+    /// live markers in the bounds are visited.
     public func queryViewport(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
                               pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportResult {
         try bounds.validate()

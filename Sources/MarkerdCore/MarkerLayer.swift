@@ -7,8 +7,8 @@
 ///
 /// Memory (measured in a release build, 10M markers with 12-byte ids, default pin, no
 /// attributes): see the `MarkerdBench` test and the report; the fixed columns are
-/// MarkerTable 29 B + id index ~6.7 B + grid links 8 B + grid cells (12 B per non-empty cell
-/// / load factor) per marker, plus the id bytes.
+/// MarkerTable 29 B + id index ~6.7 B + grid entry 16 B + grid slot position 4 B + grid block
+/// slack and nodes (see `GridIndex`) per marker, plus the id bytes.
 public struct MarkerLayer: Sendable {
     public internal(set) var options: TilingOptions
     /// Increments on every change: upsert, remove, move, drag moves, clear, options, expiry.
