@@ -1,238 +1,590 @@
-/// Open-addressing table from a 32-bit cell key to (list head, count). Linear probing,
-/// backward-shift deletion, so empty cells take no space and deleted ones leave no tombstones.
-struct CellTable: Sendable {
-    static let empty = UInt32.max
-    private(set) var keys: [UInt32]
-    private(set) var heads: [Int32]
-    private(set) var counts: [UInt32]
-    private var shift: UInt32
+/// One marker as the grid lists it: its position and z-index inline (so that scanning a cell
+/// touches contiguous memory, not the marker table) and its slot.
+struct GridEntry: Sendable {
+    var x: UInt32
+    var y: UInt32
+    var z: Int32
+    var slot: Int32
+}
+
+/// One node of the grid (see `GridIndex`).
+struct GridCell: Sendable {
+    /// `GridIndex.nodeKey`, or `GridCellTable.emptyKey`.
+    var key: UInt64
+    /// Leaf: the newest block of its entry chain (-1: none). Internal node: -2 - (child mask).
+    var head: Int32
+    /// Markers in the subtree.
+    var count: UInt32
+    /// Conservative bounds of the z-indices in the subtree (never too narrow).
+    var minZ: Int32
+    var maxZ: Int32
+
+    @inline(__always) var isInternal: Bool { head <= -2 }
+    @inline(__always) var childMask: UInt32 { UInt32(-2 - Int64(head)) }
+}
+
+/// Open-addressing table of grid nodes keyed by 64-bit node keys. Linear probing, backward-shift
+/// deletion (no tombstones; indices are stable only while nothing is removed or inserted).
+struct GridCellTable: Sendable {
+    static let emptyKey = UInt64.max
+    private(set) var cells: [GridCell]
+    private var shift: UInt64
     private(set) var occupied = 0
 
     init() {
-        keys = Array(repeating: CellTable.empty, count: 16)
-        heads = Array(repeating: -1, count: 16)
-        counts = Array(repeating: 0, count: 16)
-        shift = 28
+        cells = Array(repeating: GridCell(key: GridCellTable.emptyKey, head: -1, count: 0, minZ: 0, maxZ: 0), count: 16)
+        shift = 60
     }
 
-    @inline(__always) private func home(_ key: UInt32) -> Int { Int((key &* 0x9E37_79B1) >> shift) }
+    @inline(__always) private func home(_ key: UInt64) -> Int { Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift) }
 
     /// Index of a key, or -1.
-    @inline(__always) func find(_ key: UInt32) -> Int {
-        let mask = keys.count - 1
+    @inline(__always) func find(_ key: UInt64) -> Int {
+        let mask = cells.count - 1
         var i = home(key)
         while true {
-            let k = keys[i]
+            let k = cells[i].key
             if k == key { return i }
-            if k == CellTable.empty { return -1 }
+            if k == GridCellTable.emptyKey { return -1 }
             i = (i + 1) & mask
         }
     }
 
-    @inline(__always) func count(_ key: UInt32) -> UInt32 {
-        let i = find(key)
-        return i < 0 ? 0 : counts[i]
+    @inline(__always) subscript(i: Int) -> GridCell {
+        get { cells[i] }
+        _modify { yield &cells[i] }
     }
 
-    /// Index of a key, inserting it (head -1, count 0) if absent.
-    mutating func findOrInsert(_ key: UInt32) -> Int {
-        var i = find(key)
-        if i >= 0 { return i }
-        if (occupied + 1) * 4 > keys.count * 3 { grow() }
-        let mask = keys.count - 1
-        i = home(key)
-        while keys[i] != CellTable.empty { i = (i + 1) & mask }
-        keys[i] = key; heads[i] = -1; counts[i] = 0
+    /// Inserts an absent key as an empty leaf; returns its index.
+    mutating func insertNew(_ key: UInt64) -> Int {
+        if (occupied + 1) * 4 > cells.count * 3 { grow() }
+        let mask = cells.count - 1
+        var i = home(key)
+        while cells[i].key != GridCellTable.emptyKey { i = (i + 1) & mask }
+        cells[i] = GridCell(key: key, head: -1, count: 0, minZ: .max, maxZ: .min)
         occupied += 1
         return i
     }
 
-    @inline(__always) mutating func setHead(_ i: Int, _ h: Int32) { heads[i] = h }
-    @inline(__always) mutating func addCount(_ i: Int, _ d: Int32) {
-        counts[i] = UInt32(bitPattern: Int32(bitPattern: counts[i]) &+ d)
-    }
-
     mutating func remove(at index: Int) {
-        let mask = keys.count - 1
+        let mask = cells.count - 1
         var i = index
         var j = i
         while true {
             j = (j + 1) & mask
-            let k = keys[j]
-            if k == CellTable.empty { break }
+            let k = cells[j].key
+            if k == GridCellTable.emptyKey { break }
             let h = home(k)
             let inRange = i <= j ? (h > i && h <= j) : (h > i || h <= j)
             if !inRange {
-                keys[i] = k; heads[i] = heads[j]; counts[i] = counts[j]
+                cells[i] = cells[j]
                 i = j
             }
         }
-        keys[i] = CellTable.empty; heads[i] = -1; counts[i] = 0
+        cells[i].key = GridCellTable.emptyKey
         occupied -= 1
     }
 
     private mutating func grow() {
-        let oldKeys = keys, oldHeads = heads, oldCounts = counts
-        let n = keys.count * 2
-        keys = Array(repeating: CellTable.empty, count: n)
-        heads = Array(repeating: -1, count: n)
-        counts = Array(repeating: 0, count: n)
+        let old = cells
+        let n = cells.count * 2
+        cells = Array(repeating: GridCell(key: GridCellTable.emptyKey, head: -1, count: 0, minZ: 0, maxZ: 0), count: n)
         shift -= 1
         let mask = n - 1
-        for j in 0..<oldKeys.count where oldKeys[j] != CellTable.empty {
-            var i = home(oldKeys[j])
-            while keys[i] != CellTable.empty { i = (i + 1) & mask }
-            keys[i] = oldKeys[j]; heads[i] = oldHeads[j]; counts[i] = oldCounts[j]
+        for c in old where c.key != GridCellTable.emptyKey {
+            var i = home(c.key)
+            while cells[i].key != GridCellTable.emptyKey { i = (i + 1) & mask }
+            cells[i] = c
         }
     }
 
-    var approximateBytes: Int { keys.capacity * 12 }
+    var approximateBytes: Int { cells.capacity * MemoryLayout<GridCell>.stride }
 }
 
 /// An inclusive rectangle of integer world coordinates.
 struct CellRect {
     var x0: UInt32, y0: UInt32, x1: UInt32, y1: UInt32
     @inline(__always) func contains(_ o: CellRect) -> Bool { x0 <= o.x0 && o.x1 <= x1 && y0 <= o.y0 && o.y1 <= y1 }
+    @inline(__always) func intersects(_ o: CellRect) -> Bool { x0 <= o.x1 && o.x0 <= x1 && y0 <= o.y1 && o.y0 <= y1 }
+    @inline(__always) func contains(x: UInt32, y: UInt32) -> Bool { x >= x0 && x <= x1 && y >= y0 && y <= y1 }
 }
 
-/// The spatial index: every marker sits in one cell of a fine grid (level 14, cells of 2^18
-/// world units, about 2.4 km at the equator, 4 x 4 tiles of zoom 16), in a doubly linked list
-/// threaded through `next`/`prev` (8 bytes per marker, O(1) insert/remove/move, no per-cell
-/// allocations). Two coarser count levels (10: 2^22 units; 6: 2^26 units) let queries skip
-/// empty regions and count whole cells that lie inside a rectangle without visiting markers.
-/// Cells of all levels are stored sparsely (hash tables; empty cells cost nothing). Each key
-/// includes a marker class (static / live / hidden), so a query touches only the classes it needs.
+/// The spatial index: an adaptive quadtree per marker class (static / live / hidden), so a
+/// query touches only the classes it needs.
 ///
-/// Costs: insert/remove/move O(1) (3 hash-table updates, fewer when coarse cells are unchanged);
-/// a query visits O(non-empty cells touched * 16^2) cells at most and only the markers of fine
-/// cells that straddle its rectangle (or all, when it needs the markers themselves).
+/// Nodes live at even levels 0, 2, ..., 26 (a node of level L is a square of 2^(32-L) world
+/// units, level 26 is about 0.6 m) in one hash table keyed by (level, cell, class); each node
+/// has up to 16 children (the 4 x 4 cells of level L + 2 inside it), holds the number of
+/// markers in its subtree and conservative bounds of their z-indices. A leaf lists its markers
+/// as `GridEntry`s (x, y, z, slot: 16 bytes) in a chain of 8-entry blocks; `pos[slot]` is
+/// where a slot's entry is, so a removal is a swap with the leaf's last entry.
+///
+/// A leaf splits into its children when it holds more than `splitAbove` markers (at level
+/// 26 it never splits: exact duplicates stay together); an internal node whose subtree drops
+/// to `mergeAtOrBelow` markers collapses back into one leaf. The hysteresis between the two
+/// makes both O(1) amortized per update, and nothing ever rebuilds the whole index. Dense
+/// places end up with leaves of 4-64 markers however dense they are; sparse ones with big
+/// leaves, so empty space costs nothing.
+///
+/// Costs: insert/remove/move O(depth) hash-table steps (depth is log4 of the density, at most
+/// 14 levels; a move within one leaf rewrites the entry in place and a short move only
+/// touches the levels below the two positions' common ancestor). Counting the markers of a
+/// rectangle is O(nodes on its boundary) plus the entries of boundary leaves (contiguous
+/// memory); ordered searches (first markers in draw order) go best-first by the nodes'
+/// (z, y) bounds and stop as soon as no node can beat what they already have.
+///
+/// Memory: 16 bytes per entry + 4 per slot + block slack (< 8 entries per leaf) + a node per
+/// 4-64 markers (24 bytes / table load).
 struct GridIndex: Sendable {
-    static let levels: (UInt32, UInt32, UInt32) = (6, 10, 14)
-    static let fineShift: UInt32 = 32 - 14
+    static let maxLevel: UInt32 = 26
+    static let splitAbove: UInt32 = 64
+    static let mergeAtOrBelow: UInt32 = 16
+    static let blockSize = 8
 
-    private(set) var fine = CellTable()
-    private(set) var mid = CellTable()
-    private(set) var coarse = CellTable()
-    private(set) var next: [Int32] = []
-    private(set) var prev: [Int32] = []
+    private(set) var nodes = GridCellTable()
+    private(set) var entries: [GridEntry] = []
+    private(set) var blockNext: [Int32] = []
+    private var freeBlock: Int32 = -1
+    /// Index into `entries` of each slot's entry.
+    private(set) var pos: [UInt32] = []
 
     enum Class: UInt32 { case staticMarker = 0, live = 1, hidden = 2 }
 
-    @inline(__always) static func key(_ x: UInt32, _ y: UInt32, level: UInt32, _ cls: UInt32) -> UInt32 {
+    // MARK: Keys and geometry
+
+    @inline(__always) static func nodeKey(level: UInt32, cx: UInt32, cy: UInt32, cls: UInt32) -> UInt64 {
+        UInt64(level) << 54 | UInt64(cy) << 28 | UInt64(cx) << 2 | UInt64(cls)
+    }
+
+    @inline(__always) static func key(_ x: UInt32, _ y: UInt32, level: UInt32, _ cls: UInt32) -> UInt64 {
+        if level == 0 { return nodeKey(level: 0, cx: 0, cy: 0, cls: cls) }
         let s = 32 - level
-        return (((y >> s) << level) | (x >> s)) << 2 | cls
+        return nodeKey(level: level, cx: x >> s, cy: y >> s, cls: cls)
     }
 
-    @inline(__always) static func cellKey(_ cx: UInt32, _ cy: UInt32, level: UInt32, _ cls: UInt32) -> UInt32 {
-        ((cy << level) | cx) << 2 | cls
+    @inline(__always) static func level(_ key: UInt64) -> UInt32 { UInt32(key >> 54) }
+
+    /// The world rectangle of a node.
+    @inline(__always) static func rect(_ key: UInt64) -> CellRect {
+        let level = UInt64(key >> 54)
+        let cx = (key >> 2) & 0x3FF_FFFF, cy = (key >> 28) & 0x3FF_FFFF
+        let s = 32 - level
+        let x0 = cx << s, y0 = cy << s, span = UInt64(1) << s
+        return CellRect(x0: UInt32(x0), y0: UInt32(y0), x1: UInt32(x0 + span - 1), y1: UInt32(y0 + span - 1))
     }
 
-    mutating func insert(_ slot: Int32, x: UInt32, y: UInt32, cls: UInt32) {
+    /// Key of child `bit` (dy * 4 + dx) of a node.
+    @inline(__always) static func childKey(_ key: UInt64, _ bit: Int) -> UInt64 {
+        let level = key >> 54
+        let cx = (key >> 2) & 0x3FF_FFFF, cy = (key >> 28) & 0x3FF_FFFF
+        let ccx = cx << 2 | UInt64(bit & 3), ccy = cy << 2 | UInt64(bit >> 2)
+        return (level + 2) << 54 | ccy << 28 | ccx << 2 | (key & 3)
+    }
+
+    /// Which child (0...15) of its parent a node of `level` > 0 at (x, y) is.
+    @inline(__always) static func childBit(_ x: UInt32, _ y: UInt32, level: UInt32) -> Int {
+        let s = 32 - level
+        return Int((y >> s) & 3) << 2 | Int((x >> s) & 3)
+    }
+
+    // MARK: Blocks
+
+    private mutating func allocateBlock() -> Int32 {
+        if freeBlock >= 0 {
+            let b = freeBlock
+            freeBlock = blockNext[Int(b)]
+            return b
+        }
+        let b = Int32(blockNext.count)
+        blockNext.append(-1)
+        entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: GridIndex.blockSize))
+        return b
+    }
+
+    private mutating func freeBlockChain(_ head: Int32) {
+        var b = head
+        while b >= 0 {
+            let n = blockNext[Int(b)]
+            blockNext[Int(b)] = freeBlock
+            freeBlock = b
+            b = n
+        }
+    }
+
+    /// Appends an entry to leaf `i` (whose count already includes it).
+    @inline(__always) private mutating func append(_ e: GridEntry, leaf i: Int) {
+        let c = Int(nodes[i].count) - 1        // entries already listed
+        var head = nodes[i].head
+        if c % GridIndex.blockSize == 0 {
+            let b = allocateBlock()
+            blockNext[Int(b)] = head
+            head = b
+            nodes[i].head = b
+        }
+        let p = Int(head) * GridIndex.blockSize + c % GridIndex.blockSize
+        entries[p] = e
+        pos[Int(e.slot)] = UInt32(p)
+    }
+
+    /// Removes the entry at `p` from leaf `i` (whose count was already decremented).
+    @inline(__always) private mutating func removeEntry(at p: Int, leaf i: Int) {
+        let c = Int(nodes[i].count)             // entries left after this removal
+        let head = nodes[i].head
+        let last = Int(head) * GridIndex.blockSize + c % GridIndex.blockSize
+        if last != p {
+            let moved = entries[last]
+            entries[p] = moved
+            pos[Int(moved.slot)] = UInt32(p)
+        }
+        entries[last].slot = -1
+        if c % GridIndex.blockSize == 0 {
+            nodes[i].head = blockNext[Int(head)]
+            blockNext[Int(head)] = freeBlock
+            freeBlock = head
+        }
+    }
+
+    /// Calls `body` with each entry of leaf `cell`.
+    @inline(__always) func forEachEntry(_ cell: GridCell, _ body: (GridEntry) -> Void) {
+        var b = cell.head
+        var inBlock = (Int(cell.count) - 1) % GridIndex.blockSize + 1
+        entries.withUnsafeBufferPointer { es in
+            while b >= 0 {
+                let base = Int(b) * GridIndex.blockSize
+                for k in 0..<inBlock { body(es[base + k]) }
+                inBlock = GridIndex.blockSize
+                b = blockNext[Int(b)]
+            }
+        }
+    }
+
+    // MARK: Updates
+
+    mutating func insert(_ slot: Int32, x: UInt32, y: UInt32, z: Int32, cls: UInt32) {
         let s = Int(slot)
-        while next.count <= s { next.append(-1); prev.append(-1) }
-        let i = fine.findOrInsert(GridIndex.key(x, y, level: 14, cls))
-        let h = fine.heads[i]
-        next[s] = h
-        prev[s] = -1
-        if h >= 0 { prev[Int(h)] = slot }
-        fine.setHead(i, slot)
-        fine.addCount(i, 1)
-        mid.addCount(mid.findOrInsert(GridIndex.key(x, y, level: 10, cls)), 1)
-        coarse.addCount(coarse.findOrInsert(GridIndex.key(x, y, level: 6, cls)), 1)
+        if pos.count <= s { pos.append(contentsOf: repeatElement(0, count: s + 1 - pos.count)) }
+        insert(GridEntry(x: x, y: y, z: z, slot: slot), cls: cls, fromLevel: 0)
+    }
+
+    /// Adds an entry to the subtree at `start` (the nodes above already count it).
+    private mutating func insert(_ e: GridEntry, cls: UInt32, fromLevel start: UInt32) {
+        var level = start
+        while true {
+            let key = GridIndex.key(e.x, e.y, level: level, cls)
+            var i = nodes.find(key)
+            if i < 0 {
+                i = nodes.insertNew(key)
+                if level > 0 { setChildBit(GridIndex.key(e.x, e.y, level: level - 2, cls), GridIndex.childBit(e.x, e.y, level: level), true) }
+            }
+            nodes[i].count += 1
+            if e.z < nodes[i].minZ { nodes[i].minZ = e.z }
+            if e.z > nodes[i].maxZ { nodes[i].maxZ = e.z }
+            if nodes[i].isInternal { level += 2; continue }
+            append(e, leaf: i)
+            if nodes[i].count > GridIndex.splitAbove && level < GridIndex.maxLevel { split(i, level: level, cls: cls) }
+            return
+        }
+    }
+
+    private mutating func setChildBit(_ parent: UInt64, _ bit: Int, _ on: Bool) {
+        let p = nodes.find(parent)
+        precondition(p >= 0, "grid parent missing")
+        var mask = nodes[p].childMask
+        if on { mask |= 1 << UInt32(bit) } else { mask &= ~(1 << UInt32(bit)) }
+        nodes[p].head = Int32(-2 - Int64(mask))
+    }
+
+    /// Turns leaf `i` into an internal node and spreads its entries over its children.
+    private mutating func split(_ i: Int, level: UInt32, cls: UInt32) {
+        var moving: [GridEntry] = []
+        moving.reserveCapacity(Int(nodes[i].count))
+        forEachEntry(nodes[i]) { moving.append($0) }
+        freeBlockChain(nodes[i].head)
+        var lo = Int32.max, hi = Int32.min
+        for e in moving { lo = Swift.min(lo, e.z); hi = Swift.max(hi, e.z) }
+        nodes[i].head = -2
+        nodes[i].minZ = lo; nodes[i].maxZ = hi
+        for e in moving { insert(e, cls: cls, fromLevel: level + 2) }
     }
 
     mutating func remove(_ slot: Int32, x: UInt32, y: UInt32, cls: UInt32) {
-        unlinkFine(slot, key: GridIndex.key(x, y, level: 14, cls))
-        decrement(&mid, GridIndex.key(x, y, level: 10, cls))
-        decrement(&coarse, GridIndex.key(x, y, level: 6, cls))
+        remove(slot, x: x, y: y, cls: cls, fromLevel: 0)
     }
 
-    /// Moves a marker between cells/classes; O(1), and free when the fine cell stays the same.
-    mutating func move(_ slot: Int32, fromX ox: UInt32, y oy: UInt32, cls oc: UInt32, toX nx: UInt32, y ny: UInt32, cls nc: UInt32) {
-        let ok = GridIndex.key(ox, oy, level: 14, oc), nk = GridIndex.key(nx, ny, level: 14, nc)
-        if ok == nk { return }
-        unlinkFine(slot, key: ok)
-        let i = fine.findOrInsert(nk)
-        let h = fine.heads[i]
-        next[Int(slot)] = h
-        prev[Int(slot)] = -1
-        if h >= 0 { prev[Int(h)] = slot }
-        fine.setHead(i, slot)
-        fine.addCount(i, 1)
-        let om = GridIndex.key(ox, oy, level: 10, oc), nm = GridIndex.key(nx, ny, level: 10, nc)
-        if om != nm {
-            decrement(&mid, om)
-            mid.addCount(mid.findOrInsert(nm), 1)
-            let oco = GridIndex.key(ox, oy, level: 6, oc), nco = GridIndex.key(nx, ny, level: 6, nc)
-            if oco != nco {
-                decrement(&coarse, oco)
-                coarse.addCount(coarse.findOrInsert(nco), 1)
+    /// Removes a slot's entry from the subtree at `start` (the nodes above keep counting it).
+    private mutating func remove(_ slot: Int32, x: UInt32, y: UInt32, cls: UInt32, fromLevel start: UInt32) {
+        let none = UInt32.max
+        var level = start
+        var emptyFrom = none, mergeAt = none
+        while true {
+            let i = nodes.find(GridIndex.key(x, y, level: level, cls))
+            precondition(i >= 0, "grid node missing for slot \(slot)")
+            nodes[i].count -= 1
+            let c = nodes[i].count
+            if c == 0 { if emptyFrom == none { emptyFrom = level } }
+            if nodes[i].isInternal {
+                if c > 0 && c <= GridIndex.mergeAtOrBelow && mergeAt == none { mergeAt = level }
+                level += 2
+                continue
             }
+            removeEntry(at: Int(pos[Int(slot)]), leaf: i)
+            break
+        }
+        if emptyFrom != none {
+            var l = level
+            while true {
+                nodes.remove(at: nodes.find(GridIndex.key(x, y, level: l, cls)))
+                if l == emptyFrom { break }
+                l -= 2
+            }
+            if emptyFrom > 0 { setChildBit(GridIndex.key(x, y, level: emptyFrom - 2, cls), GridIndex.childBit(x, y, level: emptyFrom), false) }
+        }
+        if mergeAt != none && (emptyFrom == none || mergeAt < emptyFrom) {
+            merge(GridIndex.key(x, y, level: mergeAt, cls))
         }
     }
 
-    private mutating func unlinkFine(_ slot: Int32, key: UInt32) {
-        let i = fine.find(key)
-        precondition(i >= 0, "grid cell missing for slot \(slot)")
-        let s = Int(slot)
-        let p = prev[s], n = next[s]
-        if p >= 0 { next[Int(p)] = n } else { fine.setHead(i, n) }
-        if n >= 0 { prev[Int(n)] = p }
-        next[s] = -1; prev[s] = -1
-        fine.addCount(i, -1)
-        if fine.counts[i] == 0 { fine.remove(at: i) }
-    }
-
-    private func decrement(_ t: inout CellTable, _ key: UInt32) {
-        let i = t.find(key)
-        precondition(i >= 0, "grid count cell missing")
-        t.addCount(i, -1)
-        if t.counts[i] == 0 { t.remove(at: i) }
-    }
-
-    /// Visits the markers of class `cls` whose position lies in `rect`, and returns the number
-    /// of markers of that class in cells that lie entirely inside one of `countOnly` (those are
-    /// counted, not visited).
-    func visit(cls: UInt32, rect: CellRect, countOnly: [CellRect], _ body: (Int32) -> Void) -> Int {
-        var counted = 0
-        walk(depth: 0, cls: cls, rect: rect, countOnly: countOnly, counted: &counted, body)
-        return counted
-    }
-
-    private func walk(depth: Int, cls: UInt32, rect: CellRect, countOnly: [CellRect], counted: inout Int, _ body: (Int32) -> Void) {
-        let level: UInt32 = depth == 0 ? 6 : (depth == 1 ? 10 : 14)
-        let s = 32 - level
-        let span = UInt64(1) << UInt64(s)
-        let table = depth == 0 ? coarse : (depth == 1 ? mid : fine)
-        for cy in (rect.y0 >> s)...(rect.y1 >> s) {
-            for cx in (rect.x0 >> s)...(rect.x1 >> s) {
-                let k = GridIndex.cellKey(cx, cy, level: level, cls)
-                let i = table.find(k)
-                if i < 0 { continue }
-                let cell = CellRect(x0: UInt32(UInt64(cx) * span), y0: UInt32(UInt64(cy) * span),
-                                    x1: UInt32(UInt64(cx) * span + span - 1), y1: UInt32(UInt64(cy) * span + span - 1))
-                if countOnly.contains(where: { $0.contains(cell) }) {
-                    counted += Int(table.counts[i])
-                    continue
+    /// Collapses the subtree of internal node `key` into one leaf.
+    private mutating func merge(_ key: UInt64) {
+        var moving: [GridEntry] = []
+        var dead: [UInt64] = []
+        func collect(_ k: UInt64) {
+            let c = nodes[nodes.find(k)]
+            if c.isInternal {
+                var m = c.childMask
+                while m != 0 {
+                    let bit = m.trailingZeroBitCount
+                    m &= m - 1
+                    let ck = GridIndex.childKey(k, bit)
+                    dead.append(ck)
+                    collect(ck)
                 }
-                if depth == 2 {
-                    var m = table.heads[i]
-                    while m >= 0 {
-                        body(m)
-                        m = next[Int(m)]
-                    }
-                } else {
-                    let sub = CellRect(x0: max(rect.x0, cell.x0), y0: max(rect.y0, cell.y0),
-                                       x1: min(rect.x1, cell.x1), y1: min(rect.y1, cell.y1))
-                    walk(depth: depth + 1, cls: cls, rect: sub, countOnly: countOnly, counted: &counted, body)
-                }
+            } else {
+                forEachEntry(c) { moving.append($0) }
+                freeBlockChain(c.head)
             }
         }
+        collect(key)
+        for k in dead { nodes.remove(at: nodes.find(k)) }
+        let i = nodes.find(key)
+        var lo = Int32.max, hi = Int32.min
+        for e in moving { lo = Swift.min(lo, e.z); hi = Swift.max(hi, e.z) }
+        nodes[i].head = -1
+        nodes[i].minZ = lo; nodes[i].maxZ = hi
+        nodes[i].count = 0
+        for e in moving {
+            nodes[i].count += 1
+            append(e, leaf: i)
+        }
+    }
+
+    /// Moves a marker between positions/classes and sets its z-index. In place when the leaf
+    /// stays the same; otherwise only the levels below the common ancestor change.
+    mutating func move(_ slot: Int32, fromX ox: UInt32, y oy: UInt32, cls oc: UInt32,
+                       toX nx: UInt32, y ny: UInt32, z: Int32, cls nc: UInt32) {
+        let e = GridEntry(x: nx, y: ny, z: z, slot: slot)
+        if oc != nc {
+            remove(slot, x: ox, y: oy, cls: oc, fromLevel: 0)
+            insert(e, cls: nc, fromLevel: 0)
+            return
+        }
+        var level: UInt32 = 0
+        while true {
+            let k = GridIndex.key(ox, oy, level: level, oc)
+            if k != GridIndex.key(nx, ny, level: level, nc) { break }
+            let i = nodes.find(k)
+            precondition(i >= 0, "grid node missing for slot \(slot)")
+            if z < nodes[i].minZ { nodes[i].minZ = z }
+            if z > nodes[i].maxZ { nodes[i].maxZ = z }
+            if !nodes[i].isInternal {
+                entries[Int(pos[Int(slot)])] = e
+                return
+            }
+            level += 2
+        }
+        remove(slot, x: ox, y: oy, cls: oc, fromLevel: level)
+        insert(e, cls: nc, fromLevel: level)
     }
 
     mutating func removeAll() { self = GridIndex() }
 
     var approximateBytes: Int {
-        fine.approximateBytes + mid.approximateBytes + coarse.approximateBytes + (next.capacity + prev.capacity) * 4
+        nodes.approximateBytes + entries.capacity * MemoryLayout<GridEntry>.stride + blockNext.capacity * 4 + pos.capacity * 4
+    }
+
+    // MARK: Queries
+
+    @inline(__always) private func root(_ cls: UInt32) -> Int { nodes.find(GridIndex.nodeKey(level: 0, cx: 0, cy: 0, cls: cls)) }
+
+    /// Calls `body` for the children of internal node `c` whose rectangles pass `keep`.
+    @inline(__always) private func forEachChild(_ c: GridCell, _ keep: (CellRect) -> Bool, _ body: (Int, CellRect) -> Void) {
+        var m = c.childMask
+        while m != 0 {
+            let bit = m.trailingZeroBitCount
+            m &= m - 1
+            let ck = GridIndex.childKey(c.key, bit)
+            let r = GridIndex.rect(ck)
+            guard keep(r) else { continue }
+            let j = nodes.find(ck)
+            if j >= 0 { body(j, r) }
+        }
+    }
+
+    /// Number of markers of class `cls` whose position lies in `rect` and either in one of
+    /// `inner` (counted per node where whole nodes lie inside) or passes `partial`.
+    /// (Iterative: a recursive walk would pass the closure's captures down every call.)
+    func count(cls: UInt32, rect: CellRect, inner: [CellRect], partial: (GridEntry) -> Bool) -> Int {
+        let r = root(cls)
+        guard r >= 0 else { return 0 }
+        var n = 0
+        var stack: [Int] = [r]
+        while let i = stack.popLast() {
+            let c = nodes[i]
+            let cr = GridIndex.rect(c.key)
+            if rect.contains(cr) && inner.contains(where: { $0.contains(cr) }) { n += Int(c.count); continue }
+            if c.isInternal {
+                forEachChild(c, { rect.intersects($0) }) { j, _ in stack.append(j) }
+            } else {
+                forEachEntry(c) { e in
+                    guard rect.contains(x: e.x, y: e.y) else { return }
+                    if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n += 1 }
+                }
+            }
+        }
+        return n
+    }
+
+    /// Calls `body` with every entry of class `cls` whose position lies in `rect`.
+    func forEach(cls: UInt32, rect: CellRect, _ body: (GridEntry) -> Void) {
+        let r = root(cls)
+        guard r >= 0 else { return }
+        var stack: [Int] = [r]
+        while let i = stack.popLast() {
+            let c = nodes[i]
+            if c.isInternal {
+                forEachChild(c, { rect.intersects($0) }) { j, _ in stack.append(j) }
+            } else {
+                forEachEntry(c) { e in if rect.contains(x: e.x, y: e.y) { body(e) } }
+            }
+        }
+    }
+
+    /// Bounds of a node for ordered searches.
+    struct NodeBounds {
+        var minZ: Int32, maxZ: Int32, y0: UInt32, y1: UInt32
+    }
+
+    /// Visits the entries of the given classes whose positions lie in one of `rects`, leaf by
+    /// leaf, best-first: by (minZ, y0) ascending, or by (maxZ, y1) descending when `topmost`
+    /// (the draw order's bound for the node's markers). Nodes for which `prune` is true are
+    /// skipped with their subtrees; `prune` is asked again when a node comes out of the queue,
+    /// so it can tighten as `body` collects.
+    func ordered(classes: [UInt32], rects: [CellRect], topmost: Bool, prune: (NodeBounds) -> Bool, _ body: (GridEntry) -> Void) {
+        var heap: [(prio: UInt64, index: Int32)] = []
+        @inline(__always) func priority(_ c: GridCell, _ r: CellRect) -> UInt64 {
+            if topmost { return ~(UInt64(UInt32(bitPattern: c.maxZ) ^ 0x8000_0000) << 32 | UInt64(r.y1)) }
+            return UInt64(UInt32(bitPattern: c.minZ) ^ 0x8000_0000) << 32 | UInt64(r.y0)
+        }
+        func push(_ j: Int, _ r: CellRect) {
+            let c = nodes[j]
+            if prune(NodeBounds(minZ: c.minZ, maxZ: c.maxZ, y0: r.y0, y1: r.y1)) { return }
+            heap.append((priority(c, r), Int32(j)))
+            var i = heap.count - 1
+            while i > 0 {
+                let p = (i - 1) / 2
+                if heap[p].prio <= heap[i].prio { break }
+                heap.swapAt(p, i)
+                i = p
+            }
+        }
+        func pop() -> Int {
+            let top = heap[0]
+            let last = heap.removeLast()
+            if !heap.isEmpty {
+                heap[0] = last
+                var i = 0
+                let n = heap.count
+                while true {
+                    let l = 2 * i + 1, rr = l + 1
+                    var m = i
+                    if l < n && heap[l].prio < heap[m].prio { m = l }
+                    if rr < n && heap[rr].prio < heap[m].prio { m = rr }
+                    if m == i { break }
+                    heap.swapAt(i, m)
+                    i = m
+                }
+            }
+            return Int(top.index)
+        }
+        let keep = { (r: CellRect) in rects.contains(where: { $0.intersects(r) }) }
+        for cls in classes {
+            let r = root(cls)
+            if r >= 0 { push(r, GridIndex.rect(nodes[r].key)) }
+        }
+        while !heap.isEmpty {
+            let c = nodes[pop()]
+            let cr = GridIndex.rect(c.key)
+            if prune(NodeBounds(minZ: c.minZ, maxZ: c.maxZ, y0: cr.y0, y1: cr.y1)) { continue }
+            if c.isInternal {
+                forEachChild(c, keep) { j, r in push(j, r) }
+            } else {
+                forEachEntry(c) { e in if rects.contains(where: { $0.contains(x: e.x, y: e.y) }) { body(e) } }
+            }
+        }
+    }
+}
+
+extension GridIndex {
+    /// Checks the structure (for tests): counts add up, masks match the children, entries lie
+    /// in their leaves and within the z bounds, `pos` points at them, leaves above the split
+    /// threshold only at the last level, internal nodes above the merge threshold, and every
+    /// node is reachable. Returns the problems found and the number of entries per class.
+    func validate() -> (problems: [String], counts: [UInt32: Int]) {
+        var problems: [String] = []
+        var counts: [UInt32: Int] = [:]
+        var reached = 0
+        func check(_ key: UInt64) -> Int {
+            let i = nodes.find(key)
+            guard i >= 0 else { problems.append("missing node \(key)"); return 0 }
+            reached += 1
+            let c = nodes[i]
+            let r = GridIndex.rect(key)
+            let level = GridIndex.level(key)
+            var n = 0
+            if c.isInternal {
+                if c.count <= GridIndex.mergeAtOrBelow { problems.append("internal node \(key) level \(level) holds only \(c.count)") }
+                if c.childMask == 0 { problems.append("internal node \(key) without children") }
+                for bit in 0..<16 where c.childMask & (1 << UInt32(bit)) != 0 {
+                    let ck = GridIndex.childKey(key, bit)
+                    let ci = nodes.find(ck)
+                    if ci >= 0 && (nodes[ci].minZ < c.minZ || nodes[ci].maxZ > c.maxZ) { problems.append("child z bounds exceed parent's at \(ck)") }
+                    n += check(ck)
+                }
+                for bit in 0..<16 where c.childMask & (1 << UInt32(bit)) == 0 {
+                    if nodes.find(GridIndex.childKey(key, bit)) >= 0 { problems.append("unlisted child \(bit) of \(key)") }
+                }
+            } else {
+                if c.count > GridIndex.splitAbove && level < GridIndex.maxLevel { problems.append("leaf \(key) level \(level) holds \(c.count)") }
+                forEachEntry(c) { e in
+                    n += 1
+                    if !r.contains(x: e.x, y: e.y) { problems.append("entry of slot \(e.slot) outside its leaf") }
+                    if e.z < c.minZ || e.z > c.maxZ { problems.append("entry z \(e.z) outside [\(c.minZ), \(c.maxZ)]") }
+                    if e.slot < 0 || Int(e.slot) >= pos.count || entries[Int(pos[Int(e.slot)])].slot != e.slot { problems.append("pos of slot \(e.slot) wrong") }
+                }
+            }
+            if n != Int(c.count) { problems.append("node \(key) level \(level) counts \(c.count), holds \(n)") }
+            return n
+        }
+        for cls: UInt32 in 0...2 {
+            let k = GridIndex.nodeKey(level: 0, cx: 0, cy: 0, cls: cls)
+            if nodes.find(k) >= 0 { counts[cls] = check(k) }
+        }
+        if reached != nodes.occupied { problems.append("\(nodes.occupied - reached) unreachable nodes") }
+        return (problems, counts)
+    }
+
+    /// Deepest level of any node (for tests).
+    var deepestLevel: UInt32 {
+        nodes.cells.reduce(0) { $1.key == GridCellTable.emptyKey ? $0 : Swift.max($0, GridIndex.level($1.key)) }
     }
 }

@@ -116,6 +116,11 @@ public struct IconExtents: Hashable, Sendable {
     func union(_ o: IconExtents) -> IconExtents {
         IconExtents(left: max(left, o.left), right: max(right, o.right), up: max(up, o.up), down: max(down, o.down))
     }
+
+    /// Side-by-side minimum.
+    func intersection(_ o: IconExtents) -> IconExtents {
+        IconExtents(left: min(left, o.left), right: min(right, o.right), up: min(up, o.up), down: min(down, o.down))
+    }
 }
 
 /// The per-layer style table: interns `IconStyle`s, gives each a 32-bit index, refcounts them
@@ -130,6 +135,10 @@ public struct StyleTable: Sendable {
     /// Conservative (never too small) maximum extent over styles in use; recomputed after
     /// enough styles were released (amortized O(1) per release).
     public private(set) var maxExtents: IconExtents = .zero
+    /// Conservative (never too large) minimum extent over styles in use, side by side: every
+    /// marker's icon reaches at least this far (queries count points this far outside the
+    /// viewport without looking at their icons). Maintained like `maxExtents`.
+    public private(set) var minExtents: IconExtents = .zero
     private var releasedSinceRecompute = 0
 
     public init() {}
@@ -154,6 +163,7 @@ public struct StyleTable: Sendable {
             i = UInt32(styles.count)
             styles.append(style); refcounts.append(1); extents.append(style.extents)
         }
+        minExtents = lookup.isEmpty ? style.extents : minExtents.intersection(style.extents)
         lookup[style] = i
         maxExtents = maxExtents.union(style.extents)
         return i
@@ -174,8 +184,13 @@ public struct StyleTable: Sendable {
 
     private mutating func recomputeMaxExtents() {
         var m = IconExtents.zero
-        for (i, r) in refcounts.enumerated() where r > 0 { m = m.union(extents[i]) }
+        var lo: IconExtents? = nil
+        for (i, r) in refcounts.enumerated() where r > 0 {
+            m = m.union(extents[i])
+            lo = lo.map { $0.intersection(extents[i]) } ?? extents[i]
+        }
         maxExtents = m
+        minExtents = lo ?? .zero
         releasedSinceRecompute = 0
     }
 

@@ -29,7 +29,9 @@ public struct TileMarker: Sendable, Hashable {
 }
 
 /// The region a spatial query scans: exact viewport intervals for the per-marker test, plus
-/// integer search rectangles widened by the largest icon extent (wrapped around the antimeridian).
+/// integer search rectangles widened by the largest icon extent (wrapped around the antimeridian),
+/// and inner rectangles (widened by the smallest extent) whose points are in view whatever
+/// their icon.
 struct SearchArea {
     static let world = 4_294_967_296.0
     /// Viewport x-intervals (continuous world units; may reach outside [0, 2^32] for hit-tests).
@@ -40,10 +42,11 @@ struct SearchArea {
     var unitsPerPx: Double
     /// Disjoint search rectangles.
     var ranges: [CellRect] = []
-    /// Rectangles whose points lie inside the viewport (every icon there overlaps it).
+    /// Rectangles whose points' icons all touch the viewport (may overlap each other).
     var inner: [CellRect] = []
 
-    init(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx u: Double, maxExtents e: IconExtents) {
+    init(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx u: Double, maxExtents e: IconExtents,
+         minExtents m: IconExtents = .zero) {
         self.viewX = viewX; self.viewY0 = viewY0; self.viewY1 = viewY1; self.unitsPerPx = u
         let w = Int64(1) << 32
         let ylo = Swift.max(0, Int64(CoreMath.floor(viewY0 - e.down * u)))
@@ -67,14 +70,26 @@ struct SearchArea {
             if let last = merged.last, r.0 <= last.1 + 1 { merged[merged.count - 1].1 = Swift.max(last.1, r.1) } else { merged.append(r) }
         }
         ranges = merged.map { CellRect(x0: UInt32($0.0), y0: UInt32(ylo), x1: UInt32($0.1), y1: UInt32(yhi)) }
-        let iy0 = Swift.max(0, CoreMath.ceil(viewY0)), iy1 = Swift.min(SearchArea.world - 1, CoreMath.floor(viewY1))
+        // Inner: a point (mx, my) whose every icon touches the viewport. With the smallest
+        // extents m, a point inside [v0 - m.right*u, v1 + m.left*u] (shifted by -W, 0 or W, as
+        // `iconOverlaps` tests) x [y0 - m.down*u, y1 + m.up*u] qualifies; one unit of margin on
+        // each side absorbs the rounding of these sums (they are exact to far below a unit).
+        let iy0 = Swift.max(0, Int64(CoreMath.ceil(viewY0 - m.down * u)) + 1)
+        let iy1 = Swift.min(w - 1, Int64(CoreMath.floor(viewY1 + m.up * u)) - 1)
         if iy0 <= iy1 {
-            for (a, b) in viewX where a >= 0 && b <= SearchArea.world {
-                let ix0 = CoreMath.ceil(a), ix1 = Swift.min(SearchArea.world - 1, CoreMath.floor(b))
-                if ix0 <= ix1 { inner.append(CellRect(x0: UInt32(ix0), y0: UInt32(iy0), x1: UInt32(ix1), y1: UInt32(iy1))) }
+            for (a, b) in viewX {
+                let lo = Int64(CoreMath.ceil(a - m.right * u)) + 1, hi = Int64(CoreMath.floor(b + m.left * u)) - 1
+                guard lo <= hi else { continue }
+                for k in [Int64(-1), 0, 1] {
+                    let p0 = Swift.max(0, lo - k * w), p1 = Swift.min(w - 1, hi - k * w)
+                    if p0 <= p1 { inner.append(CellRect(x0: UInt32(p0), y0: UInt32(iy0), x1: UInt32(p1), y1: UInt32(iy1))) }
+                }
             }
         }
     }
+
+    @inline(__always) func inRanges(_ e: GridEntry) -> Bool { ranges.contains(where: { $0.contains(x: e.x, y: e.y) }) }
+    @inline(__always) func inInner(_ e: GridEntry) -> Bool { inner.contains(where: { $0.contains(x: e.x, y: e.y) }) }
 }
 
 extension MarkerLayer {
@@ -95,11 +110,6 @@ extension MarkerLayer {
         return false
     }
 
-    @inline(__always) func inRect(_ slot: Int32, _ r: CellRect) -> Bool {
-        let x = table.x[Int(slot)], y = table.y[Int(slot)]
-        return x >= r.x0 && x <= r.x1 && y >= r.y0 && y <= r.y1
-    }
-
     /// Draw order: z-index, world y, id bytes (see `DrawKey`).
     @inline(__always) func drawLess(_ a: Int32, _ b: Int32) -> Bool {
         let za = table.zIndex[Int(a)], zb = table.zIndex[Int(b)]
@@ -107,14 +117,6 @@ extension MarkerLayer {
         let ya = table.y[Int(a)], yb = table.y[Int(b)]
         if ya != yb { return ya < yb }
         return table.compareIDs(a, b) < 0
-    }
-
-    @inline(__always) func isAfter(_ s: Int32, _ k: DrawKey) -> Bool {
-        let z = table.zIndex[Int(s)]
-        if z != k.zIndex { return z > k.zIndex }
-        let y = table.y[Int(s)]
-        if y != k.worldY { return y > k.worldY }
-        return table.compareID(s, k.id) > 0
     }
 
     /// The draw-order key of a marker (for tests and the renderer).
@@ -134,9 +136,10 @@ extension MarkerLayer {
     ///
     /// A marker is in view when its icon rectangle (anchor on the marker) touches the bounds.
     /// NATIVE mode returns visible markers; TILED mode returns visible live markers (draggable
-    /// or animating at `now`) and counts static ones. Cost: the grid cells around the bounds
-    /// plus the markers in them; in TILED mode static markers of cells inside the bounds are
-    /// counted per cell, not visited.
+    /// or animating at `now`) and counts static ones. Cost: static markers are counted per grid
+    /// node where whole nodes are in view (only the leaves on the boundary are scanned); the
+    /// NATIVE page is searched best-first by draw order and stops once no node can improve it;
+    /// live markers in the bounds are visited.
     public func queryViewport(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
                               pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportResult {
         try bounds.validate()
@@ -146,27 +149,45 @@ extension MarkerLayer {
         let mode = self.mode(now: now)
         let y = bounds.worldYRange
         let area = SearchArea(viewX: bounds.worldXRanges.map { ($0.lowerBound, $0.upperBound) },
-                              viewY0: y.lowerBound, viewY1: y.upperBound,
-                              unitsPerPx: Mercator.worldUnitsPerPixel(zoom: zoom), maxExtents: styles.maxExtents)
+                              viewY0: y.lowerBound, viewY1: y.upperBound, unitsPerPx: Mercator.worldUnitsPerPixel(zoom: zoom),
+                              maxExtents: styles.maxExtents, minExtents: styles.minExtents)
         var staticInView = 0, liveInView = 0
-        var page = PageCollector(limit: limit)
+        // One more than a page, to know whether another page follows.
+        var page = DrawCollector(limit: limit + 1, topmost: false)
         let tiled = mode == .tiled
+        @inline(__always) func wanted(_ e: GridEntry) -> Bool {
+            guard let after else { return true }
+            if e.z != after.zIndex { return e.z > after.zIndex }
+            if e.y != after.worldY { return e.y > after.worldY }
+            return table.compareID(e.slot, after.id) > 0
+        }
         for r in area.ranges {
-            staticInView += grid.visit(cls: GridIndex.Class.staticMarker.rawValue, rect: r, countOnly: tiled ? area.inner : []) { s in
-                guard inRect(s, r), iconOverlaps(s, area) else { return }
-                staticInView += 1
-                if !tiled, after.map({ isAfter(s, $0) }) ?? true { page.offer(s, self) }
-            }
-            _ = grid.visit(cls: GridIndex.Class.live.rawValue, rect: r, countOnly: []) { s in
-                guard table.flags[Int(s)] & MarkerFlags.visible != 0, inRect(s, r), iconOverlaps(s, area) else { return }
+            // Static markers are counted per node where whole nodes are in view.
+            staticInView += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e.slot, area) }
+            grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
+                let s = e.slot
+                guard table.flags[Int(s)] & MarkerFlags.visible != 0, area.inInner(e) || iconOverlaps(s, area) else { return }
                 let isLive = table.flags[Int(s)] & MarkerFlags.draggable != 0 || isAnimating(s, now: now)
                 if isLive { liveInView += 1 } else { staticInView += 1 }
-                if isLive || !tiled, after.map({ isAfter(s, $0) }) ?? true { page.offer(s, self) }
+                if isLive || !tiled, wanted(e) { page.offer(e, self) }
             }
         }
-        let slots = page.sorted(self)
+        if !tiled {
+            // The first static markers in draw order: nodes best-first by their (z, y) lower bound.
+            grid.ordered(classes: [GridIndex.Class.staticMarker.rawValue], rects: area.ranges, topmost: false, prune: { nb in
+                if page.isFull, !page.mightAccept(z: nb.minZ, y: nb.y0) { return true }
+                if let after, nb.maxZ < after.zIndex || (nb.maxZ == after.zIndex && nb.y1 < after.worldY) { return true }
+                return false
+            }) { e in
+                guard page.mightAccept(z: e.z, y: e.y), wanted(e), area.inInner(e) || iconOverlaps(e.slot, area) else { return }
+                page.offer(e, self)
+            }
+        }
+        var slots = page.sorted(self)
         var next: String? = nil
-        if page.offered > limit, let last = slots.last {
+        if slots.count > limit {
+            slots.removeLast()
+            let last = slots[slots.count - 1]
             next = DrawKey(zIndex: table.zIndex[Int(last)], worldY: table.y[Int(last)], id: Array(table.idBytes(last))).pageToken
         }
         return ViewportResult(mode: mode, markers: slots.map(record), staticInView: staticInView, liveInView: liveInView,
@@ -190,15 +211,14 @@ extension MarkerLayer {
         let t = tolerancePx * u
         // The widened icon contains the point iff the icon touches the square of side 2t around it.
         let area = SearchArea(viewX: [(px - t, px + t)], viewY0: py - t, viewY1: py + t, unitsPerPx: u, maxExtents: styles.maxExtents)
-        var top = PageCollector(limit: maxResults)
-        for r in area.ranges {
-            for cls in [GridIndex.Class.staticMarker.rawValue, GridIndex.Class.live.rawValue] {
-                _ = grid.visit(cls: cls, rect: r, countOnly: []) { s in
-                    let f = table.flags[Int(s)]
-                    guard f & MarkerFlags.visible != 0, f & MarkerFlags.clickable != 0, inRect(s, r), iconOverlaps(s, area) else { return }
-                    top.offer(s, self, topmost: true)
-                }
-            }
+        var top = DrawCollector(limit: maxResults, topmost: true)
+        // Nodes best-first by their (z, y) upper bound: the topmost candidates come first.
+        grid.ordered(classes: [GridIndex.Class.staticMarker.rawValue, GridIndex.Class.live.rawValue], rects: area.ranges, topmost: true,
+                     prune: { nb in top.isFull && !top.mightAccept(z: nb.maxZ, y: nb.y1) }) { e in
+            guard top.mightAccept(z: e.z, y: e.y) else { return }
+            let f = table.flags[Int(e.slot)]
+            guard f & MarkerFlags.visible != 0, f & MarkerFlags.clickable != 0, iconOverlaps(e.slot, area) else { return }
+            top.offer(e, self)
         }
         let tiledMode = mode(now: now) == .tiled
         return top.sorted(self).reversed().map { MarkerHit(marker: record($0), tiled: tiledMode && isStatic($0, now: now)) }
@@ -214,11 +234,11 @@ extension MarkerLayer {
                               unitsPerPx: tile.worldSpan / size, maxExtents: styles.maxExtents)
         var found: [Int32] = []
         for r in area.ranges {
-            _ = grid.visit(cls: GridIndex.Class.staticMarker.rawValue, rect: r, countOnly: []) { s in
-                if inRect(s, r), iconOverlaps(s, area) { found.append(s) }
+            grid.forEach(cls: GridIndex.Class.staticMarker.rawValue, rect: r) { e in
+                if iconOverlaps(e.slot, area) { found.append(e.slot) }
             }
-            _ = grid.visit(cls: GridIndex.Class.live.rawValue, rect: r, countOnly: []) { s in
-                if isStatic(s, now: now), inRect(s, r), iconOverlaps(s, area) { found.append(s) }
+            grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
+                if isStatic(e.slot, now: now), iconOverlaps(e.slot, area) { found.append(e.slot) }
             }
         }
         found.sort { drawLess($0, $1) }
@@ -229,39 +249,57 @@ extension MarkerLayer {
     }
 }
 
-/// Keeps the `limit` first slots in draw order (a bounded max-heap) and counts all offers.
-struct PageCollector {
+/// Keeps the `limit` first markers in draw order (or the `limit` last ones when `topmost`) in
+/// a bounded heap whose root is the worst one kept. Compares (z, y) from the grid entries and
+/// reads ids from the table only on ties.
+struct DrawCollector {
     let limit: Int
-    private(set) var heap: [Int32] = []
-    private(set) var offered = 0
+    let topmost: Bool
+    private(set) var heap: [GridEntry] = []
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, topmost: Bool) { self.limit = limit; self.topmost = topmost }
 
-    /// Keeps the `limit` first slots in draw order, or the last ones when `topmost`.
-    mutating func offer(_ s: Int32, _ layer: MarkerLayer, topmost: Bool = false) {
-        @inline(__always) func less(_ a: Int32, _ b: Int32) -> Bool {
-            // For `topmost` the order is reversed: "less" means drawn later.
-            topmost ? layer.drawLess(b, a) : layer.drawLess(a, b)
-        }
-        offered += 1
+    var isFull: Bool { heap.count >= limit }
+
+    /// Draw order: z, y, id bytes.
+    @inline(__always) static func drawLess(_ a: GridEntry, _ b: GridEntry, _ layer: MarkerLayer) -> Bool {
+        if a.z != b.z { return a.z < b.z }
+        if a.y != b.y { return a.y < b.y }
+        return layer.table.compareIDs(a.slot, b.slot) < 0
+    }
+
+    /// "Better" = kept in preference: earlier in draw order, or later when `topmost`.
+    @inline(__always) private func better(_ a: GridEntry, _ b: GridEntry, _ layer: MarkerLayer) -> Bool {
+        topmost ? DrawCollector.drawLess(b, a, layer) : DrawCollector.drawLess(a, b, layer)
+    }
+
+    /// Whether a marker with this z and y (any id) could still be kept.
+    @inline(__always) func mightAccept(z: Int32, y: UInt32) -> Bool {
+        guard heap.count >= limit, let w = heap.first else { return limit > 0 }
+        if z != w.z { return topmost ? z > w.z : z < w.z }
+        return topmost ? y >= w.y : y <= w.y
+    }
+
+    mutating func offer(_ e: GridEntry, _ layer: MarkerLayer) {
+        if limit == 0 { return }
         if heap.count < limit {
-            heap.append(s)
+            heap.append(e)
             var i = heap.count - 1
             while i > 0 {
                 let p = (i - 1) / 2
-                if !less(heap[p], heap[i]) { break }
+                if !better(heap[p], heap[i], layer) { break }
                 heap.swapAt(p, i)
                 i = p
             }
-        } else if less(s, heap[0]) {
-            heap[0] = s
+        } else if better(e, heap[0], layer) {
+            heap[0] = e
             var i = 0
             let n = heap.count
             while true {
                 let l = 2 * i + 1, r = l + 1
                 var m = i
-                if l < n && less(heap[m], heap[l]) { m = l }
-                if r < n && less(heap[m], heap[r]) { m = r }
+                if l < n && better(heap[m], heap[l], layer) { m = l }
+                if r < n && better(heap[m], heap[r], layer) { m = r }
                 if m == i { break }
                 heap.swapAt(i, m)
                 i = m
@@ -269,5 +307,8 @@ struct PageCollector {
         }
     }
 
-    func sorted(_ layer: MarkerLayer) -> [Int32] { heap.sorted { layer.drawLess($0, $1) } }
+    /// The kept slots in draw order (bottom first).
+    func sorted(_ layer: MarkerLayer) -> [Int32] {
+        heap.sorted { DrawCollector.drawLess($0, $1, layer) }.map(\.slot)
+    }
 }

@@ -47,11 +47,9 @@ extension MarkerLayer {
             return
         }
         for r in area.ranges {
-            _ = grid.visit(cls: GridIndex.Class.staticMarker.rawValue, rect: r, countOnly: []) { s in
-                if inRect(s, r) { body(candidate(s)) }
-            }
-            _ = grid.visit(cls: GridIndex.Class.live.rawValue, rect: r, countOnly: []) { s in
-                if isStatic(s, now: now), inRect(s, r) { body(candidate(s)) }
+            grid.forEach(cls: GridIndex.Class.staticMarker.rawValue, rect: r) { e in body(candidate(e.slot)) }
+            grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
+                if isStatic(e.slot, now: now) { body(candidate(e.slot)) }
             }
         }
     }

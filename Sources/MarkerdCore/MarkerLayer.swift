@@ -7,8 +7,8 @@
 ///
 /// Memory (measured in a release build, 10M markers with 12-byte ids, default pin, no
 /// attributes): see the `MarkerdBench` test and the report; the fixed columns are
-/// MarkerTable 29 B + id index ~6.7 B + grid links 8 B + grid cells (12 B per non-empty cell
-/// / load factor) per marker, plus the id bytes.
+/// MarkerTable 29 B + id index ~6.7 B + grid entry 16 B + grid slot position 4 B + grid block
+/// slack and nodes (see `GridIndex`) per marker, plus the id bytes.
 public struct MarkerLayer: Sendable {
     public internal(set) var options: TilingOptions
     /// Increments on every change: upsert, remove, move, drag moves, clear, options, expiry.
@@ -139,7 +139,7 @@ public struct MarkerLayer: Sendable {
             if isNew {
                 created += 1
                 table.x[s] = p.x; table.y[s] = p.y
-                grid.insert(slot, x: p.x, y: p.y, cls: MarkerLayer.gridClass(f))
+                grid.insert(slot, x: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f))
             } else {
                 updated += 1
                 let old = table.flags[s]
@@ -149,7 +149,7 @@ public struct MarkerLayer: Sendable {
                     if m.draggable { f |= MarkerFlags.dragging } else { dropDragSession(slot) }
                 }
                 grid.move(slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
-                          toX: p.x, y: p.y, cls: MarkerLayer.gridClass(f))
+                          toX: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f))
                 table.x[s] = p.x; table.y[s] = p.y
             }
             table.flags[s] = f
@@ -242,7 +242,7 @@ public struct MarkerLayer: Sendable {
     mutating func moveSlot(_ slot: Int32, to p: WorldPoint) {
         let s = Int(slot)
         let cls = MarkerLayer.gridClass(table.flags[s])
-        grid.move(slot, fromX: table.x[s], y: table.y[s], cls: cls, toX: p.x, y: p.y, cls: cls)
+        grid.move(slot, fromX: table.x[s], y: table.y[s], cls: cls, toX: p.x, y: p.y, z: table.zIndex[s], cls: cls)
         table.x[s] = p.x; table.y[s] = p.y
         syncCluster(slot)
     }
@@ -286,7 +286,7 @@ public struct MarkerLayer: Sendable {
             account(f, 1)
             table.flags[s] = f
             grid.move(top.slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
-                      toX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(f))
+                      toX: table.x[s], y: table.y[s], z: table.zIndex[s], cls: MarkerLayer.gridClass(f))
             syncCluster(top.slot)
             changed += 1
         }

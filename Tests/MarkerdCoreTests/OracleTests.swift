@@ -45,8 +45,8 @@ struct OracleModel {
             if isLive(m, now) { live += 1 } else { st += 1 }
             if mode == .native || isLive(m, now) { out.append(m) }
         }
-        out.sort { key($0) < key($1) }
-        return (mode, out.map(\.id), st, live)
+        let sorted = out.map { (key($0), $0.id) }.sorted { $0.0 < $1.0 }
+        return (mode, sorted.map(\.1), st, live)
     }
 
     func hits(_ p: LatLng, zoom: Double, tolerance: Double, max: Int, now: Int64) -> [(String, Bool)] {
@@ -54,7 +54,7 @@ struct OracleModel {
         let px = Mercator.worldX(longitude: p.longitude), py = Mercator.worldY(latitude: p.latitude), t = tolerance * u
         let tiled = mode(now) == .tiled
         let found = markers.values.filter { $0.visible && $0.clickable && overlaps($0, viewX: [(px - t, px + t)], y0: py - t, y1: py + t, u: u) }
-        return found.sorted { key($1) < key($0) }.prefix(max).map { ($0.id, tiled && isStatic($0, now)) }
+        return found.map { (key($0), $0) }.sorted { $1.0 < $0.0 }.prefix(max).map { ($0.1.id, tiled && isStatic($0.1, now)) }
     }
 }
 
