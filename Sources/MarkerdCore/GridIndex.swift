@@ -36,7 +36,14 @@ struct GridCellTable: Sendable {
         shift = 60
     }
 
-    @inline(__always) private func home(_ key: UInt64) -> Int { Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift) }
+    /// Siblings (the 4 x 4 children of one node, see `GridIndex.nodeKey`: the low two bits of
+    /// cx and cy) get consecutive homes, so a node's children mostly sit next to each other and
+    /// visiting them reads a few adjacent cache lines instead of 16 random ones.
+    @inline(__always) private func home(_ key: UInt64) -> Int {
+        let family = key & ~(UInt64(0b1100) | UInt64(0b11) << 28)
+        let sibling = Int(truncatingIfNeeded: (key >> 2) & 3 | ((key >> 28) & 3) << 2)
+        return (Int(truncatingIfNeeded: (family &* 0x9E37_79B9_7F4A_7C15) >> shift) &+ sibling) & (cells.count - 1)
+    }
 
     /// Index of a key, or -1.
     @inline(__always) func find(_ key: UInt64) -> Int {
