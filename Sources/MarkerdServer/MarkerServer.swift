@@ -82,7 +82,8 @@ struct DispatchingHandler: RequestHandler {
         let dispatcher = self.dispatcher
         Self.queue.async {
             dispatcher.handle(body: request.body, receivedAt: request.receivedAt) { response in
-                request.respond(size: response.serializedSize) { response.serialize(into: $0) }
+                // serializedBytes builds the C message once (serializedSize + serialize would build it twice).
+                request.respond(response.serializedBytes())
             }
         }
     }
