@@ -15,6 +15,10 @@ extension MarkerService {
     /// - A tile no marker touches is the shared transparent PNG (`TransparentTile`) with `empty` set.
     /// - Tiles are drawn in every tiling mode (a NATIVE layer's tiles show its static markers too),
     ///   cached by (layer, z, x, y, size, density, version) in `tileCache`.
+    /// - Layers with `clustering.enabled` and `clustering.raster` draw clusters as count bubbles and
+    ///   unclustered markers as their sprites (`clusterRasterTile`). Their tile version is the layer
+    ///   version (mixed): clusters can change with updates further away than the icon extents, so
+    ///   every change of the layer renews every tile (conservative).
     public func getTile(_ r: V1.GetTileRequest) throws(RPCError) -> V1.GetTileResponse {
         guard r.z <= 22 else { throw .invalidArgument("z \(r.z) is not within 0...22") }
         let n = UInt64(1) << UInt64(r.z)
@@ -26,6 +30,7 @@ extension MarkerService {
         }
         let density = try Self.density(r.density)
         let tile = TileID(z: Int(r.z), x: r.x, y: r.y)!
+        if let clustered = try clusterRasterTile(r, tile: tile, density: Int(density)) { return clustered }
         return try read(r.layerID) { (h, now) throws(RPCError) in
             let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
             let version = h.tileVersions.version(z: tile.z, x: tile.x, y: tile.y)
