@@ -15,9 +15,11 @@ extension TileVersions {
     /// centre lies in another tile moves that centre, or splits a group into markers. So every
     /// change of the layer gives every tile a new version (allowed: a version may change when the
     /// pixels did not; never the other way round). Options never change for a layer instance, so
-    /// these versions never meet the per-tile versions of the same layer.
+    /// these versions never meet the per-tile versions of the same layer. `base` plays no part:
+    /// the layer version already counts clears, and reading `base` after the clusters were taken
+    /// could pair a newer version with older pixels.
     func layerWide(_ layerVersion: UInt64) -> UInt64 {
-        let v = TileVersions.mix(salt &+ max(layerVersion, base))
+        let v = TileVersions.mix(salt &+ layerVersion)
         return v == 0 ? 1 : v
     }
 }

@@ -10,9 +10,10 @@ import Testing
     static let z = 12
     static let parisTile12 = TileID.containing(LatLng(latitude: paris.lat, longitude: paris.lon), zoom: z)
 
-    func makeClusterLayer(_ s: MarkerService, _ id: String, raster: Bool) throws {
+    func makeClusterLayer(_ s: MarkerService, _ id: String, raster: Bool, algorithm: String = "grid") throws {
         var c = V1.ClusteringOptions()
         c.enabled = true
+        c.algorithm = algorithm
         c.raster = raster
         var o = V1.LayerOptions()
         o.clustering = c
@@ -28,10 +29,11 @@ import Testing
         try tile(s, layer, UInt32(t.z), t.x, t.y, known: known)
     }
 
-    @Test func bubbleReplacesMarkersAndShowsAtTheCluster() throws {
+    @Test(arguments: ["grid", "supercluster"])
+    func bubbleReplacesMarkersAndShowsAtTheCluster(algorithm: String) throws {
         let s = MarkerService()
-        try makeClusterLayer(s, "plain", raster: false)
-        try makeClusterLayer(s, "bubbles", raster: true)
+        try makeClusterLayer(s, "plain", raster: false, algorithm: algorithm)
+        try makeClusterLayer(s, "bubbles", raster: true, algorithm: algorithm)
         try upsert(s, "plain", Self.crowd)
         try upsert(s, "bubbles", Self.crowd)
         let t = Self.parisTile12
