@@ -37,13 +37,22 @@ extension MarkerService {
     /// rebuild lands). Cached like other tiles, by that version.
     func clusterRasterTile(_ r: V1.GetTileRequest, tile: TileID, density: Int) throws(RPCError) -> V1.GetTileResponse? {
         let h = try handle(r.layerID)
-        let setup = h.lock.withReadLock { () -> (on: Bool, size: Int, overlay: Bool, reach: Double) in
+        let setup = h.lock.withReadLock { () -> (on: Bool, size: Int, overlay: Bool, reach: Double, gridVersion: UInt64?) in
             let e = h.layer.styles.maxExtents
             let reach = max(e.left, e.right, e.up, e.down, ClusterBubble.maxRadiusPx) + TileRenderer.marginPx
+            let grid = (h.options.clustering?.algorithm ?? "grid") == "grid"
             return (Self.rastersClusters(h.options), r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize),
-                    h.options.tiling?.debugOverlay ?? false, reach)
+                    h.options.tiling?.debugOverlay ?? false, reach, grid ? h.tileVersions.layerWide(h.layer.version) : nil)
         }
         guard setup.on else { return nil }
+        // Grid clusters follow every update, so the current layer version is the one the clusters
+        // would reflect: answer `not_modified` without computing them.
+        if let v = setup.gridVersion, r.knownVersion == v {
+            var response = V1.GetTileResponse()
+            response.version = v
+            response.notModified = true
+            return response
+        }
         // Items whose bubble or icon can reach into the tile: the tile grown by the largest reach
         // (px at density 1 over tile sides of `size` px).
         let ct = try clusterTile(layerID: r.layerID, z: tile.z, x: Int(tile.x), y: Int(tile.y),
