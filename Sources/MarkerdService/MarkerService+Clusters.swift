@@ -249,6 +249,22 @@ extension MarkerService {
 
     /// The current record of a snapshot marker, at its snapshot position (so it agrees with the
     /// clusters); just the id and position when it was removed since. Call under the read lock.
+    /// Supercluster features as API clusters and markers (marker details read under the layer's lock).
+    func apiItems(_ features: [SuperclusterFeature], _ s: SuperclusterSnapshot, layerID: String) throws(RPCError) -> ([V1.Cluster], [V1.Marker]) {
+        try read(layerID) { (h, _) throws(RPCError) in
+            var clusters: [V1.Cluster] = []
+            var markers: [V1.Marker] = []
+            for f in features {
+                if f.isCluster {
+                    clusters.append(Self.apiCluster(f, s))
+                } else {
+                    markers.append(MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[f.id], h.layer)))
+                }
+            }
+            return (clusters, markers)
+        }
+    }
+
     static func snapshotRecord(_ m: ClusterableMarker, _ layer: MarkerLayer) -> MarkerRecord {
         var r = layer.marker(id: m.id) ?? MarkerRecord(id: m.id, position: m.position)
         r.position = m.position
@@ -301,15 +317,7 @@ extension MarkerService {
         case .supercluster:
             let s = superclusterSnapshot(h, config.supercluster)
             let features = s.index.clusters(west: b.west, south: b.south, east: b.east, north: b.north, zoom: zoom)
-            try read(r.layerID) { (h, _) throws(RPCError) in
-                for f in features {
-                    if f.isCluster {
-                        response.clusters.append(Self.apiCluster(f, s))
-                    } else {
-                        response.markers.append(MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[f.id], h.layer)))
-                    }
-                }
-            }
+            (response.clusters, response.markers) = try apiItems(features, s, layerID: r.layerID)
             response.layerVersion = s.layerVersion
             return response
         }
@@ -372,15 +380,7 @@ extension MarkerService {
             let s = superclusterSnapshot(h, config.supercluster)
             guard r.clusterID < UInt64(Int.max), let children = try? s.index.children(of: Int(r.clusterID))
             else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
-            try read(r.layerID) { (h, _) throws(RPCError) in
-                for f in children {
-                    if f.isCluster {
-                        response.clusters.append(Self.apiCluster(f, s))
-                    } else {
-                        response.markers.append(MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[f.id], h.layer)))
-                    }
-                }
-            }
+            (response.clusters, response.markers) = try apiItems(children, s, layerID: r.layerID)
             response.layerVersion = s.layerVersion
             return response
         }
