@@ -78,6 +78,22 @@ final class SnapshotState: @unchecked Sendable {
         while running { condition.wait() }
         condition.unlock()
     }
+
+    /// Set on shutdown: a running snapshot stops at its next chunk and is discarded (the journal
+    /// holds everything it would have covered), so SIGTERM never waits for a long snapshot.
+    private var cancelled = false  // guarded by condition
+
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        condition.unlock()
+    }
+
+    var isCancelled: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return cancelled
+    }
 }
 
 extension MarkerService {
@@ -293,6 +309,7 @@ extension MarkerService {
                 try put(.layer(layerSection))
                 var cursor = 0
                 while true {
+                    if snapshots.isCancelled { throw RPCError.unavailable("snapshot cancelled: markerd is shutting down") }
                     let (chunk, next): ([MarkerRecord], Int?) = h.lock.withReadLock {
                         h.deleted ? ([], nil) : h.layer.markers(fromSlot: cursor, limit: Self.snapshotChunk)
                     }

@@ -90,6 +90,7 @@ public final class MarkerService: @unchecked Sendable {
     /// Flushes and closes the journal (graceful shutdown). Idempotent.
     public func close() {
         guard let journal, !closed.withLock({ (c: inout Bool) -> Bool in defer { c = true }; return c }) else { return }
+        snapshots.cancel()
         snapshots.waitForRunning()
         do { try journal.close() } catch { FileHandle.standardError.write("markerd: closing the journal failed: \(error)\n".data(using: .utf8)!) }
     }

@@ -56,6 +56,35 @@ struct ProcessTests {
         #expect(try c.getMarkers("fleet", ids: ["v2"]).missingIDs == ["v2"])
     }
 
+    @Test("SIGTERM during a snapshot: the snapshot is dropped, markerd exits 0 promptly, nothing is lost")
+    func sigtermDuringSnapshot() throws {
+        let dir = TestServer.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var p = try MarkerdProcess(arguments: ["--data-dir", dir, "--snapshot-every-bytes", "0"])
+        var c = try p.waitUntilReady()
+        _ = try createLayer(c, "big")
+        let n = 200_000
+        for start in stride(from: 0, to: n, by: 50_000) {
+            let batch: [V1.Marker] = (start..<start + 50_000).map { (i: Int) -> V1.Marker in
+                let lat: Double = Double(i % 160) - 80.0
+                let lon: Double = Double(i % 340) - 170.0
+                return marker("m\(i)", lat, lon)
+            }
+            _ = try c.upsertMarkers("big", batch)
+        }
+        let url = p.url
+        DispatchQueue.global().async { _ = try? MarkerdClient(url: url, timeout: .seconds(30)).createSnapshot() }
+        Thread.sleep(forTimeInterval: 0.15)
+        let start = Date()
+        p.kill(SIGTERM)
+        #expect(p.waitForExit(timeout: 10) == 0, "markerd did not exit 0 within 10 s: \(p.stderrText())")
+        #expect(Date().timeIntervalSince(start) < 10)
+        p = try MarkerdProcess(arguments: ["--data-dir", dir])
+        defer { p.kill(SIGTERM); _ = p.waitForExit(timeout: 10) }
+        c = try p.waitUntilReady()
+        #expect(try c.layerStats("big").markers == UInt64(n))
+    }
+
     @Test("crash test: SIGKILL at seeded random moments loses no acknowledged write, batches all or nothing")
     func crashRecovery() throws {
         var rng = SplitMix64(seed: testSeed("crashRecovery"))
