@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 
         // Shared by the test targets only: seeded RNG and SEED= handling.
-        .target(name: "MarkerdTestSupport"),
+        .target(name: "MarkerdTestSupport", dependencies: ["MarkerdAPI"]),
 
         // MARK: Executables
         .executableTarget(name: "markerd", dependencies: ["MarkerdServer"]),

@@ -59,10 +59,7 @@ public enum MarkerFile {
             }
             var m = V1.Marker()
             m.id = String(decoding: fields[idCol], as: UTF8.self)
-            var p = V1.LatLng()
-            p.latitude = lat
-            p.longitude = lon
-            m.position = p
+            m.position = V1.LatLng(latitude: lat, longitude: lon)
             if let zCol, zCol < fields.count, let z = Int32(String(decoding: fields[zCol], as: UTF8.self)) { m.zIndex = z }
             for (i, f) in fields.enumerated() where !used.contains(i) && i < header.count && !f.isEmpty {
                 m.attributes[header[i]] = String(decoding: f, as: UTF8.self)
@@ -99,10 +96,7 @@ public enum MarkerFile {
             }
             var m = V1.Marker()
             m.id = id
-            var p = V1.LatLng()
-            p.latitude = lat
-            p.longitude = lon
-            m.position = p
+            m.position = V1.LatLng(latitude: lat, longitude: lon)
             for (key, value) in properties where key != idProperty {
                 if key == "z_index", let z = (value as? NSNumber)?.int32Value { m.zIndex = z; continue }
                 if let t = text(value) { m.attributes[key] = t }

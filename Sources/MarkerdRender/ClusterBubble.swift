@@ -79,9 +79,9 @@ public struct ClusterBubble: Hashable, Sendable {
 
         let s = Double(size), stroke = 2 * d
         cairo_arc(cr, s / 2, s / 2, s / 2 - stroke / 2, 0, 2 * Double.pi)
-        ClusterBubble.setSource(cr, ClusterBubble.fill(band: band))
+        CairoCanvas.setSource(cr, ClusterBubble.fill(band: band))
         cairo_fill_preserve(cr)
-        ClusterBubble.setSource(cr, 0xFFFF_FFFF)
+        CairoCanvas.setSource(cr, 0xFFFF_FFFF)
         cairo_set_line_width(cr, stroke)
         cairo_stroke(cr)
 
@@ -99,37 +99,10 @@ public struct ClusterBubble: Hashable, Sendable {
         let x = (s / 2 - (te.x_bearing + te.width / 2)).rounded()
         let y = (s / 2 - (te.y_bearing + te.height / 2)).rounded()
         cairo_move_to(cr, x, y)
-        ClusterBubble.setSource(cr, 0xFFFF_FFFF)
+        CairoCanvas.setSource(cr, 0xFFFF_FFFF)
         cairo_show_text(cr, label)
 
-        cairo_surface_flush(surface)
-        let status = cairo_status(cr)
-        guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
-            let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
-            throw RenderError(.drawingFailed, "cairo: \(reason)")
-        }
-        let stride = Int(cairo_image_surface_get_stride(surface))
-        let raw = UnsafeRawPointer(data)
-        let pixels = [UInt8](unsafeUninitializedCapacity: size * size * 4) { out, count in
-            var i = 0
-            for row in 0..<size {
-                for col in 0..<size {
-                    let v = raw.loadUnaligned(fromByteOffset: row * stride + col * 4, as: UInt32.self)
-                    out[i] = UInt8(truncatingIfNeeded: v >> 16)
-                    out[i + 1] = UInt8(truncatingIfNeeded: v >> 8)
-                    out[i + 2] = UInt8(truncatingIfNeeded: v)
-                    out[i + 3] = UInt8(truncatingIfNeeded: v >> 24)
-                    i += 4
-                }
-            }
-            count = i
-        }
-        return RGBAImage(width: size, height: size, pixels: pixels)
-    }
-
-    private static func setSource(_ cr: OpaquePointer, _ argb: UInt32) {
-        cairo_set_source_rgba(cr, Double((argb >> 16) & 0xFF) / 255, Double((argb >> 8) & 0xFF) / 255,
-                              Double(argb & 0xFF) / 255, Double(argb >> 24) / 255)
+        return try CairoCanvas.image(surface, cr, width: size, height: size, what: "a cluster bubble")
     }
 }
 

@@ -42,27 +42,6 @@ public enum DebugOverlay {
         cairo_set_source_rgba(cr, 0, 0, 0, 1)
         cairo_fill(cr)
 
-        cairo_surface_flush(surface)
-        guard cairo_status(cr) == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
-            throw RenderError(.drawingFailed, "cairo: drawing the debug overlay failed")
-        }
-        let stride = Int(cairo_image_surface_get_stride(surface))
-        let raw = UnsafeRawPointer(data)
-        let pixels = [UInt8](unsafeUninitializedCapacity: width * height * 4) { out, count in
-            var i = 0
-            for y in 0..<height {
-                for x in 0..<width {
-                    // Cairo ARGB32: premultiplied, one native-endian 0xAARRGGBB word per pixel.
-                    let v = raw.loadUnaligned(fromByteOffset: y * stride + x * 4, as: UInt32.self)
-                    out[i] = UInt8(truncatingIfNeeded: v >> 16)
-                    out[i + 1] = UInt8(truncatingIfNeeded: v >> 8)
-                    out[i + 2] = UInt8(truncatingIfNeeded: v)
-                    out[i + 3] = UInt8(truncatingIfNeeded: v >> 24)
-                    i += 4
-                }
-            }
-            count = i
-        }
-        return RGBAImage(width: width, height: height, pixels: pixels)
+        return try CairoCanvas.image(surface, cr, width: width, height: height, what: "the debug overlay")
     }
 }

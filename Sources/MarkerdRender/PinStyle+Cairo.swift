@@ -85,10 +85,10 @@ extension PinStyle {
         cairo_arc_negative(cr, cx, headY, radius, -Double.pi / 2, left - 2 * Double.pi)
         cairo_close_path(cr)
 
-        PinStyle.setSource(cr, style.fillColor)
+        CairoCanvas.setSource(cr, style.fillColor)
         cairo_fill_preserve(cr)
         if strokeWidth > 0 && style.strokeColor >> 24 != 0 {
-            PinStyle.setSource(cr, style.strokeColor)
+            CairoCanvas.setSource(cr, style.strokeColor)
             cairo_set_line_width(cr, strokeWidth)
             cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
             cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)
@@ -103,22 +103,15 @@ extension PinStyle {
             let baseline = (headY + (fontExtents.ascent - fontExtents.descent) / 2).rounded()
             cairo_move_to(cr, x, baseline)
             cairo_text_path(cr, label)
-            PinStyle.setSource(cr, 0xFFFF_FFFF)
+            CairoCanvas.setSource(cr, 0xFFFF_FFFF)
             cairo_set_line_width(cr, haloWidth)
             cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
             cairo_stroke_preserve(cr)
-            PinStyle.setSource(cr, style.labelColor)
+            CairoCanvas.setSource(cr, style.labelColor)
             cairo_fill(cr)
         }
 
-        cairo_surface_flush(surface)
-        let status = cairo_status(cr)
-        guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
-            let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
-            throw RenderError(.drawingFailed, "cairo: \(reason)")
-        }
-        let stride = Int(cairo_image_surface_get_stride(surface))
-        return RGBAImage(width: width, height: size, pixels: PinStyle.rgba(fromARGB32: data, width: width, height: size, stride: stride))
+        return try CairoCanvas.image(surface, cr, width: width, height: size, what: "a pin")
     }
 
     private static func setFont(_ cr: OpaquePointer, size: Double) {
@@ -133,30 +126,6 @@ extension PinStyle {
         }
     }
 
-    private static func setSource(_ cr: OpaquePointer, _ argb: UInt32) {
-        cairo_set_source_rgba(cr, Double((argb >> 16) & 0xFF) / 255, Double((argb >> 8) & 0xFF) / 255,
-                              Double(argb & 0xFF) / 255, Double(argb >> 24) / 255)
-    }
-
-    /// Cairo's ARGB32 is premultiplied, one native-endian UInt32 per pixel (0xAARRGGBB); ours is
-    /// premultiplied bytes R, G, B, A.
-    private static func rgba(fromARGB32 data: UnsafeMutablePointer<UInt8>, width: Int, height: Int, stride: Int) -> [UInt8] {
-        let raw = UnsafeRawPointer(data)
-        return [UInt8](unsafeUninitializedCapacity: width * height * 4) { out, count in
-            var i = 0
-            for y in 0..<height {
-                for x in 0..<width {
-                    let v = raw.loadUnaligned(fromByteOffset: y * stride + x * 4, as: UInt32.self)
-                    out[i] = UInt8(truncatingIfNeeded: v >> 16)
-                    out[i + 1] = UInt8(truncatingIfNeeded: v >> 8)
-                    out[i + 2] = UInt8(truncatingIfNeeded: v)
-                    out[i + 3] = UInt8(truncatingIfNeeded: v >> 24)
-                    i += 4
-                }
-            }
-            count = i
-        }
-    }
 }
 
 private extension Double {

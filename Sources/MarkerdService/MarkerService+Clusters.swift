@@ -249,6 +249,22 @@ extension MarkerService {
 
     /// The current record of a snapshot marker, at its snapshot position (so it agrees with the
     /// clusters); just the id and position when it was removed since. Call under the read lock.
+    /// Grid cluster items as API clusters and markers. Call under the layer's lock.
+    static func apiItems(_ items: [LayerClusterItem], _ layer: MarkerLayer, maxZoom: Int) -> ([V1.Cluster], [V1.Marker]) {
+        var clusters: [V1.Cluster] = []
+        var markers: [V1.Marker] = []
+        for item in items {
+            switch item {
+            case .cluster(let c):
+                let ez = (try? layer.gridClusterExpansionZoom(c.id)) ?? (maxZoom + 1)
+                clusters.append(apiCluster(c, expansionZoom: ez))
+            case .marker(_, let m):
+                markers.append(MarkerConversion.apiMarker(m))
+            }
+        }
+        return (clusters, markers)
+    }
+
     /// Supercluster features as API clusters and markers (marker details read under the layer's lock).
     func apiItems(_ features: [SuperclusterFeature], _ s: SuperclusterSnapshot, layerID: String) throws(RPCError) -> ([V1.Cluster], [V1.Marker]) {
         try read(layerID) { (h, _) throws(RPCError) in
@@ -302,15 +318,7 @@ extension MarkerService {
             let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
             return try read(r.layerID) { (h, _) throws(RPCError) in
                 guard let items = h.layer.gridClusterItems(in: box, zoom: zoom) else { throw .unavailable("clusters are being rebuilt; retry") }
-                for item in items {
-                    switch item {
-                    case .cluster(let c):
-                        let ez = (try? h.layer.gridClusterExpansionZoom(c.id)) ?? (config.grid.maxZoom + 1)
-                        response.clusters.append(Self.apiCluster(c, expansionZoom: ez))
-                    case .marker(_, let m):
-                        response.markers.append(MarkerConversion.apiMarker(m))
-                    }
-                }
+                (response.clusters, response.markers) = Self.apiItems(items, h.layer, maxZoom: config.grid.maxZoom)
                 response.layerVersion = h.layer.version
                 return response
             }
@@ -364,15 +372,7 @@ extension MarkerService {
             return try read(r.layerID) { (h, _) throws(RPCError) in
                 guard let id = Self.gridID(r.clusterID), let items = try? h.layer.gridClusterChildren(id)
                 else { throw Self.notFound(r.clusterID, h, version: h.layer.version) }
-                for item in items {
-                    switch item {
-                    case .cluster(let c):
-                        let ez = (try? h.layer.gridClusterExpansionZoom(c.id)) ?? (config.grid.maxZoom + 1)
-                        response.clusters.append(Self.apiCluster(c, expansionZoom: ez))
-                    case .marker(_, let m):
-                        response.markers.append(MarkerConversion.apiMarker(m))
-                    }
-                }
+                (response.clusters, response.markers) = Self.apiItems(items, h.layer, maxZoom: config.grid.maxZoom)
                 response.layerVersion = h.layer.version
                 return response
             }

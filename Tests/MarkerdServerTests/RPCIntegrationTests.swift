@@ -278,15 +278,6 @@ struct RPCIntegrationTests {
     }
 }
 
-func move(_ id: String, _ lat: Double, _ lon: Double) -> V1.MarkerMove {
-    var m = V1.MarkerMove()
-    m.id = id
-    var p = V1.LatLng()
-    p.latitude = lat
-    p.longitude = lon
-    m.position = p
-    return m
-}
 
 final class ResponseBox: @unchecked Sendable {
     private let cond = NSCondition()

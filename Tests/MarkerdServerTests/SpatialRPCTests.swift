@@ -1,3 +1,4 @@
+import MarkerdTestSupport
 import Foundation
 import MarkerdAPI
 import MarkerdClient

@@ -47,16 +47,6 @@ final class TestServer {
     }
 }
 
-func marker(_ id: String, _ lat: Double, _ lon: Double, configure: (inout V1.Marker) -> Void = { _ in }) -> V1.Marker {
-    var m = V1.Marker()
-    m.id = id
-    var p = V1.LatLng()
-    p.latitude = lat
-    p.longitude = lon
-    m.position = p
-    configure(&m)
-    return m
-}
 
 func createLayer(_ client: MarkerdClient, _ id: String, minMarkerCount: UInt32? = nil) throws -> V1.Layer {
     var req = V1.CreateLayerRequest()

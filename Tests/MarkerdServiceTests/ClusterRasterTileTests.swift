@@ -3,6 +3,7 @@ import MarkerdAPI
 import MarkerdCore
 import MarkerdRender
 import MarkerdService
+import MarkerdTestSupport
 import Testing
 
 /// GetTile with `clustering.raster`: cluster bubbles drawn into the raster tiles.
@@ -22,7 +23,7 @@ import Testing
 
     /// 20 markers within a few px of Paris at z12: one cluster there.
     static let crowd: [V1.Marker] = (0..<20).map { i in
-        apiMarker("m\(i)", paris.lat + Double(i % 5) * 0.00005, paris.lon + Double(i / 5) * 0.00005)
+        marker("m\(i)", paris.lat + Double(i % 5) * 0.00005, paris.lon + Double(i / 5) * 0.00005)
     }
 
     func get(_ s: MarkerService, _ layer: String, tile t: TileID = parisTile12, known: UInt64 = 0) throws -> V1.GetTileResponse {
@@ -71,7 +72,7 @@ import Testing
         let s = MarkerService()
         try makeClusterLayer(s, "plain", raster: false)
         try makeClusterLayer(s, "bubbles", raster: true)
-        let one = [apiMarker("solo", paris.lat, paris.lon)]
+        let one = [marker("solo", paris.lat, paris.lon)]
         try upsert(s, "plain", one)
         try upsert(s, "bubbles", one)
         for t in [Self.parisTile12, parisTile] {
@@ -92,7 +93,7 @@ import Testing
         let v1 = try get(s, "bubbles")
         #expect(try get(s, "bubbles", known: v1.version).notModified)
         // Far away (Sydney): the plain tile keeps its version, the clustered one does not.
-        let far = [apiMarker("far", -33.8688, 151.2093)]
+        let far = [marker("far", -33.8688, 151.2093)]
         try upsert(s, "plain", far)
         try upsert(s, "bubbles", far)
         #expect(try get(s, "plain").version == plain1.version)

@@ -1,6 +1,7 @@
 import MarkerdAPI
 import MarkerdCore
 import MarkerdService
+import MarkerdTestSupport
 import Testing
 
 @Suite("API <-> core marker conversion")

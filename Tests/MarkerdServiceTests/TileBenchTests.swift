@@ -116,7 +116,7 @@ import Testing
         let st = s.tileCache.stats
         print("TILEBENCH cache: \(st.entries) tiles, \(st.bytes / 1024) KiB, hits \(st.hits), misses \(st.misses)")
         // An update elsewhere: the z14 tile of Paris keeps its version; a nearby one does not.
-        _ = (try? upsert(s, "bench", [apiMarker("far-away", -33.87, 151.21)]))
+        _ = (try? upsert(s, "bench", [marker("far-away", -33.87, 151.21)]))
     }
 }
 

@@ -19,16 +19,6 @@ func mutate<Resp: ProtoMessage>(_ s: MarkerService, _ kind: MutationKind, _ req:
     return try Resp(serializedBytes: box.withLock { $0! }.get())
 }
 
-func apiMarker(_ id: String, _ lat: Double, _ lon: Double, _ configure: (inout V1.Marker) -> Void = { _ in }) -> V1.Marker {
-    var m = V1.Marker()
-    m.id = id
-    var p = V1.LatLng()
-    p.latitude = lat
-    p.longitude = lon
-    m.position = p
-    configure(&m)
-    return m
-}
 
 func makeLayer(_ s: MarkerService, _ id: String, debugOverlay: Bool = false) throws {
     var req = V1.CreateLayerRequest()
@@ -69,15 +59,15 @@ final class Counter: Sendable {
     @Test func bulkBatchesRenewEveryTile() throws {
         let s = MarkerService()
         try makeLayer(s, "a")
-        try upsert(s, "a", [apiMarker("m1", paris.lat, paris.lon)])
+        try upsert(s, "a", [marker("m1", paris.lat, paris.lon)])
         let t = parisTile
         let before = try tile(s, "a", 14, t.x, t.y)
-        let bulk = (0...MarkerService.bulkTileMarkThreshold).map { apiMarker("b\($0)", -33 - Double($0 % 50) * 0.01, 151) }
+        let bulk = (0...MarkerService.bulkTileMarkThreshold).map { marker("b\($0)", -33 - Double($0 % 50) * 0.01, 151) }
         try upsert(s, "a", bulk)
         let after = try tile(s, "a", 14, t.x, t.y)
         #expect(after.version != before.version)
         #expect(after.png == before.png)  // same pixels: a conservative change only
-        try upsert(s, "a", [apiMarker("small", -33, 151.5)])
+        try upsert(s, "a", [marker("small", -33, 151.5)])
         #expect(try tile(s, "a", 14, t.x, t.y).version == after.version)
     }
 
@@ -100,7 +90,7 @@ final class Counter: Sendable {
         let t = parisTile
         let empty = try tile(s, "a", 14, t.x, t.y)
         #expect(empty.empty && !empty.png.isEmpty && empty.version != 0)
-        try upsert(s, "a", [apiMarker("m1", paris.lat, paris.lon)])
+        try upsert(s, "a", [marker("m1", paris.lat, paris.lon)])
         let full = try tile(s, "a", 14, t.x, t.y, known: empty.version)
         #expect(!full.empty && !full.notModified && full.version != empty.version && full.png.count > 200)
         let again = try tile(s, "a", 14, t.x, t.y, known: full.version)
@@ -117,13 +107,13 @@ final class Counter: Sendable {
     @Test func versionsChangeOnlyWithTheirPixels() throws {
         let s = MarkerService()
         try makeLayer(s, "a")
-        try upsert(s, "a", [apiMarker("m1", paris.lat, paris.lon)])
+        try upsert(s, "a", [marker("m1", paris.lat, paris.lon)])
         let t = parisTile
         func v(_ z: UInt32, _ x: UInt32, _ y: UInt32) throws -> UInt64 { try tile(s, "a", z, x, y).version }
         let deep = TileID.containing(LatLng(latitude: paris.lat, longitude: paris.lon), zoom: 18)
         let v0 = try v(14, t.x, t.y), vz3 = try v(3, 4, 2), vDeep = try v(18, deep.x, deep.y)
         // Far away (Sydney): nothing here changes at z14 or z18 (z3 neither: other tile).
-        try upsert(s, "a", [apiMarker("far", -33.87, 151.21)])
+        try upsert(s, "a", [marker("far", -33.87, 151.21)])
         #expect(try v(14, t.x, t.y) == v0)
         #expect(try v(18, deep.x, deep.y) == vDeep)
         #expect(try v(3, 4, 2) == vz3)
@@ -132,7 +122,7 @@ final class Counter: Sendable {
         try mutate(s, .removeMarkers, rm, as: V1.RemoveMarkersResponse.self)
         #expect(try v(14, t.x, t.y) == v0)
         // Nearby (inside the tile): changes.
-        try upsert(s, "a", [apiMarker("near", paris.lat + 0.001, paris.lon + 0.001)])
+        try upsert(s, "a", [marker("near", paris.lat + 0.001, paris.lon + 0.001)])
         let v1 = try v(14, t.x, t.y)
         #expect(v1 != v0)
         #expect(try v(3, 4, 2) != vz3)
@@ -143,20 +133,20 @@ final class Counter: Sendable {
         let r = t12.worldRect
         let mid = Mercator.longitude(worldX: (r.minX + r.maxX) / 2)
         let w12 = try v(12, t12.x, t12.y)
-        try upsert(s, "a", [apiMarker("below", Mercator.latitude(worldY: r.maxY + 10 * t12.worldSpan / 256), mid)])
+        try upsert(s, "a", [marker("below", Mercator.latitude(worldY: r.maxY + 10 * t12.worldSpan / 256), mid)])
         let v2 = try v(12, t12.x, t12.y)
         #expect(v2 != w12)
         // And one whose icon cannot reach (60 px south of the edge): unchanged.
-        try upsert(s, "a", [apiMarker("below2", Mercator.latitude(worldY: r.maxY + 60 * t12.worldSpan / 256), mid)])
+        try upsert(s, "a", [marker("below2", Mercator.latitude(worldY: r.maxY + 60 * t12.worldSpan / 256), mid)])
         #expect(try v(12, t12.x, t12.y) == v2)
         // Left of the tile, 20 px: a pin reaches 24 px to the right.
-        try upsert(s, "a", [apiMarker("left", paris.lat, Mercator.longitude(worldX: r.minX - 20 * t12.worldSpan / 256))])
+        try upsert(s, "a", [marker("left", paris.lat, Mercator.longitude(worldX: r.minX - 20 * t12.worldSpan / 256))])
         #expect(try v(12, t12.x, t12.y) != v2)
         let v2b = try v(14, t.x, t.y)
         // A hidden marker appearing in the tile changes nothing; making it visible does.
-        try upsert(s, "a", [apiMarker("hidden", paris.lat, paris.lon) { $0.visible = false }])
+        try upsert(s, "a", [marker("hidden", paris.lat, paris.lon) { $0.visible = false }])
         #expect(try v(14, t.x, t.y) == v2b)
-        try upsert(s, "a", [apiMarker("hidden", paris.lat, paris.lon)])
+        try upsert(s, "a", [marker("hidden", paris.lat, paris.lon)])
         let v3 = try v(14, t.x, t.y)
         #expect(v3 != v2b)
         // Moving a marker out of the tile changes it; moving a far one far away does not.
@@ -181,13 +171,13 @@ final class Counter: Sendable {
         // Options change only by re-creating the layer: every version differs.
         let s = MarkerService()
         try makeLayer(s, "a")
-        try upsert(s, "a", [apiMarker("m1", paris.lat, paris.lon)])
+        try upsert(s, "a", [marker("m1", paris.lat, paris.lon)])
         let t = parisTile
         let before = try tile(s, "a", 14, t.x, t.y)
         var del = V1.DeleteLayerRequest(); del.layerID = "a"
         try mutate(s, .deleteLayer, del, as: V1.DeleteLayerResponse.self)
         try makeLayer(s, "a", debugOverlay: true)
-        try upsert(s, "a", [apiMarker("m1", paris.lat, paris.lon)])
+        try upsert(s, "a", [marker("m1", paris.lat, paris.lon)])
         let after = try tile(s, "a", 14, t.x, t.y)
         #expect(after.version != before.version)
         #expect(after.png != before.png)
@@ -200,7 +190,7 @@ final class Counter: Sendable {
         let s = MarkerService()
         try makeLayer(s, "a")
         let t = parisTile
-        try upsert(s, "a", [apiMarker("anim", paris.lat, paris.lon) {
+        try upsert(s, "a", [marker("anim", paris.lat, paris.lon) {
             var a = V1.Animation(); a.kind = .drop; a.durationMs = 150; $0.animation = a
         }])
         let during = try tile(s, "a", 14, t.x, t.y)
@@ -219,7 +209,7 @@ final class Counter: Sendable {
         icon.iconID = "red"
         icon.png = redSquarePNG
         try mutate(s, .registerIcon, icon, as: V1.RegisterIconResponse.self)
-        try upsert(s, "a", [apiMarker("i", paris.lat, paris.lon) { $0.icon = .iconID("red") }])
+        try upsert(s, "a", [marker("i", paris.lat, paris.lon) { $0.icon = .iconID("red") }])
         let r = try tile(s, "a", 14, parisTile.x, parisTile.y, density: 3)
         #expect(!r.empty)
     }
@@ -227,7 +217,7 @@ final class Counter: Sendable {
     @Test func renderSnapshot() throws {
         let s = MarkerService()
         try makeLayer(s, "a")
-        try upsert(s, "a", (0..<50).map { apiMarker("m\($0)", paris.lat + Double($0 % 7) * 0.002, paris.lon + Double($0 / 7) * 0.002) })
+        try upsert(s, "a", (0..<50).map { marker("m\($0)", paris.lat + Double($0 % 7) * 0.002, paris.lon + Double($0 / 7) * 0.002) })
         var req = V1.RenderSnapshotRequest()
         req.layerID = "a"
         var c = V1.LatLng(); c.latitude = paris.lat + 0.006; c.longitude = paris.lon + 0.006

@@ -1,0 +1,40 @@
+private import CCairo
+
+/// The Cairo plumbing shared by pins, cluster bubbles and the debug overlay.
+enum CairoCanvas {
+    /// Sets the source colour from 0xAARRGGBB.
+    static func setSource(_ cr: OpaquePointer, _ argb: UInt32) {
+        cairo_set_source_rgba(cr, Double((argb >> 16) & 0xFF) / 255, Double((argb >> 8) & 0xFF) / 255,
+                              Double(argb & 0xFF) / 255, Double(argb >> 24) / 255)
+    }
+
+    /// Flushes `surface` (ARGB32, `width` x `height`) and returns its pixels as premultiplied RGBA8.
+    /// Throws `.drawingFailed` naming `what` and Cairo's status if drawing failed.
+    static func image(_ surface: OpaquePointer, _ cr: OpaquePointer, width: Int, height: Int,
+                      what: String) throws(RenderError) -> RGBAImage {
+        cairo_surface_flush(surface)
+        let status = cairo_status(cr)
+        guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
+            let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
+            throw RenderError(.drawingFailed, "cairo: drawing \(what) failed: \(reason)")
+        }
+        let stride = Int(cairo_image_surface_get_stride(surface))
+        let raw = UnsafeRawPointer(data)
+        // Cairo ARGB32: premultiplied, one native-endian 0xAARRGGBB word per pixel.
+        let pixels = [UInt8](unsafeUninitializedCapacity: width * height * 4) { out, count in
+            var i = 0
+            for y in 0..<height {
+                for x in 0..<width {
+                    let v = raw.loadUnaligned(fromByteOffset: y * stride + x * 4, as: UInt32.self)
+                    out[i] = UInt8(truncatingIfNeeded: v >> 16)
+                    out[i + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                    out[i + 2] = UInt8(truncatingIfNeeded: v)
+                    out[i + 3] = UInt8(truncatingIfNeeded: v >> 24)
+                    i += 4
+                }
+            }
+            count = i
+        }
+        return RGBAImage(width: width, height: height, pixels: pixels)
+    }
+}
