@@ -13,6 +13,19 @@ public struct ViewportResult: Sendable {
     public var layerVersion: UInt64
 }
 
+/// Result of `viewportPage`: `ViewportResult` with the page as slots instead of records, for
+/// callers that read only some of each marker's fields (see `MarkerLayer+Slots.swift`). The
+/// slots are valid until the layer next changes.
+public struct ViewportPage: Sendable {
+    public var mode: TilingMode
+    /// As `ViewportResult.markers`.
+    public var slots: [MarkerSlot]
+    public var staticInView: Int
+    public var liveInView: Int
+    public var nextPageToken: String?
+    public var layerVersion: UInt64
+}
+
 /// One hit of `hitTest`.
 public struct MarkerHit: Sendable {
     public var marker: MarkerRecord
@@ -142,6 +155,14 @@ extension MarkerLayer {
     /// live markers in the bounds are visited.
     public func queryViewport(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
                               pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportResult {
+        let page = try viewportPage(bounds: bounds, zoom: zoom, density: density, limit: limit, pageToken: pageToken, now: now)
+        return ViewportResult(mode: page.mode, markers: page.slots.map(record), staticInView: page.staticInView,
+                              liveInView: page.liveInView, nextPageToken: page.nextPageToken, layerVersion: page.layerVersion)
+    }
+
+    /// `queryViewport` with the page as slots (same arguments, errors and order).
+    public func viewportPage(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
+                             pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportPage {
         try bounds.validate()
         try Mercator.validate(zoom: zoom, density: density)
         if limit < 1 || limit > 100_000 { throw .invalidArgument(field: "limit", reason: "\(limit) is not within 1...100000") }
@@ -190,8 +211,8 @@ extension MarkerLayer {
             let last = slots[slots.count - 1]
             next = DrawKey(zIndex: table.zIndex[Int(last)], worldY: table.y[Int(last)], id: Array(table.idBytes(last))).pageToken
         }
-        return ViewportResult(mode: mode, markers: slots.map(record), staticInView: staticInView, liveInView: liveInView,
-                              nextPageToken: next, layerVersion: version)
+        return ViewportPage(mode: mode, slots: slots.map(MarkerSlot.init), staticInView: staticInView, liveInView: liveInView,
+                            nextPageToken: next, layerVersion: version)
     }
 
     /// Clickable, visible markers (tiled and live alike) whose icon rect, widened by
