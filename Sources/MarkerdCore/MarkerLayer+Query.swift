@@ -204,14 +204,14 @@ extension MarkerLayer {
                 page.offer(e, self)
             }
         }
-        var slots = page.sorted(self)
+        var entries = page.sortedEntries(self)
         var next: String? = nil
-        if slots.count > limit {
-            slots.removeLast()
-            let last = slots[slots.count - 1]
-            next = DrawKey(zIndex: table.zIndex[Int(last)], worldY: table.y[Int(last)], id: Array(table.idBytes(last))).pageToken
+        if entries.count > limit {
+            entries.removeLast()
+            let last = entries[entries.count - 1]
+            next = DrawKey(zIndex: last.z, worldY: last.y, id: Array(table.idBytes(last.slot))).pageToken
         }
-        return ViewportPage(mode: mode, slots: slots.map(MarkerSlot.init), staticInView: staticInView, liveInView: liveInView,
+        return ViewportPage(mode: mode, slots: entries.map(MarkerSlot.init), staticInView: staticInView, liveInView: liveInView,
                             nextPageToken: next, layerVersion: version)
     }
 
@@ -329,7 +329,15 @@ struct DrawCollector {
     }
 
     /// The kept slots in draw order (bottom first).
-    func sorted(_ layer: MarkerLayer) -> [Int32] {
-        heap.sorted { DrawCollector.drawLess($0, $1, layer) }.map(\.slot)
+    func sorted(_ layer: MarkerLayer) -> [Int32] { sortedEntries(layer).map(\.slot) }
+
+    /// The kept entries in draw order (bottom first).
+    func sortedEntries(_ layer: MarkerLayer) -> [GridEntry] {
+        let table = layer.table   // captured once (not the whole layer per comparison)
+        return heap.sorted { a, b in
+            if a.z != b.z { return a.z < b.z }
+            if a.y != b.y { return a.y < b.y }
+            return table.compareIDs(a.slot, b.slot) < 0
+        }
     }
 }

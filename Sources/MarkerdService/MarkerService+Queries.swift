@@ -80,7 +80,7 @@ extension MarkerService {
         try viewport(r) { layer, page, response in
             var out = response.serializedBytes()
             var encoder = MarkerWireEncoder()
-            for slot in page.slots { encoder.append(slot, field: 2, of: layer, to: &out) }
+            encoder.append(page.slots, field: 2, of: layer, to: &out)
             return out
         }
     }

@@ -16,9 +16,20 @@ struct MarkerWireEncoder {
     /// Encoded icon + anchor fields by style index.
     private var styleFields: [UInt32: [UInt8]] = [:]
 
-    /// Appends `slot`'s marker as field `field` (length-delimited) of the enclosing message.
-    mutating func append(_ slot: MarkerSlot, field: Int, of layer: MarkerLayer, to out: inout [UInt8]) {
-        let basics = layer.basics(slot)
+    /// Appends the markers of `slots` as repeated field `field` (length-delimited) of the
+    /// enclosing message.
+    mutating func append(_ slots: [MarkerSlot], field: Int, of layer: MarkerLayer, to out: inout [UInt8]) {
+        let gathered = layer.gather(slots)   // one pass over the table (see `MarkerLayer.gather`)
+        out.reserveCapacity(out.count + slots.count * 64)
+        gathered.ids.withUnsafeBufferPointer { ids in
+            for (slot, basics) in zip(slots, gathered.basics) {
+                append(slot, basics, UnsafeBufferPointer(rebasing: ids[basics.idRange]), field: field, of: layer, to: &out)
+            }
+        }
+    }
+
+    private mutating func append(_ slot: MarkerSlot, _ basics: MarkerBasics, _ idBytes: UnsafeBufferPointer<UInt8>, field: Int,
+                                 of layer: MarkerLayer, to out: inout [UInt8]) {
         if basics.hasPayload {
             let bytes = MarkerConversion.apiMarker(layer.record(slot)).serializedBytes()
             Self.appendTag(field, wireType: 2, to: &out)
@@ -28,32 +39,35 @@ struct MarkerWireEncoder {
         }
         let style = styleFields[basics.styleIndex] ?? encodeStyle(basics.styleIndex, of: layer)
         let p = layer.position(slot)
-        layer.withIDBytes(slot) { idBytes in
-            let id = UnsafeBufferPointer(rebasing: idBytes[..<(idBytes.firstIndex(of: 0) ?? idBytes.count)])
-            let positionSize = (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0)
-            let z = UInt64(bitPattern: Int64(basics.zIndex))
-            var size = style.count + 6   // clickable, draggable, visible: tag + 1 byte each
-            if !id.isEmpty { size += 1 + Self.varintSize(UInt64(id.count)) + id.count }
-            size += 2 + positionSize     // position is always set
-            if z != 0 { size += 1 + Self.varintSize(z) }
-            Self.appendTag(field, wireType: 2, to: &out)
-            Self.appendVarint(UInt64(size), to: &out)
-            if !id.isEmpty {
-                out.append(0x0A)
-                Self.appendVarint(UInt64(id.count), to: &out)
-                out.append(contentsOf: id)
-            }
-            out.append(0x12)
-            out.append(UInt8(positionSize))
-            if p.latitude != 0 { Self.appendDouble(p.latitude, tag: 0x09, to: &out) }
-            if p.longitude != 0 { Self.appendDouble(p.longitude, tag: 0x11, to: &out) }
-            out.append(contentsOf: style)
-            if z != 0 {
-                out.append(0x30)
-                Self.appendVarint(z, to: &out)
-            }
-            out.append(contentsOf: [0x38, basics.clickable ? 1 : 0, 0x40, basics.draggable ? 1 : 0, 0x50, basics.visible ? 1 : 0])
+        let id = UnsafeBufferPointer(rebasing: idBytes[..<(idBytes.firstIndex(of: 0) ?? idBytes.count)])
+        let positionSize = (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0)
+        let z = UInt64(bitPattern: Int64(basics.zIndex))
+        var size = style.count + 6   // clickable, draggable, visible: tag + 1 byte each
+        if !id.isEmpty { size += 1 + Self.varintSize(UInt64(id.count)) + id.count }
+        size += 2 + positionSize     // position is always set
+        if z != 0 { size += 1 + Self.varintSize(z) }
+        Self.appendTag(field, wireType: 2, to: &out)
+        Self.appendVarint(UInt64(size), to: &out)
+        if !id.isEmpty {
+            out.append(0x0A)
+            Self.appendVarint(UInt64(id.count), to: &out)
+            out.append(contentsOf: id)
         }
+        out.append(0x12)
+        out.append(UInt8(positionSize))
+        if p.latitude != 0 { Self.appendDouble(p.latitude, tag: 0x09, to: &out) }
+        if p.longitude != 0 { Self.appendDouble(p.longitude, tag: 0x11, to: &out) }
+        out.append(contentsOf: style)
+        if z != 0 {
+            out.append(0x30)
+            Self.appendVarint(z, to: &out)
+        }
+        out.append(0x38)
+        out.append(basics.clickable ? 1 : 0)
+        out.append(0x40)
+        out.append(basics.draggable ? 1 : 0)
+        out.append(0x50)
+        out.append(basics.visible ? 1 : 0)
     }
 
     /// The icon and anchor fields of a style, as the regular encoder writes them.
@@ -85,7 +99,6 @@ struct MarkerWireEncoder {
 
     static func appendDouble(_ v: Double, tag: UInt8, to out: inout [UInt8]) {
         out.append(tag)
-        let bits = v.bitPattern
-        for k in 0..<8 { out.append(UInt8(truncatingIfNeeded: bits >> (8 * k))) }
+        withUnsafeBytes(of: v.bitPattern.littleEndian) { out.append(contentsOf: $0) }
     }
 }
