@@ -109,11 +109,22 @@ extension MarkerLayer {
     /// Whether a marker's icon (closed rectangle, wrapped around the antimeridian) touches the area.
     @inline(__always) func iconOverlaps(_ slot: Int32, _ a: SearchArea) -> Bool {
         let s = Int(slot)
-        let e = styles.extents[Int(table.style[s])]
+        return iconOverlaps(x: table.x[s], y: table.y[s], styles.extents[Int(table.style[s])], a)
+    }
+
+    /// `iconOverlaps` for a grid entry: its position from the entry, and when every style in use
+    /// has the same extents (`minExtents == maxExtents`, both conservative), no table access
+    /// at all (each would be a cache miss on a big layer).
+    @inline(__always) func iconOverlaps(_ entry: GridEntry, _ a: SearchArea) -> Bool {
+        let uniform = styles.minExtents == styles.maxExtents
+        return iconOverlaps(x: entry.x, y: entry.y, uniform ? styles.maxExtents : styles.extents[Int(table.style[Int(entry.slot)])], a)
+    }
+
+    @inline(__always) func iconOverlaps(x: UInt32, y: UInt32, _ e: IconExtents, _ a: SearchArea) -> Bool {
         let u = a.unitsPerPx
-        let my = Double(table.y[s])
+        let my = Double(y)
         if my + e.down * u < a.viewY0 || my - e.up * u > a.viewY1 { return false }
-        let mx = Double(table.x[s])
+        let mx = Double(x)
         let l = mx - e.left * u, r = mx + e.right * u
         for (v0, v1) in a.viewX {
             if l <= v1 && r >= v0 { return true }
@@ -184,10 +195,10 @@ extension MarkerLayer {
         }
         for r in area.ranges {
             // Static markers are counted per node where whole nodes are in view.
-            staticInView += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e.slot, area) }
+            staticInView += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e, area) }
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
                 let s = e.slot
-                guard table.flags[Int(s)] & MarkerFlags.visible != 0, area.inInner(e) || iconOverlaps(s, area) else { return }
+                guard table.flags[Int(s)] & MarkerFlags.visible != 0, area.inInner(e) || iconOverlaps(e, area) else { return }
                 let isLive = table.flags[Int(s)] & MarkerFlags.draggable != 0 || isAnimating(s, now: now)
                 if isLive { liveInView += 1 } else { staticInView += 1 }
                 if isLive || !tiled, wanted(e) { page.offer(e, self) }
@@ -200,7 +211,7 @@ extension MarkerLayer {
                 if let after, nb.maxZ < after.zIndex || (nb.maxZ == after.zIndex && nb.y1 < after.worldY) { return true }
                 return false
             }) { e in
-                guard page.mightAccept(z: e.z, y: e.y), wanted(e), area.inInner(e) || iconOverlaps(e.slot, area) else { return }
+                guard page.mightAccept(z: e.z, y: e.y), wanted(e), area.inInner(e) || iconOverlaps(e, area) else { return }
                 page.offer(e, self)
             }
         }
@@ -236,9 +247,9 @@ extension MarkerLayer {
         // Nodes best-first by their (z, y) upper bound: the topmost candidates come first.
         grid.ordered(classes: [GridIndex.Class.staticMarker.rawValue, GridIndex.Class.live.rawValue], rects: area.ranges, topmost: true,
                      prune: { nb in top.isFull && !top.mightAccept(z: nb.maxZ, y: nb.y1) }) { e in
-            guard top.mightAccept(z: e.z, y: e.y) else { return }
+            guard top.mightAccept(z: e.z, y: e.y), iconOverlaps(e, area) else { return }
             let f = table.flags[Int(e.slot)]
-            guard f & MarkerFlags.visible != 0, f & MarkerFlags.clickable != 0, iconOverlaps(e.slot, area) else { return }
+            guard f & MarkerFlags.visible != 0, f & MarkerFlags.clickable != 0 else { return }
             top.offer(e, self)
         }
         let tiledMode = mode(now: now) == .tiled
@@ -256,10 +267,10 @@ extension MarkerLayer {
         var found: [Int32] = []
         for r in area.ranges {
             grid.forEach(cls: GridIndex.Class.staticMarker.rawValue, rect: r) { e in
-                if iconOverlaps(e.slot, area) { found.append(e.slot) }
+                if iconOverlaps(e, area) { found.append(e.slot) }
             }
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
-                if isStatic(e.slot, now: now), iconOverlaps(e.slot, area) { found.append(e.slot) }
+                if isStatic(e.slot, now: now), iconOverlaps(e, area) { found.append(e.slot) }
             }
         }
         found.sort { drawLess($0, $1) }
