@@ -28,7 +28,8 @@ import Testing
             let e = (rng.unit() - 0.5) * 2 * Double.pi
             #expect(abs(CoreMath.exp(e) - Foundation.exp(e)) <= 2e-15 * Foundation.exp(e))
             let u = (rng.unit() - 0.5) * Foundation.pow(10, (rng.unit() - 0.5) * 12)
-            #expect(abs(CoreMath.atan(u) - Foundation.atan(u)) <= 4e-16)
+            // 2 ulps near pi/2 (arguments above 1 go through pi/2 - atan(1/u)).
+            #expect(abs(CoreMath.atan(u) - Foundation.atan(u)) <= 4.5e-16)
             let w = (rng.unit() - 0.5) * 2
             #expect(abs(CoreMath.atanUnit(w) - Foundation.atan(w)) <= 4e-16)
             let y = Double(UInt32.random(in: 0...UInt32.max, using: &rng))
