@@ -445,6 +445,7 @@ struct GridIndex: Sendable {
         guard r >= 0 else { return 0 }
         var n = 0
         var stack: [Int] = [r]
+        var boundaryLeaves: [GridCell] = []
         while let i = stack.popLast() {
             let c = nodes[i]
             let cr = GridIndex.rect(c.key)
@@ -452,14 +453,52 @@ struct GridIndex: Sendable {
             if c.isInternal {
                 forEachChild(c, { rect.intersects($0) }) { j, _ in stack.append(j) }
             } else {
-                forEachEntry(c) { e in
-                    guard rect.contains(x: e.x, y: e.y) else { return }
-                    if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n += 1 }
-                }
+                boundaryLeaves.append(c)
             }
+        }
+        forEachEntry(ofLeaves: boundaryLeaves) { e in
+            guard rect.contains(x: e.x, y: e.y) else { return }
+            if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n += 1 }
         }
         return n
     }
+
+    /// Calls `body` with every entry of the given leaves, in no particular order. The leaves'
+    /// block chains are walked side by side, `GridIndex.lanes` at a time, so that the cache
+    /// misses of different chains overlap instead of following one another (scanning the
+    /// boundary leaves of a big layer is bound by those misses, not by instructions).
+    func forEachEntry(ofLeaves leaves: [GridCell], _ body: (GridEntry) -> Void) {
+        let lanes = GridIndex.lanes
+        entries.withUnsafeBufferPointer { es in
+            blockNext.withUnsafeBufferPointer { next in
+                withUnsafeTemporaryAllocation(of: (block: Int32, entries: Int).self, capacity: lanes) { lane in
+                    var first = 0
+                    while first < leaves.count {
+                        let group = Swift.min(lanes, leaves.count - first)
+                        for k in 0..<group {
+                            let c = leaves[first + k]
+                            lane[k] = (c.head, (Int(c.count) - 1) % GridIndex.blockSize + 1)
+                        }
+                        var active = group
+                        while active > 0 {
+                            active = 0
+                            for k in 0..<group where lane[k].block >= 0 {
+                                let b = lane[k].block
+                                let base = Int(b) * GridIndex.blockSize
+                                for e in 0..<lane[k].entries { body(es[base + e]) }
+                                lane[k] = (next[Int(b)], GridIndex.blockSize)
+                                if lane[k].block >= 0 { active += 1 }
+                            }
+                        }
+                        first += group
+                    }
+                }
+            }
+        }
+    }
+
+    /// Leaves whose chains `forEachEntry(ofLeaves:)` walks side by side.
+    static let lanes = 8
 
     /// Calls `body` with every entry of class `cls` whose position lies in `rect`.
     func forEach(cls: UInt32, rect: CellRect, _ body: (GridEntry) -> Void) {
