@@ -13,6 +13,19 @@ public struct ViewportResult: Sendable {
     public var layerVersion: UInt64
 }
 
+/// Result of `viewportPage`: `ViewportResult` with the page as slots instead of records, for
+/// callers that read only some of each marker's fields (see `MarkerLayer+Slots.swift`). The
+/// slots are valid until the layer next changes.
+public struct ViewportPage: Sendable {
+    public var mode: TilingMode
+    /// As `ViewportResult.markers`.
+    public var slots: [MarkerSlot]
+    public var staticInView: Int
+    public var liveInView: Int
+    public var nextPageToken: String?
+    public var layerVersion: UInt64
+}
+
 /// One hit of `hitTest`.
 public struct MarkerHit: Sendable {
     public var marker: MarkerRecord
@@ -96,11 +109,22 @@ extension MarkerLayer {
     /// Whether a marker's icon (closed rectangle, wrapped around the antimeridian) touches the area.
     @inline(__always) func iconOverlaps(_ slot: Int32, _ a: SearchArea) -> Bool {
         let s = Int(slot)
-        let e = styles.extents[Int(table.style[s])]
+        return iconOverlaps(x: table.x[s], y: table.y[s], styles.extents[Int(table.style[s])], a)
+    }
+
+    /// `iconOverlaps` for a grid entry: its position from the entry, and when every style in use
+    /// has the same extents (`minExtents == maxExtents`, both conservative), no table access
+    /// at all (each would be a cache miss on a big layer).
+    @inline(__always) func iconOverlaps(_ entry: GridEntry, _ a: SearchArea) -> Bool {
+        let uniform = styles.minExtents == styles.maxExtents
+        return iconOverlaps(x: entry.x, y: entry.y, uniform ? styles.maxExtents : styles.extents[Int(table.style[Int(entry.slot)])], a)
+    }
+
+    @inline(__always) func iconOverlaps(x: UInt32, y: UInt32, _ e: IconExtents, _ a: SearchArea) -> Bool {
         let u = a.unitsPerPx
-        let my = Double(table.y[s])
+        let my = Double(y)
         if my + e.down * u < a.viewY0 || my - e.up * u > a.viewY1 { return false }
-        let mx = Double(table.x[s])
+        let mx = Double(x)
         let l = mx - e.left * u, r = mx + e.right * u
         for (v0, v1) in a.viewX {
             if l <= v1 && r >= v0 { return true }
@@ -142,6 +166,14 @@ extension MarkerLayer {
     /// live markers in the bounds are visited.
     public func queryViewport(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
                               pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportResult {
+        let page = try viewportPage(bounds: bounds, zoom: zoom, density: density, limit: limit, pageToken: pageToken, now: now)
+        return ViewportResult(mode: page.mode, markers: page.slots.map(record), staticInView: page.staticInView,
+                              liveInView: page.liveInView, nextPageToken: page.nextPageToken, layerVersion: page.layerVersion)
+    }
+
+    /// `queryViewport` with the page as slots (same arguments, errors and order).
+    public func viewportPage(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
+                             pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportPage {
         try bounds.validate()
         try Mercator.validate(zoom: zoom, density: density)
         if limit < 1 || limit > 100_000 { throw .invalidArgument(field: "limit", reason: "\(limit) is not within 1...100000") }
@@ -163,10 +195,10 @@ extension MarkerLayer {
         }
         for r in area.ranges {
             // Static markers are counted per node where whole nodes are in view.
-            staticInView += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e.slot, area) }
+            staticInView += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e, area) }
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
                 let s = e.slot
-                guard table.flags[Int(s)] & MarkerFlags.visible != 0, area.inInner(e) || iconOverlaps(s, area) else { return }
+                guard table.flags[Int(s)] & MarkerFlags.visible != 0, area.inInner(e) || iconOverlaps(e, area) else { return }
                 let isLive = table.flags[Int(s)] & MarkerFlags.draggable != 0 || isAnimating(s, now: now)
                 if isLive { liveInView += 1 } else { staticInView += 1 }
                 if isLive || !tiled, wanted(e) { page.offer(e, self) }
@@ -179,19 +211,19 @@ extension MarkerLayer {
                 if let after, nb.maxZ < after.zIndex || (nb.maxZ == after.zIndex && nb.y1 < after.worldY) { return true }
                 return false
             }) { e in
-                guard page.mightAccept(z: e.z, y: e.y), wanted(e), area.inInner(e) || iconOverlaps(e.slot, area) else { return }
+                guard page.mightAccept(z: e.z, y: e.y), wanted(e), area.inInner(e) || iconOverlaps(e, area) else { return }
                 page.offer(e, self)
             }
         }
-        var slots = page.sorted(self)
+        var entries = page.sortedEntries(self)
         var next: String? = nil
-        if slots.count > limit {
-            slots.removeLast()
-            let last = slots[slots.count - 1]
-            next = DrawKey(zIndex: table.zIndex[Int(last)], worldY: table.y[Int(last)], id: Array(table.idBytes(last))).pageToken
+        if entries.count > limit {
+            entries.removeLast()
+            let last = entries[entries.count - 1]
+            next = DrawKey(zIndex: last.z, worldY: last.y, id: Array(table.idBytes(last.slot))).pageToken
         }
-        return ViewportResult(mode: mode, markers: slots.map(record), staticInView: staticInView, liveInView: liveInView,
-                              nextPageToken: next, layerVersion: version)
+        return ViewportPage(mode: mode, slots: entries.map(MarkerSlot.init), staticInView: staticInView, liveInView: liveInView,
+                            nextPageToken: next, layerVersion: version)
     }
 
     /// Clickable, visible markers (tiled and live alike) whose icon rect, widened by
@@ -215,9 +247,9 @@ extension MarkerLayer {
         // Nodes best-first by their (z, y) upper bound: the topmost candidates come first.
         grid.ordered(classes: [GridIndex.Class.staticMarker.rawValue, GridIndex.Class.live.rawValue], rects: area.ranges, topmost: true,
                      prune: { nb in top.isFull && !top.mightAccept(z: nb.maxZ, y: nb.y1) }) { e in
-            guard top.mightAccept(z: e.z, y: e.y) else { return }
+            guard top.mightAccept(z: e.z, y: e.y), iconOverlaps(e, area) else { return }
             let f = table.flags[Int(e.slot)]
-            guard f & MarkerFlags.visible != 0, f & MarkerFlags.clickable != 0, iconOverlaps(e.slot, area) else { return }
+            guard f & MarkerFlags.visible != 0, f & MarkerFlags.clickable != 0 else { return }
             top.offer(e, self)
         }
         let tiledMode = mode(now: now) == .tiled
@@ -235,10 +267,10 @@ extension MarkerLayer {
         var found: [Int32] = []
         for r in area.ranges {
             grid.forEach(cls: GridIndex.Class.staticMarker.rawValue, rect: r) { e in
-                if iconOverlaps(e.slot, area) { found.append(e.slot) }
+                if iconOverlaps(e, area) { found.append(e.slot) }
             }
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
-                if isStatic(e.slot, now: now), iconOverlaps(e.slot, area) { found.append(e.slot) }
+                if isStatic(e.slot, now: now), iconOverlaps(e, area) { found.append(e.slot) }
             }
         }
         found.sort { drawLess($0, $1) }
@@ -308,7 +340,15 @@ struct DrawCollector {
     }
 
     /// The kept slots in draw order (bottom first).
-    func sorted(_ layer: MarkerLayer) -> [Int32] {
-        heap.sorted { DrawCollector.drawLess($0, $1, layer) }.map(\.slot)
+    func sorted(_ layer: MarkerLayer) -> [Int32] { sortedEntries(layer).map(\.slot) }
+
+    /// The kept entries in draw order (bottom first).
+    func sortedEntries(_ layer: MarkerLayer) -> [GridEntry] {
+        let table = layer.table   // captured once (not the whole layer per comparison)
+        return heap.sorted { a, b in
+            if a.z != b.z { return a.z < b.z }
+            if a.y != b.y { return a.y < b.y }
+            return table.compareIDs(a.slot, b.slot) < 0
+        }
     }
 }

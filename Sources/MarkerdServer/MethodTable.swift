@@ -6,9 +6,10 @@ import MarkerdService
 enum MethodTable {
     static func routes(for service: MarkerService) -> [String: Route] {
         var routes: [String: Route] = [:]
-        func read<Req: ProtoMessage, Resp: ProtoMessage>(
+        /// A read whose body returns the encoded response.
+        func readEncoded<Req: ProtoMessage>(
             _ name: String, _ type: Req.Type,
-            _ body: @escaping @Sendable (Req, CallContext) throws(RPCError) -> Resp
+            _ body: @escaping @Sendable (Req, CallContext) throws(RPCError) -> [UInt8]
         ) {
             routes[RPCDispatcher.servicePrefix + name] = .read { (bytes, context) throws(RPCError) -> [UInt8] in
                 let request: Req
@@ -17,14 +18,20 @@ enum MethodTable {
                 } catch {
                     throw .invalidArgument("undecodable \(name) payload (\(bytes.count) bytes): \(error)")
                 }
-                return try body(request, context).serializedBytes()
+                return try body(request, context)
             }
+        }
+        func read<Req: ProtoMessage, Resp: ProtoMessage>(
+            _ name: String, _ type: Req.Type,
+            _ body: @escaping @Sendable (Req, CallContext) throws(RPCError) -> Resp
+        ) {
+            readEncoded(name, type) { (r, context) throws(RPCError) in try body(r, context).serializedBytes() }
         }
         read("GetLayer", V1.GetLayerRequest.self) { r, _ throws(RPCError) in try service.getLayer(r) }
         read("ListLayers", V1.ListLayersRequest.self) { r, _ throws(RPCError) in service.listLayers(r) }
         read("GetLayerStats", V1.GetLayerStatsRequest.self) { r, _ throws(RPCError) in try service.getLayerStats(r) }
         read("GetMarkers", V1.GetMarkersRequest.self) { r, _ throws(RPCError) in try service.getMarkers(r) }
-        read("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewport(r) }
+        readEncoded("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewportPayload(r) }
         read("HitTest", V1.HitTestRequest.self) { r, _ throws(RPCError) in try service.hitTest(r) }
         read("DragTo", V1.DragToRequest.self) { r, _ throws(RPCError) in try service.dragTo(r) }
         read("GetClusters", V1.GetClustersRequest.self) { r, _ throws(RPCError) in try service.getClusters(r) }

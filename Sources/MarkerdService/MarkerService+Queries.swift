@@ -66,6 +66,29 @@ extension MarkerService {
     }
 
     public func queryViewport(_ r: V1.QueryViewportRequest) throws(RPCError) -> V1.QueryViewportResponse {
+        try viewport(r) { layer, page, response in
+            var response = response
+            response.markers = page.slots.map { MarkerConversion.apiMarker(layer.record($0)) }
+            return response
+        }
+    }
+
+    /// `queryViewport` encoded: the same response as `queryViewport(_:).serializedBytes()` decodes
+    /// to, built without a `V1.Marker` per marker (the markers are written straight from the
+    /// layer by `MarkerWireEncoder`, after the other fields).
+    public func queryViewportPayload(_ r: V1.QueryViewportRequest) throws(RPCError) -> [UInt8] {
+        try viewport(r) { layer, page, response in
+            var out = response.serializedBytes()
+            var encoder = MarkerWireEncoder()
+            encoder.append(page.slots, field: 2, of: layer, to: &out)
+            return out
+        }
+    }
+
+    /// Runs the query under the layer's read lock and passes `finish` the page and the response
+    /// with every field but `markers` set.
+    private func viewport<T>(_ r: V1.QueryViewportRequest,
+                             _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T {
         guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
         let density = try Self.density(r.density)
         let limit = r.limit == 0 ? 1000 : Int(r.limit)
@@ -74,28 +97,27 @@ extension MarkerService {
         }
         let bounds = GeoBounds(west: b.west, south: b.south, east: b.east, north: b.north)
         return try read(r.layerID) { (h, now) throws(RPCError) in
-            let result = try mapCoreError { () throws(MarkerdCoreError) in
-                try h.layer.queryViewport(bounds: bounds, zoom: r.zoom, density: density, limit: limit,
-                                          pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
+            let page = try mapCoreError { () throws(MarkerdCoreError) in
+                try h.layer.viewportPage(bounds: bounds, zoom: r.zoom, density: density, limit: limit,
+                                         pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
             }
             var response = V1.QueryViewportResponse()
-            response.mode = result.mode == .tiled ? .tiled : .native
-            response.markers = result.markers.map(MarkerConversion.apiMarker)
-            response.staticInView = UInt64(result.staticInView)
-            response.liveInView = UInt64(result.liveInView)
-            response.nextPageToken = result.nextPageToken ?? ""
-            response.layerVersion = result.layerVersion
-            if result.mode == .tiled {
+            response.mode = page.mode == .tiled ? .tiled : .native
+            response.staticInView = UInt64(page.staticInView)
+            response.liveInView = UInt64(page.liveInView)
+            response.nextPageToken = page.nextPageToken ?? ""
+            response.layerVersion = page.layerVersion
+            if page.mode == .tiled {
                 let size = h.layer.options.tileSize
                 var tiles = V1.TileDescriptor()
                 tiles.urlTemplate = configuration.tileURLTemplate
                     .replacingOccurrences(of: "{layer}", with: h.id)
                     .replacingOccurrences(of: "{size}", with: String(size))
                 tiles.tileSize = UInt32(size)
-                tiles.version = result.layerVersion
+                tiles.version = page.layerVersion
                 response.tiles = tiles
             }
-            return response
+            return finish(h.layer, page, response)
         }
     }
 

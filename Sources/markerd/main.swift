@@ -29,6 +29,9 @@ do {
     die("\(error)\n\n\(MarkerdConfiguration.usage)", code: 2)
 }
 
+// Large blocks in their own mappings, so freed request buffers and column generations leave RSS.
+MallocTuning.apply()
+
 let server: MarkerServer
 do {
     server = try MarkerServer(configuration: configuration) { Log.info($0) }

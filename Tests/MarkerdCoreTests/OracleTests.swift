@@ -83,10 +83,16 @@ struct OracleModel {
         return LatLng(latitude: lat, longitude: lng)
     }
 
-    func randomMarker(_ id: String, _ rng: inout SplitMix64, now: Int64) -> MarkerRecord {
+    /// Different styles with the same icon extents: queries then skip the per-marker style
+    /// lookup (`minExtents == maxExtents`), a fast path rounds 1 and 4 check.
+    static let sameExtentStyles: [IconStyle] = [
+        .defaultPin, IconStyle(source: .pin(PinStyle(fillColor: 0xFF00_00FF))), IconStyle(source: .pin(PinStyle(label: "7"))),
+    ]
+
+    func randomMarker(_ id: String, _ rng: inout SplitMix64, now: Int64, styles: [IconStyle] = OracleTests.styles) -> MarkerRecord {
         let roll = Int.random(in: 0..<20, using: &rng)
         return MarkerRecord(
-            id: id, position: randomPosition(&rng), style: Self.styles.randomElement(using: &rng)!,
+            id: id, position: randomPosition(&rng), style: styles.randomElement(using: &rng)!,
             zIndex: Int32.random(in: -1...1, using: &rng), visible: roll != 0, clickable: roll != 1, draggable: roll == 2 || roll == 3,
             animation: roll >= 4 && roll < 7 ? MarkerAnimation(kind: .bounce, endsAtUnixMs: now + Int64.random(in: -50...400, using: &rng)) : nil,
             attributes: roll == 8 ? ["r": "\(roll)"] : [:], extra: roll == 9 ? [9] : [])
@@ -114,9 +120,10 @@ struct OracleModel {
         var rng = SplitMix64(seed: seed)
         var compared = 0, hitsCompared = 0, tiledQueries = 0, multiPage = 0
         defer { print("oracle: \(compared) viewport markers, \(hitsCompared) hits, \(tiledQueries) tiled queries, \(multiPage) multi-page") }
-        for round in 0..<4 {
+        for round in 0..<5 {
             var model = OracleModel()
-            model.options = TilingOptions(enabled: round != 3, minMarkerCount: UInt32.random(in: 20...120, using: &rng))
+            model.options = TilingOptions(enabled: round < 3, minMarkerCount: UInt32.random(in: 20...120, using: &rng))
+            let styles = round == 1 || round == 4 ? Self.sameExtentStyles : Self.styles
             var layer = try MarkerLayer(options: model.options)
             var now: Int64 = 1_000
             var drags: [String: DragID] = [:]
@@ -126,7 +133,7 @@ struct OracleModel {
                 let op = Int.random(in: 0..<100, using: &rng)
                 switch op {
                 case 0..<35:
-                    let batch = (0..<Int.random(in: 1...8, using: &rng)).map { _ in randomMarker(idPool.randomElement(using: &rng)!, &rng, now: now) }
+                    let batch = (0..<Int.random(in: 1...8, using: &rng)).map { _ in randomMarker(idPool.randomElement(using: &rng)!, &rng, now: now, styles: styles) }
                     let before = Set(model.markers.keys)
                     let r = try layer.upsert(batch, now: now)
                     var created = 0
@@ -222,6 +229,9 @@ struct OracleModel {
                     #expect(s.staticMarkers == model.markers.values.filter { model.isStatic($0, now) }.count)
                     #expect(s.liveMarkers == model.markers.values.filter { model.isLive($0, now) }.count)
                     #expect(s.hiddenMarkers == model.markers.values.filter { !$0.visible }.count)
+                    if styles == Self.sameExtentStyles && !model.markers.isEmpty {
+                        #expect(layer.styles.minExtents == layer.styles.maxExtents, "the same-extent fast path is not exercised")
+                    }
                     var bad: [String] = []
                     for m in model.markers.values {
                         let got = layer.marker(id: m.id)

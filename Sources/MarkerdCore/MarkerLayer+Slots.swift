@@ -1,0 +1,81 @@
+/// A marker of a query page (see `viewportPage`) with its position and z-index as the grid
+/// lists them, so reading those needs no access to the marker table. Valid until the layer next
+/// changes (a removed marker's slot is reused).
+public struct MarkerSlot: Hashable, Sendable {
+    let entry: GridEntry
+    init(_ entry: GridEntry) { self.entry = entry }
+
+    var raw: Int32 { entry.slot }
+
+    public static func == (a: MarkerSlot, b: MarkerSlot) -> Bool {
+        a.entry.slot == b.entry.slot && a.entry.x == b.entry.x && a.entry.y == b.entry.y && a.entry.z == b.entry.z
+    }
+
+    public func hash(into h: inout Hasher) { h.combine(entry.slot) }
+}
+
+/// The scalar fields of a stored marker and where its id is (see `MarkerLayer.gather(_:)`).
+public struct MarkerBasics: Sendable, Equatable {
+    public var zIndex: Int32
+    public var visible: Bool
+    public var clickable: Bool
+    public var draggable: Bool
+    /// Index of the marker's icon style in `MarkerLayer.styles` (`StyleTable.style(at:)`).
+    public var styleIndex: UInt32
+    /// The marker has an animation, attributes or extra bytes: read them from `record(_:)`.
+    public var hasPayload: Bool
+    /// The id's bytes in `GatheredMarkers.ids`.
+    public var idRange: Range<Int>
+}
+
+/// The basics and ids of a page of markers (see `MarkerLayer.gather(_:)`).
+public struct GatheredMarkers: Sendable {
+    /// One per slot, in order.
+    public var basics: [MarkerBasics]
+    /// The ids' UTF-8 bytes, back to back (`MarkerBasics.idRange`).
+    public var ids: [UInt8]
+}
+
+/// Per-field reads of markers by slot, for encoders that would otherwise build a whole
+/// `MarkerRecord` (an id `String`, a style copy, dictionaries) per marker. Each read returns
+/// exactly what `record(_:)` holds in the same field.
+///
+/// A page's slots are scattered over the table's columns and id arena, so reading them costs
+/// cache misses rather than instructions: `gather(_:)` reads a whole page in one short loop
+/// whose iterations do not depend on each other, so the processor overlaps their misses
+/// (an encoder reading the same fields between its own work waits for each miss in turn).
+extension MarkerLayer {
+    /// The full stored record (as `marker(id:)`).
+    public func record(_ slot: MarkerSlot) -> MarkerRecord { record(slot.raw) }
+
+    /// The position as `record(_:).position` (degrees, rounded to 7 decimals); reads no table column.
+    public func position(_ slot: MarkerSlot) -> LatLng {
+        WorldPoint(x: slot.entry.x, y: slot.entry.y).latLng
+    }
+
+    /// z-index, flags, style index and id of each slot, in order.
+    public func gather(_ slots: [MarkerSlot]) -> GatheredMarkers {
+        let payload = MarkerFlags.animating | MarkerFlags.hasAttributes | MarkerFlags.hasExtra
+        var ids: [UInt8] = []
+        ids.reserveCapacity(slots.count * 16)
+        let basics = table.flags.withUnsafeBufferPointer { flags in
+            table.style.withUnsafeBufferPointer { style in
+                table.idRef.withUnsafeBufferPointer { idRef in
+                    table.arena.withUnsafeBufferPointer { arena in
+                        slots.map { slot in
+                            let s = Int(slot.raw)
+                            let f = flags[s], ref = idRef[s]
+                            let off = Int(ref >> 9), n = Int(ref & 511)
+                            let start = ids.count
+                            ids.append(contentsOf: UnsafeBufferPointer(rebasing: arena[off..<off + n]))
+                            return MarkerBasics(zIndex: slot.entry.z, visible: f & MarkerFlags.visible != 0,
+                                                clickable: f & MarkerFlags.clickable != 0, draggable: f & MarkerFlags.draggable != 0,
+                                                styleIndex: style[s], hasPayload: f & payload != 0, idRange: start..<start + n)
+                        }
+                    }
+                }
+            }
+        }
+        return GatheredMarkers(basics: basics, ids: ids)
+    }
+}
