@@ -13,8 +13,17 @@ final class RecoveryPipeline: @unchecked Sendable {
     private let slots: DispatchSemaphore
     private let lock = NSLock()
     private var failure: Error?  // guarded by lock: the first error wins
+    /// Busy time of each stage, ns (for the recovery summary).
+    let decodeNanoseconds = Atomic<UInt64>(0)
+    let applyNanoseconds = Atomic<UInt64>(0)
 
     init(depth: Int = 8) { slots = DispatchSemaphore(value: depth) }
+
+    @inline(__always) private static func timed(_ counter: borrowing Atomic<UInt64>, _ body: () -> Void) {
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        body()
+        counter.add(DispatchTime.now().uptimeNanoseconds - t0, ordering: .relaxed)
+    }
 
     private var failed: Error? { lock.lock(); defer { lock.unlock() }; return failure }
     private func fail(_ e: Error) { lock.lock(); if failure == nil { failure = e }; lock.unlock() }
@@ -24,13 +33,17 @@ final class RecoveryPipeline: @unchecked Sendable {
         if let e = failed { throw e }
         slots.wait()
         decode.async { [self] in
-            let step: (@Sendable () throws -> Void)?
-            do { step = failed == nil ? try prepare() : nil } catch { fail(error); step = nil }
+            var step: (@Sendable () throws -> Void)?
+            Self.timed(decodeNanoseconds) {
+                do { step = failed == nil ? try prepare() : nil } catch { fail(error); step = nil }
+            }
             let work = step
             apply.async { [self] in
                 defer { slots.signal() }
                 guard failed == nil, let work else { return }
-                do { try work() } catch { fail(error) }
+                Self.timed(applyNanoseconds) {
+                    do { try work() } catch { fail(error) }
+                }
             }
         }
     }
@@ -122,6 +135,7 @@ extension MarkerService {
             case .everySecond: .everySecond
             case .off: .off
         }
+        let firstSection = Mutex<ContinuousClock.Instant?>(nil)
         let (journal, report) = try Journal.open(
             directory: directory, options: JournalOptions(policy: policy),
             progress: { p in
@@ -131,13 +145,17 @@ extension MarkerService {
                                 100 * Double(p.bytesRead) / Double(max(1, p.totalBytes)),
                                 p.bytesRead >> 20, p.totalBytes >> 20))
             },
-            snapshotSection: { bytes in try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
+            snapshotSection: { bytes in
+                firstSection.withLock { if $0 == nil { $0 = .now } }
+                try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
                 try recovering.prepareSnapshotSection(bytes)
             }) },
             record: { _, bytes in try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
                 { if !recovering.replayJournalRecord(bytes) { replayErrors.add(1, ordering: .relaxed) } }
             }) })
+        let submitted = ContinuousClock.now
         try pipeline.finish()
+        let drained = ContinuousClock.now
         let service = MarkerService(configuration: configuration, journal: journal)
         service.adopt(recovering)
         let markers = service.layers.withLock { $0.values.reduce(0) { $0 + $1.layer.count } }
@@ -149,6 +167,12 @@ extension MarkerService {
                          report.snapshot ?? "none", report.recordsReplayed,
                          replayErrors.load(ordering: .relaxed) > 0
                             ? ", \(replayErrors.load(ordering: .relaxed)) skipped as no-ops" : ""))
+        func s(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+        progress?(String(format: "recovery stages: %.2f s validating the snapshot, %.2f s reading, %.2f s draining; decode busy %.2f s, apply busy %.2f s",
+                         s((firstSection.withLock { $0 } ?? submitted) - start), s(submitted - (firstSection.withLock { $0 } ?? submitted)),
+                         s(drained - submitted),
+                         Double(pipeline.decodeNanoseconds.load(ordering: .relaxed)) / 1e9,
+                         Double(pipeline.applyNanoseconds.load(ordering: .relaxed)) / 1e9))
         service.snapshots.end(journalBytes: 0)
         return service
     }
