@@ -95,9 +95,11 @@ enum Scanner {
     }
 
     /// Reads a snapshot: sections 1...n, the trailer (sequence 0) naming `covered` and n, then EOF.
+    /// Without `wantPayloads`, `onSection` gets empty arrays (validation only: no copies).
     static func scanSnapshot(
         directory: String, name: String, covered: UInt64,
         progress: ((Int64) -> Void)? = nil,
+        wantPayloads: Bool = true,
         onSection: ([UInt8]) throws -> Void = { _ in }
     ) throws -> SnapshotScan {
         let reader = try FrameReader(path: FileIO.join(directory, name))
@@ -105,7 +107,7 @@ enum Scanner {
         scan.fileSize = reader.fileSize
         var lastReported: Int64 = 0
         while true {
-            switch try reader.next(copyPayload: true) {
+            switch try reader.next(copyPayload: wantPayloads) {
             case .end:
                 scan.damage = (reader.fileSize, "no trailer: the snapshot is incomplete (\(scan.sections) sections read)")
                 progress?(reader.fileSize)
@@ -172,7 +174,7 @@ struct RecoveryPlan {
         var base = 0 as Int64
         for snap in listing.snapshots.reversed() {
             let scan = try Scanner.scanSnapshot(directory: directory, name: snap.name, covered: snap.covered,
-                                                progress: progress.map { p in { p(base + $0) } })
+                                                progress: progress.map { p in { p(base + $0) } }, wantPayloads: false)
             base += scan.fileSize
             guard scan.isValid else {
                 plan.rejected.append(scan)

@@ -13,16 +13,23 @@ final class RecoveryPipeline: @unchecked Sendable {
     private let slots: DispatchSemaphore
     private let lock = NSLock()
     private var failure: Error?  // guarded by lock: the first error wins
-    /// Busy time of each stage, ns (for the recovery summary).
+    /// CPU time of each stage, ns (for the recovery summary).
     let decodeNanoseconds = Atomic<UInt64>(0)
     let applyNanoseconds = Atomic<UInt64>(0)
 
     init(depth: Int = 8) { slots = DispatchSemaphore(value: depth) }
 
+    /// CPU time of the calling thread, ns.
+    static func threadCPUNanoseconds() -> UInt64 {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
+    }
+
     @inline(__always) private static func timed(_ counter: borrowing Atomic<UInt64>, _ body: () -> Void) {
-        let t0 = DispatchTime.now().uptimeNanoseconds
+        let t0 = threadCPUNanoseconds()
         body()
-        counter.add(DispatchTime.now().uptimeNanoseconds - t0, ordering: .relaxed)
+        counter.add(threadCPUNanoseconds() - t0, ordering: .relaxed)
     }
 
     private var failed: Error? { lock.lock(); defer { lock.unlock() }; return failure }
@@ -136,6 +143,8 @@ extension MarkerService {
             case .off: .off
         }
         let firstSection = Mutex<ContinuousClock.Instant?>(nil)
+        var snapshotFinished = false  // the reader thread's: grids built before the first record
+        let gridNanoseconds = Atomic<UInt64>(0)
         let (journal, report) = try Journal.open(
             directory: directory, options: JournalOptions(policy: policy),
             progress: { p in
@@ -148,13 +157,20 @@ extension MarkerService {
             snapshotSection: { bytes in
                 firstSection.withLock { if $0 == nil { $0 = .now } }
                 try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
-                try recovering.prepareSnapshotSection(bytes)
-            }) },
-            record: { _, bytes in try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
+                    try recovering.prepareSnapshotSection(bytes)
+                })
+            },
+            record: { _, bytes in
+                if !snapshotFinished {
+                    snapshotFinished = true
+                    try pipeline.submit(prepare: { { gridNanoseconds.add(recovering.finishRestores(), ordering: .relaxed) } })
+                }
+                try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
                 { if !recovering.replayJournalRecord(bytes) { replayErrors.add(1, ordering: .relaxed) } }
             }) })
         let submitted = ContinuousClock.now
         try pipeline.finish()
+        gridNanoseconds.add(recovering.finishRestores(), ordering: .relaxed)
         let drained = ContinuousClock.now
         let service = MarkerService(configuration: configuration, journal: journal)
         service.adopt(recovering)
@@ -168,11 +184,12 @@ extension MarkerService {
                          replayErrors.load(ordering: .relaxed) > 0
                             ? ", \(replayErrors.load(ordering: .relaxed)) skipped as no-ops" : ""))
         func s(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
-        progress?(String(format: "recovery stages: %.2f s validating the snapshot, %.2f s reading, %.2f s draining; decode busy %.2f s, apply busy %.2f s",
+        progress?(String(format: "recovery stages: %.2f s validating the snapshot, %.2f s reading, %.2f s draining; CPU: decode %.2f s, apply %.2f s (building grids %.2f s)",
                          s((firstSection.withLock { $0 } ?? submitted) - start), s(submitted - (firstSection.withLock { $0 } ?? submitted)),
                          s(drained - submitted),
                          Double(pipeline.decodeNanoseconds.load(ordering: .relaxed)) / 1e9,
-                         Double(pipeline.applyNanoseconds.load(ordering: .relaxed)) / 1e9))
+                         Double(pipeline.applyNanoseconds.load(ordering: .relaxed)) / 1e9,
+                         Double(gridNanoseconds.load(ordering: .relaxed)) / 1e9))
         service.snapshots.end(journalBytes: 0)
         return service
     }
@@ -219,7 +236,8 @@ extension MarkerService {
         switch section.section {
         case .markers(let r)?:
             let records = try records(r, nowUnixMs: now, restoring: true)
-            return { [self] in _ = try upsertRecords(records, into: r.layerID, c) }
+            let world = records.map { WorldPoint($0.position) }
+            return { [self] in try restoreRecords(records, world: world, into: r.layerID, c) }
         case .icon?:
             // Icons come before the markers that use them; registering here (not in the apply
             // stage) lets the next sections' conversion find them.
@@ -228,6 +246,26 @@ extension MarkerService {
         default:
             return { [self] in try restoreSnapshotSection(bytes) }
         }
+    }
+
+    /// Applies one snapshot section's converted markers (`world`: their projected positions)
+    /// like `upsertRecords`, leaving a new layer's grid for `finishRestores()`.
+    func restoreRecords(_ records: [MarkerRecord], world: [WorldPoint], into layerID: String, _ c: MutationCommit) throws(RPCError) {
+        try write(layerID, c) { (h) throws(RPCError) in
+            _ = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.restore(records, world: world, now: c.nowUnixMs) }
+        }
+    }
+
+    /// Builds the grids that `restoreRecords` deferred (see `MarkerLayer.finishRestore`). Runs
+    /// before anything but snapshot markers touches the layers: the first journal record, or
+    /// the end of recovery.
+    /// Returns the CPU time it took, ns.
+    func finishRestores() -> UInt64 {
+        let t0 = RecoveryPipeline.threadCPUNanoseconds()
+        for h in layers.withLock({ Array($0.values) }) {
+            h.lock.withWriteLock { h.layer.finishRestore() }
+        }
+        return RecoveryPipeline.threadCPUNanoseconds() - t0
     }
 
     /// Applies one snapshot section.
