@@ -121,19 +121,20 @@ public struct MarkerLayer: Sendable {
     /// Animations ending at or before `now` are dropped. Re-upserting a marker that is being
     /// dragged keeps the drag unless the marker is no longer draggable. Version + 1 unless empty.
     public mutating func upsert(_ markers: [MarkerRecord], now: Int64) throws(MarkerdCoreError) -> UpsertResult {
-        try upsert(markers, world: nil, now: now, gridDeferred: false)
+        try upsert(markers, world: nil, now: now, deferIndexes: false)
     }
 
     /// `upsert(_:now:)` with the positions already projected (`world[i]` is
-    /// `WorldPoint(markers[i].position)`; nil: project here) and, when `gridDeferred` (see
-    /// MarkerLayer+Restore.swift), without touching the grid.
+    /// `WorldPoint(markers[i].position)`; nil: project here) and, when `deferIndexes` (see
+    /// MarkerLayer+Restore.swift), every marker in a new slot that neither the id index nor
+    /// the grid lists yet.
     mutating func upsert(_ markers: [MarkerRecord], world: [WorldPoint]?, now: Int64,
-                         gridDeferred: Bool) throws(MarkerdCoreError) -> UpsertResult {
+                         deferIndexes: Bool) throws(MarkerdCoreError) -> UpsertResult {
         for (i, m) in markers.enumerated() { try MarkerLayer.validate(m, field: "markers[\(i)]") }
         var created = 0, updated = 0
         var lastStyle: UInt32? = nil
         for (i, m) in markers.enumerated() {
-            let (slot, isNew) = table.findOrInsert(m.id)
+            let (slot, isNew) = deferIndexes ? (table.appendUnindexed(m.id), true) : table.findOrInsert(m.id)
             let s = Int(slot)
             let p = world?[i] ?? WorldPoint(m.position)
             let styleIndex = styles.retain(m.style, hint: lastStyle)
@@ -149,7 +150,7 @@ public struct MarkerLayer: Sendable {
             if isNew {
                 created += 1
                 table.x[s] = p.x; table.y[s] = p.y
-                if !gridDeferred { grid.insert(slot, x: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f)) }
+                if !deferIndexes { grid.insert(slot, x: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f)) }
             } else {
                 updated += 1
                 let old = table.flags[s]
@@ -158,10 +159,8 @@ public struct MarkerLayer: Sendable {
                 if old & MarkerFlags.dragging != 0 {
                     if m.draggable { f |= MarkerFlags.dragging } else { dropDragSession(slot) }
                 }
-                if !gridDeferred {
-                    grid.move(slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
-                              toX: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f))
-                }
+                grid.move(slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
+                          toX: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f))
                 table.x[s] = p.x; table.y[s] = p.y
             }
             table.flags[s] = f
