@@ -4,11 +4,13 @@ import MarkerdCore
 import MarkerdJournal
 import Synchronization
 
-/// Recovery on two cores: the journal's reader thread hands each snapshot section or journal
-/// record to `submit`; a decode stage prepares it (protobuf decode, marker conversion) and an
-/// apply stage applies the results strictly in order. At most `depth` items are in flight.
+/// Recovery on every core: the journal's reader thread hands each snapshot section or journal
+/// record to `submit`; decode stages (one per core, taking items in turn) prepare them
+/// (protobuf decode, marker conversion, projection) and an apply stage applies the results
+/// strictly in submission order. At most `depth` items are in flight.
 final class RecoveryPipeline: @unchecked Sendable {
-    private let decode = DispatchQueue(label: "markerd.recovery.decode")
+    private let decoders: [DispatchQueue]
+    private var nextDecoder = 0  // the submitting thread's
     private let apply = DispatchQueue(label: "markerd.recovery.apply")
     private let slots: DispatchSemaphore
     private let lock = NSLock()
@@ -17,7 +19,19 @@ final class RecoveryPipeline: @unchecked Sendable {
     let decodeNanoseconds = Atomic<UInt64>(0)
     let applyNanoseconds = Atomic<UInt64>(0)
 
-    init(depth: Int = 8) { slots = DispatchSemaphore(value: depth) }
+    /// One item between its decode stage and the apply stage.
+    private final class Item: @unchecked Sendable {
+        let ready = DispatchSemaphore(value: 0)
+        var step: (@Sendable () throws -> Void)?  // written before `ready` is signalled
+    }
+
+    /// - Parameters:
+    ///   - depth: items in flight (decoded or being decoded, not yet applied). Default 8.
+    ///   - decoders: decode stages. Default: the number of cores, at least 2.
+    init(depth: Int = 8, decoders: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)) {
+        slots = DispatchSemaphore(value: depth)
+        self.decoders = (0..<max(1, decoders)).map { DispatchQueue(label: "markerd.recovery.decode\($0)") }
+    }
 
     /// CPU time of the calling thread, ns.
     static func threadCPUNanoseconds() -> UInt64 {
@@ -36,28 +50,36 @@ final class RecoveryPipeline: @unchecked Sendable {
     private func fail(_ e: Error) { lock.lock(); if failure == nil { failure = e }; lock.unlock() }
 
     /// Queues one item; throws the first error of an earlier item (so recovery stops early).
-    func submit(prepare: @escaping @Sendable () throws -> (@Sendable () throws -> Void)) throws {
+    /// An `exclusive` item is prepared alone: after every earlier preparation and before any
+    /// later one (for preparations with effects later ones depend on, e.g. registering icons).
+    /// Call from one thread at a time.
+    func submit(exclusive: Bool = false, prepare: @escaping @Sendable () throws -> (@Sendable () throws -> Void)) throws {
         if let e = failed { throw e }
+        if exclusive { for q in decoders { q.sync {} } }
         slots.wait()
-        decode.async { [self] in
-            var step: (@Sendable () throws -> Void)?
+        let item = Item()
+        let decoder = decoders[nextDecoder]
+        nextDecoder = (nextDecoder + 1) % decoders.count
+        decoder.async { [self] in
             Self.timed(decodeNanoseconds) {
-                do { step = failed == nil ? try prepare() : nil } catch { fail(error); step = nil }
+                do { item.step = failed == nil ? try prepare() : nil } catch { fail(error); item.step = nil }
             }
-            let work = step
-            apply.async { [self] in
-                defer { slots.signal() }
-                guard failed == nil, let work else { return }
-                Self.timed(applyNanoseconds) {
-                    do { try work() } catch { fail(error) }
-                }
+            item.ready.signal()
+        }
+        apply.async { [self] in
+            defer { slots.signal() }
+            item.ready.wait()
+            guard failed == nil, let work = item.step else { return }
+            Self.timed(applyNanoseconds) {
+                do { try work() } catch { fail(error) }
             }
         }
+        if exclusive { decoder.sync {} }
     }
 
     /// Waits until every queued item is applied; throws the first error.
     func finish() throws {
-        decode.sync {}
+        for q in decoders { q.sync {} }
         apply.sync {}
         if let e = failed { throw e }
     }
@@ -156,7 +178,7 @@ extension MarkerService {
             },
             snapshotSection: { bytes in
                 firstSection.withLock { if $0 == nil { $0 = .now } }
-                try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
+                try pipeline.submit(exclusive: !Self.isMarkersSection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
                     try recovering.prepareSnapshotSection(bytes)
                 })
             },
@@ -226,6 +248,11 @@ extension MarkerService {
             return false
         }
     }
+
+    /// Whether a snapshot section's bytes hold a markers chunk (`SnapshotSection.markers`, field
+    /// 4, length-delimited: its tag is the first byte, as a section sets exactly one field).
+    /// Only those are decoded in parallel; a wrong guess only costs parallelism.
+    static func isMarkersSection(_ bytes: [UInt8]) -> Bool { bytes.first == 4 << 3 | 2 }
 
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
