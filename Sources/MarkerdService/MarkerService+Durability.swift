@@ -257,10 +257,12 @@ extension MarkerService {
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
     func prepareSnapshotSection(_ bytes: [UInt8]) throws -> @Sendable () throws -> Void {
-        let section = try V1.SnapshotSection(serializedBytes: bytes)
+        // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
+        let chunk = Self.isMarkersSection(bytes) ? bytes.withUnsafeBytes(V1.SnapshotSection.decodeMarkersChunk) : nil
+        let section = try chunk.map { V1.SnapshotSection.Section.markers($0) } ?? V1.SnapshotSection(serializedBytes: bytes).section
         let now = Self.nowUnixMs()
         let c = MutationCommit(kind: .upsertMarkers, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
-        switch section.section {
+        switch section {
         case .markers(let r)?:
             let records = try records(r, nowUnixMs: now, restoring: true)
             let world = records.map { WorldPoint($0.position) }
