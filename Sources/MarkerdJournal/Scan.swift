@@ -162,6 +162,19 @@ struct RecoveryPlan {
     var startIndex: Int?
     var warnings: [String] = []
 
+    /// The newest snapshot, unvalidated, if the journal continues from it (nil: no snapshot,
+    /// or a gap; `make` then explains). Its damage, if any, shows while it is replayed.
+    static func trustingNewest(directory: String, listing: DirectoryListing) -> RecoveryPlan? {
+        guard let newest = listing.snapshots.last,
+              let size = try? FileIO.size(path: FileIO.join(directory, newest.name)) else { return nil }
+        let start = listing.segments.lastIndex { $0.first <= newest.covered + 1 }
+        guard listing.segments.isEmpty || start != nil else { return nil }
+        var plan = RecoveryPlan()
+        plan.snapshot = SnapshotScan(name: newest.name, covered: newest.covered, fileSize: size)
+        plan.startIndex = start
+        return plan
+    }
+
     /// Validates snapshots newest first and picks the newest one the journal continues from.
     /// A damaged snapshot is skipped (with a warning) if an older valid snapshot, or a complete
     /// journal from sequence 1, can take its place; otherwise its damage is the error.

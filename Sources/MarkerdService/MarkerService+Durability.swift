@@ -149,11 +149,26 @@ extension MarkerService {
     /// - Throws: when the data directory is damaged beyond a torn last record (the error names
     ///   the file and offset; `markerd check` / `markerd repair` explain and fix it), or is
     ///   locked by another markerd.
+    ///
+    /// The newest snapshot is replayed while it is read, unvalidated; should it turn out damaged,
+    /// recovery starts over and validates the snapshots first (skipping a damaged one for an
+    /// older one, with a warning).
     public static func open(configuration: ServiceConfiguration,
                             progress: (@Sendable (String) -> Void)? = nil) throws -> MarkerService {
         guard let directory = configuration.dataDirectory else {
             return MarkerService(configuration: configuration)
         }
+        do {
+            return try recover(directory: directory, configuration: configuration, validateSnapshotFirst: false, progress: progress)
+        } catch let e as SnapshotDamagedWhileDelivered {
+            progress?("recovery warning: \(e); starting over, validating the snapshots first")
+            return try recover(directory: directory, configuration: configuration, validateSnapshotFirst: true, progress: progress)
+        }
+    }
+
+    /// One recovery attempt (see `open`).
+    private static func recover(directory: String, configuration: ServiceConfiguration, validateSnapshotFirst: Bool,
+                                progress: (@Sendable (String) -> Void)?) throws -> MarkerService {
         let start = ContinuousClock.now
         let recovering = MarkerService(configuration: configuration, journal: nil)
         let replayErrors = Atomic<Int>(0)
@@ -167,29 +182,36 @@ extension MarkerService {
         let firstSection = Mutex<ContinuousClock.Instant?>(nil)
         var snapshotFinished = false  // the reader thread's: grids built before the first record
         let gridNanoseconds = Atomic<UInt64>(0)
-        let (journal, report) = try Journal.open(
-            directory: directory, options: JournalOptions(policy: policy),
-            progress: { p in
-                guard let progress, p.totalBytes > 64 << 20, ContinuousClock.now - lastPrinted > .seconds(1) else { return }
-                lastPrinted = .now
-                progress(String(format: "recovering %@: %.0f%% (%lld of %lld MB)", p.file,
-                                100 * Double(p.bytesRead) / Double(max(1, p.totalBytes)),
-                                p.bytesRead >> 20, p.totalBytes >> 20))
-            },
-            snapshotSection: { bytes in
-                firstSection.withLock { if $0 == nil { $0 = .now } }
-                try pipeline.submit(exclusive: !Self.isMarkersSection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
-                    try recovering.prepareSnapshotSection(bytes)
-                })
-            },
-            record: { _, bytes in
-                if !snapshotFinished {
-                    snapshotFinished = true
-                    try pipeline.submit(prepare: { { gridNanoseconds.add(recovering.finishRestores(), ordering: .relaxed) } })
-                }
-                try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
-                { if !recovering.replayJournalRecord(bytes) { replayErrors.add(1, ordering: .relaxed) } }
-            }) })
+        let opened: (journal: Journal, report: RecoveryReport)
+        do {
+            opened = try Journal.open(
+                directory: directory, options: JournalOptions(policy: policy, validateSnapshotFirst: validateSnapshotFirst),
+                progress: { p in
+                    guard let progress, p.totalBytes > 64 << 20, ContinuousClock.now - lastPrinted > .seconds(1) else { return }
+                    lastPrinted = .now
+                    progress(String(format: "recovering %@: %.0f%% (%lld of %lld MB)", p.file,
+                                    100 * Double(p.bytesRead) / Double(max(1, p.totalBytes)),
+                                    p.bytesRead >> 20, p.totalBytes >> 20))
+                },
+                snapshotSection: { bytes in
+                    firstSection.withLock { if $0 == nil { $0 = .now } }
+                    try pipeline.submit(exclusive: !Self.isMarkersSection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
+                        try recovering.prepareSnapshotSection(bytes)
+                    })
+                },
+                record: { _, bytes in
+                    if !snapshotFinished {
+                        snapshotFinished = true
+                        try pipeline.submit(prepare: { { gridNanoseconds.add(recovering.finishRestores(), ordering: .relaxed) } })
+                    }
+                    try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
+                    { if !recovering.replayJournalRecord(bytes) { replayErrors.add(1, ordering: .relaxed) } }
+                }) })
+        } catch {
+            try? pipeline.finish()  // let queued work end before anything starts over
+            throw error
+        }
+        let (journal, report) = opened
         let submitted = ContinuousClock.now
         try pipeline.finish()
         gridNanoseconds.add(recovering.finishRestores(), ordering: .relaxed)
@@ -206,7 +228,7 @@ extension MarkerService {
                          replayErrors.load(ordering: .relaxed) > 0
                             ? ", \(replayErrors.load(ordering: .relaxed)) skipped as no-ops" : ""))
         func s(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
-        progress?(String(format: "recovery stages: %.2f s validating the snapshot, %.2f s reading, %.2f s draining; CPU: decode %.2f s, apply %.2f s (building grids %.2f s)",
+        progress?(String(format: "recovery stages: %.2f s before the first snapshot section, %.2f s reading, %.2f s draining; CPU: decode %.2f s, apply %.2f s (building grids %.2f s)",
                          s((firstSection.withLock { $0 } ?? submitted) - start), s(submitted - (firstSection.withLock { $0 } ?? submitted)),
                          s(drained - submitted),
                          Double(pipeline.decodeNanoseconds.load(ordering: .relaxed)) / 1e9,

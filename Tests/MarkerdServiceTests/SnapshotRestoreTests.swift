@@ -2,7 +2,9 @@ import Foundation
 import MarkerdAPI
 @testable import MarkerdCore
 @testable import MarkerdService
+import MarkerdJournal
 import MarkerdTestSupport
+import Synchronization
 import Testing
 
 /// Recovery from a snapshot plus a journal tail through the restore path (marker chunks decoded
@@ -93,5 +95,33 @@ import Testing
         #expect(try r.queryViewport(viewport).markers == answer.markers, "seed \(seed)")
         let clusteredLayer = r.layers.withLock { $0["clustered"] }!
         clusteredLayer.lock.withReadLock { #expect(clusteredLayer.layer.clusters != nil && clusteredLayer.layer.count == 3_000) }
+    }
+
+    /// The snapshot is replayed unvalidated; damage in it starts recovery over with validation,
+    /// whose error names the file (nothing older can stand in here).
+    @Test func damagedSnapshotStartsOverWithValidation() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("restore-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var config = ServiceConfiguration()
+        config.dataDirectory = dir
+        config.fsync = .off
+        config.snapshotEveryBytes = 0
+        let s = try MarkerService.open(configuration: config)
+        try makeLayer(s, "a")
+        for k in 0..<4 { try upsert(s, "a", (0..<5_000).map { marker("m\(k)-\($0)", Double($0 % 80), Double(k)) }) }
+        let snap = try s.createSnapshot(V1.CreateSnapshotRequest())
+        s.close()
+        let path = snap.path.hasPrefix("/") ? snap.path : dir + "/" + snap.path
+        var bytes = [UInt8](FileManager.default.contents(atPath: path)!)
+        bytes[bytes.count * 3 / 4] ^= 0x40
+        _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        let lines = Mutex<[String]>([])
+        do {
+            _ = try MarkerService.open(configuration: config, progress: { l in lines.withLock { $0.append(l) } })
+            Issue.record("recovered from a damaged snapshot")
+        } catch let JournalError.damaged(file, _, _) {
+            #expect(file == path)
+        }
+        #expect(lines.withLock { $0.contains { $0.contains("starting over, validating the snapshots first") } })
     }
 }
