@@ -167,13 +167,14 @@ public struct MarkerLayer: Sendable {
             table.zIndex[s] = m.zIndex
             table.style[s] = styleIndex
             account(f, 1)
-            attributes[slot] = m.attributes.isEmpty ? nil : m.attributes
-            extras[slot] = m.extra.isEmpty ? nil : m.extra
+            // A new slot has no attributes, extra or animation (removals drop them): no lookups.
+            if !isNew || !m.attributes.isEmpty { attributes[slot] = m.attributes.isEmpty ? nil : m.attributes }
+            if !isNew || !m.extra.isEmpty { extras[slot] = m.extra.isEmpty ? nil : m.extra }
             if let anim {
                 animationSeq &+= 1
                 animations[slot] = AnimationState(kind: anim.kind, endsAt: anim.endsAtUnixMs, seq: animationSeq)
                 animationHeap.push(.init(endsAt: anim.endsAtUnixMs, slot: slot, seq: animationSeq))
-            } else if animations.removeValue(forKey: slot) != nil {
+            } else if !isNew && animations.removeValue(forKey: slot) != nil {
                 compactAnimationHeapIfNeeded()
             }
             syncCluster(slot)
