@@ -16,6 +16,7 @@ extension V1.SnapshotSection {
         request.markers.reserveCapacity(count.countFields(key: 2 << 3 | 2))
         var inner = WireReader(bytes, body)
         var sawLayer = false
+        var lastPin: (bytes: Range<Int>, pin: V1.DefaultPin)? = nil  // markers mostly repeat one pin
         while !inner.atEnd {
             guard let key = inner.key() else { return nil }
             switch key {
@@ -24,7 +25,7 @@ extension V1.SnapshotSection {
                 request.layerID = id
                 sawLayer = true
             case 2 << 3 | 2:
-                guard let m = inner.lengthDelimited(), let marker = decodeMarker(WireReader(bytes, m)) else { return nil }
+                guard let m = inner.lengthDelimited(), let marker = decodeMarker(WireReader(bytes, m), lastPin: &lastPin) else { return nil }
                 request.markers.append(marker)
             default:
                 return nil
@@ -33,7 +34,8 @@ extension V1.SnapshotSection {
         return request
     }
 
-    private static func decodeMarker(_ reader: WireReader) -> V1.Marker? {
+    /// One marker; `lastPin` is the previous pin decoded (reused when the bytes are the same).
+    private static func decodeMarker(_ reader: WireReader, lastPin: inout (bytes: Range<Int>, pin: V1.DefaultPin)?) -> V1.Marker? {
         var r = reader
         var m = V1.Marker()
         var seen: UInt32 = 0
@@ -50,8 +52,14 @@ extension V1.SnapshotSection {
                 guard let s = r.lengthDelimited(), let p = decodeLatLng(WireReader(r.bytes, s)) else { return nil }
                 m.position = p
             case 3 << 3 | 2:
-                guard seen & (1 << 4) == 0, let s = r.lengthDelimited(), let pin = decodePin(WireReader(r.bytes, s)) else { return nil }
-                m.icon = .pin(pin)
+                guard seen & (1 << 4) == 0, let s = r.lengthDelimited() else { return nil }
+                if let last = lastPin, r.bytes.same(last.bytes, s) {
+                    m.icon = .pin(last.pin)
+                } else {
+                    guard let pin = decodePin(WireReader(r.bytes, s)) else { return nil }
+                    lastPin = (s, pin)
+                    m.icon = .pin(pin)
+                }
             case 4 << 3 | 2:
                 guard seen & (1 << 3) == 0, let s = r.lengthDelimited(), let id = r.string(s) else { return nil }
                 m.icon = .iconID(id)
@@ -233,7 +241,31 @@ private struct WireReader {
     /// The bytes at `range` as a string: nil unless valid UTF-8 without NUL bytes.
     func string(_ range: Range<Int>) -> String? {
         let slice = UnsafeRawBufferPointer(rebasing: bytes[range])
-        if slice.contains(0) { return nil }
-        return String(validating: slice, as: UTF8.self)
+        var ascii = true
+        for b in slice {
+            if b == 0 { return nil }
+            if b >= 0x80 { ascii = false }
+        }
+        return ascii ? String(decoding: slice, as: UTF8.self) : String(validating: slice, as: UTF8.self)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether the bytes at `a` and `b` are the same.
+    fileprivate func same(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        a.count == b.count && (a.isEmpty || memcmpEqual(baseAddress! + a.lowerBound, baseAddress! + b.lowerBound, a.count))
+    }
+
+    private func memcmpEqual(_ p: UnsafeRawPointer, _ q: UnsafeRawPointer, _ n: Int) -> Bool {
+        var i = 0
+        while i + 8 <= n {
+            if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) != q.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i += 8
+        }
+        while i < n {
+            if p.load(fromByteOffset: i, as: UInt8.self) != q.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i += 1
+        }
+        return true
     }
 }

@@ -59,7 +59,11 @@ import Testing
         let seed = testSeed("SnapshotMarkersTests.decodesWhatMarkerdWritesLikeProtobufC")
         var rng = SplitMix64(seed: seed)
         for round in 0..<40 {
-            let markers = (0..<Int(rng.next() % 300)).map { Self.randomMarker($0, &rng, plainOnly: true) }
+            var markers = (0..<Int(rng.next() % 300)).map { Self.randomMarker($0, &rng, plainOnly: true) }
+            if round % 2 == 0, let shared = markers.first(where: { if case .pin? = $0.icon { true } else { false } })?.icon {
+                // Like a snapshot: runs of markers with the same pin (the decoder reuses it).
+                for i in markers.indices where i % 5 != 0 { markers[i].icon = shared }
+            }
             let bytes = Self.section(markers, layer: round % 7 == 0 ? "" : "layer-\(round)")
             let got = Self.fast(bytes)
             #expect(got != nil, "seed \(seed) round \(round): declined a plain chunk")
