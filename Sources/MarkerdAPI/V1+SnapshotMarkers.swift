@@ -8,12 +8,24 @@ extension V1.SnapshotSection {
     /// result or the error. Whenever it returns a request, that request equals what
     /// `init(serializedBytes:)` decodes. Never crashes, whatever the bytes.
     public static func decodeMarkersChunk(_ bytes: UnsafeRawBufferPointer) -> V1.UpsertMarkersRequest? {
+        var markers: [V1.Marker] = []
+        guard let layerID = visitMarkersChunk(bytes, reserve: { markers.reserveCapacity($0) },
+                                              each: { markers.append($0); return true }) else { return nil }
+        return V1.UpsertMarkersRequest(layerID: layerID, markers: markers)
+    }
+
+    /// `decodeMarkersChunk` without building the request: calls `reserve` with the number of
+    /// markers, then `each` with every marker in order (stop early by returning false), and
+    /// returns the layer id. Returns nil when it declines the bytes (as `decodeMarkersChunk`
+    /// does) or `each` stopped; `each` may have been called for some markers by then.
+    public static func visitMarkersChunk(_ bytes: UnsafeRawBufferPointer, reserve: (Int) -> Void,
+                                         each: (V1.Marker) -> Bool) -> String? {
         var r = WireReader(bytes)
         // The section: exactly field 4 (length-delimited) and nothing after it.
         guard r.key() == 4 << 3 | 2, let body = r.lengthDelimited(), r.atEnd else { return nil }
-        var request = V1.UpsertMarkersRequest()
         var count = WireReader(bytes, body)
-        request.markers.reserveCapacity(count.countFields(key: 2 << 3 | 2))
+        reserve(count.countFields(key: 2 << 3 | 2))
+        var layerID = ""
         var inner = WireReader(bytes, body)
         var sawLayer = false
         var lastPin: (bytes: Range<Int>, pin: V1.DefaultPin)? = nil  // markers mostly repeat one pin
@@ -22,16 +34,16 @@ extension V1.SnapshotSection {
             switch key {
             case 1 << 3 | 2:
                 guard !sawLayer, let s = inner.lengthDelimited(), let id = inner.string(s) else { return nil }
-                request.layerID = id
+                layerID = id
                 sawLayer = true
             case 2 << 3 | 2:
-                guard let m = inner.lengthDelimited(), let marker = decodeMarker(WireReader(bytes, m), lastPin: &lastPin) else { return nil }
-                request.markers.append(marker)
+                guard let m = inner.lengthDelimited(), let marker = decodeMarker(WireReader(bytes, m), lastPin: &lastPin),
+                      each(marker) else { return nil }
             default:
                 return nil
             }
         }
-        return request
+        return layerID
     }
 
     /// One marker; `lastPin` is the previous pin decoded (reused when the bytes are the same).

@@ -279,12 +279,13 @@ extension MarkerService {
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
     func prepareSnapshotSection(_ bytes: [UInt8]) throws -> @Sendable () throws -> Void {
-        // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
-        let chunk = Self.isMarkersSection(bytes) ? bytes.withUnsafeBytes(V1.SnapshotSection.decodeMarkersChunk) : nil
-        let section = try chunk.map { V1.SnapshotSection.Section.markers($0) } ?? V1.SnapshotSection(serializedBytes: bytes).section
         let now = Self.nowUnixMs()
         let c = MutationCommit(kind: .upsertMarkers, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
-        switch section {
+        // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
+        if Self.isMarkersSection(bytes), let (layerID, records, world) = convertMarkersChunk(bytes, nowUnixMs: now) {
+            return { [self] in try restoreRecords(records, world: world, into: layerID, c) }
+        }
+        switch try V1.SnapshotSection(serializedBytes: bytes).section {
         case .markers(let r)?:
             let records = try records(r, nowUnixMs: now, restoring: true)
             let world = records.map { WorldPoint($0.position) }
@@ -297,6 +298,26 @@ extension MarkerService {
         default:
             return { [self] in try restoreSnapshotSection(bytes) }
         }
+    }
+
+    /// A markers chunk decoded by `V1.SnapshotSection.visitMarkersChunk` and converted marker by
+    /// marker (no intermediate `V1.Marker` array), with the projected positions; nil when the
+    /// decoder declines the bytes or a marker does not convert (then the caller goes the
+    /// protobuf-c way, which gives the same records or the same error as before).
+    func convertMarkersChunk(_ bytes: [UInt8], nowUnixMs now: Int64) -> (String, [MarkerRecord], [WorldPoint])? {
+        var records: [MarkerRecord] = []
+        var world: [WorldPoint] = []
+        let layerID = bytes.withUnsafeBytes { raw in
+            V1.SnapshotSection.visitMarkersChunk(raw, reserve: { records.reserveCapacity($0); world.reserveCapacity($0) }) { m in
+                guard let r = try? MarkerConversion.record(m, index: records.count, nowUnixMs: now, restoring: true,
+                                                           icon: icons.geometry) else { return false }
+                records.append(r)
+                world.append(WorldPoint(r.position))
+                return true
+            }
+        }
+        guard let layerID, records.count <= MarkerConversion.maxBatch else { return nil }
+        return (layerID, records, world)
     }
 
     /// Applies one snapshot section's converted markers (`world`: their projected positions)
