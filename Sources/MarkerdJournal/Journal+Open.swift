@@ -41,9 +41,9 @@ extension Journal {
     /// journal that appends from the next sequence.
     ///
     /// Recovery: deletes leftover `*.snap.tmp` files; picks the newest snapshot that validates
-    /// (or, without `options.validateSnapshotFirst`, the newest one unvalidated: see
-    /// `SnapshotDamagedWhileDelivered`)
-    /// (all section CRCs and the trailer) and that the journal continues from (a damaged newest
+    /// (all section CRCs and the trailer; without `options.validateSnapshotFirst`, the newest
+    /// one, validated while it is delivered: see `SnapshotDamagedWhileDelivered`) and that the
+    /// journal continues from (a damaged newest
     /// snapshot is skipped with a warning if an older valid one - or a journal complete from
     /// sequence 1 - can take its place; otherwise its damage is the error); calls
     /// `snapshotSection` for each section in order; then calls `record` for every journal record
