@@ -37,7 +37,8 @@ extension GridIndex {
         }
     }
 
-    /// Creates node `key` (of `level`) for the entries `a[lo..<hi]` and, recursively, its subtree.
+    /// Creates node `key` (of `level`) for the entries `a[lo..<hi]` and, recursively, its subtree
+    /// (`scratch[lo..<hi]` is free to use; either range may be left reordered).
     private mutating func buildNode(_ a: UnsafeMutableBufferPointer<GridEntry>, _ scratch: UnsafeMutableBufferPointer<GridEntry>,
                                     lo: Int, hi: Int, key: UInt64, level: UInt32) {
         let n = hi - lo
@@ -62,7 +63,7 @@ extension GridIndex {
             fillLeaf(i, a, lo: lo, hi: hi)
             return
         }
-        // Counting sort of the entries by child, through `scratch`, then the children in order.
+        // Counting sort of the entries by child into `scratch`, then the children in order.
         var starts = [Int](repeating: 0, count: 17)
         var mask: UInt32 = 0
         withUnsafeBytes(of: &counts) { raw in
@@ -82,12 +83,12 @@ extension GridIndex {
             scratch[next[b]] = e
             next[b] += 1
         }
-        for k in lo..<hi { a[k] = scratch[k] }
+        // The children's entries now sit in `scratch`: it and `a` swap roles for the subtree.
         var m = mask
         while m != 0 {
             let b = m.trailingZeroBitCount
             m &= m - 1
-            buildNode(a, scratch, lo: starts[b], hi: starts[b + 1], key: GridIndex.childKey(key, b), level: childLevel)
+            buildNode(scratch, a, lo: starts[b], hi: starts[b + 1], key: GridIndex.childKey(key, b), level: childLevel)
         }
     }
 
