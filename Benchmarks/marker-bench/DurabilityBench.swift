@@ -28,8 +28,18 @@ struct DurabilityBench {
             .appendingPathComponent("marker-bench-\(getpid())-\(n)").path
         try? FileManager.default.removeItem(atPath: root)
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        defer {
+            if options.keepData { Progress.log("[\(label)] kept the data directories under \(root)") }
+            else { try? FileManager.default.removeItem(atPath: root) }
+        }
         let offDir = root + "/fsync-off", alwaysDir = root + "/fsync-always"
+
+        if options.restartOnly {
+            // The restart alone: --fsync off writes the same journal and snapshot, faster.
+            let restart = try snapshotAndRestart(offDir, fsync: "off")
+            addSnapshotRows(restart)
+            return
+        }
 
         // 1. Ephemeral reference.
         let ephemeralLoad = try loadFresh(arguments: ["--ephemeral"], name: "ephemeral").load
@@ -42,16 +52,7 @@ struct DurabilityBench {
         journalOnly.server.stop()
 
         // 3. fsync always: journal and snapshot sizes, restart from snapshot + journal tail.
-        let always = try loadFresh(arguments: durable(alwaysDir, fsync: "always"), name: "fsync always")
-        let journalBytes = Self.bytes(in: alwaysDir, prefix: "journal-", suffix: ".log")
-        Progress.log("[\(label)] CreateSnapshot")
-        let (snap, snapTime) = try timed { try always.server.client.createSnapshot() }
-        let snapshotBytes = Self.bytes(in: alwaysDir, prefix: "snapshot-", suffix: ".snap")
-        try writeMore(always.server.client)
-        always.server.stop()
-        let fromSnapshot = try restart(durable(alwaysDir, fsync: "always"), expecting: n + Self.writesAfterSnapshot,
-                                       name: "restart snapshot + journal")
-        fromSnapshot.server.stop()
+        let always = try snapshotAndRestart(alwaysDir, fsync: "always")
 
         table.add(Row(size: label, measure: "load via RPC, --ephemeral (fresh server)", value: Table.rate(ephemeral),
                       unit: "markers/s", ratio: "1.00x", note: "BulkLoader 50k x 4; " + ephemeralLoad.cpuNote))
@@ -62,20 +63,53 @@ struct DurabilityBench {
                       target: Target(text: ">= 0.5x ephemeral (batched)", met: always.load.markersPerSecond / ephemeral >= 0.5),
                       note: always.load.cpuNote))
         table.add(Row(size: label, measure: "journal bytes per marker (upserts, before snapshot)",
-                      value: Table.fixed(Double(journalBytes) / Double(n)), unit: "B/marker",
-                      note: "journal-*.log \(Table.bytes(journalBytes)); ids average \(Table.fixed(layer.averageIDBytes, 2)) B"))
-        table.add(Row(size: label, measure: "snapshot bytes per marker",
-                      value: Table.fixed(Double(snapshotBytes) / Double(n)), unit: "B/marker",
-                      note: String(format: "snapshot-*.snap %@; CreateSnapshot took %.2f s (server says %.2f s)",
-                                   Table.bytes(snapshotBytes), snapTime.seconds, snap.seconds)))
-        table.add(Row(size: label, measure: "restart: snapshot + journal tail (\(Table.count(Self.writesAfterSnapshot)) upserts, \(Table.count(Self.writesAfterSnapshot)) moves)",
-                      value: Table.fixed(fromSnapshot.server.secondsUntilAnswering, 2), unit: "s",
-                      target: Target(text: "< 10 s at 10M", met: fromSnapshot.server.secondsUntilAnswering < 10,
-                                     atTargetSize: n >= 10_000_000),
-                      note: String(format: "launch until first reply, markerd CPU %.2f s; ", fromSnapshot.server.cpuSecondsUntilAnswering) + fromSnapshot.recoveryLine))
+                      value: Table.fixed(Double(always.journalBytes) / Double(n)), unit: "B/marker",
+                      note: "journal-*.log \(Table.bytes(always.journalBytes)); ids average \(Table.fixed(layer.averageIDBytes, 2)) B"))
+        addSnapshotRows(always)
         table.add(Row(size: label, measure: "restart: journal only (no snapshot)",
                       value: Table.fixed(journalOnly.server.secondsUntilAnswering, 2), unit: "s",
                       note: String(format: "launch until first reply, markerd CPU %.2f s; ", journalOnly.server.cpuSecondsUntilAnswering) + journalOnly.recoveryLine))
+    }
+
+    /// What `snapshotAndRestart` measured.
+    private struct SnapshotRestart {
+        var load: Loading.Result
+        var journalBytes: Int
+        var snapshotBytes: Int
+        var snapshot: V1.CreateSnapshotResponse
+        var snapshotSeconds: Double
+        var restart: (server: MarkerdProcess, recoveryLine: String)
+    }
+
+    /// Loads every marker into a fresh markerd on `dir`, takes a snapshot, writes
+    /// `writesAfterSnapshot` more upserts and moves, stops it and times the restart.
+    private func snapshotAndRestart(_ dir: String, fsync: String) throws -> SnapshotRestart {
+        let loaded = try loadFresh(arguments: durable(dir, fsync: fsync), name: "fsync \(fsync)")
+        let journalBytes = Self.bytes(in: dir, prefix: "journal-", suffix: ".log")
+        Progress.log("[\(label)] CreateSnapshot")
+        let (snap, snapTime) = try timed { try loaded.server.client.createSnapshot() }
+        let snapshotBytes = Self.bytes(in: dir, prefix: "snapshot-", suffix: ".snap")
+        try writeMore(loaded.server.client)
+        loaded.server.stop()
+        let restarted = try restart(durable(dir, fsync: fsync), expecting: n + Self.writesAfterSnapshot,
+                                    name: "restart snapshot + journal")
+        restarted.server.stop()
+        return SnapshotRestart(load: loaded.load, journalBytes: journalBytes, snapshotBytes: snapshotBytes,
+                               snapshot: snap, snapshotSeconds: snapTime.seconds, restart: restarted)
+    }
+
+    /// The snapshot size and restart rows.
+    private func addSnapshotRows(_ r: SnapshotRestart) {
+        table.add(Row(size: label, measure: "snapshot bytes per marker",
+                      value: Table.fixed(Double(r.snapshotBytes) / Double(n)), unit: "B/marker",
+                      note: String(format: "snapshot-*.snap %@; CreateSnapshot took %.2f s (server says %.2f s)",
+                                   Table.bytes(r.snapshotBytes), r.snapshotSeconds, r.snapshot.seconds)))
+        let server = r.restart.server
+        table.add(Row(size: label, measure: "restart: snapshot + journal tail (\(Table.count(Self.writesAfterSnapshot)) upserts, \(Table.count(Self.writesAfterSnapshot)) moves)",
+                      value: Table.fixed(server.secondsUntilAnswering, 2), unit: "s",
+                      target: Target(text: "< 10 s at 10M", met: server.secondsUntilAnswering < 10,
+                                     atTargetSize: n >= 10_000_000),
+                      note: String(format: "launch until first reply, markerd CPU %.2f s; ", server.cpuSecondsUntilAnswering) + r.restart.recoveryLine))
     }
 
     private func durable(_ dir: String, fsync: String) -> [String] {

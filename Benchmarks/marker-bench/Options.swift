@@ -12,6 +12,9 @@ struct Options: Sendable {
     var quick = false
     /// Skip the durability section (journal, fsync, snapshots, restart).
     var skipDurability = false
+    /// Durability: only the restart from snapshot + journal tail (`--only restart`; the load
+    /// runs with `--fsync off`, which writes the same files faster).
+    var restartOnly = false
     /// Run the RPC section (load, memory, queries, moves) and the in-process section.
     var runRPC = true
     var runInProcess = true
@@ -24,6 +27,9 @@ struct Options: Sendable {
     var tuneLoad = true
     /// Echo markerd's own log lines on standard error.
     var verbose = false
+    /// Keep the durability section's data directories (their path is logged) instead of
+    /// deleting them, e.g. to time restarts of other markerd builds on them.
+    var keepData = false
 
     /// Batches of MoveMarkers (1,000 moves each) timed for the moves/s figures.
     var moveBatches: Int { quick ? 30 : 1000 }
@@ -46,11 +52,13 @@ struct Options: Sendable {
       --queries N          timed calls per latency figure. Default 2000
       --quick              smoke run: 100k markers, 300 queries, fewer moves
       --skip-durability    skip journal/fsync/snapshot/restart measurements
-      --only SECTION       run one section: rpc, inprocess or durability
+      --only SECTION       run one section: rpc, inprocess, durability, or restart (the
+                           durability section's restart from snapshot + journal tail only)
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
       --verbose            echo markerd's log lines on standard error
+      --keep-data          keep the durability data directories (the path is logged)
       -h, --help           this text
     """
 
@@ -96,16 +104,18 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                guard ["rpc", "inprocess", "durability"].contains(section) else {
-                    throw ParseError(description: "--only takes rpc, inprocess or durability, not \"\(section)\"")
+                guard ["rpc", "inprocess", "durability", "restart"].contains(section) else {
+                    throw ParseError(description: "--only takes rpc, inprocess, durability or restart, not \"\(section)\"")
                 }
                 o.runRPC = section == "rpc"
                 o.runInProcess = section == "inprocess"
-                o.skipDurability = section != "durability"
+                o.skipDurability = section != "durability" && section != "restart"
+                o.restartOnly = section == "restart"
             case "--no-tune": o.tuneLoad = false
             case "--markerd": o.markerdPath = try value(arg)
             case "--data-root": o.dataRoot = try value(arg)
             case "--verbose": o.verbose = true
+            case "--keep-data": o.keepData = true
             default:
                 throw ParseError(description: "unknown option \"\(arg)\"")
             }
@@ -122,7 +132,9 @@ struct Options: Sendable {
     var summary: String {
         var parts = ["--sizes \(sizes.map(String.init).joined(separator: ","))", "--seed \(seed)", "--queries \(queries)"]
         if quick { parts.append("--quick") }
-        if !runRPC || !runInProcess { parts.append("--only \(runRPC ? "rpc" : runInProcess ? "inprocess" : "durability")") }
+        if !runRPC || !runInProcess {
+            parts.append("--only \(runRPC ? "rpc" : runInProcess ? "inprocess" : restartOnly ? "restart" : "durability")")
+        }
         else if skipDurability { parts.append("--skip-durability") }
         if !tuneLoad { parts.append("--no-tune") }
         parts.append("--markerd \(markerdPath)")

@@ -148,12 +148,13 @@ struct GridIndex: Sendable {
     static let mergeAtOrBelow: UInt32 = 16
     static let blockSize = 8
 
-    private(set) var nodes = GridCellTable()
-    private(set) var entries: [GridEntry] = []
-    private(set) var blockNext: [Int32] = []
+    // Internal (not private) setters: GridIndex+BulkLoad.swift builds them directly.
+    var nodes = GridCellTable()
+    var entries: [GridEntry] = []
+    var blockNext: [Int32] = []
     private var freeBlock: Int32 = -1
     /// Index into `entries` of each slot's entry.
-    private(set) var pos: [UInt32] = []
+    var pos: [UInt32] = []
 
     enum Class: UInt32 { case staticMarker = 0, live = 1, hidden = 2 }
 

@@ -169,6 +169,16 @@ public struct StyleTable: Sendable {
         return i
     }
 
+    /// `retain(style)`, first trying `hint` (e.g. the previous marker's index): when it holds
+    /// `style`, one comparison replaces a hash lookup (batches mostly repeat one style).
+    public mutating func retain(_ style: IconStyle, hint: UInt32?) -> UInt32 {
+        if let h = hint, Int(h) < styles.count, refcounts[Int(h)] > 0, styles[Int(h)] == style {
+            refcounts[Int(h)] += 1
+            return h
+        }
+        return retain(style)
+    }
+
     /// Drops one reference; the index is freed when none remain.
     public mutating func release(_ index: UInt32) {
         let i = Int(index)

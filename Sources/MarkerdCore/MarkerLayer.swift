@@ -121,13 +121,24 @@ public struct MarkerLayer: Sendable {
     /// Animations ending at or before `now` are dropped. Re-upserting a marker that is being
     /// dragged keeps the drag unless the marker is no longer draggable. Version + 1 unless empty.
     public mutating func upsert(_ markers: [MarkerRecord], now: Int64) throws(MarkerdCoreError) -> UpsertResult {
+        try upsert(markers, world: nil, now: now, deferIndexes: false)
+    }
+
+    /// `upsert(_:now:)` with the positions already projected (`world[i]` is
+    /// `WorldPoint(markers[i].position)`; nil: project here) and, when `deferIndexes` (see
+    /// MarkerLayer+Restore.swift), every marker in a new slot that neither the id index nor
+    /// the grid lists yet.
+    mutating func upsert(_ markers: [MarkerRecord], world: [WorldPoint]?, now: Int64,
+                         deferIndexes: Bool) throws(MarkerdCoreError) -> UpsertResult {
         for (i, m) in markers.enumerated() { try MarkerLayer.validate(m, field: "markers[\(i)]") }
         var created = 0, updated = 0
-        for m in markers {
-            let (slot, isNew) = table.findOrInsert(m.id)
+        var lastStyle: UInt32? = nil
+        for (i, m) in markers.enumerated() {
+            let (slot, isNew) = deferIndexes ? (table.appendUnindexed(m.id), true) : table.findOrInsert(m.id)
             let s = Int(slot)
-            let p = WorldPoint(m.position)
-            let styleIndex = styles.retain(m.style)
+            let p = world?[i] ?? WorldPoint(m.position)
+            let styleIndex = styles.retain(m.style, hint: lastStyle)
+            lastStyle = styleIndex
             var f = MarkerFlags.occupied
             if m.visible { f |= MarkerFlags.visible }
             if m.clickable { f |= MarkerFlags.clickable }
@@ -139,7 +150,7 @@ public struct MarkerLayer: Sendable {
             if isNew {
                 created += 1
                 table.x[s] = p.x; table.y[s] = p.y
-                grid.insert(slot, x: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f))
+                if !deferIndexes { grid.insert(slot, x: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f)) }
             } else {
                 updated += 1
                 let old = table.flags[s]
@@ -156,13 +167,14 @@ public struct MarkerLayer: Sendable {
             table.zIndex[s] = m.zIndex
             table.style[s] = styleIndex
             account(f, 1)
-            attributes[slot] = m.attributes.isEmpty ? nil : m.attributes
-            extras[slot] = m.extra.isEmpty ? nil : m.extra
+            // A new slot has no attributes, extra or animation (removals drop them): no lookups.
+            if !isNew || !m.attributes.isEmpty { attributes[slot] = m.attributes.isEmpty ? nil : m.attributes }
+            if !isNew || !m.extra.isEmpty { extras[slot] = m.extra.isEmpty ? nil : m.extra }
             if let anim {
                 animationSeq &+= 1
                 animations[slot] = AnimationState(kind: anim.kind, endsAt: anim.endsAtUnixMs, seq: animationSeq)
                 animationHeap.push(.init(endsAt: anim.endsAtUnixMs, slot: slot, seq: animationSeq))
-            } else if animations.removeValue(forKey: slot) != nil {
+            } else if !isNew && animations.removeValue(forKey: slot) != nil {
                 compactAnimationHeapIfNeeded()
             }
             syncCluster(slot)

@@ -20,10 +20,11 @@ struct MarkerTable: Sendable {
     var zIndex: [Int32] = []
     var flags: [UInt8] = []      // 0 = free slot
     var style: [UInt32] = []
-    private var freeHead: Int32 = -1
-    private var buckets: [Int32] = Array(repeating: -1, count: 16)
-    private var bucketShift: UInt32 = 28   // 32 - log2(buckets.count)
-    private(set) var count = 0
+    // Internal (not private): MarkerTable+BulkIndex.swift builds the index in one pass.
+    var freeHead: Int32 = -1
+    var buckets: [Int32] = Array(repeating: -1, count: 16)
+    var bucketShift: UInt32 = 28   // 32 - log2(buckets.count)
+    var count = 0
     private let seed: UInt64
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed | 1 }
@@ -148,7 +149,7 @@ struct MarkerTable: Sendable {
         }
     }
 
-    private mutating func allocateSlot() -> Int32 {
+    mutating func allocateSlot() -> Int32 {
         if freeHead >= 0 {
             let s = freeHead
             let next = idRef[Int(s)]

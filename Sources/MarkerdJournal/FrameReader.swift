@@ -48,6 +48,8 @@ final class FrameReader {
     }
 
     /// Reads the next frame. A damaged frame is reported at its offset and not consumed.
+    /// Without `copyPayload` the payload comes back empty, except a snapshot trailer's
+    /// (sequence 0), which is always copied.
     func next(copyPayload: Bool = true) throws -> Step {
         let at = offset
         if at == fileSize { return .end }
@@ -68,7 +70,7 @@ final class FrameReader {
         if crc != storedCRC {
             return .damaged(offset: at, reason: "CRC mismatch (stored 0x\(String(storedCRC, radix: 16)), computed 0x\(String(crc, radix: 16)), length \(length), sequence field \(sequence))")
         }
-        let payload = copyPayload ? withBytes(at: at + Int64(h), count: length) { Array($0) } : []
+        let payload = copyPayload || sequence == 0 ? withBytes(at: at + Int64(h), count: length) { Array($0) } : []
         offset = at + Int64(h + length)
         return .frame(offset: at, sequence: sequence, payload: payload)
     }

@@ -41,7 +41,9 @@ extension Journal {
     /// journal that appends from the next sequence.
     ///
     /// Recovery: deletes leftover `*.snap.tmp` files; picks the newest snapshot that validates
-    /// (all section CRCs and the trailer) and that the journal continues from (a damaged newest
+    /// (all section CRCs and the trailer; without `options.validateSnapshotFirst`, the newest
+    /// one, validated while it is delivered: see `SnapshotDamagedWhileDelivered`) and that the
+    /// journal continues from (a damaged newest
     /// snapshot is skipped with a warning if an older valid one - or a journal complete from
     /// sequence 1 - can take its place; otherwise its damage is the error); calls
     /// `snapshotSection` for each section in order; then calls `record` for every journal record
@@ -85,7 +87,7 @@ extension Journal {
             var total: Int64 = 0
             var done: Int64 = 0
             if let newest = listing.snapshots.last {
-                total += 2 * ((try? FileIO.size(path: FileIO.join(directory, newest.name))) ?? 0)
+                total += (options.validateSnapshotFirst ? 2 : 1) * ((try? FileIO.size(path: FileIO.join(directory, newest.name))) ?? 0)
             }
             let covers = listing.snapshots.last?.covered ?? 0
             let firstIndex = listing.segments.lastIndex { $0.first <= covers + 1 } ?? 0
@@ -98,15 +100,20 @@ extension Journal {
                 return { at in progress(RecoveryProgress(bytesRead: base + at, totalBytes: max(total, base + at), file: file)) }
             }
 
-            let plan = try RecoveryPlan.make(directory: directory, listing: listing, progress: reporter("snapshots"))
+            let trusted = options.validateSnapshotFirst ? nil : RecoveryPlan.trustingNewest(directory: directory, listing: listing)
+            let plan = try trusted ?? RecoveryPlan.make(directory: directory, listing: listing, progress: reporter("snapshots"))
             report.warnings += plan.warnings
-            done += plan.rejected.reduce(0) { $0 + $1.fileSize } + (plan.snapshot?.fileSize ?? 0)
+            if trusted == nil { done += plan.rejected.reduce(0) { $0 + $1.fileSize } + (plan.snapshot?.fileSize ?? 0) }
             let covered = plan.covered
 
             if let snap = plan.snapshot {
                 let again = try Scanner.scanSnapshot(directory: directory, name: snap.name, covered: snap.covered,
                                                      progress: reporter(snap.name), onSection: snapshotSection)
                 if let damage = again.damage {
+                    if trusted != nil {
+                        throw SnapshotDamagedWhileDelivered(damage: .damaged(file: FileIO.join(directory, snap.name),
+                                                                             offset: damage.offset, reason: damage.reason))
+                    }
                     throw JournalError.damaged(file: FileIO.join(directory, snap.name), offset: damage.offset,
                                                reason: damage.reason + " (the file changed during recovery)")
                 }

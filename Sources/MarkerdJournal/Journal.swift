@@ -24,7 +24,25 @@ public enum SyncPolicy: Sendable, Equatable {
 public struct JournalOptions: Sendable {
     /// Default `.always`.
     public var policy: SyncPolicy
-    public init(policy: SyncPolicy = .always) { self.policy = policy }
+    /// Recovery validates snapshots (a full read) before delivering any section, so a damaged
+    /// one can be skipped for an older one. Default true. When false, the newest snapshot is
+    /// delivered while it is read, saving that read; should it turn out damaged, `Journal.open`
+    /// throws `SnapshotDamagedWhileDelivered` and the caller discards what it got and opens
+    /// again with validation.
+    public var validateSnapshotFirst: Bool
+    public init(policy: SyncPolicy = .always, validateSnapshotFirst: Bool = true) {
+        self.policy = policy
+        self.validateSnapshotFirst = validateSnapshotFirst
+    }
+}
+
+/// Thrown by `Journal.open` without `validateSnapshotFirst` when the newest snapshot, already
+/// partly delivered, turns out damaged: open again with validation (which picks an older
+/// snapshot with a warning, or names the damage).
+public struct SnapshotDamagedWhileDelivered: Error, Sendable, CustomStringConvertible {
+    /// The damage, as validation would report it.
+    public var damage: JournalError
+    public var description: String { "\(damage) (found while replaying it)" }
 }
 
 /// Counters since `open` (for metrics and tests).

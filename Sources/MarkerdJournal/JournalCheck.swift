@@ -119,7 +119,7 @@ public enum JournalCheck {
             actions.append("deleted unfinished snapshot \(tmp)")
         }
         for snap in listing.snapshots {
-            let scan = try Scanner.scanSnapshot(directory: directory, name: snap.name, covered: snap.covered)
+            let scan = try Scanner.scanSnapshot(directory: directory, name: snap.name, covered: snap.covered, wantPayloads: false)
             if let d = scan.damage {
                 try FileIO.rename(FileIO.join(directory, snap.name), FileIO.join(directory, snap.name + ".corrupt"))
                 actions.append("renamed damaged snapshot \(snap.name) to \(snap.name).corrupt (damage at offset \(d.offset): \(d.reason))")
@@ -201,7 +201,7 @@ public enum JournalCheck {
             report.files.append(.init(name: other, kind: .other, bytes: size, records: 0, status: "ignored"))
         }
         for snap in listing.snapshots {
-            let scan = try Scanner.scanSnapshot(directory: directory, name: snap.name, covered: snap.covered)
+            let scan = try Scanner.scanSnapshot(directory: directory, name: snap.name, covered: snap.covered, wantPayloads: false)
             var status = "ok"
             if let d = scan.damage {
                 status = "DAMAGED"

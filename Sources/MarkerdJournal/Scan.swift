@@ -95,9 +95,11 @@ enum Scanner {
     }
 
     /// Reads a snapshot: sections 1...n, the trailer (sequence 0) naming `covered` and n, then EOF.
+    /// Without `wantPayloads`, `onSection` gets empty arrays (validation only: no copies).
     static func scanSnapshot(
         directory: String, name: String, covered: UInt64,
         progress: ((Int64) -> Void)? = nil,
+        wantPayloads: Bool = true,
         onSection: ([UInt8]) throws -> Void = { _ in }
     ) throws -> SnapshotScan {
         let reader = try FrameReader(path: FileIO.join(directory, name))
@@ -105,7 +107,7 @@ enum Scanner {
         scan.fileSize = reader.fileSize
         var lastReported: Int64 = 0
         while true {
-            switch try reader.next(copyPayload: true) {
+            switch try reader.next(copyPayload: wantPayloads) {
             case .end:
                 scan.damage = (reader.fileSize, "no trailer: the snapshot is incomplete (\(scan.sections) sections read)")
                 progress?(reader.fileSize)
@@ -160,6 +162,19 @@ struct RecoveryPlan {
     var startIndex: Int?
     var warnings: [String] = []
 
+    /// The newest snapshot, unvalidated, if the journal continues from it (nil: no snapshot,
+    /// or a gap; `make` then explains). Its damage, if any, shows while it is replayed.
+    static func trustingNewest(directory: String, listing: DirectoryListing) -> RecoveryPlan? {
+        guard let newest = listing.snapshots.last,
+              let size = try? FileIO.size(path: FileIO.join(directory, newest.name)) else { return nil }
+        let start = listing.segments.lastIndex { $0.first <= newest.covered + 1 }
+        guard listing.segments.isEmpty || start != nil else { return nil }
+        var plan = RecoveryPlan()
+        plan.snapshot = SnapshotScan(name: newest.name, covered: newest.covered, fileSize: size)
+        plan.startIndex = start
+        return plan
+    }
+
     /// Validates snapshots newest first and picks the newest one the journal continues from.
     /// A damaged snapshot is skipped (with a warning) if an older valid snapshot, or a complete
     /// journal from sequence 1, can take its place; otherwise its damage is the error.
@@ -172,7 +187,7 @@ struct RecoveryPlan {
         var base = 0 as Int64
         for snap in listing.snapshots.reversed() {
             let scan = try Scanner.scanSnapshot(directory: directory, name: snap.name, covered: snap.covered,
-                                                progress: progress.map { p in { p(base + $0) } })
+                                                progress: progress.map { p in { p(base + $0) } }, wantPayloads: false)
             base += scan.fileSize
             guard scan.isValid else {
                 plan.rejected.append(scan)

@@ -4,40 +4,82 @@ import MarkerdCore
 import MarkerdJournal
 import Synchronization
 
-/// Recovery on two cores: the journal's reader thread hands each snapshot section or journal
-/// record to `submit`; a decode stage prepares it (protobuf decode, marker conversion) and an
-/// apply stage applies the results strictly in order. At most `depth` items are in flight.
+/// Recovery on every core: the journal's reader thread hands each snapshot section or journal
+/// record to `submit`; decode stages (one per core, taking items in turn) prepare them
+/// (protobuf decode, marker conversion, projection) and an apply stage applies the results
+/// strictly in submission order. At most `depth` items are in flight.
 final class RecoveryPipeline: @unchecked Sendable {
-    private let decode = DispatchQueue(label: "markerd.recovery.decode")
+    private let decoders: [DispatchQueue]
+    private var nextDecoder = 0  // the submitting thread's
     private let apply = DispatchQueue(label: "markerd.recovery.apply")
     private let slots: DispatchSemaphore
     private let lock = NSLock()
     private var failure: Error?  // guarded by lock: the first error wins
+    /// CPU time of each stage, ns (for the recovery summary).
+    let decodeNanoseconds = Atomic<UInt64>(0)
+    let applyNanoseconds = Atomic<UInt64>(0)
 
-    init(depth: Int = 8) { slots = DispatchSemaphore(value: depth) }
+    /// One item between its decode stage and the apply stage.
+    private final class Item: @unchecked Sendable {
+        let ready = DispatchSemaphore(value: 0)
+        var step: (@Sendable () throws -> Void)?  // written before `ready` is signalled
+    }
+
+    /// - Parameters:
+    ///   - depth: items in flight (decoded or being decoded, not yet applied). Default 8.
+    ///   - decoders: decode stages. Default: the number of cores, at least 2.
+    init(depth: Int = 8, decoders: Int = max(2, ProcessInfo.processInfo.activeProcessorCount)) {
+        slots = DispatchSemaphore(value: depth)
+        self.decoders = (0..<max(1, decoders)).map { DispatchQueue(label: "markerd.recovery.decode\($0)") }
+    }
+
+    /// CPU time of the calling thread, ns.
+    static func threadCPUNanoseconds() -> UInt64 {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
+    }
+
+    @inline(__always) private static func timed(_ counter: borrowing Atomic<UInt64>, _ body: () -> Void) {
+        let t0 = threadCPUNanoseconds()
+        body()
+        counter.add(threadCPUNanoseconds() - t0, ordering: .relaxed)
+    }
 
     private var failed: Error? { lock.lock(); defer { lock.unlock() }; return failure }
     private func fail(_ e: Error) { lock.lock(); if failure == nil { failure = e }; lock.unlock() }
 
     /// Queues one item; throws the first error of an earlier item (so recovery stops early).
-    func submit(prepare: @escaping @Sendable () throws -> (@Sendable () throws -> Void)) throws {
+    /// An `exclusive` item is prepared alone: after every earlier preparation and before any
+    /// later one (for preparations with effects later ones depend on, e.g. registering icons).
+    /// Call from one thread at a time.
+    func submit(exclusive: Bool = false, prepare: @escaping @Sendable () throws -> (@Sendable () throws -> Void)) throws {
         if let e = failed { throw e }
+        if exclusive { for q in decoders { q.sync {} } }
         slots.wait()
-        decode.async { [self] in
-            let step: (@Sendable () throws -> Void)?
-            do { step = failed == nil ? try prepare() : nil } catch { fail(error); step = nil }
-            let work = step
-            apply.async { [self] in
-                defer { slots.signal() }
-                guard failed == nil, let work else { return }
+        let item = Item()
+        let decoder = decoders[nextDecoder]
+        nextDecoder = (nextDecoder + 1) % decoders.count
+        decoder.async { [self] in
+            Self.timed(decodeNanoseconds) {
+                do { item.step = failed == nil ? try prepare() : nil } catch { fail(error); item.step = nil }
+            }
+            item.ready.signal()
+        }
+        apply.async { [self] in
+            defer { slots.signal() }
+            item.ready.wait()
+            guard failed == nil, let work = item.step else { return }
+            Self.timed(applyNanoseconds) {
                 do { try work() } catch { fail(error) }
             }
         }
+        if exclusive { decoder.sync {} }
     }
 
     /// Waits until every queued item is applied; throws the first error.
     func finish() throws {
-        decode.sync {}
+        for q in decoders { q.sync {} }
         apply.sync {}
         if let e = failed { throw e }
     }
@@ -107,11 +149,26 @@ extension MarkerService {
     /// - Throws: when the data directory is damaged beyond a torn last record (the error names
     ///   the file and offset; `markerd check` / `markerd repair` explain and fix it), or is
     ///   locked by another markerd.
+    ///
+    /// The newest snapshot is replayed while it is read, unvalidated; should it turn out damaged,
+    /// recovery starts over and validates the snapshots first (skipping a damaged one for an
+    /// older one, with a warning).
     public static func open(configuration: ServiceConfiguration,
                             progress: (@Sendable (String) -> Void)? = nil) throws -> MarkerService {
         guard let directory = configuration.dataDirectory else {
             return MarkerService(configuration: configuration)
         }
+        do {
+            return try recover(directory: directory, configuration: configuration, validateSnapshotFirst: false, progress: progress)
+        } catch let e as SnapshotDamagedWhileDelivered {
+            progress?("recovery warning: \(e); starting over, validating the snapshots first")
+            return try recover(directory: directory, configuration: configuration, validateSnapshotFirst: true, progress: progress)
+        }
+    }
+
+    /// One recovery attempt (see `open`).
+    private static func recover(directory: String, configuration: ServiceConfiguration, validateSnapshotFirst: Bool,
+                                progress: (@Sendable (String) -> Void)?) throws -> MarkerService {
         let start = ContinuousClock.now
         let recovering = MarkerService(configuration: configuration, journal: nil)
         let replayErrors = Atomic<Int>(0)
@@ -122,22 +179,43 @@ extension MarkerService {
             case .everySecond: .everySecond
             case .off: .off
         }
-        let (journal, report) = try Journal.open(
-            directory: directory, options: JournalOptions(policy: policy),
-            progress: { p in
-                guard let progress, p.totalBytes > 64 << 20, ContinuousClock.now - lastPrinted > .seconds(1) else { return }
-                lastPrinted = .now
-                progress(String(format: "recovering %@: %.0f%% (%lld of %lld MB)", p.file,
-                                100 * Double(p.bytesRead) / Double(max(1, p.totalBytes)),
-                                p.bytesRead >> 20, p.totalBytes >> 20))
-            },
-            snapshotSection: { bytes in try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
-                try recovering.prepareSnapshotSection(bytes)
-            }) },
-            record: { _, bytes in try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
-                { if !recovering.replayJournalRecord(bytes) { replayErrors.add(1, ordering: .relaxed) } }
-            }) })
+        let firstSection = Mutex<ContinuousClock.Instant?>(nil)
+        var snapshotFinished = false  // the reader thread's: grids built before the first record
+        let gridNanoseconds = Atomic<UInt64>(0)
+        let opened: (journal: Journal, report: RecoveryReport)
+        do {
+            opened = try Journal.open(
+                directory: directory, options: JournalOptions(policy: policy, validateSnapshotFirst: validateSnapshotFirst),
+                progress: { p in
+                    guard let progress, p.totalBytes > 64 << 20, ContinuousClock.now - lastPrinted > .seconds(1) else { return }
+                    lastPrinted = .now
+                    progress(String(format: "recovering %@: %.0f%% (%lld of %lld MB)", p.file,
+                                    100 * Double(p.bytesRead) / Double(max(1, p.totalBytes)),
+                                    p.bytesRead >> 20, p.totalBytes >> 20))
+                },
+                snapshotSection: { bytes in
+                    firstSection.withLock { if $0 == nil { $0 = .now } }
+                    try pipeline.submit(exclusive: !Self.isMarkersSection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
+                        try recovering.prepareSnapshotSection(bytes)
+                    })
+                },
+                record: { _, bytes in
+                    if !snapshotFinished {
+                        snapshotFinished = true
+                        try pipeline.submit(prepare: { { gridNanoseconds.add(recovering.finishRestores(), ordering: .relaxed) } })
+                    }
+                    try pipeline.submit(prepare: { () throws -> (@Sendable () throws -> Void) in
+                    { if !recovering.replayJournalRecord(bytes) { replayErrors.add(1, ordering: .relaxed) } }
+                }) })
+        } catch {
+            try? pipeline.finish()  // let queued work end before anything starts over
+            throw error
+        }
+        let (journal, report) = opened
+        let submitted = ContinuousClock.now
         try pipeline.finish()
+        gridNanoseconds.add(recovering.finishRestores(), ordering: .relaxed)
+        let drained = ContinuousClock.now
         let service = MarkerService(configuration: configuration, journal: journal)
         service.adopt(recovering)
         let markers = service.layers.withLock { $0.values.reduce(0) { $0 + $1.layer.count } }
@@ -149,6 +227,13 @@ extension MarkerService {
                          report.snapshot ?? "none", report.recordsReplayed,
                          replayErrors.load(ordering: .relaxed) > 0
                             ? ", \(replayErrors.load(ordering: .relaxed)) skipped as no-ops" : ""))
+        func s(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+        progress?(String(format: "recovery stages: %.2f s before the first snapshot section, %.2f s reading, %.2f s draining; CPU: decode %.2f s, apply %.2f s (building grids %.2f s)",
+                         s((firstSection.withLock { $0 } ?? submitted) - start), s(submitted - (firstSection.withLock { $0 } ?? submitted)),
+                         s(drained - submitted),
+                         Double(pipeline.decodeNanoseconds.load(ordering: .relaxed)) / 1e9,
+                         Double(pipeline.applyNanoseconds.load(ordering: .relaxed)) / 1e9,
+                         Double(gridNanoseconds.load(ordering: .relaxed)) / 1e9))
         service.snapshots.end(journalBytes: 0)
         return service
     }
@@ -186,16 +271,25 @@ extension MarkerService {
         }
     }
 
+    /// Whether a snapshot section's bytes hold a markers chunk (`SnapshotSection.markers`, field
+    /// 4, length-delimited: its tag is the first byte, as a section sets exactly one field).
+    /// Only those are decoded in parallel; a wrong guess only costs parallelism.
+    static func isMarkersSection(_ bytes: [UInt8]) -> Bool { bytes.first == 4 << 3 | 2 }
+
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
     func prepareSnapshotSection(_ bytes: [UInt8]) throws -> @Sendable () throws -> Void {
-        let section = try V1.SnapshotSection(serializedBytes: bytes)
         let now = Self.nowUnixMs()
         let c = MutationCommit(kind: .upsertMarkers, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
-        switch section.section {
+        // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
+        if Self.isMarkersSection(bytes), let (layerID, records, world) = convertMarkersChunk(bytes, nowUnixMs: now) {
+            return { [self] in try restoreRecords(records, world: world, into: layerID, c) }
+        }
+        switch try V1.SnapshotSection(serializedBytes: bytes).section {
         case .markers(let r)?:
             let records = try records(r, nowUnixMs: now, restoring: true)
-            return { [self] in _ = try upsertRecords(records, into: r.layerID, c) }
+            let world = records.map { WorldPoint($0.position) }
+            return { [self] in try restoreRecords(records, world: world, into: r.layerID, c) }
         case .icon?:
             // Icons come before the markers that use them; registering here (not in the apply
             // stage) lets the next sections' conversion find them.
@@ -204,6 +298,46 @@ extension MarkerService {
         default:
             return { [self] in try restoreSnapshotSection(bytes) }
         }
+    }
+
+    /// A markers chunk decoded by `V1.SnapshotSection.visitMarkersChunk` and converted marker by
+    /// marker (no intermediate `V1.Marker` array), with the projected positions; nil when the
+    /// decoder declines the bytes or a marker does not convert (then the caller goes the
+    /// protobuf-c way, which gives the same records or the same error as before).
+    func convertMarkersChunk(_ bytes: [UInt8], nowUnixMs now: Int64) -> (String, [MarkerRecord], [WorldPoint])? {
+        var records: [MarkerRecord] = []
+        var world: [WorldPoint] = []
+        let layerID = bytes.withUnsafeBytes { raw in
+            V1.SnapshotSection.visitMarkersChunk(raw, reserve: { records.reserveCapacity($0); world.reserveCapacity($0) }) { m in
+                guard let r = try? MarkerConversion.record(m, index: records.count, nowUnixMs: now, restoring: true,
+                                                           icon: icons.geometry) else { return false }
+                records.append(r)
+                world.append(WorldPoint(r.position))
+                return true
+            }
+        }
+        guard let layerID, records.count <= MarkerConversion.maxBatch else { return nil }
+        return (layerID, records, world)
+    }
+
+    /// Applies one snapshot section's converted markers (`world`: their projected positions)
+    /// like `upsertRecords`, leaving a new layer's grid for `finishRestores()`.
+    func restoreRecords(_ records: [MarkerRecord], world: [WorldPoint], into layerID: String, _ c: MutationCommit) throws(RPCError) {
+        try write(layerID, c) { (h) throws(RPCError) in
+            _ = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.restore(records, world: world, now: c.nowUnixMs) }
+        }
+    }
+
+    /// Builds the grids that `restoreRecords` deferred (see `MarkerLayer.finishRestore`). Runs
+    /// before anything but snapshot markers touches the layers: the first journal record, or
+    /// the end of recovery.
+    /// Returns the CPU time it took, ns.
+    func finishRestores() -> UInt64 {
+        let t0 = RecoveryPipeline.threadCPUNanoseconds()
+        for h in layers.withLock({ Array($0.values) }) {
+            h.lock.withWriteLock { h.layer.finishRestore() }
+        }
+        return RecoveryPipeline.threadCPUNanoseconds() - t0
     }
 
     /// Applies one snapshot section.

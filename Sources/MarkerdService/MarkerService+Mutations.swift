@@ -233,8 +233,14 @@ extension MarkerService {
     }
 
     /// Checks a batch and converts it to core records (no lock needed).
+    /// Restoring a snapshot skips the check for ids repeated in the batch (a snapshot section
+    /// comes from one table scan, so it has none; and a repeat would just apply in order).
     func records(_ r: V1.UpsertMarkersRequest, nowUnixMs: Int64, restoring: Bool) throws(RPCError) -> [MarkerRecord] {
-        try MarkerConversion.checkBatch(r.markers, id: \.id, count: r.markers.count, what: "markers")
+        if restoring {
+            try MarkerConversion.checkBatch(EmptyCollection<V1.Marker>(), id: \.id, count: r.markers.count, what: "markers")
+        } else {
+            try MarkerConversion.checkBatch(r.markers, id: \.id, count: r.markers.count, what: "markers")
+        }
         var records: [MarkerRecord] = []
         records.reserveCapacity(r.markers.count)
         for i in r.markers.indices {

@@ -247,6 +247,54 @@ import Testing
         #expect(throws: JournalError.self) { _ = try recover(dir) }
     }
 
+    /// Without validation first, the newest snapshot is delivered while it is read; damage in
+    /// it throws `SnapshotDamagedWhileDelivered` (after the sections before it), and a second
+    /// open with validation falls back as usual.
+    @Test func unvalidatedNewestSnapshot() throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let r = try recover(dir)
+        for n in 1...10 { try appendAndWait(r.journal, payload(UInt64(n))) }
+        let s1 = try r.journal.rotate()
+        try writeSnapshot(r.journal, covered: s1, sections: [Array("old".utf8)])
+        for n in 11...20 { try appendAndWait(r.journal, payload(UInt64(n))) }
+        let s2 = try r.journal.rotate()
+        try writeSnapshot(r.journal, covered: s2, sections: [Array("new".utf8), Array("new2".utf8)])
+        for n in 21...25 { try appendAndWait(r.journal, payload(UInt64(n))) }
+        try r.journal.close()
+
+        let trusting = try recover(dir, validateSnapshotFirst: false)
+        let validating = try { try trusting.journal.close(); return try recover(dir) }()
+        #expect(trusting.sections == [Array("new".utf8), Array("new2".utf8)] && trusting.sections == validating.sections)
+        #expect(trusting.records.map(\.0) == Array(21...25) && validating.records.map(\.0) == Array(21...25))
+        #expect(trusting.report.nextSequence == validating.report.nextSequence)
+        try validating.journal.close()
+
+        let newest = FileIO.join(dir, JournalFormat.snapshotName(coveredSequence: s2))
+        let intact = readFile(newest)
+        var bytes = intact
+        bytes[20] ^= 0xFF
+        writeFile(newest, bytes)
+        var delivered: [[UInt8]] = []
+        do {
+            _ = try recover(dir, validateSnapshotFirst: false, sectionsSeen: { delivered.append($0) })
+            Issue.record("a damaged snapshot recovered")
+        } catch let e as SnapshotDamagedWhileDelivered {
+            guard case let .damaged(file, offset, _) = e.damage else { Issue.record("\(e)"); return }
+            #expect(file == newest && offset == 19)
+        }
+        #expect(delivered == [Array("new".utf8)])
+        let fallback = try recover(dir)
+        #expect(fallback.sections == [Array("old".utf8)] && fallback.records.map(\.0) == Array(11...25))
+        try fallback.journal.close()
+
+        // A snapshot cut short (no trailer) is damage too, found at its end.
+        writeFile(newest, Array(intact.prefix(intact.count - 10)))
+        #expect(throws: SnapshotDamagedWhileDelivered.self) { _ = try recover(dir, validateSnapshotFirst: false) }
+        // The directory LOCK was released: opening again works.
+        try recover(dir).journal.close()
+    }
+
     @Test func progressIsReported() throws {
         let dir = makeTempDirectory()
         defer { removeDirectory(dir) }

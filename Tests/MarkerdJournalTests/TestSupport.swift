@@ -28,11 +28,12 @@ struct Recovered {
     var records: [(UInt64, [UInt8])] = []
 }
 
-func recover(_ dir: String, policy: SyncPolicy = .always) throws -> Recovered {
+func recover(_ dir: String, policy: SyncPolicy = .always, validateSnapshotFirst: Bool = true,
+             sectionsSeen: ((([UInt8]) -> Void))? = nil) throws -> Recovered {
     var sections: [[UInt8]] = []
     var records: [(UInt64, [UInt8])] = []
-    let (j, r) = try Journal.open(directory: dir, options: .init(policy: policy),
-                                  snapshotSection: { sections.append($0) },
+    let (j, r) = try Journal.open(directory: dir, options: .init(policy: policy, validateSnapshotFirst: validateSnapshotFirst),
+                                  snapshotSection: { sections.append($0); sectionsSeen?($0) },
                                   record: { records.append(($0, $1)) })
     return Recovered(journal: j, report: r, sections: sections, records: records)
 }

@@ -1,0 +1,283 @@
+extension V1.SnapshotSection {
+    /// Decodes a snapshot section holding a markers chunk (`SnapshotSection.markers`) straight
+    /// into Swift values, without protobuf-c: restoring a snapshot decodes millions of markers
+    /// and this is several times cheaper. It understands the plain subset markerd writes (each
+    /// field at most once, no unknown fields, no `animation` or `attributes`, strings valid
+    /// UTF-8 without NUL bytes, varints of at most 10 bytes) and returns nil for anything else,
+    /// including malformed bytes: then decode with `init(serializedBytes:)`, which gives the same
+    /// result or the error. Whenever it returns a request, that request equals what
+    /// `init(serializedBytes:)` decodes. Never crashes, whatever the bytes.
+    public static func decodeMarkersChunk(_ bytes: UnsafeRawBufferPointer) -> V1.UpsertMarkersRequest? {
+        var markers: [V1.Marker] = []
+        guard let layerID = visitMarkersChunk(bytes, reserve: { markers.reserveCapacity($0) },
+                                              each: { markers.append($0); return true }) else { return nil }
+        return V1.UpsertMarkersRequest(layerID: layerID, markers: markers)
+    }
+
+    /// `decodeMarkersChunk` without building the request: calls `reserve` with the number of
+    /// markers, then `each` with every marker in order (stop early by returning false), and
+    /// returns the layer id. Returns nil when it declines the bytes (as `decodeMarkersChunk`
+    /// does) or `each` stopped; `each` may have been called for some markers by then.
+    public static func visitMarkersChunk(_ bytes: UnsafeRawBufferPointer, reserve: (Int) -> Void,
+                                         each: (V1.Marker) -> Bool) -> String? {
+        var r = WireReader(bytes)
+        // The section: exactly field 4 (length-delimited) and nothing after it.
+        guard r.key() == 4 << 3 | 2, let body = r.lengthDelimited(), r.atEnd else { return nil }
+        var count = WireReader(bytes, body)
+        reserve(count.countFields(key: 2 << 3 | 2))
+        var layerID = ""
+        var inner = WireReader(bytes, body)
+        var sawLayer = false
+        var lastPin: (bytes: Range<Int>, pin: V1.DefaultPin)? = nil  // markers mostly repeat one pin
+        while !inner.atEnd {
+            guard let key = inner.key() else { return nil }
+            switch key {
+            case 1 << 3 | 2:
+                guard !sawLayer, let s = inner.lengthDelimited(), let id = inner.string(s) else { return nil }
+                layerID = id
+                sawLayer = true
+            case 2 << 3 | 2:
+                guard let m = inner.lengthDelimited(), let marker = decodeMarker(WireReader(bytes, m), lastPin: &lastPin),
+                      each(marker) else { return nil }
+            default:
+                return nil
+            }
+        }
+        return layerID
+    }
+
+    /// One marker; `lastPin` is the previous pin decoded (reused when the bytes are the same).
+    private static func decodeMarker(_ reader: WireReader, lastPin: inout (bytes: Range<Int>, pin: V1.DefaultPin)?) -> V1.Marker? {
+        var r = reader
+        var m = V1.Marker()
+        var seen: UInt32 = 0
+        while !r.atEnd {
+            guard let key = r.key() else { return nil }
+            let field = key >> 3
+            guard field < 32, seen & (1 << UInt32(field)) == 0 else { return nil }
+            seen |= 1 << UInt32(field)
+            switch key {
+            case 1 << 3 | 2:
+                guard let s = r.lengthDelimited(), let id = r.string(s) else { return nil }
+                m.id = id
+            case 2 << 3 | 2:
+                guard let s = r.lengthDelimited(), let p = decodeLatLng(WireReader(r.bytes, s)) else { return nil }
+                m.position = p
+            case 3 << 3 | 2:
+                guard seen & (1 << 4) == 0, let s = r.lengthDelimited() else { return nil }
+                if let last = lastPin, r.bytes.same(last.bytes, s) {
+                    m.icon = .pin(last.pin)
+                } else {
+                    guard let pin = decodePin(WireReader(r.bytes, s)) else { return nil }
+                    lastPin = (s, pin)
+                    m.icon = .pin(pin)
+                }
+            case 4 << 3 | 2:
+                guard seen & (1 << 3) == 0, let s = r.lengthDelimited(), let id = r.string(s) else { return nil }
+                m.icon = .iconID(id)
+            case 5 << 3 | 2:
+                guard let s = r.lengthDelimited(), let a = decodeAnchor(WireReader(r.bytes, s)) else { return nil }
+                m.anchor = a
+            case 6 << 3 | 0:
+                guard let v = r.varint() else { return nil }
+                m.zIndex = Int32(truncatingIfNeeded: v)
+            case 7 << 3 | 0:
+                guard let v = r.varint() else { return nil }
+                m.clickable = v != 0
+            case 8 << 3 | 0:
+                guard let v = r.varint() else { return nil }
+                m.draggable = v != 0
+            case 10 << 3 | 0:
+                guard let v = r.varint() else { return nil }
+                m.visible = v != 0
+            case 12 << 3 | 2:
+                guard let s = r.lengthDelimited() else { return nil }
+                m.extra = Array(UnsafeRawBufferPointer(rebasing: r.bytes[s]))
+            default:
+                return nil  // animation, attributes, unknown fields, unexpected wire types
+            }
+        }
+        return m
+    }
+
+    private static func decodeLatLng(_ reader: WireReader) -> V1.LatLng? {
+        var r = reader
+        var p = V1.LatLng()
+        var seen: UInt8 = 0
+        while !r.atEnd {
+            guard let key = r.key() else { return nil }
+            switch key {
+            case 1 << 3 | 1:
+                guard seen & 1 == 0, let v = r.fixed64() else { return nil }
+                p.latitude = Double(bitPattern: v)
+                seen |= 1
+            case 2 << 3 | 1:
+                guard seen & 2 == 0, let v = r.fixed64() else { return nil }
+                p.longitude = Double(bitPattern: v)
+                seen |= 2
+            default:
+                return nil
+            }
+        }
+        return p
+    }
+
+    private static func decodeAnchor(_ reader: WireReader) -> V1.Anchor? {
+        var r = reader
+        var a = V1.Anchor()
+        var seen: UInt8 = 0
+        while !r.atEnd {
+            guard let key = r.key() else { return nil }
+            switch key {
+            case 1 << 3 | 5:
+                guard seen & 1 == 0, let v = r.fixed32() else { return nil }
+                a.x = Float(bitPattern: v)
+                seen |= 1
+            case 2 << 3 | 5:
+                guard seen & 2 == 0, let v = r.fixed32() else { return nil }
+                a.y = Float(bitPattern: v)
+                seen |= 2
+            default:
+                return nil
+            }
+        }
+        return a
+    }
+
+    private static func decodePin(_ reader: WireReader) -> V1.DefaultPin? {
+        var r = reader
+        var pin = V1.DefaultPin()
+        var seen: UInt8 = 0
+        while !r.atEnd {
+            guard let key = r.key() else { return nil }
+            let field = key >> 3
+            guard field >= 1, field <= 7, seen & (1 << UInt8(field)) == 0 else { return nil }
+            seen |= 1 << UInt8(field)
+            switch key {
+            case 1 << 3 | 0:
+                guard let v = r.varint() else { return nil }
+                pin.fillColor = UInt32(truncatingIfNeeded: v)
+            case 2 << 3 | 0:
+                guard let v = r.varint() else { return nil }
+                pin.strokeColor = UInt32(truncatingIfNeeded: v)
+            case 3 << 3 | 5:
+                guard let v = r.fixed32() else { return nil }
+                pin.strokeWidth = Float(bitPattern: v)
+            case 4 << 3 | 5:
+                guard let v = r.fixed32() else { return nil }
+                pin.scale = Float(bitPattern: v)
+            case 5 << 3 | 2:
+                guard let s = r.lengthDelimited(), let label = r.string(s) else { return nil }
+                pin.label = label
+            case 6 << 3 | 0:
+                guard let v = r.varint() else { return nil }
+                pin.labelColor = UInt32(truncatingIfNeeded: v)
+            case 7 << 3 | 5:
+                guard let v = r.fixed32() else { return nil }
+                pin.labelSize = Float(bitPattern: v)
+            default:
+                return nil
+            }
+        }
+        return pin
+    }
+}
+
+/// A bounds-checked cursor over protobuf wire bytes (`decodeMarkersChunk`); every read returns
+/// nil when the bytes end early or are out of what it accepts.
+private struct WireReader {
+    let bytes: UnsafeRawBufferPointer
+    private var at: Int
+    private let end: Int
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.init(bytes, 0..<bytes.count) }
+
+    init(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) {
+        self.bytes = bytes
+        at = range.lowerBound
+        end = range.upperBound
+    }
+
+    var atEnd: Bool { at >= end }
+
+    /// A varint of at most 10 bytes.
+    mutating func varint() -> UInt64? {
+        var v: UInt64 = 0
+        var shift: UInt64 = 0
+        while at < end && shift < 70 {
+            let b = bytes[at]
+            at += 1
+            v |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return v }
+            shift += 7
+        }
+        return nil
+    }
+
+    /// A field key (field number << 3 | wire type) of at most 5 bytes.
+    mutating func key() -> UInt64? {
+        guard let k = varint(), k <= UInt64(UInt32.max) else { return nil }
+        return k
+    }
+
+    mutating func fixed32() -> UInt32? {
+        guard end - at >= 4 else { return nil }
+        defer { at += 4 }
+        return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self))
+    }
+
+    mutating func fixed64() -> UInt64? {
+        guard end - at >= 8 else { return nil }
+        defer { at += 8 }
+        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+    }
+
+    /// The byte range of a length-delimited value (skipped over).
+    mutating func lengthDelimited() -> Range<Int>? {
+        guard let n = varint(), n <= UInt64(end - at) else { return nil }
+        let r = at..<at + Int(n)
+        at += Int(n)
+        return r
+    }
+
+    /// How many of the remaining fields are length-delimited with `key`, up to the first that
+    /// is not length-delimited (a capacity hint; moves to the end).
+    mutating func countFields(key wanted: UInt64) -> Int {
+        var n = 0
+        while !atEnd, let k = key(), k & 7 == 2, lengthDelimited() != nil {
+            if k == wanted { n += 1 }
+        }
+        return n
+    }
+
+    /// The bytes at `range` as a string: nil unless valid UTF-8 without NUL bytes.
+    func string(_ range: Range<Int>) -> String? {
+        let slice = UnsafeRawBufferPointer(rebasing: bytes[range])
+        var ascii = true
+        for b in slice {
+            if b == 0 { return nil }
+            if b >= 0x80 { ascii = false }
+        }
+        return ascii ? String(decoding: slice, as: UTF8.self) : String(validating: slice, as: UTF8.self)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether the bytes at `a` and `b` are the same.
+    fileprivate func same(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        a.count == b.count && (a.isEmpty || memcmpEqual(baseAddress! + a.lowerBound, baseAddress! + b.lowerBound, a.count))
+    }
+
+    private func memcmpEqual(_ p: UnsafeRawPointer, _ q: UnsafeRawPointer, _ n: Int) -> Bool {
+        var i = 0
+        while i + 8 <= n {
+            if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) != q.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i += 8
+        }
+        while i < n {
+            if p.load(fromByteOffset: i, as: UInt8.self) != q.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i += 1
+        }
+        return true
+    }
+}

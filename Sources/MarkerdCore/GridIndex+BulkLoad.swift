@@ -1,0 +1,109 @@
+/// Building a whole grid in one pass (restoring a snapshot into an empty layer).
+extension GridIndex {
+    /// True when nothing was ever inserted (a new index or one after `removeAll`): the
+    /// precondition of `bulkLoad`.
+    var isPristine: Bool { nodes.occupied == 0 && entries.isEmpty }
+
+    /// Builds the index of `entries` (slots unique, classes given by `byClass`' position:
+    /// `byClass[c]` holds the entries of class `c`) top-down in one pass per level: each node's
+    /// entries are partitioned into its 16 children by a counting sort, a node becomes internal
+    /// exactly when it holds more than `splitAbove` entries above `maxLevel`, and leaves get their
+    /// blocks filled directly. The result has the same nodes (keys, leaf or internal, child
+    /// masks, counts, z bounds) and the same entries per leaf as inserting the entries one by one
+    /// in any order; only the order of entries inside a leaf and the block layout differ (no
+    /// free blocks are left over from splits).
+    ///
+    /// Costs O(n * depth) sequential work plus one hash-table insert per node; needs a scratch
+    /// copy of the largest class (16 bytes per entry) while it runs. `byClass` is consumed (left
+    /// reordered). Precondition: `isPristine`.
+    mutating func bulkLoad(_ byClass: inout [[GridEntry]]) {
+        precondition(isPristine, "bulkLoad needs an empty grid")
+        var total = 0, maxSlot: Int32 = -1, largest = 0
+        for c in byClass.indices {
+            total += byClass[c].count
+            largest = Swift.max(largest, byClass[c].count)
+            for e in byClass[c] { maxSlot = Swift.max(maxSlot, e.slot) }
+        }
+        pos = [UInt32](repeating: 0, count: Int(maxSlot) + 1)
+        entries.reserveCapacity(total + total / 4 + GridIndex.blockSize)
+        var scratch = [GridEntry](repeating: GridEntry(x: 0, y: 0, z: 0, slot: -1), count: largest)
+        for c in byClass.indices where !byClass[c].isEmpty {
+            let root = GridIndex.nodeKey(level: 0, cx: 0, cy: 0, cls: UInt32(c))
+            byClass[c].withUnsafeMutableBufferPointer { a in
+                scratch.withUnsafeMutableBufferPointer { s in
+                    buildNode(a, s, lo: 0, hi: a.count, key: root, level: 0)
+                }
+            }
+        }
+    }
+
+    /// Creates node `key` (of `level`) for the entries `a[lo..<hi]` and, recursively, its subtree
+    /// (`scratch[lo..<hi]` is free to use; either range may be left reordered).
+    private mutating func buildNode(_ a: UnsafeMutableBufferPointer<GridEntry>, _ scratch: UnsafeMutableBufferPointer<GridEntry>,
+                                    lo: Int, hi: Int, key: UInt64, level: UInt32) {
+        let n = hi - lo
+        var minZ = Int32.max, maxZ = Int32.min
+        let isInternal = n > Int(GridIndex.splitAbove) && level < GridIndex.maxLevel
+        var counts = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &counts) { raw in
+            let count = raw.bindMemory(to: Int.self)
+            let childLevel = level + 2
+            for k in lo..<hi {
+                let e = a[k]
+                if e.z < minZ { minZ = e.z }
+                if e.z > maxZ { maxZ = e.z }
+                if isInternal { count[GridIndex.childBit(e.x, e.y, level: childLevel)] += 1 }
+            }
+        }
+        let i = nodes.insertNew(key)
+        nodes[i].count = UInt32(n)
+        nodes[i].minZ = minZ
+        nodes[i].maxZ = maxZ
+        guard isInternal else {
+            fillLeaf(i, a, lo: lo, hi: hi)
+            return
+        }
+        // Counting sort of the entries by child into `scratch`, then the children in order.
+        var starts = [Int](repeating: 0, count: 17)
+        var mask: UInt32 = 0
+        withUnsafeBytes(of: &counts) { raw in
+            let count = raw.bindMemory(to: Int.self)
+            starts[0] = lo
+            for b in 0..<16 {
+                starts[b + 1] = starts[b] + count[b]
+                if count[b] > 0 { mask |= 1 << UInt32(b) }
+            }
+        }
+        nodes[i].head = Int32(-2 - Int64(mask))
+        var next = starts
+        let childLevel = level + 2
+        for k in lo..<hi {
+            let e = a[k]
+            let b = GridIndex.childBit(e.x, e.y, level: childLevel)
+            scratch[next[b]] = e
+            next[b] += 1
+        }
+        // The children's entries now sit in `scratch`: it and `a` swap roles for the subtree.
+        var m = mask
+        while m != 0 {
+            let b = m.trailingZeroBitCount
+            m &= m - 1
+            buildNode(scratch, a, lo: starts[b], hi: starts[b + 1], key: GridIndex.childKey(key, b), level: childLevel)
+        }
+    }
+
+    /// Gives leaf `i` new blocks holding `a[lo..<hi]`, laid out as `append` would leave them:
+    /// the chain runs from the newest (partly filled) block back to the oldest.
+    private mutating func fillLeaf(_ i: Int, _ a: UnsafeMutableBufferPointer<GridEntry>, lo: Int, hi: Int) {
+        let n = hi - lo
+        let size = GridIndex.blockSize
+        let blocks = (n + size - 1) / size
+        let first = Int32(blockNext.count)
+        for k in 0..<blocks { blockNext.append(k == 0 ? -1 : first + Int32(k) - 1) }
+        let base = entries.count
+        entries.append(contentsOf: UnsafeBufferPointer(rebasing: a[lo..<hi]))
+        entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: blocks * size - n))
+        for k in 0..<n { pos[Int(a[lo + k].slot)] = UInt32(base + k) }
+        nodes[i].head = blocks == 0 ? -1 : first + Int32(blocks) - 1
+    }
+}
