@@ -114,7 +114,7 @@ struct ClusterBench {
             var countError: Error?
             Progress.log("[\(label)] GetClusters world z\(zoom): \(options.queries) calls")
             let s = try RPCTiming.measure(client, "GetClusters", as: V1.GetClustersResponse.self, floor: floor,
-                                          warmup: Array(repeating: request, count: warmupCalls),
+                                          warmup: Array(repeating: request, count: 50),
                                           timed: Array(repeating: request, count: options.queries)) { r in
                 clusters = r.clusters.count
                 markers = r.markers.count

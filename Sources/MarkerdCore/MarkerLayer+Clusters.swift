@@ -81,6 +81,14 @@ extension MarkerLayer {
         return clusters.clusters(in: box, zoom: zoom).map(layerItem)
     }
 
+    /// `gridClusterItems(in:zoom:)` plus each cluster's expansion zoom, in item order (see
+    /// `GridClusterIndex.clustersWithExpansionZooms`). Nil when grid clustering is off.
+    public func gridClusterItemsWithExpansionZooms(in box: ClusterBox, zoom: Int) -> (items: [LayerClusterItem], expansionZooms: [Int])? {
+        guard let clusters else { return nil }
+        let found = clusters.clustersWithExpansionZooms(in: box, zoom: zoom)
+        return (found.items.map(layerItem), found.expansionZooms)
+    }
+
     /// For raster and vector tiles: the grid clusters and unclustered markers whose cells of zoom `z`
     /// lie in tile z/x/y (x wrapped; each cell belongs to exactly one tile), plus, when `buffer` > 0,
     /// those of the cells intersecting the tile grown by `buffer` (a fraction of the tile side, e.g.

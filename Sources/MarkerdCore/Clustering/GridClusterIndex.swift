@@ -228,14 +228,26 @@ public struct GridClusterIndex: Sendable {
     /// rule above); above maxZoom, the points inside `box`. Negative zooms are treated as 0.
     /// O(items returned + maxZoom).
     public func clusters(in box: ClusterBox, zoom: Int) -> [GridClusterItem] {
-        var out: [GridClusterItem] = []
+        var out = Collected()
+        walk(box, zoom: zoom, into: &out)
+        return out.items
+    }
+
+    /// `clusters(in:zoom:)` plus the expansion zoom of each item that is a cluster, in item order (the
+    /// values of `expansionZoom(of:)`), found from the cells at hand instead of looking each id up again.
+    public func clustersWithExpansionZooms(in box: ClusterBox, zoom: Int) -> (items: [GridClusterItem], expansionZooms: [Int]) {
+        var out = Collected(expansionZooms: [])
+        walk(box, zoom: zoom, into: &out)
+        return (out.items, out.expansionZooms ?? [])
+    }
+
+    private func walk(_ box: ClusterBox, zoom: Int, into out: inout Collected) {
         let zoom = max(0, zoom)
         let target = min(zoom, options.maxZoom)
         let exactPoints = zoom > options.maxZoom
         forEachRoot(in: box) { root in
             collect(root, z: 0, target: target, box: box, exactPoints: exactPoints, into: &out)
         }
-        return out
     }
 
     /// `clusters(in:zoom:)` for a box in degrees (see `ClusterBox(west:south:east:north:)`).
@@ -269,21 +281,21 @@ public struct GridClusterIndex: Sendable {
     /// zoom + 1 inside it (its points, sorted by id, when zoom == maxZoom).
     public func children(of id: GridClusterID) throws(GridClusterError) -> [GridClusterItem] {
         guard let node = findNode(id), nodeCount(node) >= options.minPoints else { throw .noCluster(id) }
-        var out: [GridClusterItem] = []
+        var out = Collected()
         if id.zoom == options.maxZoom {
-            appendAllPoints(node, z: id.zoom, into: &out)
-            return out
+            appendAllPoints(node, z: id.zoom, into: &out.items)
+            return out.items
         }
         if node < 0 {
             collect(node, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
-            return out
+            return out.items
         }
         let c = Int(node)
         for q in 0..<4 {
             let ch = children[4 * c + q]
             if ch != -1 { collect(ch, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out) }
         }
-        return out
+        return out.items
     }
 
     /// The member points of a cluster, `limit` of them after skipping `offset`, in the output order
@@ -301,9 +313,14 @@ public struct GridClusterIndex: Sendable {
     /// (maxZoom + 1 if they share a cell up to maxZoom).
     public func expansionZoom(of id: GridClusterID) throws(GridClusterError) -> Int {
         guard let node = findNode(id), nodeCount(node) >= options.minPoints else { throw .noCluster(id) }
+        return expansionZoom(node: node, zoom: id.zoom)
+    }
+
+    /// The expansion zoom of the non-empty node `node` of a cell at `zoom`.
+    private func expansionZoom(node: Int32, zoom: Int) -> Int {
         if node < 0 { return options.maxZoom + 1 }
         var c = Int(node)
-        var z = id.zoom
+        var z = zoom
         while z < options.maxZoom {
             var only: Int32 = -1, n = 0
             for q in 0..<4 where children[4 * c + q] != -1 {
@@ -483,28 +500,43 @@ public struct GridClusterIndex: Sendable {
         }
     }
 
+    /// Output of a tree walk: the items and, when asked for (non-nil), each cluster's expansion zoom.
+    private struct Collected {
+        var items: [GridClusterItem] = []
+        var expansionZooms: [Int]? = nil
+
+        mutating func appendCluster(_ cluster: GridCluster, expansionZoom: @autoclosure () -> Int) {
+            items.append(.cluster(cluster))
+            if expansionZooms != nil { expansionZooms!.append(expansionZoom()) }
+        }
+    }
+
     /// Emits the items of node `ref` (occupying a slot of zoom z) at zoom `target` >= z, restricted to `box`.
-    private func collect(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout [GridClusterItem]) {
+    private func collect(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout Collected) {
         if ref <= -2 {
             let p = pointAt(Self.pointID(ref))
             if exactPoints {
-                if box.contains(x: p.x, y: p.y) { out.append(.point(p)) }
+                if box.contains(x: p.x, y: p.y) { out.items.append(.point(p)) }
                 return
             }
             let (cx, cy) = cellOf(p.x, p.y, target)
             guard cellIntersects(cx, cy, z: target, box) else { return }
-            out.append(options.minPoints <= 1 ? .cluster(makeCluster(ref, zoom: target)) : .point(p))
+            if options.minPoints <= 1 {
+                out.appendCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
+            } else {
+                out.items.append(.point(p))
+            }
             return
         }
         let c = Int(ref)
         if !cellIntersects(cells[c].cx, cells[c].cy, z: z, box) { return }
         if z == target {
             if exactPoints {
-                for m in members[c].sorted() where box.contains(x: px[Int(m)], y: py[Int(m)]) { out.append(.point(pointAt(m))) }
+                for m in members[c].sorted() where box.contains(x: px[Int(m)], y: py[Int(m)]) { out.items.append(.point(pointAt(m))) }
             } else if Int(cells[c].count) >= options.minPoints {
-                out.append(.cluster(makeCluster(ref, zoom: z)))
+                out.appendCluster(makeCluster(ref, zoom: z), expansionZoom: expansionZoom(node: ref, zoom: z))
             } else {
-                appendAllPoints(ref, z: z, into: &out)
+                appendAllPoints(ref, z: z, into: &out.items)
             }
             return
         }

@@ -142,6 +142,11 @@ import Testing
                 #expect(Set(view) == want, "zoom \(z) box \(box)")
                 #expect(view.count == want.count)
                 #expect(view.reduce(0) { $0 + $1.count } == want.reduce(0) { $0 + $1.count })
+                // The same items with each cluster's expansion zoom, as expansionZoom(of:) gives it.
+                let withZooms = index.clustersWithExpansionZooms(in: box, zoom: z)
+                #expect(withZooms.items == view)
+                let clusterIDs = view.compactMap { item -> GridClusterID? in if case .cluster(let c) = item { c.id } else { nil } }
+                #expect(withZooms.expansionZooms == clusterIDs.map { (try? index.expansionZoom(of: $0)) ?? -1 }, "zoom \(z) box \(box)")
             }
         }
         guard deep else { return }
