@@ -55,11 +55,12 @@ extension MarkerLayer {
     /// Traps on invalid options (`ClusterOptions.isValid`).
     public mutating func enableGridClusters(_ options: ClusterOptions) {
         if let c = clusters, c.options == options { return }
-        var index = GridClusterIndex(options: options)
+        var points: [ClusterPoint] = []
+        points.reserveCapacity(staticCounter)
         for s in 0..<table.slotCount where MarkerLayer.isClusterable(table.flags[s]) {
-            index.upsert(ClusterPoint(id: Int32(s), x: table.x[s], y: table.y[s]))
+            points.append(ClusterPoint(id: Int32(s), x: table.x[s], y: table.y[s]))
         }
-        clusters = index
+        clusters = GridClusterIndex(options: options, points: points)
     }
 
     /// Stops maintaining grid clusters and frees the index.

@@ -209,6 +209,44 @@ import Testing
         try runRandom(options: ClusterOptions(radius: 40, minPoints: 4, maxZoom: 12, extent: 512), ops: 3000, ids: 400, salt: 1)
     }
 
+    /// The bulk build (Morton-ordered insertion) with duplicate ids: the last occurrence wins, as
+    /// with upserts in input order, and everything observable matches the brute-force oracle.
+    @Test func bulkBuildWithDuplicatesMatchesUpsertsAndOracle() throws {
+        let seed = Self.seed(3)
+        print("GridClusterIndexTests.bulkBuild seed=\(seed &- 3); replay with SEED=\(seed &- 3)")
+        var rng = SplitMix64(seed: seed)
+        let hotspots: [(UInt32, UInt32)] = (0..<4).map { _ in (UInt32(truncatingIfNeeded: rng.next()), UInt32(truncatingIfNeeded: rng.next())) }
+        let options = ClusterOptions()
+        let points = (0..<3000).map { _ in Self.randomPoint(Int32(rng.next() % 700), &rng, hotspots: hotspots) }
+        var sequential = GridClusterIndex(options: options)
+        var truth: [Int32: ClusterPoint] = [:]
+        for p in points {
+            sequential.upsert(p)
+            truth[p.id] = p
+        }
+        let bulk = GridClusterIndex(options: options, points: points)
+        #expect(bulk.count == truth.count && bulk.cellCount == sequential.cellCount)
+        for (id, p) in truth { #expect(bulk.point(id: id) == p) }
+        for z in 0...(options.maxZoom + 1) {
+            #expect(bulk.clusters(in: .world, zoom: z) == sequential.clusters(in: .world, zoom: z), "zoom \(z)")
+        }
+        try check(bulk, truth, options, &rng, deep: true)
+    }
+
+    @Test func mortonKeyInterleavesYThenX() {
+        #expect(GridClusterIndex.mortonKey(1, 0) == 1)
+        #expect(GridClusterIndex.mortonKey(0, 1) == 2)
+        #expect(GridClusterIndex.mortonKey(.max, 0) == 0x5555_5555_5555_5555)
+        #expect(GridClusterIndex.mortonKey(0, .max) == 0xAAAA_AAAA_AAAA_AAAA)
+        #expect(GridClusterIndex.mortonKey(1 << 31, 1 << 31) == 3 << 62)
+        var rng = SplitMix64(seed: Self.seed(4))
+        for _ in 0..<1000 {
+            let x = UInt32(truncatingIfNeeded: rng.next()), y = UInt32(truncatingIfNeeded: rng.next())
+            let key = GridClusterIndex.mortonKey(x, y)
+            #expect(GridClusterIndex.mortonX(key) == x && GridClusterIndex.mortonY(key) == y)
+        }
+    }
+
     @Test func randomUpdatesMatchOracleMinPoints1() throws {
         try runRandom(options: ClusterOptions(radius: 300, minPoints: 1, maxZoom: 10, extent: 256), ops: 2000, ids: 300, salt: 2)
     }
