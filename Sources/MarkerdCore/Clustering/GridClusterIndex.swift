@@ -14,7 +14,8 @@
 /// their member lists. The structure depends only on the set of points (it is canonical).
 ///
 /// Costs: `upsert` / `remove` touch at most two cells per zoom, O(maxZoom) (plus, on removal of a
-/// point that defines a member bound of its maxZoom cell, a rescan of that cell's members). Queries
+/// point that defines a member bound of its maxZoom cell, a rescan of that cell's members). A move
+/// that stays in the point's node (most small moves) walks up once, updating sums and bounds. Queries
 /// visit only non-empty cells intersecting the box, O(result + maxZoom). Everything observable
 /// (clusters, ids, positions, output order) depends only on the current set of points, not on
 /// update order.
@@ -267,6 +268,7 @@ public struct GridClusterIndex: Sendable {
         if id >= px.count { reserve(maxId: p.id) }
         if pHolder[id] != Self.absent {
             if px[id] == p.x && py[id] == p.y { return }
+            if moveInPlace(id, to: p.x, p.y) { return }
             remove(id: p.id)
         }
         px[id] = p.x
@@ -321,6 +323,36 @@ public struct GridClusterIndex: Sendable {
             z += 1
         }
         count += 1
+    }
+
+    /// A move that keeps the point in the node it occupies (its maxZoom cell, or the single-point
+    /// cell in its holder's slot, `pPos` -1), such as most small moves: the structure stays, only
+    /// the sums and bounds of the cells above change, in one walk up instead of a removal and an
+    /// insertion. Returns false (changing nothing) when the point leaves that cell.
+    private mutating func moveInPlace(_ id: Int, to x: UInt32, _ y: UInt32) -> Bool {
+        let holder = Int(pHolder[id])
+        let ox = px[id], oy = py[id]
+        if pPos[id] >= 0 {
+            guard cellOf(x, y, options.maxZoom) == (cells[holder].cx, cells[holder].cy) else { return false }
+        } else {
+            let z = holder < 0 ? 0 : Int(cells[holder].zoom) + 1
+            guard cellOf(x, y, z) == cellOf(ox, oy, z) else { return false }
+        }
+        px[id] = x
+        py[id] = y
+        var c = holder
+        while c >= 0 {  // bottom-up, so that a recomputation reads updated children
+            cells[c].sumX = cells[c].sumX &- UInt64(ox) &+ UInt64(x)
+            cells[c].sumY = cells[c].sumY &- UInt64(oy) &+ UInt64(y)
+            if ox == cells[c].minX || ox == cells[c].maxX || oy == cells[c].minY || oy == cells[c].maxY {
+                recomputeBounds(c)
+            } else {
+                cells[c].minX = min(cells[c].minX, x); cells[c].maxX = max(cells[c].maxX, x)
+                cells[c].minY = min(cells[c].minY, y); cells[c].maxY = max(cells[c].maxY, y)
+            }
+            c = Int(cells[c].parent)
+        }
+        return true
     }
 
     /// Removes a point; returns false if the id is absent. O(maxZoom), plus a rescan of the point's

@@ -95,6 +95,14 @@ import Testing
                 let removed = index.remove(id: id)
                 #expect(removed)
                 truth[id] = nil
+            } else if let old = truth[id], rng.next() % 3 == 0 {
+                // a small move (often within the point's cell: the in-place path), wrapping in x
+                let r = UInt64(1) << (rng.next() % 14)
+                let dx = Int64(rng.next() % (2 * r + 1)) - Int64(r), dy = Int64(rng.next() % (2 * r + 1)) - Int64(r)
+                let y = UInt32(min(max(Int64(old.y) + dy, 0), Int64(UInt32.max)))
+                let p = ClusterPoint(id: id, x: UInt32(truncatingIfNeeded: Int64(old.x) + dx), y: y)
+                index.upsert(p)
+                truth[id] = p
             } else {
                 let p = Self.randomPoint(id, &rng, hotspots: hotspots)
                 index.upsert(p)
