@@ -50,8 +50,9 @@ extension MarkerLayer {
     // MARK: Enabling
 
     /// Starts maintaining grid clusters with `options` (marker slots are the point ids), building the
-    /// index from the current visible static markers: O(markers x maxZoom). Replaces an index with
-    /// other options; a no-op when the options are the same. Does not change the version.
+    /// index in bulk from the current visible static markers (`GridClusterIndex(options:points:)`:
+    /// a radix sort plus O(cells x log markers)). Replaces an index with other options; a no-op
+    /// when the options are the same. Does not change the version.
     /// Traps on invalid options (`ClusterOptions.isValid`).
     public mutating func enableGridClusters(_ options: ClusterOptions) {
         if let c = clusters, c.options == options { return }
