@@ -47,14 +47,18 @@ public struct GridClusterIndex: Sendable {
     /// Zoom-0 nodes by key `cy << 32 | cx`.
     private var roots: [UInt64: Int32] = [:]
 
-    // Points by id.
-    private var px: [UInt32] = []
-    private var py: [UInt32] = []
-    /// The cell whose child slot (or member list, see `pPos`) holds the point; -1: a root slot;
-    /// `absent` when the id is not in the index.
-    private var pHolder: [Int32] = []
-    /// Position in `members[pHolder]`, or -1 when the point sits in a child or root slot.
-    private var pPos: [Int32] = []
+    // Points by id, one 16-byte record each (a move reads and writes all four fields: one cache
+    // line instead of four).
+    private struct PointState {
+        var x: UInt32
+        var y: UInt32
+        /// The cell whose child slot (or member list, see `pos`) holds the point; -1: a root slot;
+        /// `absent` when the id is not in the index.
+        var holder: Int32
+        /// Position in `members[holder]`, or -1 when the point sits in a child or root slot.
+        var pos: Int32
+    }
+    private var pts: [PointState] = []
     private static let absent = Int32.min
 
     /// Number of points.
@@ -105,8 +109,8 @@ public struct GridClusterIndex: Sendable {
         var entries: [BulkEntry] = []
         entries.reserveCapacity(points.count)
         for (i, p) in points.enumerated() where last[Int(p.id)] == Int32(i) {
-            px[Int(p.id)] = p.x
-            py[Int(p.id)] = p.y
+            pts[Int(p.id)].x = p.x
+            pts[Int(p.id)].y = p.y
             entries.append(BulkEntry(key: Self.mortonKey(p.x, p.y), id: p.id))
         }
         last = []
@@ -145,8 +149,8 @@ public struct GridClusterIndex: Sendable {
     private mutating func buildNode(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, z: Int, parent: Int32) -> BulkNode {
         if range.count == 1 {
             let e = sorted[range.lowerBound]
-            pHolder[Int(e.id)] = parent
-            pPos[Int(e.id)] = -1
+            pts[Int(e.id)].holder = parent
+            pts[Int(e.id)].pos = -1
             let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
             return BulkNode(ref: Self.pointRef(e.id), sumX: UInt64(x), sumY: UInt64(y), minX: x, minY: y, maxX: x, maxY: y)
         }
@@ -164,8 +168,8 @@ public struct GridClusterIndex: Sendable {
             list.reserveCapacity(range.count)
             for i in range {
                 let e = sorted[i]
-                pHolder[Int(e.id)] = c
-                pPos[Int(e.id)] = Int32(list.count)
+                pts[Int(e.id)].holder = c
+                pts[Int(e.id)].pos = Int32(list.count)
                 list.append(e.id)
                 let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
                 add(UInt64(x), UInt64(y), x, y, x, y)
@@ -255,7 +259,7 @@ public struct GridClusterIndex: Sendable {
         var memberBytes = 0
         for m in members where m.capacity > 0 { memberBytes += 32 + m.capacity * 4 }
         return cells.capacity * MemoryLayout<Cell>.stride + children.capacity * 4 + members.capacity * 8
-            + freeCells.capacity * 4 + roots.capacity * 16 + (px.capacity + py.capacity + pHolder.capacity + pPos.capacity) * 4
+            + freeCells.capacity * 4 + roots.capacity * 16 + pts.capacity * MemoryLayout<PointState>.stride
             + memberBytes
     }
 
@@ -265,14 +269,14 @@ public struct GridClusterIndex: Sendable {
     public mutating func upsert(_ p: ClusterPoint) {
         precondition(p.id >= 0, "ClusterPoint.id must be >= 0")
         let id = Int(p.id)
-        if id >= px.count { reserve(maxId: p.id) }
-        if pHolder[id] != Self.absent {
-            if px[id] == p.x && py[id] == p.y { return }
+        if id >= pts.count { reserve(maxId: p.id) }
+        if pts[id].holder != Self.absent {
+            if pts[id].x == p.x && pts[id].y == p.y { return }
             if moveInPlace(id, to: p.x, p.y) { return }
             remove(id: p.id)
         }
-        px[id] = p.x
-        py[id] = p.y
+        pts[id].x = p.x
+        pts[id].y = p.y
         let maxZoom = options.maxZoom
         var parent: Int32 = -1
         var z = 0
@@ -281,8 +285,8 @@ public struct GridClusterIndex: Sendable {
             let ref = slot(parent, cx, cy)
             if ref == -1 {
                 setSlot(parent, cx, cy, Self.pointRef(p.id))
-                pHolder[id] = parent
-                pPos[id] = -1
+                pts[id].holder = parent
+                pts[id].pos = -1
                 break
             }
             var c: Int
@@ -290,20 +294,20 @@ public struct GridClusterIndex: Sendable {
                 // Split: the single-point node becomes a stored cell holding that point.
                 let s = Self.pointID(ref)
                 c = Int(newCell(cx: cx, cy: cy, parent: parent, zoom: z))
-                let sx = px[Int(s)], sy = py[Int(s)]
+                let sx = pts[Int(s)].x, sy = pts[Int(s)].y
                 cells[c].count = 1
                 cells[c].sumX = UInt64(sx); cells[c].sumY = UInt64(sy)
                 cells[c].minX = sx; cells[c].maxX = sx; cells[c].minY = sy; cells[c].maxY = sy
                 setSlot(parent, cx, cy, Int32(c))
                 if z == maxZoom {
                     members[c].append(s)
-                    pHolder[Int(s)] = Int32(c)
-                    pPos[Int(s)] = 0
+                    pts[Int(s)].holder = Int32(c)
+                    pts[Int(s)].pos = 0
                 } else {
                     let (qx, qy) = cellOf(sx, sy, z + 1)
                     children[4 * c + Int((qy & 1) << 1 | (qx & 1))] = Self.pointRef(s)
-                    pHolder[Int(s)] = Int32(c)
-                    pPos[Int(s)] = -1
+                    pts[Int(s)].holder = Int32(c)
+                    pts[Int(s)].pos = -1
                 }
             } else {
                 c = Int(ref)
@@ -314,8 +318,8 @@ public struct GridClusterIndex: Sendable {
             cells[c].minX = min(cells[c].minX, p.x); cells[c].maxX = max(cells[c].maxX, p.x)
             cells[c].minY = min(cells[c].minY, p.y); cells[c].maxY = max(cells[c].maxY, p.y)
             if z == maxZoom {
-                pHolder[id] = Int32(c)
-                pPos[id] = Int32(members[c].count)
+                pts[id].holder = Int32(c)
+                pts[id].pos = Int32(members[c].count)
                 members[c].append(p.id)
                 break
             }
@@ -326,20 +330,20 @@ public struct GridClusterIndex: Sendable {
     }
 
     /// A move that keeps the point in the node it occupies (its maxZoom cell, or the single-point
-    /// cell in its holder's slot, `pPos` -1), such as most small moves: the structure stays, only
+    /// cell in its holder's slot, position -1), such as most small moves: the structure stays, only
     /// the sums and bounds of the cells above change, in one walk up instead of a removal and an
     /// insertion. Returns false (changing nothing) when the point leaves that cell.
     private mutating func moveInPlace(_ id: Int, to x: UInt32, _ y: UInt32) -> Bool {
-        let holder = Int(pHolder[id])
-        let ox = px[id], oy = py[id]
-        if pPos[id] >= 0 {
+        let holder = Int(pts[id].holder)
+        let ox = pts[id].x, oy = pts[id].y
+        if pts[id].pos >= 0 {
             guard cellOf(x, y, options.maxZoom) == (cells[holder].cx, cells[holder].cy) else { return false }
         } else {
             let z = holder < 0 ? 0 : Int(cells[holder].zoom) + 1
             guard cellOf(x, y, z) == cellOf(ox, oy, z) else { return false }
         }
-        px[id] = x
-        py[id] = y
+        pts[id].x = x
+        pts[id].y = y
         var c = holder
         while c >= 0 {  // bottom-up, so that a recomputation reads updated children
             cells[c].sumX = cells[c].sumX &- UInt64(ox) &+ UInt64(x)
@@ -359,18 +363,18 @@ public struct GridClusterIndex: Sendable {
     /// maxZoom cell when the point defines one of that cell's member bounds.
     @discardableResult
     public mutating func remove(id: Int32) -> Bool {
-        guard id >= 0, Int(id) < pHolder.count, pHolder[Int(id)] != Self.absent else { return false }
+        guard id >= 0, Int(id) < pts.count, pts[Int(id)].holder != Self.absent else { return false }
         let i = Int(id)
-        let holder = Int(pHolder[i])
-        let pos = Int(pPos[i])
-        pHolder[i] = Self.absent
+        let holder = Int(pts[i].holder)
+        let pos = Int(pts[i].pos)
+        pts[i].holder = Self.absent
         count -= 1
-        let x = px[i], y = py[i]
+        let x = pts[i].x, y = pts[i].y
         if pos >= 0 {
             let last = members[holder].removeLast()
             if last != id {
                 members[holder][pos] = last
-                pPos[Int(last)] = Int32(pos)
+                pts[Int(last)].pos = Int32(pos)
             }
         } else {
             let z = holder < 0 ? 0 : Int(cells[holder].zoom) + 1
@@ -404,11 +408,11 @@ public struct GridClusterIndex: Sendable {
     }
 
     /// Whether a point with this id is present.
-    public func contains(id: Int32) -> Bool { id >= 0 && Int(id) < pHolder.count && pHolder[Int(id)] != Self.absent }
+    public func contains(id: Int32) -> Bool { id >= 0 && Int(id) < pts.count && pts[Int(id)].holder != Self.absent }
 
     /// The point with this id, if present.
     public func point(id: Int32) -> ClusterPoint? {
-        contains(id: id) ? ClusterPoint(id: id, x: px[Int(id)], y: py[Int(id)]) : nil
+        contains(id: id) ? ClusterPoint(id: id, x: pts[Int(id)].x, y: pts[Int(id)].y) : nil
     }
 
     /// Removes every point (keeps the options).
@@ -555,12 +559,9 @@ public struct GridClusterIndex: Sendable {
 
     private mutating func reserve(maxId: Int32) {
         let n = Int(maxId) + 1
-        guard n > px.count else { return }
-        let grow = max(n, px.count + px.count / 2) - px.count
-        px.append(contentsOf: repeatElement(0, count: grow))
-        py.append(contentsOf: repeatElement(0, count: grow))
-        pHolder.append(contentsOf: repeatElement(Self.absent, count: grow))
-        pPos.append(contentsOf: repeatElement(-1, count: grow))
+        guard n > pts.count else { return }
+        let grow = max(n, pts.count + pts.count / 2) - pts.count
+        pts.append(contentsOf: repeatElement(PointState(x: 0, y: 0, holder: Self.absent, pos: -1), count: grow))
     }
 
     private mutating func newCell(cx: UInt32, cy: UInt32, parent: Int32, zoom: Int) -> Int32 {
@@ -597,15 +598,15 @@ public struct GridClusterIndex: Sendable {
         }
         let parent = cells[c].parent
         setSlot(parent, cells[c].cx, cells[c].cy, Self.pointRef(remaining))
-        pHolder[Int(remaining)] = parent
-        pPos[Int(remaining)] = -1
+        pts[Int(remaining)].holder = parent
+        pts[Int(remaining)].pos = -1
     }
 
     private mutating func recomputeBounds(_ c: Int) {
         var x0 = UInt32.max, y0 = UInt32.max, x1 = UInt32.min, y1 = UInt32.min
         if Int(cells[c].zoom) == options.maxZoom {
             for m in members[c] {
-                let x = px[Int(m)], y = py[Int(m)]
+                let x = pts[Int(m)].x, y = pts[Int(m)].y
                 x0 = min(x0, x); x1 = max(x1, x)
                 y0 = min(y0, y); y1 = max(y1, y)
             }
@@ -615,8 +616,8 @@ public struct GridClusterIndex: Sendable {
                 if ch == -1 { continue }
                 if ch <= -2 {
                     let s = Int(Self.pointID(ch))
-                    x0 = min(x0, px[s]); x1 = max(x1, px[s])
-                    y0 = min(y0, py[s]); y1 = max(y1, py[s])
+                    x0 = min(x0, pts[s].x); x1 = max(x1, pts[s].x)
+                    y0 = min(y0, pts[s].y); y1 = max(y1, pts[s].y)
                 } else {
                     let d = Int(ch)
                     x0 = min(x0, cells[d].minX); x1 = max(x1, cells[d].maxX)
@@ -628,7 +629,7 @@ public struct GridClusterIndex: Sendable {
     }
 
     @inline(__always)
-    private func pointAt(_ id: Int32) -> ClusterPoint { ClusterPoint(id: id, x: px[Int(id)], y: py[Int(id)]) }
+    private func pointAt(_ id: Int32) -> ClusterPoint { ClusterPoint(id: id, x: pts[Int(id)].x, y: pts[Int(id)].y) }
 
     @inline(__always)
     private func nodeCount(_ node: Int32) -> Int { node <= -2 ? 1 : Int(cells[Int(node)].count) }
@@ -724,7 +725,7 @@ public struct GridClusterIndex: Sendable {
         if !cellIntersects(cells[c].cx, cells[c].cy, z: z, box) { return }
         if z == target {
             if exactPoints {
-                for m in members[c].sorted() where box.contains(x: px[Int(m)], y: py[Int(m)]) { out.items.append(.point(pointAt(m))) }
+                for m in members[c].sorted() where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { out.items.append(.point(pointAt(m))) }
             } else if Int(cells[c].count) >= options.minPoints {
                 out.appendCluster(makeCluster(ref, zoom: z), expansionZoom: expansionZoom(node: ref, zoom: z))
             } else {
