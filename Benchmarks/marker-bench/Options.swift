@@ -18,6 +18,8 @@ struct Options: Sendable {
     /// Run the RPC section (load, memory, queries, moves) and the in-process section.
     var runRPC = true
     var runInProcess = true
+    /// Run the clusters section (grid clusters vs pysupercluster, `ClusterBench`).
+    var runClusters = true
     /// The markerd binary. Default: `markerd` next to this executable.
     var markerdPath: String = Options.defaultMarkerdPath
     /// Where durable data directories are created (must be a real disk for fsync to mean
@@ -30,6 +32,18 @@ struct Options: Sendable {
     /// Keep the durability section's data directories (their path is logged) instead of
     /// deleting them, e.g. to time restarts of other markerd builds on them.
     var keepData = false
+    /// Run the raster-tile section (`TileBench`).
+    var runTiles = true
+    /// The one section `--only` asked for, or nil.
+    var only: String? = nil {
+        didSet {
+            guard let only else { return }
+            runRPC = only == "rpc"; runInProcess = only == "inprocess"; runTiles = only == "tiles"
+            runClusters = only == "clusters"
+            skipDurability = only != "durability" && only != "restart"
+            restartOnly = only == "restart"
+        }
+    }
 
     /// Batches of MoveMarkers (1,000 moves each) timed for the moves/s figures.
     var moveBatches: Int { quick ? 30 : 1000 }
@@ -52,8 +66,9 @@ struct Options: Sendable {
       --queries N          timed calls per latency figure. Default 2000
       --quick              smoke run: 100k markers, 300 queries, fewer moves
       --skip-durability    skip journal/fsync/snapshot/restart measurements
-      --only SECTION       run one section: rpc, inprocess, durability, or restart (the
-                           durability section's restart from snapshot + journal tail only)
+      --only SECTION       run one section: rpc, inprocess, durability, restart (the
+                           durability section's restart from snapshot + journal tail only),
+                           tiles or clusters
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -104,13 +119,11 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                guard ["rpc", "inprocess", "durability", "restart"].contains(section) else {
-                    throw ParseError(description: "--only takes rpc, inprocess, durability or restart, not \"\(section)\"")
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters"]
+                guard sections.contains(section) else {
+                    throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }
-                o.runRPC = section == "rpc"
-                o.runInProcess = section == "inprocess"
-                o.skipDurability = section != "durability" && section != "restart"
-                o.restartOnly = section == "restart"
+                o.only = section
             case "--no-tune": o.tuneLoad = false
             case "--markerd": o.markerdPath = try value(arg)
             case "--data-root": o.dataRoot = try value(arg)
@@ -132,9 +145,7 @@ struct Options: Sendable {
     var summary: String {
         var parts = ["--sizes \(sizes.map(String.init).joined(separator: ","))", "--seed \(seed)", "--queries \(queries)"]
         if quick { parts.append("--quick") }
-        if !runRPC || !runInProcess {
-            parts.append("--only \(runRPC ? "rpc" : runInProcess ? "inprocess" : restartOnly ? "restart" : "durability")")
-        }
+        if let only { parts.append("--only \(only)") }
         else if skipDurability { parts.append("--skip-durability") }
         if !tuneLoad { parts.append("--no-tune") }
         parts.append("--markerd \(markerdPath)")

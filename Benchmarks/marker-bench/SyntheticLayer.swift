@@ -172,12 +172,13 @@ struct SyntheticLayer: Sendable {
     // MARK: Workloads
 
     /// A city-sized viewport: `widthPx` x `heightPx` CSS px (density 1) at a random zoom in
-    /// 12...16, centred at a random city centre shifted by one sigma-distributed offset.
-    func randomViewport(_ rng: inout SeededRNG, widthPx: Double = 1080, heightPx: Double = 1920) -> (bounds: V1.Bounds, zoom: Double) {
+    /// `zooms` (default 12...16), centred at a random city centre shifted by one sigma-distributed offset.
+    func randomViewport(_ rng: inout SeededRNG, widthPx: Double = 1080, heightPx: Double = 1920,
+                        zooms: ClosedRange<Double> = 12...16) -> (bounds: V1.Bounds, zoom: Double) {
         let c = cities[rng.index(cities.count)]
         let centre = Self.offset(LatLng(latitude: c.latitude, longitude: c.longitude),
                                  northKm: rng.gaussian() * c.sigmaKm, eastKm: rng.gaussian() * c.sigmaKm)
-        let zoom = rng.uniform(12...16)
+        let zoom = rng.uniform(zooms)
         let u = Mercator.worldUnitsPerPixel(zoom: zoom)  // world units per CSS px
         let cx = Mercator.worldX(longitude: centre.longitude), cy = Mercator.worldY(latitude: centre.latitude)
         let w = Mercator.worldSize

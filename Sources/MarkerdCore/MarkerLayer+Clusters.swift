@@ -50,16 +50,18 @@ extension MarkerLayer {
     // MARK: Enabling
 
     /// Starts maintaining grid clusters with `options` (marker slots are the point ids), building the
-    /// index from the current visible static markers: O(markers x maxZoom). Replaces an index with
-    /// other options; a no-op when the options are the same. Does not change the version.
+    /// index in bulk from the current visible static markers (`GridClusterIndex(options:points:)`:
+    /// a radix sort plus O(cells x log markers)). Replaces an index with other options; a no-op
+    /// when the options are the same. Does not change the version.
     /// Traps on invalid options (`ClusterOptions.isValid`).
     public mutating func enableGridClusters(_ options: ClusterOptions) {
         if let c = clusters, c.options == options { return }
-        var index = GridClusterIndex(options: options)
+        var points: [ClusterPoint] = []
+        points.reserveCapacity(staticCounter)
         for s in 0..<table.slotCount where MarkerLayer.isClusterable(table.flags[s]) {
-            index.upsert(ClusterPoint(id: Int32(s), x: table.x[s], y: table.y[s]))
+            points.append(ClusterPoint(id: Int32(s), x: table.x[s], y: table.y[s]))
         }
-        clusters = index
+        clusters = GridClusterIndex(options: options, points: points)
     }
 
     /// Stops maintaining grid clusters and frees the index.
@@ -79,6 +81,14 @@ extension MarkerLayer {
     public func gridClusterItems(in box: ClusterBox, zoom: Int) -> [LayerClusterItem]? {
         guard let clusters else { return nil }
         return clusters.clusters(in: box, zoom: zoom).map(layerItem)
+    }
+
+    /// `gridClusterItems(in:zoom:)` plus each cluster's expansion zoom, in item order (see
+    /// `GridClusterIndex.clustersWithExpansionZooms`). Nil when grid clustering is off.
+    public func gridClusterItemsWithExpansionZooms(in box: ClusterBox, zoom: Int) -> (items: [LayerClusterItem], expansionZooms: [Int])? {
+        guard let clusters else { return nil }
+        let found = clusters.clustersWithExpansionZooms(in: box, zoom: zoom)
+        return (found.items.map(layerItem), found.expansionZooms)
     }
 
     /// For raster and vector tiles: the grid clusters and unclustered markers whose cells of zoom `z`

@@ -221,13 +221,13 @@ extension MarkerService {
     // MARK: API conversion
 
     static func apiBounds(_ b: ClusterBox) -> V1.Bounds {
-        let a = WorldPoint(x: b.minX, y: b.maxY).latLng, c = WorldPoint(x: b.maxX, y: b.minY).latLng
+        let a = WorldPoint(x: b.minX, y: b.maxY).fastLatLng, c = WorldPoint(x: b.maxX, y: b.minY).fastLatLng
         return V1.Bounds(west: a.longitude, south: a.latitude, east: c.longitude, north: c.latitude)
     }
 
     static func apiCluster(_ c: GridCluster, expansionZoom: Int) -> V1.Cluster {
         V1.Cluster(id: gridIDBit | c.id.rawValue, count: UInt32(c.count),
-                   position: MarkerConversion.apiLatLng(WorldPoint(x: c.x, y: c.y).latLng),
+                   position: MarkerConversion.apiLatLng(WorldPoint(x: c.x, y: c.y).fastLatLng),
                    bounds: apiBounds(c.bounds), expansionZoom: UInt32(expansionZoom))
     }
 
@@ -249,14 +249,16 @@ extension MarkerService {
 
     /// The current record of a snapshot marker, at its snapshot position (so it agrees with the
     /// clusters); just the id and position when it was removed since. Call under the read lock.
-    /// Grid cluster items as API clusters and markers. Call under the layer's lock.
-    static func apiItems(_ items: [LayerClusterItem], _ layer: MarkerLayer, maxZoom: Int) -> ([V1.Cluster], [V1.Marker]) {
+    /// Grid cluster items as API clusters and markers. `expansionZooms`: one per cluster, in item
+    /// order, when known (else each is looked up). Call under the layer's lock.
+    static func apiItems(_ items: [LayerClusterItem], expansionZooms: [Int]? = nil, _ layer: MarkerLayer, maxZoom: Int) -> ([V1.Cluster], [V1.Marker]) {
         var clusters: [V1.Cluster] = []
         var markers: [V1.Marker] = []
+        if let expansionZooms { clusters.reserveCapacity(expansionZooms.count) }
         for item in items {
             switch item {
             case .cluster(let c):
-                let ez = (try? layer.gridClusterExpansionZoom(c.id)) ?? (maxZoom + 1)
+                let ez = expansionZooms?[clusters.count] ?? (try? layer.gridClusterExpansionZoom(c.id)) ?? (maxZoom + 1)
                 clusters.append(apiCluster(c, expansionZoom: ez))
             case .marker(_, let m):
                 markers.append(MarkerConversion.apiMarker(m))
@@ -317,8 +319,11 @@ extension MarkerService {
             ensureGridClusters(h, config.grid)
             let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
             return try read(r.layerID) { (h, _) throws(RPCError) in
-                guard let items = h.layer.gridClusterItems(in: box, zoom: zoom) else { throw .unavailable("clusters are being rebuilt; retry") }
-                (response.clusters, response.markers) = Self.apiItems(items, h.layer, maxZoom: config.grid.maxZoom)
+                guard let found = h.layer.gridClusterItemsWithExpansionZooms(in: box, zoom: zoom) else {
+                    throw .unavailable("clusters are being rebuilt; retry")
+                }
+                (response.clusters, response.markers) = Self.apiItems(found.items, expansionZooms: found.expansionZooms, h.layer,
+                                                                      maxZoom: config.grid.maxZoom)
                 response.layerVersion = h.layer.version
                 return response
             }

@@ -14,7 +14,8 @@
 /// their member lists. The structure depends only on the set of points (it is canonical).
 ///
 /// Costs: `upsert` / `remove` touch at most two cells per zoom, O(maxZoom) (plus, on removal of a
-/// point that defines a member bound of its maxZoom cell, a rescan of that cell's members). Queries
+/// point that defines a member bound of its maxZoom cell, a rescan of that cell's members). A move
+/// that stays in the point's node (most small moves) walks up once, updating sums and bounds. Queries
 /// visit only non-empty cells intersecting the box, O(result + maxZoom). Everything observable
 /// (clusters, ids, positions, output order) depends only on the current set of points, not on
 /// update order.
@@ -46,14 +47,18 @@ public struct GridClusterIndex: Sendable {
     /// Zoom-0 nodes by key `cy << 32 | cx`.
     private var roots: [UInt64: Int32] = [:]
 
-    // Points by id.
-    private var px: [UInt32] = []
-    private var py: [UInt32] = []
-    /// The cell whose child slot (or member list, see `pPos`) holds the point; -1: a root slot;
-    /// `absent` when the id is not in the index.
-    private var pHolder: [Int32] = []
-    /// Position in `members[pHolder]`, or -1 when the point sits in a child or root slot.
-    private var pPos: [Int32] = []
+    // Points by id, one 16-byte record each (a move reads and writes all four fields: one cache
+    // line instead of four).
+    private struct PointState {
+        var x: UInt32
+        var y: UInt32
+        /// The cell whose child slot (or member list, see `pos`) holds the point; -1: a root slot;
+        /// `absent` when the id is not in the index.
+        var holder: Int32
+        /// Position in `members[holder]`, or -1 when the point sits in a child or root slot.
+        var pos: Int32
+    }
+    private var pts: [PointState] = []
     private static let absent = Int32.min
 
     /// Number of points.
@@ -82,11 +87,171 @@ public struct GridClusterIndex: Sendable {
         self.k = options.cellsPerTileLog2
     }
 
-    /// An index over `points` (later duplicates of an id move it).
+    /// An index over `points` (a later duplicate of an id wins), built in bulk. Traps on invalid
+    /// options or a negative id.
+    ///
+    /// The same index as upserting the points one by one, built without walking the tree once per
+    /// point: the points are sorted by their quadtree (Morton) key, in which every cell of every
+    /// zoom is a contiguous run, and the tree is built top-down over the sorted runs, each cell's
+    /// count, sums and bounds gathered bottom-up from its children. Memory access is sequential
+    /// except for one write per point of its holder and position. O(n) for the radix sort plus
+    /// O(cells x log n); 32 bytes per point of temporary memory.
     public init(options: ClusterOptions = ClusterOptions(), points: [ClusterPoint]) {
         self.init(options: options)
-        if let maxId = points.lazy.map(\.id).max() { reserve(maxId: maxId) }
-        for p in points { upsert(p) }
+        guard let maxId = points.lazy.map(\.id).max() else { return }
+        reserve(maxId: maxId)
+        // The last occurrence of each id (input order), so that duplicates keep their meaning.
+        var last = [Int32](repeating: -1, count: Int(maxId) + 1)
+        for (i, p) in points.enumerated() {
+            precondition(p.id >= 0, "ClusterPoint.id must be >= 0")
+            last[Int(p.id)] = Int32(i)
+        }
+        var entries: [BulkEntry] = []
+        entries.reserveCapacity(points.count)
+        for (i, p) in points.enumerated() where last[Int(p.id)] == Int32(i) {
+            pts[Int(p.id)].x = p.x
+            pts[Int(p.id)].y = p.y
+            entries.append(BulkEntry(key: Self.mortonKey(p.x, p.y), id: p.id))
+        }
+        last = []
+        let depthBits = 2 * (options.maxZoom + k)  // the key bits that name a cell of maxZoom
+        Self.radixSort(&entries, topBits: depthBits)
+        count = entries.count
+        entries.withUnsafeBufferPointer { sorted in
+            var start = 0
+            while start < sorted.count {
+                // one run per zoom-0 cell: the top 2k bits of the key
+                let root = sorted[start].key >> UInt64(64 - 2 * k)
+                var end = start + 1
+                while end < sorted.count && sorted[end].key >> UInt64(64 - 2 * k) == root { end += 1 }
+                let (cx, cy) = cellOf(Self.mortonX(sorted[start].key), Self.mortonY(sorted[start].key), 0)
+                roots[UInt64(cy) << 32 | UInt64(cx)] = buildNode(sorted, start..<end, z: 0, parent: -1).ref
+                start = end
+            }
+        }
+    }
+
+    /// A point of the bulk build: its Morton key and id.
+    private struct BulkEntry {
+        var key: UInt64
+        var id: Int32
+    }
+
+    /// Aggregates of a node built in bulk (for its parent's count, sums and bounds).
+    private struct BulkNode {
+        var ref: Int32
+        var sumX: UInt64, sumY: UInt64
+        var minX: UInt32, minY: UInt32, maxX: UInt32, maxY: UInt32
+    }
+
+    /// Builds the node of the cell at zoom `z` holding the points `range` of `sorted` (a run of one
+    /// cell), below `parent` (-1: a root).
+    private mutating func buildNode(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, z: Int, parent: Int32) -> BulkNode {
+        if range.count == 1 {
+            let e = sorted[range.lowerBound]
+            pts[Int(e.id)].holder = parent
+            pts[Int(e.id)].pos = -1
+            let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
+            return BulkNode(ref: Self.pointRef(e.id), sumX: UInt64(x), sumY: UInt64(y), minX: x, minY: y, maxX: x, maxY: y)
+        }
+        let first = sorted[range.lowerBound].key
+        let (cx, cy) = cellOf(Self.mortonX(first), Self.mortonY(first), z)
+        let c = newCell(cx: cx, cy: cy, parent: parent, zoom: z)
+        var node = BulkNode(ref: c, sumX: 0, sumY: 0, minX: .max, minY: .max, maxX: 0, maxY: 0)
+        func add(_ x: UInt64, _ y: UInt64, _ x0: UInt32, _ y0: UInt32, _ x1: UInt32, _ y1: UInt32) {
+            node.sumX &+= x; node.sumY &+= y
+            node.minX = min(node.minX, x0); node.minY = min(node.minY, y0)
+            node.maxX = max(node.maxX, x1); node.maxY = max(node.maxY, y1)
+        }
+        if z == options.maxZoom {
+            var list: [Int32] = []
+            list.reserveCapacity(range.count)
+            for i in range {
+                let e = sorted[i]
+                pts[Int(e.id)].holder = c
+                pts[Int(e.id)].pos = Int32(list.count)
+                list.append(e.id)
+                let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
+                add(UInt64(x), UInt64(y), x, y, x, y)
+            }
+            members[Int(c)] = list
+        } else {
+            // The runs of the four quadrants at zoom z + 1: the next two key bits.
+            let shift = UInt64(64 - 2 * (z + 1 + k))
+            var lower = range.lowerBound
+            for q in 0..<4 {
+                var lo = lower, hi = range.upperBound
+                while lo < hi {  // first entry of a later quadrant
+                    let mid = (lo + hi) / 2
+                    if Int((sorted[mid].key >> shift) & 3) <= q { lo = mid + 1 } else { hi = mid }
+                }
+                if lo > lower {
+                    let child = buildNode(sorted, lower..<lo, z: z + 1, parent: c)
+                    children[4 * Int(c) + q] = child.ref
+                    add(child.sumX, child.sumY, child.minX, child.minY, child.maxX, child.maxY)
+                }
+                lower = lo
+            }
+        }
+        cells[Int(c)].count = Int32(range.count)
+        cells[Int(c)].sumX = node.sumX; cells[Int(c)].sumY = node.sumY
+        cells[Int(c)].minX = node.minX; cells[Int(c)].minY = node.minY
+        cells[Int(c)].maxX = node.maxX; cells[Int(c)].maxY = node.maxY
+        return node
+    }
+
+    /// Sorts `entries` by the top `topBits` bits of their keys (stable LSD radix sort, 11 bits a pass).
+    private static func radixSort(_ entries: inout [BulkEntry], topBits: Int) {
+        let digitBits = 11, buckets = 1 << 11
+        var spare = [BulkEntry](repeating: BulkEntry(key: 0, id: 0), count: entries.count)
+        var low = 64 - topBits
+        while low < 64 {
+            let shift = UInt64(low), mask = UInt64(buckets - 1)
+            var offsets = [Int](repeating: 0, count: buckets + 1)
+            for e in entries { offsets[Int((e.key >> shift) & mask) + 1] += 1 }
+            for b in 0..<buckets { offsets[b + 1] += offsets[b] }
+            spare.withUnsafeMutableBufferPointer { out in
+                for e in entries {
+                    let b = Int((e.key >> shift) & mask)
+                    out[offsets[b]] = e
+                    offsets[b] += 1
+                }
+            }
+            swap(&entries, &spare)
+            low += digitBits
+        }
+    }
+
+    /// The quadtree order of a world point: the bits of y and x interleaved (y's bit first, as in
+    /// the quadrant number `(cy & 1) << 1 | (cx & 1)`).
+    @inline(__always)
+    static func mortonKey(_ x: UInt32, _ y: UInt32) -> UInt64 {
+        @inline(__always) func spread(_ v: UInt32) -> UInt64 {
+            var w = UInt64(v)
+            w = (w | (w << 16)) & 0x0000_FFFF_0000_FFFF
+            w = (w | (w << 8)) & 0x00FF_00FF_00FF_00FF
+            w = (w | (w << 4)) & 0x0F0F_0F0F_0F0F_0F0F
+            w = (w | (w << 2)) & 0x3333_3333_3333_3333
+            w = (w | (w << 1)) & 0x5555_5555_5555_5555
+            return w
+        }
+        return spread(y) << 1 | spread(x)
+    }
+
+    /// x of a Morton key (the even bits).
+    @inline(__always) static func mortonX(_ key: UInt64) -> UInt32 { compact(key) }
+    /// y of a Morton key (the odd bits).
+    @inline(__always) static func mortonY(_ key: UInt64) -> UInt32 { compact(key >> 1) }
+
+    @inline(__always)
+    private static func compact(_ key: UInt64) -> UInt32 {
+        var w = key & 0x5555_5555_5555_5555
+        w = (w | (w >> 1)) & 0x3333_3333_3333_3333
+        w = (w | (w >> 2)) & 0x0F0F_0F0F_0F0F_0F0F
+        w = (w | (w >> 4)) & 0x00FF_00FF_00FF_00FF
+        w = (w | (w >> 8)) & 0x0000_FFFF_0000_FFFF
+        w = (w | (w >> 16)) & 0x0000_0000_FFFF_FFFF
+        return UInt32(w)
     }
 
     /// Approximate bytes held (array capacities and the root table).
@@ -94,7 +259,7 @@ public struct GridClusterIndex: Sendable {
         var memberBytes = 0
         for m in members where m.capacity > 0 { memberBytes += 32 + m.capacity * 4 }
         return cells.capacity * MemoryLayout<Cell>.stride + children.capacity * 4 + members.capacity * 8
-            + freeCells.capacity * 4 + roots.capacity * 16 + (px.capacity + py.capacity + pHolder.capacity + pPos.capacity) * 4
+            + freeCells.capacity * 4 + roots.capacity * 16 + pts.capacity * MemoryLayout<PointState>.stride
             + memberBytes
     }
 
@@ -104,13 +269,14 @@ public struct GridClusterIndex: Sendable {
     public mutating func upsert(_ p: ClusterPoint) {
         precondition(p.id >= 0, "ClusterPoint.id must be >= 0")
         let id = Int(p.id)
-        if id >= px.count { reserve(maxId: p.id) }
-        if pHolder[id] != Self.absent {
-            if px[id] == p.x && py[id] == p.y { return }
+        if id >= pts.count { reserve(maxId: p.id) }
+        if pts[id].holder != Self.absent {
+            if pts[id].x == p.x && pts[id].y == p.y { return }
+            if moveInPlace(id, to: p.x, p.y) { return }
             remove(id: p.id)
         }
-        px[id] = p.x
-        py[id] = p.y
+        pts[id].x = p.x
+        pts[id].y = p.y
         let maxZoom = options.maxZoom
         var parent: Int32 = -1
         var z = 0
@@ -119,8 +285,8 @@ public struct GridClusterIndex: Sendable {
             let ref = slot(parent, cx, cy)
             if ref == -1 {
                 setSlot(parent, cx, cy, Self.pointRef(p.id))
-                pHolder[id] = parent
-                pPos[id] = -1
+                pts[id].holder = parent
+                pts[id].pos = -1
                 break
             }
             var c: Int
@@ -128,20 +294,20 @@ public struct GridClusterIndex: Sendable {
                 // Split: the single-point node becomes a stored cell holding that point.
                 let s = Self.pointID(ref)
                 c = Int(newCell(cx: cx, cy: cy, parent: parent, zoom: z))
-                let sx = px[Int(s)], sy = py[Int(s)]
+                let sx = pts[Int(s)].x, sy = pts[Int(s)].y
                 cells[c].count = 1
                 cells[c].sumX = UInt64(sx); cells[c].sumY = UInt64(sy)
                 cells[c].minX = sx; cells[c].maxX = sx; cells[c].minY = sy; cells[c].maxY = sy
                 setSlot(parent, cx, cy, Int32(c))
                 if z == maxZoom {
                     members[c].append(s)
-                    pHolder[Int(s)] = Int32(c)
-                    pPos[Int(s)] = 0
+                    pts[Int(s)].holder = Int32(c)
+                    pts[Int(s)].pos = 0
                 } else {
                     let (qx, qy) = cellOf(sx, sy, z + 1)
                     children[4 * c + Int((qy & 1) << 1 | (qx & 1))] = Self.pointRef(s)
-                    pHolder[Int(s)] = Int32(c)
-                    pPos[Int(s)] = -1
+                    pts[Int(s)].holder = Int32(c)
+                    pts[Int(s)].pos = -1
                 }
             } else {
                 c = Int(ref)
@@ -152,8 +318,8 @@ public struct GridClusterIndex: Sendable {
             cells[c].minX = min(cells[c].minX, p.x); cells[c].maxX = max(cells[c].maxX, p.x)
             cells[c].minY = min(cells[c].minY, p.y); cells[c].maxY = max(cells[c].maxY, p.y)
             if z == maxZoom {
-                pHolder[id] = Int32(c)
-                pPos[id] = Int32(members[c].count)
+                pts[id].holder = Int32(c)
+                pts[id].pos = Int32(members[c].count)
                 members[c].append(p.id)
                 break
             }
@@ -163,22 +329,52 @@ public struct GridClusterIndex: Sendable {
         count += 1
     }
 
+    /// A move that keeps the point in the node it occupies (its maxZoom cell, or the single-point
+    /// cell in its holder's slot, position -1), such as most small moves: the structure stays, only
+    /// the sums and bounds of the cells above change, in one walk up instead of a removal and an
+    /// insertion. Returns false (changing nothing) when the point leaves that cell.
+    private mutating func moveInPlace(_ id: Int, to x: UInt32, _ y: UInt32) -> Bool {
+        let holder = Int(pts[id].holder)
+        let ox = pts[id].x, oy = pts[id].y
+        if pts[id].pos >= 0 {
+            guard cellOf(x, y, options.maxZoom) == (cells[holder].cx, cells[holder].cy) else { return false }
+        } else {
+            let z = holder < 0 ? 0 : Int(cells[holder].zoom) + 1
+            guard cellOf(x, y, z) == cellOf(ox, oy, z) else { return false }
+        }
+        pts[id].x = x
+        pts[id].y = y
+        var c = holder
+        while c >= 0 {  // bottom-up, so that a recomputation reads updated children
+            cells[c].sumX = cells[c].sumX &- UInt64(ox) &+ UInt64(x)
+            cells[c].sumY = cells[c].sumY &- UInt64(oy) &+ UInt64(y)
+            if ox == cells[c].minX || ox == cells[c].maxX || oy == cells[c].minY || oy == cells[c].maxY {
+                recomputeBounds(c)
+            } else {
+                cells[c].minX = min(cells[c].minX, x); cells[c].maxX = max(cells[c].maxX, x)
+                cells[c].minY = min(cells[c].minY, y); cells[c].maxY = max(cells[c].maxY, y)
+            }
+            c = Int(cells[c].parent)
+        }
+        return true
+    }
+
     /// Removes a point; returns false if the id is absent. O(maxZoom), plus a rescan of the point's
     /// maxZoom cell when the point defines one of that cell's member bounds.
     @discardableResult
     public mutating func remove(id: Int32) -> Bool {
-        guard id >= 0, Int(id) < pHolder.count, pHolder[Int(id)] != Self.absent else { return false }
+        guard id >= 0, Int(id) < pts.count, pts[Int(id)].holder != Self.absent else { return false }
         let i = Int(id)
-        let holder = Int(pHolder[i])
-        let pos = Int(pPos[i])
-        pHolder[i] = Self.absent
+        let holder = Int(pts[i].holder)
+        let pos = Int(pts[i].pos)
+        pts[i].holder = Self.absent
         count -= 1
-        let x = px[i], y = py[i]
+        let x = pts[i].x, y = pts[i].y
         if pos >= 0 {
             let last = members[holder].removeLast()
             if last != id {
                 members[holder][pos] = last
-                pPos[Int(last)] = Int32(pos)
+                pts[Int(last)].pos = Int32(pos)
             }
         } else {
             let z = holder < 0 ? 0 : Int(cells[holder].zoom) + 1
@@ -212,11 +408,11 @@ public struct GridClusterIndex: Sendable {
     }
 
     /// Whether a point with this id is present.
-    public func contains(id: Int32) -> Bool { id >= 0 && Int(id) < pHolder.count && pHolder[Int(id)] != Self.absent }
+    public func contains(id: Int32) -> Bool { id >= 0 && Int(id) < pts.count && pts[Int(id)].holder != Self.absent }
 
     /// The point with this id, if present.
     public func point(id: Int32) -> ClusterPoint? {
-        contains(id: id) ? ClusterPoint(id: id, x: px[Int(id)], y: py[Int(id)]) : nil
+        contains(id: id) ? ClusterPoint(id: id, x: pts[Int(id)].x, y: pts[Int(id)].y) : nil
     }
 
     /// Removes every point (keeps the options).
@@ -228,14 +424,26 @@ public struct GridClusterIndex: Sendable {
     /// rule above); above maxZoom, the points inside `box`. Negative zooms are treated as 0.
     /// O(items returned + maxZoom).
     public func clusters(in box: ClusterBox, zoom: Int) -> [GridClusterItem] {
-        var out: [GridClusterItem] = []
+        var out = Collected()
+        walk(box, zoom: zoom, into: &out)
+        return out.items
+    }
+
+    /// `clusters(in:zoom:)` plus the expansion zoom of each item that is a cluster, in item order (the
+    /// values of `expansionZoom(of:)`), found from the cells at hand instead of looking each id up again.
+    public func clustersWithExpansionZooms(in box: ClusterBox, zoom: Int) -> (items: [GridClusterItem], expansionZooms: [Int]) {
+        var out = Collected(expansionZooms: [])
+        walk(box, zoom: zoom, into: &out)
+        return (out.items, out.expansionZooms ?? [])
+    }
+
+    private func walk(_ box: ClusterBox, zoom: Int, into out: inout Collected) {
         let zoom = max(0, zoom)
         let target = min(zoom, options.maxZoom)
         let exactPoints = zoom > options.maxZoom
         forEachRoot(in: box) { root in
             collect(root, z: 0, target: target, box: box, exactPoints: exactPoints, into: &out)
         }
-        return out
     }
 
     /// `clusters(in:zoom:)` for a box in degrees (see `ClusterBox(west:south:east:north:)`).
@@ -269,21 +477,21 @@ public struct GridClusterIndex: Sendable {
     /// zoom + 1 inside it (its points, sorted by id, when zoom == maxZoom).
     public func children(of id: GridClusterID) throws(GridClusterError) -> [GridClusterItem] {
         guard let node = findNode(id), nodeCount(node) >= options.minPoints else { throw .noCluster(id) }
-        var out: [GridClusterItem] = []
+        var out = Collected()
         if id.zoom == options.maxZoom {
-            appendAllPoints(node, z: id.zoom, into: &out)
-            return out
+            appendAllPoints(node, z: id.zoom, into: &out.items)
+            return out.items
         }
         if node < 0 {
             collect(node, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
-            return out
+            return out.items
         }
         let c = Int(node)
         for q in 0..<4 {
             let ch = children[4 * c + q]
             if ch != -1 { collect(ch, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out) }
         }
-        return out
+        return out.items
     }
 
     /// The member points of a cluster, `limit` of them after skipping `offset`, in the output order
@@ -301,9 +509,14 @@ public struct GridClusterIndex: Sendable {
     /// (maxZoom + 1 if they share a cell up to maxZoom).
     public func expansionZoom(of id: GridClusterID) throws(GridClusterError) -> Int {
         guard let node = findNode(id), nodeCount(node) >= options.minPoints else { throw .noCluster(id) }
+        return expansionZoom(node: node, zoom: id.zoom)
+    }
+
+    /// The expansion zoom of the non-empty node `node` of a cell at `zoom`.
+    private func expansionZoom(node: Int32, zoom: Int) -> Int {
         if node < 0 { return options.maxZoom + 1 }
         var c = Int(node)
-        var z = id.zoom
+        var z = zoom
         while z < options.maxZoom {
             var only: Int32 = -1, n = 0
             for q in 0..<4 where children[4 * c + q] != -1 {
@@ -346,12 +559,9 @@ public struct GridClusterIndex: Sendable {
 
     private mutating func reserve(maxId: Int32) {
         let n = Int(maxId) + 1
-        guard n > px.count else { return }
-        let grow = max(n, px.count + px.count / 2) - px.count
-        px.append(contentsOf: repeatElement(0, count: grow))
-        py.append(contentsOf: repeatElement(0, count: grow))
-        pHolder.append(contentsOf: repeatElement(Self.absent, count: grow))
-        pPos.append(contentsOf: repeatElement(-1, count: grow))
+        guard n > pts.count else { return }
+        let grow = max(n, pts.count + pts.count / 2) - pts.count
+        pts.append(contentsOf: repeatElement(PointState(x: 0, y: 0, holder: Self.absent, pos: -1), count: grow))
     }
 
     private mutating func newCell(cx: UInt32, cy: UInt32, parent: Int32, zoom: Int) -> Int32 {
@@ -388,15 +598,15 @@ public struct GridClusterIndex: Sendable {
         }
         let parent = cells[c].parent
         setSlot(parent, cells[c].cx, cells[c].cy, Self.pointRef(remaining))
-        pHolder[Int(remaining)] = parent
-        pPos[Int(remaining)] = -1
+        pts[Int(remaining)].holder = parent
+        pts[Int(remaining)].pos = -1
     }
 
     private mutating func recomputeBounds(_ c: Int) {
         var x0 = UInt32.max, y0 = UInt32.max, x1 = UInt32.min, y1 = UInt32.min
         if Int(cells[c].zoom) == options.maxZoom {
             for m in members[c] {
-                let x = px[Int(m)], y = py[Int(m)]
+                let x = pts[Int(m)].x, y = pts[Int(m)].y
                 x0 = min(x0, x); x1 = max(x1, x)
                 y0 = min(y0, y); y1 = max(y1, y)
             }
@@ -406,8 +616,8 @@ public struct GridClusterIndex: Sendable {
                 if ch == -1 { continue }
                 if ch <= -2 {
                     let s = Int(Self.pointID(ch))
-                    x0 = min(x0, px[s]); x1 = max(x1, px[s])
-                    y0 = min(y0, py[s]); y1 = max(y1, py[s])
+                    x0 = min(x0, pts[s].x); x1 = max(x1, pts[s].x)
+                    y0 = min(y0, pts[s].y); y1 = max(y1, pts[s].y)
                 } else {
                     let d = Int(ch)
                     x0 = min(x0, cells[d].minX); x1 = max(x1, cells[d].maxX)
@@ -419,7 +629,7 @@ public struct GridClusterIndex: Sendable {
     }
 
     @inline(__always)
-    private func pointAt(_ id: Int32) -> ClusterPoint { ClusterPoint(id: id, x: px[Int(id)], y: py[Int(id)]) }
+    private func pointAt(_ id: Int32) -> ClusterPoint { ClusterPoint(id: id, x: pts[Int(id)].x, y: pts[Int(id)].y) }
 
     @inline(__always)
     private func nodeCount(_ node: Int32) -> Int { node <= -2 ? 1 : Int(cells[Int(node)].count) }
@@ -483,28 +693,43 @@ public struct GridClusterIndex: Sendable {
         }
     }
 
+    /// Output of a tree walk: the items and, when asked for (non-nil), each cluster's expansion zoom.
+    private struct Collected {
+        var items: [GridClusterItem] = []
+        var expansionZooms: [Int]? = nil
+
+        mutating func appendCluster(_ cluster: GridCluster, expansionZoom: @autoclosure () -> Int) {
+            items.append(.cluster(cluster))
+            if expansionZooms != nil { expansionZooms!.append(expansionZoom()) }
+        }
+    }
+
     /// Emits the items of node `ref` (occupying a slot of zoom z) at zoom `target` >= z, restricted to `box`.
-    private func collect(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout [GridClusterItem]) {
+    private func collect(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout Collected) {
         if ref <= -2 {
             let p = pointAt(Self.pointID(ref))
             if exactPoints {
-                if box.contains(x: p.x, y: p.y) { out.append(.point(p)) }
+                if box.contains(x: p.x, y: p.y) { out.items.append(.point(p)) }
                 return
             }
             let (cx, cy) = cellOf(p.x, p.y, target)
             guard cellIntersects(cx, cy, z: target, box) else { return }
-            out.append(options.minPoints <= 1 ? .cluster(makeCluster(ref, zoom: target)) : .point(p))
+            if options.minPoints <= 1 {
+                out.appendCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
+            } else {
+                out.items.append(.point(p))
+            }
             return
         }
         let c = Int(ref)
         if !cellIntersects(cells[c].cx, cells[c].cy, z: z, box) { return }
         if z == target {
             if exactPoints {
-                for m in members[c].sorted() where box.contains(x: px[Int(m)], y: py[Int(m)]) { out.append(.point(pointAt(m))) }
+                for m in members[c].sorted() where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { out.items.append(.point(pointAt(m))) }
             } else if Int(cells[c].count) >= options.minPoints {
-                out.append(.cluster(makeCluster(ref, zoom: z)))
+                out.appendCluster(makeCluster(ref, zoom: z), expansionZoom: expansionZoom(node: ref, zoom: z))
             } else {
-                appendAllPoints(ref, z: z, into: &out)
+                appendAllPoints(ref, z: z, into: &out.items)
             }
             return
         }

@@ -95,6 +95,14 @@ import Testing
                 let removed = index.remove(id: id)
                 #expect(removed)
                 truth[id] = nil
+            } else if let old = truth[id], rng.next() % 3 == 0 {
+                // a small move (often within the point's cell: the in-place path), wrapping in x
+                let r = UInt64(1) << (rng.next() % 14)
+                let dx = Int64(rng.next() % (2 * r + 1)) - Int64(r), dy = Int64(rng.next() % (2 * r + 1)) - Int64(r)
+                let y = UInt32(min(max(Int64(old.y) + dy, 0), Int64(UInt32.max)))
+                let p = ClusterPoint(id: id, x: UInt32(truncatingIfNeeded: Int64(old.x) + dx), y: y)
+                index.upsert(p)
+                truth[id] = p
             } else {
                 let p = Self.randomPoint(id, &rng, hotspots: hotspots)
                 index.upsert(p)
@@ -142,6 +150,11 @@ import Testing
                 #expect(Set(view) == want, "zoom \(z) box \(box)")
                 #expect(view.count == want.count)
                 #expect(view.reduce(0) { $0 + $1.count } == want.reduce(0) { $0 + $1.count })
+                // The same items with each cluster's expansion zoom, as expansionZoom(of:) gives it.
+                let withZooms = index.clustersWithExpansionZooms(in: box, zoom: z)
+                #expect(withZooms.items == view)
+                let clusterIDs = view.compactMap { item -> GridClusterID? in if case .cluster(let c) = item { c.id } else { nil } }
+                #expect(withZooms.expansionZooms == clusterIDs.map { (try? index.expansionZoom(of: $0)) ?? -1 }, "zoom \(z) box \(box)")
             }
         }
         guard deep else { return }
@@ -202,6 +215,44 @@ import Testing
 
     @Test func randomUpdatesMatchOracleMinPoints4() throws {
         try runRandom(options: ClusterOptions(radius: 40, minPoints: 4, maxZoom: 12, extent: 512), ops: 3000, ids: 400, salt: 1)
+    }
+
+    /// The bulk build (Morton-ordered insertion) with duplicate ids: the last occurrence wins, as
+    /// with upserts in input order, and everything observable matches the brute-force oracle.
+    @Test func bulkBuildWithDuplicatesMatchesUpsertsAndOracle() throws {
+        let seed = Self.seed(3)
+        print("GridClusterIndexTests.bulkBuild seed=\(seed &- 3); replay with SEED=\(seed &- 3)")
+        var rng = SplitMix64(seed: seed)
+        let hotspots: [(UInt32, UInt32)] = (0..<4).map { _ in (UInt32(truncatingIfNeeded: rng.next()), UInt32(truncatingIfNeeded: rng.next())) }
+        let options = ClusterOptions()
+        let points = (0..<3000).map { _ in Self.randomPoint(Int32(rng.next() % 700), &rng, hotspots: hotspots) }
+        var sequential = GridClusterIndex(options: options)
+        var truth: [Int32: ClusterPoint] = [:]
+        for p in points {
+            sequential.upsert(p)
+            truth[p.id] = p
+        }
+        let bulk = GridClusterIndex(options: options, points: points)
+        #expect(bulk.count == truth.count && bulk.cellCount == sequential.cellCount)
+        for (id, p) in truth { #expect(bulk.point(id: id) == p) }
+        for z in 0...(options.maxZoom + 1) {
+            #expect(bulk.clusters(in: .world, zoom: z) == sequential.clusters(in: .world, zoom: z), "zoom \(z)")
+        }
+        try check(bulk, truth, options, &rng, deep: true)
+    }
+
+    @Test func mortonKeyInterleavesYThenX() {
+        #expect(GridClusterIndex.mortonKey(1, 0) == 1)
+        #expect(GridClusterIndex.mortonKey(0, 1) == 2)
+        #expect(GridClusterIndex.mortonKey(.max, 0) == 0x5555_5555_5555_5555)
+        #expect(GridClusterIndex.mortonKey(0, .max) == 0xAAAA_AAAA_AAAA_AAAA)
+        #expect(GridClusterIndex.mortonKey(1 << 31, 1 << 31) == 3 << 62)
+        var rng = SplitMix64(seed: Self.seed(4))
+        for _ in 0..<1000 {
+            let x = UInt32(truncatingIfNeeded: rng.next()), y = UInt32(truncatingIfNeeded: rng.next())
+            let key = GridClusterIndex.mortonKey(x, y)
+            #expect(GridClusterIndex.mortonX(key) == x && GridClusterIndex.mortonY(key) == y)
+        }
     }
 
     @Test func randomUpdatesMatchOracleMinPoints1() throws {
