@@ -1,18 +1,27 @@
 import Foundation
 import MarkerdAPI
 import MarkerdClient
+import MarkerdTransport
 
-/// Timing of individual RPCs through ``MarkerdClient`` (client encode, NNG round trip, server
-/// dispatch and work, client decode), interleaved with floor round trips of the same sizes.
+/// Timing of individual RPCs the way the floor is timed: from handing the encoded `Request`
+/// envelope to NNG until the reply's bytes are back (NNG round trip, markerd's decode, dispatch,
+/// work and encode), interleaved with floor round trips of the same sizes. The client's own
+/// protobuf work (encoding the request, decoding the reply) is timed too, outside that region,
+/// and printed next to the row: it is the client's cost, not markerd's, and a bare round trip
+/// has none.
 ///
-/// The warm-up calls (other requests of the same distribution) give the median request/reply
-/// sizes; then every timed RPC is followed by one timed floor round trip of those sizes, so both
-/// series see the same machine noise.
+/// The warm-up calls (other requests of the same distribution, through ``MarkerdClient``) give
+/// the median request/reply sizes; then every timed RPC is followed by one timed floor round
+/// trip of those sizes, so both series see the same machine noise. Every timed reply is decoded
+/// and checked (request id, status OK) and passed to `inspect`.
 enum RPCTiming {
     /// Latencies of one series of calls and of its floor.
     struct Series {
+        /// Request bytes in, reply bytes out (what `floor` measures for a bare round trip).
         var latency: LatencySummary
         var floor: LatencySummary
+        /// The client's encode + decode of each timed call (not part of `latency`).
+        var clientCodec: LatencySummary
         /// Median request and reply sizes in bytes of the warm-up calls (the floor's sizes),
         /// whole NNG message bodies (the `Request` and `Response` envelopes with the payloads).
         var sizes: Floor.Sizes
@@ -38,21 +47,47 @@ enum RPCTiming {
         }
         let sizes = Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes))
         _ = try floor.measure(sizes, iterations: 1, warmup: 50)
-        var micros: [Double] = [], floorMicros: [Double] = []
+        let raw = try NNGRequestClient(configuration: ClientConfiguration(url: client.url, maxMessageBytes: 256 << 20))
+        defer { raw.close() }
+        func encoded(_ r: Request) -> (id: UInt64, bytes: [UInt8]) {
+            var envelope = V1.Request()
+            envelope.method = "/markerd.v1.MarkerService/" + method
+            envelope.requestID = UInt64.random(in: 1...UInt64.max)
+            if mutation { envelope.idempotencyKey = MarkerdClient.newIdempotencyKey() }
+            envelope.payload = r.serializedBytes()
+            return (envelope.requestID, envelope.serializedBytes())
+        }
+        for r in warmup.prefix(20) { _ = try raw.call(encoded(r).bytes, timeout: .seconds(60)) }  // dial, warm up
+        var micros: [Double] = [], floorMicros: [Double] = [], codecMicros: [Double] = []
         micros.reserveCapacity(timed.count)
         floorMicros.reserveCapacity(timed.count)
+        codecMicros.reserveCapacity(timed.count)
         requestSizes.removeAll(keepingCapacity: true)
         replySizes.removeAll(keepingCapacity: true)
         for r in timed {
+            let encodeStart = ContinuousClock.now
+            let (requestID, requestBytes) = encoded(r)
+            let encode = ContinuousClock.now - encodeStart
+
             let start = ContinuousClock.now
-            let response = try call(r)
+            let replyBytes = try raw.call(requestBytes, timeout: .seconds(60))
             micros.append((ContinuousClock.now - start).micros)
             floorMicros.append(try floor.roundTrip(sizes).micros)
-            requestSizes.append(requestEnvelopeSize(method: method, payload: r, mutation: mutation))
-            replySizes.append(replyEnvelopeSize(payload: response))
+
+            let decodeStart = ContinuousClock.now
+            let reply = try V1.Response(serializedBytes: replyBytes)
+            guard reply.requestID == requestID, reply.code == .ok else {
+                throw BenchError("\(method): reply \(reply.requestID) code \(reply.code) \(reply.message)")
+            }
+            let response = try Response(serializedBytes: reply.payload)
+            codecMicros.append((encode + (ContinuousClock.now - decodeStart)).micros)
+
+            requestSizes.append(requestBytes.count)
+            replySizes.append(replyBytes.count)
             inspect(response)
         }
         return Series(latency: LatencySummary(samplesMicros: micros), floor: LatencySummary(samplesMicros: floorMicros),
+                      clientCodec: LatencySummary(samplesMicros: codecMicros),
                       sizes: sizes, timedSizes: Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes)))
     }
 

@@ -60,8 +60,9 @@ final class Table {
     func addLatency(size: String, measure: String, _ s: RPCTiming.Series,
                     target: ((_ p99Ratio: Double) -> Target)? = nil, note: String = "") {
         let sizes = s.timedSizes == s.sizes ? "" : "; timed calls' median sizes \(s.timedSizes)"
+        let codec = "client protobuf encode + decode (not in the latency) \(Self.micros(s.clientCodec.p50)) / \(Self.micros(s.clientCodec.p99)) µs"
         addLatency(size: size, measure: measure, s.latency, floor: s.floor, floorSizes: s.sizes, target: target,
-                   note: note + sizes)
+                   note: (note.isEmpty ? "" : note + "; ") + codec + sizes)
     }
 
     /// The markdown table.
