@@ -74,7 +74,7 @@ print("""
 - machine: \(Machine.processors) cores (nproc), \(String(format: "%.1f", gib)) GiB memory, \(Machine.cpuModel), Linux \(Machine.kernel)
 - options: \(options.summary)
 - 1-minute load average \(String(format: "%.1f", loadAverageAtStart)) at the start, \(String(format: "%.1f", Machine.loadAverage ?? 0)) at the end (a shared machine: wall-clock rates move with it; CPU µs/marker and the floor ratios much less)
-- took \(String(format: "%.0f", Date().timeIntervalSince(started))) s. Latencies are client-side (encode, round trip, server work, decode), one call in flight; \
+- took \(String(format: "%.0f", Date().timeIntervalSince(started))) s. Latencies run from the encoded request handed to NNG to the reply bytes back (round trip + server work; the client's protobuf encode + decode is in the note), one call in flight; \
 each is compared with the bare NNG round trip of the same request/reply sizes measured in the same run ("Ratio" = p50x / p99x). \
 Status PASS/MISS applies at the target's size; "(... at this size)" is indicative only.
 
