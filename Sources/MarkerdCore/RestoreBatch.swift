@@ -2,10 +2,9 @@
 /// millions of markers spends much of its time copying, retaining and releasing records, and
 /// snapshot markers are plain (no animation, no attributes) and mostly share one style.
 ///
-/// Marker `i` has id `idBytes[idStart(i)..<idEnds[i]]`, position `positions[i]` (projected:
-/// `world[i]`), style `styles[styleOf[i]]`, z-index `zIndex[i]`, the visible / clickable /
-/// draggable bits of `flags[i]` (`RestoreBatch.visible` ...) and extra bytes `extras[i]` (absent:
-/// none). Build it with `append`, which checks what `MarkerLayer.validate` checks and refuses
+/// Marker `i` is `entries[i]` (position, projected position, z-index, style `styles[style]`,
+/// visible / clickable / draggable bits), its id `idBytes` up to `entries[i].idEnd` (from the
+/// previous marker's end) and its extra bytes `extras[i]` (absent: none). Build it with `append`, which checks what `MarkerLayer.validate` checks and refuses
 /// (returns false) what it would reject, so that the caller can take the record path for its
 /// error message.
 public struct RestoreBatch: Sendable {
@@ -13,15 +12,21 @@ public struct RestoreBatch: Sendable {
     public static let clickable: UInt8 = 2
     public static let draggable: UInt8 = 4
 
+    /// One marker's fixed-size columns.
+    public struct Entry: Sendable {
+        /// End offset of the id in `idBytes`.
+        public var idEnd: UInt32
+        public var zIndex: Int32
+        /// Index into `styles`.
+        public var style: UInt32
+        /// `RestoreBatch.visible` | `.clickable` | `.draggable`.
+        public var flags: UInt8
+        public var position: LatLng
+        public var world: WorldPoint
+    }
+
     public private(set) var idBytes: [UInt8] = []
-    /// End offset of each id in `idBytes`.
-    public private(set) var idEnds: [UInt32] = []
-    public private(set) var positions: [LatLng] = []
-    public private(set) var world: [WorldPoint] = []
-    public private(set) var zIndex: [Int32] = []
-    public private(set) var flags: [UInt8] = []
-    /// Index into `styles` per marker.
-    public private(set) var styleOf: [UInt32] = []
+    public private(set) var entries: [Entry] = []
     /// Distinct styles in order of first use; each validated once.
     public private(set) var styles: [IconStyle] = []
     /// How many markers use each style.
@@ -32,17 +37,12 @@ public struct RestoreBatch: Sendable {
 
     public init(capacity: Int = 0) {
         idBytes.reserveCapacity(capacity * 8)
-        idEnds.reserveCapacity(capacity)
-        positions.reserveCapacity(capacity)
-        world.reserveCapacity(capacity)
-        zIndex.reserveCapacity(capacity)
-        flags.reserveCapacity(capacity)
-        styleOf.reserveCapacity(capacity)
+        entries.reserveCapacity(capacity)
     }
 
-    public var count: Int { idEnds.count }
+    public var count: Int { entries.count }
 
-    func idStart(_ i: Int) -> Int { i == 0 ? 0 : Int(idEnds[i - 1]) }
+    func idStart(_ i: Int) -> Int { i == 0 ? 0 : Int(entries[i - 1].idEnd) }
 
     /// The index of `style` in `styles`, adding it (after validating it) if new; nil when
     /// `IconStyle.validate` rejects it. `hint` is tried first (e.g. the previous marker's).
@@ -66,22 +66,20 @@ public struct RestoreBatch: Sendable {
         let n = id.utf8.count
         guard n >= 1, n <= MarkerTable.maxIDBytes, position.isValid else { return false }
         id.withUTF8 { idBytes.append(contentsOf: $0) }
-        idEnds.append(UInt32(idBytes.count))
-        positions.append(position)
-        world.append(WorldPoint(position))
-        zIndex.append(z)
-        flags.append((visible ? Self.visible : 0) | (clickable ? Self.clickable : 0) | (draggable ? Self.draggable : 0))
-        styleOf.append(style)
+        entries.append(Entry(idEnd: UInt32(idBytes.count), zIndex: z, style: style,
+                             flags: (visible ? Self.visible : 0) | (clickable ? Self.clickable : 0) | (draggable ? Self.draggable : 0),
+                             position: position, world: WorldPoint(position)))
         styleUses[Int(style)] += 1
-        if !extra.isEmpty { extras[Int32(idEnds.count - 1)] = extra }
+        if !extra.isEmpty { extras[Int32(entries.count - 1)] = extra }
         return true
     }
 
     /// Marker `i` as a record (the path for layers that cannot take the batch directly).
     public func record(_ i: Int) -> MarkerRecord {
-        let id = idBytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[idStart(i)..<Int(idEnds[i])]), as: UTF8.self) }
-        let f = flags[i]
-        return MarkerRecord(id: id, position: positions[i], style: styles[Int(styleOf[i])], zIndex: zIndex[i],
+        let e = entries[i]
+        let id = idBytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[idStart(i)..<Int(e.idEnd)]), as: UTF8.self) }
+        let f = e.flags
+        return MarkerRecord(id: id, position: e.position, style: styles[Int(e.style)], zIndex: e.zIndex,
                             visible: f & Self.visible != 0, clickable: f & Self.clickable != 0,
                             draggable: f & Self.draggable != 0, extra: extras[Int32(i)] ?? [])
     }

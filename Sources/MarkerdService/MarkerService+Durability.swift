@@ -304,23 +304,23 @@ extension MarkerService {
     /// marker into columns (no intermediate `V1.Marker` array, no `MarkerRecord`s), positions
     /// projected; nil when the decoder declines the bytes or a marker would not convert or
     /// validate (then the caller goes the protobuf-c way, which gives the same records or the
-    /// same error as before). A marker with the icon and anchor of the one before it reuses its
-    /// style without converting or validating it again.
+    /// same error as before). A marker whose icon and anchor bytes repeat the previous marker's
+    /// reuses its style without converting or validating it again.
     func convertMarkersChunk(_ bytes: [UInt8]) -> (String, RestoreBatch)? {
         var batch = RestoreBatch()
-        var last: (icon: V1.Marker.Icon?, anchor: V1.Anchor?, style: UInt32)? = nil
+        var lastStyle: UInt32? = nil
         let layerID = bytes.withUnsafeBytes { raw in
-            V1.SnapshotSection.visitMarkersChunk(raw, reserve: { batch = RestoreBatch(capacity: $0) }) { m in
+            V1.SnapshotSection.visitMarkersChunk(raw, reserve: { batch = RestoreBatch(capacity: $0) }) { m, sameStyle in
                 guard let p = m.position, m.animation == nil, m.attributes.isEmpty,
                       m.extra.count <= MarkerConversion.maxPayloadBytes else { return false }
                 let style: UInt32
-                if let l = last, l.icon == m.icon, l.anchor == m.anchor {
-                    style = l.style
+                if sameStyle, let l = lastStyle {
+                    style = l
                 } else {
                     guard let s = try? MarkerConversion.iconStyle(m.icon, anchor: m.anchor, label: "", icon: icons.geometry),
-                          let i = batch.styleIndex(s, hint: last?.style) else { return false }
+                          let i = batch.styleIndex(s, hint: lastStyle) else { return false }
                     style = i
-                    last = (m.icon, m.anchor, i)
+                    lastStyle = i
                 }
                 return batch.append(id: m.id, position: LatLng(latitude: p.latitude, longitude: p.longitude), style: style,
                                     zIndex: m.zIndex, visible: m.visible ?? true, clickable: m.clickable ?? true,
