@@ -33,6 +33,7 @@ extension V1.SnapshotSection {
         var sawLayer = false
         var lastPin: (bytes: Range<Int>, pin: V1.DefaultPin)? = nil  // markers mostly repeat one pin
         var lastStyle: StyleBytes? = nil
+        var marker = V1.Marker()  // reused: decoded in place, not returned (it is large)
         while !inner.atEnd {
             guard let key = inner.key() else { return nil }
             switch key {
@@ -43,7 +44,7 @@ extension V1.SnapshotSection {
             case 2 << 3 | 2:
                 var style = StyleBytes()
                 guard let m = inner.lengthDelimited(),
-                      let marker = decodeMarker(WireReader(bytes, m), lastPin: &lastPin, style: &style) else { return nil }
+                      decodeMarker(WireReader(bytes, m), into: &marker, lastPin: &lastPin, style: &style) else { return nil }
                 let same = lastStyle.map { style.same(as: $0, in: bytes) } ?? false
                 lastStyle = style
                 guard each(marker, same) else { return nil }
@@ -71,65 +72,65 @@ extension V1.SnapshotSection {
         }
     }
 
-    /// One marker; `lastPin` is the previous pin decoded (reused when the bytes are the same);
-    /// `style` is set to where its icon and anchor are.
-    private static func decodeMarker(_ reader: WireReader, lastPin: inout (bytes: Range<Int>, pin: V1.DefaultPin)?,
-                                     style: inout StyleBytes) -> V1.Marker? {
+    /// One marker into `m` (false: declined); `lastPin` is the previous pin decoded (reused
+    /// when the bytes are the same); `style` is set to where its icon and anchor are.
+    private static func decodeMarker(_ reader: WireReader, into m: inout V1.Marker,
+                                     lastPin: inout (bytes: Range<Int>, pin: V1.DefaultPin)?, style: inout StyleBytes) -> Bool {
         var r = reader
-        var m = V1.Marker()
+        m = V1.Marker()
         var seen: UInt32 = 0
         while !r.atEnd {
-            guard let key = r.key() else { return nil }
+            guard let key = r.key() else { return false }
             let field = key >> 3
-            guard field < 32, seen & (1 << UInt32(field)) == 0 else { return nil }
+            guard field < 32, seen & (1 << UInt32(field)) == 0 else { return false }
             seen |= 1 << UInt32(field)
             switch key {
             case 1 << 3 | 2:
-                guard let s = r.lengthDelimited(), let id = r.string(s) else { return nil }
+                guard let s = r.lengthDelimited(), let id = r.string(s) else { return false }
                 m.id = id
             case 2 << 3 | 2:
-                guard let s = r.lengthDelimited(), let p = decodeLatLng(WireReader(r.bytes, s)) else { return nil }
+                guard let s = r.lengthDelimited(), let p = decodeLatLng(WireReader(r.bytes, s)) else { return false }
                 m.position = p
             case 3 << 3 | 2:
-                guard seen & (1 << 4) == 0, let s = r.lengthDelimited() else { return nil }
+                guard seen & (1 << 4) == 0, let s = r.lengthDelimited() else { return false }
                 style.iconKey = key
                 style.icon = s
                 if let last = lastPin, r.bytes.same(last.bytes, s) {
                     m.icon = .pin(last.pin)
                 } else {
-                    guard let pin = decodePin(WireReader(r.bytes, s)) else { return nil }
+                    guard let pin = decodePin(WireReader(r.bytes, s)) else { return false }
                     lastPin = (s, pin)
                     m.icon = .pin(pin)
                 }
             case 4 << 3 | 2:
-                guard seen & (1 << 3) == 0, let s = r.lengthDelimited(), let id = r.string(s) else { return nil }
+                guard seen & (1 << 3) == 0, let s = r.lengthDelimited(), let id = r.string(s) else { return false }
                 style.iconKey = key
                 style.icon = s
                 m.icon = .iconID(id)
             case 5 << 3 | 2:
-                guard let s = r.lengthDelimited(), let a = decodeAnchor(WireReader(r.bytes, s)) else { return nil }
+                guard let s = r.lengthDelimited(), let a = decodeAnchor(WireReader(r.bytes, s)) else { return false }
                 style.anchor = s
                 m.anchor = a
             case 6 << 3 | 0:
-                guard let v = r.varint() else { return nil }
+                guard let v = r.varint() else { return false }
                 m.zIndex = Int32(truncatingIfNeeded: v)
             case 7 << 3 | 0:
-                guard let v = r.varint() else { return nil }
+                guard let v = r.varint() else { return false }
                 m.clickable = v != 0
             case 8 << 3 | 0:
-                guard let v = r.varint() else { return nil }
+                guard let v = r.varint() else { return false }
                 m.draggable = v != 0
             case 10 << 3 | 0:
-                guard let v = r.varint() else { return nil }
+                guard let v = r.varint() else { return false }
                 m.visible = v != 0
             case 12 << 3 | 2:
-                guard let s = r.lengthDelimited() else { return nil }
+                guard let s = r.lengthDelimited() else { return false }
                 m.extra = Array(UnsafeRawBufferPointer(rebasing: r.bytes[s]))
             default:
-                return nil  // animation, attributes, unknown fields, unexpected wire types
+                return false  // animation, attributes, unknown fields, unexpected wire types
             }
         }
-        return m
+        return true
     }
 
     private static func decodeLatLng(_ reader: WireReader) -> V1.LatLng? {
