@@ -10,7 +10,7 @@ extension V1.SnapshotSection {
     public static func decodeMarkersChunk(_ bytes: UnsafeRawBufferPointer) -> V1.UpsertMarkersRequest? {
         var markers: [V1.Marker] = []
         guard let layerID = visitMarkersChunk(bytes, reserve: { markers.reserveCapacity($0) },
-                                              each: { markers.append($0); return true }) else { return nil }
+                                              each: { m, _ in markers.append(m); return true }) else { return nil }
         return V1.UpsertMarkersRequest(layerID: layerID, markers: markers)
     }
 
@@ -18,8 +18,11 @@ extension V1.SnapshotSection {
     /// markers, then `each` with every marker in order (stop early by returning false), and
     /// returns the layer id. Returns nil when it declines the bytes (as `decodeMarkersChunk`
     /// does) or `each` stopped; `each` may have been called for some markers by then.
+    /// `each`'s second argument is true when the marker's `icon` and `anchor` are encoded with
+    /// the same bytes as the previous marker's (so they are equal: callers can reuse what they
+    /// derived from them); false for the first marker.
     public static func visitMarkersChunk(_ bytes: UnsafeRawBufferPointer, reserve: (Int) -> Void,
-                                         each: (V1.Marker) -> Bool) -> String? {
+                                         each: (V1.Marker, _ sameStyle: Bool) -> Bool) -> String? {
         var r = WireReader(bytes)
         // The section: exactly field 4 (length-delimited) and nothing after it.
         guard r.key() == 4 << 3 | 2, let body = r.lengthDelimited(), r.atEnd else { return nil }
@@ -29,6 +32,8 @@ extension V1.SnapshotSection {
         var inner = WireReader(bytes, body)
         var sawLayer = false
         var lastPin: (bytes: Range<Int>, pin: V1.DefaultPin)? = nil  // markers mostly repeat one pin
+        var lastStyle: StyleBytes? = nil
+        var marker = V1.Marker()  // reused: decoded in place, not returned (it is large)
         while !inner.atEnd {
             guard let key = inner.key() else { return nil }
             switch key {
@@ -37,8 +42,12 @@ extension V1.SnapshotSection {
                 layerID = id
                 sawLayer = true
             case 2 << 3 | 2:
-                guard let m = inner.lengthDelimited(), let marker = decodeMarker(WireReader(bytes, m), lastPin: &lastPin),
-                      each(marker) else { return nil }
+                var style = StyleBytes()
+                guard let m = inner.lengthDelimited(),
+                      decodeMarker(WireReader(bytes, m), into: &marker, lastPin: &lastPin, style: &style) else { return nil }
+                let same = lastStyle.map { style.same(as: $0, in: bytes) } ?? false
+                lastStyle = style
+                guard each(marker, same) else { return nil }
             default:
                 return nil
             }
@@ -46,58 +55,82 @@ extension V1.SnapshotSection {
         return layerID
     }
 
-    /// One marker; `lastPin` is the previous pin decoded (reused when the bytes are the same).
-    private static func decodeMarker(_ reader: WireReader, lastPin: inout (bytes: Range<Int>, pin: V1.DefaultPin)?) -> V1.Marker? {
+    /// Where a marker's icon (`pin` or `icon_id`) and `anchor` are encoded.
+    private struct StyleBytes {
+        var iconKey: UInt64 = 0  // 0: no icon
+        var icon: Range<Int> = 0..<0
+        var anchor: Range<Int>? = nil
+
+        /// Whether both encode the same icon and anchor with the same bytes.
+        func same(as o: StyleBytes, in bytes: UnsafeRawBufferPointer) -> Bool {
+            guard iconKey == o.iconKey, bytes.same(icon, o.icon) else { return false }
+            switch (anchor, o.anchor) {
+            case (nil, nil): return true
+            case let (a?, b?): return bytes.same(a, b)
+            default: return false
+            }
+        }
+    }
+
+    /// One marker into `m` (false: declined); `lastPin` is the previous pin decoded (reused
+    /// when the bytes are the same); `style` is set to where its icon and anchor are.
+    private static func decodeMarker(_ reader: WireReader, into m: inout V1.Marker,
+                                     lastPin: inout (bytes: Range<Int>, pin: V1.DefaultPin)?, style: inout StyleBytes) -> Bool {
         var r = reader
-        var m = V1.Marker()
+        m = V1.Marker()
         var seen: UInt32 = 0
         while !r.atEnd {
-            guard let key = r.key() else { return nil }
+            guard let key = r.key() else { return false }
             let field = key >> 3
-            guard field < 32, seen & (1 << UInt32(field)) == 0 else { return nil }
+            guard field < 32, seen & (1 << UInt32(field)) == 0 else { return false }
             seen |= 1 << UInt32(field)
             switch key {
             case 1 << 3 | 2:
-                guard let s = r.lengthDelimited(), let id = r.string(s) else { return nil }
+                guard let s = r.lengthDelimited(), let id = r.string(s) else { return false }
                 m.id = id
             case 2 << 3 | 2:
-                guard let s = r.lengthDelimited(), let p = decodeLatLng(WireReader(r.bytes, s)) else { return nil }
+                guard let s = r.lengthDelimited(), let p = decodeLatLng(WireReader(r.bytes, s)) else { return false }
                 m.position = p
             case 3 << 3 | 2:
-                guard seen & (1 << 4) == 0, let s = r.lengthDelimited() else { return nil }
+                guard seen & (1 << 4) == 0, let s = r.lengthDelimited() else { return false }
+                style.iconKey = key
+                style.icon = s
                 if let last = lastPin, r.bytes.same(last.bytes, s) {
                     m.icon = .pin(last.pin)
                 } else {
-                    guard let pin = decodePin(WireReader(r.bytes, s)) else { return nil }
+                    guard let pin = decodePin(WireReader(r.bytes, s)) else { return false }
                     lastPin = (s, pin)
                     m.icon = .pin(pin)
                 }
             case 4 << 3 | 2:
-                guard seen & (1 << 3) == 0, let s = r.lengthDelimited(), let id = r.string(s) else { return nil }
+                guard seen & (1 << 3) == 0, let s = r.lengthDelimited(), let id = r.string(s) else { return false }
+                style.iconKey = key
+                style.icon = s
                 m.icon = .iconID(id)
             case 5 << 3 | 2:
-                guard let s = r.lengthDelimited(), let a = decodeAnchor(WireReader(r.bytes, s)) else { return nil }
+                guard let s = r.lengthDelimited(), let a = decodeAnchor(WireReader(r.bytes, s)) else { return false }
+                style.anchor = s
                 m.anchor = a
             case 6 << 3 | 0:
-                guard let v = r.varint() else { return nil }
+                guard let v = r.varint() else { return false }
                 m.zIndex = Int32(truncatingIfNeeded: v)
             case 7 << 3 | 0:
-                guard let v = r.varint() else { return nil }
+                guard let v = r.varint() else { return false }
                 m.clickable = v != 0
             case 8 << 3 | 0:
-                guard let v = r.varint() else { return nil }
+                guard let v = r.varint() else { return false }
                 m.draggable = v != 0
             case 10 << 3 | 0:
-                guard let v = r.varint() else { return nil }
+                guard let v = r.varint() else { return false }
                 m.visible = v != 0
             case 12 << 3 | 2:
-                guard let s = r.lengthDelimited() else { return nil }
+                guard let s = r.lengthDelimited() else { return false }
                 m.extra = Array(UnsafeRawBufferPointer(rebasing: r.bytes[s]))
             default:
-                return nil  // animation, attributes, unknown fields, unexpected wire types
+                return false  // animation, attributes, unknown fields, unexpected wire types
             }
         }
-        return m
+        return true
     }
 
     private static func decodeLatLng(_ reader: WireReader) -> V1.LatLng? {

@@ -169,6 +169,13 @@ public struct StyleTable: Sendable {
         return i
     }
 
+    /// `retain(style)` `n` times (n >= 1) in one lookup.
+    public mutating func retain(_ style: IconStyle, times n: UInt32) -> UInt32 {
+        let i = retain(style)
+        refcounts[Int(i)] += n - 1
+        return i
+    }
+
     /// `retain(style)`, first trying `hint` (e.g. the previous marker's index): when it holds
     /// `style`, one comparison replaces a hash lookup (batches mostly repeat one style).
     public mutating func retain(_ style: IconStyle, hint: UInt32?) -> UInt32 {

@@ -10,14 +10,17 @@ extension MarkerTable {
     /// tables whose every slot is unindexed (`isPristine` before the first append).
     mutating func appendUnindexed(_ id: String) -> Int32 {
         var id = id
-        return id.withUTF8 { bytes in
-            let slot = allocateSlot()
-            idRef[Int(slot)] = UInt64(arena.count) << 9 | UInt64(bytes.count)
-            idHash[Int(slot)] = hash(bytes)
-            arena.append(contentsOf: bytes)
-            count += 1
-            return slot
-        }
+        return id.withUTF8 { appendUnindexed($0) }
+    }
+
+    /// `appendUnindexed(_:)` for an id given as its UTF-8 bytes (1...256).
+    mutating func appendUnindexed(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+        let slot = allocateSlot()
+        idRef[Int(slot)] = UInt64(arena.count) << 9 | UInt64(bytes.count)
+        idHash[Int(slot)] = hash(bytes)
+        arena.append(contentsOf: bytes)
+        count += 1
+        return slot
     }
 
     /// Indexes every slot appended by `appendUnindexed` and returns the repeats: for an id

@@ -63,20 +63,7 @@ public enum MarkerConversion {
     ) throws(RPCError) -> MarkerRecord {
         // Built only for an error message (this runs once per marker on loads).
         var label: String { "markers[\(index)] (id \"\(m.id.prefix(64))\")" }
-        let source: IconSource
-        var anchor = m.anchor.map { Anchor(x: $0.x, y: $0.y) }
-        switch m.icon {
-        case nil:
-            source = .pin(PinStyle())
-        case .pin(let pin):
-            source = .pin(try pinStyle(pin, label: label))
-        case .iconID(let id):
-            guard let registered = icon(id) else {
-                throw .invalidArgument("\(label): icon_id \"\(id)\" is not registered (RegisterIcon first)")
-            }
-            source = .image(id: id, width: Float(registered.width), height: Float(registered.height))
-            anchor = anchor ?? registered.anchor
-        }
+        let style = try iconStyle(m.icon, anchor: m.anchor, label: label, icon: icon)
         var animation: MarkerAnimation? = nil
         if let a = m.animation, a.kind != .none {
             let duration = a.durationMs == 0 ? defaultAnimationMs : a.durationMs
@@ -98,9 +85,30 @@ public enum MarkerConversion {
         if m.position == nil { throw .invalidArgument("\(label): position is missing") }
         return MarkerRecord(
             id: m.id, position: position,
-            style: IconStyle(source: source, anchor: anchor),
+            style: style,
             zIndex: m.zIndex, visible: m.visible ?? true, clickable: m.clickable ?? true,
             draggable: m.draggable ?? false, animation: animation, attributes: m.attributes, extra: m.extra)
+    }
+
+    /// A marker's icon and anchor as the core's style (see `record`; `label` names the marker in
+    /// errors).
+    static func iconStyle(_ icon: V1.Marker.Icon?, anchor apiAnchor: V1.Anchor?, label: @autoclosure () -> String,
+                          icon registry: (String) -> (width: Int, height: Int, anchor: Anchor)?) throws(RPCError) -> IconStyle {
+        let source: IconSource
+        var anchor = apiAnchor.map { Anchor(x: $0.x, y: $0.y) }
+        switch icon {
+        case nil:
+            source = .pin(PinStyle())
+        case .pin(let pin):
+            source = .pin(try pinStyle(pin, label: label()))
+        case .iconID(let id):
+            guard let registered = registry(id) else {
+                throw .invalidArgument("\(label()): icon_id \"\(id)\" is not registered (RegisterIcon first)")
+            }
+            source = .image(id: id, width: Float(registered.width), height: Float(registered.height))
+            anchor = anchor ?? registered.anchor
+        }
+        return IconStyle(source: source, anchor: anchor)
     }
 
     static func pinStyle(_ pin: V1.DefaultPin, label: @autoclosure () -> String) throws(RPCError) -> PinStyle {

@@ -72,6 +72,30 @@ import Testing
         }
     }
 
+    /// `visitMarkersChunk`'s `sameStyle`: true exactly when the icon and anchor equal the
+    /// previous marker's (equal values encode to equal bytes), never for the first marker.
+    @Test func reportsRepeatedIconAndAnchor() {
+        let seed = testSeed("SnapshotMarkersTests.reportsRepeatedIconAndAnchor")
+        var rng = SplitMix64(seed: seed)
+        for round in 0..<30 {
+            var markers = (0..<Int(1 + rng.next() % 200)).map { Self.randomMarker($0, &rng, plainOnly: true) }
+            for i in markers.indices.dropFirst() where rng.next() % 3 != 0 {
+                // Runs: copy the icon, the anchor or both from the previous marker.
+                let k = rng.next() % 3
+                if k != 1 { markers[i].icon = markers[i - 1].icon }
+                if k != 0 { markers[i].anchor = markers[i - 1].anchor }
+            }
+            var flags: [Bool] = []
+            let bytes = Self.section(markers)
+            let layer = bytes.withUnsafeBytes { raw in
+                V1.SnapshotSection.visitMarkersChunk(raw, reserve: { _ in }) { _, same in flags.append(same); return true }
+            }
+            #expect(layer == "layer-1", "seed \(seed) round \(round)")
+            let expected = markers.indices.map { i in i > 0 && markers[i].icon == markers[i - 1].icon && markers[i].anchor == markers[i - 1].anchor }
+            #expect(flags == expected, "seed \(seed) round \(round)")
+        }
+    }
+
     @Test func declinesWhatItDoesNotHandle() {
         let seed = testSeed("SnapshotMarkersTests.declinesWhatItDoesNotHandle")
         var rng = SplitMix64(seed: seed)

@@ -163,4 +163,78 @@ import Testing
         }
         #expect(fresh.count == 0 && !fresh.hasDeferredGrid)
     }
+
+    /// `markers` as `RestoreBatch`es of the same sizes (plain markers only: no animation, no
+    /// attributes), or nil if `append` refuses one.
+    static func columnBatches(_ batches: [[MarkerRecord]]) -> [RestoreBatch]? {
+        var out: [RestoreBatch] = []
+        for b in batches {
+            var batch = RestoreBatch(capacity: b.count)
+            var last: UInt32? = nil
+            for m in b {
+                guard let style = batch.styleIndex(m.style, hint: last),
+                      batch.append(id: m.id, position: m.position, style: style, zIndex: m.zIndex, visible: m.visible,
+                                   clickable: m.clickable, draggable: m.draggable, extra: m.extra) else { return nil }
+                last = style
+            }
+            out.append(batch)
+        }
+        return out
+    }
+
+    @Test func columnBatchesRestoreLikeRecords() throws {
+        let seed = testSeed("RestoreTests.columnBatchesRestoreLikeRecords")
+        var rng = SplitMix64(seed: seed)
+        // Plain markers (what snapshots hold), ids repeating across and within batches.
+        let all = Self.markers(9_000, ids: { i in i % 7 == 0 ? "r\(i % 500)" : "u\(i)" }, &rng).map { m in
+            var m = m
+            m.animation = nil
+            m.attributes = [:]
+            return m
+        }
+        let batches = Self.batches(all, &rng)
+        let columns = try #require(Self.columnBatches(batches))
+        #expect(zip(batches, columns).allSatisfy { b, c in (0..<b.count).allSatisfy { c.record($0) == b[$0] } }, "seed \(seed): record(i)")
+        let a = try Self.restored(batches, projectSome: false)
+        var b = try MarkerLayer(options: TilingOptions(minMarkerCount: 100))
+        for c in columns {
+            let r = try b.restore(c, now: Self.now)
+            #expect(r.created == c.count && b.hasDeferredGrid)
+        }
+        b.finishRestore()
+        // The same slots, flags, style numbers, counters and grid as restoring the records.
+        #expect(a.version == b.version && a.count == b.count && a.table.slotCount == b.table.slotCount, "seed \(seed)")
+        for s in 0..<a.table.slotCount {
+            #expect(a.table.flags[s] == b.table.flags[s] && a.table.style[s] == b.table.style[s]
+                    && (a.table.flags[s] == 0 || a.record(Int32(s)) == b.record(Int32(s))), "seed \(seed): slot \(s)")
+        }
+        #expect(a.styles.count == b.styles.count && a.styles.maxExtents == b.styles.maxExtents
+                && a.styles.minExtents == b.styles.minExtents, "seed \(seed): styles")
+        #expect(Self.nodes(a.grid) == Self.nodes(b.grid), "seed \(seed): grid nodes differ")
+        try Self.compareAnswers(a, b, ids: all.map(\.id), &rng, "seed \(seed) columns")
+
+        // Into a used layer a batch is a plain upsert, as records are.
+        var c = try Self.upserted([Array(all.prefix(100))])
+        var d = c
+        _ = try c.upsert(batches[0], now: Self.now)
+        _ = try d.restore(columns[0], now: Self.now)
+        try Self.compareAnswers(c, d, ids: all.map(\.id), &rng, "seed \(seed) used layer")
+    }
+
+    @Test func columnBatchRefusesWhatValidateRejects() {
+        var batch = RestoreBatch()
+        let ok = batch.styleIndex(.defaultPin, hint: nil)!
+        #expect(batch.styleIndex(IconStyle(source: .pin(PinStyle(scale: 0))), hint: ok) == nil)
+        #expect(batch.styleIndex(IconStyle(source: .pin(PinStyle()), anchor: Anchor(x: 2, y: 0)), hint: nil) == nil)
+        func add(_ id: String, _ p: LatLng) -> Bool {
+            batch.append(id: id, position: p, style: ok, zIndex: 0, visible: true, clickable: true, draggable: false, extra: [])
+        }
+        #expect(!add("", LatLng(latitude: 0, longitude: 0)))
+        #expect(!add(String(repeating: "x", count: 257), LatLng(latitude: 0, longitude: 0)))
+        #expect(!add("a", LatLng(latitude: .nan, longitude: 0)))
+        #expect(!add("a", LatLng(latitude: 0, longitude: 181)))
+        #expect(batch.count == 0)
+        #expect(add(String(repeating: "x", count: 256), LatLng(latitude: 85, longitude: -180)))
+        #expect(batch.count == 1 && batch.styleUses == [1])
+    }
 }

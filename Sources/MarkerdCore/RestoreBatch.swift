@@ -1,0 +1,86 @@
+/// Markers restored from a snapshot, in columns rather than as `MarkerRecord`s: restoring
+/// millions of markers spends much of its time copying, retaining and releasing records, and
+/// snapshot markers are plain (no animation, no attributes) and mostly share one style.
+///
+/// Marker `i` is `entries[i]` (position, projected position, z-index, style `styles[style]`,
+/// visible / clickable / draggable bits), its id `idBytes` up to `entries[i].idEnd` (from the
+/// previous marker's end) and its extra bytes `extras[i]` (absent: none). Build it with `append`, which checks what `MarkerLayer.validate` checks and refuses
+/// (returns false) what it would reject, so that the caller can take the record path for its
+/// error message.
+public struct RestoreBatch: Sendable {
+    public static let visible: UInt8 = 1
+    public static let clickable: UInt8 = 2
+    public static let draggable: UInt8 = 4
+
+    /// One marker's fixed-size columns.
+    public struct Entry: Sendable {
+        /// End offset of the id in `idBytes`.
+        public var idEnd: UInt32
+        public var zIndex: Int32
+        /// Index into `styles`.
+        public var style: UInt32
+        /// `RestoreBatch.visible` | `.clickable` | `.draggable`.
+        public var flags: UInt8
+        public var position: LatLng
+        public var world: WorldPoint
+    }
+
+    public private(set) var idBytes: [UInt8] = []
+    public private(set) var entries: [Entry] = []
+    /// Distinct styles in order of first use; each validated once.
+    public private(set) var styles: [IconStyle] = []
+    /// How many markers use each style.
+    public private(set) var styleUses: [UInt32] = []
+    /// Non-empty extra bytes by marker index.
+    public private(set) var extras: [Int32: [UInt8]] = [:]
+    private var styleIndex: [IconStyle: UInt32] = [:]
+
+    public init(capacity: Int = 0) {
+        idBytes.reserveCapacity(capacity * 8)
+        entries.reserveCapacity(capacity)
+    }
+
+    public var count: Int { entries.count }
+
+    func idStart(_ i: Int) -> Int { i == 0 ? 0 : Int(entries[i - 1].idEnd) }
+
+    /// The index of `style` in `styles`, adding it (after validating it) if new; nil when
+    /// `IconStyle.validate` rejects it. `hint` is tried first (e.g. the previous marker's).
+    public mutating func styleIndex(_ style: IconStyle, hint: UInt32?) -> UInt32? {
+        if let h = hint, styles[Int(h)] == style { return h }
+        if let i = styleIndex[style] { return i }
+        guard (try? style.validate(field: "icon")) != nil else { return nil }
+        let i = UInt32(styles.count)
+        styles.append(style)
+        styleUses.append(0)
+        styleIndex[style] = i
+        return i
+    }
+
+    /// Appends a marker whose style is `styles[style]` (from `styleIndex`); false, leaving the
+    /// batch unchanged, when `MarkerLayer.validate` would reject it (id not 1-256 bytes,
+    /// position invalid).
+    public mutating func append(id: String, position: LatLng, style: UInt32, zIndex z: Int32,
+                                visible: Bool, clickable: Bool, draggable: Bool, extra: [UInt8]) -> Bool {
+        var id = id
+        let n = id.utf8.count
+        guard n >= 1, n <= MarkerTable.maxIDBytes, position.isValid else { return false }
+        id.withUTF8 { idBytes.append(contentsOf: $0) }
+        entries.append(Entry(idEnd: UInt32(idBytes.count), zIndex: z, style: style,
+                             flags: (visible ? Self.visible : 0) | (clickable ? Self.clickable : 0) | (draggable ? Self.draggable : 0),
+                             position: position, world: WorldPoint(position)))
+        styleUses[Int(style)] += 1
+        if !extra.isEmpty { extras[Int32(entries.count - 1)] = extra }
+        return true
+    }
+
+    /// Marker `i` as a record (the path for layers that cannot take the batch directly).
+    public func record(_ i: Int) -> MarkerRecord {
+        let e = entries[i]
+        let id = idBytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[idStart(i)..<Int(e.idEnd)]), as: UTF8.self) }
+        let f = e.flags
+        return MarkerRecord(id: id, position: e.position, style: styles[Int(e.style)], zIndex: e.zIndex,
+                            visible: f & Self.visible != 0, clickable: f & Self.clickable != 0,
+                            draggable: f & Self.draggable != 0, extra: extras[Int32(i)] ?? [])
+    }
+}
