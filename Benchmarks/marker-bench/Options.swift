@@ -15,6 +15,16 @@ struct Options: Sendable {
     /// Run the RPC section (load, memory, queries, moves) and the in-process section.
     var runRPC = true
     var runInProcess = true
+    /// Run the raster-tile section (`TileBench`).
+    var runTiles = true
+    /// The one section `--only` asked for, or nil.
+    var only: String? = nil {
+        didSet {
+            guard let only else { return }
+            runRPC = only == "rpc"; runInProcess = only == "inprocess"; runTiles = only == "tiles"
+            skipDurability = only != "durability"
+        }
+    }
     /// The markerd binary. Default: `markerd` next to this executable.
     var markerdPath: String = Options.defaultMarkerdPath
     /// Where durable data directories are created (must be a real disk for fsync to mean
@@ -46,7 +56,7 @@ struct Options: Sendable {
       --queries N          timed calls per latency figure. Default 2000
       --quick              smoke run: 100k markers, 300 queries, fewer moves
       --skip-durability    skip journal/fsync/snapshot/restart measurements
-      --only SECTION       run one section: rpc, inprocess or durability
+      --only SECTION       run one section: rpc, inprocess, durability or tiles
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -96,12 +106,10 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                guard ["rpc", "inprocess", "durability"].contains(section) else {
-                    throw ParseError(description: "--only takes rpc, inprocess or durability, not \"\(section)\"")
+                guard ["rpc", "inprocess", "durability", "tiles"].contains(section) else {
+                    throw ParseError(description: "--only takes rpc, inprocess, durability or tiles, not \"\(section)\"")
                 }
-                o.runRPC = section == "rpc"
-                o.runInProcess = section == "inprocess"
-                o.skipDurability = section != "durability"
+                o.only = section
             case "--no-tune": o.tuneLoad = false
             case "--markerd": o.markerdPath = try value(arg)
             case "--data-root": o.dataRoot = try value(arg)
@@ -122,7 +130,7 @@ struct Options: Sendable {
     var summary: String {
         var parts = ["--sizes \(sizes.map(String.init).joined(separator: ","))", "--seed \(seed)", "--queries \(queries)"]
         if quick { parts.append("--quick") }
-        if !runRPC || !runInProcess { parts.append("--only \(runRPC ? "rpc" : runInProcess ? "inprocess" : "durability")") }
+        if let only { parts.append("--only \(only)") }
         else if skipDurability { parts.append("--skip-durability") }
         if !tuneLoad { parts.append("--no-tune") }
         parts.append("--markerd \(markerdPath)")
