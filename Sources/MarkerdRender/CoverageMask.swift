@@ -16,8 +16,34 @@ struct CoverageMask {
         bits = [UInt64](repeating: 0, count: wordsPerRow * height)
     }
 
-    mutating func reset() {
-        for i in bits.indices { bits[i] = 0 }
+    /// The row data of many sprites in one flat array (so the per-draw tests touch no
+    /// reference-counted storage): per sprite, 2 x height numbers of non-transparent spans
+    /// (`RGBAImage.rowSpans`, or the full width) and 2 x height of longest opaque runs
+    /// (`TileSprite.opaque`).
+    struct Shapes {
+        struct Shape {
+            var width: Int
+            var height: Int
+            /// Offsets into `data`.
+            var spans: Int
+            var opaque: Int
+        }
+        private(set) var shapes: [Shape] = []
+        private(set) var data: [Int32] = []
+
+        init(_ sprites: [TileSprite]) {
+            for s in sprites {
+                let spans = data.count
+                if s.image.rowSpans.isEmpty {
+                    for _ in 0..<s.height { data.append(0); data.append(Int32(s.width)) }
+                } else {
+                    data.append(contentsOf: s.image.rowSpans)
+                }
+                let opaque = data.count
+                data.append(contentsOf: s.opaque)
+                shapes.append(Shape(width: s.width, height: s.height, spans: spans, opaque: opaque))
+            }
+        }
     }
 
     @inline(__always) private static func mask(_ a: Int, _ b: Int) -> UInt64 {
@@ -26,47 +52,80 @@ struct CoverageMask {
         return hi & ~((UInt64(1) << UInt64(a)) &- 1)
     }
 
-    /// True when every pixel of `sprite` with alpha > 0 that lies inside the canvas, the sprite's
-    /// top-left being at (`x`, `y`), is covered.
-    func covers(_ sprite: TileSprite, x: Int, y: Int) -> Bool {
-        let spans = sprite.image.rowSpans
-        let r0 = max(0, -y), r1 = min(sprite.height, height - y)
-        if r0 >= r1 { return true }
-        return bits.withUnsafeBufferPointer { w in
-            spans.withUnsafeBufferPointer { sp in
-                for r in r0..<r1 {
-                    var lo = x, hi = x + sprite.width
-                    if !sp.isEmpty { lo = x + Int(sp[2 * r]); hi = x + Int(sp[2 * r + 1]) }
-                    lo = max(lo, 0); hi = min(hi, width)
-                    if lo >= hi { continue }
-                    let row = (y + r) * wordsPerRow
-                    let wa = lo >> 6, wb = (hi - 1) >> 6
-                    if wa == wb {
-                        let m = CoverageMask.mask(lo & 63, (hi - 1) & 63)
-                        if w[row + wa] & m != m { return false }
-                    } else {
-                        let m0 = CoverageMask.mask(lo & 63, 63)
-                        if w[row + wa] & m0 != m0 { return false }
-                        var k = wa + 1
-                        while k < wb { if w[row + k] != ~0 { return false }; k += 1 }
-                        let m1 = CoverageMask.mask(0, (hi - 1) & 63)
-                        if w[row + wb] & m1 != m1 { return false }
-                    }
+    /// Says where a draw of `shape` with its top-left at (`x`, `y`) is still needed. A pixel
+    /// counts as uncovered when it lies inside the canvas and in its row's span (from the row's
+    /// first to its last non-transparent pixel, so a superset of the non-transparent ones) and its
+    /// bit is clear. Appends to `clips` the range of sprite rows `r0 ..< r1` with an uncovered
+    /// pixel, then per row of it the sprite columns from its first to its last uncovered pixel
+    /// (`r0, r1, lo0, hi0, lo1, hi1, ...`; a row without one gets an empty range). Pixels left
+    /// out are transparent or get an opaque pixel from a later draw, as do covered pixels inside
+    /// the ranges, so not drawing them changes nothing. Returns false (and appends nothing) when
+    /// no pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16.
+    func uncovered(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
+        let r0 = max(0, -y), r1 = min(shape.height, height - y)
+        if r0 >= r1 { return false }
+        let start = clips.count
+        var first = -1, last = -1
+        clips.append(0); clips.append(0)
+        bits.withUnsafeBufferPointer { w in
+            for r in r0..<r1 {
+                let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
+                let row = (y + r) * wordsPerRow
+                guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else {
+                    if first >= 0 { clips.append(0); clips.append(0) }
+                    continue
                 }
-                return true
+                if first < 0 { first = r }
+                last = r
+                clips.append(Int16(a - x)); clips.append(Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x))
             }
         }
+        guard first >= 0 else {
+            clips.removeSubrange(start...)
+            return false
+        }
+        // Drop the empty rows after the last one with an uncovered pixel.
+        clips.removeSubrange((start + 2 + 2 * (last + 1 - first))...)
+        clips[start] = Int16(first); clips[start + 1] = Int16(last + 1)
+        return true
     }
 
-    /// Marks the sprite's opaque runs as covered.
-    mutating func add(_ sprite: TileSprite, x: Int, y: Int) {
-        let runs = sprite.opaque
-        let r0 = max(0, -y), r1 = min(sprite.height, height - y)
+    /// The first pixel in `lo ..< hi` of a row whose bit is clear, or nil.
+    @inline(__always) private static func firstClear(_ w: UnsafeBufferPointer<UInt64>, row: Int, _ lo: Int, _ hi: Int) -> Int? {
+        var k = lo >> 6
+        let wb = (hi - 1) >> 6
+        while k <= wb {
+            var free = ~w[row + k]
+            if k == lo >> 6 { free &= ~((UInt64(1) << UInt64(lo & 63)) &- 1) }
+            if k == wb { free &= mask(0, (hi - 1) & 63) }
+            if free != 0 { return k << 6 + free.trailingZeroBitCount }
+            k += 1
+        }
+        return nil
+    }
+
+    /// The last pixel in `lo ..< hi` of a row whose bit is clear (one must exist).
+    @inline(__always) private static func lastClear(_ w: UnsafeBufferPointer<UInt64>, row: Int, _ lo: Int, _ hi: Int) -> Int {
+        var k = (hi - 1) >> 6
+        let wa = lo >> 6
+        while k >= wa {
+            var free = ~w[row + k]
+            if k == (hi - 1) >> 6 { free &= mask(0, (hi - 1) & 63) }
+            if k == wa { free &= ~((UInt64(1) << UInt64(lo & 63)) &- 1) }
+            if free != 0 { return k << 6 + 63 - free.leadingZeroBitCount }
+            k -= 1
+        }
+        preconditionFailure("lastClear without a clear bit")
+    }
+
+    /// Marks the opaque runs of `shape` with its top-left at (`x`, `y`) as covered.
+    mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, x: Int, y: Int) {
+        let r0 = max(0, -y), r1 = min(shape.height, height - y)
         if r0 >= r1 { return }
         let wpr = wordsPerRow, canvasWidth = width
         bits.withUnsafeMutableBufferPointer { w in
             for r in r0..<r1 {
-                let lo = max(x + Int(runs[2 * r]), 0), hi = min(x + Int(runs[2 * r + 1]), canvasWidth)
+                let lo = max(x + Int(data[shape.opaque + 2 * r]), 0), hi = min(x + Int(data[shape.opaque + 2 * r + 1]), canvasWidth)
                 if lo >= hi { continue }
                 let row = (y + r) * wpr
                 let wa = lo >> 6, wb = (hi - 1) >> 6

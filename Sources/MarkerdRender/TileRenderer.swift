@@ -76,22 +76,25 @@ public struct RenderedRaster: Sendable {
 /// such marker one after the other; the renderer only leaves out draws that cannot change a
 /// single pixel:
 ///
-/// 1. Rows: sorting by (z-index, the marker's device row) keeps the draw order between different rows
-///    exactly (rounding is monotone, so a marker in a lower device row of the same z-index is
-///    always drawn later). Within a row, markers with the same sprite at the same pixel form one
-///    entry.
-/// 2. Walking rows from the top of the draw order down, an entry is dropped when every one of its
-///    non-transparent pixels inside the canvas is covered by an opaque pixel of an entry in a later
-///    row: opaque source-over replaces a pixel, so nothing under it can show.
-/// 3. The surviving markers are sorted exactly within their row and the same test runs marker by
-///    marker (now also against later markers of the same row).
-/// 4. What is left is drawn bottom up; a run of identical draws (same sprite, same pixel) is
-///    drawn with `TileCanvas.draw(sprite:atX:y:times:)`, which stops per pixel at the fixed point
-///    (identical to drawing it that many times - repeated semi-transparent draws are not
-///    idempotent, so they are never merged into one).
+/// 1. Order: one radix sort by (z-index rank, world y) puts the draws in draw order except
+///    among markers with the same z-index and world y (and the world copies of one marker);
+///    those runs are sorted exactly (`MarkerLayer.drawOrderLess`, then the copy).
+/// 2. Walking the draws from the top of the draw order down, a draw is dropped when every one of
+///    its non-transparent pixels inside the canvas is covered by an opaque pixel of a later draw
+///    (`CoverageMask`): opaque source-over replaces a pixel, so nothing under it can show. A draw
+///    that stays is clipped, per sprite row, to the columns from its first to its last pixel
+///    not covered yet (`CoverageMask.uncovered`): the pixels left out get an opaque pixel later.
+/// 3. What is left is drawn bottom up; a run of identical draws (same sprite, same pixel) is
+///    drawn with `TileCanvas.draw(sprite:atX:y:times:clip:)`, which stops per pixel at the fixed
+///    point (identical to drawing it that many times - repeated semi-transparent draws are not
+///    idempotent, so they are never merged into one), clipped by the run's last draw (culled
+///    first, against the fewest covered pixels: the others' clips differ only by the run's own
+///    opaque pixels, which one draw sets as well as many).
 ///
-/// So the cost is about the number of markers the core visits plus the draws that show. A z0
-/// tile over millions of markers draws a few thousand sprites.
+/// So the cost is about the number of markers the core visits (collected, sorted and tested one
+/// by one) plus the pixels that show. Default pins cannot cover each other's topmost row (it is
+/// antialiased, and every later pin in draw order sits as high or lower), so over a dense area
+/// most markers stay as draws of a few pixels each: a z0 tile over 1M of them keeps ~470k.
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
@@ -114,8 +117,10 @@ public final class TileRenderer: Sendable {
         var sprite: Int32
         var zIndex: Int32
         var copy: Int32
-        /// The marker's device row (its position's y), which orders rows.
-        var row: Int32
+        /// The marker's world y (with the z-index, the draw order up to ties).
+        var worldY: UInt32
+        /// Set by `cullExact`: where this draw's clip starts in its `clips`.
+        var clip: Int32 = 0
     }
 
     /// The markers to draw, as items with the sprite's top-left relative to the canvas.
@@ -155,7 +160,7 @@ public final class TileRenderer: Sendable {
             for k in -1...1 {
                 let left = view.pixelX(c.x, copy: k) - Int64(sprite.anchorX)
                 if left >= w || left + Int64(sprite.width) <= 0 { continue }
-                items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), row: Int32(row)))
+                items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), worldY: c.y))
                 touched = true
             }
             if touched { markers += 1 }
@@ -168,21 +173,25 @@ public final class TileRenderer: Sendable {
     public func render(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
         let (items, sprites, markers) = try collect(layer, view, now: now)
         var canvas = TileCanvas(width: view.width, height: view.height)
-        let kept = cull(layer, items, sprites, width: view.width, height: view.height)
+        let (kept, clips) = cull(layer, items, sprites, width: view.width, height: view.height)
         var draws = 0
         var i = 0
         while i < kept.count {
             let it = kept[i]
             var j = i + 1
             while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
-            canvas.draw(sprite: sprites[Int(it.sprite)].image, atX: Int(it.x), y: Int(it.y), times: j - i)
+            // The run's last draw was culled first, against the fewest covered pixels: its clip
+            // spans hold every pixel any draw of the run still needs (the rest of them differ
+            // only by the run's own opaque pixels, which one draw sets as well as many).
+            canvas.draw(sprite: sprites[Int(it.sprite)].image, atX: Int(it.x), y: Int(it.y), times: j - i,
+                        clip: clips[Int(kept[j - 1].clip)...])
             draws += 1
             i = j
         }
         return RenderedRaster(canvas: canvas, markers: markers, draws: draws)
     }
 
-    /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.default`); an empty tile is the
+    /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`); an empty tile is the
     /// shared `TransparentTile`. `debugOverlay` draws the tile's border and "z/x/y entries=N".
     public func renderTile(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
                            debugOverlay: Bool = false) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
@@ -192,7 +201,7 @@ public final class TileRenderer: Sendable {
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")
             r.canvas.draw(sprite: overlay, atX: 0, y: 0)
         }
-        return (r.canvas.encodePNG(), r.canvas.isEmpty, r.markers)
+        return (r.canvas.encodePNG(options: .tile), r.canvas.isEmpty, r.markers)
     }
 
     /// The exact draw order of two items.
@@ -201,95 +210,67 @@ public final class TileRenderer: Sendable {
         return a.copy < b.copy
     }
 
-    /// Steps 1-3 of the type's documentation: the draws that can change a pixel, in draw order.
-    func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> [Item] {
-        if items.isEmpty { return [] }
+    /// Steps 1-2 of the type's documentation: the draws that can change a pixel, in draw order,
+    /// with their clip spans (see `cullExact`).
+    func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (items: [Item], clips: [Int16]) {
+        if items.isEmpty { return ([], []) }
         var mask = CoverageMask(width: width, height: height)
         // Ranks of the z-indexes present.
         var zs: [Int32: Int] = [:]
         for it in items where zs[it.zIndex] == nil { zs[it.zIndex] = 0 }
         let zsorted = zs.keys.sorted()
-        for (r, z) in zsorted.enumerated() { zs[z] = r }
-        let bias = 16384
-        let packable = zsorted.count < 65536 && sprites.count < 65536
-            && items.allSatisfy { Int($0.x) + bias >= 0 && Int($0.x) + bias < 65536 && Int($0.row) + bias >= 0 && Int($0.row) + bias < 65536 }
-        guard packable else {
-            // Rare (more than 65535 sprites or z-indexes in one raster): marker by marker.
-            let order = items.sorted { TileRenderer.less(layer, $0, $1) }
-            return Self.cullExact([order[...]], sprites, &mask)
+        guard zsorted.count < 65536 else {
+            // Rare (more than 65535 z-indexes in one raster): a comparison sort.
+            return Self.cullExact(items.sorted { TileRenderer.less(layer, $0, $1) }, sprites, &mask)
         }
+        for (r, z) in zsorted.enumerated() { zs[z] = r }
+        // Step 1: (z-index rank, world y) orders everything but markers with the same z-index and
+        // world y (and the world copies of one marker): those runs are sorted exactly.
         var lastZ = items[0].zIndex, lastRank = zs[lastZ]!
         var keys = [UInt64](repeating: 0, count: items.count)
         for (i, it) in items.enumerated() {
             if it.zIndex != lastZ { lastZ = it.zIndex; lastRank = zs[lastZ]! }
-            keys[i] = UInt64(lastRank) << 48 | UInt64(Int(it.row) + bias) << 32 | UInt64(it.sprite) << 16 | UInt64(Int(it.x) + bias)
+            keys[i] = UInt64(lastRank) << 32 | UInt64(it.worldY)
         }
         let order = RadixSort.order(keys)
-        // Step 2: entry-level pass, rows from the top of the draw order down.
-        var survivor = [Bool](repeating: false, count: items.count)  // per item, by its entry
-        var end = order.count
-        while end > 0 {
-            let rowKey = keys[Int(order[end - 1])] >> 32
-            var start = end - 1
-            while start > 0 && keys[Int(order[start - 1])] >> 32 == rowKey { start -= 1 }
-            // Entries of this row: runs of equal keys in order[start..<end].
-            var e = start
-            var survivingEntries: [(Int, Int)] = []
-            while e < end {
-                let k = keys[Int(order[e])]
-                var f = e + 1
-                while f < end && keys[Int(order[f])] == k { f += 1 }
-                let it = items[Int(order[e])]
-                if !mask.covers(sprites[Int(it.sprite)], x: Int(it.x), y: Int(it.y)) { survivingEntries.append((e, f)) }
-                e = f
-            }
-            for (a, b) in survivingEntries {
-                let it = items[Int(order[a])]
-                mask.add(sprites[Int(it.sprite)], x: Int(it.x), y: Int(it.y))
-                for q in a..<b { survivor[Int(order[q])] = true }
-            }
-            end = start
-        }
-        // Step 3: the survivors, marker by marker, rows exact.
-        var rows: [ArraySlice<Item>] = []
+        var sorted = order.map { items[Int($0)] }
         var s = 0
-        var buffer: [Item] = []
-        buffer.reserveCapacity(64)
-        var sortedRows: [Item] = []
-        var bounds: [(Int, Int)] = []
         while s < order.count {
-            let rowKey = keys[Int(order[s])] >> 32
-            var t = s
-            buffer.removeAll(keepingCapacity: true)
-            while t < order.count && keys[Int(order[t])] >> 32 == rowKey {
-                if survivor[Int(order[t])] { buffer.append(items[Int(order[t])]) }
-                t += 1
-            }
-            if !buffer.isEmpty {
-                if buffer.count > 1 { buffer.sort { TileRenderer.less(layer, $0, $1) } }
-                bounds.append((sortedRows.count, sortedRows.count + buffer.count))
-                sortedRows.append(contentsOf: buffer)
+            let k = keys[Int(order[s])]
+            var t = s + 1
+            while t < order.count && keys[Int(order[t])] == k { t += 1 }
+            if t - s > 1 {
+                // Mostly the world copies of one marker (no need to look at the layer).
+                if sorted[s..<t].allSatisfy({ $0.slot == sorted[s].slot }) {
+                    sorted[s..<t].sort { $0.copy < $1.copy }
+                } else {
+                    sorted[s..<t].sort { TileRenderer.less(layer, $0, $1) }
+                }
             }
             s = t
         }
-        for (a, b) in bounds { rows.append(sortedRows[a..<b]) }
-        mask.reset()
-        return Self.cullExact(rows, sprites, &mask)
+        return Self.cullExact(sorted, sprites, &mask)
     }
 
-    /// Rows in draw order, each sorted exactly: keeps the items not covered by later ones.
-    static func cullExact(_ rows: [ArraySlice<Item>], _ sprites: [TileSprite], _ mask: inout CoverageMask) -> [Item] {
+    /// Items in draw order: keeps those not covered by later ones, each with its clip
+    /// (`CoverageMask.uncovered`: the sprite rows and, per row, the columns from the first to
+    /// the last pixel no later draw covers; `clips[item.clip...]`).
+    static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask) -> (items: [Item], clips: [Int16]) {
         var kept: [Item] = []
-        for row in rows.reversed() {
-            for it in row.reversed() {
-                let sprite = sprites[Int(it.sprite)]
-                if mask.covers(sprite, x: Int(it.x), y: Int(it.y)) { continue }
+        var clips: [Int16] = []
+        let shapes = CoverageMask.Shapes(sprites)
+        shapes.data.withUnsafeBufferPointer { data in
+            for var it in items.reversed() {
+                let shape = shapes.shapes[Int(it.sprite)]
+                let at = clips.count
+                if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) { continue }
+                it.clip = Int32(at)
                 kept.append(it)
-                mask.add(sprite, x: Int(it.x), y: Int(it.y))
+                mask.add(shape, data, x: Int(it.x), y: Int(it.y))
             }
         }
         kept.reverse()
-        return kept
+        return (kept, clips)
     }
 }
 
