@@ -45,14 +45,14 @@ struct TileBench {
         let mover = Mover(layer: layer)
         var pngBytes: [(zoom: Int, mean: Double)] = []
         for z in Self.zooms {
-            let cold = try coldTiles(client, zoom: z, mover: mover, &rng)
+            let cold = try coldTiles(client, serverPID: server.pid, zoom: z, mover: mover, &rng)
             pngBytes.append((z, cold.meanPNGBytes))
             try warmTiles(client, zoom: z, tiles: cold.tiles, &rng)
         }
         table.add(Row(size: label, measure: "PNG bytes per tile (the cold tiles above, 256 px, density 1)",
                       value: pngBytes.map { "z\($0.zoom) \(Table.bytes(Int($0.mean.rounded())))" }.joined(separator: ", "),
                       unit: "mean", note: "PNGEncodeOptions.default (zlib 6, no filter); empty tiles count as the shared transparent PNG"))
-        try zoomZero(client, mover: mover)
+        try zoomZero(client, serverPID: server.pid, mover: mover)
         for inFlight in [2, 4] { try throughput(client, serverPID: server.pid, inFlight: inFlight) }
     }
 
@@ -109,11 +109,12 @@ struct TileBench {
 
     // MARK: Cold
 
-    private func coldTiles(_ client: MarkerdClient, zoom z: Int, mover: Mover, _ rng: inout SeededRNG)
+    private func coldTiles(_ client: MarkerdClient, serverPID: Int32, zoom z: Int, mover: Mover, _ rng: inout SeededRNG)
         throws -> (tiles: [TileID], meanPNGBytes: Double) {
         var asked = Set<TileID>(), tiles: [TileID] = []
         var micros: [Double] = [], floorMicros: [Double] = [], bytes: [Int] = []
         var bumps = 0, empty = 0
+        var cpu = 0.0  // markerd CPU seconds during the timed calls (clock ticks: exact on average only)
         var sizes: Floor.Sizes? = nil
         Progress.log("[\(label)] GetTile cold z\(z): \(coldCalls) calls")
         for _ in 0..<coldCalls {
@@ -124,7 +125,9 @@ struct TileBench {
             } else {
                 tiles.append(t)
             }
+            let cpu0 = Machine.cpuSeconds(pid: serverPID) ?? 0
             let (r, elapsed) = try timed { try getTile(client, t) }
+            cpu += (Machine.cpuSeconds(pid: serverPID) ?? 0) - cpu0
             micros.append(elapsed.micros)
             bytes.append(r.png.count)
             if r.empty { empty += 1 }
@@ -139,9 +142,10 @@ struct TileBench {
                       value: "\(Table.fixed(s.p50 / 1000, 2)) / \(Table.fixed(s.p99 / 1000, 2))", unit: "ms p50 / p99",
                       floor: "\(Table.micros(f.p50)) / \(Table.micros(f.p99)) @ \(sizes!)",
                       ratio: String(format: "%.0fx / %.0fx", s.p50 / f.p50, s.p99 / f.p99),
-                      note: String(format: "%d calls: %d distinct tiles, %d after a version bump (a marker moved in, untimed); max %.1f ms; %d empty; PNG %@ mean",
+                      note: String(format: "%d calls: %d distinct tiles, %d after a version bump (a marker moved in, untimed); max %.1f ms; %d empty; PNG %@ mean; markerd CPU %.2f ms per call (mean); loadavg %.1f",
                                    micros.count, tiles.count, bumps, micros.max()! / 1000, empty,
-                                   Table.bytes(bytes.reduce(0, +) / max(1, bytes.count))))
+                                   Table.bytes(bytes.reduce(0, +) / max(1, bytes.count)), cpu * 1000 / Double(micros.count),
+                                   Machine.loadAverage ?? 0))
         if z >= 10 { row.target = Target(text: "p99 < 5 ms (z >= 10)", met: s.p99 < 5000) }
         table.add(row)
         return (tiles, Double(bytes.reduce(0, +)) / Double(max(1, bytes.count)))
@@ -168,14 +172,16 @@ struct TileBench {
 
     // MARK: z0
 
-    private func zoomZero(_ client: MarkerdClient, mover: Mover) throws {
+    private func zoomZero(_ client: MarkerdClient, serverPID: Int32, mover: Mover) throws {
         let world = TileID(z: 0, x: 0, y: 0)!
-        var micros: [Double] = []
+        var micros: [Double] = [], cpu: [Double] = []
         var png = 0
         Progress.log("[\(label)] GetTile z0: \(z0Runs) renders")
         for _ in 0..<z0Runs {
             try mover.bump(client, into: world)
+            let cpu0 = Machine.cpuSeconds(pid: serverPID) ?? 0
             let (r, elapsed) = try timed { try getTile(client, world) }
+            cpu.append((Machine.cpuSeconds(pid: serverPID) ?? 0) - cpu0)
             micros.append(elapsed.micros)
             png = r.png.count
         }
@@ -184,8 +190,9 @@ struct TileBench {
                       value: Table.fixed(Stats.percentile(sorted, 0.5) / 1000, 1), unit: "ms median",
                       target: Target(text: "< 100 ms at 10M", met: Stats.percentile(sorted, 0.5) < 100_000,
                                      atTargetSize: layer.count >= 10_000_000),
-                      note: String(format: "%d renders: min %.1f ms, max %.1f ms; PNG %@", micros.count, sorted.first! / 1000,
-                                   sorted.last! / 1000, Table.bytes(png))))
+                      note: String(format: "%d renders: min %.1f ms, max %.1f ms; markerd CPU %.0f ms per render (median); PNG %@; loadavg %.1f",
+                                   micros.count, sorted.first! / 1000, sorted.last! / 1000, cpu.sorted()[cpu.count / 2] * 1000,
+                                   Table.bytes(png), Machine.loadAverage ?? 0)))
     }
 
     // MARK: Throughput

@@ -65,26 +65,27 @@ struct CoverageMask {
         let r0 = max(0, -y), r1 = min(shape.height, height - y)
         if r0 >= r1 { return false }
         let start = clips.count
+        // Room for every row; trimmed below (appending per row costs more than the writes).
+        clips.append(contentsOf: repeatElement(0, count: 2 + 2 * (r1 - r0)))
         var first = -1, last = -1
-        clips.append(0); clips.append(0)
         bits.withUnsafeBufferPointer { w in
-            for r in r0..<r1 {
-                let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
-                let row = (y + r) * wordsPerRow
-                guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else {
-                    if first >= 0 { clips.append(0); clips.append(0) }
-                    continue
+            clips.withUnsafeMutableBufferPointer { out in
+                for r in r0..<r1 {
+                    let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
+                    let row = (y + r) * wordsPerRow
+                    guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else { continue }
+                    if first < 0 { first = r }
+                    last = r
+                    let at = start + 2 + 2 * (r - first)
+                    out[at] = Int16(a - x); out[at + 1] = Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x)
                 }
-                if first < 0 { first = r }
-                last = r
-                clips.append(Int16(a - x)); clips.append(Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x))
             }
         }
         guard first >= 0 else {
             clips.removeSubrange(start...)
             return false
         }
-        // Drop the empty rows after the last one with an uncovered pixel.
+        // Rows between first and last without an uncovered pixel kept their (0, 0); drop the rest.
         clips.removeSubrange((start + 2 + 2 * (last + 1 - first))...)
         clips[start] = Int16(first); clips[start + 1] = Int16(last + 1)
         return true

@@ -128,6 +128,8 @@ public final class TileRenderer: Sendable {
         var items: [Item] = []
         var spriteOfStyle: [Int32] = []
         var sprites: [TileSprite] = []
+        // Per sprite index: what placing a marker needs (no reference-counted storage per marker).
+        var geometry: [(anchorX: Int64, anchorY: Int64, width: Int64, height: Int64, blank: Bool)] = []
         var failure: RenderError? = nil
         var markers = 0
         let w = Int64(view.width), h = Int64(view.height)
@@ -144,22 +146,22 @@ public final class TileRenderer: Sendable {
                     let sprite = try self.sprites.sprite(layer.styles.style(at: c.style), density: density)
                     sIndex = Int32(sprites.count)
                     sprites.append(sprite)
+                    geometry.append((Int64(sprite.anchorX), Int64(sprite.anchorY), Int64(sprite.width), Int64(sprite.height), sprite.isBlank))
                     spriteOfStyle[si] = sIndex
                 } catch {
                     if failure == nil { failure = error }
                     return
                 }
             }
-            let sprite = sprites[Int(sIndex)]
-            if sprite.isBlank { return }
-            let row = view.pixelY(c.y)
-            let top = row - Int64(sprite.anchorY)
-            if top >= h || top + Int64(sprite.height) <= 0 { return }
+            let g = geometry[Int(sIndex)]
+            if g.blank { return }
+            let top = view.pixelY(c.y) - g.anchorY
+            if top >= h || top + g.height <= 0 { return }
             // The world copies left to right (a marker near the antimeridian shows on both sides).
             var touched = false
             for k in -1...1 {
-                let left = view.pixelX(c.x, copy: k) - Int64(sprite.anchorX)
-                if left >= w || left + Int64(sprite.width) <= 0 { continue }
+                let left = view.pixelX(c.x, copy: k) - g.anchorX
+                if left >= w || left + g.width <= 0 { continue }
                 items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), worldY: c.y))
                 touched = true
             }
