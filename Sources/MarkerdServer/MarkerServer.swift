@@ -83,7 +83,7 @@ struct DispatchingHandler: RequestHandler {
         let dispatcher = self.dispatcher
         // A cached tile is answered here, without the hop to a worker thread.
         if let reply = dispatcher.inlineReply(body: request.body, receivedAt: request.receivedAt) {
-            request.respond(reply)
+            request.respond(size: reply.size) { reply.write(into: $0) }
             return
         }
         Self.queue.async {

@@ -76,11 +76,11 @@ public final class RPCDispatcher: Sendable {
     }
 
     /// A GetTile that `MarkerService.cachedTile` answers at once (a cached tile, or
-    /// not_modified): the encoded reply envelope, or nil, and the caller hands the request to
-    /// `handle`. Never waits, so the server calls it on the network thread before handing
-    /// requests to the worker queue. Other requests cost a byte search: only small bodies that
-    /// name GetTile are decoded.
-    public func inlineReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> [UInt8]? {
+    /// not_modified): the reply, or nil, and the caller hands the request to `handle`. Never
+    /// waits, so the server calls it on the network thread before handing requests to the
+    /// worker queue. Other requests cost a byte search: only small bodies that name GetTile are
+    /// decoded.
+    public func inlineReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> InlineTileReply? {
         guard body.count <= 512, Self.contains(body, Self.getTileMethod),
               let request = try? V1.Request(serializedBytes: body),
               request.method.utf8.elementsEqual(Self.getTileMethod),
@@ -88,8 +88,10 @@ public final class RPCDispatcher: Sendable {
               let tileRequest = request.payload.withUnsafeBytes({ try? V1.GetTileRequest(serializedBytes: $0) }),
               let response = service.cachedTile(tileRequest)
         else { return nil }
-        return envelope(method: "GetTile", requestID: request.requestID, receivedAt: receivedAt,
-                        result: .success(response.serializedBytes())).serializedBytes()
+        let elapsed = ContinuousClock.now - receivedAt
+        metrics.record(method: "GetTile", code: .ok,
+                       micros: Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
+        return InlineTileReply(requestID: request.requestID, response: response)
     }
 
     static let getTileMethod = Array((servicePrefix + "GetTile").utf8)

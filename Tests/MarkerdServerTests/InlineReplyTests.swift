@@ -34,13 +34,20 @@ import Testing
         up.markers = [marker("a", 48.8566, 2.3522)]
         #expect(handled(d, envelope("UpsertMarkers", up.serializedBytes(), key: "k2")).code == .ok)
         let get = envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 14, x: 8298, y: 5636).serializedBytes())
-        func inline(_ b: [UInt8], ago: Duration = .zero) -> [UInt8]? { b.withUnsafeBytes { d.inlineReply(body: $0, receivedAt: .now - ago) } }
+        func inline(_ b: [UInt8], ago: Duration = .zero) -> [UInt8]? { b.withUnsafeBytes { d.inlineReply(body: $0, receivedAt: .now - ago)?.bytes } }
         #expect(inline(get) == nil, "not rendered yet")
         let slow = handled(d, get)
         #expect(slow.code == .ok)
         let fast = try #require(inline(get))
         #expect(fast == slow.serializedBytes())
         #expect(try V1.GetTileResponse(serializedBytes: V1.Response(serializedBytes: fast).payload).png.count > 100)
+        // not_modified, and a request id of 0 (left out of the envelope).
+        let version = try V1.GetTileResponse(serializedBytes: slow.payload).version
+        for (id, known) in [(UInt64(0), version), (UInt64.max, version), (0, UInt64(0)), (300, version)] {
+            let b = envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 14, x: 8298, y: 5636, knownVersion: known).serializedBytes(), id: id)
+            let expected = handled(d, b).serializedBytes()
+            #expect(inline(b) == expected, "request id \(id), known version \(known)")
+        }
         // Other methods, expired deadlines and bad tiles go the normal way.
         #expect(inline(envelope("ListLayers", V1.ListLayersRequest().serializedBytes())) == nil)
         let timed = envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 14, x: 8298, y: 5636).serializedBytes(), timeoutMs: 50)
