@@ -65,6 +65,9 @@ public struct RenderedRaster: Sendable {
     /// Sprite compositions actually performed (after skipping covered draws and folding
     /// repeated identical draws).
     public var draws: Int
+    /// Markers the renderer looked at one by one (the others were left out with their grid
+    /// node, see `TileRenderer`).
+    public var visited: Int = 0
 }
 
 /// Draws the static markers of a layer into raster tiles and snapshots.
@@ -97,17 +100,36 @@ public struct RenderedRaster: Sendable {
 /// most markers stay as draws of a few pixels each: a z0 tile over 1M of them keeps ~470k.
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
+    /// What the renderer may leave out (default `.withinOne`).
+    public let culling: Culling
+    /// See `init(sprites:culling:sweepAbove:)`.
+    public let sweepAbove: Int
     /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
     /// rounding of positions and anchors, and pin sprites' minimum size of 4 px.
     public static let marginPx: Double = 4
 
-    public init(sprites: TileSpriteCache) {
+    /// Which draws may be left out.
+    public enum Culling: Sendable {
+        /// Only what cannot change a single pixel: pixels a later opaque draw replaces.
+        case exact
+        /// Also what cannot change any channel of the result by more than 1 (see `CoverageMask`):
+        /// the tolerance (every channel within 1/255 of drawing every marker).
+        case withinOne
+    }
+
+    /// `sweepAbove`: rasters expected to hold at least this many markers (static markers of the
+    /// layer times the share of the world the raster covers) go through the node sweep (see the
+    /// type's documentation; 0: every raster does). Only with `.withinOne`.
+    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 20_000) {
         self.sprites = sprites
+        self.culling = culling
+        self.sweepAbove = sweepAbove
     }
 
     /// Convenience: pins through a fresh `SpriteCache`, image icons from `images`.
-    public convenience init(images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
-        self.init(sprites: TileSpriteCache(images: images))
+    public convenience init(culling: Culling = .withinOne, sweepAbove: Int = 20_000,
+                            images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
+        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove)
     }
 
     struct Item {
@@ -123,40 +145,48 @@ public final class TileRenderer: Sendable {
         var clip: Int32 = 0
     }
 
-    /// The markers to draw, as items with the sprite's top-left relative to the canvas.
-    func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
-        var items: [Item] = []
+    /// Turns candidates into items: the sprite of each style once, the sprite's top-left relative
+    /// to the canvas for each world copy (-1, 0, 1) whose sprite touches the canvas.
+    struct Placer {
+        let renderer: TileRenderer
+        let layer: MarkerLayer
+        let view: RasterView
         var spriteOfStyle: [Int32] = []
         var sprites: [TileSprite] = []
-        // Per sprite index: what placing a marker needs (no reference-counted storage per marker).
+        /// Per sprite index: what placing a marker needs (no reference-counted storage per marker).
         var geometry: [(anchorX: Int64, anchorY: Int64, width: Int64, height: Int64, blank: Bool)] = []
         var failure: RenderError? = nil
-        var markers = 0
-        let w = Int64(view.width), h = Int64(view.height)
-        let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + w) / view.scale
-        let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + h) / view.scale
-        let density = view.density
-        layer.forEachStaticMarker(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
-                                  marginPx: TileRenderer.marginPx, now: now) { c in
-            let si = Int(c.style)
+
+        init(_ renderer: TileRenderer, _ layer: MarkerLayer, _ view: RasterView) {
+            self.renderer = renderer; self.layer = layer; self.view = view
+        }
+
+        /// The sprite index of a style index (nil, with `failure` set, when it cannot be drawn).
+        mutating func sprite(style: UInt32) -> Int32? {
+            let si = Int(style)
             if si >= spriteOfStyle.count { spriteOfStyle.append(contentsOf: repeatElement(-1, count: si + 1 - spriteOfStyle.count)) }
-            var sIndex = spriteOfStyle[si]
-            if sIndex < 0 {
-                do throws(RenderError) {
-                    let sprite = try self.sprites.sprite(layer.styles.style(at: c.style), density: density)
-                    sIndex = Int32(sprites.count)
-                    sprites.append(sprite)
-                    geometry.append((Int64(sprite.anchorX), Int64(sprite.anchorY), Int64(sprite.width), Int64(sprite.height), sprite.isBlank))
-                    spriteOfStyle[si] = sIndex
-                } catch {
-                    if failure == nil { failure = error }
-                    return
-                }
+            if spriteOfStyle[si] >= 0 { return spriteOfStyle[si] }
+            do throws(RenderError) {
+                let sprite = try renderer.sprites.sprite(layer.styles.style(at: style), density: view.density)
+                let sIndex = Int32(sprites.count)
+                sprites.append(sprite)
+                geometry.append((Int64(sprite.anchorX), Int64(sprite.anchorY), Int64(sprite.width), Int64(sprite.height), sprite.isBlank))
+                spriteOfStyle[si] = sIndex
+                return sIndex
+            } catch {
+                if failure == nil { failure = error }
+                return nil
             }
+        }
+
+        /// Appends the items of `c`; true when its sprite touches the canvas.
+        @inline(__always) mutating func place(_ c: TileCandidate, into items: inout [Item]) -> Bool {
+            guard let sIndex = sprite(style: c.style) else { return false }
             let g = geometry[Int(sIndex)]
-            if g.blank { return }
+            if g.blank { return false }
+            let w = Int64(view.width), h = Int64(view.height)
             let top = view.pixelY(c.y) - g.anchorY
-            if top >= h || top + g.height <= 0 { return }
+            if top >= h || top + g.height <= 0 { return false }
             // The world copies left to right (a marker near the antimeridian shows on both sides).
             var touched = false
             for k in -1...1 {
@@ -165,17 +195,37 @@ public final class TileRenderer: Sendable {
                 items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), worldY: c.y))
                 touched = true
             }
-            if touched { markers += 1 }
+            return touched
         }
-        if let failure { throw failure }
-        return (items, sprites, markers)
+    }
+
+    /// The markers to draw, as items with the sprite's top-left relative to the canvas.
+    func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
+        var items: [Item] = []
+        var placer = Placer(self, layer, view)
+        var markers = 0
+        let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + Int64(view.width)) / view.scale
+        let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + Int64(view.height)) / view.scale
+        layer.forEachStaticMarker(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
+                                  marginPx: TileRenderer.marginPx, now: now) { c in
+            if placer.place(c, into: &items) { markers += 1 }
+        }
+        if let failure = placer.failure { throw failure }
+        return (items, placer.sprites, markers)
     }
 
     /// Renders `view` (see the type's documentation). Throws when a pin sprite cannot be drawn.
     public func render(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
-        let (items, sprites, markers) = try collect(layer, view, now: now)
+        let kept: [Item], clips: [Int16], sprites: [TileSprite], markers: Int, visited: Int
+        if usesSweep(layer, view) {
+            (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
+        } else {
+            let items: [Item]
+            (items, sprites, markers) = try collect(layer, view, now: now)
+            visited = markers
+            (kept, clips) = cull(layer, items, sprites, width: view.width, height: view.height)
+        }
         var canvas = TileCanvas(width: view.width, height: view.height)
-        let (kept, clips) = cull(layer, items, sprites, width: view.width, height: view.height)
         var draws = 0
         var i = 0
         while i < kept.count {
@@ -190,7 +240,7 @@ public final class TileRenderer: Sendable {
             draws += 1
             i = j
         }
-        return RenderedRaster(canvas: canvas, markers: markers, draws: draws)
+        return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
     }
 
     /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`); an empty tile is the
@@ -216,7 +266,7 @@ public final class TileRenderer: Sendable {
     /// with their clip spans (see `cullExact`).
     func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (items: [Item], clips: [Int16]) {
         if items.isEmpty { return ([], []) }
-        var mask = CoverageMask(width: width, height: height)
+        var mask = CoverageMask(width: width, height: height, exact: culling == .exact)
         // Ranks of the z-indexes present.
         var zs: [Int32: Int] = [:]
         for it in items where zs[it.zIndex] == nil { zs[it.zIndex] = 0 }
@@ -256,23 +306,31 @@ public final class TileRenderer: Sendable {
 
     /// Items in draw order: keeps those not covered by later ones, each with its clip
     /// (`CoverageMask.uncovered`: the sprite rows and, per row, the columns from the first to
-    /// the last pixel no later draw covers; `clips[item.clip...]`).
+    /// the last pixel not settled by later draws; `clips[item.clip...]`).
     static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask) -> (items: [Item], clips: [Int16]) {
         var kept: [Item] = []
         var clips: [Int16] = []
         let shapes = CoverageMask.Shapes(sprites)
-        shapes.data.withUnsafeBufferPointer { data in
-            for var it in items.reversed() {
-                let shape = shapes.shapes[Int(it.sprite)]
-                let at = clips.count
-                if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) { continue }
-                it.clip = Int32(at)
-                kept.append(it)
-                mask.add(shape, data, x: Int(it.x), y: Int(it.y))
-            }
-        }
+        for it in items.reversed() { cullOne(it, shapes, &mask, &kept, &clips) }
         kept.reverse()
         return (kept, clips)
+    }
+
+    /// The next draw down the draw order: appended to `kept` (in reverse draw order) with its clip
+    /// unless every pixel of it is settled, then added to the mask.
+    @inline(__always)
+    static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16]) {
+        var it = item
+        let shape = shapes.shapes[Int(it.sprite)]
+        shapes.data.withUnsafeBufferPointer { data in
+            let at = clips.count
+            if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) { return }
+            it.clip = Int32(at)
+            kept.append(it)
+            shapes.weights.withUnsafeBufferPointer { weights in
+                mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y))
+            }
+        }
     }
 }
 
