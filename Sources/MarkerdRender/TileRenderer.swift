@@ -75,29 +75,46 @@ public struct RenderedRaster: Sendable {
 /// What a tile shows: every marker that is static at `now` (visible, not draggable, not
 /// animating) whose sprite (`TileSprite`) touches the raster, composited premultiplied
 /// source-over (`TileCanvas`) in the shared draw order (z-index, latitude descending, id; the
-/// copies of a marker in different world copies left to right). The output equals drawing every
-/// such marker one after the other; the renderer only leaves out draws that cannot change a
-/// single pixel:
+/// copies of a marker in different world copies left to right). The output is within 1 per
+/// channel (1/255, the tolerance) of drawing every such marker one after the other, and
+/// equal to it with `Culling.exact`; the renderer leaves out draws only where that bound is
+/// proven (`CoverageMask`):
 ///
 /// 1. Order: one radix sort by (z-index rank, world y) puts the draws in draw order except
 ///    among markers with the same z-index and world y (and the world copies of one marker);
 ///    those runs are sorted exactly (`MarkerLayer.drawOrderLess`, then the copy).
-/// 2. Walking the draws from the top of the draw order down, a draw is dropped when every one of
-///    its non-transparent pixels inside the canvas is covered by an opaque pixel of a later draw
-///    (`CoverageMask`): opaque source-over replaces a pixel, so nothing under it can show. A draw
-///    that stays is clipped, per sprite row, to the columns from its first to its last pixel
-///    not covered yet (`CoverageMask.uncovered`): the pixels left out get an opaque pixel later.
+/// 2. Walking the draws from the top of the draw order down, each pixel keeps how much the later
+///    draws there squeeze any difference in what lies below (`CoverageMask`: one opaque draw,
+///    two with alpha >= 240, eight with alpha >= 128, ... settle a pixel: whatever was drawn
+///    there before changes the result by at most 1; `.exact` settles only under opaque
+///    pixels, by 0). A draw is dropped when every one of its non-transparent pixels inside the
+///    canvas is settled; one that stays is clipped, per sprite row, to the columns from its
+///    first to its last pixel not settled yet (`CoverageMask.uncovered`). Settled pixels form a
+///    prefix of each pixel's draws, and every draw after them is drawn, so the bound holds
+///    whatever of the prefix is drawn (which is why a settled pixel inside a clip, or in one of
+///    two neighbouring tiles only, may differ from brute force, by at most 1).
 /// 3. What is left is drawn bottom up; a run of identical draws (same sprite, same pixel) is
 ///    drawn with `TileCanvas.draw(sprite:atX:y:times:clip:)`, which stops per pixel at the fixed
 ///    point (identical to drawing it that many times - repeated semi-transparent draws are not
 ///    idempotent, so they are never merged into one), clipped by the run's last draw (culled
-///    first, against the fewest covered pixels: the others' clips differ only by the run's own
-///    opaque pixels, which one draw sets as well as many).
+///    first, against the fewest settled pixels: the others need a subset of its pixels).
+/// 4. Dense rasters (`sweepAbove`; `.withinOne` only) do not collect every marker first: a sweep
+///    (`TileRenderer+Sweep.swift`) walks the static grid's nodes and the markers of opened leaves
+///    in one heap by the draw order's bound (z-index, world y; a node at its largest z-index and
+///    y, before the draws with the same key), culling draws as in step 2. A node is tested when
+///    every draw after all of its markers has been added: if every pixel any of its markers
+///    could draw (the union of the layer's sprites placed anywhere in the node's device-pixel
+///    range, in every world copy) is settled, it is left out whole, without visiting its markers
+///    (they still count in `RenderedRaster.markers`, whole, so the count is an upper bound there).
 ///
 /// So the cost is about the number of markers the core visits (collected, sorted and tested one
-/// by one) plus the pixels that show. Default pins cannot cover each other's topmost row (it is
-/// antialiased, and every later pin in draw order sits as high or lower), so over a dense area
-/// most markers stay as draws of a few pixels each: a z0 tile over 1M of them keeps ~470k.
+/// by one) plus the pixels that show. Limits of step 4 for default pins of one z-index: a
+/// marker's topmost sprite row is only ever covered by later markers of the same device row
+/// (same z-index), so a node can only be left out when it lies within one device row and later
+/// markers of that row (larger world y) settle its top row; pins' antialiased edges (alpha
+/// below 128) never settle by repetition alone. Grid leaves hold up to 64 markers, so in the
+/// evenly spread part of a 10M layer a z0 leaf spans about one device pixel and straddles two
+/// rows: those markers are still visited one by one (see Benchmarks/README.md for the figures).
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).

@@ -86,11 +86,12 @@ import Testing
     /// Dense layers where most draws are clipped: pins of several sizes and colours (opaque and
     /// semi-transparent), labels, image icons with off-centre anchors, three z-indexes, near the
     /// antimeridian too; tiles from z0 to z12 at every density and both sizes equal brute force
-    /// (exact culling) or are within 1 per channel of it (`.withinOne`).
-    @Test(arguments: [TileRenderer.Culling.exact, .withinOne])
-    func clippedTilesMatchBruteForce(culling: TileRenderer.Culling) throws {
+    /// (exact culling) or are within 1 per channel of it (`.withinOne`, with and without the node
+    /// sweep).
+    @Test(arguments: [(TileRenderer.Culling.exact, Int.max), (.withinOne, .max), (.withinOne, 0)])
+    func clippedTilesMatchBruteForce(culling: TileRenderer.Culling, sweepAbove: Int) throws {
         var rng = SplitMix64(seed: testSeed())
-        let r = makeRenderer(culling)
+        let r = makeRenderer(culling, sweepAbove: sweepAbove)
         var worst = 0, markers = 0, draws = 0
         for round in 0..<8 {
             let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
@@ -110,6 +111,6 @@ import Testing
                 markers += fast.markers; draws += fast.draws
             }
         }
-        print("clipped tiles (\(culling)): \(markers) markers, \(draws) draws, worst difference \(worst)")
+        print("clipped tiles (\(culling), sweep above \(sweepAbove)): \(markers) markers, \(draws) draws, worst difference \(worst)")
     }
 }

@@ -21,8 +21,12 @@ let testIcon: RGBAImage = {
     return RGBAImage(width: 12, height: 12, pixels: px)
 }()
 
-func makeRenderer(_ culling: TileRenderer.Culling = .withinOne) -> TileRenderer {
-    TileRenderer(culling: culling, images: { id in id == "dot" ? testIcon : nil })
+/// A 12x12 fully opaque red square.
+let opaqueSquare = RGBAImage(width: 12, height: 12, pixels: Array(repeating: [200, 0, 0, 255], count: 144).flatMap { $0 })
+
+/// `sweepAbove: 0`: every raster goes through the node sweep; the default (Int.max here): none does.
+func makeRenderer(_ culling: TileRenderer.Culling = .withinOne, sweepAbove: Int = .max) -> TileRenderer {
+    TileRenderer(culling: culling, sweepAbove: sweepAbove, images: { id in id == "dot" ? testIcon : id == "square" ? opaqueSquare : nil })
 }
 
 /// The most a renderer may differ from brute force per channel: 0 when culling only opaque
@@ -122,9 +126,9 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
     /// channel of drawing every marker.
     @Test func matchesBruteForceOnRandomLayers() throws {
         var rng = SplitMix64(seed: testSeed())
-        let r = makeRenderer()
         var worst = 0, tiles = 0, culled = 0, total = 0
         for round in 0..<12 {
+            let r = makeRenderer(sweepAbove: round % 2 == 0 ? 0 : .max)
             let center = LatLng(latitude: (rng.unit() - 0.5) * 120, longitude: round % 4 == 0 ? 179.99 : (rng.unit() - 0.5) * 340)
             let spread = [0.02, 0.2, 2, 30][round % 4]
             let layer = try randomLayer(count: 150 + Int(rng.next() % 400), center: center, spreadDegrees: spread, rng: &rng, now: now)
@@ -162,8 +166,8 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
             records.append(MarkerRecord(id: "s\(i)", position: q, style: style, zIndex: Int32(i % 2)))
         }
         _ = try layer.upsert(records, now: now)
-        let r = makeRenderer()
         for (tile, d) in [(TileID(z: 0, x: 0, y: 0)!, 1), (TileID(z: 0, x: 0, y: 0)!, 2), (TileID.containing(spots[0], zoom: 8), 1)] {
+            let r = makeRenderer(sweepAbove: d == 2 ? 0 : .max)
             let view = RasterView.tile(tile, tileSize: 256, density: d)
             let fast = try r.render(layer, view: view, now: now)
             let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
