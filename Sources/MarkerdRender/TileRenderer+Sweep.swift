@@ -70,30 +70,38 @@ extension TileRenderer {
         UInt64(UInt32(bitPattern: z) ^ 0x8000_0000) << 32 | UInt64(y)
     }
 
-    /// Whether node `n`'s footprint touches the canvas in some world copy, and whether every
-    /// pixel of it in the canvas is settled in `mask`.
-    private func state(_ n: TileSweepNode, _ view: RasterView, _ fp: Footprint, _ minLo: Int, _ maxHi: Int,
-                       _ mask: CoverageMask?) -> (touches: Bool, settled: Bool) {
-        let w = view.width, h = view.height
+    /// The device-pixel rows of node `n`'s markers and the world copies (bit k + 1 for copy k
+    /// in -1, 0, 1) whose footprint touches the canvas; nil when none does.
+    private func placement(_ n: TileSweepNode, _ view: RasterView, _ fp: Footprint, _ minLo: Int, _ maxHi: Int)
+        -> (py0: Int, py1: Int, copies: UInt8)? {
         let py0 = Int(view.pixelY(n.minY)), py1 = Int(view.pixelY(n.maxY))
-        let rowsTop = py0 + fp.top, rowsEnd = py1 + fp.top + fp.lo.count
-        if rowsEnd <= 0 || rowsTop >= h { return (false, false) }
-        var touches = false
+        if py1 + fp.top + fp.lo.count <= 0 || py0 + fp.top >= view.height { return nil }
+        var copies: UInt8 = 0
         for k in -1...1 {
             let px0 = Int(view.pixelX(n.minX, copy: k)), px1 = Int(view.pixelX(n.maxX, copy: k))
-            if px1 + maxHi <= 0 || px0 + minLo >= w { continue }
-            touches = true
-            guard let mask else { return (true, false) }
-            if py1 - py0 > TileRenderer.testedNodeRows || px1 - px0 > TileRenderer.testedNodeColumns { return (true, false) }
-            for row in max(rowsTop, 0)..<min(rowsEnd, h) {
+            if px1 + maxHi > 0 && px0 + minLo < view.width { copies |= 1 << UInt8(k + 1) }
+        }
+        return copies == 0 ? nil : (py0, py1, copies)
+    }
+
+    /// Whether every pixel of node `n`'s footprint inside the canvas is settled in `mask` (false
+    /// without looking for nodes spanning more than `testedNodeRows` x `testedNodeColumns`).
+    private func settled(_ n: TileSweepNode, _ view: RasterView, _ fp: Footprint, _ minLo: Int, _ maxHi: Int,
+                         _ mask: inout CoverageMask) -> Bool {
+        guard let (py0, py1, copies) = placement(n, view, fp, minLo, maxHi) else { return true }
+        if py1 - py0 > TileRenderer.testedNodeRows { return false }
+        for k in -1...1 where copies & (1 << UInt8(k + 1)) != 0 {
+            let px0 = Int(view.pixelX(n.minX, copy: k)), px1 = Int(view.pixelX(n.maxX, copy: k))
+            if px1 - px0 > TileRenderer.testedNodeColumns { return false }
+            for row in max(py0 + fp.top, 0)..<min(py1 + fp.top + fp.lo.count, view.height) {
                 // Footprint rows that land on this canvas row from some marker row py0...py1.
                 let j0 = max(0, row - py1 - fp.top), j1 = min(fp.lo.count - 1, row - py0 - fp.top)
                 var lo = Int.max, hi = Int.min
                 for j in j0...j1 { lo = min(lo, fp.lo[j]); hi = max(hi, fp.hi[j]) }
-                if lo < hi && !mask.settled(row: row, px0 + lo, px1 + hi) { return (true, false) }
+                if lo < hi && !mask.settled(row: row, px0 + lo, px1 + hi) { return false }
             }
         }
-        return (touches, touches)
+        return true
     }
 
     /// The draws that can change a pixel by more than the bound, in draw order, with their clips
@@ -151,7 +159,7 @@ extension TileRenderer {
             return top
         }
         func pushNode(_ n: TileSweepNode) {
-            guard state(n, view, fp, minLo, maxHi, nil).touches else { return }
+            guard placement(n, view, fp, minLo, maxHi) != nil else { return }
             push(Event(key: TileRenderer.key(z: n.maxZ, y: n.maxY), ref: Int32(nodes.count)))
             nodes.append(n)
         }
@@ -170,7 +178,7 @@ extension TileRenderer {
             let e = pop()
             if e.ref >= 0 {
                 let n = nodes[Int(e.ref)]
-                if state(n, view, fp, minLo, maxHi, mask).settled {
+                if settled(n, view, fp, minLo, maxHi, &mask) {
                     markers += n.count
                 } else if n.isLeaf {
                     layer.forEachStaticMarker(inLeaf: n) { pushMarker($0) }
