@@ -44,10 +44,12 @@ extension MarkerLayer {
         }
     }
 
-    /// Calls `body` with each marker of a leaf.
-    public func forEachStaticMarker(inLeaf node: TileSweepNode, _ body: (TileCandidate) -> Void) {
+    /// Calls `body` with each marker of a leaf whose world position (x, y) passes `keep` (asked
+    /// before anything else about the marker is read).
+    public func forEachStaticMarker(inLeaf node: TileSweepNode, where keep: (UInt32, UInt32) -> Bool,
+                                    _ body: (TileCandidate) -> Void) {
         grid.forEachEntry(grid.nodes[Int(node.index)]) { e in
-            body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: table.style[Int(e.slot)], zIndex: e.z))
+            if keep(e.x, e.y) { body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: table.style[Int(e.slot)], zIndex: e.z)) }
         }
     }
 

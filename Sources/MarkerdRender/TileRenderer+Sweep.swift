@@ -172,6 +172,32 @@ extension TileRenderer {
             }
         }
 
+        // Device positions where a marker's whole footprint is known to be settled (settling only
+        // grows, so a position stays known): most markers of a dense raster share a position
+        // with many others and are left out here, when their leaf is opened (every draw in the
+        // mask then comes after them), without a style lookup or a place in the heap.
+        let h = view.height, w = view.width, rows = fp.lo.count
+        let cw = w - minLo + maxHi + 1, ch = h + rows + 1
+        var known = [UInt64](repeating: 0, count: (cw * ch + 63) / 64)
+        func positionSettled(_ px: Int, _ py: Int) -> Bool {
+            if px + maxHi <= 0 || px + minLo >= w || py + fp.top + rows <= 0 || py + fp.top >= h { return true }
+            let i = (py + fp.top + rows) * cw + px + maxHi
+            if known[i >> 6] >> UInt64(i & 63) & 1 != 0 { return true }
+            for j in 0..<rows {
+                let row = py + fp.top + j
+                if row < 0 || row >= h || fp.lo[j] >= fp.hi[j] { continue }
+                if !mask.settled(row: row, px + fp.lo[j], px + fp.hi[j]) { return false }
+            }
+            known[i >> 6] |= 1 << UInt64(i & 63)
+            return true
+        }
+        func unsettled(_ x: UInt32, _ y: UInt32) -> Bool {
+            let py = Int(view.pixelY(y))
+            for k in -1...1 where !positionSettled(Int(view.pixelX(x, copy: k)), py) { return true }
+            markers += 1
+            return false
+        }
+
         if let root = layer.staticSweepRoot { pushNode(root) }
         layer.forEachEndedAnimation(now: now) { pushMarker($0) }
         while !heap.isEmpty {
@@ -181,7 +207,7 @@ extension TileRenderer {
                 if settled(n, view, fp, minLo, maxHi, &mask) {
                     markers += n.count
                 } else if n.isLeaf {
-                    layer.forEachStaticMarker(inLeaf: n) { pushMarker($0) }
+                    layer.forEachStaticMarker(inLeaf: n, where: unsettled) { pushMarker($0) }
                 } else {
                     layer.forEachChild(of: n) { pushNode($0) }
                 }

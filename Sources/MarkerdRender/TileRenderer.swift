@@ -65,8 +65,9 @@ public struct RenderedRaster: Sendable {
     /// Sprite compositions actually performed (after skipping covered draws and folding
     /// repeated identical draws).
     public var draws: Int
-    /// Markers the renderer looked at one by one (the others were left out with their grid
-    /// node, see `TileRenderer`).
+    /// Markers the renderer placed and tested one by one; the others were left out with their
+    /// grid node, or (node sweep) by their position alone when their leaf was opened (see
+    /// `TileRenderer`).
     public var visited: Int = 0
 }
 
@@ -106,6 +107,10 @@ public struct RenderedRaster: Sendable {
 ///    could draw (the union of the layer's sprites placed anywhere in the node's device-pixel
 ///    range, in every world copy) is settled, it is left out whole, without visiting its markers
 ///    (they still count in `RenderedRaster.markers`, whole, so the count is an upper bound there).
+///    When a leaf is opened, a marker is left out by its device position alone when the
+///    footprint placed there is settled (remembered per position, as settling only grows), so
+///    markers stacked on busy positions cost a grid entry read, not a style lookup, a heap entry
+///    and a mask test.
 ///
 /// So the cost is about the number of markers the core visits (collected, sorted and tested one
 /// by one) plus the pixels that show. Limits of step 4 for default pins of one z-index: a
