@@ -44,14 +44,18 @@ extension MarkerLayer {
         }
     }
 
-    /// Calls `body` with each marker of a leaf whose world position (x, y) passes `keep` (asked
-    /// before anything else about the marker is read).
+    /// Calls `body` with each marker of a leaf whose world position (x, y) passes `keep`, from the
+    /// grid's entry alone: the candidate's `style` is not read (it is `UInt32.max`; see
+    /// `staticStyle(slot:)`).
     public func forEachStaticMarker(inLeaf node: TileSweepNode, where keep: (UInt32, UInt32) -> Bool,
                                     _ body: (TileCandidate) -> Void) {
         grid.forEachEntry(grid.nodes[Int(node.index)]) { e in
-            if keep(e.x, e.y) { body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: table.style[Int(e.slot)], zIndex: e.z)) }
+            if keep(e.x, e.y) { body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: .max, zIndex: e.z)) }
         }
     }
+
+    /// The style index of a marker visited by `forEachStaticMarker(inLeaf:where:_:)`.
+    public func staticStyle(slot: Int32) -> UInt32 { table.style[Int(slot)] }
 
     /// Calls `body` with each marker that is static at `now` but not in the static grid (its
     /// animation ended and was not expired yet), wherever it is.

@@ -57,8 +57,8 @@ extension TileRenderer {
         return Double(root.count) * share >= Double(sweepAbove)
     }
 
-    /// A heap entry: a node (`ref >= 0`, index into the sweep's nodes) or a draw (`ref < 0`,
-    /// `~ref` indexes the pending items), keyed by the (z-index, world y) bound of the draw order.
+    /// A heap entry: a node (`ref >= 0`, index into the sweep's nodes) or a marker (`ref < 0`,
+    /// `~ref` indexes the pending candidates), keyed by the (z-index, world y) bound of the draw order.
     private struct Event {
         var key: UInt64
         var ref: Int32
@@ -124,7 +124,7 @@ extension TileRenderer {
         var mask = CoverageMask(width: view.width, height: view.height)
         var shapes = CoverageMask.Shapes(placer.sprites)
         var nodes: [TileSweepNode] = []
-        var pending: [Item] = []
+        var pending: [TileCandidate] = []
         var heap: [Event] = []
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
@@ -164,12 +164,8 @@ extension TileRenderer {
             nodes.append(n)
         }
         func pushMarker(_ c: TileCandidate) {
-            let from = pending.count
-            if placer.place(c, into: &pending) { markers += 1 }
-            visited += 1
-            for i in from..<pending.count {
-                push(Event(key: TileRenderer.key(z: c.zIndex, y: c.y), ref: ~Int32(i)))
-            }
+            push(Event(key: TileRenderer.key(z: c.zIndex, y: c.y), ref: ~Int32(pending.count)))
+            pending.append(c)
         }
 
         // Device positions where a marker's whole footprint is known to be settled (settling only
@@ -213,14 +209,30 @@ extension TileRenderer {
                 }
                 continue
             }
-            // Every draw with this key: in draw order among themselves, then culled last first.
+            // Every marker with this key, unless settled by now at its position: placed (its style
+            // read only now), in draw order among themselves, then culled last first.
             batch.removeAll(keepingCapacity: true)
-            batch.append(pending[Int(~e.ref)])
-            while let t = heap.first, t.ref < 0, t.key == e.key { batch.append(pending[Int(~pop().ref)]) }
+            var next: Event? = e
+            while let m = next {
+                var c = pending[Int(~m.ref)]
+                if unsettled(c.x, c.y) {
+                    if c.style == .max { c.style = layer.staticStyle(slot: c.slot) }
+                    if placer.place(c, into: &batch) { markers += 1 }
+                    visited += 1
+                }
+                next = nil
+                if let t = heap.first, t.ref < 0, t.key == e.key { next = pop() }
+            }
             if batch.count > 1 { batch.sort { TileRenderer.less(layer, $0, $1) } }
             if let failure = placer.failure { throw failure }
             while shapes.shapes.count < placer.sprites.count { shapes.append(placer.sprites[shapes.shapes.count]) }
-            for it in batch.reversed() { TileRenderer.cullOne(it, shapes, &mask, &kept, &clips) }
+            for it in batch.reversed() {
+                // Settled at its position (the cache): the draw would change nothing in the mask
+                // and be dropped by `cullOne`, which would look at every row to find that out.
+                let s = placer.sprites[Int(it.sprite)]
+                if positionSettled(Int(it.x) + s.anchorX, Int(it.y) + s.anchorY) { continue }
+                TileRenderer.cullOne(it, shapes, &mask, &kept, &clips)
+            }
         }
         if let failure = placer.failure { throw failure }
         kept.reverse()
