@@ -66,6 +66,26 @@ struct InProcessBench {
             ("within 1/255, no node sweep", TileRenderer(culling: .withinOne, sweepAbove: .max)),
             ("within 1/255, node sweep", TileRenderer(culling: .withinOne, sweepAbove: 0)),
         ]
+        // Tiles under random markers (mostly in city clusters) at z4, 10 and 14: total thread CPU
+        // time of the same tiles without and with the node sweep (default threshold).
+        for z in [4, 10, 14] {
+            var rng = SeededRNG(seed: options.seed &+ 77)
+            let tiles = (0..<100).map { _ in TileID.containing(layer.position(rng.index(layer.count)), zoom: z) }
+            var cpu: [Double] = []
+            var swept = 0
+            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer()] {
+                let cpu0 = Machine.threadCPUSeconds
+                for t in tiles {
+                    let v = RasterView.tile(t, tileSize: 256, density: 1)
+                    if renderer.sweepAbove != .max && renderer.usesSweep(core, v) { swept += 1 }
+                    _ = try renderer.render(core, view: v, now: 0)
+                }
+                cpu.append(Machine.threadCPUSeconds - cpu0)
+            }
+            table.add(Row(size: label, measure: "in-process z\(z) renders under random markers, without / with the node sweep, thread CPU time",
+                          value: "\(Table.fixed(cpu[0] * 10, 2)) / \(Table.fixed(cpu[1] * 10, 2))", unit: "ms per tile (mean)",
+                          note: "100 tiles, \(swept) of them take the sweep (TileRenderer default threshold)"))
+        }
         for (name, renderer) in paths {
             Progress.log("[\(label)] in-process: z0 render, \(name)")
             var best = Double.infinity

@@ -50,11 +50,32 @@ extension TileRenderer {
     static let testedNodeRows = 64, testedNodeColumns = 256
 
     /// Whether `render` takes the sweep (see `init(sprites:culling:sweepAbove:)`).
-    func usesSweep(_ layer: MarkerLayer, _ view: RasterView) -> Bool {
+    public func usesSweep(_ layer: MarkerLayer, _ view: RasterView) -> Bool {
         guard culling == .withinOne, let root = layer.staticSweepRoot else { return false }
-        let world = 4_294_967_296.0
-        let share = min(1, Double(view.width) / view.scale / world) * min(1, Double(view.height) / view.scale / world)
-        return Double(root.count) * share >= Double(sweepAbove)
+        return TileRenderer.estimate(layer, root, view, atLeast: sweepAbove) >= sweepAbove
+    }
+
+    /// An upper bound of the static markers around `view` (widened by half its size each way),
+    /// from grid node counts: nodes no larger than the view count whole; stops once `atLeast` is
+    /// reached.
+    static func estimate(_ layer: MarkerLayer, _ root: TileSweepNode, _ view: RasterView, atLeast: Int) -> Int {
+        if atLeast <= 0 { return 0 }
+        let spanX = Double(view.width) / view.scale, spanY = Double(view.height) / view.scale
+        let x0 = Double(view.originX) / view.scale - spanX / 2, x1 = x0 + 2 * spanX
+        let y0 = Double(view.originY) / view.scale - spanY / 2, y1 = y0 + 2 * spanY
+        if x1 - x0 >= 4_294_967_296 || x0 < 0 || x1 > 4_294_967_296 { return root.count }
+        var total = 0
+        var frontier = [root]
+        while let n = frontier.popLast() {
+            if Double(n.maxX) < x0 || Double(n.minX) > x1 || Double(n.maxY) < y0 || Double(n.minY) > y1 { continue }
+            if n.isLeaf || Double(n.maxX - n.minX) <= spanX {
+                total += n.count
+                if total >= atLeast { return total }
+                continue
+            }
+            layer.forEachChild(of: n) { frontier.append($0) }
+        }
+        return total
     }
 
     /// A heap entry: a node (`ref >= 0`, index into the sweep's nodes) or a marker (`ref < 0`,

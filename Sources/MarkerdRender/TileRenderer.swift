@@ -112,14 +112,16 @@ public struct RenderedRaster: Sendable {
 ///    markers stacked on busy positions cost a grid entry read, not a style lookup, a heap entry
 ///    and a mask test.
 ///
-/// So the cost is about the number of markers the core visits (collected, sorted and tested one
-/// by one) plus the pixels that show. Limits of step 4 for default pins of one z-index: a
-/// marker's topmost sprite row is only ever covered by later markers of the same device row
-/// (same z-index), so a node can only be left out when it lies within one device row and later
-/// markers of that row (larger world y) settle its top row; pins' antialiased edges (alpha
-/// below 128) never settle by repetition alone. Grid leaves hold up to 64 markers, so in the
-/// evenly spread part of a 10M layer a z0 leaf spans about one device pixel and straddles two
-/// rows: those markers are still visited one by one (see Benchmarks/README.md for the figures).
+/// So the cost is about the markers visited (collected, sorted and tested one by one; in the
+/// sweep, grid entries read from opened leaves, most of them left out by their position) plus
+/// the pixels that show. Limit of step 4 for default pins of one z-index: a marker's topmost
+/// sprite row is only ever covered by later markers of the same device row (same z-index), so a
+/// node can only be left out whole when it lies within one device row and later markers of that
+/// row (larger world y) already settle its top row; pins' antialiased edges (alpha below 128)
+/// never settle by repetition alone. Grid leaves hold up to 64 markers, so in the evenly spread
+/// part of a 10M layer a z0 leaf spans about one device pixel and straddles two rows: its
+/// entries are read one by one (cheaply), and the markers of its upper row wait in the heap
+/// until later markers of their row settle them (see Benchmarks/README.md for the figures).
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
@@ -139,9 +141,9 @@ public final class TileRenderer: Sendable {
         case withinOne
     }
 
-    /// `sweepAbove`: rasters expected to hold at least this many markers (static markers of the
-    /// layer times the share of the world the raster covers) go through the node sweep (see the
-    /// type's documentation; 0: every raster does). Only with `.withinOne`.
+    /// `sweepAbove`: rasters around which the static grid counts at least this many markers
+    /// (`estimate`: an upper bound from node counts) go through the node sweep (see the type's
+    /// documentation; 0: every raster does). Only with `.withinOne`.
     public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 20_000) {
         self.sprites = sprites
         self.culling = culling

@@ -79,4 +79,20 @@ import Testing
         let total = records.count
         try check(layer, tile, density: 1, total: total, atMost: 0.5)
     }
+
+    /// More styles than `TileRenderer.footprintStyles`: the sweep's footprint is the box of the
+    /// layer's largest icon extents instead of the sprites' union; still within 1 of brute force.
+    @Test func manyStylesUseTheExtentsBox() throws {
+        var rng = SplitMix64(seed: testSeed())
+        var records: [MarkerRecord] = []
+        let center = LatLng(latitude: -20, longitude: 60)
+        for i in 0..<(TileRenderer.footprintStyles + 10) {
+            let style = IconStyle(source: .pin(PinStyle(fillColor: 0xFF00_0000 | UInt32(i * 3001 % 0xFFFFFF), scale: 0.5 + Float(i % 3) * 0.25, label: "\(i)")))
+            records += Self.cluster("s\(i)-", 30, center: center, spread: 0.3, style: style, zIndex: Int32(i % 2), &rng)
+        }
+        records += Self.cluster("q", 3000, center: center, spread: 0.01, style: IconStyle(source: .image(id: "square", width: 12, height: 12)), zIndex: 0, &rng)
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        for (z, d) in [(0, 1), (6, 2)] { try check(layer, TileID.containing(center, zoom: z), density: d, total: records.count, atMost: 1) }
+    }
 }
