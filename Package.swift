@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(name: "markerctl", dependencies: ["MarkerdClient", "MarkerdAPI"]),
         .executableTarget(
             name: "marker-bench",
-            dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdTransport", "MarkerdService", "MarkerdServer", "MarkerdClient"],
+            dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdTransport", "MarkerdRender", "MarkerdService", "MarkerdServer", "MarkerdClient"],
             path: "Benchmarks/marker-bench"
         ),
 

@@ -1,9 +1,12 @@
 import Foundation
 import MarkerdCore
+import MarkerdRender
 
 /// Single moves on MarkerdCore's `MarkerLayer` in this process (no RPC, no locks, no journal):
 /// builds the layer with the N synthetic markers, then times random small moves one by one
-/// with `move(id:to:)` (validation, id lookup, grid relink, version bump).
+/// with `move(id:to:)` (validation, id lookup, grid relink, version bump). Also renders the z0
+/// tile over all N markers in this process with each of `TileRenderer`'s culling paths (exact;
+/// within 1/255; within 1/255 with the node sweep): time, markers visited one by one, draws.
 struct InProcessBench {
     let options: Options
     let layer: SyntheticLayer
@@ -25,6 +28,8 @@ struct InProcessBench {
         table.add(Row(size: label, measure: "in-process MarkerLayer.upsert (build, batches of 100k)",
                       value: Table.rate(Double(layer.count) / build.seconds), unit: "markers/s",
                       note: String(format: "%.2f s, includes building the MarkerRecord values", build.seconds)))
+
+        try renderZoomZero(core, label: label)
 
         let count = options.inProcessMoves
         var rng = SeededRNG(seed: options.seed &+ 3)
@@ -51,5 +56,49 @@ struct InProcessBench {
                       target: Target(text: "< 2 µs", met: cpuNs < 2000),
                       note: "\(Table.count(count)) random moves of up to ~50 m; wall clock \(Table.fixed(wallNs, 0)) ns/move"))
         withExtendedLifetime(core) {}
+    }
+
+    /// The z0 tile (256 px, density 1) with each culling path: best of 3 renders (thread CPU time).
+    private func renderZoomZero(_ core: MarkerLayer, label: String) throws {
+        let view = RasterView.tile(TileID(z: 0, x: 0, y: 0)!, tileSize: 256, density: 1)
+        let paths: [(String, TileRenderer)] = [
+            ("exact (opaque cover only)", TileRenderer(culling: .exact)),
+            ("within 1/255, no node sweep", TileRenderer(culling: .withinOne, sweepAbove: .max)),
+            ("within 1/255, node sweep", TileRenderer(culling: .withinOne, sweepAbove: 0)),
+        ]
+        // Tiles under random markers (mostly in city clusters) at z4, 10 and 14: total thread CPU
+        // time of the same tiles without and with the node sweep (default threshold).
+        for z in [4, 10, 14] {
+            var rng = SeededRNG(seed: options.seed &+ 77)
+            let tiles = (0..<100).map { _ in TileID.containing(layer.position(rng.index(layer.count)), zoom: z) }
+            var cpu: [Double] = []
+            var swept = 0
+            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer()] {
+                let cpu0 = Machine.threadCPUSeconds
+                for t in tiles {
+                    let v = RasterView.tile(t, tileSize: 256, density: 1)
+                    if renderer.sweepAbove != .max && renderer.usesSweep(core, v) { swept += 1 }
+                    _ = try renderer.render(core, view: v, now: 0)
+                }
+                cpu.append(Machine.threadCPUSeconds - cpu0)
+            }
+            table.add(Row(size: label, measure: "in-process z\(z) renders under random markers, without / with the node sweep, thread CPU time",
+                          value: "\(Table.fixed(cpu[0] * 10, 2)) / \(Table.fixed(cpu[1] * 10, 2))", unit: "ms per tile (mean)",
+                          note: "100 tiles, \(swept) of them take the sweep (TileRenderer default threshold)"))
+        }
+        for (name, renderer) in paths {
+            Progress.log("[\(label)] in-process: z0 render, \(name)")
+            var best = Double.infinity
+            var last: RenderedRaster? = nil
+            for _ in 0..<3 {
+                let cpu0 = Machine.threadCPUSeconds
+                last = try renderer.render(core, view: view, now: 0)
+                best = min(best, Machine.threadCPUSeconds - cpu0)
+            }
+            guard let r = last else { continue }
+            table.add(Row(size: label, measure: "in-process z0 render (TileRenderer.render, no PNG), \(name), thread CPU time",
+                          value: Table.fixed(best * 1000, 1), unit: "ms (best of 3)",
+                          note: "\(Table.count(r.markers)) markers counted, \(Table.count(r.visited)) visited one by one, \(Table.count(r.draws)) draws"))
+        }
     }
 }

@@ -46,6 +46,7 @@ func runAll() throws -> Table {
         if options.runRPC {
             try RPCBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run()
         }
+        if options.runTiles { try TileBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run() }
         if options.runInProcess { try InProcessBench(options: options, layer: layer, table: table).run() }
         if !options.skipDurability {
             try DurabilityBench(options: options, layer: layer, markers: markers, table: table).run()

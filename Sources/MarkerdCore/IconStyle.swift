@@ -149,6 +149,12 @@ public struct StyleTable: Sendable {
     /// The style at an index returned by `retain`.
     public func style(at index: UInt32) -> IconStyle { styles[Int(index)] }
 
+    /// Indices handed out so far (in use or free): `0 ..< styleSlots`.
+    var styleSlots: Int { styles.count }
+
+    /// Whether a style index is referenced by a marker.
+    func isInUse(_ index: UInt32) -> Bool { refcounts[Int(index)] > 0 }
+
     /// References `style` once more and returns its index.
     public mutating func retain(_ style: IconStyle) -> UInt32 {
         if let i = lookup[style] {

@@ -47,7 +47,10 @@ extension MarkerLayer {
             return
         }
         for r in area.ranges {
-            grid.forEach(cls: GridIndex.Class.staticMarker.rawValue, rect: r) { e in body(candidate(e.slot)) }
+            // The entry carries position and z-index: only the style comes from the table.
+            grid.forEach(cls: GridIndex.Class.staticMarker.rawValue, rect: r) { e in
+                body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: table.style[Int(e.slot)], zIndex: e.z))
+            }
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
                 if isStatic(e.slot, now: now) { body(candidate(e.slot)) }
             }

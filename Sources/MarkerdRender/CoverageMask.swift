@@ -1,23 +1,90 @@
-/// One bit per canvas pixel: set when a draw that comes later in draw order writes that pixel
-/// with alpha 255. Source-over with an opaque source replaces the pixel outright, so whatever
-/// was drawn there earlier cannot show. The renderer walks draws from the top down and skips a
-/// draw whose every non-transparent pixel inside the canvas is already covered - the one kind of
-/// skip that cannot change a single pixel.
+/// Per canvas pixel, how much the draws that come later in draw order (walked from the top of the
+/// draw order down, `add`) shield it from whatever is drawn there earlier. A pixel whose bit is
+/// set is *settled*: any earlier draws there, drawn or not, change its final value by at most 1
+/// per channel (0 when the pixel is settled by an opaque draw). The renderer skips a draw whose
+/// every non-transparent pixel inside the canvas is settled, and clips the others
+/// (`uncovered`).
+///
+/// Why the bound holds (`TileCanvas`'s compositing, per channel): a draw with source alpha `a`
+/// maps the destination `d` to `src + round(d x k / 255)`, `k = 255 - a`, rounded to nearest.
+/// Two destinations that differ by at most `D` give outputs that differ by at most
+/// `g(D) = ceil(D x k / 255)` (the two rounded values differ by less than `D x k / 255 + 1`).
+/// `g` is monotone, so after the later draws of a pixel (alphas `a_1`, ..., `a_n` in draw
+/// order) two histories differ by at most `h(D) = g_n(...g_1(D))`. The mask keeps per pixel
+/// `T = max { D : h(D) <= 1 }` (capped at 255), starting at 1 (no later draw), and on adding an
+/// earlier draw `T <- min(255, floor(255 x T / k))` (`k = 0`: 255), as `g(D) <= T` exactly when
+/// `D x k <= 255 x T`. `T = 255` settles the pixel: no earlier history can move the final value
+/// by more than 1. `T` only grows as the walk goes down, so at every pixel the settled draws are
+/// a prefix of the draws there, and every draw after them is drawn (clips hold every
+/// non-transparent unsettled pixel). Examples: one opaque pixel, or two with alpha >= 240
+/// (`k <= 15`: 1 -> 17 -> 255), or eight with alpha 128; alpha below 128 alone never settles
+/// (`T` stays 1) but adds up on top of stronger ones.
+///
+/// `exact` masks only count opaque pixels (settled with difference 0), the renderer's
+/// `TileRenderer.Culling.exact`.
 struct CoverageMask {
     let width: Int
     let height: Int
     let wordsPerRow: Int
+    let exact: Bool
+    /// One bit per pixel: settled.
     private(set) var bits: [UInt64]
+    /// Per pixel `T` (see the type's documentation), meaningful while the bit is clear; empty when `exact`.
+    private(set) var levels: [UInt8]
 
-    init(width: Int, height: Int) {
+    init(width: Int, height: Int, exact: Bool = false) {
         self.width = width
         self.height = height
+        self.exact = exact
         wordsPerRow = (width + 63) >> 6
         bits = [UInt64](repeating: 0, count: wordsPerRow * height)
+        levels = exact ? [] : [UInt8](repeating: 1, count: width * height)
     }
 
-    mutating func reset() {
-        for i in bits.indices { bits[i] = 0 }
+    /// `min(255, floor(255 x T / k))` at `k << 8 | T` (`k = 0`: 255).
+    static let nextLevel: [UInt8] = {
+        var t = [UInt8](repeating: 255, count: 65536)
+        for k in 1..<256 { for level in 0..<256 { t[k << 8 | level] = UInt8(min(255, 255 * level / k)) } }
+        return t
+    }()
+
+    /// The row data of many sprites in flat arrays (so the per-draw tests touch no
+    /// reference-counted storage): per sprite, 2 x height numbers of non-transparent spans
+    /// (`RGBAImage.rowSpans`, or the full width) and 2 x height of longest opaque runs
+    /// (`TileSprite.opaque`) in `data`, and `255 - alpha` of every pixel in `weights`.
+    struct Shapes {
+        struct Shape {
+            var width: Int
+            var height: Int
+            /// Offsets into `data`.
+            var spans: Int
+            var opaque: Int
+            /// Offset into `weights`.
+            var weights: Int
+        }
+        private(set) var shapes: [Shape] = []
+        private(set) var data: [Int32] = []
+        private(set) var weights: [UInt8] = []
+
+        init(_ sprites: [TileSprite]) {
+            for s in sprites { append(s) }
+        }
+
+        /// Adds a sprite's rows as the next shape.
+        mutating func append(_ s: TileSprite) {
+            let spans = data.count
+            if s.image.rowSpans.isEmpty {
+                for _ in 0..<s.height { data.append(0); data.append(Int32(s.width)) }
+            } else {
+                data.append(contentsOf: s.image.rowSpans)
+            }
+            let opaque = data.count
+            data.append(contentsOf: s.opaque)
+            let w = weights.count
+            weights.reserveCapacity(w + s.width * s.height)
+            for i in 0..<(s.width * s.height) { weights.append(255 - s.image.pixels[4 * i + 3]) }
+            shapes.append(Shape(width: s.width, height: s.height, spans: spans, opaque: opaque, weights: w))
+        }
     }
 
     @inline(__always) private static func mask(_ a: Int, _ b: Int) -> UInt64 {
@@ -26,59 +93,130 @@ struct CoverageMask {
         return hi & ~((UInt64(1) << UInt64(a)) &- 1)
     }
 
-    /// True when every pixel of `sprite` with alpha > 0 that lies inside the canvas, the sprite's
-    /// top-left being at (`x`, `y`), is covered.
-    func covers(_ sprite: TileSprite, x: Int, y: Int) -> Bool {
-        let spans = sprite.image.rowSpans
-        let r0 = max(0, -y), r1 = min(sprite.height, height - y)
-        if r0 >= r1 { return true }
-        return bits.withUnsafeBufferPointer { w in
-            spans.withUnsafeBufferPointer { sp in
+    /// Says where a draw of `shape` with its top-left at (`x`, `y`) is still needed. A pixel
+    /// counts as uncovered when it lies inside the canvas and in its row's span (from the row's
+    /// first to its last non-transparent pixel, so a superset of the non-transparent ones) and its
+    /// bit is clear. Appends to `clips` the range of sprite rows `r0 ..< r1` with an uncovered
+    /// pixel, then per row of it the sprite columns from its first to its last uncovered pixel
+    /// (`r0, r1, lo0, hi0, lo1, hi1, ...`; a row without one gets an empty range). Pixels left
+    /// out are transparent or get an opaque pixel from a later draw, as do covered pixels inside
+    /// the ranges, so not drawing them changes nothing. Returns false (and appends nothing) when
+    /// no pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16.
+    func uncovered(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
+        let r0 = max(0, -y), r1 = min(shape.height, height - y)
+        if r0 >= r1 { return false }
+        let start = clips.count
+        // Room for every row; trimmed below (appending per row costs more than the writes).
+        clips.append(contentsOf: repeatElement(0, count: 2 + 2 * (r1 - r0)))
+        var first = -1, last = -1
+        bits.withUnsafeBufferPointer { w in
+            clips.withUnsafeMutableBufferPointer { out in
                 for r in r0..<r1 {
-                    var lo = x, hi = x + sprite.width
-                    if !sp.isEmpty { lo = x + Int(sp[2 * r]); hi = x + Int(sp[2 * r + 1]) }
-                    lo = max(lo, 0); hi = min(hi, width)
-                    if lo >= hi { continue }
+                    let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
                     let row = (y + r) * wordsPerRow
-                    let wa = lo >> 6, wb = (hi - 1) >> 6
-                    if wa == wb {
-                        let m = CoverageMask.mask(lo & 63, (hi - 1) & 63)
-                        if w[row + wa] & m != m { return false }
-                    } else {
-                        let m0 = CoverageMask.mask(lo & 63, 63)
-                        if w[row + wa] & m0 != m0 { return false }
-                        var k = wa + 1
-                        while k < wb { if w[row + k] != ~0 { return false }; k += 1 }
-                        let m1 = CoverageMask.mask(0, (hi - 1) & 63)
-                        if w[row + wb] & m1 != m1 { return false }
-                    }
+                    guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else { continue }
+                    if first < 0 { first = r }
+                    last = r
+                    let at = start + 2 + 2 * (r - first)
+                    out[at] = Int16(a - x); out[at + 1] = Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x)
                 }
-                return true
             }
         }
+        guard first >= 0 else {
+            clips.removeSubrange(start...)
+            return false
+        }
+        // Rows between first and last without an uncovered pixel kept their (0, 0); drop the rest.
+        clips.removeSubrange((start + 2 + 2 * (last + 1 - first))...)
+        clips[start] = Int16(first); clips[start + 1] = Int16(last + 1)
+        return true
     }
 
-    /// Marks the sprite's opaque runs as covered.
-    mutating func add(_ sprite: TileSprite, x: Int, y: Int) {
-        let runs = sprite.opaque
-        let r0 = max(0, -y), r1 = min(sprite.height, height - y)
+    /// True when every pixel of canvas row `row` in columns `lo ..< hi` (clipped to the canvas) is settled.
+    func settled(row: Int, _ lo: Int, _ hi: Int) -> Bool {
+        let a = max(lo, 0), b = min(hi, width)
+        if a >= b || row < 0 || row >= height { return true }
+        return bits.withUnsafeBufferPointer { CoverageMask.firstClear($0, row: row * wordsPerRow, a, b) == nil }
+    }
+
+    /// The first pixel in `lo ..< hi` of a row whose bit is clear, or nil.
+    @inline(__always) private static func firstClear(_ w: UnsafeBufferPointer<UInt64>, row: Int, _ lo: Int, _ hi: Int) -> Int? {
+        var k = lo >> 6
+        let wb = (hi - 1) >> 6
+        while k <= wb {
+            var free = ~w[row + k]
+            if k == lo >> 6 { free &= ~((UInt64(1) << UInt64(lo & 63)) &- 1) }
+            if k == wb { free &= mask(0, (hi - 1) & 63) }
+            if free != 0 { return k << 6 + free.trailingZeroBitCount }
+            k += 1
+        }
+        return nil
+    }
+
+    /// The last pixel in `lo ..< hi` of a row whose bit is clear (one must exist).
+    @inline(__always) private static func lastClear(_ w: UnsafeBufferPointer<UInt64>, row: Int, _ lo: Int, _ hi: Int) -> Int {
+        var k = (hi - 1) >> 6
+        let wa = lo >> 6
+        while k >= wa {
+            var free = ~w[row + k]
+            if k == (hi - 1) >> 6 { free &= mask(0, (hi - 1) & 63) }
+            if k == wa { free &= ~((UInt64(1) << UInt64(lo & 63)) &- 1) }
+            if free != 0 { return k << 6 + 63 - free.leadingZeroBitCount }
+            k -= 1
+        }
+        preconditionFailure("lastClear without a clear bit")
+    }
+
+    /// Adds a draw of `shape` with its top-left at (`x`, `y`) (the next one down the draw order):
+    /// its opaque runs settle their pixels; unless `exact`, every other non-transparent pixel
+    /// updates its `T`, and settles at 255.
+    mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, _ weights: UnsafeBufferPointer<UInt8>, x: Int, y: Int) {
+        let r0 = max(0, -y), r1 = min(shape.height, height - y)
         if r0 >= r1 { return }
-        let wpr = wordsPerRow, canvasWidth = width
+        let wpr = wordsPerRow, canvasWidth = width, exact = exact
+        CoverageMask.nextLevel.withUnsafeBufferPointer { next in
+        levels.withUnsafeMutableBufferPointer { lv in
         bits.withUnsafeMutableBufferPointer { w in
             for r in r0..<r1 {
-                let lo = max(x + Int(runs[2 * r]), 0), hi = min(x + Int(runs[2 * r + 1]), canvasWidth)
-                if lo >= hi { continue }
                 let row = (y + r) * wpr
-                let wa = lo >> 6, wb = (hi - 1) >> 6
-                if wa == wb {
-                    w[row + wa] |= CoverageMask.mask(lo & 63, (hi - 1) & 63)
-                } else {
-                    w[row + wa] |= CoverageMask.mask(lo & 63, 63)
-                    var k = wa + 1
-                    while k < wb { w[row + k] = ~0; k += 1 }
-                    w[row + wb] |= CoverageMask.mask(0, (hi - 1) & 63)
+                let lo = max(x + Int(data[shape.opaque + 2 * r]), 0), hi = min(x + Int(data[shape.opaque + 2 * r + 1]), canvasWidth)
+                if lo < hi {
+                    let wa = lo >> 6, wb = (hi - 1) >> 6
+                    if wa == wb {
+                        w[row + wa] |= CoverageMask.mask(lo & 63, (hi - 1) & 63)
+                    } else {
+                        w[row + wa] |= CoverageMask.mask(lo & 63, 63)
+                        var k = wa + 1
+                        while k < wb { w[row + k] = ~0; k += 1 }
+                        w[row + wb] |= CoverageMask.mask(0, (hi - 1) & 63)
+                    }
+                }
+                if exact { continue }
+                // The other non-transparent pixels not settled yet.
+                let slo = max(x + Int(data[shape.spans + 2 * r]), 0), shi = min(x + Int(data[shape.spans + 2 * r + 1]), canvasWidth)
+                if slo >= shi { continue }
+                let wrow = shape.weights + r * shape.width - x
+                let lrow = (y + r) * canvasWidth
+                var cx = slo
+                while cx < shi {
+                    let word = w[row + cx >> 6] >> UInt64(cx & 63)
+                    if word & 1 != 0 {
+                        // Jump over the settled run in this word.
+                        let run = (~word).trailingZeroBitCount
+                        cx += run == 64 ? 64 : run
+                        continue
+                    }
+                    let k = Int(weights[wrow + cx])
+                    if k != 255 {
+                        let t = next[k << 8 | Int(lv[lrow + cx])]
+                        lv[lrow + cx] = t
+                        if t == 255 { w[row + cx >> 6] |= UInt64(1) << UInt64(cx & 63) }
+                    }
+                    cx += 1
                 }
             }
+        }
+        }
         }
     }
 }

@@ -94,16 +94,27 @@ public struct TileCanvas: Sendable {
     /// `draw(sprite:atX:y:)` give, but each pixel stops as soon as one more draw would not change
     /// it (repeated source-over of the same premultiplied source is monotone in every channel, so
     /// a pixel reaches a fixed point within 256 draws; opaque source pixels after one).
-    public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int) {
-        if times <= 1 {
+    ///
+    /// `clip`, when given, limits the draw to sprite rows `c[0] ..< c[1]` and, in row `c[0] + i`,
+    /// to the columns `c[2 + 2i] ..< c[3 + 2i]` (sprite coordinates; `c` counted from
+    /// `clip.startIndex`): the renderer leaves out pixels that a later opaque draw replaces anyway.
+    public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int, clip: ArraySlice<Int16>? = nil) {
+        if times <= 1 && clip == nil {
             if times == 1 { draw(sprite: sprite, atX: x, y: y) }
             return
         }
+        if times < 1 { return }
         let sw = sprite.width
         let sh = sprite.height
         if sw == 0 || sh == 0 || x >= width || y >= height || x <= -sw || y <= -sh { return }
         let sx0 = max(0, -x), sx1 = min(sw, width - x)
-        let sy0 = max(0, -y), sy1 = min(sh, height - y)
+        var sy0 = max(0, -y), sy1 = min(sh, height - y)
+        var clipRows = 0
+        if let clip {
+            clipRows = Int(clip[clip.startIndex])
+            sy0 = max(sy0, clipRows); sy1 = min(sy1, Int(clip[clip.startIndex + 1]))
+            if sy0 >= sy1 { return }
+        }
         let canvasWidth = width
         var drew = false
         sprite.pixels.withUnsafeBytes { src in
@@ -113,8 +124,12 @@ public struct TileCanvas: Sendable {
                         var lo = sx0, hi = sx1
                         if !spans.isEmpty {
                             lo = max(lo, Int(spans[2 * sy])); hi = min(hi, Int(spans[2 * sy + 1]))
-                            if lo >= hi { continue }
                         }
+                        if let clip {
+                            let c = clip.startIndex + 2 + 2 * (sy - clipRows)
+                            lo = max(lo, Int(clip[c])); hi = min(hi, Int(clip[c + 1]))
+                        }
+                        if lo >= hi { continue }
                         let srcRow = sy * sw * 4
                         let dstRow = ((y + sy) * canvasWidth + x) * 4
                         for sx in lo..<hi {

@@ -66,6 +66,6 @@ extension TileRenderer {
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(drawn)")
             canvas.draw(sprite: overlay, atX: 0, y: 0)
         }
-        return (canvas.encodePNG(), canvas.isEmpty, drawn)
+        return (canvas.encodePNG(options: .tile), canvas.isEmpty, drawn)
     }
 }

@@ -65,6 +65,10 @@ public struct RenderedRaster: Sendable {
     /// Sprite compositions actually performed (after skipping covered draws and folding
     /// repeated identical draws).
     public var draws: Int
+    /// Markers the renderer placed and tested one by one; the others were left out with their
+    /// grid node, or (node sweep) by their position alone when their leaf was opened (see
+    /// `TileRenderer`).
+    public var visited: Int = 0
 }
 
 /// Draws the static markers of a layer into raster tiles and snapshots.
@@ -72,39 +76,87 @@ public struct RenderedRaster: Sendable {
 /// What a tile shows: every marker that is static at `now` (visible, not draggable, not
 /// animating) whose sprite (`TileSprite`) touches the raster, composited premultiplied
 /// source-over (`TileCanvas`) in the shared draw order (z-index, latitude descending, id; the
-/// copies of a marker in different world copies left to right). The output equals drawing every
-/// such marker one after the other; the renderer only leaves out draws that cannot change a
-/// single pixel:
+/// copies of a marker in different world copies left to right). The output is within 1 per
+/// channel (1/255, the tolerance) of drawing every such marker one after the other, and
+/// equal to it with `Culling.exact`; the renderer leaves out draws only where that bound is
+/// proven (`CoverageMask`):
 ///
-/// 1. Rows: sorting by (z-index, the marker's device row) keeps the draw order between different rows
-///    exactly (rounding is monotone, so a marker in a lower device row of the same z-index is
-///    always drawn later). Within a row, markers with the same sprite at the same pixel form one
-///    entry.
-/// 2. Walking rows from the top of the draw order down, an entry is dropped when every one of its
-///    non-transparent pixels inside the canvas is covered by an opaque pixel of an entry in a later
-///    row: opaque source-over replaces a pixel, so nothing under it can show.
-/// 3. The surviving markers are sorted exactly within their row and the same test runs marker by
-///    marker (now also against later markers of the same row).
-/// 4. What is left is drawn bottom up; a run of identical draws (same sprite, same pixel) is
-///    drawn with `TileCanvas.draw(sprite:atX:y:times:)`, which stops per pixel at the fixed point
-///    (identical to drawing it that many times - repeated semi-transparent draws are not
-///    idempotent, so they are never merged into one).
+/// 1. Order: one radix sort by (z-index rank, world y) puts the draws in draw order except
+///    among markers with the same z-index and world y (and the world copies of one marker);
+///    those runs are sorted exactly (`MarkerLayer.drawOrderLess`, then the copy).
+/// 2. Walking the draws from the top of the draw order down, each pixel keeps how much the later
+///    draws there squeeze any difference in what lies below (`CoverageMask`: one opaque draw,
+///    two with alpha >= 240, eight with alpha >= 128, ... settle a pixel: whatever was drawn
+///    there before changes the result by at most 1; `.exact` settles only under opaque
+///    pixels, by 0). A draw is dropped when every one of its non-transparent pixels inside the
+///    canvas is settled; one that stays is clipped, per sprite row, to the columns from its
+///    first to its last pixel not settled yet (`CoverageMask.uncovered`). Settled pixels form a
+///    prefix of each pixel's draws, and every draw after them is drawn, so the bound holds
+///    whatever of the prefix is drawn (which is why a settled pixel inside a clip, or in one of
+///    two neighbouring tiles only, may differ from brute force, by at most 1).
+/// 3. What is left is drawn bottom up; a run of identical draws (same sprite, same pixel) is
+///    drawn with `TileCanvas.draw(sprite:atX:y:times:clip:)`, which stops per pixel at the fixed
+///    point (identical to drawing it that many times - repeated semi-transparent draws are not
+///    idempotent, so they are never merged into one), clipped by the run's last draw (culled
+///    first, against the fewest settled pixels: the others need a subset of its pixels).
+/// 4. Dense rasters (`sweepAbove`; `.withinOne` only) do not collect every marker first: a sweep
+///    (`TileRenderer+Sweep.swift`) walks the static grid's nodes and the markers of opened leaves
+///    in one heap by the draw order's bound (z-index, world y; a node at its largest z-index and
+///    y, before the draws with the same key), culling draws as in step 2. A node is tested when
+///    every draw after all of its markers has been added: if every pixel any of its markers
+///    could draw (the union of the layer's sprites placed anywhere in the node's device-pixel
+///    range, in every world copy) is settled, it is left out whole, without visiting its markers
+///    (they still count in `RenderedRaster.markers`, whole, so the count is an upper bound there).
+///    When a leaf is opened, a marker is left out by its device position alone when the
+///    footprint placed there is settled (remembered per position, as settling only grows), so
+///    markers stacked on busy positions cost a grid entry read, not a style lookup, a heap entry
+///    and a mask test.
 ///
-/// So the cost is about the number of markers the core visits plus the draws that show. A z0
-/// tile over millions of markers draws a few thousand sprites.
+/// So the cost is about the markers visited (collected, sorted and tested one by one; in the
+/// sweep, grid entries read from opened leaves, most of them left out by their position) plus
+/// the pixels that show. Limit of step 4 for default pins of one z-index: a marker's topmost
+/// sprite row is only ever covered by later markers of the same device row (same z-index), so a
+/// node can only be left out whole when it lies within one device row and later markers of that
+/// row (larger world y) already settle its top row; pins' antialiased edges (alpha below 128)
+/// never settle by repetition alone. Grid leaves hold up to 64 markers, so in the evenly spread
+/// part of a 10M layer a z0 leaf spans about one device pixel and straddles two rows: its
+/// entries are read one by one (cheaply), and the markers of its upper row wait in the heap
+/// until later markers of their row settle them (see Benchmarks/README.md for the figures).
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
+    /// What the renderer may leave out (default `.withinOne`).
+    public let culling: Culling
+    /// See `init(sprites:culling:sweepAbove:)`.
+    public let sweepAbove: Int
     /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
     /// rounding of positions and anchors, and pin sprites' minimum size of 4 px.
     public static let marginPx: Double = 4
 
-    public init(sprites: TileSpriteCache) {
+    /// Which draws may be left out.
+    public enum Culling: Sendable {
+        /// Only what cannot change a single pixel: pixels a later opaque draw replaces.
+        case exact
+        /// Also what cannot change any channel of the result by more than 1 (see `CoverageMask`):
+        /// the tolerance (every channel within 1/255 of drawing every marker).
+        case withinOne
+    }
+
+    /// `sweepAbove`: rasters around which the static grid counts at least this many markers
+    /// (`estimate`: an upper bound from node counts) go through the node sweep (see the type's
+    /// documentation; 0: every raster does). Only with `.withinOne`. The default 500,000 (about
+    /// 8 markers per device pixel of a 256 px tile) is where the sweep paid off in marker-bench's
+    /// in-process rows: 2.5x less CPU for the z0 tile over 1M markers, 6x over 10M, but no gain
+    /// (up to 45 % more) for z4 and z10 city tiles holding fewer markers per pixel.
+    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000) {
         self.sprites = sprites
+        self.culling = culling
+        self.sweepAbove = sweepAbove
     }
 
     /// Convenience: pins through a fresh `SpriteCache`, image icons from `images`.
-    public convenience init(images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
-        self.init(sprites: TileSpriteCache(images: images))
+    public convenience init(culling: Culling = .withinOne, sweepAbove: Int = 500_000,
+                            images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
+        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove)
     }
 
     struct Item {
@@ -114,75 +166,111 @@ public final class TileRenderer: Sendable {
         var sprite: Int32
         var zIndex: Int32
         var copy: Int32
-        /// The marker's device row (its position's y), which orders rows.
-        var row: Int32
+        /// The marker's world y (with the z-index, the draw order up to ties).
+        var worldY: UInt32
+        /// Set by `cullExact`: where this draw's clip starts in its `clips`.
+        var clip: Int32 = 0
+    }
+
+    /// Turns candidates into items: the sprite of each style once, the sprite's top-left relative
+    /// to the canvas for each world copy (-1, 0, 1) whose sprite touches the canvas.
+    struct Placer {
+        let renderer: TileRenderer
+        let layer: MarkerLayer
+        let view: RasterView
+        var spriteOfStyle: [Int32] = []
+        var sprites: [TileSprite] = []
+        /// Per sprite index: what placing a marker needs (no reference-counted storage per marker).
+        var geometry: [(anchorX: Int64, anchorY: Int64, width: Int64, height: Int64, blank: Bool)] = []
+        var failure: RenderError? = nil
+
+        init(_ renderer: TileRenderer, _ layer: MarkerLayer, _ view: RasterView) {
+            self.renderer = renderer; self.layer = layer; self.view = view
+        }
+
+        /// The sprite index of a style index (nil, with `failure` set, when it cannot be drawn).
+        mutating func sprite(style: UInt32) -> Int32? {
+            let si = Int(style)
+            if si >= spriteOfStyle.count { spriteOfStyle.append(contentsOf: repeatElement(-1, count: si + 1 - spriteOfStyle.count)) }
+            if spriteOfStyle[si] >= 0 { return spriteOfStyle[si] }
+            do throws(RenderError) {
+                let sprite = try renderer.sprites.sprite(layer.styles.style(at: style), density: view.density)
+                let sIndex = Int32(sprites.count)
+                sprites.append(sprite)
+                geometry.append((Int64(sprite.anchorX), Int64(sprite.anchorY), Int64(sprite.width), Int64(sprite.height), sprite.isBlank))
+                spriteOfStyle[si] = sIndex
+                return sIndex
+            } catch {
+                if failure == nil { failure = error }
+                return nil
+            }
+        }
+
+        /// Appends the items of `c`; true when its sprite touches the canvas.
+        @inline(__always) mutating func place(_ c: TileCandidate, into items: inout [Item]) -> Bool {
+            guard let sIndex = sprite(style: c.style) else { return false }
+            let g = geometry[Int(sIndex)]
+            if g.blank { return false }
+            let w = Int64(view.width), h = Int64(view.height)
+            let top = view.pixelY(c.y) - g.anchorY
+            if top >= h || top + g.height <= 0 { return false }
+            // The world copies left to right (a marker near the antimeridian shows on both sides).
+            var touched = false
+            for k in -1...1 {
+                let left = view.pixelX(c.x, copy: k) - g.anchorX
+                if left >= w || left + g.width <= 0 { continue }
+                items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), worldY: c.y))
+                touched = true
+            }
+            return touched
+        }
     }
 
     /// The markers to draw, as items with the sprite's top-left relative to the canvas.
     func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
         var items: [Item] = []
-        var spriteOfStyle: [Int32] = []
-        var sprites: [TileSprite] = []
-        var failure: RenderError? = nil
+        var placer = Placer(self, layer, view)
         var markers = 0
-        let w = Int64(view.width), h = Int64(view.height)
-        let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + w) / view.scale
-        let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + h) / view.scale
-        let density = view.density
+        let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + Int64(view.width)) / view.scale
+        let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + Int64(view.height)) / view.scale
         layer.forEachStaticMarker(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
                                   marginPx: TileRenderer.marginPx, now: now) { c in
-            let si = Int(c.style)
-            if si >= spriteOfStyle.count { spriteOfStyle.append(contentsOf: repeatElement(-1, count: si + 1 - spriteOfStyle.count)) }
-            var sIndex = spriteOfStyle[si]
-            if sIndex < 0 {
-                do throws(RenderError) {
-                    let sprite = try self.sprites.sprite(layer.styles.style(at: c.style), density: density)
-                    sIndex = Int32(sprites.count)
-                    sprites.append(sprite)
-                    spriteOfStyle[si] = sIndex
-                } catch {
-                    if failure == nil { failure = error }
-                    return
-                }
-            }
-            let sprite = sprites[Int(sIndex)]
-            if sprite.isBlank { return }
-            let row = view.pixelY(c.y)
-            let top = row - Int64(sprite.anchorY)
-            if top >= h || top + Int64(sprite.height) <= 0 { return }
-            // The world copies left to right (a marker near the antimeridian shows on both sides).
-            var touched = false
-            for k in -1...1 {
-                let left = view.pixelX(c.x, copy: k) - Int64(sprite.anchorX)
-                if left >= w || left + Int64(sprite.width) <= 0 { continue }
-                items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), row: Int32(row)))
-                touched = true
-            }
-            if touched { markers += 1 }
+            if placer.place(c, into: &items) { markers += 1 }
         }
-        if let failure { throw failure }
-        return (items, sprites, markers)
+        if let failure = placer.failure { throw failure }
+        return (items, placer.sprites, markers)
     }
 
     /// Renders `view` (see the type's documentation). Throws when a pin sprite cannot be drawn.
     public func render(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
-        let (items, sprites, markers) = try collect(layer, view, now: now)
+        let kept: [Item], clips: [Int16], sprites: [TileSprite], markers: Int, visited: Int
+        if usesSweep(layer, view) {
+            (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
+        } else {
+            let items: [Item]
+            (items, sprites, markers) = try collect(layer, view, now: now)
+            visited = markers
+            (kept, clips) = cull(layer, items, sprites, width: view.width, height: view.height)
+        }
         var canvas = TileCanvas(width: view.width, height: view.height)
-        let kept = cull(layer, items, sprites, width: view.width, height: view.height)
         var draws = 0
         var i = 0
         while i < kept.count {
             let it = kept[i]
             var j = i + 1
             while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
-            canvas.draw(sprite: sprites[Int(it.sprite)].image, atX: Int(it.x), y: Int(it.y), times: j - i)
+            // The run's last draw was culled first, against the fewest covered pixels: its clip
+            // spans hold every pixel any draw of the run still needs (the rest of them differ
+            // only by the run's own opaque pixels, which one draw sets as well as many).
+            canvas.draw(sprite: sprites[Int(it.sprite)].image, atX: Int(it.x), y: Int(it.y), times: j - i,
+                        clip: clips[Int(kept[j - 1].clip)...])
             draws += 1
             i = j
         }
-        return RenderedRaster(canvas: canvas, markers: markers, draws: draws)
+        return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
     }
 
-    /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.default`); an empty tile is the
+    /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`); an empty tile is the
     /// shared `TransparentTile`. `debugOverlay` draws the tile's border and "z/x/y entries=N".
     public func renderTile(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
                            debugOverlay: Bool = false) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
@@ -192,7 +280,7 @@ public final class TileRenderer: Sendable {
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")
             r.canvas.draw(sprite: overlay, atX: 0, y: 0)
         }
-        return (r.canvas.encodePNG(), r.canvas.isEmpty, r.markers)
+        return (r.canvas.encodePNG(options: .tile), r.canvas.isEmpty, r.markers)
     }
 
     /// The exact draw order of two items.
@@ -201,95 +289,75 @@ public final class TileRenderer: Sendable {
         return a.copy < b.copy
     }
 
-    /// Steps 1-3 of the type's documentation: the draws that can change a pixel, in draw order.
-    func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> [Item] {
-        if items.isEmpty { return [] }
-        var mask = CoverageMask(width: width, height: height)
+    /// Steps 1-2 of the type's documentation: the draws that can change a pixel, in draw order,
+    /// with their clip spans (see `cullExact`).
+    func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (items: [Item], clips: [Int16]) {
+        if items.isEmpty { return ([], []) }
+        var mask = CoverageMask(width: width, height: height, exact: culling == .exact)
         // Ranks of the z-indexes present.
         var zs: [Int32: Int] = [:]
         for it in items where zs[it.zIndex] == nil { zs[it.zIndex] = 0 }
         let zsorted = zs.keys.sorted()
-        for (r, z) in zsorted.enumerated() { zs[z] = r }
-        let bias = 16384
-        let packable = zsorted.count < 65536 && sprites.count < 65536
-            && items.allSatisfy { Int($0.x) + bias >= 0 && Int($0.x) + bias < 65536 && Int($0.row) + bias >= 0 && Int($0.row) + bias < 65536 }
-        guard packable else {
-            // Rare (more than 65535 sprites or z-indexes in one raster): marker by marker.
-            let order = items.sorted { TileRenderer.less(layer, $0, $1) }
-            return Self.cullExact([order[...]], sprites, &mask)
+        guard zsorted.count < 65536 else {
+            // Rare (more than 65535 z-indexes in one raster): a comparison sort.
+            return Self.cullExact(items.sorted { TileRenderer.less(layer, $0, $1) }, sprites, &mask)
         }
+        for (r, z) in zsorted.enumerated() { zs[z] = r }
+        // Step 1: (z-index rank, world y) orders everything but markers with the same z-index and
+        // world y (and the world copies of one marker): those runs are sorted exactly.
         var lastZ = items[0].zIndex, lastRank = zs[lastZ]!
         var keys = [UInt64](repeating: 0, count: items.count)
         for (i, it) in items.enumerated() {
             if it.zIndex != lastZ { lastZ = it.zIndex; lastRank = zs[lastZ]! }
-            keys[i] = UInt64(lastRank) << 48 | UInt64(Int(it.row) + bias) << 32 | UInt64(it.sprite) << 16 | UInt64(Int(it.x) + bias)
+            keys[i] = UInt64(lastRank) << 32 | UInt64(it.worldY)
         }
         let order = RadixSort.order(keys)
-        // Step 2: entry-level pass, rows from the top of the draw order down.
-        var survivor = [Bool](repeating: false, count: items.count)  // per item, by its entry
-        var end = order.count
-        while end > 0 {
-            let rowKey = keys[Int(order[end - 1])] >> 32
-            var start = end - 1
-            while start > 0 && keys[Int(order[start - 1])] >> 32 == rowKey { start -= 1 }
-            // Entries of this row: runs of equal keys in order[start..<end].
-            var e = start
-            var survivingEntries: [(Int, Int)] = []
-            while e < end {
-                let k = keys[Int(order[e])]
-                var f = e + 1
-                while f < end && keys[Int(order[f])] == k { f += 1 }
-                let it = items[Int(order[e])]
-                if !mask.covers(sprites[Int(it.sprite)], x: Int(it.x), y: Int(it.y)) { survivingEntries.append((e, f)) }
-                e = f
-            }
-            for (a, b) in survivingEntries {
-                let it = items[Int(order[a])]
-                mask.add(sprites[Int(it.sprite)], x: Int(it.x), y: Int(it.y))
-                for q in a..<b { survivor[Int(order[q])] = true }
-            }
-            end = start
-        }
-        // Step 3: the survivors, marker by marker, rows exact.
-        var rows: [ArraySlice<Item>] = []
+        var sorted = order.map { items[Int($0)] }
         var s = 0
-        var buffer: [Item] = []
-        buffer.reserveCapacity(64)
-        var sortedRows: [Item] = []
-        var bounds: [(Int, Int)] = []
         while s < order.count {
-            let rowKey = keys[Int(order[s])] >> 32
-            var t = s
-            buffer.removeAll(keepingCapacity: true)
-            while t < order.count && keys[Int(order[t])] >> 32 == rowKey {
-                if survivor[Int(order[t])] { buffer.append(items[Int(order[t])]) }
-                t += 1
-            }
-            if !buffer.isEmpty {
-                if buffer.count > 1 { buffer.sort { TileRenderer.less(layer, $0, $1) } }
-                bounds.append((sortedRows.count, sortedRows.count + buffer.count))
-                sortedRows.append(contentsOf: buffer)
+            let k = keys[Int(order[s])]
+            var t = s + 1
+            while t < order.count && keys[Int(order[t])] == k { t += 1 }
+            if t - s > 1 {
+                // Mostly the world copies of one marker (no need to look at the layer).
+                if sorted[s..<t].allSatisfy({ $0.slot == sorted[s].slot }) {
+                    sorted[s..<t].sort { $0.copy < $1.copy }
+                } else {
+                    sorted[s..<t].sort { TileRenderer.less(layer, $0, $1) }
+                }
             }
             s = t
         }
-        for (a, b) in bounds { rows.append(sortedRows[a..<b]) }
-        mask.reset()
-        return Self.cullExact(rows, sprites, &mask)
+        return Self.cullExact(sorted, sprites, &mask)
     }
 
-    /// Rows in draw order, each sorted exactly: keeps the items not covered by later ones.
-    static func cullExact(_ rows: [ArraySlice<Item>], _ sprites: [TileSprite], _ mask: inout CoverageMask) -> [Item] {
+    /// Items in draw order: keeps those not covered by later ones, each with its clip
+    /// (`CoverageMask.uncovered`: the sprite rows and, per row, the columns from the first to
+    /// the last pixel not settled by later draws; `clips[item.clip...]`).
+    static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask) -> (items: [Item], clips: [Int16]) {
         var kept: [Item] = []
-        for row in rows.reversed() {
-            for it in row.reversed() {
-                let sprite = sprites[Int(it.sprite)]
-                if mask.covers(sprite, x: Int(it.x), y: Int(it.y)) { continue }
-                kept.append(it)
-                mask.add(sprite, x: Int(it.x), y: Int(it.y))
+        var clips: [Int16] = []
+        let shapes = CoverageMask.Shapes(sprites)
+        for it in items.reversed() { cullOne(it, shapes, &mask, &kept, &clips) }
+        kept.reverse()
+        return (kept, clips)
+    }
+
+    /// The next draw down the draw order: appended to `kept` (in reverse draw order) with its clip
+    /// unless every pixel of it is settled, then added to the mask.
+    @inline(__always)
+    static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16]) {
+        var it = item
+        let shape = shapes.shapes[Int(it.sprite)]
+        shapes.data.withUnsafeBufferPointer { data in
+            let at = clips.count
+            if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) { return }
+            it.clip = Int32(at)
+            kept.append(it)
+            shapes.weights.withUnsafeBufferPointer { weights in
+                mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y))
             }
         }
-        kept.reverse()
-        return kept
     }
 }
 

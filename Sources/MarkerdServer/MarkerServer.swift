@@ -73,13 +73,19 @@ public final class MarkerServer: Sendable {
     }
 }
 
-/// Hands each request from the nng callback thread to the RPC worker queue (never blocks).
+/// Hands each request from the nng callback thread to the RPC worker queue (never blocks), but
+/// answers cached tiles at once (`RPCDispatcher.inlineReply`).
 struct DispatchingHandler: RequestHandler {
     let dispatcher: RPCDispatcher
     static let queue = DispatchQueue(label: "markerd.rpc", qos: .userInitiated, attributes: .concurrent)
 
     func handle(_ request: IncomingRequest) {
         let dispatcher = self.dispatcher
+        // A cached tile is answered here, without the hop to a worker thread.
+        if let reply = dispatcher.inlineReply(body: request.body, receivedAt: request.receivedAt) {
+            request.respond(size: reply.size) { reply.write(into: $0) }
+            return
+        }
         Self.queue.async {
             dispatcher.handle(body: request.body, receivedAt: request.receivedAt) { response in
                 // serializedBytes builds the C message once (serializedSize + serialize would build it twice).

@@ -75,10 +75,48 @@ public final class RPCDispatcher: Sendable {
         }
     }
 
+    /// A GetTile that `MarkerService.cachedTile` answers at once (a cached tile, or
+    /// not_modified): the reply, or nil, and the caller hands the request to `handle`. Never
+    /// waits, so the server calls it on the network thread before handing requests to the
+    /// worker queue. Other requests cost a byte search: only small bodies that name GetTile are
+    /// decoded.
+    public func inlineReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> InlineTileReply? {
+        guard body.count <= 512, Self.contains(body, Self.getTileMethod),
+              let request = try? V1.Request(serializedBytes: body),
+              request.method.utf8.elementsEqual(Self.getTileMethod),
+              request.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs))),
+              let tileRequest = request.payload.withUnsafeBytes({ try? V1.GetTileRequest(serializedBytes: $0) }),
+              let response = service.cachedTile(tileRequest)
+        else { return nil }
+        let elapsed = ContinuousClock.now - receivedAt
+        metrics.record(method: "GetTile", code: .ok,
+                       micros: Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
+        return InlineTileReply(requestID: request.requestID, response: response)
+    }
+
+    static let getTileMethod = Array((servicePrefix + "GetTile").utf8)
+
+    /// Whether `needle` occurs in `haystack`.
+    static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, haystack.count >= needle.count else { return false }
+        var i = 0
+        while i <= haystack.count - needle.count {
+            if haystack[i] == first && needle.indices.allSatisfy({ haystack[i + $0] == needle[$0] }) { return true }
+            i += 1
+        }
+        return false
+    }
+
     private func finish(
         method: Substring, requestID: UInt64, receivedAt: ContinuousClock.Instant,
         result: Result<[UInt8], RPCError>, reply: @Sendable (V1.Response) -> Void
     ) {
+        reply(envelope(method: method, requestID: requestID, receivedAt: receivedAt, result: result))
+    }
+
+    /// The reply envelope of `result`, recorded in `metrics`.
+    private func envelope(method: Substring, requestID: UInt64, receivedAt: ContinuousClock.Instant,
+                          result: Result<[UInt8], RPCError>) -> V1.Response {
         var response = V1.Response()
         response.requestID = requestID
         switch result {
@@ -92,7 +130,7 @@ public final class RPCDispatcher: Sendable {
         let elapsed = ContinuousClock.now - receivedAt
         let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
         metrics.record(method: method, code: response.code, micros: micros)
-        reply(response)
+        return response
     }
 }
 

@@ -20,6 +20,27 @@ extension MarkerService {
     ///   version (mixed): clusters can change with updates further away than the icon extents, so
     ///   every change of the layer renews every tile (conservative).
     public func getTile(_ r: V1.GetTileRequest) throws(RPCError) -> V1.GetTileResponse {
+        let (tile, density) = try Self.tileRequest(r)
+        if let clustered = try clusterRasterTile(r, tile: tile, density: density) { return clustered }
+        return try read(r.layerID) { (h, now) throws(RPCError) in
+            let (key, notModified) = Self.tileKey(r, h, tile: tile, density: density)
+            if let notModified { return notModified }
+            let overlay = h.options.tiling?.debugOverlay ?? false
+            let rendered = try tileCache.tile(key) { () throws(RPCError) -> TileCache.Tile in
+                do {
+                    let t = try tileRenderer.renderTile(h.layer, tile: tile, tileSize: key.tileSize, density: density,
+                                                        now: now, debugOverlay: overlay)
+                    return TileCache.Tile(png: t.png, empty: t.empty)
+                } catch {
+                    throw .internal("rendering tile \(tile.z)/\(tile.x)/\(tile.y) failed: \(error)")
+                }
+            }
+            return Self.tileResponse(key, rendered)
+        }
+    }
+
+    /// GetTile's checks: the tile and the density, or INVALID_ARGUMENT.
+    static func tileRequest(_ r: V1.GetTileRequest) throws(RPCError) -> (tile: TileID, density: Int) {
         guard r.z <= 22 else { throw .invalidArgument("z \(r.z) is not within 0...22") }
         let n = UInt64(1) << UInt64(r.z)
         guard UInt64(r.x) < n, UInt64(r.y) < n else {
@@ -28,34 +49,46 @@ extension MarkerService {
         guard r.tileSize == 0 || r.tileSize == 256 || r.tileSize == 512 else {
             throw .invalidArgument("tile_size \(r.tileSize) is not 256 or 512")
         }
-        let density = try Self.density(r.density)
-        let tile = TileID(z: Int(r.z), x: r.x, y: r.y)!
-        if let clustered = try clusterRasterTile(r, tile: tile, density: Int(density)) { return clustered }
-        return try read(r.layerID) { (h, now) throws(RPCError) in
-            let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
-            let version = h.tileVersions.version(z: tile.z, x: tile.x, y: tile.y)
-            var response = V1.GetTileResponse()
-            response.version = version
-            if r.knownVersion == version {
-                response.notModified = true
-                return response
-            }
-            let key = TileCache.Key(layer: h.id, z: tile.z, x: tile.x, y: tile.y, tileSize: size,
-                                    density: Int(density), version: version)
-            let overlay = h.options.tiling?.debugOverlay ?? false
-            let rendered = try tileCache.tile(key) { () throws(RPCError) -> TileCache.Tile in
-                do {
-                    let t = try tileRenderer.renderTile(h.layer, tile: tile, tileSize: size, density: Int(density),
-                                                        now: now, debugOverlay: overlay)
-                    return TileCache.Tile(png: t.png, empty: t.empty)
-                } catch {
-                    throw .internal("rendering tile \(tile.z)/\(tile.x)/\(tile.y) failed: \(error)")
-                }
-            }
-            response.png = rendered.png
-            response.empty = rendered.empty
-            return response
+        return (TileID(z: Int(r.z), x: r.x, y: r.y)!, Int(try Self.density(r.density)))
+    }
+
+    /// Under the layer's read lock: the cache key of the tile's current version, and the
+    /// `not_modified` reply when `known_version` is that version.
+    static func tileKey(_ r: V1.GetTileRequest, _ h: LayerHandle, tile: TileID, density: Int)
+        -> (key: TileCache.Key, notModified: V1.GetTileResponse?) {
+        let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
+        let version = h.tileVersions.version(z: tile.z, x: tile.x, y: tile.y)
+        let key = TileCache.Key(layer: h.id, z: tile.z, x: tile.x, y: tile.y, tileSize: size, density: density, version: version)
+        guard r.knownVersion == version else { return (key, nil) }
+        var response = V1.GetTileResponse()
+        response.version = version
+        response.notModified = true
+        return (key, response)
+    }
+
+    static func tileResponse(_ key: TileCache.Key, _ tile: TileCache.Tile) -> V1.GetTileResponse {
+        var response = V1.GetTileResponse()
+        response.version = key.version
+        response.png = tile.png
+        response.empty = tile.empty
+        return response
+    }
+
+    /// GetTile when it can be answered at once: the tile is in the cache (or `known_version` is
+    /// current), the layer's read lock is free, no animation is due to end, and the layer does
+    /// not draw clusters. Never waits for a lock or renders, so the server may call it on its
+    /// network thread; nil means "use `getTile`" (which also answers every error). The reply
+    /// equals `getTile`'s.
+    public func cachedTile(_ r: V1.GetTileRequest) -> V1.GetTileResponse? {
+        guard let checked = try? Self.tileRequest(r), let h = try? handle(r.layerID) else { return nil }
+        let now = Self.nowUnixMs()
+        let found = h.lock.withReadLockIfFree { () -> (key: TileCache.Key, notModified: V1.GetTileResponse?)? in
+            guard !h.deleted, !Self.rastersClusters(h.options), h.layer.nextAnimationEnd.map({ $0 > now }) ?? true else { return nil }
+            return Self.tileKey(r, h, tile: checked.tile, density: checked.density)
         }
+        guard let current = found ?? nil else { return nil }
+        if let notModified = current.notModified { return notModified }
+        return tileCache.hit(current.key).map { Self.tileResponse(current.key, $0) }
     }
 
     /// RenderSnapshot: one PNG of the layer's static markers in a view (like a map SDK's snapshot,

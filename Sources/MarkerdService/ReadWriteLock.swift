@@ -26,6 +26,13 @@ final class ReadWriteLock: @unchecked Sendable {
         return try body()
     }
 
+    /// Runs `body` under the read lock if it can be taken without waiting; nil otherwise.
+    func withReadLockIfFree<T>(_ body: () -> T) -> T? {
+        guard pthread_rwlock_tryrdlock(lock) == 0 else { return nil }
+        defer { pthread_rwlock_unlock(lock) }
+        return body()
+    }
+
     func withWriteLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_rwlock_wrlock(lock)
         defer { pthread_rwlock_unlock(lock) }

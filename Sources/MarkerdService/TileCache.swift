@@ -121,6 +121,18 @@ public final class TileCache: @unchecked Sendable {
         lock.withLock { s in s.index[key].map { s.nodes[$0].tile } }
     }
 
+    /// The cached tile, counted as a hit and made the most recently used (as `tile(_:render:)`
+    /// does), or nil without rendering or waiting for a render in flight.
+    public func hit(_ key: Key) -> Tile? {
+        lock.withLock { s in
+            guard let i = s.index[key] else { return nil }
+            s.hits += 1
+            Self.unlink(&s, i)
+            Self.pushFront(&s, i)
+            return s.nodes[i].tile
+        }
+    }
+
     /// Counters: entries, bytes held, hits (including callers that waited for a render in
     /// flight), misses (renders), evictions.
     public var stats: (entries: Int, bytes: Int, hits: Int, misses: Int, evictions: Int) {

@@ -21,9 +21,17 @@ let testIcon: RGBAImage = {
     return RGBAImage(width: 12, height: 12, pixels: px)
 }()
 
-func makeRenderer() -> TileRenderer {
-    TileRenderer(images: { id in id == "dot" ? testIcon : nil })
+/// A 12x12 fully opaque red square.
+let opaqueSquare = RGBAImage(width: 12, height: 12, pixels: Array(repeating: [200, 0, 0, 255], count: 144).flatMap { $0 })
+
+/// `sweepAbove: 0`: every raster goes through the node sweep; the default (Int.max here): none does.
+func makeRenderer(_ culling: TileRenderer.Culling = .withinOne, sweepAbove: Int = .max) -> TileRenderer {
+    TileRenderer(culling: culling, sweepAbove: sweepAbove, images: { id in id == "dot" ? testIcon : id == "square" ? opaqueSquare : nil })
 }
+
+/// The most a renderer may differ from brute force per channel: 0 when culling only opaque
+/// cover, 1 otherwise (the 1/255).
+func tolerance(_ r: TileRenderer) -> Int { r.culling == .exact ? 0 : 1 }
 
 /// The brute-force renderer: every static marker, one draw each, in draw order.
 func bruteForce(_ layer: MarkerLayer, _ view: RasterView, now: Int64, sprites: TileSpriteCache) throws -> TileCanvas {
@@ -114,13 +122,13 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
         }
     }
 
-    /// Random small layers, random tiles (mostly dense ones): the culling renderer equals drawing
-    /// every marker.
+    /// Random small layers, random tiles (mostly dense ones): the culling renderer is within 1 per
+    /// channel of drawing every marker.
     @Test func matchesBruteForceOnRandomLayers() throws {
         var rng = SplitMix64(seed: testSeed())
-        let r = makeRenderer()
         var worst = 0, tiles = 0, culled = 0, total = 0
         for round in 0..<12 {
+            let r = makeRenderer(sweepAbove: round % 2 == 0 ? 0 : .max)
             let center = LatLng(latitude: (rng.unit() - 0.5) * 120, longitude: round % 4 == 0 ? 179.99 : (rng.unit() - 0.5) * 340)
             let spread = [0.02, 0.2, 2, 30][round % 4]
             let layer = try randomLayer(count: 150 + Int(rng.next() % 400), center: center, spreadDegrees: spread, rng: &rng, now: now)
@@ -135,7 +143,7 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
                 let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
                 let diff = maxDifference(fast.canvas.pixels, slow.pixels)
                 worst = max(worst, diff)
-                #expect(diff == 0, "tile \(tile) size \(size) density \(density): differs by \(diff)")
+                #expect(diff <= 1, "tile \(tile) size \(size) density \(density): differs by \(diff)")
                 #expect(fast.canvas.isEmpty == slow.isEmpty)
                 tiles += 1; total += fast.markers; culled += fast.markers - fast.draws
             }
@@ -158,23 +166,27 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
             records.append(MarkerRecord(id: "s\(i)", position: q, style: style, zIndex: Int32(i % 2)))
         }
         _ = try layer.upsert(records, now: now)
-        let r = makeRenderer()
         for (tile, d) in [(TileID(z: 0, x: 0, y: 0)!, 1), (TileID(z: 0, x: 0, y: 0)!, 2), (TileID.containing(spots[0], zoom: 8), 1)] {
+            let r = makeRenderer(sweepAbove: d == 2 ? 0 : .max)
             let view = RasterView.tile(tile, tileSize: 256, density: d)
             let fast = try r.render(layer, view: view, now: now)
             let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
-            #expect(maxDifference(fast.canvas.pixels, slow.pixels) == 0, "\(tile) density \(d)")
-            print("dense stacks \(tile) d\(d): \(fast.markers) markers, \(fast.draws) draws")
+            let diff = maxDifference(fast.canvas.pixels, slow.pixels)
+            #expect(diff <= 1, "\(tile) density \(d): differs by \(diff)")
+            print("dense stacks \(tile) d\(d): \(fast.markers) markers, \(fast.draws) draws, difference \(diff)")
         }
     }
 
-    /// Neighbouring tiles meet seamlessly: 2x2 tiles equal one canvas over the same area.
-    @Test(arguments: [(256, 1), (256, 2), (512, 1), (256, 3)])
-    func seamsMatchOneBigCanvas(size: Int, density: Int) throws {
+    /// Neighbouring tiles meet seamlessly: 2x2 tiles equal one canvas over the same area (exact
+    /// culling), or are within 1 of it (`.withinOne`: a pixel whose earlier draws cannot matter
+    /// by more than 1 may be drawn in one raster and left out in the other).
+    @Test(arguments: [(256, 1, TileRenderer.Culling.exact), (256, 2, .exact), (512, 1, .exact), (256, 3, .exact),
+                      (256, 1, .withinOne), (512, 2, .withinOne)])
+    func seamsMatchOneBigCanvas(size: Int, density: Int, culling: TileRenderer.Culling) throws {
         var rng = SplitMix64(seed: testSeed())
         let center = LatLng(latitude: 48.8566, longitude: 2.3522)
         let layer = try randomLayer(count: 400, center: center, spreadDegrees: 0.05, rng: &rng, now: now)
-        let r = makeRenderer()
+        let r = makeRenderer(culling)
         let t = TileID.containing(center, zoom: 14)
         let n = size * density
         let big = RasterView(originX: Int64(t.x) * Int64(n), originY: Int64(t.y) * Int64(n), width: 2 * n, height: 2 * n,
@@ -190,8 +202,9 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
                     let a = Array(part.canvas.pixels[(y * n * 4)..<((y + 1) * n * 4)])
                     let off = ((dy * n + y) * 2 * n + dx * n) * 4
                     let b = Array(whole.pixels[off..<(off + n * 4)])
-                    #expect(a == b, "tile (\(dx), \(dy)) row \(y) differs")
-                    if a != b { return }
+                    let diff = maxDifference(a, b)
+                    #expect(diff <= tolerance(r), "tile (\(dx), \(dy)) row \(y) differs by \(diff)")
+                    if diff > tolerance(r) { return }
                 }
             }
         }
@@ -210,7 +223,7 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
         let z0 = try r.render(layer, view: .tile(TileID(z: 0, x: 0, y: 0)!, tileSize: 256, density: 1), now: now)
         #expect(z0.canvas.image[2, 120][3] > 0 && z0.canvas.image[253, 120][3] > 0)
         let slow = try bruteForce(layer, .tile(TileID(z: 0, x: 0, y: 0)!, tileSize: 256, density: 1), now: now, sprites: r.sprites)
-        #expect(maxDifference(slow.pixels, z0.canvas.pixels) == 0)
+        #expect(maxDifference(slow.pixels, z0.canvas.pixels) <= 1)
     }
 
     @Test func debugOverlayDrawsBorderAndText() throws {
@@ -236,7 +249,7 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
         let view = RasterView.snapshot(center: center, zoom: 11.3, width: 300, height: 200, density: 2)
         let fast = try r.render(layer, view: view, now: now)
         let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
-        #expect(maxDifference(fast.canvas.pixels, slow.pixels) == 0)
+        #expect(maxDifference(fast.canvas.pixels, slow.pixels) <= 1)
         #expect(fast.markers > 50)
     }
 

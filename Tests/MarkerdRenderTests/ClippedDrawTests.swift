@@ -1,0 +1,116 @@
+import Foundation
+import MarkerdCore
+@testable import MarkerdRender
+import MarkerdTestSupport
+import Testing
+
+/// The renderer's clipped draws (`CoverageMask.uncovered` + `TileCanvas.draw(...clip:)`): each
+/// draw paints only the columns from the first to the last pixel of each sprite row that no later
+/// draw covers. Checked against brute force: the mask test pixel by pixel, and whole tiles.
+@Suite struct ClippedDrawTests {
+    let now: Int64 = 1_700_000_000_000
+
+    /// A random sprite: transparent, semi-transparent and opaque pixels, ragged rows.
+    static func randomSprite(_ rng: inout SplitMix64) -> TileSprite {
+        let w = 1 + Int(rng.next() % 90), h = 1 + Int(rng.next() % 40)
+        var px = [UInt8](repeating: 0, count: w * h * 4)
+        for i in 0..<(w * h) {
+            let a: UInt8 = switch rng.next() % 4 { case 0: 0; case 1: 255; default: UInt8(1 + rng.next() % 254) }
+            px[4 * i + 3] = a
+            px[4 * i] = UInt8(rng.next() % (UInt64(a) + 1))
+        }
+        return TileSprite(image: RGBAImage(width: w, height: h, pixels: px), anchorX: 0, anchorY: 0)
+    }
+
+    /// `uncovered` against the definition, pixel by pixel: per sprite row, the clip holds every
+    /// pixel with alpha > 0 inside the canvas whose mask bit is clear, starts and ends on clear
+    /// bits, and stays within the row's span and the canvas.
+    @Test func uncoveredMatchesPixelByPixel() throws {
+        var rng = SplitMix64(seed: testSeed())
+        var clipped = 0
+        for round in 0..<400 {
+            let width = [1, 63, 64, 65, 130, 256][round % 6], height = 1 + Int(rng.next() % 80)
+            var mask = CoverageMask(width: width, height: height)
+            let sprites = (0..<4).map { _ in Self.randomSprite(&rng) }
+            let shapes = CoverageMask.Shapes(sprites)
+            func clear(_ cx: Int, _ cy: Int) -> Bool { mask.bits[cy * mask.wordsPerRow + cx >> 6] >> UInt64(cx & 63) & 1 == 0 }
+            try shapes.data.withUnsafeBufferPointer { data in
+            try shapes.weights.withUnsafeBufferPointer { weights in
+                // Cover random parts with the sprites' opaque runs.
+                for _ in 0..<Int(rng.next() % 12) {
+                    let k = Int(rng.next() % 4)
+                    mask.add(shapes.shapes[k], data, weights, x: Int(rng.next() % UInt64(width + 80)) - 60, y: Int(rng.next() % UInt64(height + 40)) - 30)
+                }
+                let k = Int(rng.next() % 4)
+                let s = sprites[k]
+                let x = Int(rng.next() % UInt64(width + 100)) - 90, y = Int(rng.next() % UInt64(height + 100)) - 60
+                var clips: [Int16] = [7]
+                let any = mask.uncovered(shapes.shapes[k], data, x: x, y: y, into: &clips)
+                // Brute force: per row, the uncovered non-transparent pixels.
+                var needed: [(Int, Int)?] = []
+                for r in 0..<s.height {
+                    var first: Int? = nil, last = 0
+                    for c in 0..<s.width where s.image.pixels[(r * s.width + c) * 4 + 3] > 0 {
+                        let cx = x + c, cy = y + r
+                        guard cx >= 0, cx < width, cy >= 0, cy < height, clear(cx, cy) else { continue }
+                        if first == nil { first = c }
+                        last = c
+                    }
+                    needed.append(first.map { ($0, last + 1) })
+                }
+                let rows = needed.indices.filter { needed[$0] != nil }
+                if !rows.isEmpty { #expect(any, "round \(round): an uncovered pixel, but no clip") }
+                guard any else {
+                    #expect(clips == [7], "round \(round): appended without an uncovered pixel")
+                    return
+                }
+                clipped += 1
+                let r0 = Int(clips[1]), r1 = Int(clips[2])
+                try #require(r0 < r1 && clips.count == 3 + 2 * (r1 - r0), "round \(round)")
+                for r in 0..<s.height {
+                    let got = r >= r0 && r < r1 ? (Int(clips[3 + 2 * (r - r0)]), Int(clips[4 + 2 * (r - r0)])) : (0, 0)
+                    if let n = needed[r] {
+                        #expect(got.0 <= n.0 && got.1 >= n.1, "round \(round) row \(r): clip \(got) misses \(n)")
+                    }
+                    guard got.0 < got.1 else { continue }
+                    let span = s.image.rowSpans.isEmpty ? (0, s.width) : (Int(s.image.rowSpans[2 * r]), Int(s.image.rowSpans[2 * r + 1]))
+                    #expect(got.0 >= span.0 && got.1 <= span.1 && x + got.0 >= 0 && x + got.1 <= width, "round \(round) row \(r)")
+                    #expect(clear(x + got.0, y + r) && clear(x + got.1 - 1, y + r), "round \(round) row \(r): clip ends on a covered pixel")
+                }
+            }
+            }
+        }
+        #expect(clipped > 50, "only \(clipped) rounds had something to draw")
+    }
+
+    /// Dense layers where most draws are clipped: pins of several sizes and colours (opaque and
+    /// semi-transparent), labels, image icons with off-centre anchors, three z-indexes, near the
+    /// antimeridian too; tiles from z0 to z12 at every density and both sizes equal brute force
+    /// (exact culling) or are within 1 per channel of it (`.withinOne`, with and without the node
+    /// sweep).
+    @Test(arguments: [(TileRenderer.Culling.exact, Int.max), (.withinOne, .max), (.withinOne, 0)])
+    func clippedTilesMatchBruteForce(culling: TileRenderer.Culling, sweepAbove: Int) throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer(culling, sweepAbove: sweepAbove)
+        var worst = 0, markers = 0, draws = 0
+        for round in 0..<8 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
+            let spread = [0.005, 0.05, 0.5, 8][round % 4]
+            let layer = try randomLayer(count: 600 + Int(rng.next() % 600), center: center, spreadDegrees: spread, rng: &rng, now: now)
+            for _ in 0..<4 {
+                let z = Int(rng.next() % 13)
+                let tile = TileID.containing(center, zoom: z)
+                let size = rng.next() % 3 == 0 ? 512 : 256
+                let density = 1 + Int(rng.next() % 3)
+                let view = RasterView.tile(tile, tileSize: size, density: density)
+                let fast = try r.render(layer, view: view, now: now)
+                let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
+                let diff = maxDifference(fast.canvas.pixels, slow.pixels)
+                worst = max(worst, diff)
+                #expect(diff <= tolerance(r), "\(culling) round \(round) tile \(tile) size \(size) density \(density): differs by \(diff)")
+                markers += fast.markers; draws += fast.draws
+            }
+        }
+        print("clipped tiles (\(culling), sweep above \(sweepAbove)): \(markers) markers, \(draws) draws, worst difference \(worst)")
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import MarkerdCore
+@testable import MarkerdRender
+import MarkerdTestSupport
+import Testing
+
+/// The node sweep leaves out whole grid nodes whose every possible pixel is settled by later
+/// draws: it looks at far fewer markers than the raster holds, and the picture stays within 1 per
+/// channel of drawing every marker.
+@Suite struct SweepTests {
+    let now: Int64 = 1_700_000_000_000
+
+    /// Markers around `center` (uniform in a square of `spread` degrees) with `style` and `zIndex`.
+    static func cluster(_ prefix: String, _ n: Int, center: LatLng, spread: Double, style: IconStyle, zIndex: Int32,
+                        _ rng: inout SplitMix64) -> [MarkerRecord] {
+        (0..<n).map { i in
+            MarkerRecord(id: "\(prefix)\(i)", position: LatLng(latitude: center.latitude + (rng.unit() - 0.5) * spread,
+                                                               longitude: center.longitude + (rng.unit() - 0.5) * spread),
+                         style: style, zIndex: zIndex)
+        }
+    }
+
+    func check(_ layer: MarkerLayer, _ tile: TileID, density: Int, total: Int, atMost fraction: Double) throws {
+        let r = makeRenderer(sweepAbove: 0)
+        let view = RasterView.tile(tile, tileSize: 256, density: density)
+        #expect(r.usesSweep(layer, view))
+        let fast = try r.render(layer, view: view, now: now)
+        let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
+        let diff = maxDifference(fast.canvas.pixels, slow.pixels)
+        print("sweep \(tile) d\(density): \(total) markers, \(fast.markers) counted, \(fast.visited) visited, \(fast.draws) draws, difference \(diff)")
+        #expect(diff <= 1, "\(tile) density \(density): differs by \(diff)")
+        #expect(Double(fast.visited) <= fraction * Double(total), "visited \(fast.visited) of \(total)")
+        // Without the sweep every marker is visited; the sweep counts skipped nodes whole.
+        let plain = try makeRenderer().render(layer, view: view, now: now)
+        #expect(plain.visited == plain.markers && fast.markers >= plain.markers && fast.markers <= total)
+    }
+
+    /// Dense stacks of an opaque icon (z0: each cluster lands on a pixel or two): later markers in
+    /// the same device row settle the nodes of earlier ones.
+    @Test func stacksOfOpaqueIconsAreSkippedByNode() throws {
+        var rng = SplitMix64(seed: testSeed())
+        var records: [MarkerRecord] = []
+        let square = IconStyle(source: .image(id: "square", width: 12, height: 12))
+        for c in 0..<6 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 120, longitude: (rng.unit() - 0.5) * 340)
+            records += Self.cluster("c\(c)-", 2000, center: center, spread: 0.05, style: square, zIndex: 0, &rng)
+        }
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        for d in [1, 2] { try check(layer, TileID(z: 0, x: 0, y: 0)!, density: d, total: records.count, atMost: 0.25) }
+    }
+
+    /// Semi-transparent pins under opaque icons of a higher z-index that hide them: the pins'
+    /// nodes are skipped (a z-index above all of a node's markers counts as later).
+    @Test func pinsUnderHigherZIndexAreSkippedByNode() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let center = LatLng(latitude: 40, longitude: 10)
+        let tile = TileID.containing(center, zoom: 9)
+        let rect = tile.worldRect
+        var records = Self.cluster("p", 3000, center: center, spread: 0.02,
+                                   style: IconStyle(source: .pin(PinStyle(fillColor: 0x80_2040C0, scale: 0.5))), zIndex: 0, &rng)
+        // A lattice of opaque squares (12 px, every 4 px) over the cluster, at z-index 1.
+        let square = IconStyle(source: .image(id: "square", width: 12, height: 12))
+        let step = 4 * tile.worldSpan / 256
+        let c = LatLng(latitude: center.latitude, longitude: center.longitude)
+        let cx = Mercator.worldX(longitude: c.longitude), cy = Mercator.worldY(latitude: c.latitude)
+        var i = 0
+        for gy in -16...24 {
+            for gx in -16...16 {
+                let x = cx + Double(gx) * step, y = cy + Double(gy) * step
+                guard x > rect.minX - 40 * step, y > rect.minY - 40 * step else { continue }
+                records.append(MarkerRecord(id: "q\(i)", position: LatLng(latitude: Mercator.latitude(worldY: y), longitude: Mercator.longitude(worldX: x)),
+                                            style: square, zIndex: 1))
+                i += 1
+            }
+        }
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        let total = records.count
+        try check(layer, tile, density: 1, total: total, atMost: 0.5)
+    }
+
+    /// More styles than `TileRenderer.footprintStyles`: the sweep's footprint is the box of the
+    /// layer's largest icon extents instead of the sprites' union; still within 1 of brute force.
+    @Test func manyStylesUseTheExtentsBox() throws {
+        var rng = SplitMix64(seed: testSeed())
+        var records: [MarkerRecord] = []
+        let center = LatLng(latitude: -20, longitude: 60)
+        for i in 0..<(TileRenderer.footprintStyles + 10) {
+            let style = IconStyle(source: .pin(PinStyle(fillColor: 0xFF00_0000 | UInt32(i * 3001 % 0xFFFFFF), scale: 0.5 + Float(i % 3) * 0.25, label: "\(i)")))
+            records += Self.cluster("s\(i)-", 30, center: center, spread: 0.3, style: style, zIndex: Int32(i % 2), &rng)
+        }
+        records += Self.cluster("q", 3000, center: center, spread: 0.01, style: IconStyle(source: .image(id: "square", width: 12, height: 12)), zIndex: 0, &rng)
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        for (z, d) in [(0, 1), (6, 2)] { try check(layer, TileID.containing(center, zoom: z), density: d, total: records.count, atMost: 1) }
+    }
+}

@@ -1,0 +1,59 @@
+import MarkerdAPI
+import MarkerdServer
+import MarkerdService
+import MarkerdTestSupport
+import Testing
+
+/// `RPCDispatcher.inlineReply`: cached GetTile replies built on the network thread, byte for
+/// byte what `handle` would answer; nil for everything else.
+@Suite struct InlineReplyTests {
+    func envelope(_ method: String, _ payload: [UInt8], id: UInt64 = 7, timeoutMs: UInt32 = 0, key: String = "") -> [UInt8] {
+        var env = V1.Request()
+        env.idempotencyKey = key
+        env.method = RPCDispatcher.servicePrefix + method
+        env.requestID = id
+        env.timeoutMs = timeoutMs
+        env.payload = payload
+        return env.serializedBytes()
+    }
+
+    func handled(_ d: RPCDispatcher, _ bytes: [UInt8]) -> V1.Response {
+        let box = ResponseBox()
+        bytes.withUnsafeBytes { raw in d.handle(body: raw, receivedAt: .now) { box.set($0) } }
+        return box.wait()
+    }
+
+    @Test func cachedTilesOnly() throws {
+        let service = MarkerService()
+        let d = RPCDispatcher(service: service)
+        var create = V1.CreateLayerRequest()
+        create.layerID = "t"
+        #expect(handled(d, envelope("CreateLayer", create.serializedBytes(), key: "k1")).code == .ok)
+        var up = V1.UpsertMarkersRequest()
+        up.layerID = "t"
+        up.markers = [marker("a", 48.8566, 2.3522)]
+        #expect(handled(d, envelope("UpsertMarkers", up.serializedBytes(), key: "k2")).code == .ok)
+        let get = envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 14, x: 8298, y: 5636).serializedBytes())
+        func inline(_ b: [UInt8], ago: Duration = .zero) -> [UInt8]? { b.withUnsafeBytes { d.inlineReply(body: $0, receivedAt: .now - ago)?.bytes } }
+        #expect(inline(get) == nil, "not rendered yet")
+        let slow = handled(d, get)
+        #expect(slow.code == .ok)
+        let fast = try #require(inline(get))
+        #expect(fast == slow.serializedBytes())
+        #expect(try V1.GetTileResponse(serializedBytes: V1.Response(serializedBytes: fast).payload).png.count > 100)
+        // not_modified, and a request id of 0 (left out of the envelope).
+        let version = try V1.GetTileResponse(serializedBytes: slow.payload).version
+        for (id, known) in [(UInt64(0), version), (UInt64.max, version), (0, UInt64(0)), (300, version)] {
+            let b = envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 14, x: 8298, y: 5636, knownVersion: known).serializedBytes(), id: id)
+            let expected = handled(d, b).serializedBytes()
+            #expect(inline(b) == expected, "request id \(id), known version \(known)")
+        }
+        // Other methods, expired deadlines and bad tiles go the normal way.
+        #expect(inline(envelope("ListLayers", V1.ListLayersRequest().serializedBytes())) == nil)
+        let timed = envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 14, x: 8298, y: 5636).serializedBytes(), timeoutMs: 50)
+        #expect(inline(timed) != nil)
+        #expect(inline(timed, ago: .milliseconds(200)) == nil)
+        #expect(inline(envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 30).serializedBytes())) == nil)
+        #expect(inline([0xFF, 0x01, 0x02]) == nil)
+    }
+}
