@@ -25,7 +25,7 @@ extension GridIndex {
             for e in byClass[c] { maxSlot = Swift.max(maxSlot, e.slot) }
         }
         pos = [UInt32](repeating: 0, count: Int(maxSlot) + 1)
-        entries.reserveCapacity(total + total / 4 + GridIndex.blockSize)
+        entries.reserveCapacity(total + total / 2 + GridIndex.blockSize)
         var scratch = [GridEntry](repeating: GridEntry(x: 0, y: 0, z: 0, slot: -1), count: largest)
         for c in byClass.indices where !byClass[c].isEmpty {
             let root = GridIndex.nodeKey(level: 0, cx: 0, cy: 0, cls: UInt32(c))
@@ -92,18 +92,19 @@ extension GridIndex {
         }
     }
 
-    /// Gives leaf `i` new blocks holding `a[lo..<hi]`, laid out as `append` would leave them:
-    /// the chain runs from the newest (partly filled) block back to the oldest.
+    /// Gives leaf `i` a new run holding `a[lo..<hi]`, of the size class `append` would have
+    /// grown it to.
     private mutating func fillLeaf(_ i: Int, _ a: UnsafeMutableBufferPointer<GridEntry>, lo: Int, hi: Int) {
         let n = hi - lo
-        let size = GridIndex.blockSize
-        let blocks = (n + size - 1) / size
+        guard n > 0 else { nodes[i].head = -1; return }
+        var k: Int32 = 0
+        while GridIndex.blockSize << Int(k) < n { k += 1 }
         let first = Int32(blockNext.count)
-        for k in 0..<blocks { blockNext.append(k == 0 ? -1 : first + Int32(k) - 1) }
+        blockNext.append(contentsOf: repeatElement(-1, count: 1 << Int(k)))
         let base = entries.count
         entries.append(contentsOf: UnsafeBufferPointer(rebasing: a[lo..<hi]))
-        entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: blocks * size - n))
-        for k in 0..<n { pos[Int(a[lo + k].slot)] = UInt32(base + k) }
-        nodes[i].head = blocks == 0 ? -1 : first + Int32(blocks) - 1
+        entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: (GridIndex.blockSize << Int(k)) - n))
+        for j in 0..<n { pos[Int(a[lo + j].slot)] = UInt32(base + j) }
+        nodes[i].head = GridIndex.runHead(block: first, sizeClass: k)
     }
 }

@@ -11,7 +11,7 @@ struct GridEntry: Sendable {
 struct GridCell: Sendable {
     /// `GridIndex.nodeKey`, or `GridCellTable.emptyKey`.
     var key: UInt64
-    /// Leaf: the newest block of its entry chain (-1: none). Internal node: -2 - (child mask).
+    /// Leaf: its entry run (`GridIndex.runHead`; -1: none). Internal node: -2 - (child mask).
     var head: Int32
     /// Markers in the subtree.
     var count: UInt32
@@ -123,8 +123,11 @@ struct CellRect {
 /// units, level 26 is about 0.6 m) in one hash table keyed by (level, cell, class); each node
 /// has up to 16 children (the 4 x 4 cells of level L + 2 inside it), holds the number of
 /// markers in its subtree and conservative bounds of their z-indices. A leaf lists its markers
-/// as `GridEntry`s (x, y, z, slot: 16 bytes) in a chain of 8-entry blocks; `pos[slot]` is
-/// where a slot's entry is, so a removal is a swap with the leaf's last entry.
+/// as `GridEntry`s (x, y, z, slot: 16 bytes) in one contiguous run of `entries` whose capacity
+/// is 8 << k (k = the run's size class; a run that fills up moves to one of twice the size, one
+/// that drops to a quarter full to one of half the size); `pos[slot]` is where a slot's entry
+/// is, so a removal is a swap with the leaf's last entry. Contiguous runs make scanning a leaf
+/// one sequential read the processor prefetches, not a chain of dependent cache misses.
 ///
 /// A leaf splits into its children when it holds more than `splitAbove` markers (at level
 /// 26 it never splits: exact duplicates stay together); an internal node whose subtree drops
@@ -140,8 +143,9 @@ struct CellRect {
 /// memory); ordered searches (first markers in draw order) go best-first by the nodes'
 /// (z, y) bounds and stop as soon as no node can beat what they already have.
 ///
-/// Memory: 16 bytes per entry + 4 per slot + block slack (< 8 entries per leaf) + a node per
-/// 4-64 markers (24 bytes / table load).
+/// Memory: 16 bytes per entry + 4 per slot + run slack (under 3/4 of a leaf's run, at least 8
+/// entries) + 4 bytes per 8 entries of runs (free-list links) + a node per 4-64 markers
+/// (24 bytes / table load).
 struct GridIndex: Sendable {
     static let maxLevel: UInt32 = 26
     static let splitAbove: UInt32 = 64
@@ -151,8 +155,11 @@ struct GridIndex: Sendable {
     // Internal (not private) setters: GridIndex+BulkLoad.swift builds them directly.
     var nodes = GridCellTable()
     var entries: [GridEntry] = []
+    /// Per block of 8 entries: for the first block of a free run, the next free run of its size
+    /// class (-1: none); unused otherwise.
     var blockNext: [Int32] = []
-    private var freeBlock: Int32 = -1
+    /// The first free run of each size class (-1: none).
+    private var freeRuns = [Int32](repeating: -1, count: 32)
     /// Index into `entries` of each slot's entry.
     var pos: [UInt32] = []
 
@@ -195,41 +202,67 @@ struct GridIndex: Sendable {
         return Int((y >> s) & 3) << 2 | Int((x >> s) & 3)
     }
 
-    // MARK: Blocks
+    // MARK: Runs
 
-    private mutating func allocateBlock() -> Int32 {
-        if freeBlock >= 0 {
-            let b = freeBlock
-            freeBlock = blockNext[Int(b)]
-            return b
+    /// Bits of a leaf's `head` holding the run's first block (blocks of `blockSize` entries);
+    /// the bits above hold its size class k (capacity `blockSize << k` entries).
+    static let runBlockBits: Int32 = 26
+
+    /// A leaf's `head` for the run of class `k` starting at block `block`.
+    @inline(__always) static func runHead(block: Int32, sizeClass k: Int32) -> Int32 { k << runBlockBits | block }
+
+    /// Index in `entries` of the first entry of a leaf's run (`head` >= 0).
+    @inline(__always) static func runBase(_ head: Int32) -> Int { Int(head & (1 << runBlockBits - 1)) * blockSize }
+
+    /// Size class of a leaf's run (`head` >= 0).
+    @inline(__always) static func runClass(_ head: Int32) -> Int32 { head >> runBlockBits }
+
+    /// A free run of class `k`, as a leaf `head`.
+    private mutating func allocateRun(sizeClass k: Int32) -> Int32 {
+        let f = freeRuns[Int(k)]
+        if f >= 0 {
+            freeRuns[Int(k)] = blockNext[Int(f)]
+            return GridIndex.runHead(block: f, sizeClass: k)
         }
         let b = Int32(blockNext.count)
-        blockNext.append(-1)
-        entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: GridIndex.blockSize))
-        return b
+        precondition(Int(b) + (1 << Int(k)) < 1 << Int(GridIndex.runBlockBits), "grid entry storage exhausted")
+        blockNext.append(contentsOf: repeatElement(-1, count: 1 << Int(k)))
+        entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: GridIndex.blockSize << Int(k)))
+        return GridIndex.runHead(block: b, sizeClass: k)
     }
 
-    private mutating func freeBlockChain(_ head: Int32) {
-        var b = head
-        while b >= 0 {
-            let n = blockNext[Int(b)]
-            blockNext[Int(b)] = freeBlock
-            freeBlock = b
-            b = n
+    private mutating func freeRun(_ head: Int32) {
+        guard head >= 0 else { return }
+        let k = Int(GridIndex.runClass(head)), b = head & (1 << GridIndex.runBlockBits - 1)
+        blockNext[Int(b)] = freeRuns[k]
+        freeRuns[k] = b
+    }
+
+    /// Moves the first `n` entries of leaf `i`'s run into a new run of class `k`.
+    private mutating func relocate(leaf i: Int, count n: Int, sizeClass k: Int32) {
+        let old = nodes[i].head
+        let new = allocateRun(sizeClass: k)
+        let from = GridIndex.runBase(old), to = GridIndex.runBase(new)
+        for j in 0..<n {
+            let e = entries[from + j]
+            entries[to + j] = e
+            pos[Int(e.slot)] = UInt32(to + j)
+            entries[from + j].slot = -1
         }
+        freeRun(old)
+        nodes[i].head = new
     }
 
     /// Appends an entry to leaf `i` (whose count already includes it).
     @inline(__always) private mutating func append(_ e: GridEntry, leaf i: Int) {
         let c = Int(nodes[i].count) - 1        // entries already listed
-        var head = nodes[i].head
-        if c % GridIndex.blockSize == 0 {
-            let b = allocateBlock()
-            blockNext[Int(b)] = head
-            head = b
-            nodes[i].head = b
+        if c == 0 {
+            nodes[i].head = allocateRun(sizeClass: 0)
+        } else {
+            let k = GridIndex.runClass(nodes[i].head)
+            if c == GridIndex.blockSize << Int(k) { relocate(leaf: i, count: c, sizeClass: k + 1) }
         }
-        let p = Int(head) * GridIndex.blockSize + c % GridIndex.blockSize
+        let p = GridIndex.runBase(nodes[i].head) + c
         entries[p] = e
         pos[Int(e.slot)] = UInt32(p)
     }
@@ -238,35 +271,28 @@ struct GridIndex: Sendable {
     @inline(__always) private mutating func removeEntry(at p: Int, leaf i: Int) {
         let c = Int(nodes[i].count)             // entries left after this removal
         let head = nodes[i].head
-        let last = Int(head) * GridIndex.blockSize + c % GridIndex.blockSize
+        let last = GridIndex.runBase(head) + c
         if last != p {
             let moved = entries[last]
             entries[p] = moved
             pos[Int(moved.slot)] = UInt32(p)
         }
         entries[last].slot = -1
-        if c % GridIndex.blockSize == 0 {
-            nodes[i].head = blockNext[Int(head)]
-            blockNext[Int(head)] = freeBlock
-            freeBlock = head
+        let k = GridIndex.runClass(head)
+        if c == 0 {
+            freeRun(head)
+            nodes[i].head = -1
+        } else if k > 0 && c <= (GridIndex.blockSize << Int(k)) / 4 {
+            relocate(leaf: i, count: c, sizeClass: k - 1)
         }
     }
 
-    /// Calls `body` with each entry of leaf `cell`.
-    /// (The chain holds ceil(count / blockSize) blocks: the last block's `blockNext` is not
-    /// read, which on a big layer would be one more cache miss per leaf.)
+    /// Calls `body` with each entry of leaf `cell` (one contiguous run).
     @inline(__always) func forEachEntry(_ cell: GridCell, _ body: (GridEntry) -> Void) {
-        var b = cell.head
-        var inBlock = (Int(cell.count) - 1) % GridIndex.blockSize + 1
-        var blocks = (Int(cell.count) + GridIndex.blockSize - 1) / GridIndex.blockSize
+        guard cell.count > 0 else { return }
+        let base = GridIndex.runBase(cell.head)
         entries.withUnsafeBufferPointer { es in
-            while blocks > 0 {
-                let base = Int(b) * GridIndex.blockSize
-                for k in 0..<inBlock { body(es[base + k]) }
-                inBlock = GridIndex.blockSize
-                blocks -= 1
-                if blocks > 0 { b = blockNext[Int(b)] }
-            }
+            for k in base..<base + Int(cell.count) { body(es[k]) }
         }
     }
 
@@ -311,7 +337,7 @@ struct GridIndex: Sendable {
         var moving: [GridEntry] = []
         moving.reserveCapacity(Int(nodes[i].count))
         forEachEntry(nodes[i]) { moving.append($0) }
-        freeBlockChain(nodes[i].head)
+        freeRun(nodes[i].head)
         var lo = Int32.max, hi = Int32.min
         for e in moving { lo = Swift.min(lo, e.z); hi = Swift.max(hi, e.z) }
         nodes[i].head = -2
@@ -373,7 +399,7 @@ struct GridIndex: Sendable {
                 }
             } else {
                 forEachEntry(c) { moving.append($0) }
-                freeBlockChain(c.head)
+                freeRun(c.head)
             }
         }
         collect(key)
@@ -468,44 +494,34 @@ struct GridIndex: Sendable {
         return n
     }
 
-    /// Calls `body` with every entry of the given leaves, in no particular order. The leaves'
-    /// block chains are walked side by side, `GridIndex.lanes` at a time, so that the cache
-    /// misses of different chains overlap instead of following one another (scanning the
-    /// boundary leaves of a big layer is bound by those misses, not by instructions).
+    /// Calls `body` with every entry of the given leaves, in no particular order. Each leaf's
+    /// entries are one contiguous run; `GridIndex.lanes` leaves are read side by side (entry j
+    /// of each, then entry j + 1, ...), so that the cache misses of different leaves overlap
+    /// instead of following one another (scanning the boundary leaves of a big layer is bound
+    /// by those misses, not by instructions).
     func forEachEntry(ofLeaves leaves: [GridCell], _ body: (GridEntry) -> Void) {
         let lanes = GridIndex.lanes
         entries.withUnsafeBufferPointer { es in
-            blockNext.withUnsafeBufferPointer { next in
-                withUnsafeTemporaryAllocation(of: (block: Int32, entries: Int, blocksLeft: Int).self, capacity: lanes) { lane in
-                    var first = 0
-                    while first < leaves.count {
-                        let group = Swift.min(lanes, leaves.count - first)
-                        for k in 0..<group {
-                            let c = leaves[first + k]
-                            let n = Int(c.count)
-                            lane[k] = (c.head, (n - 1) % GridIndex.blockSize + 1, (n + GridIndex.blockSize - 1) / GridIndex.blockSize)
-                        }
-                        var active = group
-                        while active > 0 {
-                            active = 0
-                            for k in 0..<group where lane[k].blocksLeft > 0 {
-                                let b = lane[k].block
-                                let base = Int(b) * GridIndex.blockSize
-                                for e in 0..<lane[k].entries { body(es[base + e]) }
-                                let left = lane[k].blocksLeft - 1
-                                // The last block's successor is not read (one cache miss less per leaf).
-                                lane[k] = (left > 0 ? next[Int(b)] : -1, GridIndex.blockSize, left)
-                                if left > 0 { active += 1 }
-                            }
-                        }
-                        first += group
+            withUnsafeTemporaryAllocation(of: (base: Int, count: Int).self, capacity: lanes) { lane in
+                var first = 0
+                while first < leaves.count {
+                    let group = Swift.min(lanes, leaves.count - first)
+                    var longest = 0
+                    for k in 0..<group {
+                        let c = leaves[first + k]
+                        lane[k] = (c.count > 0 ? GridIndex.runBase(c.head) : 0, Int(c.count))
+                        longest = Swift.max(longest, Int(c.count))
                     }
+                    for j in 0..<longest {
+                        for k in 0..<group where j < lane[k].count { body(es[lane[k].base + j]) }
+                    }
+                    first += group
                 }
             }
         }
     }
 
-    /// Leaves whose chains `forEachEntry(ofLeaves:)` walks side by side.
+    /// Leaves whose runs `forEachEntry(ofLeaves:)` reads side by side.
     static let lanes = 8
 
     /// Calls `body` with every entry of class `cls` whose position lies in `rect`.
@@ -619,6 +635,8 @@ extension GridIndex {
                 }
             } else {
                 if c.count > GridIndex.splitAbove && level < GridIndex.maxLevel { problems.append("leaf \(key) level \(level) holds \(c.count)") }
+                if c.count > 0 && Int(c.count) > GridIndex.blockSize << Int(GridIndex.runClass(c.head)) { problems.append("leaf \(key) overflows its run") }
+                if (c.count == 0) != (c.head == -1) { problems.append("leaf \(key) with \(c.count) entries has head \(c.head)") }
                 forEachEntry(c) { e in
                     n += 1
                     if !r.contains(x: e.x, y: e.y) { problems.append("entry of slot \(e.slot) outside its leaf") }

@@ -163,6 +163,57 @@ import Testing
         #expect(peakNodes > 100)
     }
 
+    /// A leaf's entries are one contiguous run that moves to a bigger run when full and to a
+    /// smaller one when a quarter full: exact duplicates (a last-level leaf, never split) grow
+    /// to hundreds and shrink to a few, several times, with removals and in-leaf moves in
+    /// between; structure, counts and pages must match the oracle throughout, and freed runs
+    /// must be reused (the entry storage does not keep growing from cycle to cycle).
+    @Test func leafRunsGrowShrinkAndAreReused() throws {
+        let seed = testSeed("GridOracleTests.leafRuns")
+        var rng = SplitMix64(seed: seed)
+        let spot = LatLng(latitude: 35.6895, longitude: 139.6917)
+        var model = OracleModel()
+        model.options = TilingOptions(minMarkerCount: 100)
+        var layer = try MarkerLayer(options: model.options)
+        var storageAfterFirstCycle = 0
+        for cycle in 0..<6 {
+            let peak = 600
+            while model.markers.count < peak {
+                let id = "d\(Int.random(in: 0..<5000, using: &rng))"
+                // Half exact duplicates, half within a few cm (same or neighbouring last-level leaves).
+                let p = Bool.random(using: &rng) ? spot : Self.jitter(spot, metres: 0.05, &rng)
+                let m = MarkerRecord(id: id, position: p, zIndex: Int32.random(in: -1...1, using: &rng),
+                                     draggable: Int.random(in: 0..<20, using: &rng) == 0)
+                _ = try layer.upsert([m], now: 0)
+                model.markers[id] = m
+            }
+            Self.checkStructure(layer, model, "seed \(seed) cycle \(cycle) grown")
+            let floor = Int.random(in: 1...6, using: &rng)
+            while model.markers.count > floor, let victim = model.markers.keys.randomElement(using: &rng) {
+                if Int.random(in: 0..<4, using: &rng) == 0, let mover = model.markers.keys.randomElement(using: &rng) {
+                    let p = Self.jitter(spot, metres: 0.05, &rng)
+                    try layer.move(id: mover, to: p); model.markers[mover]!.position = p
+                }
+                _ = layer.remove(ids: [victim]); model.markers[victim] = nil
+                if model.markers.count % 97 == 0 { Self.checkStructure(layer, model, "seed \(seed) cycle \(cycle) at \(model.markers.count)") }
+            }
+            Self.checkStructure(layer, model, "seed \(seed) cycle \(cycle) shrunk")
+            for q in 0..<4 {
+                let zoom = Double.random(in: 10...22, using: &rng)
+                let d = Double.random(in: 0.00001...0.01, using: &rng)
+                let b = GeoBounds(west: spot.longitude - d, south: spot.latitude - d, east: spot.longitude + d, north: spot.latitude + d)
+                model.options = TilingOptions(enabled: q % 2 == 0, minMarkerCount: 100)
+                try layer.setOptions(model.options)
+                try Self.compareViewport(layer, model, b, zoom: zoom, limit: 50, now: 0, "seed \(seed) cycle \(cycle) q \(q)")
+            }
+            if cycle == 0 { storageAfterFirstCycle = layer.grid.entries.count }
+        }
+        // Later cycles (the same peak) mostly fit in the runs freed by earlier ones; without
+        // reuse, each would add about 2,000 entries (runs of 8, 16, ..., 1024) per big leaf.
+        #expect(layer.grid.entries.count <= storageAfterFirstCycle + 4096,
+                "seed \(seed): entry storage \(layer.grid.entries.count) after cycles, \(storageAfterFirstCycle) after the first")
+    }
+
     @Test func lowZoomCountsOverWorldSpreadLayers() throws {
         let seed = testSeed("GridOracleTests.lowZoomCounts")
         var rng = SplitMix64(seed: seed)
