@@ -539,6 +539,13 @@ struct GridIndex: Sendable {
         }
     }
 
+    /// A node waiting in an ordered search's queue (least `prio` first).
+    struct Queued: Comparable {
+        var prio: UInt64
+        var index: Int32
+        static func < (a: Queued, b: Queued) -> Bool { a.prio < b.prio }
+    }
+
     /// Bounds of a node for ordered searches.
     struct NodeBounds {
         var minZ: Int32, maxZ: Int32, y0: UInt32, y1: UInt32
@@ -550,7 +557,7 @@ struct GridIndex: Sendable {
     /// skipped with their subtrees; `prune` is asked again when a node comes out of the queue,
     /// so it can tighten as `body` collects.
     func ordered(classes: [UInt32], rects: [CellRect], topmost: Bool, prune: (NodeBounds) -> Bool, _ body: (GridEntry) -> Void) {
-        var heap: [(prio: UInt64, index: Int32)] = []
+        var heap = BinaryHeap<Queued>()
         @inline(__always) func priority(_ c: GridCell, _ r: CellRect) -> UInt64 {
             if topmost { return ~(UInt64(UInt32(bitPattern: c.maxZ) ^ 0x8000_0000) << 32 | UInt64(r.y1)) }
             return UInt64(UInt32(bitPattern: c.minZ) ^ 0x8000_0000) << 32 | UInt64(r.y0)
@@ -558,41 +565,15 @@ struct GridIndex: Sendable {
         func push(_ j: Int, _ r: CellRect) {
             let c = nodes[j]
             if prune(NodeBounds(minZ: c.minZ, maxZ: c.maxZ, y0: r.y0, y1: r.y1)) { return }
-            heap.append((priority(c, r), Int32(j)))
-            var i = heap.count - 1
-            while i > 0 {
-                let p = (i - 1) / 2
-                if heap[p].prio <= heap[i].prio { break }
-                heap.swapAt(p, i)
-                i = p
-            }
-        }
-        func pop() -> Int {
-            let top = heap[0]
-            let last = heap.removeLast()
-            if !heap.isEmpty {
-                heap[0] = last
-                var i = 0
-                let n = heap.count
-                while true {
-                    let l = 2 * i + 1, rr = l + 1
-                    var m = i
-                    if l < n && heap[l].prio < heap[m].prio { m = l }
-                    if rr < n && heap[rr].prio < heap[m].prio { m = rr }
-                    if m == i { break }
-                    heap.swapAt(i, m)
-                    i = m
-                }
-            }
-            return Int(top.index)
+            heap.push(Queued(prio: priority(c, r), index: Int32(j)))
         }
         let keep = { (r: CellRect) in rects.contains(where: { $0.intersects(r) }) }
         for cls in classes {
             let r = root(cls)
             if r >= 0 { push(r, GridIndex.rect(nodes[r].key)) }
         }
-        while !heap.isEmpty {
-            let c = nodes[pop()]
+        while let next = heap.pop() {
+            let c = nodes[Int(next.index)]
             let cr = GridIndex.rect(c.key)
             if prune(NodeBounds(minZ: c.minZ, maxZ: c.maxZ, y0: cr.y0, y1: cr.y1)) { continue }
             if c.isInternal {

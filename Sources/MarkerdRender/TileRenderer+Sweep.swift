@@ -80,11 +80,14 @@ extension TileRenderer {
 
     /// A heap entry: a node (`ref >= 0`, index into the sweep's nodes) or a marker (`ref < 0`,
     /// `~ref` indexes the pending candidates), keyed by the (z-index, world y) bound of the draw order.
-    private struct Event {
+    private struct Event: Comparable {
         var key: UInt64
         var ref: Int32
-        /// Later in the walk (higher key; at equal keys nodes before draws).
-        @inline(__always) func before(_ o: Event) -> Bool { key != o.key ? key > o.key : ref >= 0 && o.ref < 0 }
+        /// `a` comes out of the heap first: later in the draw order (higher key; at equal keys
+        /// nodes before draws).
+        @inline(__always) static func < (a: Event, b: Event) -> Bool {
+            a.key != b.key ? a.key > b.key : a.ref >= 0 && b.ref < 0
+        }
     }
 
     @inline(__always) private static func key(z: Int32, y: UInt32) -> UInt64 {
@@ -146,46 +149,17 @@ extension TileRenderer {
         var shapes = CoverageMask.Shapes(placer.sprites)
         var nodes: [TileSweepNode] = []
         var pending: [TileCandidate] = []
-        var heap: [Event] = []
+        var heap = BinaryHeap<Event>()
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
 
-        func push(_ e: Event) {
-            heap.append(e)
-            var i = heap.count - 1
-            while i > 0 {
-                let p = (i - 1) / 2
-                if !heap[i].before(heap[p]) { break }
-                heap.swapAt(p, i)
-                i = p
-            }
-        }
-        func pop() -> Event {
-            let top = heap[0]
-            let last = heap.removeLast()
-            if !heap.isEmpty {
-                heap[0] = last
-                var i = 0
-                let n = heap.count
-                while true {
-                    let l = 2 * i + 1, r = l + 1
-                    var m = i
-                    if l < n && heap[l].before(heap[m]) { m = l }
-                    if r < n && heap[r].before(heap[m]) { m = r }
-                    if m == i { break }
-                    heap.swapAt(i, m)
-                    i = m
-                }
-            }
-            return top
-        }
         func pushNode(_ n: TileSweepNode) {
             guard placement(n, view, fp, minLo, maxHi) != nil else { return }
-            push(Event(key: TileRenderer.key(z: n.maxZ, y: n.maxY), ref: Int32(nodes.count)))
+            heap.push(Event(key: TileRenderer.key(z: n.maxZ, y: n.maxY), ref: Int32(nodes.count)))
             nodes.append(n)
         }
         func pushMarker(_ c: TileCandidate) {
-            push(Event(key: TileRenderer.key(z: c.zIndex, y: c.y), ref: ~Int32(pending.count)))
+            heap.push(Event(key: TileRenderer.key(z: c.zIndex, y: c.y), ref: ~Int32(pending.count)))
             pending.append(c)
         }
 
@@ -218,7 +192,7 @@ extension TileRenderer {
         if let root = layer.staticSweepRoot { pushNode(root) }
         layer.forEachEndedAnimation(now: now) { pushMarker($0) }
         while !heap.isEmpty {
-            let e = pop()
+            let e = heap.pop()!
             if e.ref >= 0 {
                 let n = nodes[Int(e.ref)]
                 if settled(n, view, fp, minLo, maxHi, &mask) {
@@ -242,7 +216,7 @@ extension TileRenderer {
                     visited += 1
                 }
                 next = nil
-                if let t = heap.first, t.ref < 0, t.key == e.key { next = pop() }
+                if let t = heap.first, t.ref < 0, t.key == e.key { next = heap.pop()! }
             }
             if batch.count > 1 { batch.sort { TileRenderer.less(layer, $0, $1) } }
             if let failure = placer.failure { throw failure }
