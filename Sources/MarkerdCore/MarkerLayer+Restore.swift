@@ -24,36 +24,8 @@ extension MarkerLayer {
     /// `batch.record(i)` for every `i`, with their projected positions): into a layer that defers its indexes
     /// it fills the table column by column and retains each distinct style once with its count,
     /// without building records.
-    public mutating func restore(_ batch: RestoreBatch, now: Int64) throws(MarkerdCoreError) -> UpsertResult {
-        guard clusters == nil && grid.isPristine && (table.isPristine || hasDeferredGrid) else {
-            let records = (0..<batch.count).map(batch.record)
-            return try upsert(records, world: batch.entries.map(\.world), now: now, deferIndexes: false)
-        }
-        // Styles in order of first use, as marker-by-marker retains would number them.
-        let styleIndex = batch.styles.indices.map { batch.styleUses[$0] == 0 ? 0 : styles.retain(batch.styles[$0], times: batch.styleUses[$0]) }
-        batch.idBytes.withUnsafeBufferPointer { ids in
-            batch.entries.withUnsafeBufferPointer { entries in
-                var start = 0
-                for (i, e) in entries.enumerated() {
-                    let end = Int(e.idEnd)
-                    let slot = table.appendUnindexed(UnsafeBufferPointer(rebasing: ids[start..<end]))
-                    start = end
-                    let s = Int(slot)
-                    var f = MarkerFlags.occupied
-                    if e.flags & RestoreBatch.visible != 0 { f |= MarkerFlags.visible }
-                    if e.flags & RestoreBatch.clickable != 0 { f |= MarkerFlags.clickable }
-                    if e.flags & RestoreBatch.draggable != 0 { f |= MarkerFlags.draggable }
-                    if !batch.extras.isEmpty, let x = batch.extras[Int32(i)] { f |= MarkerFlags.hasExtra; extras[slot] = x }
-                    table.x[s] = e.world.x; table.y[s] = e.world.y
-                    table.flags[s] = f
-                    table.zIndex[s] = e.zIndex
-                    table.style[s] = styleIndex[Int(e.style)]
-                    account(f, 1)
-                }
-            }
-        }
-        if batch.count > 0 { version &+= 1 }
-        return UpsertResult(created: batch.count, updated: 0)
+    public mutating func restore(_ batch: RestoreBatch, now: Int64) -> UpsertResult {
+        upsert(batch, now: now, deferIndexes: clusters == nil && grid.isPristine && (table.isPristine || hasDeferredGrid))
     }
 
     /// Builds the id index and grid of the markers `restore` left without (nothing if there

@@ -135,8 +135,6 @@ public struct MarkerLayer: Sendable {
         var lastStyle: UInt32? = nil
         for (i, m) in markers.enumerated() {
             let (slot, isNew) = deferIndexes ? (table.appendUnindexed(m.id), true) : table.findOrInsert(m.id)
-            let s = Int(slot)
-            let p = world?[i] ?? WorldPoint(m.position)
             let styleIndex = styles.retain(m.style, hint: lastStyle)
             lastStyle = styleIndex
             var f = MarkerFlags.occupied
@@ -147,40 +145,53 @@ public struct MarkerLayer: Sendable {
             if let a = m.animation, a.kind != .none, a.endsAtUnixMs > now { anim = a; f |= MarkerFlags.animating }
             if !m.attributes.isEmpty { f |= MarkerFlags.hasAttributes }
             if !m.extra.isEmpty { f |= MarkerFlags.hasExtra }
-            if isNew {
-                created += 1
-                table.x[s] = p.x; table.y[s] = p.y
-                if !deferIndexes { grid.insert(slot, x: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f)) }
-            } else {
-                updated += 1
-                let old = table.flags[s]
-                account(old, -1)
-                styles.release(table.style[s])
-                if old & MarkerFlags.dragging != 0 {
-                    if m.draggable { f |= MarkerFlags.dragging } else { dropDragSession(slot) }
-                }
-                grid.move(slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
-                          toX: p.x, y: p.y, z: m.zIndex, cls: MarkerLayer.gridClass(f))
-                table.x[s] = p.x; table.y[s] = p.y
-            }
-            table.flags[s] = f
-            table.zIndex[s] = m.zIndex
-            table.style[s] = styleIndex
-            account(f, 1)
-            // A new slot has no attributes, extra or animation (removals drop them): no lookups.
-            if !isNew || !m.attributes.isEmpty { attributes[slot] = m.attributes.isEmpty ? nil : m.attributes }
-            if !isNew || !m.extra.isEmpty { extras[slot] = m.extra.isEmpty ? nil : m.extra }
-            if let anim {
-                animationSeq &+= 1
-                animations[slot] = AnimationState(kind: anim.kind, endsAt: anim.endsAtUnixMs, seq: animationSeq)
-                animationHeap.push(.init(endsAt: anim.endsAtUnixMs, slot: slot, seq: animationSeq))
-            } else if !isNew && animations.removeValue(forKey: slot) != nil {
-                compactAnimationHeapIfNeeded()
-            }
-            syncCluster(slot)
+            if isNew { created += 1 } else { updated += 1 }
+            store(slot, isNew: isNew, at: world?[i] ?? WorldPoint(m.position), z: m.zIndex, style: styleIndex, flags: f,
+                  animation: anim, attributes: m.attributes, extra: m.extra, indexGrid: !deferIndexes)
         }
         if !markers.isEmpty { version &+= 1 }
         return UpsertResult(created: created, updated: updated)
+    }
+
+    /// Writes one upserted marker into `slot` (a new slot, or the one of the marker it fully
+    /// replaces, whose style is released here): position, flags, z-index, style index (already
+    /// retained), grid (unless `indexGrid` is false for a new slot), counters, attributes,
+    /// extra, animation, drag and clusters. `f` holds every flag but `dragging`; `animation` is
+    /// non-nil exactly when `f` has `animating`.
+    @inline(__always)
+    mutating func store(_ slot: Int32, isNew: Bool, at p: WorldPoint, z: Int32, style styleIndex: UInt32, flags f0: UInt8,
+                        animation anim: MarkerAnimation?, attributes: [String: String], extra: [UInt8], indexGrid: Bool) {
+        let s = Int(slot)
+        var f = f0
+        if isNew {
+            table.x[s] = p.x; table.y[s] = p.y
+            if indexGrid { grid.insert(slot, x: p.x, y: p.y, z: z, cls: MarkerLayer.gridClass(f)) }
+        } else {
+            let old = table.flags[s]
+            account(old, -1)
+            styles.release(table.style[s])
+            if old & MarkerFlags.dragging != 0 {
+                if f & MarkerFlags.draggable != 0 { f |= MarkerFlags.dragging } else { dropDragSession(slot) }
+            }
+            grid.move(slot, fromX: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(old),
+                      toX: p.x, y: p.y, z: z, cls: MarkerLayer.gridClass(f))
+            table.x[s] = p.x; table.y[s] = p.y
+        }
+        table.flags[s] = f
+        table.zIndex[s] = z
+        table.style[s] = styleIndex
+        account(f, 1)
+        // A new slot has no attributes, extra or animation (removals drop them): no lookups.
+        if !isNew || !attributes.isEmpty { self.attributes[slot] = attributes.isEmpty ? nil : attributes }
+        if !isNew || !extra.isEmpty { extras[slot] = extra.isEmpty ? nil : extra }
+        if let anim {
+            animationSeq &+= 1
+            animations[slot] = AnimationState(kind: anim.kind, endsAt: anim.endsAtUnixMs, seq: animationSeq)
+            animationHeap.push(.init(endsAt: anim.endsAtUnixMs, slot: slot, seq: animationSeq))
+        } else if !isNew && animations.removeValue(forKey: slot) != nil {
+            compactAnimationHeapIfNeeded()
+        }
+        syncCluster(slot)
     }
 
     // MARK: Remove, get, clear

@@ -134,19 +134,22 @@ struct MarkerTable: Sendable {
     /// Returns the slot and whether it was created. The id must be 1...256 bytes.
     mutating func findOrInsert(_ id: String) -> (slot: Int32, created: Bool) {
         var id = id
-        return id.withUTF8 { bytes in
-            let h = hash(bytes)
-            if let s = find(bytes: bytes, hash: h) { return (s, false) }
-            let slot = allocateSlot()
-            let off = arena.count
-            arena.append(contentsOf: bytes)
-            idRef[Int(slot)] = UInt64(off) << 9 | UInt64(bytes.count)
-            idHash[Int(slot)] = h
-            count += 1
-            if count * 4 > buckets.count * 3 { growBuckets() }
-            insertBucket(slot, hash: h)
-            return (slot, true)
-        }
+        return id.withUTF8 { findOrInsert(bytes: $0) }
+    }
+
+    /// `findOrInsert(_:)` for an id given as its UTF-8 bytes (1...256).
+    mutating func findOrInsert(bytes: UnsafeBufferPointer<UInt8>) -> (slot: Int32, created: Bool) {
+        let h = hash(bytes)
+        if let s = find(bytes: bytes, hash: h) { return (s, false) }
+        let slot = allocateSlot()
+        let off = arena.count
+        arena.append(contentsOf: bytes)
+        idRef[Int(slot)] = UInt64(off) << 9 | UInt64(bytes.count)
+        idHash[Int(slot)] = h
+        count += 1
+        if count * 4 > buckets.count * 3 { growBuckets() }
+        insertBucket(slot, hash: h)
+        return (slot, true)
     }
 
     mutating func allocateSlot() -> Int32 {

@@ -74,13 +74,60 @@ public struct RestoreBatch: Sendable {
         return true
     }
 
-    /// Marker `i` as a record (the path for layers that cannot take the batch directly).
+    /// Marker `i`'s id.
+    public func id(_ i: Int) -> String {
+        idBytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[idStart(i)..<Int(entries[i].idEnd)]), as: UTF8.self) }
+    }
+
+    /// Marker `i` as a record.
     public func record(_ i: Int) -> MarkerRecord {
         let e = entries[i]
-        let id = idBytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[idStart(i)..<Int(e.idEnd)]), as: UTF8.self) }
         let f = e.flags
-        return MarkerRecord(id: id, position: e.position, style: styles[Int(e.style)], zIndex: e.zIndex,
+        return MarkerRecord(id: id(i), position: e.position, style: styles[Int(e.style)], zIndex: e.zIndex,
                             visible: f & Self.visible != 0, clickable: f & Self.clickable != 0,
                             draggable: f & Self.draggable != 0, extra: extras[Int32(i)] ?? [])
+    }
+}
+
+extension RestoreBatch {
+    /// The index of the first marker whose id an earlier marker of the batch already has, or
+    /// nil when every id is distinct. Costs one pass over the ids with a scratch open-addressing
+    /// table of marker indexes keyed by a hash of the id bytes (no `String`s), 4 bytes per
+    /// slot at load factor <= 1/2.
+    public func firstRepeatedID() -> Int? {
+        guard count > 1 else { return nil }
+        var size = 4
+        while size < 2 * count { size *= 2 }
+        let mask = size - 1
+        var table = [Int32](repeating: -1, count: size)
+        return idBytes.withUnsafeBufferPointer { ids -> Int? in
+            func id(_ i: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: ids[idStart(i)..<Int(entries[i].idEnd)]) }
+            for i in 0..<count {
+                let bytes = id(i)
+                var at = Int(truncatingIfNeeded: Self.hash(bytes)) & mask
+                while true {
+                    let j = table[at]
+                    if j < 0 { table[at] = Int32(i); break }
+                    if bytes.elementsEqual(id(Int(j))) { return i }
+                    at = (at + 1) & mask
+                }
+            }
+            return nil
+        }
+    }
+
+    /// A 64-bit hash of id bytes (FNV-1a over 8-byte words, then a finalizer).
+    static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(bytes.count)
+        var i = 0
+        let raw = UnsafeRawBufferPointer(bytes)
+        while i + 8 <= bytes.count {
+            h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x100_0000_01B3
+            i += 8
+        }
+        var tail: UInt64 = 0
+        while i < bytes.count { tail = tail << 8 | UInt64(bytes[i]); i += 1 }
+        h = (h ^ tail) &* 0x9E37_79B9_7F4A_7C15
+        return h ^ (h >> 32)
     }
 }

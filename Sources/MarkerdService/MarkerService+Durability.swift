@@ -282,7 +282,10 @@ extension MarkerService {
         let now = Self.nowUnixMs()
         let c = MutationCommit(kind: .upsertMarkers, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
         // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
-        if Self.isMarkersSection(bytes), let (layerID, batch) = convertMarkersChunk(bytes) {
+        if Self.isMarkersSection(bytes),
+           let (layerID, batch) = bytes.withUnsafeBytes({ raw in
+               plainBatch { V1.SnapshotSection.visitMarkersChunk(raw, reserve: $0, each: $1) }
+           }) {
             return { [self] in try restoreBatch(batch, into: layerID, c) }
         }
         switch try V1.SnapshotSection(serializedBytes: bytes).section {
@@ -300,42 +303,11 @@ extension MarkerService {
         }
     }
 
-    /// A markers chunk decoded by `V1.SnapshotSection.visitMarkersChunk` and converted marker by
-    /// marker into columns (no intermediate `V1.Marker` array, no `MarkerRecord`s), positions
-    /// projected; nil when the decoder declines the bytes or a marker would not convert or
-    /// validate (then the caller goes the protobuf-c way, which gives the same records or the
-    /// same error as before). A marker whose icon and anchor bytes repeat the previous marker's
-    /// reuses its style without converting or validating it again.
-    func convertMarkersChunk(_ bytes: [UInt8]) -> (String, RestoreBatch)? {
-        var batch = RestoreBatch()
-        var lastStyle: UInt32? = nil
-        let layerID = bytes.withUnsafeBytes { raw in
-            V1.SnapshotSection.visitMarkersChunk(raw, reserve: { batch = RestoreBatch(capacity: $0) }) { m, sameStyle in
-                guard let p = m.position, m.animation == nil, m.attributes.isEmpty,
-                      m.extra.count <= MarkerConversion.maxPayloadBytes else { return false }
-                let style: UInt32
-                if sameStyle, let l = lastStyle {
-                    style = l
-                } else {
-                    guard let s = try? MarkerConversion.iconStyle(m.icon, anchor: m.anchor, label: "", icon: icons.geometry),
-                          let i = batch.styleIndex(s, hint: lastStyle) else { return false }
-                    style = i
-                    lastStyle = i
-                }
-                return batch.append(id: m.id, position: LatLng(latitude: p.latitude, longitude: p.longitude), style: style,
-                                    zIndex: m.zIndex, visible: m.visible ?? true, clickable: m.clickable ?? true,
-                                    draggable: m.draggable ?? false, extra: m.extra)
-            }
-        }
-        guard let layerID, batch.count <= MarkerConversion.maxBatch else { return nil }
-        return (layerID, batch)
-    }
-
     /// Applies one snapshot section's markers in columns like `upsertRecords`, leaving a new
     /// layer's grid for `finishRestores()`.
     func restoreBatch(_ batch: RestoreBatch, into layerID: String, _ c: MutationCommit) throws(RPCError) {
         try write(layerID, c) { (h) throws(RPCError) in
-            _ = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.restore(batch, now: c.nowUnixMs) }
+            _ = h.layer.restore(batch, now: c.nowUnixMs)
         }
     }
 

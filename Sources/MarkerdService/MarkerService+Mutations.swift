@@ -110,7 +110,9 @@ extension MarkerService {
         case .createLayer: return try createLayer(decode(V1.CreateLayerRequest.self, c), c).serializedBytes()
         case .deleteLayer: return try deleteLayer(decode(V1.DeleteLayerRequest.self, c), c).serializedBytes()
         case .registerIcon: return try registerIcon(decode(V1.RegisterIconRequest.self, c), c).serializedBytes()
-        case .upsertMarkers: return try upsertMarkers(decode(V1.UpsertMarkersRequest.self, c), c).serializedBytes()
+        case .upsertMarkers:
+            if let r = try upsertPlainMarkers(c) { return r.serializedBytes() }
+            return try upsertMarkers(decode(V1.UpsertMarkersRequest.self, c), c).serializedBytes()
         case .removeMarkers: return try removeMarkers(decode(V1.RemoveMarkersRequest.self, c), c).serializedBytes()
         case .clearLayer: return try clearLayer(decode(V1.ClearLayerRequest.self, c), c).serializedBytes()
         case .moveMarkers: return try moveMarkers(decode(V1.MoveMarkersRequest.self, c), c).serializedBytes()
@@ -257,12 +259,7 @@ extension MarkerService {
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c)
-            var response = V1.UpsertMarkersResponse()
-            response.created = UInt32(result.created)
-            response.updated = UInt32(result.updated)
-            response.layerVersion = h.layer.version
-            if !records.isEmpty { try journalAppend(c, response: response.serializedBytes()) }
-            return response
+            return try upserted(result, h, c)
         }
     }
 

@@ -200,6 +200,15 @@ extension LayerHandle {
         markTiles(before + after())
     }
 
+    /// Footprints of a plain batch's markers that will be drawn into tiles (visible, not
+    /// draggable: a batch has no animations), as `staticFootprints(_:now:)` of its records.
+    static func staticFootprints(_ batch: RestoreBatch) -> [IconFootprint] {
+        batch.entries.compactMap { e in
+            guard e.flags & RestoreBatch.visible != 0, e.flags & RestoreBatch.draggable == 0 else { return nil }
+            return IconFootprint(position: e.world, extents: batch.styles[Int(e.style)].extents)
+        }
+    }
+
     /// Footprints of upserted records that will be drawn into tiles (static at `now`).
     static func staticFootprints(_ records: [MarkerRecord], now: Int64) -> [IconFootprint] {
         records.compactMap { m in

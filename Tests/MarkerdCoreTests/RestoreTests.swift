@@ -198,7 +198,7 @@ import Testing
         let a = try Self.restored(batches, projectSome: false)
         var b = try MarkerLayer(options: TilingOptions(minMarkerCount: 100))
         for c in columns {
-            let r = try b.restore(c, now: Self.now)
+            let r = b.restore(c, now: Self.now)
             #expect(r.created == c.count && b.hasDeferredGrid)
         }
         b.finishRestore()

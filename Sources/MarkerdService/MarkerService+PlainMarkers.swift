@@ -1,0 +1,64 @@
+import MarkerdAPI
+import MarkerdCore
+
+/// Plain marker batches (no animation, no attributes: bulk loads and snapshot chunks) decoded
+/// by the hand-written wire decoder straight into columns (`RestoreBatch`) and applied in one
+/// pass, without protobuf-c, `V1.Marker` arrays, `MarkerRecord`s or a `Set<String>` of ids.
+/// Anything else, and every error, goes the protobuf-c way, which gives the same result or the
+/// same error message.
+extension MarkerService {
+    /// Markers visited by a plain decoder (`visit` calls it with the decoder's `reserve` and
+    /// `each`: `V1.UpsertMarkersRequest.visitPlain` or `V1.SnapshotSection.visitMarkersChunk`)
+    /// converted marker by marker into columns, positions projected; nil when the decoder
+    /// declines the bytes, the batch holds more than `MarkerConversion.maxBatch` markers, or a
+    /// marker would not convert or validate. A marker whose icon and anchor bytes repeat the
+    /// previous marker's reuses its style without converting or validating it again.
+    func plainBatch(_ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool) -> Bool) -> String?) -> (String, RestoreBatch)? {
+        var batch = RestoreBatch()
+        var lastStyle: UInt32? = nil
+        let layerID = visit({ batch = RestoreBatch(capacity: $0) }) { m, sameStyle in
+            guard let p = m.position, m.animation == nil, m.attributes.isEmpty,
+                  m.extra.count <= MarkerConversion.maxPayloadBytes else { return false }
+            let style: UInt32
+            if sameStyle, let l = lastStyle {
+                style = l
+            } else {
+                guard let s = try? MarkerConversion.iconStyle(m.icon, anchor: m.anchor, label: "", icon: icons.geometry),
+                      let i = batch.styleIndex(s, hint: lastStyle) else { return false }
+                style = i
+                lastStyle = i
+            }
+            return batch.append(id: m.id, position: LatLng(latitude: p.latitude, longitude: p.longitude), style: style,
+                                zIndex: m.zIndex, visible: m.visible ?? true, clickable: m.clickable ?? true,
+                                draggable: m.draggable ?? false, extra: m.extra)
+        }
+        guard let layerID, batch.count <= MarkerConversion.maxBatch else { return nil }
+        return (layerID, batch)
+    }
+
+    /// UpsertMarkers through the plain decoder: the response, or nil when the request is not
+    /// plain, repeats an id, or anything else that the protobuf-c path reports as an error
+    /// (then nothing was applied). The journal record holds the request's own bytes, as for
+    /// every mutation.
+    func upsertPlainMarkers(_ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse? {
+        guard let (layerID, batch) = c.payload.withUnsafeBytes({ raw in
+            plainBatch { V1.UpsertMarkersRequest.visitPlain(raw, reserve: $0, each: $1) }
+        }), batch.firstRepeatedID() == nil else { return nil }
+        return try write(layerID, c) { (h) throws(RPCError) in
+            let before = h.footprintsBefore((0..<batch.count).lazy.map(batch.id), count: batch.count, c)
+            let result = h.layer.upsert(batch, now: c.nowUnixMs)
+            h.markTiles(before: before, after: { LayerHandle.staticFootprints(batch) }, c)
+            return try upserted(result, h, c)
+        }
+    }
+
+    /// The response to an applied upsert, journaled (unless nothing was upserted).
+    func upserted(_ result: UpsertResult, _ h: LayerHandle, _ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse {
+        var response = V1.UpsertMarkersResponse()
+        response.created = UInt32(result.created)
+        response.updated = UInt32(result.updated)
+        response.layerVersion = h.layer.version
+        if result.created + result.updated > 0 { try journalAppend(c, response: response.serializedBytes()) }
+        return response
+    }
+}
