@@ -10,9 +10,14 @@ import Testing
 /// Runs a mutation synchronously.
 @discardableResult
 func mutate<Resp: ProtoMessage>(_ s: MarkerService, _ kind: MutationKind, _ req: some ProtoMessage, as: Resp.Type = Resp.self) throws -> Resp {
+    try mutate(s, kind, payload: req.serializedBytes())
+}
+
+/// Runs a mutation with the given payload bytes synchronously.
+func mutate<Resp: ProtoMessage>(_ s: MarkerService, _ kind: MutationKind, payload: [UInt8], as: Resp.Type = Resp.self) throws -> Resp {
     let box = Mutex<Result<[UInt8], RPCError>?>(nil)
     let key = "k\(UInt64.random(in: 0...UInt64.max))"
-    s.mutate(kind, payload: req.serializedBytes(), context: CallContext(method: kind.methodName, idempotencyKey: key)) { r in
+    s.mutate(kind, payload: payload, context: CallContext(method: kind.methodName, idempotencyKey: key)) { r in
         box.withLock { $0 = r }
     }
     while box.withLock({ $0 == nil }) { usleep(100) }

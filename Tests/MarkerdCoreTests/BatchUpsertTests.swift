@@ -1,0 +1,62 @@
+import MarkerdTestSupport
+import Testing
+@testable import MarkerdCore
+
+/// `MarkerLayer.upsert(_: RestoreBatch, now:)` (plain markers in columns, the UpsertMarkers fast
+/// path) against `upsert(_: [MarkerRecord], now:)` of the same markers, and
+/// `RestoreBatch.firstRepeatedID` against a brute-force search.
+@Suite struct BatchUpsertTests {
+    static func plain(_ n: Int, ids: (Int) -> String, _ rng: inout SplitMix64) -> [MarkerRecord] {
+        RestoreTests.markers(n, ids: ids, &rng).map { m in
+            var m = m
+            m.animation = nil
+            m.attributes = [:]
+            return m
+        }
+    }
+
+    @Test func columnBatchesUpsertLikeRecords() throws {
+        let seed = testSeed("BatchUpsertTests.columnBatchesUpsertLikeRecords")
+        var rng = SplitMix64(seed: seed)
+        // A used layer: markers with animations, attributes, drags in progress, clusters on.
+        var a = try MarkerLayer(options: TilingOptions(minMarkerCount: 100))
+        a.enableGridClusters(ClusterOptions())
+        _ = try a.upsert(RestoreTests.markers(3_000, ids: { "r\($0)" }, &rng), now: RestoreTests.now)
+        for i in stride(from: 0, to: 3_000, by: 17) { _ = try a.beginDrag(id: "r\(i)") }
+        var b = a
+        // Ids new and old, repeated across batches and within them; some become non-draggable.
+        let all = Self.plain(9_000, ids: { i in i % 3 == 0 ? "r\((i * 7) % 3_500)" : "u\(i % 6_000)" }, &rng)
+        let batches = RestoreTests.batches(all, &rng)
+        let columns = try #require(RestoreTests.columnBatches(batches))
+        for (records, batch) in zip(batches, columns) {
+            let ra = try a.upsert(records, now: RestoreTests.now)
+            let rb = b.upsert(batch, now: RestoreTests.now)
+            #expect(ra.created == rb.created && ra.updated == rb.updated, "seed \(seed)")
+        }
+        #expect(a.table.slotCount == b.table.slotCount, "seed \(seed)")
+        for s in 0..<a.table.slotCount {
+            #expect(a.table.flags[s] == b.table.flags[s] && (a.table.flags[s] == 0 || a.record(Int32(s)) == b.record(Int32(s))),
+                    "seed \(seed): slot \(s)")
+        }
+        #expect(a.drags.count == b.drags.count && a.styles.count == b.styles.count, "seed \(seed): drags, styles")
+        #expect(RestoreTests.nodes(a.grid) == RestoreTests.nodes(b.grid), "seed \(seed): grid nodes differ")
+        #expect(a.clusters?.count == b.clusters?.count, "seed \(seed): clusters")
+        try RestoreTests.compareAnswers(a, b, ids: all.map(\.id) + (0..<3_000).map { "r\($0)" }, &rng, "seed \(seed)")
+    }
+
+    @Test func firstRepeatedIDMatchesBruteForce() throws {
+        let seed = testSeed("BatchUpsertTests.firstRepeatedIDMatchesBruteForce")
+        var rng = SplitMix64(seed: seed)
+        for round in 0..<60 {
+            let n = Int(rng.next() % 400)
+            let pool = 1 + Int(rng.next() % 2_000)   // small pools repeat ids
+            let ids = (0..<n).map { _ in
+                let k = Int(rng.next() % UInt64(pool))
+                return k % 5 == 0 ? String(repeating: "long-id-", count: 1 + k % 4) + "\(k)" : "m\(k)"
+            }
+            let batch = try #require(RestoreTests.columnBatches([ids.map { MarkerRecord(id: $0, position: LatLng(latitude: 1, longitude: 2)) }])?.first)
+            let expected = ids.indices.first { i in ids[..<i].contains(ids[i]) }
+            #expect(batch.firstRepeatedID() == expected, "seed \(seed) round \(round)")
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import MarkerdAPI
+@testable import MarkerdCore
+@testable import MarkerdService
+import MarkerdTestSupport
+import Testing
+
+/// UpsertMarkers through the plain decoder and the column batch (`upsertPlainMarkers`) against
+/// the protobuf-c path: the same requests go to two services, the second one's with an unknown
+/// field appended (protobuf-c skips it, the plain decoder declines the request), and every
+/// reply, error and stored marker must agree.
+@Suite struct PlainUpsertTests {
+    static func service() throws -> MarkerService {
+        let s = MarkerService()
+        var icon = V1.RegisterIconRequest()
+        icon.iconID = "red"
+        icon.png = redSquarePNG
+        try mutate(s, .registerIcon, icon, as: V1.RegisterIconResponse.self)
+        try makeLayer(s, "a")
+        return s
+    }
+
+    /// Replies as text: the response fields, or the error's code and message.
+    static func send(_ s: MarkerService, _ request: [UInt8]) -> String {
+        let r = Result { () throws -> V1.UpsertMarkersResponse in try mutate(s, .upsertMarkers, payload: request) }
+        switch r {
+        case .success(let v): return "ok \(v.created) \(v.updated) \(v.layerVersion)"
+        case .failure(let e): return "\(e)"
+        }
+    }
+
+    @Test func plainPathAgreesWithProtobufC() throws {
+        let seed = testSeed("PlainUpsertTests.plainPathAgreesWithProtobufC")
+        var rng = SplitMix64(seed: seed)
+        let fast = try Self.service(), slow = try Self.service()
+        var ids: Set<String> = []
+        var plainReplies = 0
+        for round in 0..<80 {
+            let n = Int(rng.next() % 300)
+            var markers = (0..<n).map { i -> V1.Marker in
+                let id = "m\(rng.next() % 2_000)"
+                ids.insert(id)
+                return marker(id, Double.random(in: -80...80, using: &rng), Double.random(in: -180...180, using: &rng)) { m in
+                    switch rng.next() % 6 {
+                    case 0: m.icon = .iconID("red")
+                    case 1: m.icon = .pin(V1.DefaultPin(fillColor: UInt32(i % 3), label: i % 2 == 0 ? "L" : nil))
+                    default: break
+                    }
+                    if rng.next() % 4 == 0 { m.anchor = V1.Anchor(x: 0.5, y: Float(rng.next() % 3) / 2) }
+                    m.zIndex = Int32(rng.next() % 5)
+                    if rng.next() % 9 == 0 { m.draggable = true }
+                    if rng.next() % 7 == 0 { m.visible = false }
+                    if rng.next() % 8 == 0 { m.clickable = false }
+                    if rng.next() % 10 == 0 { m.extra = [UInt8(i & 255), 1] }
+                }
+            }
+            // Within a batch: repeated ids are refused; now and then one bad marker.
+            markers = Array(Dictionary(markers.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }).values)
+                .sorted { $0.id < $1.id }
+            if !markers.isEmpty {
+                switch round % 10 {
+                case 3: markers.append(markers[Int(rng.next() % UInt64(markers.count))])        // repeated id
+                case 5: markers[0].position = nil                                               // missing position
+                case 6: markers[0].icon = .iconID("nope")                                       // unregistered icon
+                case 7: markers[0].position = V1.LatLng(latitude: 91, longitude: 0)             // invalid position
+                case 8: markers[0].id = ""                                                      // empty id
+                default: break
+                }
+            }
+            let layer = round % 17 == 16 ? "missing" : "a"
+            let request = V1.UpsertMarkersRequest(layerID: layer, markers: markers).serializedBytes()
+            let a = Self.send(fast, request)
+            let b = Self.send(slow, request + [0x78, 0x01])   // field 15, varint: unknown
+            #expect(a == b, "seed \(seed) round \(round)")
+            if a.hasPrefix("ok") { plainReplies += 1 }
+        }
+        #expect(plainReplies > 40, "seed \(seed): most batches apply")
+        let ha = fast.layers.withLock { $0["a"]! }, hb = slow.layers.withLock { $0["a"]! }
+        for id in ids { #expect(ha.layer.marker(id: id) == hb.layer.marker(id: id), "seed \(seed): \(id)") }
+        #expect(ha.layer.count == hb.layer.count && ha.layer.version == hb.layer.version)
+        #expect(ha.layer.stats(now: 0) == hb.layer.stats(now: 0))
+    }
+}
