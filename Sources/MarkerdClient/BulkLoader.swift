@@ -44,7 +44,7 @@ public struct BulkLoader: Sendable {
         let state = State()
         let total = markers.count
         let client = self.client
-        DispatchQueue.concurrentPerform(iterations: min(concurrency, max(1, batches.count))) { _ in
+        let work: @Sendable () -> Void = {
             while true {
                 state.lock.lock()
                 if state.error != nil || state.next >= batches.count { state.lock.unlock(); return }
@@ -68,6 +68,17 @@ public struct BulkLoader: Sendable {
                 }
             }
         }
+        // One thread per call in flight: each blocks in its call while the others encode and
+        // send (`DispatchQueue.concurrentPerform` would run only as many as there are cores).
+        let workers = DispatchGroup()
+        for _ in 0..<min(concurrency, max(1, batches.count)) {
+            workers.enter()
+            Thread.detachNewThread {
+                work()
+                workers.leave()
+            }
+        }
+        workers.wait()
         if let error = state.error { throw error }
         return Summary(markers: state.sent, created: state.created, updated: state.updated, seconds: Self.seconds(since: start))
     }

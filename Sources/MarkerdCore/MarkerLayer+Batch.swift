@@ -16,13 +16,34 @@ extension MarkerLayer {
         // Styles in order of first use, as marker-by-marker retains would number them.
         let styleIndex = batch.styles.indices.map { batch.styleUses[$0] == 0 ? 0 : styles.retain(batch.styles[$0], times: batch.styleUses[$0]) }
         var created = 0
+        // Every id looked up first in a short loop whose iterations do not depend on each
+        // other, so the processor overlaps their cache misses in the id index (one lookup at a
+        // time waits for each miss in turn); new ids then find their buckets in cache.
+        var hashes: [UInt32] = []
+        var found: [Int32] = []
+        if !deferIndexes {
+            table.reserveIndex(additional: batch.count)
+            (hashes, found) = batch.idBytes.withUnsafeBufferPointer { ids in
+                var hashes = [UInt32](repeating: 0, count: batch.count), found = [Int32](repeating: -1, count: batch.count)
+                var start = 0
+                for (i, e) in batch.entries.enumerated() {
+                    let id = UnsafeBufferPointer(rebasing: ids[start..<Int(e.idEnd)])
+                    start = Int(e.idEnd)
+                    let h = table.hash(id)
+                    hashes[i] = h
+                    found[i] = table.find(bytes: id, hash: h) ?? -1
+                }
+                return (hashes, found)
+            }
+        }
         batch.idBytes.withUnsafeBufferPointer { ids in
             batch.entries.withUnsafeBufferPointer { entries in
                 var start = 0
                 for (i, e) in entries.enumerated() {
                     let end = Int(e.idEnd)
                     let id = UnsafeBufferPointer(rebasing: ids[start..<end])
-                    let (slot, isNew) = deferIndexes ? (table.appendUnindexed(id), true) : table.findOrInsert(bytes: id)
+                    let (slot, isNew) = deferIndexes ? (table.appendUnindexed(id), true)
+                        : found[i] >= 0 ? (found[i], false) : table.findOrInsert(bytes: id, hash: hashes[i])  // ids repeated in the batch: found now
                     start = end
                     var f = MarkerFlags.occupied
                     if e.flags & RestoreBatch.visible != 0 { f |= MarkerFlags.visible }

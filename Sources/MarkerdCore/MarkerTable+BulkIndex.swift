@@ -36,7 +36,7 @@ extension MarkerTable {
         let n = flags.count
         var size = 16, shift: UInt32 = 28
         while n * 4 > size * 3 { size *= 2; shift -= 1 }
-        buckets = Array(repeating: -1, count: size)
+        buckets = Array(repeating: Bucket.empty, count: size)
         bucketShift = shift
         var pairs = [UInt64](repeating: 0, count: n)   // hash << 32 | slot
         var scratch = [UInt64](repeating: 0, count: n)
@@ -71,8 +71,8 @@ extension MarkerTable {
                 continue
             }
             var i = Int(h >> shift)
-            while buckets[i] >= 0 { i = (i + 1) & mask }
-            buckets[i] = slot
+            while buckets[i] != Bucket.empty { i = (i + 1) & mask }
+            buckets[i] = Bucket.make(slot, hash: h)
         }
         repeats.sort { $0.repeated < $1.repeated }
         return repeats

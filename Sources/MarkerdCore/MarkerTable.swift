@@ -1,8 +1,10 @@
 /// Struct-of-arrays marker storage with an id -> slot hash index and slot reuse.
 ///
 /// Ids live in one byte arena (`idRef` = offset << 9 | length); the id index is an
-/// open-addressing table of Int32 slots (linear probing, backward-shift deletion) keyed by a
-/// seeded 32-bit hash that is also kept per slot. Removed ids leave garbage in the arena, which
+/// open-addressing table (linear probing, backward-shift deletion) keyed by a seeded 32-bit
+/// hash that is also kept per slot. Each bucket holds a slot in its low 27 bits and 5 more bits
+/// of the hash (`Bucket`), so probing past other ids rarely reads their `idHash` (a cache miss
+/// each at millions of markers); a table holds at most `maxSlots` slots. Removed ids leave garbage in the arena, which
 /// is compacted when it exceeds half of the arena (amortized O(1) per removal).
 ///
 /// Fixed cost per marker: idRef 8 + idHash 4 + x 4 + y 4 + zIndex 4 + flags 1 + style 4
@@ -10,6 +12,19 @@
 /// and the id's UTF-8 bytes in the arena. The grid adds its own (see `GridIndex`).
 struct MarkerTable: Sendable {
     static let maxIDBytes = 256
+    /// Most slots a table holds (2^27 - 1, about 134 million markers per layer).
+    static let maxSlots = Int(Bucket.slotMask)
+
+    /// An id index bucket: `tag << 27 | slot`, the tag being the low 5 bits of the id's hash;
+    /// `empty` (all ones: slot 2^27 - 1 is never used) marks a free bucket.
+    enum Bucket {
+        static let empty = UInt32.max
+        static let slotMask: UInt32 = 1 << 27 - 1
+        @inline(__always) static func make(_ slot: Int32, hash h: UInt32) -> UInt32 { h << 27 | UInt32(slot) }
+        @inline(__always) static func slot(_ b: UInt32) -> Int32 { Int32(b & slotMask) }
+        /// Whether bucket `b` may hold an id of hash `h` (its tag matches).
+        @inline(__always) static func mayHold(_ b: UInt32, hash h: UInt32) -> Bool { (b ^ h << 27) <= slotMask }
+    }
 
     var arena: [UInt8] = []
     var garbageBytes = 0
@@ -22,7 +37,7 @@ struct MarkerTable: Sendable {
     var style: [UInt32] = []
     // Internal (not private): MarkerTable+BulkIndex.swift builds the index in one pass.
     var freeHead: Int32 = -1
-    var buckets: [Int32] = Array(repeating: -1, count: 16)
+    var buckets: [UInt32] = Array(repeating: Bucket.empty, count: 16)
     var bucketShift: UInt32 = 28   // 32 - log2(buckets.count)
     var count = 0
     private let seed: UInt64
@@ -119,13 +134,16 @@ struct MarkerTable: Sendable {
         return id.withUTF8 { find(bytes: $0, hash: hash($0)) }
     }
 
-    private func find(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> Int32? {
+    func find(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> Int32? {
         let mask = buckets.count - 1
         var i = Int(h >> bucketShift)
         while true {
-            let s = buckets[i]
-            if s < 0 { return nil }
-            if idHash[Int(s)] == h && idEquals(s, bytes) { return s }
+            let b = buckets[i]
+            if b == Bucket.empty { return nil }
+            if Bucket.mayHold(b, hash: h) {
+                let s = Bucket.slot(b)
+                if idHash[Int(s)] == h && idEquals(s, bytes) { return s }
+            }
             i = (i + 1) & mask
         }
     }
@@ -137,9 +155,10 @@ struct MarkerTable: Sendable {
         return id.withUTF8 { findOrInsert(bytes: $0) }
     }
 
-    /// `findOrInsert(_:)` for an id given as its UTF-8 bytes (1...256).
-    mutating func findOrInsert(bytes: UnsafeBufferPointer<UInt8>) -> (slot: Int32, created: Bool) {
-        let h = hash(bytes)
+    /// `findOrInsert(_:)` for an id given as its UTF-8 bytes (1...256) and, if known, their
+    /// `hash(_:)`.
+    mutating func findOrInsert(bytes: UnsafeBufferPointer<UInt8>, hash known: UInt32? = nil) -> (slot: Int32, created: Bool) {
+        let h = known ?? hash(bytes)
         if let s = find(bytes: bytes, hash: h) { return (s, false) }
         let slot = allocateSlot()
         let off = arena.count
@@ -161,23 +180,28 @@ struct MarkerTable: Sendable {
             x[Int(s)] = 0; y[Int(s)] = 0; zIndex[Int(s)] = 0; style[Int(s)] = 0
             return s
         }
-        precondition(flags.count < Int(Int32.max), "marker table full")
+        precondition(flags.count < MarkerTable.maxSlots, "marker table full (\(MarkerTable.maxSlots) markers)")
         let s = Int32(flags.count)
         idRef.append(0); idHash.append(0); x.append(0); y.append(0); zIndex.append(0)
         flags.append(MarkerFlags.occupied); style.append(0)
         return s
     }
 
-    private mutating func insertBucket(_ slot: Int32, hash h: UInt32) {
+    mutating func insertBucket(_ slot: Int32, hash h: UInt32) {
         let mask = buckets.count - 1
         var i = Int(h >> bucketShift)
-        while buckets[i] >= 0 { i = (i + 1) & mask }
-        buckets[i] = slot
+        while buckets[i] != Bucket.empty { i = (i + 1) & mask }
+        buckets[i] = Bucket.make(slot, hash: h)
+    }
+
+    /// Grows the id index ahead so that `additional` more ids fit without growing it again.
+    mutating func reserveIndex(additional: Int) {
+        while (count + additional) * 4 > buckets.count * 3 { growBuckets() }
     }
 
     private mutating func growBuckets() {
         let newCount = buckets.count * 2
-        buckets = Array(repeating: -1, count: newCount)
+        buckets = Array(repeating: Bucket.empty, count: newCount)
         bucketShift -= 1
         for s in 0..<flags.count where flags[s] != 0 { insertBucket(Int32(s), hash: idHash[s]) }
     }
@@ -186,19 +210,19 @@ struct MarkerTable: Sendable {
     mutating func remove(_ slot: Int32) {
         let mask = buckets.count - 1
         var i = Int(idHash[Int(slot)] >> bucketShift)
-        while buckets[i] != slot { i = (i + 1) & mask }
+        while Bucket.slot(buckets[i]) != slot { i = (i + 1) & mask }   // empty buckets hold no slot
         // Backward-shift deletion.
         var j = i
         while true {
             j = (j + 1) & mask
-            let s = buckets[j]
-            if s < 0 { break }
-            let home = Int(idHash[Int(s)] >> bucketShift)
-            // Move s back into the hole at i unless its home lies cyclically in (i, j].
+            let b = buckets[j]
+            if b == Bucket.empty { break }
+            let home = Int(idHash[Int(Bucket.slot(b))] >> bucketShift)
+            // Move the bucket back into the hole at i unless its home lies cyclically in (i, j].
             let inRange = i <= j ? (home > i && home <= j) : (home > i || home <= j)
-            if !inRange { buckets[i] = s; i = j }
+            if !inRange { buckets[i] = b; i = j }
         }
-        buckets[i] = -1
+        buckets[i] = Bucket.empty
         garbageBytes += idLength(slot)
         flags[Int(slot)] = 0
         idRef[Int(slot)] = freeHead < 0 ? .max : UInt64(freeHead)
