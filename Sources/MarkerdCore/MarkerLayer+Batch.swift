@@ -16,34 +16,21 @@ extension MarkerLayer {
         // Styles in order of first use, as marker-by-marker retains would number them.
         let styleIndex = batch.styles.indices.map { batch.styleUses[$0] == 0 ? 0 : styles.retain(batch.styles[$0], times: batch.styleUses[$0]) }
         var created = 0
-        // Every id looked up first in a short loop whose iterations do not depend on each
-        // other, so the processor overlaps their cache misses in the id index (one lookup at a
-        // time waits for each miss in turn); new ids then find their buckets in cache.
-        var hashes: [UInt32] = []
-        var found: [Int32] = []
-        if !deferIndexes {
-            table.reserveIndex(additional: batch.count)
-            (hashes, found) = batch.idBytes.withUnsafeBufferPointer { ids in
-                var hashes = [UInt32](repeating: 0, count: batch.count), found = [Int32](repeating: -1, count: batch.count)
-                var start = 0
-                for (i, e) in batch.entries.enumerated() {
-                    let id = UnsafeBufferPointer(rebasing: ids[start..<Int(e.idEnd)])
-                    start = Int(e.idEnd)
-                    let h = table.hash(id)
-                    hashes[i] = h
-                    found[i] = table.find(bytes: id, hash: h) ?? -1
-                }
-                return (hashes, found)
-            }
-        }
+        if !deferIndexes { table.reserveIndex(additional: batch.count) }
+        // New markers go into the grid after the loop, in spatial order (`GridIndex.insert(_:)`).
+        // Slots created here are numbered from `firstNew` up when no freed slot is reused (else
+        // no deferral), so an id repeated in the batch is seen and the pending inserts go in first.
+        let sortGrid = !deferIndexes && table.freeHead < 0 && batch.count > 1
+        let firstNew = table.slotCount
+        var pending: [(entry: GridEntry, cls: UInt32)] = []
+        if sortGrid { pending.reserveCapacity(batch.count) }
         batch.idBytes.withUnsafeBufferPointer { ids in
             batch.entries.withUnsafeBufferPointer { entries in
                 var start = 0
                 for (i, e) in entries.enumerated() {
                     let end = Int(e.idEnd)
                     let id = UnsafeBufferPointer(rebasing: ids[start..<end])
-                    let (slot, isNew) = deferIndexes ? (table.appendUnindexed(id), true)
-                        : found[i] >= 0 ? (found[i], false) : table.findOrInsert(bytes: id, hash: hashes[i])  // ids repeated in the batch: found now
+                    let (slot, isNew) = deferIndexes ? (table.appendUnindexed(id), true) : table.findOrInsert(bytes: id)
                     start = end
                     var f = MarkerFlags.occupied
                     if e.flags & RestoreBatch.visible != 0 { f |= MarkerFlags.visible }
@@ -51,12 +38,19 @@ extension MarkerLayer {
                     if e.flags & RestoreBatch.draggable != 0 { f |= MarkerFlags.draggable }
                     var extra: [UInt8] = []
                     if !batch.extras.isEmpty, let x = batch.extras[Int32(i)] { extra = x; f |= MarkerFlags.hasExtra }
-                    if isNew { created += 1 }
+                    if isNew {
+                        created += 1
+                        if sortGrid { pending.append((GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: slot), MarkerLayer.gridClass(f))) }
+                    } else if Int(slot) >= firstNew && !pending.isEmpty {
+                        grid.insert(pending)
+                        pending.removeAll(keepingCapacity: true)
+                    }
                     store(slot, isNew: isNew, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
-                          animation: nil, attributes: [:], extra: extra, indexGrid: !deferIndexes)
+                          animation: nil, attributes: [:], extra: extra, indexGrid: !deferIndexes && !sortGrid)
                 }
             }
         }
+        grid.insert(pending)
         if batch.count > 0 { version &+= 1 }
         return UpsertResult(created: created, updated: batch.count - created)
     }

@@ -134,7 +134,7 @@ struct MarkerTable: Sendable {
         return id.withUTF8 { find(bytes: $0, hash: hash($0)) }
     }
 
-    func find(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> Int32? {
+    private func find(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> Int32? {
         let mask = buckets.count - 1
         var i = Int(h >> bucketShift)
         while true {
@@ -155,10 +155,9 @@ struct MarkerTable: Sendable {
         return id.withUTF8 { findOrInsert(bytes: $0) }
     }
 
-    /// `findOrInsert(_:)` for an id given as its UTF-8 bytes (1...256) and, if known, their
-    /// `hash(_:)`.
-    mutating func findOrInsert(bytes: UnsafeBufferPointer<UInt8>, hash known: UInt32? = nil) -> (slot: Int32, created: Bool) {
-        let h = known ?? hash(bytes)
+    /// `findOrInsert(_:)` for an id given as its UTF-8 bytes (1...256).
+    mutating func findOrInsert(bytes: UnsafeBufferPointer<UInt8>) -> (slot: Int32, created: Bool) {
+        let h = hash(bytes)
         if let s = find(bytes: bytes, hash: h) { return (s, false) }
         let slot = allocateSlot()
         let off = arena.count
