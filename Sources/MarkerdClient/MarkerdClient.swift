@@ -56,12 +56,20 @@ public final class MarkerdClient: Sendable {
         _ method: String, _ request: Request, as _: Response.Type = Response.self,
         idempotencyKey: String = "", timeoutMs: UInt32 = 0
     ) throws(ClientError) -> Response {
+        try call(method, payload: request.serializedBytes(), idempotencyKey: idempotencyKey, timeoutMs: timeoutMs)
+    }
+
+    /// `call` with the request already encoded (`payload`).
+    func call<Response: ProtoMessage>(
+        _ method: String, payload: [UInt8], as _: Response.Type = Response.self,
+        idempotencyKey: String = "", timeoutMs: UInt32 = 0
+    ) throws(ClientError) -> Response {
         var envelope = V1.Request()
         envelope.method = method.hasPrefix("/") ? method : "/markerd.v1.MarkerService/" + method
         envelope.requestID = UInt64.random(in: 1...UInt64.max)
         envelope.idempotencyKey = idempotencyKey
         envelope.timeoutMs = timeoutMs
-        envelope.payload = request.serializedBytes()
+        envelope.payload = payload
         let replyBytes: [UInt8]
         do {
             replyBytes = try transport.call(envelope.serializedBytes(), timeout: timeout)

@@ -1,0 +1,167 @@
+extension V1.UpsertMarkersRequest {
+    /// The request's protobuf bytes written directly from the Swift values, without protobuf-c
+    /// (clients encode millions of markers on bulk loads; this is several times cheaper):
+    /// byte for byte what `serializedBytes()` gives. Handles plain requests (no marker with an
+    /// `animation` or `attributes`, no string containing a NUL byte, which protobuf-c would cut)
+    /// and returns nil for anything else: then use `serializedBytes()`.
+    public func serializedPlainBytes() -> [UInt8]? {
+        var size = PlainWriter.stringField(layerID)
+        for m in markers {
+            guard m.animation == nil, m.attributes.isEmpty, let n = Self.plainSize(m) else { return nil }
+            size += PlainWriter.lengthDelimited(n)
+        }
+        guard layerID.utf8.firstIndex(of: 0) == nil else { return nil }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var w = PlainWriter(buffer.baseAddress!)
+            w.string(1, layerID)
+            for m in markers {
+                w.key(2, 2)
+                w.varint(UInt64(Self.plainSize(m)!))
+                Self.write(m, &w)
+            }
+            count = w.written(from: buffer.baseAddress!)
+            precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
+        }
+    }
+
+    /// A plain marker's encoded size (without its key and length), or nil when a string holds
+    /// a NUL byte.
+    private static func plainSize(_ m: V1.Marker) -> Int? {
+        var n = PlainWriter.stringField(m.id)
+        guard m.id.utf8.firstIndex(of: 0) == nil else { return nil }
+        if let p = m.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
+        switch m.icon {
+        case .pin(let pin)?:
+            guard pin.label?.utf8.firstIndex(of: 0) == nil else { return nil }
+            n += PlainWriter.lengthDelimited(pinSize(pin))
+        case .iconID(let id)?:
+            guard id.utf8.firstIndex(of: 0) == nil else { return nil }
+            n += PlainWriter.lengthDelimited(id.utf8.count)
+        case nil:
+            break
+        }
+        if let a = m.anchor { n += PlainWriter.lengthDelimited((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)) }
+        if m.zIndex != 0 { n += 1 + PlainWriter.varintSize(UInt64(bitPattern: Int64(m.zIndex))) }
+        if m.clickable != nil { n += 2 }
+        if m.draggable != nil { n += 2 }
+        if m.visible != nil { n += 2 }
+        if !m.extra.isEmpty { n += PlainWriter.lengthDelimited(m.extra.count) }
+        return n
+    }
+
+    private static func pinSize(_ pin: V1.DefaultPin) -> Int {
+        var s = 0
+        if let v = pin.fillColor { s += 1 + PlainWriter.varintSize(UInt64(v)) }
+        if let v = pin.strokeColor { s += 1 + PlainWriter.varintSize(UInt64(v)) }
+        if pin.strokeWidth != nil { s += 5 }
+        if pin.scale != nil { s += 5 }
+        if let l = pin.label { s += PlainWriter.lengthDelimited(l.utf8.count) }
+        if let v = pin.labelColor { s += 1 + PlainWriter.varintSize(UInt64(v)) }
+        if pin.labelSize != nil { s += 5 }
+        return s
+    }
+
+    private static func latLngSize(_ p: V1.LatLng) -> Int { (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0) }
+
+    /// Writes a plain marker's fields (as `plainSize` measured them), in field-number order as
+    /// protobuf-c does.
+    private static func write(_ m: V1.Marker, _ w: inout PlainWriter) {
+        w.string(1, m.id)
+        if let p = m.position {
+            w.key(2, 2)
+            w.varint(UInt64(latLngSize(p)))
+            if p.latitude != 0 { w.key(1, 1); w.fixed64(p.latitude.bitPattern) }
+            if p.longitude != 0 { w.key(2, 1); w.fixed64(p.longitude.bitPattern) }
+        }
+        switch m.icon {
+        case .pin(let pin)?:
+            w.key(3, 2)
+            w.varint(UInt64(pinSize(pin)))
+            if let v = pin.fillColor { w.key(1, 0); w.varint(UInt64(v)) }
+            if let v = pin.strokeColor { w.key(2, 0); w.varint(UInt64(v)) }
+            if let v = pin.strokeWidth { w.key(3, 5); w.fixed32(v.bitPattern) }
+            if let v = pin.scale { w.key(4, 5); w.fixed32(v.bitPattern) }
+            if let l = pin.label { w.presentString(5, l) }
+            if let v = pin.labelColor { w.key(6, 0); w.varint(UInt64(v)) }
+            if let v = pin.labelSize { w.key(7, 5); w.fixed32(v.bitPattern) }
+        case .iconID(let id)?:
+            w.presentString(4, id)
+        case nil:
+            break
+        }
+        if let a = m.anchor {
+            w.key(5, 2)
+            w.varint(UInt64((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)))
+            if a.x != 0 { w.key(1, 5); w.fixed32(a.x.bitPattern) }
+            if a.y != 0 { w.key(2, 5); w.fixed32(a.y.bitPattern) }
+        }
+        if m.zIndex != 0 { w.key(6, 0); w.varint(UInt64(bitPattern: Int64(m.zIndex))) }
+        if let v = m.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
+        if let v = m.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
+        if let v = m.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
+        if !m.extra.isEmpty {
+            w.key(12, 2)
+            w.varint(UInt64(m.extra.count))
+            w.bytes(m.extra)
+        }
+    }
+}
+
+/// Writes protobuf wire bytes at a cursor (`V1.UpsertMarkersRequest.serializedPlainBytes`); the
+/// caller sized the buffer exactly.
+private struct PlainWriter {
+    var at: UnsafeMutablePointer<UInt8>
+
+    init(_ start: UnsafeMutablePointer<UInt8>) { at = start }
+
+    func written(from start: UnsafeMutablePointer<UInt8>) -> Int { at - start }
+
+    static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
+
+    /// Key (fields 1...15: one byte) + length + `n` bytes.
+    static func lengthDelimited(_ n: Int) -> Int { 1 + varintSize(UInt64(n)) + n }
+
+    /// A plain string field: nothing when empty.
+    static func stringField(_ s: String) -> Int { s.isEmpty ? 0 : lengthDelimited(s.utf8.count) }
+
+    @inline(__always) mutating func byte(_ b: UInt8) { at.pointee = b; at += 1 }
+
+    @inline(__always) mutating func key(_ field: UInt8, _ wireType: UInt8) { byte(field << 3 | wireType) }
+
+    @inline(__always) mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 { byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+        byte(UInt8(v))
+    }
+
+    mutating func fixed32(_ v: UInt32) {
+        UnsafeMutableRawPointer(at).storeBytes(of: v.littleEndian, as: UInt32.self)
+        at += 4
+    }
+
+    mutating func fixed64(_ v: UInt64) {
+        UnsafeMutableRawPointer(at).storeBytes(of: v.littleEndian, as: UInt64.self)
+        at += 8
+    }
+
+    mutating func bytes(_ b: [UInt8]) {
+        b.withUnsafeBufferPointer { at.update(from: $0.baseAddress!, count: $0.count) }
+        at += b.count
+    }
+
+    /// A string field that is encoded even when empty (optional or oneof strings).
+    mutating func presentString(_ field: UInt8, _ s: String) {
+        key(field, 2)
+        var s = s
+        s.withUTF8 { u in
+            varint(UInt64(u.count))
+            if let base = u.baseAddress { at.update(from: base, count: u.count) }
+            at += u.count
+        }
+    }
+
+    /// A plain string field: nothing when empty.
+    mutating func string(_ field: UInt8, _ s: String) {
+        if !s.isEmpty { presentString(field, s) }
+    }
+}

@@ -1,0 +1,39 @@
+import MarkerdAPI
+import MarkerdTestSupport
+import Testing
+
+/// `V1.UpsertMarkersRequest.serializedPlainBytes` (the client's encoder for bulk loads) against
+/// protobuf-c (`serializedBytes()`): byte for byte the same whenever it encodes, and nil exactly
+/// for what it does not handle.
+@Suite struct UpsertMarkersEncoderTests {
+    @Test func encodesLikeProtobufC() {
+        let seed = testSeed("UpsertMarkersEncoderTests.encodesLikeProtobufC")
+        var rng = SplitMix64(seed: seed)
+        var declined = 0
+        for round in 0..<80 {
+            var markers = (0..<Int(rng.next() % 200)).map { SnapshotMarkersTests.randomMarker($0, &rng, plainOnly: round % 2 == 0) }
+            // Unusual values: negative and extreme z-indices, -0 and NaN coordinates, big colors.
+            for i in markers.indices where rng.next() % 8 == 0 {
+                switch rng.next() % 5 {
+                case 0: markers[i].zIndex = rng.next() % 2 == 0 ? .min : .max
+                case 1: markers[i].position = V1.LatLng(latitude: -0.0, longitude: .nan)
+                case 2: markers[i].anchor = V1.Anchor(x: -0.0, y: .infinity)
+                case 3: markers[i].icon = .pin(V1.DefaultPin(fillColor: .max, label: ""))
+                default: markers[i].id = ""
+                }
+            }
+            let request = V1.UpsertMarkersRequest(layerID: round % 9 == 0 ? "" : "layer-\(round)", markers: markers)
+            let plain = !markers.contains { !$0.attributes.isEmpty || $0.animation != nil }
+            let got = request.serializedPlainBytes()
+            #expect((got != nil) == plain, "seed \(seed) round \(round)")
+            if let got { #expect(got == request.serializedBytes(), "seed \(seed) round \(round)") } else { declined += 1 }
+        }
+        #expect(declined > 0)
+        // Strings with a NUL byte (protobuf-c cuts them): declined.
+        for m in [V1.Marker(id: "a\u{0}b"), V1.Marker(id: "a", icon: .iconID("x\u{0}")),
+                  V1.Marker(id: "a", icon: .pin(V1.DefaultPin(label: "\u{0}")))] {
+            #expect(V1.UpsertMarkersRequest(layerID: "l", markers: [m]).serializedPlainBytes() == nil)
+        }
+        #expect(V1.UpsertMarkersRequest(layerID: "l\u{0}", markers: []).serializedPlainBytes() == nil)
+    }
+}
