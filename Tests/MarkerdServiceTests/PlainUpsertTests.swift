@@ -74,10 +74,13 @@ import Testing
             #expect(a == b, "seed \(seed) round \(round)")
             if a.hasPrefix("ok") { plainReplies += 1 }
         }
-        #expect(plainReplies > 40, "seed \(seed): most batches apply")
+        #expect(plainReplies > 25, "seed \(seed): batches without a planted error apply")
         let ha = fast.layers.withLock { $0["a"]! }, hb = slow.layers.withLock { $0["a"]! }
         for id in ids { #expect(ha.layer.marker(id: id) == hb.layer.marker(id: id), "seed \(seed): \(id)") }
         #expect(ha.layer.count == hb.layer.count && ha.layer.version == hb.layer.version)
-        #expect(ha.layer.stats(now: 0) == hb.layer.stats(now: 0))
+        var sa = ha.layer.stats(now: 0), sb = hb.layer.stats(now: 0)
+        sa.approximateBytes = 0   // array capacities differ (the batch path grows the id index ahead)
+        sb.approximateBytes = 0
+        #expect(sa == sb, "seed \(seed)")
     }
 }
