@@ -1,6 +1,7 @@
-/// Markers restored from a snapshot, in columns rather than as `MarkerRecord`s: restoring
-/// millions of markers spends much of its time copying, retaining and releasing records, and
-/// snapshot markers are plain (no animation, no attributes) and mostly share one style.
+/// Plain markers (no animation, no attributes) in columns rather than as `MarkerRecord`s: a
+/// snapshot chunk being restored or an UpsertMarkers batch (`MarkerLayer.upsert(_:now:)` of a
+/// batch). Loading millions of markers spends much of its time copying, retaining and releasing
+/// records, and such markers mostly share one style.
 ///
 /// Marker `i` is `entries[i]` (position, projected position, z-index, style `styles[style]`,
 /// visible / clickable / draggable bits), its id `idBytes` up to `entries[i].idEnd` (from the
