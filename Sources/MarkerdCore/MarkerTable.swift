@@ -48,7 +48,10 @@ struct MarkerTable: Sendable {
 
     // MARK: Ids
 
-    @inline(__always) func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
+    @inline(__always) func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 { MarkerTable.hash(bytes, seed: seed) }
+
+    /// A seeded 32-bit hash of id bytes (every bit of the input reaches every bit of the hash).
+    @inline(__always) static func hash(_ bytes: UnsafeBufferPointer<UInt8>, seed: UInt64) -> UInt32 {
         var h: UInt64 = seed ^ 0xCBF2_9CE4_8422_2325
         var i = 0
         let n = bytes.count

@@ -94,7 +94,7 @@ extension RestoreBatch {
     /// The index of the first marker whose id an earlier marker of the batch already has, or
     /// nil when every id is distinct. Costs one pass over the ids with a scratch open-addressing
     /// table of marker indexes keyed by a hash of the id bytes (no `String`s), 4 bytes per
-    /// slot at load factor <= 1/2.
+    /// slot at load factor <= 1/2 (`MarkerTable.hash`).
     public func firstRepeatedID() -> Int? {
         guard count > 1 else { return nil }
         var size = 4
@@ -105,7 +105,7 @@ extension RestoreBatch {
             func id(_ i: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: ids[idStart(i)..<Int(entries[i].idEnd)]) }
             for i in 0..<count {
                 let bytes = id(i)
-                var at = Int(truncatingIfNeeded: Self.hash(bytes)) & mask
+                var at = Int(MarkerTable.hash(bytes, seed: 1)) & mask
                 while true {
                     let j = table[at]
                     if j < 0 { table[at] = Int32(i); break }
@@ -115,20 +115,5 @@ extension RestoreBatch {
             }
             return nil
         }
-    }
-
-    /// A 64-bit hash of id bytes (FNV-1a over 8-byte words, then a finalizer).
-    static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        var h: UInt64 = 0xCBF2_9CE4_8422_2325 ^ UInt64(bytes.count)
-        var i = 0
-        let raw = UnsafeRawBufferPointer(bytes)
-        while i + 8 <= bytes.count {
-            h = (h ^ raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* 0x100_0000_01B3
-            i += 8
-        }
-        var tail: UInt64 = 0
-        while i < bytes.count { tail = tail << 8 | UInt64(bytes[i]); i += 1 }
-        h = (h ^ tail) &* 0x9E37_79B9_7F4A_7C15
-        return h ^ (h >> 32)
     }
 }
