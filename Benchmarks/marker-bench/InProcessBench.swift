@@ -73,7 +73,8 @@ struct InProcessBench {
             let tiles = (0..<100).map { _ in TileID.containing(layer.position(rng.index(layer.count)), zoom: z) }
             var cpu: [Double] = []
             var swept = 0
-            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer()] {
+            // `--only render`: the second renderer takes the sweep for every tile.
+            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer(sweepAbove: options.renderOnly ? 0 : 500_000)] {
                 let cpu0 = Machine.threadCPUSeconds
                 for t in tiles {
                     let v = RasterView.tile(t, tileSize: 256, density: 1)

@@ -81,7 +81,7 @@ extension TileRenderer {
     /// A heap entry: a part (`ref >= 0`, index into the sweep's parts) or a cursor over markers
     /// waiting for their turn (`ref < 0`, `~ref` indexes the cursors), keyed by the (z-index,
     /// world y) bound of the draw order.
-    private struct Event: Comparable {
+    fileprivate struct Event: Comparable {
         var key: UInt64
         var ref: Int32
         /// `a` comes out of the heap first: later in the draw order (higher key; at equal keys
@@ -95,7 +95,7 @@ extension TileRenderer {
     /// world y `y0...y1`): a leaf whose markers span a few device rows is taken one row at a
     /// time, bottom up, so that the upper rows, whose footprints only later markers of their
     /// own row settle, do not keep the lower ones from being left out whole.
-    private struct Part {
+    fileprivate struct Part {
         var node: TileSweepNode
         var y0: UInt32, y1: UInt32
         /// Split leaves: the row of this part, the leaf's first row and its index in the sweep's
@@ -106,7 +106,7 @@ extension TileRenderer {
 
     /// Markers of an opened part (or the ended animations) not settled at their position when
     /// read, `pending[next ..< end]` in reverse draw order up to ties (descending key).
-    private struct Cursor {
+    fileprivate struct Cursor {
         var next: Int32
         var end: Int32
         var leaf: Int32
@@ -115,14 +115,14 @@ extension TileRenderer {
     /// Leaves spanning at most this many device rows are walked one row at a time (`Part`).
     static let splitLeafRows = 4
 
-    @inline(__always) private static func key(z: Int32, y: UInt32) -> UInt64 {
+    @inline(__always) fileprivate static func key(z: Int32, y: UInt32) -> UInt64 {
         UInt64(UInt32(bitPattern: z) ^ 0x8000_0000) << 32 | UInt64(y)
     }
 
     /// The device-pixel rows of the markers of a node's rectangle with world y `y0...y1` and the
     /// world copies (bit k + 1 for copy k in -1, 0, 1) whose footprint touches the canvas; nil
     /// when none does.
-    private func placement(_ n: TileSweepNode, _ y0: UInt32, _ y1: UInt32, _ view: RasterView, _ fp: Footprint,
+    fileprivate func placement(_ n: TileSweepNode, _ y0: UInt32, _ y1: UInt32, _ view: RasterView, _ fp: Footprint,
                            _ minLo: Int, _ maxHi: Int) -> (py0: Int, py1: Int, copies: UInt8)? {
         let py0 = Int(view.pixelY(y0)), py1 = Int(view.pixelY(y1))
         if py1 + fp.top + fp.lo.count <= 0 || py0 + fp.top >= view.height { return nil }
@@ -136,7 +136,7 @@ extension TileRenderer {
 
     /// Whether every pixel of part `p`'s footprint inside the canvas is settled in `mask` (false
     /// without looking for parts spanning more than `testedNodeRows` x `testedNodeColumns`).
-    private func settled(_ p: Part, _ view: RasterView, _ fp: Footprint, _ minLo: Int, _ maxHi: Int,
+    fileprivate func settled(_ p: Part, _ view: RasterView, _ fp: Footprint, _ minLo: Int, _ maxHi: Int,
                          _ mask: inout CoverageMask) -> Bool {
         let n = p.node
         guard let (py0, py1, copies) = placement(n, p.y0, p.y1, view, fp, minLo, maxHi) else { return true }
@@ -181,9 +181,22 @@ extension TileRenderer {
         } else {
             fp = Footprint(box: layer.styles.maxExtents, density: view.density)
         }
-        let minLo = fp.minLo, maxHi = fp.maxHi
-        var mask = CoverageMask(width: view.width, height: view.height)
-        var shapes = CoverageMask.Shapes(placer.sprites)
+        var walk = SweepWalk(renderer: self, view: view, fp: fp, placer: placer)
+        try walk.run(layer, now: now)
+        walk.kept.reverse()
+        return (walk.kept, walk.clips, walk.placer.sprites, walk.markers, walk.visited)
+    }
+
+    /// The state of one sweep (`sweep`), in one struct so that its mutable parts are reached
+    /// through `self` in mutating methods (checked when compiled, not at every access).
+    private struct SweepWalk {
+        let renderer: TileRenderer
+        let view: RasterView
+        let fp: Footprint
+        let minLo: Int, maxHi: Int
+        var placer: Placer
+        var mask: CoverageMask
+        var shapes: CoverageMask.Shapes
         var parts: [Part] = []
         var pending: [TileCandidate] = []
         var cursors: [Cursor] = []
@@ -192,13 +205,29 @@ extension TileRenderer {
         var heap = BinaryHeap<Event>()
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
+        // Device positions where a marker's whole footprint is known to be settled (settling only
+        // grows, so a position stays known): most markers of a dense raster share a position
+        // with many others and are left out here without a style lookup or a place in the heap.
+        // Bit `(py + fp.top + rows) * knownWidth + px + maxHi`.
+        var known: [UInt64]
+        let knownWidth: Int
 
-        func push(_ p: Part) {
+        init(renderer: TileRenderer, view: RasterView, fp: Footprint, placer: Placer) {
+            self.renderer = renderer; self.view = view; self.fp = fp; self.placer = placer
+            minLo = fp.minLo; maxHi = fp.maxHi
+            mask = CoverageMask(width: view.width, height: view.height)
+            shapes = CoverageMask.Shapes(placer.sprites)
+            knownWidth = view.width - minLo + maxHi + 1
+            known = [UInt64](repeating: 0, count: (knownWidth * (view.height + fp.lo.count + 1) + 63) / 64)
+        }
+
+        mutating func push(_ p: Part) {
             heap.push(Event(key: TileRenderer.key(z: p.node.maxZ, y: p.y1), ref: Int32(parts.count)))
             parts.append(p)
         }
-        func pushNode(_ n: TileSweepNode) {
-            guard let (py0, py1, _) = placement(n, n.minY, n.maxY, view, fp, minLo, maxHi) else { return }
+
+        mutating func pushNode(_ n: TileSweepNode) {
+            guard let (py0, py1, _) = renderer.placement(n, n.minY, n.maxY, view, fp, minLo, maxHi) else { return }
             if n.isLeaf && py1 > py0 && py1 - py0 <= TileRenderer.splitLeafRows {
                 // The bottom row first; each part pushes the one above it when it comes out.
                 leafCounted.append(0)
@@ -208,21 +237,18 @@ extension TileRenderer {
                 push(Part(node: n, y0: n.minY, y1: n.maxY))
             }
         }
+
         /// Counts one marker of split leaf `leaf` (-1: not split) unless the leaf counted whole.
-        func count(leaf: Int32) {
+        @inline(__always) mutating func count(leaf: Int32) {
             if leaf < 0 { markers += 1; return }
             if leafCounted[Int(leaf)] >= 0 { markers += 1; leafCounted[Int(leaf)] += 1 }
         }
 
-        // Device positions where a marker's whole footprint is known to be settled (settling only
-        // grows, so a position stays known): most markers of a dense raster share a position
-        // with many others and are left out here without a style lookup or a place in the heap.
-        let h = view.height, w = view.width, rows = fp.lo.count
-        let cw = w - minLo + maxHi + 1, ch = h + rows + 1
-        var known = [UInt64](repeating: 0, count: (cw * ch + 63) / 64)
-        func positionSettled(_ px: Int, _ py: Int) -> Bool {
-            if px + maxHi <= 0 || px + minLo >= w || py + fp.top + rows <= 0 || py + fp.top >= h { return true }
-            let i = (py + fp.top + rows) * cw + px + maxHi
+        /// Whether the footprint placed at device pixel (px, py) is settled (remembered in `known`).
+        mutating func positionSettled(_ px: Int, _ py: Int) -> Bool {
+            let rows = fp.lo.count, h = view.height
+            if px + maxHi <= 0 || px + minLo >= view.width || py + fp.top + rows <= 0 || py + fp.top >= h { return true }
+            let i = (py + fp.top + rows) * knownWidth + px + maxHi
             if known[i >> 6] >> UInt64(i & 63) & 1 != 0 { return true }
             for j in 0..<rows {
                 let row = py + fp.top + j
@@ -232,16 +258,18 @@ extension TileRenderer {
             known[i >> 6] |= 1 << UInt64(i & 63)
             return true
         }
+
         /// Whether a marker at world (x, y) may still draw something (every draw in the mask
         /// must come after it); counts it when not.
-        func unsettled(_ x: UInt32, _ y: UInt32, leaf: Int32) -> Bool {
+        mutating func unsettled(_ x: UInt32, _ y: UInt32, leaf: Int32) -> Bool {
             let py = Int(view.pixelY(y))
             for k in -1...1 where !positionSettled(Int(view.pixelX(x, copy: k)), py) { return true }
             count(leaf: leaf)
             return false
         }
+
         /// Sorts `pending[start...]` by descending key and pushes a cursor over it.
-        func pushCursor(from start: Int, leaf: Int32) {
+        mutating func pushCursor(from start: Int, leaf: Int32) {
             guard pending.count > start else { return }
             if pending.count - start > 1 {
                 pending[start...].sort { TileRenderer.key(z: $0.zIndex, y: $0.y) > TileRenderer.key(z: $1.zIndex, y: $1.y) }
@@ -250,9 +278,10 @@ extension TileRenderer {
             heap.push(Event(key: TileRenderer.key(z: c.zIndex, y: c.y), ref: ~Int32(cursors.count)))
             cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf))
         }
+
         /// Moves cursor `ci` past the markers settled by now and pushes it back unless empty
         /// (every marker left in it comes before every draw in the mask).
-        func advance(_ ci: Int) {
+        mutating func advance(_ ci: Int) {
             var c = cursors[ci]
             while c.next < c.end {
                 let m = pending[Int(c.next)]
@@ -265,50 +294,47 @@ extension TileRenderer {
             cursors[ci] = c
         }
 
-        if let root = layer.staticSweepRoot { pushNode(root) }
-        layer.forEachEndedAnimation(now: now) { pending.append($0) }
-        pushCursor(from: 0, leaf: -1)
-        var taken: [Int] = []
-        while let e = heap.pop() {
-            if e.ref >= 0 {
-                let p = parts[Int(e.ref)]
-                let n = p.node
-                if p.leaf >= 0 && p.row > p.firstRow {
-                    // The leaf's next row up.
-                    let row = Int(p.row) - 1
-                    push(Part(node: n, y0: row > p.firstRow ? TileRenderer.firstY(row: row, view, n.minY, n.maxY) : n.minY,
-                              y1: p.y0 - 1, row: Int32(row), firstRow: p.firstRow, leaf: p.leaf))
-                }
-                if settled(p, view, fp, minLo, maxHi, &mask) {
-                    if p.leaf < 0 {
-                        markers += n.count
-                    } else if leafCounted[Int(p.leaf)] >= 0 {
-                        markers += n.count - leafCounted[Int(p.leaf)]
-                        leafCounted[Int(p.leaf)] = -1
-                    }
-                } else if n.isLeaf {
-                    let start = pending.count
-                    let y0 = p.y0, y1 = p.y1, leaf = p.leaf
-                    layer.forEachStaticMarker(inLeaf: n, where: { x, y in
-                        y >= y0 && y <= y1 && unsettled(x, y, leaf: leaf)
-                    }) { pending.append($0) }
-                    pushCursor(from: start, leaf: leaf)
-                } else {
-                    layer.forEachChild(of: n) { pushNode($0) }
-                }
-                continue
+        /// A part out of the heap: left out when settled, else opened (a leaf's markers in its
+        /// rows go into a cursor; a node's children into the heap).
+        mutating func take(_ p: Part, _ layer: MarkerLayer) {
+            let n = p.node
+            if p.leaf >= 0 && p.row > p.firstRow {
+                // The leaf's next row up.
+                let row = Int(p.row) - 1
+                push(Part(node: n, y0: row > p.firstRow ? TileRenderer.firstY(row: row, view, n.minY, n.maxY) : n.minY,
+                          y1: p.y0 - 1, row: Int32(row), firstRow: p.firstRow, leaf: p.leaf))
             }
-            // Every marker with this key, unless settled by now at its position: placed (its style
-            // read only now), in draw order among themselves, then culled last first.
+            if renderer.settled(p, view, fp, minLo, maxHi, &mask) {
+                if p.leaf < 0 {
+                    markers += n.count
+                } else if leafCounted[Int(p.leaf)] >= 0 {
+                    markers += n.count - leafCounted[Int(p.leaf)]
+                    leafCounted[Int(p.leaf)] = -1
+                }
+            } else if n.isLeaf {
+                let start = pending.count
+                let y0 = p.y0, y1 = p.y1, leaf = p.leaf
+                layer.forEachStaticMarker(inLeaf: n, where: { x, y in
+                    y >= y0 && y <= y1 && self.unsettled(x, y, leaf: leaf)
+                }) { self.pending.append($0) }
+                pushCursor(from: start, leaf: leaf)
+            } else {
+                layer.forEachChild(of: n) { self.pushNode($0) }
+            }
+        }
+
+        /// Every marker with `key` (the cursors at the top of the heap, starting with `first`),
+        /// unless settled by now at its position: placed (its style read only now), in draw order
+        /// among themselves, then culled last first.
+        mutating func draw(key: UInt64, first: Int, _ layer: MarkerLayer, taken: inout [Int]) throws(RenderError) {
             batch.removeAll(keepingCapacity: true)
             taken.removeAll(keepingCapacity: true)
-            var next: Event? = e
-            while let m = next {
-                let ci = Int(~m.ref)
+            var ci = first
+            while true {
                 var cur = cursors[ci]
                 while cur.next < cur.end {
                     var c = pending[Int(cur.next)]
-                    if TileRenderer.key(z: c.zIndex, y: c.y) != e.key { break }
+                    if TileRenderer.key(z: c.zIndex, y: c.y) != key { break }
                     cur.next += 1
                     if unsettled(c.x, c.y, leaf: cur.leaf) {
                         if c.style == .max { c.style = layer.staticStyle(slot: c.slot) }
@@ -318,8 +344,8 @@ extension TileRenderer {
                 }
                 cursors[ci] = cur
                 taken.append(ci)
-                next = nil
-                if let t = heap.first, t.ref < 0, t.key == e.key { next = heap.pop()! }
+                guard let t = heap.first, t.ref < 0, t.key == key else { break }
+                ci = Int(~heap.pop()!.ref)
             }
             if batch.count > 1 { batch.sort { TileRenderer.less(layer, $0, $1) } }
             if let failure = placer.failure { throw failure }
@@ -333,8 +359,20 @@ extension TileRenderer {
             }
             for ci in taken { advance(ci) }
         }
-        if let failure = placer.failure { throw failure }
-        kept.reverse()
-        return (kept, clips, placer.sprites, markers, visited)
+
+        mutating func run(_ layer: MarkerLayer, now: Int64) throws(RenderError) {
+            if let root = layer.staticSweepRoot { pushNode(root) }
+            layer.forEachEndedAnimation(now: now) { self.pending.append($0) }
+            pushCursor(from: 0, leaf: -1)
+            var taken: [Int] = []
+            while let e = heap.pop() {
+                if e.ref >= 0 {
+                    take(parts[Int(e.ref)], layer)
+                } else {
+                    try draw(key: e.key, first: Int(~e.ref), layer, taken: &taken)
+                }
+            }
+            if let failure = placer.failure { throw failure }
+        }
     }
 }

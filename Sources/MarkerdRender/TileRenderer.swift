@@ -344,14 +344,20 @@ public final class TileRenderer: Sendable {
     }
 
     /// The next draw down the draw order: appended to `kept` (in reverse draw order) with its clip
-    /// unless every pixel of it is settled, then added to the mask.
+    /// unless every pixel of it is settled, then added to the mask. A sprite position found
+    /// fully settled is remembered (`CoverageMask.markSettled`), so that later draws of the same
+    /// sprite there (stacked markers) cost one bit test.
     @inline(__always)
     static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16]) {
         var it = item
         let shape = shapes.shapes[Int(it.sprite)]
+        if mask.knownSettled(Int(it.sprite), shape, x: Int(it.x), y: Int(it.y)) { return }
         shapes.data.withUnsafeBufferPointer { data in
             let at = clips.count
-            if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) { return }
+            if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) {
+                mask.markSettled(Int(it.sprite), shape, x: Int(it.x), y: Int(it.y))
+                return
+            }
             it.clip = Int32(at)
             kept.append(it)
             shapes.weights.withUnsafeBufferPointer { weights in

@@ -109,8 +109,8 @@ import Testing
         }
         var layer = try MarkerLayer()
         _ = try layer.upsert(records, now: now)
-        try check(layer, TileID(z: 0, x: 0, y: 0)!, density: 1, total: records.count, atMost: 0.2)
-        try check(layer, TileID(z: 0, x: 0, y: 0)!, density: 2, total: records.count, atMost: 0.5)
+        try check(layer, TileID(z: 0, x: 0, y: 0)!, density: 1, total: records.count, atMost: 0.4)
+        try check(layer, TileID(z: 0, x: 0, y: 0)!, density: 2, total: records.count, atMost: 0.4)
         try check(layer, TileID.containing(LatLng(latitude: 10, longitude: 20), zoom: 2), density: 1, total: records.count, atMost: 1)
     }
 
