@@ -347,7 +347,7 @@ extension TileRenderer {
                 guard let t = heap.first, t.ref < 0, t.key == key else { break }
                 ci = Int(~heap.pop()!.ref)
             }
-            if batch.count > 1 { batch.sort { TileRenderer.less(layer, $0, $1) } }
+            if batch.count > 1 { TileRenderer.sortInDrawOrder(&batch, 0..<batch.count, layer) }
             if let failure = placer.failure { throw failure }
             while shapes.shapes.count < placer.sprites.count { shapes.append(placer.sprites[shapes.shapes.count]) }
             for it in batch.reversed() {

@@ -283,6 +283,24 @@ public final class TileRenderer: Sendable {
         return (r.canvas.encodePNG(options: .tile), r.canvas.isEmpty, r.markers)
     }
 
+    /// Sorts `items[range]` in the exact draw order (`less`): insertion sort for short runs (ties
+    /// of the radix key, batches of the sweep), which unlike a sorting closure does not copy the
+    /// layer's value for each call.
+    static func sortInDrawOrder(_ items: inout [Item], _ range: Range<Int>, _ layer: MarkerLayer) {
+        if range.count > 32 {
+            items[range].sort { TileRenderer.less(layer, $0, $1) }
+            return
+        }
+        var i = range.lowerBound + 1
+        while i < range.upperBound {
+            let x = items[i]
+            var j = i
+            while j > range.lowerBound && TileRenderer.less(layer, x, items[j - 1]) { items[j] = items[j - 1]; j -= 1 }
+            items[j] = x
+            i += 1
+        }
+    }
+
     /// The exact draw order of two items.
     @inline(__always) static func less(_ layer: MarkerLayer, _ a: Item, _ b: Item) -> Bool {
         if a.slot != b.slot { return layer.drawOrderLess(a.slot, b.slot) }
@@ -323,7 +341,7 @@ public final class TileRenderer: Sendable {
                 if sorted[s..<t].allSatisfy({ $0.slot == sorted[s].slot }) {
                     sorted[s..<t].sort { $0.copy < $1.copy }
                 } else {
-                    sorted[s..<t].sort { TileRenderer.less(layer, $0, $1) }
+                    Self.sortInDrawOrder(&sorted, s..<t, layer)
                 }
             }
             s = t
