@@ -182,6 +182,8 @@ extension TileRenderer {
             fp = Footprint(box: layer.styles.maxExtents, density: view.density)
         }
         var walk = SweepWalk(renderer: self, view: view, fp: fp, placer: placer)
+        // One style in use: markers have it, their style is not read from the marker table.
+        if styleIndexes.count == 1 { walk.single = styleIndexes[0] }
         try walk.run(layer, now: now)
         walk.kept.reverse()
         return (walk.kept, walk.clips, walk.placer.sprites, walk.markers, walk.visited)
@@ -205,6 +207,8 @@ extension TileRenderer {
         var heap = BinaryHeap<Event>()
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
+        /// The style of every marker when only one is in use (`UInt32.max`: read per marker).
+        var single = UInt32.max
         // Device positions where a marker's whole footprint is known to be settled (settling only
         // grows, so a position stays known): most markers of a dense raster share a position
         // with many others and are left out here without a style lookup or a place in the heap.
@@ -337,7 +341,7 @@ extension TileRenderer {
                     if TileRenderer.key(z: c.zIndex, y: c.y) != key { break }
                     cur.next += 1
                     if unsettled(c.x, c.y, leaf: cur.leaf) {
-                        if c.style == .max { c.style = layer.staticStyle(slot: c.slot) }
+                        if c.style == .max { c.style = single != .max ? single : layer.staticStyle(slot: c.slot) }
                         if placer.place(c, into: &batch) { count(leaf: cur.leaf) }
                         visited += 1
                     }

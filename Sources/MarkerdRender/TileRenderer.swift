@@ -233,8 +233,15 @@ public final class TileRenderer: Sendable {
         var markers = 0
         let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + Int64(view.width)) / view.scale
         let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + Int64(view.height)) / view.scale
+        // With one style in use every marker has it: the marker table's style column (a random
+        // read per marker of a big layer) is not read.
+        var only: UInt32? = nil, styles = 0
+        layer.styles.forEachInUse { i, _ in only = i; styles += 1 }
+        let single: UInt32 = styles == 1 ? only! : .max
         layer.forEachStaticMarker(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
-                                  marginPx: TileRenderer.marginPx, now: now) { c in
+                                  marginPx: TileRenderer.marginPx, now: now, readStyles: styles != 1) { c in
+            var c = c
+            if c.style == .max { c.style = single }
             if placer.place(c, into: &items) { markers += 1 }
         }
         if let failure = placer.failure { throw failure }
