@@ -107,21 +107,30 @@ public struct RenderedRaster: Sendable {
 ///    could draw (the union of the layer's sprites placed anywhere in the node's device-pixel
 ///    range, in every world copy) is settled, it is left out whole, without visiting its markers
 ///    (they still count in `RenderedRaster.markers`, whole, so the count is an upper bound there).
-///    When a leaf is opened, a marker is left out by its device position alone when the
-///    footprint placed there is settled (remembered per position, as settling only grows), so
-///    markers stacked on busy positions cost a grid entry read, not a style lookup, a heap entry
-///    and a mask test.
+///    A leaf whose markers span a few device rows (`splitLeafRows`) is walked one row at a time,
+///    bottom up (each row part keyed by its own largest world y, tested and left out or opened
+///    on its own). An opened part's markers not settled at their position go into the heap as one
+///    cursor sorted by key, not one entry each. A marker is left out by its device position alone
+///    when the footprint placed there is settled (remembered per position, as settling only
+///    grows), so markers stacked on busy positions cost a grid entry read, not a style lookup, a
+///    heap entry and a mask test.
+///
+/// In every path a sprite position found fully settled is remembered per sprite
+/// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite
+/// at the same pixel is settled too), so stacked identical draws cost one bit test. With one
+/// style in use the marker table's style column is not read.
 ///
 /// So the cost is about the markers visited (collected, sorted and tested one by one; in the
-/// sweep, grid entries read from opened leaves, most of them left out by their position) plus
+/// sweep, grid entries read from opened leaf rows, most of them left out by their position) plus
 /// the pixels that show. Limit of step 4 for default pins of one z-index: a marker's topmost
 /// sprite row is only ever covered by later markers of the same device row (same z-index), so a
-/// node can only be left out whole when it lies within one device row and later markers of that
-/// row (larger world y) already settle its top row; pins' antialiased edges (alpha below 128)
-/// never settle by repetition alone. Grid leaves hold up to 64 markers, so in the evenly spread
-/// part of a 10M layer a z0 leaf spans about one device pixel and straddles two rows: its
-/// entries are read one by one (cheaply), and the markers of its upper row wait in the heap
-/// until later markers of their row settle them (see Benchmarks/README.md for the figures).
+/// row part can only be left out whole when later markers of its row (larger world y) already
+/// settle its top row; pins' antialiased edges (alpha below 128) never settle by repetition
+/// alone. In the evenly spread part of a 10M layer a z0 leaf spans about one device pixel and
+/// straddles two rows: the part in the lower row comes after half of that row's markers and is
+/// mostly left out whole; the part in the upper row comes first in its row and is opened. What
+/// remains at z0 is every row's first few hundred markers, placed and culled one by one (about
+/// 90k, 50k draws), and the row parts' tests (see Benchmarks/README.md for the figures).
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
