@@ -202,7 +202,9 @@ extension TileRenderer {
         var parts: [Part] = []
         var pending: [TileCandidate] = []
         var cursors: [Cursor] = []
-        /// Per split leaf: markers counted one by one so far, or -1 once the leaf counted whole.
+        /// Per split leaf: markers of its opened rows counted so far (every marker of a split
+        /// leaf counts once: those of an opened row when it is read, whether drawn or not; the
+        /// rest when its top row comes out, opened or not).
         var leafCounted: [Int] = []
         var heap = BinaryHeap<Event>()
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
@@ -242,10 +244,10 @@ extension TileRenderer {
             }
         }
 
-        /// Counts one marker of split leaf `leaf` (-1: not split) unless the leaf counted whole.
+        /// Counts one marker, unless it belongs to split leaf `leaf` (>= 0: counted by row, see
+        /// `leafCounted`).
         @inline(__always) mutating func count(leaf: Int32) {
-            if leaf < 0 { markers += 1; return }
-            if leafCounted[Int(leaf)] >= 0 { markers += 1; leafCounted[Int(leaf)] += 1 }
+            if leaf < 0 { markers += 1 }
         }
 
         /// Whether the footprint placed at device pixel (px, py) is settled (remembered in `known`).
@@ -308,19 +310,20 @@ extension TileRenderer {
                 push(Part(node: n, y0: row > p.firstRow ? TileRenderer.firstY(row: row, view, n.minY, n.maxY) : n.minY,
                           y1: p.y0 - 1, row: Int32(row), firstRow: p.firstRow, leaf: p.leaf))
             }
+            let topRow = p.leaf >= 0 && p.row == p.firstRow
+            if topRow { markers += n.count - leafCounted[Int(p.leaf)] }
             if renderer.settled(p, view, fp, minLo, maxHi, &mask) {
-                if p.leaf < 0 {
-                    markers += n.count
-                } else if leafCounted[Int(p.leaf)] >= 0 {
-                    markers += n.count - leafCounted[Int(p.leaf)]
-                    leafCounted[Int(p.leaf)] = -1
-                }
+                if p.leaf < 0 { markers += n.count }
             } else if n.isLeaf {
                 let start = pending.count
                 let y0 = p.y0, y1 = p.y1, leaf = p.leaf
+                var inRange = 0
                 layer.forEachStaticMarker(inLeaf: n, where: { x, y in
-                    y >= y0 && y <= y1 && self.unsettled(x, y, leaf: leaf)
+                    guard y >= y0 && y <= y1 else { return false }
+                    inRange += 1
+                    return self.unsettled(x, y, leaf: leaf)
                 }) { self.pending.append($0) }
+                if leaf >= 0 && !topRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
                 pushCursor(from: start, leaf: leaf)
             } else {
                 layer.forEachChild(of: n) { self.pushNode($0) }
