@@ -85,7 +85,7 @@ struct InProcessBench {
             }
             table.add(Row(size: label, measure: "in-process z\(z) renders under random markers, without / with the node sweep, thread CPU time",
                           value: "\(Table.fixed(cpu[0] * 10, 2)) / \(Table.fixed(cpu[1] * 10, 2))", unit: "ms per tile (mean)",
-                          note: "100 tiles, \(swept) of them take the sweep (TileRenderer default threshold)"))
+                          note: "100 tiles, \(swept) of them take the sweep (" + (options.renderOnly ? "--only render: every tile" : "TileRenderer default threshold") + ")"))
         }
         for (name, renderer) in paths {
             Progress.log("[\(label)] in-process: z0 render, \(name)")
