@@ -30,6 +30,7 @@ struct InProcessBench {
                       note: String(format: "%.2f s, includes building the MarkerRecord values", build.seconds)))
 
         try renderZoomZero(core, label: label)
+        if options.renderOnly { return }
 
         let count = options.inProcessMoves
         var rng = SeededRNG(seed: options.seed &+ 3)
@@ -61,11 +62,10 @@ struct InProcessBench {
     /// The z0 tile (256 px, density 1) with each culling path: best of 3 renders (thread CPU time).
     private func renderZoomZero(_ core: MarkerLayer, label: String) throws {
         let view = RasterView.tile(TileID(z: 0, x: 0, y: 0)!, tileSize: 256, density: 1)
-        let paths: [(String, TileRenderer)] = [
+        let paths: [(String, TileRenderer)] = (options.renderOnly ? [] : [
             ("exact (opaque cover only)", TileRenderer(culling: .exact)),
             ("within 1/255, no node sweep", TileRenderer(culling: .withinOne, sweepAbove: .max)),
-            ("within 1/255, node sweep", TileRenderer(culling: .withinOne, sweepAbove: 0)),
-        ]
+        ]) + [("within 1/255, node sweep", TileRenderer(culling: .withinOne, sweepAbove: 0))]
         // Tiles under random markers (mostly in city clusters) at z4, 10 and 14: total thread CPU
         // time of the same tiles without and with the node sweep (default threshold).
         for z in [4, 10, 14] {
@@ -73,7 +73,8 @@ struct InProcessBench {
             let tiles = (0..<100).map { _ in TileID.containing(layer.position(rng.index(layer.count)), zoom: z) }
             var cpu: [Double] = []
             var swept = 0
-            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer()] {
+            // `--only render`: the second renderer takes the sweep for every tile.
+            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer(sweepAbove: options.renderOnly ? 0 : 500_000)] {
                 let cpu0 = Machine.threadCPUSeconds
                 for t in tiles {
                     let v = RasterView.tile(t, tileSize: 256, density: 1)
@@ -84,7 +85,7 @@ struct InProcessBench {
             }
             table.add(Row(size: label, measure: "in-process z\(z) renders under random markers, without / with the node sweep, thread CPU time",
                           value: "\(Table.fixed(cpu[0] * 10, 2)) / \(Table.fixed(cpu[1] * 10, 2))", unit: "ms per tile (mean)",
-                          note: "100 tiles, \(swept) of them take the sweep (TileRenderer default threshold)"))
+                          note: "100 tiles, \(swept) of them take the sweep (" + (options.renderOnly ? "--only render: every tile" : "TileRenderer default threshold") + ")"))
         }
         for (name, renderer) in paths {
             Progress.log("[\(label)] in-process: z0 render, \(name)")

@@ -34,11 +34,15 @@ struct Options: Sendable {
     var keepData = false
     /// Run the raster-tile section (`TileBench`).
     var runTiles = true
+    /// In-process section: only the renders, with the node sweep only (`--only render`: quick
+    /// profiling of `TileRenderer` without markerd).
+    var renderOnly = false
     /// The one section `--only` asked for, or nil.
     var only: String? = nil {
         didSet {
             guard let only else { return }
-            runRPC = only == "rpc"; runInProcess = only == "inprocess"; runTiles = only == "tiles"
+            runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render"; runTiles = only == "tiles"
+            renderOnly = only == "render"
             runClusters = only == "clusters"
             skipDurability = only != "durability" && only != "restart"
             restartOnly = only == "restart"
@@ -68,7 +72,8 @@ struct Options: Sendable {
       --skip-durability    skip journal/fsync/snapshot/restart measurements
       --only SECTION       run one section: rpc, inprocess, durability, restart (the
                            durability section's restart from snapshot + journal tail only),
-                           tiles or clusters
+                           tiles, clusters, or render (the in-process section's
+                           renders only, node sweep only)
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -119,7 +124,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -34,8 +34,12 @@ extension MarkerLayer {
     /// 200,000 markers, one sequential pass over the marker table (cheaper than chasing the grid's
     /// lists through most of memory); otherwise the grid cells around the view plus their markers.
     /// Visits a marker once per search rectangle that holds it (once, as the rectangles are disjoint).
+    ///
+    /// `readStyles` false: markers from the grid come with `style` `UInt32.max` instead of their
+    /// style index (one random read of the marker table each, left out when the caller knows the
+    /// style, e.g. only one is in use; see `staticStyle(slot:)`). Default true.
     public func forEachStaticMarker(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx: Double,
-                                    marginPx: Double, now: Int64, _ body: (TileCandidate) -> Void) {
+                                    marginPx: Double, now: Int64, readStyles: Bool = true, _ body: (TileCandidate) -> Void) {
         var e = styles.maxExtents
         e.left += marginPx; e.right += marginPx; e.up += marginPx; e.down += marginPx
         let area = SearchArea(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx, maxExtents: e)
@@ -49,7 +53,7 @@ extension MarkerLayer {
         for r in area.ranges {
             // The entry carries position and z-index: only the style comes from the table.
             grid.forEach(cls: GridIndex.Class.staticMarker.rawValue, rect: r) { e in
-                body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: table.style[Int(e.slot)], zIndex: e.z))
+                body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: readStyles ? table.style[Int(e.slot)] : .max, zIndex: e.z))
             }
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
                 if isStatic(e.slot, now: now) { body(candidate(e.slot)) }

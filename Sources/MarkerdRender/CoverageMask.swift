@@ -31,6 +31,14 @@ struct CoverageMask {
     private(set) var bits: [UInt64]
     /// Per pixel `T` (see the type's documentation), meaningful while the bit is clear; empty when `exact`.
     private(set) var levels: [UInt8]
+    /// Per shape index (the first `memoShapes`, allocated on first use): one bit per top-left
+    /// position (`x` in `-shape.width ..< width`, `y` in `-shape.height ..< height`) where a draw
+    /// of the shape was found to have no uncovered pixel (`uncovered` false). Settling only
+    /// grows, so such a position stays fully settled and a later draw there (earlier in draw
+    /// order) is left out with one bit test (`knownSettled`).
+    private var settledAt: [[UInt64]] = []
+    /// Shapes with a position memo; draws of other shapes are always tested pixel by pixel.
+    static let memoShapes = 64
 
     init(width: Int, height: Int, exact: Bool = false) {
         self.width = width
@@ -130,6 +138,31 @@ struct CoverageMask {
         clips.removeSubrange((start + 2 + 2 * (last + 1 - first))...)
         clips[start] = Int16(first); clips[start + 1] = Int16(last + 1)
         return true
+    }
+
+    /// The bit of `settledAt[index]` for a draw of `shape` with its top-left at (`x`, `y`), or
+    /// nil when the position lies outside the memo (no pixel on the canvas, or too many shapes).
+    @inline(__always) private func memoBit(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) -> Int? {
+        guard index < CoverageMask.memoShapes, x > -shape.width, x < width, y > -shape.height, y < height else { return nil }
+        return (y + shape.height) * (width + shape.width) + x + shape.width
+    }
+
+    /// True when a draw of shape `index` at (`x`, `y`) was already found fully settled
+    /// (`markSettled`): it has no uncovered pixel now either.
+    @inline(__always) func knownSettled(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) -> Bool {
+        guard index < settledAt.count, let b = memoBit(index, shape, x: x, y: y) else { return false }
+        let words = settledAt[index]
+        return !words.isEmpty && words[b >> 6] >> UInt64(b & 63) & 1 != 0
+    }
+
+    /// Remembers that a draw of shape `index` at (`x`, `y`) has no uncovered pixel.
+    mutating func markSettled(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) {
+        guard let b = memoBit(index, shape, x: x, y: y) else { return }
+        if settledAt.count <= index { settledAt.append(contentsOf: repeatElement([], count: index + 1 - settledAt.count)) }
+        if settledAt[index].isEmpty {
+            settledAt[index] = [UInt64](repeating: 0, count: ((width + shape.width) * (height + shape.height + 1) + 63) / 64)
+        }
+        settledAt[index][b >> 6] |= UInt64(1) << UInt64(b & 63)
     }
 
     /// True when every pixel of canvas row `row` in columns `lo ..< hi` (clipped to the canvas) is settled.

@@ -78,27 +78,53 @@ extension TileRenderer {
         return total
     }
 
-    /// A heap entry: a node (`ref >= 0`, index into the sweep's nodes) or a marker (`ref < 0`,
-    /// `~ref` indexes the pending candidates), keyed by the (z-index, world y) bound of the draw order.
-    private struct Event: Comparable {
+    /// A heap entry: a part (`ref >= 0`, index into the sweep's parts) or a cursor over markers
+    /// waiting for their turn (`ref < 0`, `~ref` indexes the cursors), keyed by the (z-index,
+    /// world y) bound of the draw order.
+    fileprivate struct Event: Comparable {
         var key: UInt64
         var ref: Int32
         /// `a` comes out of the heap first: later in the draw order (higher key; at equal keys
-        /// nodes before draws).
+        /// parts before markers).
         @inline(__always) static func < (a: Event, b: Event) -> Bool {
             a.key != b.key ? a.key > b.key : a.ref >= 0 && b.ref < 0
         }
     }
 
-    @inline(__always) private static func key(z: Int32, y: UInt32) -> UInt64 {
+    /// What the sweep walks: a grid node, or the markers of a leaf in one device row (`row`,
+    /// world y `y0...y1`): a leaf whose markers span a few device rows is taken one row at a
+    /// time, bottom up, so that the upper rows, whose footprints only later markers of their
+    /// own row settle, do not keep the lower ones from being left out whole.
+    fileprivate struct Part {
+        var node: TileSweepNode
+        var y0: UInt32, y1: UInt32
+        /// Split leaves: the row of this part, the leaf's first row and its index in the sweep's
+        /// per-leaf counts (-1: not split).
+        var row: Int32 = 0, firstRow: Int32 = 0
+        var leaf: Int32 = -1
+    }
+
+    /// Markers of an opened part (or the ended animations) not settled at their position when
+    /// read, `pending[next ..< end]` in reverse draw order up to ties (descending key).
+    fileprivate struct Cursor {
+        var next: Int32
+        var end: Int32
+        var leaf: Int32
+    }
+
+    /// Leaves spanning at most this many device rows are walked one row at a time (`Part`).
+    static let splitLeafRows = 4
+
+    @inline(__always) fileprivate static func key(z: Int32, y: UInt32) -> UInt64 {
         UInt64(UInt32(bitPattern: z) ^ 0x8000_0000) << 32 | UInt64(y)
     }
 
-    /// The device-pixel rows of node `n`'s markers and the world copies (bit k + 1 for copy k
-    /// in -1, 0, 1) whose footprint touches the canvas; nil when none does.
-    private func placement(_ n: TileSweepNode, _ view: RasterView, _ fp: Footprint, _ minLo: Int, _ maxHi: Int)
-        -> (py0: Int, py1: Int, copies: UInt8)? {
-        let py0 = Int(view.pixelY(n.minY)), py1 = Int(view.pixelY(n.maxY))
+    /// The device-pixel rows of the markers of a node's rectangle with world y `y0...y1` and the
+    /// world copies (bit k + 1 for copy k in -1, 0, 1) whose footprint touches the canvas; nil
+    /// when none does.
+    fileprivate func placement(_ n: TileSweepNode, _ y0: UInt32, _ y1: UInt32, _ view: RasterView, _ fp: Footprint,
+                           _ minLo: Int, _ maxHi: Int) -> (py0: Int, py1: Int, copies: UInt8)? {
+        let py0 = Int(view.pixelY(y0)), py1 = Int(view.pixelY(y1))
         if py1 + fp.top + fp.lo.count <= 0 || py0 + fp.top >= view.height { return nil }
         var copies: UInt8 = 0
         for k in -1...1 {
@@ -108,11 +134,12 @@ extension TileRenderer {
         return copies == 0 ? nil : (py0, py1, copies)
     }
 
-    /// Whether every pixel of node `n`'s footprint inside the canvas is settled in `mask` (false
-    /// without looking for nodes spanning more than `testedNodeRows` x `testedNodeColumns`).
-    private func settled(_ n: TileSweepNode, _ view: RasterView, _ fp: Footprint, _ minLo: Int, _ maxHi: Int,
+    /// Whether every pixel of part `p`'s footprint inside the canvas is settled in `mask` (false
+    /// without looking for parts spanning more than `testedNodeRows` x `testedNodeColumns`).
+    fileprivate func settled(_ p: Part, _ view: RasterView, _ fp: Footprint, _ minLo: Int, _ maxHi: Int,
                          _ mask: inout CoverageMask) -> Bool {
-        guard let (py0, py1, copies) = placement(n, view, fp, minLo, maxHi) else { return true }
+        let n = p.node
+        guard let (py0, py1, copies) = placement(n, p.y0, p.y1, view, fp, minLo, maxHi) else { return true }
         if py1 - py0 > TileRenderer.testedNodeRows { return false }
         for k in -1...1 where copies & (1 << UInt8(k + 1)) != 0 {
             let px0 = Int(view.pixelX(n.minX, copy: k)), px1 = Int(view.pixelX(n.maxX, copy: k))
@@ -126,6 +153,16 @@ extension TileRenderer {
             }
         }
         return true
+    }
+
+    /// The smallest world y in `lo...hi` whose device row (relative to the canvas) is at least
+    /// `row`; `row` must be above `pixelY(lo)` and at most `pixelY(hi)`.
+    static func firstY(row: Int, _ view: RasterView, _ lo: UInt32, _ hi: UInt32) -> UInt32 {
+        let t = ((Double(row) + Double(view.originY) - 0.5) / view.scale).rounded(.up)
+        var b = UInt32(max(Double(lo), min(Double(hi), t)))
+        while b > lo && view.pixelY(b - 1) >= row { b -= 1 }
+        while b < hi && view.pixelY(b) < row { b += 1 }
+        return b
     }
 
     /// The draws that can change a pixel by more than the bound, in draw order, with their clips
@@ -144,35 +181,80 @@ extension TileRenderer {
         } else {
             fp = Footprint(box: layer.styles.maxExtents, density: view.density)
         }
-        let minLo = fp.minLo, maxHi = fp.maxHi
-        var mask = CoverageMask(width: view.width, height: view.height)
-        var shapes = CoverageMask.Shapes(placer.sprites)
-        var nodes: [TileSweepNode] = []
+        var walk = SweepWalk(renderer: self, view: view, fp: fp, placer: placer)
+        // One style in use: markers have it, their style is not read from the marker table.
+        if styleIndexes.count == 1 { walk.single = styleIndexes[0] }
+        try walk.run(layer, now: now)
+        walk.kept.reverse()
+        return (walk.kept, walk.clips, walk.placer.sprites, walk.markers, walk.visited)
+    }
+
+    /// The state of one sweep (`sweep`), in one struct so that its mutable parts are reached
+    /// through `self` in mutating methods (checked when compiled, not at every access).
+    private struct SweepWalk {
+        let renderer: TileRenderer
+        let view: RasterView
+        let fp: Footprint
+        let minLo: Int, maxHi: Int
+        var placer: Placer
+        var mask: CoverageMask
+        var shapes: CoverageMask.Shapes
+        var parts: [Part] = []
         var pending: [TileCandidate] = []
+        var cursors: [Cursor] = []
+        /// Per split leaf: markers of its opened rows counted so far (every marker of a split
+        /// leaf counts once: those of an opened row when it is read, whether drawn or not; the
+        /// rest when its top row comes out, opened or not).
+        var leafCounted: [Int] = []
         var heap = BinaryHeap<Event>()
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
-
-        func pushNode(_ n: TileSweepNode) {
-            guard placement(n, view, fp, minLo, maxHi) != nil else { return }
-            heap.push(Event(key: TileRenderer.key(z: n.maxZ, y: n.maxY), ref: Int32(nodes.count)))
-            nodes.append(n)
-        }
-        func pushMarker(_ c: TileCandidate) {
-            heap.push(Event(key: TileRenderer.key(z: c.zIndex, y: c.y), ref: ~Int32(pending.count)))
-            pending.append(c)
-        }
-
+        /// The style of every marker when only one is in use (`UInt32.max`: read per marker).
+        var single = UInt32.max
         // Device positions where a marker's whole footprint is known to be settled (settling only
         // grows, so a position stays known): most markers of a dense raster share a position
-        // with many others and are left out here, when their leaf is opened (every draw in the
-        // mask then comes after them), without a style lookup or a place in the heap.
-        let h = view.height, w = view.width, rows = fp.lo.count
-        let cw = w - minLo + maxHi + 1, ch = h + rows + 1
-        var known = [UInt64](repeating: 0, count: (cw * ch + 63) / 64)
-        func positionSettled(_ px: Int, _ py: Int) -> Bool {
-            if px + maxHi <= 0 || px + minLo >= w || py + fp.top + rows <= 0 || py + fp.top >= h { return true }
-            let i = (py + fp.top + rows) * cw + px + maxHi
+        // with many others and are left out here without a style lookup or a place in the heap.
+        // Bit `(py + fp.top + rows) * knownWidth + px + maxHi`.
+        var known: [UInt64]
+        let knownWidth: Int
+
+        init(renderer: TileRenderer, view: RasterView, fp: Footprint, placer: Placer) {
+            self.renderer = renderer; self.view = view; self.fp = fp; self.placer = placer
+            minLo = fp.minLo; maxHi = fp.maxHi
+            mask = CoverageMask(width: view.width, height: view.height)
+            shapes = CoverageMask.Shapes(placer.sprites)
+            knownWidth = view.width - minLo + maxHi + 1
+            known = [UInt64](repeating: 0, count: (knownWidth * (view.height + fp.lo.count + 1) + 63) / 64)
+        }
+
+        mutating func push(_ p: Part) {
+            heap.push(Event(key: TileRenderer.key(z: p.node.maxZ, y: p.y1), ref: Int32(parts.count)))
+            parts.append(p)
+        }
+
+        mutating func pushNode(_ n: TileSweepNode) {
+            guard let (py0, py1, _) = renderer.placement(n, n.minY, n.maxY, view, fp, minLo, maxHi) else { return }
+            if n.isLeaf && py1 > py0 && py1 - py0 <= TileRenderer.splitLeafRows {
+                // The bottom row first; each part pushes the one above it when it comes out.
+                leafCounted.append(0)
+                push(Part(node: n, y0: TileRenderer.firstY(row: py1, view, n.minY, n.maxY), y1: n.maxY,
+                          row: Int32(py1), firstRow: Int32(py0), leaf: Int32(leafCounted.count - 1)))
+            } else {
+                push(Part(node: n, y0: n.minY, y1: n.maxY))
+            }
+        }
+
+        /// Counts one marker, unless it belongs to split leaf `leaf` (>= 0: counted by row, see
+        /// `leafCounted`).
+        @inline(__always) mutating func count(leaf: Int32) {
+            if leaf < 0 { markers += 1 }
+        }
+
+        /// Whether the footprint placed at device pixel (px, py) is settled (remembered in `known`).
+        mutating func positionSettled(_ px: Int, _ py: Int) -> Bool {
+            let rows = fp.lo.count, h = view.height
+            if px + maxHi <= 0 || px + minLo >= view.width || py + fp.top + rows <= 0 || py + fp.top >= h { return true }
+            let i = (py + fp.top + rows) * knownWidth + px + maxHi
             if known[i >> 6] >> UInt64(i & 63) & 1 != 0 { return true }
             for j in 0..<rows {
                 let row = py + fp.top + j
@@ -182,43 +264,97 @@ extension TileRenderer {
             known[i >> 6] |= 1 << UInt64(i & 63)
             return true
         }
-        func unsettled(_ x: UInt32, _ y: UInt32) -> Bool {
+
+        /// Whether a marker at world (x, y) may still draw something (every draw in the mask
+        /// must come after it); counts it when not.
+        mutating func unsettled(_ x: UInt32, _ y: UInt32, leaf: Int32) -> Bool {
             let py = Int(view.pixelY(y))
             for k in -1...1 where !positionSettled(Int(view.pixelX(x, copy: k)), py) { return true }
-            markers += 1
+            count(leaf: leaf)
             return false
         }
 
-        if let root = layer.staticSweepRoot { pushNode(root) }
-        layer.forEachEndedAnimation(now: now) { pushMarker($0) }
-        while !heap.isEmpty {
-            let e = heap.pop()!
-            if e.ref >= 0 {
-                let n = nodes[Int(e.ref)]
-                if settled(n, view, fp, minLo, maxHi, &mask) {
-                    markers += n.count
-                } else if n.isLeaf {
-                    layer.forEachStaticMarker(inLeaf: n, where: unsettled) { pushMarker($0) }
-                } else {
-                    layer.forEachChild(of: n) { pushNode($0) }
-                }
-                continue
+        /// Sorts `pending[start...]` by descending key and pushes a cursor over it.
+        mutating func pushCursor(from start: Int, leaf: Int32) {
+            guard pending.count > start else { return }
+            if pending.count - start > 1 {
+                pending[start...].sort { TileRenderer.key(z: $0.zIndex, y: $0.y) > TileRenderer.key(z: $1.zIndex, y: $1.y) }
             }
-            // Every marker with this key, unless settled by now at its position: placed (its style
-            // read only now), in draw order among themselves, then culled last first.
+            let c = pending[start]
+            heap.push(Event(key: TileRenderer.key(z: c.zIndex, y: c.y), ref: ~Int32(cursors.count)))
+            cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf))
+        }
+
+        /// Moves cursor `ci` past the markers settled by now and pushes it back unless empty
+        /// (every marker left in it comes before every draw in the mask).
+        mutating func advance(_ ci: Int) {
+            var c = cursors[ci]
+            while c.next < c.end {
+                let m = pending[Int(c.next)]
+                if unsettled(m.x, m.y, leaf: c.leaf) {
+                    heap.push(Event(key: TileRenderer.key(z: m.zIndex, y: m.y), ref: ~Int32(ci)))
+                    break
+                }
+                c.next += 1
+            }
+            cursors[ci] = c
+        }
+
+        /// A part out of the heap: left out when settled, else opened (a leaf's markers in its
+        /// rows go into a cursor; a node's children into the heap).
+        mutating func take(_ p: Part, _ layer: MarkerLayer) {
+            let n = p.node
+            if p.leaf >= 0 && p.row > p.firstRow {
+                // The leaf's next row up.
+                let row = Int(p.row) - 1
+                push(Part(node: n, y0: row > p.firstRow ? TileRenderer.firstY(row: row, view, n.minY, n.maxY) : n.minY,
+                          y1: p.y0 - 1, row: Int32(row), firstRow: p.firstRow, leaf: p.leaf))
+            }
+            let topRow = p.leaf >= 0 && p.row == p.firstRow
+            if topRow { markers += n.count - leafCounted[Int(p.leaf)] }
+            if renderer.settled(p, view, fp, minLo, maxHi, &mask) {
+                if p.leaf < 0 { markers += n.count }
+            } else if n.isLeaf {
+                let start = pending.count
+                let y0 = p.y0, y1 = p.y1, leaf = p.leaf
+                var inRange = 0
+                layer.forEachStaticMarker(inLeaf: n, where: { x, y in
+                    guard y >= y0 && y <= y1 else { return false }
+                    inRange += 1
+                    return self.unsettled(x, y, leaf: leaf)
+                }) { self.pending.append($0) }
+                if leaf >= 0 && !topRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
+                pushCursor(from: start, leaf: leaf)
+            } else {
+                layer.forEachChild(of: n) { self.pushNode($0) }
+            }
+        }
+
+        /// Every marker with `key` (the cursors at the top of the heap, starting with `first`),
+        /// unless settled by now at its position: placed (its style read only now), in draw order
+        /// among themselves, then culled last first.
+        mutating func draw(key: UInt64, first: Int, _ layer: MarkerLayer, taken: inout [Int]) throws(RenderError) {
             batch.removeAll(keepingCapacity: true)
-            var next: Event? = e
-            while let m = next {
-                var c = pending[Int(~m.ref)]
-                if unsettled(c.x, c.y) {
-                    if c.style == .max { c.style = layer.staticStyle(slot: c.slot) }
-                    if placer.place(c, into: &batch) { markers += 1 }
-                    visited += 1
+            taken.removeAll(keepingCapacity: true)
+            var ci = first
+            while true {
+                var cur = cursors[ci]
+                while cur.next < cur.end {
+                    var c = pending[Int(cur.next)]
+                    if TileRenderer.key(z: c.zIndex, y: c.y) != key { break }
+                    cur.next += 1
+                    if unsettled(c.x, c.y, leaf: cur.leaf) {
+                        if c.style == .max { c.style = single != .max ? single : layer.staticStyle(slot: c.slot) }
+                        if placer.place(c, into: &batch) { count(leaf: cur.leaf) }
+                        visited += 1
+                    }
                 }
-                next = nil
-                if let t = heap.first, t.ref < 0, t.key == e.key { next = heap.pop()! }
+                cursors[ci] = cur
+                taken.append(ci)
+                guard let t = heap.first, t.ref < 0, t.key == key else { break }
+                ci = Int(~heap.pop()!.ref)
             }
-            if batch.count > 1 { batch.sort { TileRenderer.less(layer, $0, $1) } }
+            if batch.count > 1 { TileRenderer.sortInDrawOrder(&batch, 0..<batch.count, layer) }
             if let failure = placer.failure { throw failure }
             while shapes.shapes.count < placer.sprites.count { shapes.append(placer.sprites[shapes.shapes.count]) }
             for it in batch.reversed() {
@@ -228,9 +364,22 @@ extension TileRenderer {
                 if positionSettled(Int(it.x) + s.anchorX, Int(it.y) + s.anchorY) { continue }
                 TileRenderer.cullOne(it, shapes, &mask, &kept, &clips)
             }
+            for ci in taken { advance(ci) }
         }
-        if let failure = placer.failure { throw failure }
-        kept.reverse()
-        return (kept, clips, placer.sprites, markers, visited)
+
+        mutating func run(_ layer: MarkerLayer, now: Int64) throws(RenderError) {
+            if let root = layer.staticSweepRoot { pushNode(root) }
+            layer.forEachEndedAnimation(now: now) { self.pending.append($0) }
+            pushCursor(from: 0, leaf: -1)
+            var taken: [Int] = []
+            while let e = heap.pop() {
+                if e.ref >= 0 {
+                    take(parts[Int(e.ref)], layer)
+                } else {
+                    try draw(key: e.key, first: Int(~e.ref), layer, taken: &taken)
+                }
+            }
+            if let failure = placer.failure { throw failure }
+        }
     }
 }

@@ -107,21 +107,30 @@ public struct RenderedRaster: Sendable {
 ///    could draw (the union of the layer's sprites placed anywhere in the node's device-pixel
 ///    range, in every world copy) is settled, it is left out whole, without visiting its markers
 ///    (they still count in `RenderedRaster.markers`, whole, so the count is an upper bound there).
-///    When a leaf is opened, a marker is left out by its device position alone when the
-///    footprint placed there is settled (remembered per position, as settling only grows), so
-///    markers stacked on busy positions cost a grid entry read, not a style lookup, a heap entry
-///    and a mask test.
+///    A leaf whose markers span a few device rows (`splitLeafRows`) is walked one row at a time,
+///    bottom up (each row part keyed by its own largest world y, tested and left out or opened
+///    on its own). An opened part's markers not settled at their position go into the heap as one
+///    cursor sorted by key, not one entry each. A marker is left out by its device position alone
+///    when the footprint placed there is settled (remembered per position, as settling only
+///    grows), so markers stacked on busy positions cost a grid entry read, not a style lookup, a
+///    heap entry and a mask test.
+///
+/// In every path a sprite position found fully settled is remembered per sprite
+/// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite
+/// at the same pixel is settled too), so stacked identical draws cost one bit test. With one
+/// style in use the marker table's style column is not read.
 ///
 /// So the cost is about the markers visited (collected, sorted and tested one by one; in the
-/// sweep, grid entries read from opened leaves, most of them left out by their position) plus
+/// sweep, grid entries read from opened leaf rows, most of them left out by their position) plus
 /// the pixels that show. Limit of step 4 for default pins of one z-index: a marker's topmost
 /// sprite row is only ever covered by later markers of the same device row (same z-index), so a
-/// node can only be left out whole when it lies within one device row and later markers of that
-/// row (larger world y) already settle its top row; pins' antialiased edges (alpha below 128)
-/// never settle by repetition alone. Grid leaves hold up to 64 markers, so in the evenly spread
-/// part of a 10M layer a z0 leaf spans about one device pixel and straddles two rows: its
-/// entries are read one by one (cheaply), and the markers of its upper row wait in the heap
-/// until later markers of their row settle them (see Benchmarks/README.md for the figures).
+/// row part can only be left out whole when later markers of its row (larger world y) already
+/// settle its top row; pins' antialiased edges (alpha below 128) never settle by repetition
+/// alone. In the evenly spread part of a 10M layer a z0 leaf spans about one device pixel and
+/// straddles two rows: the part in the lower row comes after half of that row's markers and is
+/// mostly left out whole; the part in the upper row comes first in its row and is opened. What
+/// remains at z0 is every row's first few hundred markers, placed and culled one by one (about
+/// 90k, 50k draws), and the row parts' tests (see Benchmarks/README.md for the figures).
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
@@ -233,8 +242,15 @@ public final class TileRenderer: Sendable {
         var markers = 0
         let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + Int64(view.width)) / view.scale
         let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + Int64(view.height)) / view.scale
+        // With one style in use every marker has it: the marker table's style column (a random
+        // read per marker of a big layer) is not read.
+        var only: UInt32? = nil, styles = 0
+        layer.styles.forEachInUse { i, _ in only = i; styles += 1 }
+        let single: UInt32 = styles == 1 ? only! : .max
         layer.forEachStaticMarker(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
-                                  marginPx: TileRenderer.marginPx, now: now) { c in
+                                  marginPx: TileRenderer.marginPx, now: now, readStyles: styles != 1) { c in
+            var c = c
+            if c.style == .max { c.style = single }
             if placer.place(c, into: &items) { markers += 1 }
         }
         if let failure = placer.failure { throw failure }
@@ -283,6 +299,24 @@ public final class TileRenderer: Sendable {
         return (r.canvas.encodePNG(options: .tile), r.canvas.isEmpty, r.markers)
     }
 
+    /// Sorts `items[range]` in the exact draw order (`less`): insertion sort for short runs (ties
+    /// of the radix key, batches of the sweep), which unlike a sorting closure does not copy the
+    /// layer's value for each call.
+    static func sortInDrawOrder(_ items: inout [Item], _ range: Range<Int>, _ layer: MarkerLayer) {
+        if range.count > 32 {
+            items[range].sort { TileRenderer.less(layer, $0, $1) }
+            return
+        }
+        var i = range.lowerBound + 1
+        while i < range.upperBound {
+            let x = items[i]
+            var j = i
+            while j > range.lowerBound && TileRenderer.less(layer, x, items[j - 1]) { items[j] = items[j - 1]; j -= 1 }
+            items[j] = x
+            i += 1
+        }
+    }
+
     /// The exact draw order of two items.
     @inline(__always) static func less(_ layer: MarkerLayer, _ a: Item, _ b: Item) -> Bool {
         if a.slot != b.slot { return layer.drawOrderLess(a.slot, b.slot) }
@@ -323,7 +357,7 @@ public final class TileRenderer: Sendable {
                 if sorted[s..<t].allSatisfy({ $0.slot == sorted[s].slot }) {
                     sorted[s..<t].sort { $0.copy < $1.copy }
                 } else {
-                    sorted[s..<t].sort { TileRenderer.less(layer, $0, $1) }
+                    Self.sortInDrawOrder(&sorted, s..<t, layer)
                 }
             }
             s = t
@@ -344,14 +378,20 @@ public final class TileRenderer: Sendable {
     }
 
     /// The next draw down the draw order: appended to `kept` (in reverse draw order) with its clip
-    /// unless every pixel of it is settled, then added to the mask.
+    /// unless every pixel of it is settled, then added to the mask. A sprite position found
+    /// fully settled is remembered (`CoverageMask.markSettled`), so that later draws of the same
+    /// sprite there (stacked markers) cost one bit test.
     @inline(__always)
     static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16]) {
         var it = item
         let shape = shapes.shapes[Int(it.sprite)]
+        if mask.knownSettled(Int(it.sprite), shape, x: Int(it.x), y: Int(it.y)) { return }
         shapes.data.withUnsafeBufferPointer { data in
             let at = clips.count
-            if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) { return }
+            if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) {
+                mask.markSettled(Int(it.sprite), shape, x: Int(it.x), y: Int(it.y))
+                return
+            }
             it.clip = Int32(at)
             kept.append(it)
             shapes.weights.withUnsafeBufferPointer { weights in

@@ -95,4 +95,73 @@ import Testing
         _ = try layer.upsert(records, now: now)
         for (z, d) in [(0, 1), (6, 2)] { try check(layer, TileID.containing(center, zoom: z), density: d, total: records.count, atMost: 1) }
     }
+
+    /// Default pins spread evenly over a region (many per device pixel at z0-z2, grid leaves
+    /// straddling device rows, which the sweep walks one row at a time) and stacked on a few
+    /// pixels: most markers are left out, the picture stays within 1 of brute force.
+    @Test func densePinsAreLeftOutByRowParts() throws {
+        var rng = SplitMix64(seed: testSeed())
+        var records = Self.cluster("u", 40_000, center: LatLng(latitude: 10, longitude: 20), spread: 40,
+                                   style: .defaultPin, zIndex: 0, &rng)
+        for c in 0..<4 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 60 + 10, longitude: (rng.unit() - 0.5) * 60 + 20)
+            records += Self.cluster("c\(c)-", 3000, center: center, spread: 0.05, style: .defaultPin, zIndex: 0, &rng)
+        }
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        try check(layer, TileID(z: 0, x: 0, y: 0)!, density: 1, total: records.count, atMost: 0.4)
+        try check(layer, TileID(z: 0, x: 0, y: 0)!, density: 2, total: records.count, atMost: 0.4)
+        try check(layer, TileID.containing(LatLng(latitude: 10, longitude: 20), zoom: 2), density: 1, total: records.count, atMost: 1)
+    }
+
+    /// Adversarial stacks for the skips by position and by row part: many copies of the same
+    /// pixel with different styles and z-indexes interleaved in draw order, faint pins
+    /// (antialiased edges and fills of low alpha that never settle alone), exact duplicates, and
+    /// an opaque icon at a lower z-index under them; every channel within 1 of brute force.
+    @Test func interleavedStylesAndFaintPinsOnTheSamePixels() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let styles: [IconStyle] = [
+            .defaultPin,
+            IconStyle(source: .pin(PinStyle(fillColor: 0x20_30C040, strokeColor: 0x10_FFFFFF, scale: 0.75))),
+            IconStyle(source: .pin(PinStyle(fillColor: 0x90_C03030, scale: 1.25, label: "7"))),
+            IconStyle(source: .image(id: "square", width: 12, height: 12)),
+            IconStyle(source: .image(id: "dot", width: 12, height: 12)),
+        ]
+        var records: [MarkerRecord] = []
+        let spots = (0..<12).map { _ in LatLng(latitude: (rng.unit() - 0.5) * 100, longitude: (rng.unit() - 0.5) * 300) }
+        for i in 0..<12_000 {
+            let spot = spots[pick(&rng, spots.count)]
+            // Most on one of a few points (the same device pixel at low zooms), some exact duplicates.
+            let jitter = i % 5 == 0 ? 0 : 0.02
+            let p = LatLng(latitude: spot.latitude + (rng.unit() - 0.5) * jitter, longitude: spot.longitude + (rng.unit() - 0.5) * jitter)
+            let s = pick(&rng, styles.count)
+            records.append(MarkerRecord(id: "m\(i)", position: p, style: styles[s], zIndex: Int32(pick(&rng, 3)) - (s == 3 ? 1 : 0)))
+        }
+        records += Self.cluster("f", 8000, center: LatLng(latitude: 0, longitude: 0), spread: 60, style: styles[1], zIndex: 0, &rng)
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        for (z, d) in [(0, 1), (0, 3), (1, 2), (3, 1)] {
+            try check(layer, TileID.containing(spots[0], zoom: z), density: d, total: records.count, atMost: 1)
+        }
+    }
+
+    /// `firstY` finds the first world y of a device row, as `RasterView.pixelY` rounds.
+    @Test func firstYOfARowMatchesPixelRounding() {
+        var rng = SplitMix64(seed: testSeed())
+        for _ in 0..<2000 {
+            let z = pick(&rng, 20), d = 1 + pick(&rng, 3)
+            let tile = TileID(z: z, x: UInt32(pick(&rng, 1 << z)), y: UInt32(pick(&rng, 1 << z)))!
+            let view = RasterView.tile(tile, tileSize: [256, 512][pick(&rng, 2)], density: d)
+            let lo = UInt32(truncatingIfNeeded: rng.next()), span = UInt32(truncatingIfNeeded: rng.next()) >> UInt32(pick(&rng, 32))
+            let hi = lo &+ span < lo ? UInt32.max : lo + span
+            let p0 = view.pixelY(lo), p1 = view.pixelY(hi)
+            guard p1 > p0 else { continue }
+            let row = Int(p0) + 1 + pick(&rng, Int(min(p1 - p0, 1000)))
+            let b = TileRenderer.firstY(row: row, view, lo, hi)
+            #expect(view.pixelY(b) >= row && view.pixelY(b - 1) < row, "row \(row) in \(lo)...\(hi): \(b)")
+        }
+    }
 }
+
+/// A random integer in `0 ..< n`.
+private func pick(_ rng: inout SplitMix64, _ n: Int) -> Int { Int(rng.next() % UInt64(n)) }
