@@ -1,0 +1,166 @@
+import Foundation
+import MarkerdAPI
+import MarkerdCore
+
+/// Writes the clusters of a grid GetClusters answer as protobuf `Cluster` submessages (repeated
+/// field 1 of `GetClustersResponse`) while the layer's `GridClusterIndex` is walked, and collects
+/// the unclustered markers' slots; byte for byte what protobuf-c writes for the `V1.Cluster`s of
+/// `MarkerService.apiItems` (`ClusterReplyTests` checks it on seeded random layers).
+///
+/// Cluster fields in field-number order, zero values left out as protobuf-c does: id (1,
+/// varint), count (2, varint), position (3, a `LatLng`: latitude 1, longitude 2, doubles),
+/// bounds (4, a `Bounds`: west 1, south 2, east 3, north 4, doubles), expansion_zoom (5, varint).
+///
+/// With a `GridClusterMemo`, the output of every subtree the walk enters (see
+/// `GridClusterVisitor`) is kept and reused while the subtree's stamp stays the same: a cached
+/// cluster costs a copy of its ~75 bytes instead of three latitude conversions (`exp` and `atan`)
+/// and the encoding, and a subtree wholly inside the box costs one look-up. Recorded: the
+/// outermost subtree entered and every cell of the target zoom (each cluster once more inside its
+/// outer subtree). Marker slots are kept, not marker bytes: markers are encoded afresh from the
+/// layer, so a style change (which leaves the clusters' stamps alone) is always seen.
+struct ClusterReplyWriter: GridClusterVisitor {
+    /// The `Cluster` fields written so far (tag, length, message, one after the other).
+    var clusterBytes: [UInt8] = []
+    /// The unclustered markers' slots, in output order.
+    var markerSlots: [Int32] = []
+    /// Number of clusters written.
+    private(set) var clusterCount = 0
+    private let memo: GridClusterMemo?
+    /// Subtrees being recorded (outermost first): where their output starts, and whether to keep it.
+    private var recording: [(node: GridNodeStamp, bytes: Int, slots: Int, clusters: Int, keep: Bool)] = []
+
+    /// `memo`: the layer's memo, with its lock held by the caller for as long as the writer is used,
+    /// and already reset to the index's generation (`GridClusterMemo.prepare`); nil: no memo.
+    init(memo: GridClusterMemo?) {
+        self.memo = memo
+        clusterBytes.reserveCapacity(4096)
+    }
+
+    mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
+        guard let memo else { return false }
+        if let hit = memo.output(of: node, target: target) {
+            clusterBytes.append(contentsOf: hit.clusterBytes)
+            markerSlots.append(contentsOf: hit.markerSlots)
+            clusterCount += hit.clusterCount
+            return true
+        }
+        recording.append((node, clusterBytes.count, markerSlots.count, clusterCount, recording.isEmpty || node.zoom == target))
+        return false
+    }
+
+    mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {
+        guard let memo, let r = recording.popLast() else { return }
+        guard r.keep else { return }
+        memo.keep(GridClusterMemo.Output(clusterBytes: Array(clusterBytes[r.bytes...]), markerSlots: Array(markerSlots[r.slots...]),
+                                         clusterCount: clusterCount - r.clusters),
+                  of: node, target: target)
+    }
+
+    mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
+        Self.append(MarkerService.apiCluster(cluster, expansionZoom: expansionZoom), field: 1, to: &clusterBytes)
+        clusterCount += 1
+    }
+
+    mutating func visitPoint(_ point: ClusterPoint) { markerSlots.append(point.id) }
+
+    // MARK: encoding
+
+    /// Appends `c` as length-delimited field `field`, as protobuf-c packs it.
+    static func append(_ c: V1.Cluster, field: Int, to out: inout [UInt8]) {
+        let position = c.position.map { latLngSize($0) }
+        let bounds = c.bounds.map { boundsSize($0) }
+        var size = 0
+        if c.id != 0 { size += 1 + MarkerWireEncoder.varintSize(c.id) }
+        if c.count != 0 { size += 1 + MarkerWireEncoder.varintSize(UInt64(c.count)) }
+        if let position { size += 1 + MarkerWireEncoder.varintSize(UInt64(position)) + position }
+        if let bounds { size += 1 + MarkerWireEncoder.varintSize(UInt64(bounds)) + bounds }
+        if c.expansionZoom != 0 { size += 1 + MarkerWireEncoder.varintSize(UInt64(c.expansionZoom)) }
+        MarkerWireEncoder.appendTag(field, wireType: 2, to: &out)
+        MarkerWireEncoder.appendVarint(UInt64(size), to: &out)
+        if c.id != 0 { out.append(0x08); MarkerWireEncoder.appendVarint(c.id, to: &out) }
+        if c.count != 0 { out.append(0x10); MarkerWireEncoder.appendVarint(UInt64(c.count), to: &out) }
+        if let p = c.position, let position {
+            out.append(0x1A)
+            MarkerWireEncoder.appendVarint(UInt64(position), to: &out)
+            appendDouble(p.latitude, field: 1, to: &out)
+            appendDouble(p.longitude, field: 2, to: &out)
+        }
+        if let b = c.bounds, let bounds {
+            out.append(0x22)
+            MarkerWireEncoder.appendVarint(UInt64(bounds), to: &out)
+            appendDouble(b.west, field: 1, to: &out)
+            appendDouble(b.south, field: 2, to: &out)
+            appendDouble(b.east, field: 3, to: &out)
+            appendDouble(b.north, field: 4, to: &out)
+        }
+        if c.expansionZoom != 0 { out.append(0x28); MarkerWireEncoder.appendVarint(UInt64(c.expansionZoom), to: &out) }
+    }
+
+    private static func latLngSize(_ p: V1.LatLng) -> Int { (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0) }
+
+    private static func boundsSize(_ b: V1.Bounds) -> Int {
+        (b.west != 0 ? 9 : 0) + (b.south != 0 ? 9 : 0) + (b.east != 0 ? 9 : 0) + (b.north != 0 ? 9 : 0)
+    }
+
+    /// A double field (number < 16), left out when zero.
+    @inline(__always)
+    private static func appendDouble(_ v: Double, field: Int, to out: inout [UInt8]) {
+        if v != 0 { MarkerWireEncoder.appendDouble(v, tag: UInt8(field << 3 | 1), to: &out) }
+    }
+}
+
+/// Per-layer memo of `ClusterReplyWriter`'s output by subtree (cell and target zoom), valid while
+/// the cell's `GridNodeStamp` is unchanged and the index's generation is the same. Bounded: when
+/// it holds more than `budgetBytes`, it is emptied. Use under `lock` (held for a whole reply).
+final class GridClusterMemo: @unchecked Sendable {
+    /// The output of one subtree.
+    struct Output {
+        var clusterBytes: [UInt8]
+        var markerSlots: [Int32]
+        var clusterCount: Int
+    }
+
+    private struct Entry {
+        var stamp: UInt32
+        var output: Output
+    }
+
+    let lock = NSLock()
+    /// Approximate bytes held before the memo is emptied. Default 64 MiB.
+    let budgetBytes: Int
+    private var generation: UInt64 = 0
+    private var entries: [UInt64: Entry] = [:]
+    private(set) var bytes = 0
+
+    init(budgetBytes: Int = 64 << 20) { self.budgetBytes = budgetBytes }
+
+    /// Empties the memo when it was filled from another index (or another generation of it).
+    func prepare(generation g: UInt64) {
+        if g != generation {
+            entries = [:]
+            bytes = 0
+            generation = g
+        }
+    }
+
+    @inline(__always)
+    private static func key(_ node: GridNodeStamp, _ target: Int) -> UInt64 { UInt64(UInt32(bitPattern: node.cell)) << 8 | UInt64(target) }
+
+    /// The memoized output of `node` at `target`, if its stamp is still the same.
+    func output(of node: GridNodeStamp, target: Int) -> Output? {
+        guard let e = entries[Self.key(node, target)], e.stamp == node.stamp else { return nil }
+        return e.output
+    }
+
+    func keep(_ output: Output, of node: GridNodeStamp, target: Int) {
+        let size = 64 + output.clusterBytes.count + 4 * output.markerSlots.count
+        if bytes + size > budgetBytes {
+            entries = [:]
+            bytes = 0
+        }
+        if let old = entries.updateValue(Entry(stamp: node.stamp, output: output), forKey: Self.key(node, target)) {
+            bytes -= 64 + old.output.clusterBytes.count + 4 * old.output.markerSlots.count
+        }
+        bytes += size
+    }
+}
