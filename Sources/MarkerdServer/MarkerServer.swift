@@ -88,8 +88,12 @@ struct DispatchingHandler: RequestHandler {
         }
         Self.queue.async {
             dispatcher.handle(body: request.body, receivedAt: request.receivedAt) { response in
-                // serializedBytes builds the C message once (serializedSize + serialize would build it twice).
-                request.respond(response.serializedBytes())
+                if let ok = OKReplyEnvelope(response) {
+                    request.respond(size: ok.size) { ok.write(into: $0) }
+                } else {
+                    // serializedBytes builds the C message once (serializedSize + serialize would build it twice).
+                    request.respond(response.serializedBytes())
+                }
             }
         }
     }
