@@ -11,6 +11,12 @@ public struct OKReplyEnvelope: Sendable {
     let requestID: UInt64
     let payload: [UInt8]
 
+    /// An OK reply carrying `payload`.
+    public init(requestID: UInt64, payload: [UInt8]) {
+        self.requestID = requestID
+        self.payload = payload
+    }
+
     /// Nil unless `response` is OK with an empty message (other replies are small: protobuf-c).
     public init?(_ response: V1.Response) {
         guard response.code == .ok, response.message.isEmpty else { return nil }

@@ -26,22 +26,32 @@ struct ClusterReplyWriter: GridClusterVisitor {
     /// Number of clusters written.
     private(set) var clusterCount = 0
     private let memo: GridClusterMemo?
+    /// Work allowed: clusters encoded afresh plus markers; past it the writer is done (`isDone`)
+    /// and its output incomplete.
+    private let budget: Int
+    /// Clusters encoded afresh plus markers so far.
+    private(set) var work = 0
+    /// Whether the budget ran out: the output is incomplete and nothing more is memoized.
+    var isDone: Bool { work > budget }
     /// Subtrees being recorded (outermost first): where their output starts, and whether to keep it.
     private var recording: [(node: GridNodeStamp, bytes: Int, slots: Int, clusters: Int, keep: Bool)] = []
 
     /// `memo`: the layer's memo, with its lock held by the caller for as long as the writer is used,
     /// and already reset to the index's generation (`GridClusterMemo.prepare`); nil: no memo.
-    init(memo: GridClusterMemo?) {
+    /// `budget`: see `work` (default unlimited).
+    init(memo: GridClusterMemo?, budget: Int = .max) {
         self.memo = memo
+        self.budget = budget
         clusterBytes.reserveCapacity(4096)
     }
 
     mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
-        guard let memo else { return false }
+        guard let memo, !isDone else { return isDone }
         if let hit = memo.output(of: node, target: target) {
             clusterBytes.append(contentsOf: hit.clusterBytes)
             markerSlots.append(contentsOf: hit.markerSlots)
             clusterCount += hit.clusterCount
+            work += hit.markerSlots.count
             return true
         }
         recording.append((node, clusterBytes.count, markerSlots.count, clusterCount, recording.isEmpty || node.zoom == target))
@@ -50,18 +60,34 @@ struct ClusterReplyWriter: GridClusterVisitor {
 
     mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {
         guard let memo, let r = recording.popLast() else { return }
-        guard r.keep else { return }
+        guard r.keep && !isDone else { return }
         memo.keep(GridClusterMemo.Output(clusterBytes: Array(clusterBytes[r.bytes...]), markerSlots: Array(markerSlots[r.slots...]),
                                          clusterCount: clusterCount - r.clusters),
                   of: node, target: target)
     }
 
     mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
+        work += 1
+        if isDone { return }
         Self.append(MarkerService.apiCluster(cluster, expansionZoom: expansionZoom), field: 1, to: &clusterBytes)
         clusterCount += 1
     }
 
-    mutating func visitPoint(_ point: ClusterPoint) { markerSlots.append(point.id) }
+    mutating func visitPoint(_ point: ClusterPoint) {
+        work += 1
+        if !isDone { markerSlots.append(point.id) }
+    }
+
+    /// The whole `GetClustersResponse` after the walk: the clusters, the markers (written from
+    /// `layer` by `MarkerWireEncoder`), then `layer_version` and `algorithm`. Call under the
+    /// layer's lock, with a writer that is not done.
+    consuming func payload(of layer: MarkerLayer, algorithm: String) -> [UInt8] {
+        var out = clusterBytes
+        var markers = MarkerWireEncoder()
+        markers.append(layer.markerSlots(markerSlots), field: 2, of: layer, to: &out)
+        out += V1.GetClustersResponse(layerVersion: layer.version, algorithm: algorithm).serializedBytes()
+        return out
+    }
 
     // MARK: encoding
 

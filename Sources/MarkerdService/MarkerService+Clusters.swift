@@ -348,12 +348,35 @@ extension MarkerService {
             if locked { memo.prepare(generation: generation) }
             var writer = ClusterReplyWriter(memo: locked ? memo : nil)
             h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
-            var out = writer.clusterBytes
-            var markers = MarkerWireEncoder()
-            markers.append(h.layer.markerSlots(writer.markerSlots), field: 2, of: h.layer, to: &out)
-            out += V1.GetClustersResponse(layerVersion: h.layer.version, algorithm: config.algorithm.rawValue).serializedBytes()
-            return out
+            return writer.payload(of: h.layer, algorithm: config.algorithm.rawValue)
         }
+    }
+
+    /// `getClustersPayload` for the network thread, which must not wait: the payload when the
+    /// layer uses the grid algorithm with its clusters built, its read lock and cluster memo are
+    /// free, no animation is due, and the answer takes at most `budget` clusters encoded afresh
+    /// plus markers (the rest comes from the memo); nil otherwise (also for a bad request), and
+    /// the caller hands the request to `getClustersPayload`. A walk stopped by the budget still
+    /// leaves the subtrees it finished in the memo. The same bytes as `getClustersPayload`.
+    public func inlineClustersPayload(_ r: V1.GetClustersRequest, budget: Int = 512) -> [UInt8]? {
+        guard let b = r.bounds, b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite,
+              let zoom = try? Self.zoomLevel(r.zoom), let h = try? handle(r.layerID) else { return nil }
+        let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
+        let now = Self.nowUnixMs()
+        let payload = h.lock.withReadLockIfFree { () -> [UInt8]? in
+            let config = ClusterConfig(h.options.clustering)
+            guard !h.deleted, config.algorithm == .grid, h.layer.gridClusterOptions == config.grid,
+                  let generation = h.layer.gridClusterGeneration, h.layer.nextAnimationEnd.map({ $0 > now }) ?? true
+            else { return nil }
+            let memo = h.clusterState.gridMemo
+            guard memo.lock.try() else { return nil }
+            defer { memo.lock.unlock() }
+            memo.prepare(generation: generation)
+            var writer = ClusterReplyWriter(memo: memo, budget: budget)
+            h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
+            return writer.isDone ? nil : writer.payload(of: h.layer, algorithm: config.algorithm.rawValue)
+        }
+        return payload ?? nil
     }
 
     /// Checks a GetClusters request; its bounds, integer zoom, layer and clustering options. For the

@@ -474,7 +474,7 @@ public struct GridClusterIndex: Sendable {
         let target = min(zoom, options.maxZoom)
         let exactPoints = zoom > options.maxZoom
         forEachRoot(in: box) { root in
-            collect(root, z: 0, target: target, box: box, exactPoints: exactPoints, into: &out)
+            if !out.isDone { collect(root, z: 0, target: target, box: box, exactPoints: exactPoints, into: &out) }
         }
     }
 
@@ -788,7 +788,7 @@ public struct GridClusterIndex: Sendable {
                 appendAllPoints(ref, z: z, into: &out)
             }
         } else {
-            for q in 0..<4 {
+            for q in 0..<4 where !out.isDone {
                 let ch = children[4 * c + q]
                 if ch != -1 { collect(ch, z: z + 1, target: target, box: box, exactPoints: exactPoints, into: &out) }
             }

@@ -30,6 +30,9 @@ public protocol GridClusterVisitor {
     /// Whether the walk should compute each cluster's expansion zoom (`visitCluster`'s argument is
     /// maxZoom + 1 otherwise).
     var wantsExpansionZooms: Bool { get }
+    /// When it becomes true, the walk stops (it may still emit a few items and leave the subtrees
+    /// it entered, whose output is then incomplete).
+    var isDone: Bool { get }
     mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool
     mutating func leaveSubtree(_ node: GridNodeStamp, target: Int)
     /// A cluster and its expansion zoom (see `GridClusterIndex.expansionZoom(of:)`).
@@ -40,6 +43,7 @@ public protocol GridClusterVisitor {
 
 extension GridClusterVisitor {
     public var wantsExpansionZooms: Bool { true }
+    public var isDone: Bool { false }
     public mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool { false }
     public mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {}
 }
