@@ -47,11 +47,9 @@ struct ClusterReplyWriter: GridClusterVisitor {
 
     mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
         guard let memo, !isDone else { return isDone }
-        if let hit = memo.output(of: node, target: target) {
-            clusterBytes.append(contentsOf: hit.clusterBytes)
-            markerSlots.append(contentsOf: hit.markerSlots)
-            clusterCount += hit.clusterCount
-            work += hit.markerSlots.count
+        if let hit = memo.append(of: node, target: target, to: &clusterBytes, &markerSlots) {
+            clusterCount += hit.clusters
+            work += hit.markers
             return true
         }
         recording.append((node, clusterBytes.count, markerSlots.count, clusterCount, recording.isEmpty || node.zoom == target))
@@ -61,9 +59,7 @@ struct ClusterReplyWriter: GridClusterVisitor {
     mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {
         guard let memo, let r = recording.popLast() else { return }
         guard r.keep && !isDone else { return }
-        memo.keep(GridClusterMemo.Output(clusterBytes: Array(clusterBytes[r.bytes...]), markerSlots: Array(markerSlots[r.slots...]),
-                                         clusterCount: clusterCount - r.clusters),
-                  of: node, target: target)
+        memo.keep(clusterBytes[r.bytes...], markerSlots[r.slots...], clusterCount: clusterCount - r.clusters, of: node, target: target)
     }
 
     mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
@@ -136,19 +132,18 @@ struct ClusterReplyWriter: GridClusterVisitor {
 }
 
 /// Per-layer memo of `ClusterReplyWriter`'s output by subtree (cell and target zoom), valid while
-/// the cell's `GridNodeStamp` is unchanged and the index's generation is the same. Bounded: when
-/// it holds more than `budgetBytes`, it is emptied. Use under `lock` (held for a whole reply).
+/// the cell's `GridNodeStamp` is unchanged and the index's generation is the same. Outputs are
+/// appended to two arenas (cluster bytes, marker slots), so keeping or finding one allocates
+/// nothing; a replaced output stays in the arena until the memo is emptied, which happens when it
+/// holds more than `budgetBytes`. Use under `lock` (held for a whole reply).
 final class GridClusterMemo: @unchecked Sendable {
-    /// The output of one subtree.
-    struct Output {
-        var clusterBytes: [UInt8]
-        var markerSlots: [Int32]
-        var clusterCount: Int
-    }
-
     private struct Entry {
         var stamp: UInt32
-        var output: Output
+        var clusterCount: Int32
+        var bytesStart: Int
+        var bytesCount: Int32
+        var slotsCount: Int32
+        var slotsStart: Int
     }
 
     let lock = NSLock()
@@ -156,37 +151,47 @@ final class GridClusterMemo: @unchecked Sendable {
     let budgetBytes: Int
     private var generation: UInt64 = 0
     private var entries: [UInt64: Entry] = [:]
-    private(set) var bytes = 0
+    private var bytes: [UInt8] = []
+    private var slots: [Int32] = []
 
     init(budgetBytes: Int = 64 << 20) { self.budgetBytes = budgetBytes }
+
+    /// Approximate bytes held: the arenas and the entries.
+    var heldBytes: Int { bytes.count + 4 * slots.count + 48 * entries.count }
 
     /// Empties the memo when it was filled from another index (or another generation of it).
     func prepare(generation g: UInt64) {
         if g != generation {
-            entries = [:]
-            bytes = 0
+            removeAll()
             generation = g
         }
+    }
+
+    private func removeAll() {
+        entries.removeAll(keepingCapacity: true)
+        bytes.removeAll(keepingCapacity: true)
+        slots.removeAll(keepingCapacity: true)
     }
 
     @inline(__always)
     private static func key(_ node: GridNodeStamp, _ target: Int) -> UInt64 { UInt64(UInt32(bitPattern: node.cell)) << 8 | UInt64(target) }
 
-    /// The memoized output of `node` at `target`, if its stamp is still the same.
-    func output(of node: GridNodeStamp, target: Int) -> Output? {
+    /// Appends the memoized output of `node` at `target` to `clusterBytes` and `markerSlots` if the
+    /// node's stamp is still the same; returns its numbers of clusters and markers, or nil.
+    func append(of node: GridNodeStamp, target: Int, to clusterBytes: inout [UInt8], _ markerSlots: inout [Int32]) -> (clusters: Int, markers: Int)? {
         guard let e = entries[Self.key(node, target)], e.stamp == node.stamp else { return nil }
-        return e.output
+        clusterBytes.append(contentsOf: bytes[e.bytesStart ..< e.bytesStart + Int(e.bytesCount)])
+        markerSlots.append(contentsOf: slots[e.slotsStart ..< e.slotsStart + Int(e.slotsCount)])
+        return (Int(e.clusterCount), Int(e.slotsCount))
     }
 
-    func keep(_ output: Output, of node: GridNodeStamp, target: Int) {
-        let size = 64 + output.clusterBytes.count + 4 * output.markerSlots.count
-        if bytes + size > budgetBytes {
-            entries = [:]
-            bytes = 0
-        }
-        if let old = entries.updateValue(Entry(stamp: node.stamp, output: output), forKey: Self.key(node, target)) {
-            bytes -= 64 + old.output.clusterBytes.count + 4 * old.output.markerSlots.count
-        }
-        bytes += size
+    /// Keeps the output of `node` at `target`: `clusterCount` clusters written as `clusterBytes`, and `markerSlots`.
+    func keep(_ clusterBytes: ArraySlice<UInt8>, _ markerSlots: ArraySlice<Int32>, clusterCount: Int, of node: GridNodeStamp, target: Int) {
+        if heldBytes + clusterBytes.count + 4 * markerSlots.count + 48 > budgetBytes { removeAll() }
+        let e = Entry(stamp: node.stamp, clusterCount: Int32(clusterCount), bytesStart: bytes.count, bytesCount: Int32(clusterBytes.count),
+                      slotsCount: Int32(markerSlots.count), slotsStart: slots.count)
+        bytes.append(contentsOf: clusterBytes)
+        slots.append(contentsOf: markerSlots)
+        entries[Self.key(node, target)] = e
     }
 }
