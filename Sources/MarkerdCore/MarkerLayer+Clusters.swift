@@ -91,6 +91,34 @@ extension MarkerLayer {
         return (found.items.map(layerItem), found.expansionZooms)
     }
 
+    /// Hands `visitor` the grid clusters and unclustered points (slots) of `gridClusterItems(in:zoom:)`,
+    /// in the same order, without building them (see `GridClusterIndex.visit(in:zoom:_:)`). False
+    /// when grid clustering is off (the visitor then sees nothing).
+    @discardableResult
+    public func visitGridClusters<V: GridClusterVisitor>(in box: ClusterBox, zoom: Int, _ visitor: inout V) -> Bool {
+        guard let clusters else { return false }
+        clusters.visit(in: box, zoom: zoom, &visitor)
+        return true
+    }
+
+    /// The generation of the grid cluster index (see `GridNodeStamp`), or nil when grid clustering is off.
+    public var gridClusterGeneration: UInt64? { clusters?.generation }
+
+    /// The slots of visible static markers (cluster point ids) as query slots, for the encoders that
+    /// read markers by slot (`gather(_:)`, `position(_:)`). Valid until the layer next changes.
+    public func markerSlots(_ slots: [Int32]) -> [MarkerSlot] {
+        table.x.withUnsafeBufferPointer { xs in
+            table.y.withUnsafeBufferPointer { ys in
+                table.zIndex.withUnsafeBufferPointer { zs in
+                    slots.map { s in
+                        let i = Int(s)
+                        return MarkerSlot(GridEntry(x: xs[i], y: ys[i], z: zs[i], slot: s))
+                    }
+                }
+            }
+        }
+    }
+
     /// For raster and vector tiles: the grid clusters and unclustered markers whose cells of zoom `z`
     /// lie in tile z/x/y (x wrapped; each cell belongs to exactly one tile), plus, when `buffer` > 0,
     /// those of the cells intersecting the tile grown by `buffer` (a fraction of the tile side, e.g.

@@ -49,9 +49,10 @@ extension MarkerLayer {
     public func record(_ slot: MarkerSlot) -> MarkerRecord { record(slot.raw) }
 
     /// The position as `record(_:).position` (degrees, rounded to 7 decimals); reads no table column.
-    public func position(_ slot: MarkerSlot) -> LatLng {
-        WorldPoint(x: slot.entry.x, y: slot.entry.y).latLng
-    }
+    public func position(_ slot: MarkerSlot) -> LatLng { world(slot).latLng }
+
+    /// The stored world position (`position(_:)` is its `latLng`); reads no table column.
+    public func world(_ slot: MarkerSlot) -> WorldPoint { WorldPoint(x: slot.entry.x, y: slot.entry.y) }
 
     /// z-index, flags, style index and id of each slot, in order.
     public func gather(_ slots: [MarkerSlot]) -> GatheredMarkers {

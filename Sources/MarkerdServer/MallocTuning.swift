@@ -17,17 +17,26 @@ public enum MallocTuning {
     /// reply's buffers would be fresh mappings, page-faulted in on every call.)
     public static let defaultMmapThresholdBytes = 1 << 20
 
+    /// Default trim threshold: 4 MiB of free memory kept at the top of a heap (glibc's default,
+    /// 128 KiB, which a fixed mmap threshold leaves in place, gives a reply buffer of a few
+    /// hundred KB back to the kernel when it is freed, so the next reply of that size faults its
+    /// pages in again: most of the cost of copying a 300 KB GetClusters answer).
+    public static let defaultTrimThresholdBytes = 4 << 20
+
     /// Fixes glibc's mmap threshold (which also stops the dynamic adjustment of the trim
-    /// threshold). Returns false when the allocator refused or is not glibc's.
+    /// threshold) and trim threshold. Returns false when the allocator refused or is not glibc's.
     @discardableResult
-    public static func apply(mmapThresholdBytes: Int = defaultMmapThresholdBytes) -> Bool {
+    public static func apply(mmapThresholdBytes: Int = defaultMmapThresholdBytes,
+                             trimThresholdBytes: Int = defaultTrimThresholdBytes) -> Bool {
         #if canImport(Glibc)
         // <malloc.h> is not part of the Glibc module: look mallopt up (absent under other allocators).
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return false }
         typealias MalloptFunction = @convention(c) (Int32, Int32) -> Int32
         let mallopt = unsafeBitCast(symbol, to: MalloptFunction.self)
         let mMmapThreshold: Int32 = -3   // M_MMAP_THRESHOLD in <malloc.h>
+        let mTrimThreshold: Int32 = -1   // M_TRIM_THRESHOLD in <malloc.h>
         return mallopt(mMmapThreshold, Int32(clamping: mmapThresholdBytes)) == 1
+            && mallopt(mTrimThreshold, Int32(clamping: trimThresholdBytes)) == 1
         #else
         return false
         #endif

@@ -74,7 +74,9 @@ public final class MarkerServer: Sendable {
 }
 
 /// Hands each request from the nng callback thread to the RPC worker queue (never blocks), but
-/// answers cached tiles at once (`RPCDispatcher.inlineReply`).
+/// answers cached tiles and grid GetClusters mostly served from the cluster memo at once
+/// (`RPCDispatcher.inlineReply`, `inlineClustersReply`): the hop to a worker thread is most of the
+/// time a small reply spends in markerd.
 struct DispatchingHandler: RequestHandler {
     let dispatcher: RPCDispatcher
     static let queue = DispatchQueue(label: "markerd.rpc", qos: .userInitiated, attributes: .concurrent)
@@ -86,10 +88,19 @@ struct DispatchingHandler: RequestHandler {
             request.respond(size: reply.size) { reply.write(into: $0) }
             return
         }
+        // So is a grid GetClusters whose answer is mostly in the layer's cluster memo.
+        if let reply = dispatcher.inlineClustersReply(body: request.body, receivedAt: request.receivedAt) {
+            request.respond(size: reply.size) { reply.write(into: $0) }
+            return
+        }
         Self.queue.async {
             dispatcher.handle(body: request.body, receivedAt: request.receivedAt) { response in
-                // serializedBytes builds the C message once (serializedSize + serialize would build it twice).
-                request.respond(response.serializedBytes())
+                if let ok = OKReplyEnvelope(response) {
+                    request.respond(size: ok.size) { ok.write(into: $0) }
+                } else {
+                    // serializedBytes builds the C message once (serializedSize + serialize would build it twice).
+                    request.respond(response.serializedBytes())
+                }
             }
         }
     }

@@ -34,7 +34,7 @@ enum MethodTable {
         readEncoded("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewportPayload(r) }
         read("HitTest", V1.HitTestRequest.self) { r, _ throws(RPCError) in try service.hitTest(r) }
         read("DragTo", V1.DragToRequest.self) { r, _ throws(RPCError) in try service.dragTo(r) }
-        read("GetClusters", V1.GetClustersRequest.self) { r, _ throws(RPCError) in try service.getClusters(r) }
+        readEncoded("GetClusters", V1.GetClustersRequest.self) { r, _ throws(RPCError) in try service.getClustersPayload(r) }
         read("GetClusterLeaves", V1.GetClusterLeavesRequest.self) { r, _ throws(RPCError) in try service.getClusterLeaves(r) }
         read("GetClusterChildren", V1.GetClusterChildrenRequest.self) { r, _ throws(RPCError) in try service.getClusterChildren(r) }
         read("GetClusterExpansionZoom", V1.GetClusterExpansionZoomRequest.self) { r, _ throws(RPCError) in

@@ -81,20 +81,44 @@ public final class RPCDispatcher: Sendable {
     /// worker queue. Other requests cost a byte search: only small bodies that name GetTile are
     /// decoded.
     public func inlineReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> InlineTileReply? {
-        guard body.count <= 512, Self.contains(body, Self.getTileMethod),
-              let request = try? V1.Request(serializedBytes: body),
-              request.method.utf8.elementsEqual(Self.getTileMethod),
-              request.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs))),
-              let tileRequest = request.payload.withUnsafeBytes({ try? V1.GetTileRequest(serializedBytes: $0) }),
+        guard let (request, tileRequest) = Self.inlineRequest(body, receivedAt, Self.getTileMethod, as: V1.GetTileRequest.self),
               let response = service.cachedTile(tileRequest)
         else { return nil }
-        let elapsed = ContinuousClock.now - receivedAt
-        metrics.record(method: "GetTile", code: .ok,
-                       micros: Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
+        recordInline("GetTile", receivedAt)
         return InlineTileReply(requestID: request.requestID, response: response)
     }
 
+    /// A grid GetClusters that `MarkerService.inlineClustersPayload` answers at once (mostly from
+    /// the layer's memo of unchanged cluster subtrees), or nil, and the caller hands the request to
+    /// `handle`. Never waits, like `inlineReply`; the same bytes as `handle` would answer.
+    public func inlineClustersReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> OKReplyEnvelope? {
+        guard let (request, clustersRequest) = Self.inlineRequest(body, receivedAt, Self.getClustersMethod, as: V1.GetClustersRequest.self),
+              let payload = service.inlineClustersPayload(clustersRequest)
+        else { return nil }
+        recordInline("GetClusters", receivedAt)
+        return OKReplyEnvelope(requestID: request.requestID, payload: payload)
+    }
+
+    /// The envelope and payload of a small request for `method` within its deadline, or nil.
+    private static func inlineRequest<R: ProtoMessage>(_ body: UnsafeRawBufferPointer, _ receivedAt: ContinuousClock.Instant,
+                                                       _ method: [UInt8], as _: R.Type) -> (V1.Request, R)? {
+        guard body.count <= 512, contains(body, method),
+              let request = try? V1.Request(serializedBytes: body),
+              request.method.utf8.elementsEqual(method),
+              request.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs))),
+              let payload = request.payload.withUnsafeBytes({ try? R(serializedBytes: $0) })
+        else { return nil }
+        return (request, payload)
+    }
+
+    private func recordInline(_ method: Substring, _ receivedAt: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - receivedAt
+        metrics.record(method: method, code: .ok,
+                       micros: Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
+    }
+
     static let getTileMethod = Array((servicePrefix + "GetTile").utf8)
+    static let getClustersMethod = Array((servicePrefix + "GetClusters").utf8)
 
     /// Whether `needle` occurs in `haystack`.
     static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {

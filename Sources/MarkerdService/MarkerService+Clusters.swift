@@ -73,6 +73,8 @@ final class ClusterState: @unchecked Sendable {
     private var rebuildPending = false
     /// Serializes snapshot builds (held while building, never under `lock` or the layer lock).
     let buildLock = NSLock()
+    /// The grid GetClusters replies' memo (`ClusterReplyWriter`).
+    let gridMemo = GridClusterMemo()
 
     var snapshot: SuperclusterSnapshot? { lock.withLock { current } }
 
@@ -305,18 +307,11 @@ extension MarkerService {
     /// GetClusters: clusters and unclustered visible static markers in `bounds` (west > east crosses
     /// the antimeridian) at `floor(zoom)`.
     public func getClusters(_ r: V1.GetClustersRequest) throws(RPCError) -> V1.GetClustersResponse {
-        guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
-        guard b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite else {
-            throw .invalidArgument("bounds must be finite")
-        }
-        let zoom = try Self.zoomLevel(r.zoom)
-        let h = try handle(r.layerID)
-        let config = clusterConfig(h)
+        let (b, zoom, h, config) = try clustersQuery(r)
         var response = V1.GetClustersResponse()
         response.algorithm = config.algorithm.rawValue
         switch config.algorithm {
         case .grid:
-            ensureGridClusters(h, config.grid)
             let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
             return try read(r.layerID) { (h, _) throws(RPCError) in
                 guard let found = h.layer.gridClusterItemsWithExpansionZooms(in: box, zoom: zoom) else {
@@ -334,6 +329,68 @@ extension MarkerService {
             response.layerVersion = s.layerVersion
             return response
         }
+    }
+
+    /// `getClusters` encoded: the same bytes as `getClusters(_:).serializedBytes()`. For the grid
+    /// algorithm built without a `V1.Cluster` message or `V1.Marker` per item: clusters are written
+    /// during the walk by `ClusterReplyWriter` (reusing the layer's memo of unchanged subtrees
+    /// when no other reply holds it), markers straight from the layer by `MarkerWireEncoder`, then
+    /// layer_version and algorithm.
+    public func getClustersPayload(_ r: V1.GetClustersRequest) throws(RPCError) -> [UInt8] {
+        let (b, zoom, _, config) = try clustersQuery(r)
+        guard config.algorithm == .grid else { return try getClusters(r).serializedBytes() }
+        let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
+        return try read(r.layerID) { (h, _) throws(RPCError) in
+            guard let generation = h.layer.gridClusterGeneration else { throw .unavailable("clusters are being rebuilt; retry") }
+            let memo = h.clusterState.gridMemo
+            let locked = memo.lock.try()
+            defer { if locked { memo.lock.unlock() } }
+            if locked { memo.prepare(generation: generation) }
+            var writer = ClusterReplyWriter(memo: locked ? memo : nil)
+            h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
+            return writer.payload(of: h.layer, algorithm: config.algorithm.rawValue)
+        }
+    }
+
+    /// `getClustersPayload` for the network thread, which must not wait: the payload when the
+    /// layer uses the grid algorithm with its clusters built, its read lock and cluster memo are
+    /// free, no animation is due, and the answer takes at most `budget` clusters encoded afresh
+    /// plus markers (the rest comes from the memo); nil otherwise (also for a bad request), and
+    /// the caller hands the request to `getClustersPayload`. A walk stopped by the budget still
+    /// leaves the subtrees it finished in the memo. The same bytes as `getClustersPayload`.
+    public func inlineClustersPayload(_ r: V1.GetClustersRequest, budget: Int = 512) -> [UInt8]? {
+        guard let b = r.bounds, b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite,
+              let zoom = try? Self.zoomLevel(r.zoom), let h = try? handle(r.layerID) else { return nil }
+        let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
+        let now = Self.nowUnixMs()
+        let payload = h.lock.withReadLockIfFree { () -> [UInt8]? in
+            let config = ClusterConfig(h.options.clustering)
+            guard !h.deleted, config.algorithm == .grid, h.layer.gridClusterOptions == config.grid,
+                  let generation = h.layer.gridClusterGeneration, h.layer.nextAnimationEnd.map({ $0 > now }) ?? true
+            else { return nil }
+            let memo = h.clusterState.gridMemo
+            guard memo.lock.try() else { return nil }
+            defer { memo.lock.unlock() }
+            memo.prepare(generation: generation)
+            var writer = ClusterReplyWriter(memo: memo, budget: budget)
+            h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
+            return writer.isDone ? nil : writer.payload(of: h.layer, algorithm: config.algorithm.rawValue)
+        }
+        return payload ?? nil
+    }
+
+    /// Checks a GetClusters request; its bounds, integer zoom, layer and clustering options. For the
+    /// grid algorithm, makes sure the layer maintains its grid clusters.
+    private func clustersQuery(_ r: V1.GetClustersRequest) throws(RPCError) -> (V1.Bounds, Int, LayerHandle, ClusterConfig) {
+        guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
+        guard b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite else {
+            throw .invalidArgument("bounds must be finite")
+        }
+        let zoom = try Self.zoomLevel(r.zoom)
+        let h = try handle(r.layerID)
+        let config = clusterConfig(h)
+        if config.algorithm == .grid { ensureGridClusters(h, config.grid) }
+        return (b, zoom, h, config)
     }
 
     /// GetClusterLeaves: a cluster's markers, `limit` (default 10) after `offset`.

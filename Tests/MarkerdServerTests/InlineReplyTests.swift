@@ -56,4 +56,49 @@ import Testing
         #expect(inline(envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 30).serializedBytes())) == nil)
         #expect(inline([0xFF, 0x01, 0x02]) == nil)
     }
+
+    /// Grid GetClusters answered on the network thread (`inlineClustersReply`): byte for byte what
+    /// `handle` answers; nil when the answer needs more than the budget of fresh work (an empty
+    /// memo, or many unclustered markers), for other algorithms and for errors.
+    @Test func clustersFromTheMemo() throws {
+        let service = MarkerService()
+        let d = RPCDispatcher(service: service)
+        var rng = SplitMix64(seed: testSeed("InlineReplyTests.clustersFromTheMemo"))
+        var options = V1.LayerOptions()
+        options.clustering = V1.ClusteringOptions(enabled: true)
+        #expect(handled(d, envelope("CreateLayer", V1.CreateLayerRequest(layerID: "c", options: options).serializedBytes(), key: "k1")).code == .ok)
+        var up = V1.UpsertMarkersRequest()
+        up.layerID = "c"
+        up.markers = (0..<6000).map { i in marker("m\(i)", rng.unit() * 140 - 70, rng.unit() * 360 - 180) }
+        #expect(handled(d, envelope("UpsertMarkers", up.serializedBytes(), key: "k2")).code == .ok)
+        func inline(_ b: [UInt8]) -> [UInt8]? { b.withUnsafeBytes { d.inlineClustersReply(body: $0, receivedAt: .now)?.bytes } }
+        let world = V1.Bounds(west: -180, south: -85, east: 180, north: 85)
+        // 4,096 cells at zoom 3: more than the budget until the memo holds them.
+        let z3 = envelope("GetClusters", V1.GetClustersRequest(layerID: "c", bounds: world, zoom: 3).serializedBytes(), id: 9)
+        #expect(inline(z3) == nil)
+        let slow = handled(d, z3)
+        #expect(slow.code == .ok)
+        #expect(inline(z3) == slow.serializedBytes())
+        // Small views at several zooms, each asked inline, then the normal way, then inline again.
+        for i in 0..<60 {
+            let lat = rng.unit() * 100 - 50, lng = rng.unit() * 300 - 150, span = [0.5, 5, 40][i % 3]
+            let r = V1.GetClustersRequest(layerID: "c", bounds: V1.Bounds(west: lng, south: lat, east: lng + span, north: lat + span / 2),
+                                          zoom: Double(rng.next() % 10))
+            let b = envelope("GetClusters", r.serializedBytes(), id: rng.next())
+            let first = inline(b)
+            let expected = handled(d, b).serializedBytes()
+            if let first { #expect(first == expected) }
+            #expect(inline(b) == expected, "request \(i)")
+        }
+        // Thousands of unclustered markers: never inline. Unknown layers and supercluster layers neither.
+        let z16 = envelope("GetClusters", V1.GetClustersRequest(layerID: "c", bounds: world, zoom: 16).serializedBytes())
+        #expect(handled(d, z16).code == .ok)
+        #expect(inline(z16) == nil)
+        #expect(inline(envelope("GetClusters", V1.GetClustersRequest(layerID: "nope", bounds: world, zoom: 3).serializedBytes())) == nil)
+        options.clustering?.algorithm = "supercluster"
+        #expect(handled(d, envelope("CreateLayer", V1.CreateLayerRequest(layerID: "s", options: options).serializedBytes(), key: "k3")).code == .ok)
+        let sc = envelope("GetClusters", V1.GetClustersRequest(layerID: "s", bounds: world, zoom: 3).serializedBytes())
+        #expect(handled(d, sc).code == .ok)
+        #expect(inline(sc) == nil)
+    }
 }

@@ -78,6 +78,25 @@ public struct GridClusterIndex: Sendable {
         var maxX: UInt32 = 0
         var maxY: UInt32 = 0
         var zoom: UInt8 = 0
+        /// `stampNow` when the cell or anything below it last changed (see `GridNodeStamp`).
+        var stamp: UInt32 = 0
+    }
+
+    /// Mutation counter: bumped by every `upsert` and `remove` before it writes any cell; each
+    /// cell written takes its value as its `stamp`.
+    private var stampNow: UInt32 = 0
+    /// Identifies this index's line of stamps (see `GridNodeStamp`): random at creation, and
+    /// drawn again when `stampNow` runs out (every stamp is then reset to 0).
+    public private(set) var generation = UInt64.random(in: 1...UInt64.max)
+
+    /// Starts a mutation: the next stamp (after 2^32 - 1 of them, a new generation).
+    private mutating func nextStamp() {
+        if stampNow == .max {
+            for c in cells.indices { cells[c].stamp = 0 }
+            stampNow = 0
+            generation = UInt64.random(in: 1...UInt64.max)
+        }
+        stampNow += 1
     }
 
     /// An empty index. Traps on invalid options (`options.isValid`).
@@ -272,9 +291,11 @@ public struct GridClusterIndex: Sendable {
         if id >= pts.count { reserve(maxId: p.id) }
         if pts[id].holder != Self.absent {
             if pts[id].x == p.x && pts[id].y == p.y { return }
+            nextStamp()
             if moveInPlace(id, to: p.x, p.y) { return }
             remove(id: p.id)
         }
+        nextStamp()
         pts[id].x = p.x
         pts[id].y = p.y
         let maxZoom = options.maxZoom
@@ -312,6 +333,7 @@ public struct GridClusterIndex: Sendable {
             } else {
                 c = Int(ref)
             }
+            cells[c].stamp = stampNow
             cells[c].count += 1
             cells[c].sumX &+= UInt64(p.x)
             cells[c].sumY &+= UInt64(p.y)
@@ -346,6 +368,7 @@ public struct GridClusterIndex: Sendable {
         pts[id].y = y
         var c = holder
         while c >= 0 {  // bottom-up, so that a recomputation reads updated children
+            cells[c].stamp = stampNow
             cells[c].sumX = cells[c].sumX &- UInt64(ox) &+ UInt64(x)
             cells[c].sumY = cells[c].sumY &- UInt64(oy) &+ UInt64(y)
             if ox == cells[c].minX || ox == cells[c].maxX || oy == cells[c].minY || oy == cells[c].maxY {
@@ -364,6 +387,7 @@ public struct GridClusterIndex: Sendable {
     @discardableResult
     public mutating func remove(id: Int32) -> Bool {
         guard id >= 0, Int(id) < pts.count, pts[Int(id)].holder != Self.absent else { return false }
+        nextStamp()
         let i = Int(id)
         let holder = Int(pts[i].holder)
         let pos = Int(pts[i].pos)
@@ -385,6 +409,7 @@ public struct GridClusterIndex: Sendable {
         var c = holder
         var single = -1
         while c >= 0 {
+            cells[c].stamp = stampNow
             cells[c].count -= 1
             cells[c].sumX &-= UInt64(x)
             cells[c].sumY &-= UInt64(y)
@@ -437,12 +462,19 @@ public struct GridClusterIndex: Sendable {
         return (out.items, out.expansionZooms ?? [])
     }
 
-    private func walk(_ box: ClusterBox, zoom: Int, into out: inout Collected) {
+    /// Hands `visitor` the items of `clusters(in:zoom:)`, in the same order, without building them
+    /// into an array; `visitor` may answer whole subtrees itself (see `GridClusterVisitor`).
+    /// O(items emitted + cells entered + maxZoom).
+    public func visit<V: GridClusterVisitor>(in box: ClusterBox, zoom: Int, _ visitor: inout V) {
+        walk(box, zoom: zoom, into: &visitor)
+    }
+
+    private func walk<V: GridClusterVisitor>(_ box: ClusterBox, zoom: Int, into out: inout V) {
         let zoom = max(0, zoom)
         let target = min(zoom, options.maxZoom)
         let exactPoints = zoom > options.maxZoom
         forEachRoot(in: box) { root in
-            collect(root, z: 0, target: target, box: box, exactPoints: exactPoints, into: &out)
+            if !out.isDone { collect(root, z: 0, target: target, box: box, exactPoints: exactPoints, into: &out) }
         }
     }
 
@@ -479,7 +511,7 @@ public struct GridClusterIndex: Sendable {
         guard let node = findNode(id), nodeCount(node) >= options.minPoints else { throw .noCluster(id) }
         var out = Collected()
         if id.zoom == options.maxZoom {
-            appendAllPoints(node, z: id.zoom, into: &out.items)
+            appendAllPoints(node, z: id.zoom, into: &out)
             return out.items
         }
         if node < 0 {
@@ -570,6 +602,7 @@ public struct GridClusterIndex: Sendable {
         cell.cy = cy
         cell.parent = parent
         cell.zoom = UInt8(zoom)
+        cell.stamp = stampNow
         if let c = freeCells.popLast() {
             cells[Int(c)] = cell
             for q in 0..<4 { children[4 * Int(c) + q] = -1 }
@@ -659,6 +692,18 @@ public struct GridClusterIndex: Sendable {
                               y1: UInt32(truncatingIfNeeded: ((cy + 1) << shift) - 1))
     }
 
+    /// Whether the rectangle of cell (cx, cy) at zoom z lies wholly inside `box`.
+    @inline(__always)
+    private func cellInside(_ cx: UInt32, _ cy: UInt32, z: Int, _ box: ClusterBox) -> Bool {
+        let shift = UInt64(32 - z - k)
+        let x0 = UInt64(cx) << shift, y0 = UInt64(cy) << shift
+        let x1 = ((UInt64(cx) + 1) << shift) - 1, y1 = ((UInt64(cy) + 1) << shift) - 1
+        guard y0 >= UInt64(box.minY) && y1 <= UInt64(box.maxY) else { return false }
+        let minX = UInt64(box.minX), maxX = UInt64(box.maxX)
+        if minX <= maxX { return x0 >= minX && x1 <= maxX }
+        return x0 >= minX || x1 <= maxX  // one of the two parts (the cell never crosses the antimeridian)
+    }
+
     /// Calls `body` with the zoom-0 nodes intersecting `box`, ordered by (cy, cx).
     private func forEachRoot(in box: ClusterBox, _ body: (Int32) -> Void) {
         if roots.isEmpty { return }
@@ -694,59 +739,71 @@ public struct GridClusterIndex: Sendable {
     }
 
     /// Output of a tree walk: the items and, when asked for (non-nil), each cluster's expansion zoom.
-    private struct Collected {
+    private struct Collected: GridClusterVisitor {
         var items: [GridClusterItem] = []
         var expansionZooms: [Int]? = nil
 
-        mutating func appendCluster(_ cluster: GridCluster, expansionZoom: @autoclosure () -> Int) {
+        var wantsExpansionZooms: Bool { expansionZooms != nil }
+
+        mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
             items.append(.cluster(cluster))
-            if expansionZooms != nil { expansionZooms!.append(expansionZoom()) }
+            expansionZooms?.append(expansionZoom)
         }
+
+        mutating func visitPoint(_ point: ClusterPoint) { items.append(.point(point)) }
     }
 
     /// Emits the items of node `ref` (occupying a slot of zoom z) at zoom `target` >= z, restricted to `box`.
-    private func collect(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout Collected) {
+    private func collect<V: GridClusterVisitor>(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout V) {
         if ref <= -2 {
             let p = pointAt(Self.pointID(ref))
             if exactPoints {
-                if box.contains(x: p.x, y: p.y) { out.items.append(.point(p)) }
+                if box.contains(x: p.x, y: p.y) { out.visitPoint(p) }
                 return
             }
             let (cx, cy) = cellOf(p.x, p.y, target)
             guard cellIntersects(cx, cy, z: target, box) else { return }
             if options.minPoints <= 1 {
-                out.appendCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
+                out.visitCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
             } else {
-                out.items.append(.point(p))
+                out.visitPoint(p)
             }
             return
         }
         let c = Int(ref)
         if !cellIntersects(cells[c].cx, cells[c].cy, z: z, box) { return }
-        if z == target {
-            if exactPoints {
-                for m in members[c].sorted() where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { out.items.append(.point(pointAt(m))) }
-            } else if Int(cells[c].count) >= options.minPoints {
-                out.appendCluster(makeCluster(ref, zoom: z), expansionZoom: expansionZoom(node: ref, zoom: z))
-            } else {
-                appendAllPoints(ref, z: z, into: &out.items)
-            }
+        if exactPoints && z == target {
+            for m in members[c].sorted() where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { out.visitPoint(pointAt(m)) }
             return
         }
-        for q in 0..<4 {
-            let ch = children[4 * c + q]
-            if ch != -1 { collect(ch, z: z + 1, target: target, box: box, exactPoints: exactPoints, into: &out) }
+        // The output below a target cell, or below a cell wholly inside the box, does not depend on the box.
+        let whole = !exactPoints && (z == target || cellInside(cells[c].cx, cells[c].cy, z: z, box))
+        let node = GridNodeStamp(cell: Int32(c), stamp: cells[c].stamp, zoom: z)
+        if whole && out.enterSubtree(node, target: target) { return }
+        if z == target {
+            if Int(cells[c].count) >= options.minPoints {
+                out.visitCluster(makeCluster(ref, zoom: z),
+                                 expansionZoom: out.wantsExpansionZooms ? expansionZoom(node: ref, zoom: z) : options.maxZoom + 1)
+            } else {
+                appendAllPoints(ref, z: z, into: &out)
+            }
+        } else {
+            for q in 0..<4 where !out.isDone {
+                let ch = children[4 * c + q]
+                if ch != -1 { collect(ch, z: z + 1, target: target, box: box, exactPoints: exactPoints, into: &out) }
+            }
         }
+        if whole { out.leaveSubtree(node, target: target) }
     }
 
-    private func appendAllPoints(_ ref: Int32, z: Int, into out: inout [GridClusterItem]) {
+    private func appendAllPoints<V: GridClusterVisitor>(_ ref: Int32, z: Int, into out: inout V) {
         if ref <= -2 {
-            out.append(.point(pointAt(Self.pointID(ref))))
+            out.visitPoint(pointAt(Self.pointID(ref)))
             return
         }
         let c = Int(ref)
         if z == options.maxZoom {
-            for m in members[c].sorted() { out.append(.point(pointAt(m))) }
+            for m in members[c].sorted() { out.visitPoint(pointAt(m)) }
             return
         }
         for q in 0..<4 {
