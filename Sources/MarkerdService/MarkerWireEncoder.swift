@@ -38,7 +38,7 @@ struct MarkerWireEncoder {
             return
         }
         let style = styleFields[basics.styleIndex] ?? encodeStyle(basics.styleIndex, of: layer)
-        let p = layer.position(slot)
+        let p = layer.worldPoint(slot).fastLatLng   // == layer.position(slot), bit for bit
         let id = UnsafeBufferPointer(rebasing: idBytes[..<(idBytes.firstIndex(of: 0) ?? idBytes.count)])
         let positionSize = (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0)
         let z = UInt64(bitPattern: Int64(basics.zIndex))
