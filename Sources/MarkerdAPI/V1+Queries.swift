@@ -75,8 +75,8 @@ extension V1 {
         /// Proto field `mode` = 1; absent decodes to .unspecified, which is not encoded.
         public var mode: TilingMode = .unspecified
         /// NATIVE: every visible marker whose icon overlaps the viewport. TILED: only live markers.
-        /// In a spatial page order (Morton/Z-order of the marker's position, then id), not draw
-        /// order: a page is found without looking at the rest of the viewport. Sort by
+        /// In a spatial page order (Morton/Z-order of the marker's position, then id), not draw order:
+        /// a page is found without looking at the rest of the viewport. Sort by
         /// (z_index, latitude descending, id) to draw.
         /// Proto field `markers` = 2.
         public var markers: [Marker] = []
