@@ -189,35 +189,43 @@ extension MarkerLayer {
         let tiled = mode == .tiled
         @inline(__always) func isLive(_ s: Int32) -> Bool { table.flags[Int(s)] & MarkerFlags.draggable != 0 || isAnimating(s, now: now) }
         @inline(__always) func inView(_ e: GridEntry) -> Bool { area.inInner(e) || iconOverlaps(e, area) }
+        let filter = PageFilter(area: area, after: after)
         // In view: of the static class (counted per node where whole nodes are in view), and of
-        // the live class those still live and those whose animation has ended (static).
+        // the live class those still live and those whose animation has ended (static). The
+        // live class's page candidates (after the token; in TILED mode live ones only) are
+        // collected on the way, to be sorted: that class is visited whole for its counts anyway.
         var staticClass = 0, liveInView = 0, ended = 0
+        var liveClass: [SpatialCursor.Keyed] = []
         for r in area.ranges {
             staticClass += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e, area) }
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
                 guard table.flags[Int(e.slot)] & MarkerFlags.visible != 0, inView(e) else { return }
-                if isLive(e.slot) { liveInView += 1 } else { ended += 1 }
+                let live = isLive(e.slot)
+                if live { liveInView += 1 } else { ended += 1 }
+                guard live || !tiled else { return }
+                let key = SpatialKey.morton(x: e.x, y: e.y)
+                if filter.isAfter(e, key: key, table) { liveClass.append((key, e)) }
             }
         }
         let staticInView = staticClass + ended
-        // The page: the first markers after the token in spatial order, merged from the walks
-        // of the classes it takes, one more than a page to know whether another page follows.
-        // (A class with nothing to return is not walked: the counts are exact.)
-        let filter = PageFilter(area: area, after: after, tiled: tiled, now: now)
-        let from = after?.morton ?? 0
-        var statics = tiled || staticClass == 0 ? nil : SpatialCursor(grid, live: false, rects: area.ranges, from: from)
-        var lives = liveInView + (tiled ? 0 : ended) == 0 ? nil : SpatialCursor(grid, live: true, rects: area.ranges, from: from)
+        SpatialCursor.sort(&liveClass, table)
+        // The page: the first markers after the token in spatial order, the static class's walk
+        // (not started when it has nothing in view: the counts are exact) merged with the live
+        // class's candidates, one more than a page to know whether another page follows.
+        var statics = tiled || staticClass == 0 ? nil
+            : SpatialCursor(grid, cls: GridIndex.Class.staticMarker.rawValue, rects: area.ranges, from: after?.morton ?? 0)
+        var l = 0
         var entries: [GridEntry] = []
         entries.reserveCapacity(Swift.min(limit + 1, staticInView + liveInView + 1))
         // On the first page, all of them found = nothing more to look for.
         let wanted = after == nil ? Swift.min(limit + 1, tiled ? liveInView : staticInView + liveInView) : limit + 1
         while entries.count < wanted {
             let s = statics?.peek(self, filter)
-            let l = lives?.peek(self, filter)
-            if let s, l == nil || s.key < l!.key || (s.key == l!.key && table.compareIDs(s.entry.slot, l!.entry.slot) < 0) {
+            if let s, l == liveClass.count || s.key < liveClass[l].key
+                || (s.key == liveClass[l].key && table.compareIDs(s.entry.slot, liveClass[l].entry.slot) < 0) {
                 entries.append(s.entry); statics!.advance()
-            } else if let l {
-                entries.append(l.entry); lives!.advance()
+            } else if l < liveClass.count {
+                entries.append(liveClass[l].entry); l += 1
             } else {
                 break
             }
@@ -359,24 +367,21 @@ struct DrawCollector {
     }
 }
 
-/// Which entries in a viewport's search rectangles belong on a QueryViewport page: after the
-/// token, icon in view, and of the live class only visible ones (and in TILED mode only live
-/// ones). A struct, not a closure: a closure capturing the layer would copy it (a few dozen
-/// reference counts) wherever the optimizer rebuilds its context.
+/// Which static-class entries in a viewport's search rectangles belong on a QueryViewport
+/// page: after the token, icon in view. A struct, not a closure: a closure capturing the layer
+/// would copy it (a few dozen reference counts) wherever the optimizer rebuilds its context.
 struct PageFilter {
     let area: SearchArea
     let after: SpatialKey?
-    let tiled: Bool
-    let now: Int64
 
-    @inline(__always) func accepts(_ e: GridEntry, key: UInt64, live: Bool, _ layer: borrowing MarkerLayer) -> Bool {
-        if let after, key != after.morton ? key < after.morton : layer.table.compareID(e.slot, after.id) <= 0 { return false }
-        if live {
-            let f = layer.table.flags[Int(e.slot)]
-            if f & MarkerFlags.visible == 0 { return false }
-            if tiled && f & MarkerFlags.draggable == 0 && !layer.isAnimating(e.slot, now: now) { return false }
-        }
-        return area.inInner(e) || layer.iconOverlaps(e, area)
+    /// Whether an entry with this Morton key comes after the token (ids compared only on a tie).
+    @inline(__always) func isAfter(_ e: GridEntry, key: UInt64, _ table: borrowing MarkerTable) -> Bool {
+        guard let after else { return true }
+        return key != after.morton ? key > after.morton : table.compareID(e.slot, after.id) > 0
+    }
+
+    @inline(__always) func accepts(_ e: GridEntry, key: UInt64, _ layer: borrowing MarkerLayer) -> Bool {
+        isAfter(e, key: key, layer.table) && (area.inInner(e) || layer.iconOverlaps(e, area))
     }
 }
 
@@ -386,39 +391,19 @@ struct PageFilter {
 struct SpatialCursor {
     typealias Keyed = (key: UInt64, entry: GridEntry)
     private var walk: GridIndex.SpatialWalk
-    private let live: Bool
     private let rects: [CellRect]
     private var buffer: [Keyed] = []
     private var at = 0
 
-    /// - live: the live class (else the static one). rects: the entries whose positions lie in
-    ///   one of these. from: see `SpatialWalk`.
-    init(_ grid: GridIndex, live: Bool, rects: [CellRect], from: UInt64) {
-        let cls = live ? GridIndex.Class.live.rawValue : GridIndex.Class.staticMarker.rawValue
+    /// - rects: the entries whose positions lie in one of these. from: see `SpatialWalk`.
+    init(_ grid: GridIndex, cls: UInt32, rects: [CellRect], from: UInt64) {
         walk = GridIndex.SpatialWalk(grid, cls: cls, rects: rects, from: from)
-        self.live = live
         self.rects = rects
     }
 
-    /// The next entry that passes `filter`, without taking it; nil at the end.
-    mutating func peek(_ layer: borrowing MarkerLayer, _ filter: borrowing PageFilter) -> Keyed? {
-        while at == buffer.count {
-            guard let leaf = walk.next(layer.grid) else { return nil }
-            buffer.removeAll(keepingCapacity: true)
-            at = 0
-            layer.grid.forEachEntry(leaf) { e in
-                guard rects.contains(where: { $0.contains(x: e.x, y: e.y) }) else { return }
-                let key = SpatialKey.morton(x: e.x, y: e.y)
-                if filter.accepts(e, key: key, live: live, layer) { buffer.append((key, e)) }
-            }
-            sortBuffer(layer.table)
-        }
-        return buffer[at]
-    }
-
-    /// Sorts the buffer by key, then each run of equal keys (exact duplicates, rare) by id.
-    /// (The key sort's comparison captures nothing: one capturing the table copies it per call.)
-    private mutating func sortBuffer(_ table: borrowing MarkerTable) {
+    /// Sorts by key, then each run of equal keys (exact duplicates, rare) by id. (The key
+    /// sort's comparison captures nothing: one capturing the table copies it per call.)
+    static func sort(_ buffer: inout [Keyed], _ table: borrowing MarkerTable) {
         buffer.sort { $0.key < $1.key }
         var i = 0
         while i < buffer.count {
@@ -430,6 +415,22 @@ struct SpatialCursor {
             }
             i = j
         }
+    }
+
+    /// The next entry that passes `filter`, without taking it; nil at the end.
+    mutating func peek(_ layer: borrowing MarkerLayer, _ filter: borrowing PageFilter) -> Keyed? {
+        while at == buffer.count {
+            guard let leaf = walk.next(layer.grid) else { return nil }
+            buffer.removeAll(keepingCapacity: true)
+            at = 0
+            layer.grid.forEachEntry(leaf) { e in
+                guard rects.contains(where: { $0.contains(x: e.x, y: e.y) }) else { return }
+                let key = SpatialKey.morton(x: e.x, y: e.y)
+                if filter.accepts(e, key: key, layer) { buffer.append((key, e)) }
+            }
+            SpatialCursor.sort(&buffer, layer.table)
+        }
+        return buffer[at]
     }
 
     /// Takes the entry `peek` returned.
