@@ -164,9 +164,10 @@ extension MarkerLayer {
     /// NATIVE mode returns visible markers; TILED mode returns visible live markers (draggable
     /// or animating at `now`) and counts static ones. Cost: static markers are counted per grid
     /// node where whole nodes are in view (only the leaves on the boundary are scanned); live
-    /// markers in the bounds are visited; the page walks the grid in spatial order from the
-    /// token and stops after `limit` + 1 markers (so a page of a big viewport costs about its
-    /// own markers, not the viewport's).
+    /// markers in the bounds are visited (and those after the token sorted for the page); the
+    /// page walks the static class's grid in spatial order from the token and stops after
+    /// `limit` + 1 markers (so a page of a big viewport costs about its own markers, not the
+    /// viewport's).
     public func queryViewport(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
                               pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportResult {
         let page = try viewportPage(bounds: bounds, zoom: zoom, density: density, limit: limit, pageToken: pageToken, now: now)
