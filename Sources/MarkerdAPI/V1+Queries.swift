@@ -43,7 +43,11 @@ extension V1 {
         /// Markers per page; 0 means 1000. At most 100,000.
         /// Proto field `limit` = 5; absent decodes to 0, which is not encoded.
         public var limit: UInt32 = 0
-        /// From a previous response's next_page_token.
+        /// From a previous response's next_page_token (opaque, stateless). The next page holds the
+        /// markers in view that come after the previous page's last one in the page order (see
+        /// QueryViewportResponse.markers), as the layer is when it is asked for: markers that do not
+        /// change while a client pages come exactly once; one that moves meanwhile may come twice or
+        /// not at all. A malformed token is INVALID_ARGUMENT.
         /// Proto field `page_token` = 6; absent decodes to "", which is not encoded.
         public var pageToken: String = ""
 
@@ -71,6 +75,9 @@ extension V1 {
         /// Proto field `mode` = 1; absent decodes to .unspecified, which is not encoded.
         public var mode: TilingMode = .unspecified
         /// NATIVE: every visible marker whose icon overlaps the viewport. TILED: only live markers.
+        /// In a spatial page order (Morton/Z-order of the marker's position, then id), not draw order:
+        /// a page is found without looking at the rest of the viewport. Sort by
+        /// (z_index, latitude descending, id) to draw.
         /// Proto field `markers` = 2.
         public var markers: [Marker] = []
         /// Set in TILED mode.

@@ -452,7 +452,7 @@ struct GridIndex: Sendable {
 
     // MARK: Queries
 
-    @inline(__always) private func root(_ cls: UInt32) -> Int { nodes.find(GridIndex.nodeKey(level: 0, cx: 0, cy: 0, cls: cls)) }
+    @inline(__always) func root(_ cls: UInt32) -> Int { nodes.find(GridIndex.nodeKey(level: 0, cx: 0, cy: 0, cls: cls)) }
 
     /// Calls `body` for the children of internal node `c` whose rectangles pass `keep`.
     @inline(__always) private func forEachChild(_ c: GridCell, _ keep: (CellRect) -> Bool, _ body: (Int, CellRect) -> Void) {

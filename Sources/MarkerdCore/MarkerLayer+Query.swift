@@ -2,7 +2,7 @@
 public struct ViewportResult: Sendable {
     public var mode: TilingMode
     /// NATIVE: visible markers whose icon overlaps the viewport; TILED: only live ones.
-    /// In draw order (bottom first), at most `limit`.
+    /// In spatial order (`SpatialKey`: Morton key of the position, then id), at most `limit`.
     public var markers: [MarkerRecord]
     /// Visible static markers whose icon overlaps the viewport (all pages).
     public var staticInView: Int
@@ -148,22 +148,26 @@ extension MarkerLayer {
         table.find(id).map { DrawKey(zIndex: table.zIndex[Int($0)], worldY: table.y[Int($0)], id: Array(table.idBytes($0))) }
     }
 
-    /// Markers in the viewport, in draw order, paged.
+    /// Markers in the viewport, in spatial order (`SpatialKey`), paged.
     ///
     /// - bounds: validated (`GeoBounds.validate`); west > east crosses the antimeridian;
     ///   latitudes beyond the Mercator limit are clamped.
     /// - zoom: 0...22, fractional. density: device pixel ratio (0, 4]; icon rects are
     ///   (w*d x h*d) device px in a world of 256 * 2^zoom * d device px, so the result does not
     ///   depend on the density.
-    /// - limit: 1...100,000 markers per page. pageToken: from a previous result (stateless).
+    /// - limit: 1...100,000 markers per page. pageToken: from a previous result (stateless; see
+    ///   `SpatialKey` for what paging guarantees while the layer changes). A malformed token
+    ///   throws `.invalidPageToken`.
     /// - now: Unix ms, for animations.
     ///
     /// A marker is in view when its icon rectangle (anchor on the marker) touches the bounds.
     /// NATIVE mode returns visible markers; TILED mode returns visible live markers (draggable
     /// or animating at `now`) and counts static ones. Cost: static markers are counted per grid
-    /// node where whole nodes are in view (only the leaves on the boundary are scanned); the
-    /// NATIVE page is searched best-first by draw order and stops once no node can improve it;
-    /// live markers in the bounds are visited.
+    /// node where whole nodes are in view (only the leaves on the boundary are scanned); live
+    /// markers in the bounds are visited (and those after the token sorted for the page); the
+    /// page walks the static class's grid in spatial order from the token and stops after
+    /// `limit` + 1 markers (so a page of a big viewport costs about its own markers, not the
+    /// viewport's).
     public func queryViewport(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
                               pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportResult {
         let page = try viewportPage(bounds: bounds, zoom: zoom, density: density, limit: limit, pageToken: pageToken, now: now)
@@ -177,50 +181,61 @@ extension MarkerLayer {
         try bounds.validate()
         try Mercator.validate(zoom: zoom, density: density)
         if limit < 1 || limit > 100_000 { throw .invalidArgument(field: "limit", reason: "\(limit) is not within 1...100000") }
-        let after = try pageToken.map { (t: String) throws(MarkerdCoreError) -> DrawKey in try DrawKey(pageToken: t) }
+        let after = try pageToken.map { (t: String) throws(MarkerdCoreError) -> SpatialKey in try SpatialKey(pageToken: t) }
         let mode = self.mode(now: now)
         let y = bounds.worldYRange
         let area = SearchArea(viewX: bounds.worldXRanges.map { ($0.lowerBound, $0.upperBound) },
                               viewY0: y.lowerBound, viewY1: y.upperBound, unitsPerPx: Mercator.worldUnitsPerPixel(zoom: zoom),
                               maxExtents: styles.maxExtents, minExtents: styles.minExtents)
-        var staticInView = 0, liveInView = 0
-        // One more than a page, to know whether another page follows.
-        var page = DrawCollector(limit: limit + 1, topmost: false)
         let tiled = mode == .tiled
-        @inline(__always) func wanted(_ e: GridEntry) -> Bool {
-            guard let after else { return true }
-            if e.z != after.zIndex { return e.z > after.zIndex }
-            if e.y != after.worldY { return e.y > after.worldY }
-            return table.compareID(e.slot, after.id) > 0
-        }
+        @inline(__always) func isLive(_ s: Int32) -> Bool { table.flags[Int(s)] & MarkerFlags.draggable != 0 || isAnimating(s, now: now) }
+        @inline(__always) func inView(_ e: GridEntry) -> Bool { area.inInner(e) || iconOverlaps(e, area) }
+        let filter = PageFilter(area: area, after: after)
+        // In view: of the static class (counted per node where whole nodes are in view), and of
+        // the live class those still live and those whose animation has ended (static). The
+        // live class's page candidates (after the token; in TILED mode live ones only) are
+        // collected on the way, to be sorted: that class is visited whole for its counts anyway.
+        var staticClass = 0, liveInView = 0, ended = 0
+        var liveClass: [SpatialCursor.Keyed] = []
         for r in area.ranges {
-            // Static markers are counted per node where whole nodes are in view.
-            staticInView += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e, area) }
+            staticClass += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e, area) }
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
-                let s = e.slot
-                guard table.flags[Int(s)] & MarkerFlags.visible != 0, area.inInner(e) || iconOverlaps(e, area) else { return }
-                let isLive = table.flags[Int(s)] & MarkerFlags.draggable != 0 || isAnimating(s, now: now)
-                if isLive { liveInView += 1 } else { staticInView += 1 }
-                if isLive || !tiled, wanted(e) { page.offer(e, self) }
+                guard table.flags[Int(e.slot)] & MarkerFlags.visible != 0, inView(e) else { return }
+                let live = isLive(e.slot)
+                if live { liveInView += 1 } else { ended += 1 }
+                guard live || !tiled else { return }
+                let key = SpatialKey.morton(x: e.x, y: e.y)
+                if filter.isAfter(e, key: key, table) { liveClass.append((key, e)) }
             }
         }
-        if !tiled {
-            // The first static markers in draw order: nodes best-first by their (z, y) lower bound.
-            grid.ordered(classes: [GridIndex.Class.staticMarker.rawValue], rects: area.ranges, topmost: false, prune: { nb in
-                if page.isFull, !page.mightAccept(z: nb.minZ, y: nb.y0) { return true }
-                if let after, nb.maxZ < after.zIndex || (nb.maxZ == after.zIndex && nb.y1 < after.worldY) { return true }
-                return false
-            }) { e in
-                guard page.mightAccept(z: e.z, y: e.y), wanted(e), area.inInner(e) || iconOverlaps(e, area) else { return }
-                page.offer(e, self)
+        let staticInView = staticClass + ended
+        SpatialCursor.sort(&liveClass, table)
+        // The page: the first markers after the token in spatial order, the static class's walk
+        // (not started when it has nothing in view: the counts are exact) merged with the live
+        // class's candidates, one more than a page to know whether another page follows.
+        var statics = tiled || staticClass == 0 ? nil
+            : SpatialCursor(grid, cls: GridIndex.Class.staticMarker.rawValue, rects: area.ranges, from: after?.morton ?? 0)
+        var l = 0
+        var entries: [GridEntry] = []
+        entries.reserveCapacity(Swift.min(limit + 1, staticInView + liveInView + 1))
+        // On the first page, all of them found = nothing more to look for.
+        let wanted = after == nil ? Swift.min(limit + 1, tiled ? liveInView : staticInView + liveInView) : limit + 1
+        while entries.count < wanted {
+            let s = statics?.peek(self, filter)
+            if let s, l == liveClass.count || s.key < liveClass[l].key
+                || (s.key == liveClass[l].key && table.compareIDs(s.entry.slot, liveClass[l].entry.slot) < 0) {
+                entries.append(s.entry); statics!.advance()
+            } else if l < liveClass.count {
+                entries.append(liveClass[l].entry); l += 1
+            } else {
+                break
             }
         }
-        var entries = page.sortedEntries(self)
         var next: String? = nil
         if entries.count > limit {
             entries.removeLast()
             let last = entries[entries.count - 1]
-            next = DrawKey(zIndex: last.z, worldY: last.y, id: Array(table.idBytes(last.slot))).pageToken
+            next = SpatialKey(morton: SpatialKey.morton(x: last.x, y: last.y), id: Array(table.idBytes(last.slot))).pageToken
         }
         return ViewportPage(mode: mode, slots: entries.map(MarkerSlot.init), staticInView: staticInView, liveInView: liveInView,
                             nextPageToken: next, layerVersion: version)
@@ -351,4 +366,74 @@ struct DrawCollector {
             return table.compareIDs(a.slot, b.slot) < 0
         }
     }
+}
+
+/// Which static-class entries in a viewport's search rectangles belong on a QueryViewport
+/// page: after the token, icon in view. A struct, not a closure: a closure capturing the layer
+/// would copy it (a few dozen reference counts) wherever the optimizer rebuilds its context.
+struct PageFilter {
+    let area: SearchArea
+    let after: SpatialKey?
+
+    /// Whether an entry with this Morton key comes after the token (ids compared only on a tie).
+    @inline(__always) func isAfter(_ e: GridEntry, key: UInt64, _ table: borrowing MarkerTable) -> Bool {
+        guard let after else { return true }
+        return key != after.morton ? key > after.morton : table.compareID(e.slot, after.id) > 0
+    }
+
+    @inline(__always) func accepts(_ e: GridEntry, key: UInt64, _ layer: borrowing MarkerLayer) -> Bool {
+        isAfter(e, key: key, layer.table) && (area.inInner(e) || layer.iconOverlaps(e, area))
+    }
+}
+
+/// The entries of one grid class in a viewport that pass a `PageFilter`, in `SpatialKey`
+/// order: the grid's `SpatialWalk` a leaf at a time, each leaf's accepted entries sorted (a
+/// leaf holds at most `GridIndex.splitAbove` entries, except exact duplicates at the last level).
+struct SpatialCursor {
+    typealias Keyed = (key: UInt64, entry: GridEntry)
+    private var walk: GridIndex.SpatialWalk
+    private let rects: [CellRect]
+    private var buffer: [Keyed] = []
+    private var at = 0
+
+    /// - rects: the entries whose positions lie in one of these. from: see `SpatialWalk`.
+    init(_ grid: GridIndex, cls: UInt32, rects: [CellRect], from: UInt64) {
+        walk = GridIndex.SpatialWalk(grid, cls: cls, rects: rects, from: from)
+        self.rects = rects
+    }
+
+    /// Sorts by key, then each run of equal keys (exact duplicates, rare) by id. (The key
+    /// sort's comparison captures nothing: one capturing the table copies it per call.)
+    static func sort(_ buffer: inout [Keyed], _ table: borrowing MarkerTable) {
+        buffer.sort { $0.key < $1.key }
+        var i = 0
+        while i < buffer.count {
+            var j = i + 1
+            while j < buffer.count && buffer[j].key == buffer[i].key { j += 1 }
+            if j - i > 1 {
+                let t = copy table
+                buffer[i..<j].sort { t.compareIDs($0.entry.slot, $1.entry.slot) < 0 }
+            }
+            i = j
+        }
+    }
+
+    /// The next entry that passes `filter`, without taking it; nil at the end.
+    mutating func peek(_ layer: borrowing MarkerLayer, _ filter: borrowing PageFilter) -> Keyed? {
+        while at == buffer.count {
+            guard let leaf = walk.next(layer.grid) else { return nil }
+            buffer.removeAll(keepingCapacity: true)
+            at = 0
+            layer.grid.forEachEntry(leaf) { e in
+                guard rects.contains(where: { $0.contains(x: e.x, y: e.y) }) else { return }
+                let key = SpatialKey.morton(x: e.x, y: e.y)
+                if filter.accepts(e, key: key, layer) { buffer.append((key, e)) }
+            }
+            SpatialCursor.sort(&buffer, layer.table)
+        }
+        return buffer[at]
+    }
+
+    /// Takes the entry `peek` returned.
+    mutating func advance() { at += 1 }
 }

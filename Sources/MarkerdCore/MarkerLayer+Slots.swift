@@ -54,28 +54,38 @@ extension MarkerLayer {
     /// The stored world position (`position(_:)` is its `latLng`); reads no table column.
     public func world(_ slot: MarkerSlot) -> WorldPoint { WorldPoint(x: slot.entry.x, y: slot.entry.y) }
 
-    /// z-index, flags, style index and id of each slot, in order.
+    /// z-index, flags, style index and id of each slot, in order. Two passes: the table's
+    /// columns first, then the ids' bytes into a buffer of the exact size (no per-id
+    /// `append(contentsOf:)`, whose call and reference counting cost more than the copy).
     public func gather(_ slots: [MarkerSlot]) -> GatheredMarkers {
         let payload = MarkerFlags.animating | MarkerFlags.hasAttributes | MarkerFlags.hasExtra
-        var ids: [UInt8] = []
-        ids.reserveCapacity(slots.count * 16)
+        var total = 0
         let basics = table.flags.withUnsafeBufferPointer { flags in
             table.style.withUnsafeBufferPointer { style in
                 table.idRef.withUnsafeBufferPointer { idRef in
-                    table.arena.withUnsafeBufferPointer { arena in
-                        slots.map { slot in
-                            let s = Int(slot.raw)
-                            let f = flags[s], ref = idRef[s]
-                            let off = Int(ref >> 9), n = Int(ref & 511)
-                            let start = ids.count
-                            ids.append(contentsOf: UnsafeBufferPointer(rebasing: arena[off..<off + n]))
-                            return MarkerBasics(zIndex: slot.entry.z, visible: f & MarkerFlags.visible != 0,
-                                                clickable: f & MarkerFlags.clickable != 0, draggable: f & MarkerFlags.draggable != 0,
-                                                styleIndex: style[s], hasPayload: f & payload != 0, idRange: start..<start + n)
-                        }
+                    slots.map { slot in
+                        let s = Int(slot.raw)
+                        let f = flags[s], n = Int(idRef[s] & 511)
+                        defer { total += n }
+                        return MarkerBasics(zIndex: slot.entry.z, visible: f & MarkerFlags.visible != 0,
+                                            clickable: f & MarkerFlags.clickable != 0, draggable: f & MarkerFlags.draggable != 0,
+                                            styleIndex: style[s], hasPayload: f & payload != 0, idRange: total..<total + n)
                     }
                 }
             }
+        }
+        let ids = [UInt8](unsafeUninitializedCapacity: total) { out, count in
+            table.idRef.withUnsafeBufferPointer { idRef in
+                table.arena.withUnsafeBufferPointer { arena in
+                    var j = 0
+                    for slot in slots {
+                        let ref = idRef[Int(slot.raw)]
+                        let off = Int(ref >> 9)
+                        for k in off..<off + Int(ref & 511) { out[j] = arena[k]; j += 1 }
+                    }
+                }
+            }
+            count = total
         }
         return GatheredMarkers(basics: basics, ids: ids)
     }

@@ -13,8 +13,9 @@ import MarkerdCore
 /// through the regular encoder whole (field 9 sits between 8 and 10, and such markers are rare).
 /// One encoder per reply: the style cache assumes the layer does not change in between.
 struct MarkerWireEncoder {
-    /// Encoded icon + anchor fields by style index.
-    private var styleFields: [UInt32: [UInt8]] = [:]
+    /// Encoded icon + anchor fields by style index (nil: not encoded yet). An array, not a
+    /// dictionary: looked up once per marker.
+    private var styleFields: [[UInt8]?] = []
 
     /// Appends the markers of `slots` as repeated field `field` (length-delimited) of the
     /// enclosing message.
@@ -37,7 +38,8 @@ struct MarkerWireEncoder {
             out.append(contentsOf: bytes)
             return
         }
-        let style = styleFields[basics.styleIndex] ?? encodeStyle(basics.styleIndex, of: layer)
+        let i = Int(basics.styleIndex)
+        let style = i < styleFields.count ? styleFields[i] ?? encodeStyle(basics.styleIndex, of: layer) : encodeStyle(basics.styleIndex, of: layer)
         let p = layer.world(slot).fastLatLng  // == layer.position(slot), bit for bit
         let id = UnsafeBufferPointer(rebasing: idBytes[..<(idBytes.firstIndex(of: 0) ?? idBytes.count)])
         let positionSize = (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0)
@@ -78,7 +80,8 @@ struct MarkerWireEncoder {
         m.icon = full.icon
         m.anchor = full.anchor
         let bytes = m.serializedBytes()
-        styleFields[index] = bytes
+        if Int(index) >= styleFields.count { styleFields.append(contentsOf: repeatElement(nil, count: Int(index) + 1 - styleFields.count)) }
+        styleFields[Int(index)] = bytes
         return bytes
     }
 

@@ -124,11 +124,18 @@ import Testing
         #expect(Mercator.worldUnitsPerPixel(zoom: 22) == 4)
     }
 
-    @Test func drawKeyTokens() throws {
-        let k = DrawKey(zIndex: -3, worldY: 123, id: Array("héllo.x".utf8))
-        #expect(try DrawKey(pageToken: k.pageToken) == k)
-        #expect(throws: MarkerdCoreError.self) { try DrawKey(pageToken: "garbage") }
-        #expect(throws: MarkerdCoreError.self) { try DrawKey(pageToken: "k1.0.1.zz") }
+    @Test func spatialKeyTokensAndOrder() throws {
+        let k = SpatialKey(point: WorldPoint(x: 0xFFFF_FFFF, y: 7), id: Array("héllo.x".utf8))
+        #expect(try SpatialKey(pageToken: k.pageToken) == k)
+        #expect(try SpatialKey(pageToken: SpatialKey(morton: 0, id: []).pageToken) == SpatialKey(morton: 0, id: []))
+        for bad in ["garbage", "s1.0.zz", "s1.0.abc", "s1.12345678901234567.00", "k1.0.1.00", "s1..00", "s1.0.00.00"] {
+            #expect(throws: MarkerdCoreError.self, "\(bad)") { try SpatialKey(pageToken: bad) }
+        }
+        // y above x at every bit: (x, y) = (1, 0) -> 1, (0, 1) -> 2, (2, 0) -> 4.
+        #expect(SpatialKey.morton(x: 1, y: 0) == 1 && SpatialKey.morton(x: 0, y: 1) == 2 && SpatialKey.morton(x: 2, y: 0) == 4)
+        #expect(SpatialKey.morton(x: .max, y: .max) == .max && SpatialKey.morton(x: .max, y: 0) == 0x5555_5555_5555_5555)
+        #expect(SpatialKey(morton: 3, id: [9]) < SpatialKey(morton: 4, id: [0]))
+        #expect(SpatialKey(morton: 3, id: [1]) < SpatialKey(morton: 3, id: [1, 0]))
         #expect(DrawKey(zIndex: 0, worldY: 5, id: [1]) < DrawKey(zIndex: 1, worldY: 0, id: [0]))
         #expect(DrawKey(zIndex: 0, worldY: 5, id: [1]) < DrawKey(zIndex: 0, worldY: 6, id: [0]))
         #expect(DrawKey(zIndex: 0, worldY: 5, id: [1]) < DrawKey(zIndex: 0, worldY: 5, id: [1, 0]))

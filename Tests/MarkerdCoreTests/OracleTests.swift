@@ -34,6 +34,7 @@ struct OracleModel {
         return false
     }
 
+    /// Markers in view (ids in spatial order, as QueryViewport pages them) and their counts.
     func viewport(_ b: GeoBounds, zoom: Double, now: Int64) -> (mode: TilingMode, ids: [String], st: Int, live: Int) {
         let u = Mercator.worldUnitsPerPixel(zoom: zoom)
         let yr = b.worldYRange
@@ -45,7 +46,7 @@ struct OracleModel {
             if isLive(m, now) { live += 1 } else { st += 1 }
             if mode == .native || isLive(m, now) { out.append(m) }
         }
-        let sorted = out.map { (key($0), $0.id) }.sorted { $0.0 < $1.0 }
+        let sorted = out.map { (SpatialKey(point: world($0), id: Array($0.id.utf8)), $0.id) }.sorted { $0.0 < $1.0 }
         return (mode, sorted.map(\.1), st, live)
     }
 
@@ -244,26 +245,87 @@ struct OracleModel {
         }
     }
 
-    @Test func paginationStaysConsistentWhenTheLayerChanges() throws {
-        let seed = testSeed("OracleTests.paginationStaysConsistent")
+    /// Pages through viewports (both modes, random limits, exact duplicates, icons across the
+    /// edges, the antimeridian) twice: on a layer that does not change, the pages joined must be
+    /// the oracle's list, in order; with markers added, moved, removed and restyled between
+    /// pages, every page must hold only markers in view at that time, in spatial order, after
+    /// the token, and every marker left alone during the paging and in view must come exactly once.
+    @Test func pagingInSpatialOrderAgainstBruteForce() throws {
+        let seed = testSeed("OracleTests.pagingInSpatialOrder")
         var rng = SplitMix64(seed: seed)
-        var layer = try MarkerLayer(options: TilingOptions(enabled: false))
-        _ = try layer.upsert((0..<300).map { randomMarker("p\($0)", &rng, now: 0) }.map { var m = $0; m.visible = true; m.position = LatLng(latitude: Double.random(in: -1...1, using: &rng), longitude: Double.random(in: -1...1, using: &rng)); return m }, now: 0)
+        var pagesSeen = 0, changedPaging = 0
+        defer { print("paging: \(pagesSeen) pages, \(changedPaging) pagings with changes") }
+        for round in 0..<4 {
+            var model = OracleModel()
+            model.options = TilingOptions(enabled: round % 2 == 1, minMarkerCount: 50)
+            var layer = try MarkerLayer(options: model.options)
+            var next = 0
+            func newMarker(_ rng: inout SplitMix64) -> MarkerRecord {
+                next += 1
+                var m = randomMarker("q\(next)", &rng, now: 0)
+                // A few exact duplicates of an existing position: equal Morton keys, ordered by id.
+                if next % 9 == 0, let other = model.markers.values.randomElement(using: &rng) { m.position = other.position }
+                return m
+            }
+            let batch = (0..<1500).map { _ in newMarker(&rng) }
+            _ = try layer.upsert(batch, now: 0)
+            for m in batch { model.markers[m.id] = m }
+            for query in 0..<12 {
+                let zoom = [3.0, 8, 12, 14.5, 17, 20].randomElement(using: &rng)!
+                let b = randomBounds(&rng, zoom: zoom, model: model)
+                let changing = query % 2 == 1
+                let first = model.viewport(b, zoom: zoom, now: 0)
+                let limit = max(Int.random(in: 1...60, using: &rng), first.ids.count / 15)
+                var got: [String] = [], token: String? = nil, pages = 0
+                var touched: Set<String> = []
+                repeat {
+                    let q = try layer.queryViewport(bounds: b, zoom: zoom, limit: limit, pageToken: token, now: 0)
+                    let expected = model.viewport(b, zoom: zoom, now: 0)
+                    let note = "seed \(seed) round \(round) query \(query) page \(pages) \(b) z\(zoom)"
+                    #expect(q.staticInView == expected.st && q.liveInView == expected.live && q.mode == expected.mode, "\(note)")
+                    #expect(q.markers.count <= limit && (q.nextPageToken == nil || q.markers.count == limit), "\(note)")
+                    let ids = q.markers.map(\.id)
+                    #expect(Set(ids).isSubset(of: Set(expected.ids)), "\(note): markers not in view")
+                    var keys = ids.map { SpatialKey(point: model.world(model.markers[$0]!), id: Array($0.utf8)) }
+                    if let token { keys.insert(try SpatialKey(pageToken: token), at: 0) }
+                    #expect(zip(keys, keys.dropFirst()).allSatisfy { $0 < $1 }, "\(note): not in spatial order after the token")
+                    got += ids
+                    token = q.nextPageToken
+                    pages += 1
+                    if changing {
+                        // Add, move, restyle and remove a few markers between pages.
+                        for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                            var m = Bool.random(using: &rng) ? model.markers.values.randomElement(using: &rng)! : newMarker(&rng)
+                            if Bool.random(using: &rng) { m.position = randomPosition(&rng) } else { m.style = Self.styles.randomElement(using: &rng)! }
+                            _ = try layer.upsert([m], now: 0)
+                            model.markers[m.id] = m
+                            touched.insert(m.id)
+                        }
+                        if let gone = model.markers.keys.randomElement(using: &rng) {
+                            _ = layer.remove(ids: [gone]); model.markers[gone] = nil; touched.insert(gone)
+                        }
+                    }
+                } while token != nil && pages < 2000
+                pagesSeen += pages
+                if changing {
+                    changedPaging += 1
+                    let untouched = first.ids.filter { !touched.contains($0) }
+                    var counts: [String: Int] = [:]
+                    for id in got { counts[id, default: 0] += 1 }
+                    #expect(untouched.allSatisfy { counts[$0] == 1 }, "seed \(seed) round \(round) query \(query): untouched markers missed or repeated")
+                    #expect(counts.allSatisfy { $0.value == 1 || touched.contains($0.key) }, "seed \(seed) round \(round) query \(query)")
+                } else {
+                    #expect(got == first.ids, "seed \(seed) round \(round) query \(query) \(b) z\(zoom): \(got.count) vs \(first.ids.count)")
+                }
+            }
+        }
+    }
+
+    @Test func malformedPageTokensAreRejected() throws {
+        let layer = try MarkerLayer()
         let b = GeoBounds(west: -2, south: -2, east: 2, north: 2)
-        var token: String? = nil
-        var keys: [DrawKey] = []
-        var i = 0
-        repeat {
-            let q = try layer.queryViewport(bounds: b, zoom: 6, limit: 25, pageToken: token, now: 0)
-            keys += q.markers.map { layer.drawKey(id: $0.id)! }
-            token = q.nextPageToken
-            // Change the layer between pages: add, remove and move markers.
-            _ = try layer.upsert([MarkerRecord(id: "new\(i)", position: LatLng(latitude: 0, longitude: 0), zIndex: Int32(i % 3 - 1))], now: 0)
-            _ = layer.remove(ids: ["p\(i * 7)"])
-            i += 1
-        } while token != nil
-        // Keys strictly increase: no marker repeats, order holds across pages.
-        for j in 1..<keys.count { #expect(keys[j - 1] < keys[j]) }
-        #expect(keys.count >= 250)
+        for bad in ["x", "k1.0.1.00", "s1.zz.00", "s1.1.0"] {
+            #expect(throws: MarkerdCoreError.invalidPageToken(bad)) { try layer.queryViewport(bounds: b, zoom: 6, pageToken: bad, now: 0) }
+        }
     }
 }

@@ -839,7 +839,11 @@ struct  Markerd__V1__QueryViewportRequest
   protobuf_c_boolean has_limit;
   uint32_t limit;
   /*
-   * From a previous response's next_page_token.
+   * From a previous response's next_page_token (opaque, stateless). The next page holds the
+   * markers in view that come after the previous page's last one in the page order (see
+   * QueryViewportResponse.markers), as the layer is when it is asked for: markers that do not
+   * change while a client pages come exactly once; one that moves meanwhile may come twice or
+   * not at all. A malformed token is INVALID_ARGUMENT.
    */
   char *page_token;
 };
@@ -855,6 +859,9 @@ struct  Markerd__V1__QueryViewportResponse
   Markerd__V1__TilingMode mode;
   /*
    * NATIVE: every visible marker whose icon overlaps the viewport. TILED: only live markers.
+   * In a spatial page order (Morton/Z-order of the marker's position, then id), not draw order:
+   * a page is found without looking at the rest of the viewport. Sort by
+   * (z_index, latitude descending, id) to draw.
    */
   size_t n_markers;
   Markerd__V1__Marker **markers;
