@@ -34,6 +34,26 @@ extension TileRenderer {
             hi = (0..<n).map { rows[t + $0]?.1 ?? Int.min / 4 }
         }
 
+        /// The union of the sprites' whole boxes (transparent margins included), each placed at
+        /// its anchor.
+        init(boxesOf sprites: [TileSprite]) {
+            top = sprites.map { -$0.anchorY }.min() ?? 0
+            let bottom = sprites.map { $0.height - $0.anchorY }.max() ?? 0
+            let left = sprites.map { -$0.anchorX }.min() ?? 0, right = sprites.map { $0.width - $0.anchorX }.max() ?? 0
+            lo = Array(repeating: left, count: max(0, bottom - top))
+            hi = Array(repeating: right, count: max(0, bottom - top))
+        }
+
+        /// The bounding box of both footprints, as a box.
+        func union(_ o: Footprint) -> Footprint {
+            var u = self
+            let t = min(top, o.top), b = max(top + lo.count, o.top + o.lo.count)
+            u.top = t
+            u.lo = Array(repeating: min(minLo, o.minLo), count: max(0, b - t))
+            u.hi = Array(repeating: max(maxHi, o.maxHi), count: max(0, b - t))
+            return u
+        }
+
         /// A box around the anchor: `extents` (px at density 1) times `density`, plus 1 px.
         init(box e: IconExtents, density: Int) {
             let d = Double(density)
@@ -217,9 +237,13 @@ extension TileRenderer {
         // Bit `(py + fp.top + rows) * knownWidth + px + maxHi`.
         var known: [UInt64]
         let knownWidth: Int
+        /// The sprites' whole boxes (`fp` without leaving out transparent pixels): only for
+        /// counting `markers` of nodes that touch the canvas with transparent pixels alone.
+        let boxes: Footprint
 
         init(renderer: TileRenderer, view: RasterView, fp: Footprint, placer: Placer) {
             self.renderer = renderer; self.view = view; self.fp = fp; self.placer = placer
+            boxes = placer.sprites.isEmpty ? fp : Footprint(boxesOf: placer.sprites).union(fp)
             minLo = fp.minLo; maxHi = fp.maxHi
             mask = CoverageMask(width: view.width, height: view.height)
             shapes = CoverageMask.Shapes(placer.sprites)
@@ -233,7 +257,12 @@ extension TileRenderer {
         }
 
         mutating func pushNode(_ n: TileSweepNode) {
-            guard let (py0, py1, _) = renderer.placement(n, n.minY, n.maxY, view, fp, minLo, maxHi) else { return }
+            guard let (py0, py1, _) = renderer.placement(n, n.minY, n.maxY, view, fp, minLo, maxHi) else {
+                // Nothing the node's markers draw lands on the canvas, but their sprites' boxes
+                // (transparent margins included) may: `markers` counts those too, as `collect` does.
+                if renderer.placement(n, n.minY, n.maxY, view, boxes, boxes.minLo, boxes.maxHi) != nil { markers += n.count }
+                return
+            }
             if n.isLeaf && py1 > py0 && py1 - py0 <= TileRenderer.splitLeafRows {
                 // The bottom row first; each part pushes the one above it when it comes out.
                 leafCounted.append(0)

@@ -32,7 +32,8 @@ import Testing
         #expect(Double(fast.visited) <= fraction * Double(total), "visited \(fast.visited) of \(total)")
         // Without the sweep every marker is visited; the sweep counts skipped nodes whole.
         let plain = try makeRenderer().render(layer, view: view, now: now)
-        #expect(plain.visited == plain.markers && fast.markers >= plain.markers && fast.markers <= total)
+        #expect(plain.visited == plain.markers && fast.markers >= plain.markers && fast.markers <= total,
+                "plain \(plain.markers) counted, \(plain.visited) visited; sweep \(fast.markers) counted of \(total)")
     }
 
     /// Dense stacks of an opaque icon (z0: each cluster lands on a pixel or two): later markers in
