@@ -175,6 +175,26 @@ extension MarkerLayer {
                               liveInView: page.liveInView, nextPageToken: page.nextPageToken, layerVersion: page.layerVersion)
     }
 
+    /// The search area of a viewport (bounds and zoom as `viewportPage` takes them, unchecked).
+    private func viewportArea(_ bounds: GeoBounds, zoom: Double) -> SearchArea {
+        let y = bounds.worldYRange
+        return SearchArea(viewX: bounds.worldXRanges.map { ($0.lowerBound, $0.upperBound) },
+                          viewY0: y.lowerBound, viewY1: y.upperBound, unitsPerPx: Mercator.worldUnitsPerPixel(zoom: zoom),
+                          maxExtents: styles.maxExtents, minExtents: styles.minExtents)
+    }
+
+    /// Markers of the live class (draggable or animating, not yet expired) in the cells
+    /// `viewportPage` searches for these bounds and zoom: how many of that class it visits, and
+    /// an upper bound on its TILED page. Counted per grid node where whole nodes lie inside, so
+    /// it costs about the nodes on the search rectangle's edge. Throws like `viewportPage` for
+    /// bad bounds, zoom or density.
+    public func viewportLiveClassCount(bounds: GeoBounds, zoom: Double, density: Double = 1) throws(MarkerdCoreError) -> Int {
+        try bounds.validate()
+        try Mercator.validate(zoom: zoom, density: density)
+        let ranges = viewportArea(bounds, zoom: zoom).ranges
+        return ranges.reduce(0) { n, r in n + grid.count(cls: GridIndex.Class.live.rawValue, rect: r, inner: [r]) { _ in true } }
+    }
+
     /// `queryViewport` with the page as slots (same arguments, errors and order).
     public func viewportPage(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
                              pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportPage {
@@ -183,10 +203,7 @@ extension MarkerLayer {
         if limit < 1 || limit > 100_000 { throw .invalidArgument(field: "limit", reason: "\(limit) is not within 1...100000") }
         let after = try pageToken.map { (t: String) throws(MarkerdCoreError) -> SpatialKey in try SpatialKey(pageToken: t) }
         let mode = self.mode(now: now)
-        let y = bounds.worldYRange
-        let area = SearchArea(viewX: bounds.worldXRanges.map { ($0.lowerBound, $0.upperBound) },
-                              viewY0: y.lowerBound, viewY1: y.upperBound, unitsPerPx: Mercator.worldUnitsPerPixel(zoom: zoom),
-                              maxExtents: styles.maxExtents, minExtents: styles.minExtents)
+        let area = viewportArea(bounds, zoom: zoom)
         let tiled = mode == .tiled
         @inline(__always) func isLive(_ s: Int32) -> Bool { table.flags[Int(s)] & MarkerFlags.draggable != 0 || isAnimating(s, now: now) }
         @inline(__always) func inView(_ e: GridEntry) -> Bool { area.inInner(e) || iconOverlaps(e, area) }

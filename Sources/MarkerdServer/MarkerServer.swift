@@ -74,8 +74,9 @@ public final class MarkerServer: Sendable {
 }
 
 /// Hands each request from the nng callback thread to the RPC worker queue (never blocks), but
-/// answers cached tiles and grid GetClusters mostly served from the cluster memo at once
-/// (`RPCDispatcher.inlineReply`, `inlineClustersReply`): the hop to a worker thread is most of the
+/// answers cached tiles, grid GetClusters mostly served from the cluster memo, and HitTest and
+/// QueryViewport of bounded work at once (`RPCDispatcher.inlineReply`, `inlineClustersReply`,
+/// `inlineQueryReply`), each only when the layer's read lock is free: the hop to a worker thread is most of the
 /// time a small reply spends in markerd.
 struct DispatchingHandler: RequestHandler {
     let dispatcher: RPCDispatcher
@@ -90,6 +91,11 @@ struct DispatchingHandler: RequestHandler {
         }
         // So is a grid GetClusters whose answer is mostly in the layer's cluster memo.
         if let reply = dispatcher.inlineClustersReply(body: request.body, receivedAt: request.receivedAt) {
+            request.respond(size: reply.size) { reply.write(into: $0) }
+            return
+        }
+        // So are HitTest and QueryViewport when the layer is free and the work bounded.
+        if let reply = dispatcher.inlineQueryReply(body: request.body, receivedAt: request.receivedAt) {
             request.respond(size: reply.size) { reply.write(into: $0) }
             return
         }

@@ -99,6 +99,23 @@ public final class RPCDispatcher: Sendable {
         return OKReplyEnvelope(requestID: request.requestID, payload: payload)
     }
 
+    /// A HitTest or QueryViewport that `MarkerService.inlineHitTestPayload` /
+    /// `inlineQueryViewportPayload` answer at once (layer's read lock free, bounded work), or nil,
+    /// and the caller hands the request to `handle`. Never waits, like `inlineReply`; the same
+    /// bytes as `handle` would answer.
+    public func inlineQueryReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> OKReplyEnvelope? {
+        if let (request, hit) = Self.inlineRequest(body, receivedAt, Self.hitTestMethod, as: V1.HitTestRequest.self) {
+            guard let payload = service.inlineHitTestPayload(hit) else { return nil }
+            recordInline("HitTest", receivedAt)
+            return OKReplyEnvelope(requestID: request.requestID, payload: payload)
+        }
+        guard let (request, viewport) = Self.inlineRequest(body, receivedAt, Self.queryViewportMethod, as: V1.QueryViewportRequest.self),
+              let payload = service.inlineQueryViewportPayload(viewport)
+        else { return nil }
+        recordInline("QueryViewport", receivedAt)
+        return OKReplyEnvelope(requestID: request.requestID, payload: payload)
+    }
+
     /// The envelope and payload of a small request for `method` within its deadline, or nil.
     private static func inlineRequest<R: ProtoMessage>(_ body: UnsafeRawBufferPointer, _ receivedAt: ContinuousClock.Instant,
                                                        _ method: [UInt8], as _: R.Type) -> (V1.Request, R)? {
@@ -119,6 +136,8 @@ public final class RPCDispatcher: Sendable {
 
     static let getTileMethod = Array((servicePrefix + "GetTile").utf8)
     static let getClustersMethod = Array((servicePrefix + "GetClusters").utf8)
+    static let hitTestMethod = Array((servicePrefix + "HitTest").utf8)
+    static let queryViewportMethod = Array((servicePrefix + "QueryViewport").utf8)
 
     /// Whether `needle` occurs in `haystack`.
     static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {

@@ -77,68 +77,128 @@ extension MarkerService {
     /// to, built without a `V1.Marker` per marker (the markers are written straight from the
     /// layer by `MarkerWireEncoder`, after the other fields).
     public func queryViewportPayload(_ r: V1.QueryViewportRequest) throws(RPCError) -> [UInt8] {
-        try viewport(r) { layer, page, response in
-            var out = response.serializedBytes()
-            var encoder = MarkerWireEncoder()
-            encoder.append(page.slots, field: 2, of: layer, to: &out)
-            return out
+        try viewport(r, Self.encodeViewport)
+    }
+
+    /// `queryViewportPayload` for the network thread, which must not wait: the payload when the
+    /// request is valid, the layer exists, its read lock is free, no animation is due, and the
+    /// work is bounded: at most `liveBudget` live-class markers lie in the searched cells
+    /// (`MarkerLayer.viewportLiveClassCount`: the query visits them all) and the page is TILED
+    /// (live markers only, so at most that many) or a NATIVE page of at most `limitBudget`
+    /// markers. Static markers are counted per grid node, so the rest of the work follows the
+    /// viewport's edge, not its markers. Nil otherwise (also for a bad request or a failed
+    /// query), and the caller hands the request to `queryViewportPayload`, which answers the
+    /// same bytes or the error.
+    ///
+    /// Defaults: 1,024 live markers and 128 markers per NATIVE page: each costs some tens of µs
+    /// at most, the order of the worker-thread hop it saves, so requests queued behind it on the
+    /// network thread wait no longer than a worker would take to pick them up; bigger pages
+    /// (NATIVE, 1,000 by default) are hundreds of µs and go to a worker.
+    public func inlineQueryViewportPayload(_ r: V1.QueryViewportRequest, liveBudget: Int = 1024, limitBudget: Int = 128) -> [UInt8]? {
+        guard let arguments = try? viewportArguments(r) else { return nil }
+        return readIfFree(r.layerID) { (h, now) throws(RPCError) -> [UInt8]? in
+            guard arguments.limit <= limitBudget || h.layer.mode(now: now) == .tiled,
+                  let live = try? h.layer.viewportLiveClassCount(bounds: arguments.bounds, zoom: r.zoom, density: arguments.density),
+                  live <= liveBudget else { return nil }
+            return try viewportPage(r, arguments, h, now, Self.encodeViewport)
         }
     }
 
-    /// Runs the query under the layer's read lock and passes `finish` the page and the response
-    /// with every field but `markers` set.
-    private func viewport<T>(_ r: V1.QueryViewportRequest,
-                             _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T {
+    /// The encoded reply of `queryViewportPayload`.
+    private static func encodeViewport(_ layer: MarkerLayer, _ page: ViewportPage, _ response: V1.QueryViewportResponse) -> [UInt8] {
+        var out = response.serializedBytes()
+        var encoder = MarkerWireEncoder()
+        encoder.append(page.slots, field: 2, of: layer, to: &out)
+        return out
+    }
+
+    /// A QueryViewport request's checked bounds, density and page limit (default 1,000).
+    private func viewportArguments(_ r: V1.QueryViewportRequest) throws(RPCError) -> (bounds: GeoBounds, density: Double, limit: Int) {
         guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
         let density = try Self.density(r.density)
         let limit = r.limit == 0 ? 1000 : Int(r.limit)
         guard limit <= MarkerConversion.maxBatch else {
             throw .invalidArgument("limit \(limit) is more than \(MarkerConversion.maxBatch)")
         }
-        let bounds = GeoBounds(west: b.west, south: b.south, east: b.east, north: b.north)
-        return try read(r.layerID) { (h, now) throws(RPCError) in
-            let page = try mapCoreError { () throws(MarkerdCoreError) in
-                try h.layer.viewportPage(bounds: bounds, zoom: r.zoom, density: density, limit: limit,
-                                         pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
-            }
-            var response = V1.QueryViewportResponse()
-            response.mode = page.mode == .tiled ? .tiled : .native
-            response.staticInView = UInt64(page.staticInView)
-            response.liveInView = UInt64(page.liveInView)
-            response.nextPageToken = page.nextPageToken ?? ""
-            response.layerVersion = page.layerVersion
-            if page.mode == .tiled {
-                let size = h.layer.options.tileSize
-                var tiles = V1.TileDescriptor()
-                tiles.urlTemplate = configuration.tileURLTemplate
-                    .replacingOccurrences(of: "{layer}", with: h.id)
-                    .replacingOccurrences(of: "{size}", with: String(size))
-                tiles.tileSize = UInt32(size)
-                tiles.version = page.layerVersion
-                response.tiles = tiles
-            }
-            return finish(h.layer, page, response)
+        return (GeoBounds(west: b.west, south: b.south, east: b.east, north: b.north), density, limit)
+    }
+
+    /// Runs the query under the layer's read lock and passes `finish` the page and the response
+    /// with every field but `markers` set.
+    private func viewport<T>(_ r: V1.QueryViewportRequest,
+                             _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T {
+        let arguments = try viewportArguments(r)
+        return try read(r.layerID) { (h, now) throws(RPCError) in try viewportPage(r, arguments, h, now, finish) }
+    }
+
+    /// The query on `h` (its read lock held) at `now` (Unix ms), passed to `finish`.
+    private func viewportPage<T>(_ r: V1.QueryViewportRequest, _ a: (bounds: GeoBounds, density: Double, limit: Int),
+                                 _ h: LayerHandle, _ now: Int64,
+                                 _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T {
+        let page = try mapCoreError { () throws(MarkerdCoreError) in
+            try h.layer.viewportPage(bounds: a.bounds, zoom: r.zoom, density: a.density, limit: a.limit,
+                                     pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
         }
+        var response = V1.QueryViewportResponse()
+        response.mode = page.mode == .tiled ? .tiled : .native
+        response.staticInView = UInt64(page.staticInView)
+        response.liveInView = UInt64(page.liveInView)
+        response.nextPageToken = page.nextPageToken ?? ""
+        response.layerVersion = page.layerVersion
+        if page.mode == .tiled {
+            let size = h.layer.options.tileSize
+            var tiles = V1.TileDescriptor()
+            tiles.urlTemplate = configuration.tileURLTemplate
+                .replacingOccurrences(of: "{layer}", with: h.id)
+                .replacingOccurrences(of: "{size}", with: String(size))
+            tiles.tileSize = UInt32(size)
+            tiles.version = page.layerVersion
+            response.tiles = tiles
+        }
+        return finish(h.layer, page, response)
     }
 
     public func hitTest(_ r: V1.HitTestRequest) throws(RPCError) -> V1.HitTestResponse {
+        let (p, density) = try hitTestArguments(r)
+        return try read(r.layerID) { (h, now) throws(RPCError) in try Self.hitTest(r, p, density, h.layer, now) }
+    }
+
+    /// `hitTest(_:).serializedBytes()` for the network thread, which must not wait: the payload
+    /// when the request is valid, asks for at most `maxResultsBudget` hits (default 10 when
+    /// unset), the layer exists, its read lock is free and no animation is due; nil otherwise
+    /// (also when the hit test fails), and the caller hands the request to `hitTest`, which
+    /// answers the same bytes or the error.
+    ///
+    /// Default budget 64 hits: the walk is best-first in draw order and stops once no grid node
+    /// can hold a better hit, so its cost follows the hits asked for (a few µs for 10), and the
+    /// reply stays a few KB.
+    public func inlineHitTestPayload(_ r: V1.HitTestRequest, maxResultsBudget: Int = 64) -> [UInt8]? {
+        guard Int(r.maxResults ?? 10) <= maxResultsBudget, let (p, density) = try? hitTestArguments(r) else { return nil }
+        return readIfFree(r.layerID) { (h, now) throws(RPCError) in try Self.hitTest(r, p, density, h.layer, now).serializedBytes() }
+    }
+
+    /// A HitTest request's checked point and density.
+    private func hitTestArguments(_ r: V1.HitTestRequest) throws(RPCError) -> (LatLng, Double) {
         guard let p = MarkerConversion.latLng(r.point) else { throw .invalidArgument("point is missing") }
-        let density = try Self.density(r.density)
-        return try read(r.layerID) { (h, now) throws(RPCError) in
-            let hits = try mapCoreError { () throws(MarkerdCoreError) in
-                try h.layer.hitTest(point: p, zoom: r.zoom, density: density,
-                                    tolerancePx: Double(r.tolerancePx ?? 14),
-                                    maxResults: Int(r.maxResults ?? 10), now: now)
-            }
-            var response = V1.HitTestResponse()
-            response.hits = hits.map { hit in
-                var h = V1.MarkerHit()
-                h.marker = MarkerConversion.apiMarker(hit.marker)
-                h.tiled = hit.tiled
-                return h
-            }
-            return response
+        return (p, try Self.density(r.density))
+    }
+
+    /// The hit test on `layer` (its read lock held) at `now` (Unix ms).
+    private static func hitTest(_ r: V1.HitTestRequest, _ p: LatLng, _ density: Double,
+                                _ layer: MarkerLayer, _ now: Int64) throws(RPCError) -> V1.HitTestResponse {
+        let hits = try mapCoreError { () throws(MarkerdCoreError) in
+            try layer.hitTest(point: p, zoom: r.zoom, density: density,
+                              tolerancePx: Double(r.tolerancePx ?? 14),
+                              maxResults: Int(r.maxResults ?? 10), now: now)
         }
+        var response = V1.HitTestResponse()
+        response.hits = hits.map { hit in
+            var h = V1.MarkerHit()
+            h.marker = MarkerConversion.apiMarker(hit.marker)
+            h.tiled = hit.tiled
+            return h
+        }
+        return response
     }
 
     public func getServerInfo(_: V1.GetServerInfoRequest) -> V1.GetServerInfoResponse {

@@ -87,6 +87,20 @@ public final class MarkerService: @unchecked Sendable {
         }
     }
 
+    /// `read` for the network thread, which must not wait: `body`'s result when the layer exists,
+    /// its read lock can be taken at once and no animation is due (expiring one takes the write
+    /// lock); nil otherwise, or when `body` throws or returns nil (the caller then runs the normal
+    /// path, which waits, expires and answers the error).
+    func readIfFree<T>(_ layerID: String, _ body: (LayerHandle, Int64) throws(RPCError) -> T?) -> T? {
+        guard let h = layers.withLock({ $0[layerID] }) else { return nil }
+        let now = Self.nowUnixMs()
+        let result = h.lock.withReadLockIfFree { () -> T? in
+            guard !h.deleted, h.layer.nextAnimationEnd.map({ $0 > now }) ?? true else { return nil }
+            return (try? body(h, now)) ?? nil
+        }
+        return result ?? nil
+    }
+
     /// Flushes and closes the journal (graceful shutdown). Idempotent.
     public func close() {
         guard let journal, !closed.withLock({ (c: inout Bool) -> Bool in defer { c = true }; return c }) else { return }
