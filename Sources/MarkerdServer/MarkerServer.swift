@@ -90,8 +90,9 @@ struct DispatchingHandler: RequestHandler {
             return
         }
         // So is a grid GetClusters whose answer is mostly in the layer's cluster memo.
-        if let reply = dispatcher.inlineClustersReply(body: request.body, receivedAt: request.receivedAt) {
-            request.respond(size: reply.size) { reply.write(into: $0) }
+        if dispatcher.inlineClustersReply(body: request.body, receivedAt: request.receivedAt, respond: { size, fill in
+            _ = request.respond(size: size, write: fill)
+        }) {
             return
         }
         // So are HitTest and QueryViewport when the layer is free and the work bounded.

@@ -2,8 +2,9 @@ import MarkerdAPI
 
 /// An OK `Response` envelope without a message, written straight into the reply buffer: the
 /// payload is copied once, where `serializedBytes()` packs it into an array that is then copied
-/// into the nng message (two copies of a 300 KB GetClusters answer). The bytes equal what
-/// protobuf-c packs for the same message (`OKReplyEnvelopeTests`).
+/// into the nng message (two copies of a 300 KB GetClusters answer). `write(requestID:payloadCount:into:payload:)`
+/// writes one around a payload that is written in place (inline GetClusters: no array at all).
+/// The bytes equal what protobuf-c packs for the same message (`OKReplyEnvelopeTests`).
 ///
 ///     Response: request_id = 1 (varint, left out when 0), code = 2 (OK = 0: left out),
 ///               message = 3 (empty: left out), payload = 4 (bytes, left out when empty)
@@ -25,13 +26,29 @@ public struct OKReplyEnvelope: Sendable {
     }
 
     /// Bytes of the envelope.
-    public var size: Int {
-        (requestID != 0 ? 1 + InlineTileReply.varintSize(requestID) : 0)
-            + (payload.isEmpty ? 0 : 1 + InlineTileReply.varintSize(UInt64(payload.count)) + payload.count)
-    }
+    public var size: Int { Self.headerSize(requestID: requestID, payloadCount: payload.count) + payload.count }
 
     /// Writes the envelope into `out` (`size` bytes).
     public func write(into out: UnsafeMutableRawBufferPointer) {
+        Self.write(requestID: requestID, payloadCount: payload.count, into: out) { p in
+            payload.withUnsafeBytes { if let b = $0.baseAddress { p.baseAddress!.copyMemory(from: b, byteCount: $0.count) } }
+        }
+    }
+
+    /// Bytes of an OK envelope's fields before its payload of `payloadCount` bytes.
+    public static func headerSize(requestID: UInt64, payloadCount: Int) -> Int {
+        (requestID != 0 ? 1 + InlineTileReply.varintSize(requestID) : 0)
+            + (payloadCount == 0 ? 0 : 1 + InlineTileReply.varintSize(UInt64(payloadCount)))
+    }
+
+    /// Writes an OK envelope with a payload of `payloadCount` bytes into `out` (exactly
+    /// `headerSize + payloadCount` bytes): the fields up to the payload's length, then
+    /// `writePayload` fills the last `payloadCount` bytes in place (not called when 0), so a
+    /// payload that is never gathered in an array is still copied once.
+    public static func write(requestID: UInt64, payloadCount: Int, into out: UnsafeMutableRawBufferPointer,
+                             payload writePayload: (UnsafeMutableRawBufferPointer) -> Void) {
+        precondition(out.count == headerSize(requestID: requestID, payloadCount: payloadCount) + payloadCount,
+                     "OKReplyEnvelope buffer is \(out.count) bytes for a payload of \(payloadCount)")
         var at = 0
         func varint(_ v: UInt64) {
             var v = v
@@ -40,14 +57,12 @@ public struct OKReplyEnvelope: Sendable {
             at += 1
         }
         if requestID != 0 { out[at] = 0x08; at += 1; varint(requestID) }
-        if !payload.isEmpty {
+        if payloadCount != 0 {
             out[at] = 0x22
             at += 1
-            varint(UInt64(payload.count))
-            payload.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[at ..< at + $0.count]).copyMemory(from: $0) }
-            at += payload.count
+            varint(UInt64(payloadCount))
+            writePayload(UnsafeMutableRawBufferPointer(rebasing: out[at...]))
         }
-        precondition(at == out.count, "OKReplyEnvelope wrote \(at) of \(out.count) bytes")
     }
 
     /// The envelope as an array (tests).

@@ -89,14 +89,24 @@ public final class RPCDispatcher: Sendable {
     }
 
     /// A grid GetClusters that `MarkerService.inlineClustersPayload` answers at once (mostly from
-    /// the layer's memo of unchanged cluster subtrees), or nil, and the caller hands the request to
-    /// `handle`. Never waits, like `inlineReply`; the same bytes as `handle` would answer.
-    public func inlineClustersReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> OKReplyEnvelope? {
-        guard let (request, clustersRequest) = Self.inlineRequest(body, receivedAt, Self.getClustersMethod, as: V1.GetClustersRequest.self),
-              let payload = service.inlineClustersPayload(clustersRequest)
-        else { return nil }
-        recordInline("GetClusters", receivedAt)
-        return OKReplyEnvelope(requestID: request.requestID, payload: payload)
+    /// the layer's memo of unchanged cluster subtrees): calls `respond` with the reply's size in
+    /// bytes and a function that writes the reply (an `OKReplyEnvelope`) into a buffer of exactly
+    /// that size, and returns true; or returns false without calling it, and the caller hands the
+    /// request to `handle`. `respond` runs under the layer's read lock and its memo's lock: the
+    /// memoized clusters are copied once, straight into the buffer it passes. Never waits, like
+    /// `inlineReply`; the same bytes as `handle` would answer.
+    public func inlineClustersReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant,
+                                    respond: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
+        guard let (request, clustersRequest) = Self.inlineRequest(body, receivedAt, Self.getClustersMethod, as: V1.GetClustersRequest.self)
+        else { return false }
+        let id = request.requestID
+        let answered = service.inlineClustersPayload(clustersRequest) { size, fill in
+            respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
+                OKReplyEnvelope.write(requestID: id, payloadCount: size, into: out, payload: fill)
+            }
+        }
+        if answered { recordInline("GetClusters", receivedAt) }
+        return answered
     }
 
     /// A HitTest or QueryViewport that `MarkerService.inlineHitTestPayload` /

@@ -19,8 +19,24 @@ import MarkerdCore
 /// outer subtree). Marker slots are kept, not marker bytes: markers are encoded afresh from the
 /// layer, so a style change (which leaves the clusters' stamps alone) is always seen.
 struct ClusterReplyWriter: GridClusterVisitor {
-    /// The `Cluster` fields written so far (tag, length, message, one after the other).
+    /// A run of the clusters' output: `count` bytes at `start` in the memo's arena (`inMemo`) or in
+    /// `clusterBytes`.
+    struct Piece {
+        var inMemo: Bool
+        var start: Int
+        var count: Int
+    }
+
+    /// The `Cluster` fields encoded afresh (tag, length, message, one after the other); the ones
+    /// found in the memo stay there (`pieces` says where each run of the output is).
     var clusterBytes: [UInt8] = []
+    /// The clusters' output in order, as runs of `clusterBytes` and of the memo's arena: written
+    /// out once, straight into the reply (`write(tail:into:)`), not gathered in between.
+    private(set) var pieces: [Piece] = []
+    /// Bytes of the clusters' output (the sum of `pieces`).
+    private(set) var clusterByteCount = 0
+    /// Whether the next fresh cluster starts a new piece (a recorded subtree starts at a piece).
+    private var sealed = true
     /// The unclustered markers' slots, in output order.
     var markerSlots: [Int32] = []
     /// Number of clusters written.
@@ -34,11 +50,11 @@ struct ClusterReplyWriter: GridClusterVisitor {
     /// Whether the budget ran out: the output is incomplete and nothing more is memoized.
     var isDone: Bool { work > budget }
     /// Subtrees being recorded (outermost first): where their output starts, and whether to keep it.
-    private var recording: [(node: GridNodeStamp, bytes: Int, slots: Int, clusters: Int, keep: Bool)] = []
+    private var recording: [(node: GridNodeStamp, pieces: Int, slots: Int, clusters: Int, keep: Bool)] = []
 
-    /// `memo`: the layer's memo, with its lock held by the caller for as long as the writer is used,
-    /// and already reset to the index's generation (`GridClusterMemo.prepare`); nil: no memo.
-    /// `budget`: see `work` (default unlimited).
+    /// `memo`: the layer's memo, with its lock held by the caller for as long as the writer and
+    /// its output are used (the output points into the memo), and already reset to the index's
+    /// generation (`GridClusterMemo.prepare`); nil: no memo. `budget`: see `work` (default unlimited).
     init(memo: GridClusterMemo?, budget: Int = .max) {
         self.memo = memo
         self.budget = budget
@@ -47,25 +63,39 @@ struct ClusterReplyWriter: GridClusterVisitor {
 
     mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
         guard let memo, !isDone else { return isDone }
-        if let hit = memo.append(of: node, target: target, to: &clusterBytes, &markerSlots) {
+        if let hit = memo.find(node, target: target, appendingSlotsTo: &markerSlots) {
+            if hit.count > 0 { pieces.append(Piece(inMemo: true, start: hit.start, count: hit.count)) }
+            clusterByteCount += hit.count
+            sealed = true
             clusterCount += hit.clusters
             work += hit.markers
             return true
         }
-        recording.append((node, clusterBytes.count, markerSlots.count, clusterCount, recording.isEmpty || node.zoom == target))
+        sealed = true
+        recording.append((node, pieces.count, markerSlots.count, clusterCount, recording.isEmpty || node.zoom == target))
         return false
     }
 
     mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {
         guard let memo, let r = recording.popLast() else { return }
+        sealed = true
         guard r.keep && !isDone else { return }
-        memo.keep(clusterBytes[r.bytes...], markerSlots[r.slots...], clusterCount: clusterCount - r.clusters, of: node, target: target)
+        memo.keep(pieces[r.pieces...], of: clusterBytes, markerSlots[r.slots...], clusterCount: clusterCount - r.clusters, of: node, target: target)
     }
 
     mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
         work += 1
         if isDone { return }
+        let start = clusterBytes.count
         Self.append(MarkerService.apiCluster(cluster, expansionZoom: expansionZoom), field: 1, to: &clusterBytes)
+        let count = clusterBytes.count - start
+        if sealed {
+            pieces.append(Piece(inMemo: false, start: start, count: count))
+            sealed = false
+        } else {
+            pieces[pieces.count - 1].count += count
+        }
+        clusterByteCount += count
         clusterCount += 1
     }
 
@@ -74,15 +104,48 @@ struct ClusterReplyWriter: GridClusterVisitor {
         if !isDone { markerSlots.append(point.id) }
     }
 
-    /// The whole `GetClustersResponse` after the walk: the clusters, the markers (written from
-    /// `layer` by `MarkerWireEncoder`), then `layer_version` and `algorithm`. Call under the
-    /// layer's lock, with a writer that is not done.
-    consuming func payload(of layer: MarkerLayer, algorithm: String) -> [UInt8] {
-        var out = clusterBytes
+    /// What follows the clusters in the `GetClustersResponse`: the markers (written from `layer`
+    /// by `MarkerWireEncoder`), then `layer_version` and `algorithm`. Call under the layer's lock,
+    /// after the walk, with a writer that is not done.
+    func tail(of layer: MarkerLayer, algorithm: String) -> [UInt8] {
+        var out: [UInt8] = []
         var markers = MarkerWireEncoder()
         markers.append(layer.markerSlots(markerSlots), field: 2, of: layer, to: &out)
         out += V1.GetClustersResponse(layerVersion: layer.version, algorithm: algorithm).serializedBytes()
         return out
+    }
+
+    /// Writes the whole `GetClustersResponse` into `out` (`clusterByteCount + tail.count` bytes):
+    /// each cluster byte is copied once, from the memo's arena or `clusterBytes`, then `tail`.
+    /// Call with the memo's lock still held.
+    func write(tail: [UInt8], into out: UnsafeMutableRawBufferPointer) {
+        precondition(out.count == clusterByteCount + tail.count, "GetClusters payload is \(clusterByteCount + tail.count) bytes, not \(out.count)")
+        guard let base = out.baseAddress else { return }
+        var at = 0
+        clusterBytes.withUnsafeBytes { fresh in
+            func copy(_ p: Piece, from source: UnsafeRawBufferPointer) {
+                (base + at).copyMemory(from: source.baseAddress! + p.start, byteCount: p.count)
+                at += p.count
+            }
+            if let memo {
+                memo.withArena { arena in
+                    for p in pieces { copy(p, from: p.inMemo ? arena : fresh) }
+                }
+            } else {
+                for p in pieces { copy(p, from: fresh) }
+            }
+        }
+        tail.withUnsafeBytes { if let t = $0.baseAddress { (base + at).copyMemory(from: t, byteCount: $0.count) } }
+    }
+
+    /// The whole `GetClustersResponse` after the walk as an array (`tail` and `write`). Call under
+    /// the layer's lock and the memo's, with a writer that is not done.
+    func payload(of layer: MarkerLayer, algorithm: String) -> [UInt8] {
+        let tail = tail(of: layer, algorithm: algorithm)
+        return [UInt8](unsafeUninitializedCapacity: clusterByteCount + tail.count) { b, n in
+            write(tail: tail, into: UnsafeMutableRawBufferPointer(b))
+            n = b.count
+        }
     }
 
     // MARK: encoding
@@ -134,8 +197,10 @@ struct ClusterReplyWriter: GridClusterVisitor {
 /// Per-layer memo of `ClusterReplyWriter`'s output by subtree (cell and target zoom), valid while
 /// the cell's `GridNodeStamp` is unchanged and the index's generation is the same. Outputs are
 /// appended to two arenas (cluster bytes, marker slots), so keeping or finding one allocates
-/// nothing; a replaced output stays in the arena until the memo is emptied, which happens when it
-/// holds more than `budgetBytes`. Use under `lock` (held for a whole reply).
+/// nothing, and a reply copies found cluster bytes straight from the arena into the reply; a
+/// replaced output stays in the arena until the memo is emptied, which happens (in `prepare`)
+/// once it would hold more than `budgetBytes`. Use under `lock` (held for a whole reply,
+/// including writing it out).
 final class GridClusterMemo: @unchecked Sendable {
     private struct Entry {
         var stamp: UInt32
@@ -153,6 +218,8 @@ final class GridClusterMemo: @unchecked Sendable {
     private var entries: [UInt64: Entry] = [:]
     private var bytes: [UInt8] = []
     private var slots: [Int32] = []
+    /// Whether an output was not kept for want of room: `prepare` empties the memo.
+    private var full = false
 
     init(budgetBytes: Int = 64 << 20) { self.budgetBytes = budgetBytes }
 
@@ -161,13 +228,14 @@ final class GridClusterMemo: @unchecked Sendable {
 
     /// Empties the memo when it was filled from another index (or another generation of it).
     func prepare(generation g: UInt64) {
-        if g != generation {
+        if g != generation || full {
             removeAll()
             generation = g
         }
     }
 
     private func removeAll() {
+        full = false
         entries.removeAll(keepingCapacity: true)
         bytes.removeAll(keepingCapacity: true)
         slots.removeAll(keepingCapacity: true)
@@ -176,21 +244,43 @@ final class GridClusterMemo: @unchecked Sendable {
     @inline(__always)
     private static func key(_ node: GridNodeStamp, _ target: Int) -> UInt64 { UInt64(UInt32(bitPattern: node.cell)) << 8 | UInt64(target) }
 
-    /// Appends the memoized output of `node` at `target` to `clusterBytes` and `markerSlots` if the
-    /// node's stamp is still the same; returns its numbers of clusters and markers, or nil.
-    func append(of node: GridNodeStamp, target: Int, to clusterBytes: inout [UInt8], _ markerSlots: inout [Int32]) -> (clusters: Int, markers: Int)? {
+    /// The memoized output of `node` at `target` if the node's stamp is still the same: where its
+    /// cluster bytes are in the arena (`withArena`; valid until the memo is emptied, which
+    /// happens only in `prepare`), its numbers of clusters and markers; its marker slots are
+    /// appended to `markerSlots`. Nil if not found.
+    func find(_ node: GridNodeStamp, target: Int, appendingSlotsTo markerSlots: inout [Int32]) -> (start: Int, count: Int, clusters: Int, markers: Int)? {
         guard let e = entries[Self.key(node, target)], e.stamp == node.stamp else { return nil }
-        clusterBytes.append(contentsOf: bytes[e.bytesStart ..< e.bytesStart + Int(e.bytesCount)])
         markerSlots.append(contentsOf: slots[e.slotsStart ..< e.slotsStart + Int(e.slotsCount)])
-        return (Int(e.clusterCount), Int(e.slotsCount))
+        return (e.bytesStart, Int(e.bytesCount), Int(e.clusterCount), Int(e.slotsCount))
     }
 
-    /// Keeps the output of `node` at `target`: `clusterCount` clusters written as `clusterBytes`, and `markerSlots`.
-    func keep(_ clusterBytes: ArraySlice<UInt8>, _ markerSlots: ArraySlice<Int32>, clusterCount: Int, of node: GridNodeStamp, target: Int) {
-        if heldBytes + clusterBytes.count + 4 * markerSlots.count + 48 > budgetBytes { removeAll() }
-        let e = Entry(stamp: node.stamp, clusterCount: Int32(clusterCount), bytesStart: bytes.count, bytesCount: Int32(clusterBytes.count),
+    /// Calls `body` with the cluster bytes' arena (see `find`).
+    func withArena<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { bytes.withUnsafeBytes(body) }
+
+    /// Keeps the output of `node` at `target`: `clusterCount` clusters written as `pieces` (of
+    /// `fresh` or of this memo's arena), and `markerSlots`. Past `budgetBytes` nothing is kept and
+    /// the memo is emptied at the next `prepare` (not now: a reply being written points into it).
+    func keep(_ pieces: ArraySlice<ClusterReplyWriter.Piece>, of fresh: [UInt8], _ markerSlots: ArraySlice<Int32>, clusterCount: Int,
+              of node: GridNodeStamp, target: Int) {
+        let n = pieces.reduce(0) { $0 + $1.count }
+        if heldBytes + n + 4 * markerSlots.count + 48 > budgetBytes {
+            full = true
+            return
+        }
+        let e = Entry(stamp: node.stamp, clusterCount: Int32(clusterCount), bytesStart: bytes.count, bytesCount: Int32(n),
                       slotsCount: Int32(markerSlots.count), slotsStart: slots.count)
-        bytes.append(contentsOf: clusterBytes)
+        bytes.append(contentsOf: repeatElement(0, count: n))
+        bytes.withUnsafeMutableBytes { arena in
+            fresh.withUnsafeBytes { fresh in
+                var at = e.bytesStart
+                for p in pieces {
+                    // A piece of the arena lies below `e.bytesStart`: no overlap.
+                    let source = p.inMemo ? UnsafeRawPointer(arena.baseAddress!) : fresh.baseAddress!
+                    (arena.baseAddress! + at).copyMemory(from: source + p.start, byteCount: p.count)
+                    at += p.count
+                }
+            }
+        }
         slots.append(contentsOf: markerSlots)
         entries[Self.key(node, target)] = e
     }

@@ -358,25 +358,34 @@ extension MarkerService {
     /// plus markers (the rest comes from the memo); nil otherwise (also for a bad request), and
     /// the caller hands the request to `getClustersPayload`. A walk stopped by the budget still
     /// leaves the subtrees it finished in the memo. The same bytes as `getClustersPayload`.
-    public func inlineClustersPayload(_ r: V1.GetClustersRequest, budget: Int = 512) -> [UInt8]? {
+    ///
+    /// The payload is not gathered in an array: `write` is called (at most once, with the
+    /// layer's read lock and the memo's lock held) with its size in bytes and a function that
+    /// writes it into a buffer of exactly that size, copying the memoized clusters straight from
+    /// the memo (`ClusterReplyWriter.write(tail:into:)`). Returns whether `write` was called.
+    public func inlineClustersPayload(_ r: V1.GetClustersRequest, budget: Int = 512,
+                                      write: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
         guard let b = r.bounds, b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite,
-              let zoom = try? Self.zoomLevel(r.zoom), let h = try? handle(r.layerID) else { return nil }
+              let zoom = try? Self.zoomLevel(r.zoom), let h = try? handle(r.layerID) else { return false }
         let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
         let now = Self.nowUnixMs()
-        let payload = h.lock.withReadLockIfFree { () -> [UInt8]? in
+        let written = h.lock.withReadLockIfFree { () -> Bool in
             let config = ClusterConfig(h.options.clustering)
             guard !h.deleted, config.algorithm == .grid, h.layer.gridClusterOptions == config.grid,
                   let generation = h.layer.gridClusterGeneration, h.layer.nextAnimationEnd.map({ $0 > now }) ?? true
-            else { return nil }
+            else { return false }
             let memo = h.clusterState.gridMemo
-            guard memo.lock.try() else { return nil }
+            guard memo.lock.try() else { return false }
             defer { memo.lock.unlock() }
             memo.prepare(generation: generation)
             var writer = ClusterReplyWriter(memo: memo, budget: budget)
             h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
-            return writer.isDone ? nil : writer.payload(of: h.layer, algorithm: config.algorithm.rawValue)
+            guard !writer.isDone else { return false }
+            let tail = writer.tail(of: h.layer, algorithm: config.algorithm.rawValue)
+            write(writer.clusterByteCount + tail.count) { writer.write(tail: tail, into: $0) }
+            return true
         }
-        return payload ?? nil
+        return written ?? false
     }
 
     /// Checks a GetClusters request; its bounds, integer zoom, layer and clustering options. For the

@@ -71,7 +71,19 @@ import Testing
         up.layerID = "c"
         up.markers = (0..<6000).map { i in marker("m\(i)", rng.unit() * 140 - 70, rng.unit() * 360 - 180) }
         #expect(handled(d, envelope("UpsertMarkers", up.serializedBytes(), key: "k2")).code == .ok)
-        func inline(_ b: [UInt8]) -> [UInt8]? { b.withUnsafeBytes { d.inlineClustersReply(body: $0, receivedAt: .now)?.bytes } }
+        func inline(_ b: [UInt8]) -> [UInt8]? {
+            var out: [UInt8]?
+            let answered = b.withUnsafeBytes { body in
+                d.inlineClustersReply(body: body, receivedAt: .now) { size, fill in
+                    out = [UInt8](unsafeUninitializedCapacity: size) { buffer, n in
+                        fill(UnsafeMutableRawBufferPointer(buffer))
+                        n = size
+                    }
+                }
+            }
+            #expect(answered == (out != nil))
+            return out
+        }
         let world = V1.Bounds(west: -180, south: -85, east: 180, north: 85)
         // 4,096 cells at zoom 3: more than the budget until the memo holds them.
         let z3 = envelope("GetClusters", V1.GetClustersRequest(layerID: "c", bounds: world, zoom: 3).serializedBytes(), id: 9)

@@ -7,7 +7,8 @@ import Testing
 @Suite struct OKReplyEnvelopeTests {
     /// Seeded random request ids (0, small, 10-byte varints) and payload sizes (empty, 1 byte,
     /// around the 1- and 2-byte length varint limits, up to 300 KB): the same bytes as
-    /// `serializedBytes()`; error replies and OK replies with a message are left to protobuf-c.
+    /// `serializedBytes()`, also when the payload is written in place
+    /// (`write(requestID:payloadCount:into:payload:)`); error replies and OK replies with a message are left to protobuf-c.
     @Test func matchesProtobufC() throws {
         let seed = testSeed("OKReplyEnvelopeTests.matchesProtobufC")
         var rng = SplitMix64(seed: seed)
@@ -18,7 +19,22 @@ import Testing
             r.payload = (0..<size).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             let envelope = try #require(OKReplyEnvelope(r))
             #expect(envelope.size == envelope.bytes.count)
-            #expect(envelope.bytes == r.serializedBytes(), "payload \(size) B, request id \(r.requestID), seed \(seed)")
+            let expected = r.serializedBytes()
+            #expect(envelope.bytes == expected, "payload \(size) B, request id \(r.requestID), seed \(seed)")
+            // The same envelope around a payload written in place (inline GetClusters).
+            let header = OKReplyEnvelope.headerSize(requestID: r.requestID, payloadCount: size)
+            var filled = 0
+            let streamed = [UInt8](unsafeUninitializedCapacity: header + size) { b, n in
+                OKReplyEnvelope.write(requestID: r.requestID, payloadCount: size, into: UnsafeMutableRawBufferPointer(b)) { out in
+                    filled += 1
+                    #expect(out.count == size)
+                    r.payload.withUnsafeBytes { out.copyMemory(from: $0) }
+                }
+                n = header + size
+            }
+            #expect(filled == (size == 0 ? 0 : 1))
+            let same = streamed == expected
+            #expect(same, "in place: payload \(size) B, request id \(r.requestID), seed \(seed)")
         }
         var failed = V1.Response()
         failed.code = .notFound

@@ -6,7 +6,8 @@ import Testing
 
 /// `getClustersPayload` (clusters written during the walk by `ClusterReplyWriter`, with the
 /// layer's memo of unchanged subtrees; markers by `MarkerWireEncoder`) against the regular path
-/// (`getClusters`: `V1.Cluster` and `V1.Marker` messages, protobuf-c), byte for byte.
+/// (`getClusters`: `V1.Cluster` and `V1.Marker` messages, protobuf-c), byte for byte; so is
+/// `inlineClustersPayload`, which copies memoized clusters straight into the reply buffer.
 @Suite struct ClusterReplyTests {
     typealias S = ClusterTestService
 
@@ -15,7 +16,8 @@ import Testing
     /// 6), rounds of random changes (new markers, small moves that keep the cell, jumps, removals,
     /// visibility, draggable and z-index changes) between rounds of random queries (world,
     /// antimeridian-crossing and small boxes, zooms 0-19, each asked twice so the second answer
-    /// comes from the memo): every payload equals the regular response's bytes.
+    /// comes from the memo), each also asked inline, before or after: every payload equals the
+    /// regular response's bytes.
     @Test func payloadMatchesTheRegularEncodingAfterRandomChanges() throws {
         let seed = testSeed("ClusterReplyTests.payloadMatchesTheRegularEncodingAfterRandomChanges")
         var rng = SplitMix64(seed: seed)
@@ -91,11 +93,19 @@ import Testing
                 let zoom = Double(rng.next() % 20) + rng.unit() * 0.9
                 for l in layers {
                     let request = V1.GetClustersRequest(layerID: l, bounds: bounds, zoom: zoom)
-                    for _ in 0..<2 {
+                    for pass in 0..<2 {
                         let regular = try s.service.getClusters(request)
+                        // The inline path (memoized clusters copied straight into the reply buffer) goes first
+                        // in one query of two, so it fills the memo as often as it reads it.
+                        let inlineFirst = rng.next() % 2 == 0
+                        let early = inlineFirst ? Self.inlinePayload(s.service, request) : nil
                         let payload = try s.service.getClustersPayload(request)
-                        let same = payload == regular.serializedBytes()  // (not inside #expect: it would print every byte)
+                        let late = inlineFirst ? nil : Self.inlinePayload(s.service, request)
+                        let expected = regular.serializedBytes()
+                        let same = payload == expected  // (not inside #expect: it would print every byte)
                         #expect(same, "layer \(l) bounds \(bounds) zoom \(zoom) round \(round) seed \(seed)")
+                        let inlineSame = (early ?? late) == expected
+                        #expect(inlineSame, "inline: layer \(l) bounds \(bounds) zoom \(zoom) round \(round) pass \(pass) seed \(seed)")
                         queries += 1
                         clusters += regular.clusters.count
                         markers += regular.markers.count
@@ -105,6 +115,19 @@ import Testing
         }
         #expect(clusters > 10_000 && markers > 10_000)
         print("checked \(queries) answers: \(clusters) clusters, \(markers) markers (seed \(seed))")
+    }
+
+    /// `inlineClustersPayload` without a budget, written into an array of the size it asks for.
+    static func inlinePayload(_ service: MarkerService, _ request: V1.GetClustersRequest) -> [UInt8]? {
+        var out: [UInt8]?
+        let answered = service.inlineClustersPayload(request, budget: .max) { size, fill in
+            out = [UInt8](unsafeUninitializedCapacity: size) { b, n in
+                fill(UnsafeMutableRawBufferPointer(b))
+                n = size
+            }
+        }
+        #expect(answered == (out != nil))
+        return out
     }
 
     /// The supercluster algorithm's payload is its regular response's bytes too.
