@@ -101,8 +101,11 @@ public final class RPCDispatcher: Sendable {
         else { return false }
         let id = request.requestID
         let answered = service.inlineClustersPayload(clustersRequest) { size, fill in
-            respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
-                OKReplyEnvelope.write(requestID: id, payloadCount: size, into: out, payload: fill)
+            // `fill` is only called inside `respond`, which does not keep its closure.
+            withoutActuallyEscaping(fill) { fill in
+                respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
+                    OKReplyEnvelope.write(requestID: id, payloadCount: size, into: out, payload: fill)
+                }
             }
         }
         if answered { recordInline("GetClusters", receivedAt) }
