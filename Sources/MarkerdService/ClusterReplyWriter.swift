@@ -77,9 +77,11 @@ struct ClusterReplyWriter: GridClusterVisitor {
     }
 
     mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {
-        guard let memo, let r = recording.popLast() else { return }
+        // (`recording` is empty without a memo; the memo is only touched to keep: no retain and
+        // release per cell left, which perf showed in city-sized answers.)
+        guard let r = recording.popLast() else { return }
         sealed = true
-        guard r.keep && !isDone else { return }
+        guard r.keep && !isDone, let memo else { return }
         memo.keep(pieces[r.pieces...], of: clusterBytes, markerSlots[r.slots...], clusterCount: clusterCount - r.clusters, of: node, target: target)
     }
 
