@@ -24,22 +24,20 @@ public struct InlineTileReply: Sendable {
     /// Bytes of the whole envelope.
     public var size: Int {
         let p = payloadSize
-        return (requestID != 0 ? 1 + Self.varintSize(requestID) : 0) + (p > 0 ? 1 + Self.varintSize(UInt64(p)) + p : 0)
+        return OKReplyEnvelope.headerSize(requestID: requestID, payloadCount: p) + p
     }
 
-    /// Writes the envelope into `out` (`size` bytes).
+    /// Writes the envelope into `out` (`size` bytes): `OKReplyEnvelope`'s fields around the
+    /// GetTileResponse written in place.
     public func write(into out: UnsafeMutableRawBufferPointer) {
-        var at = 0
-        func byte(_ b: UInt8) { out[at] = b; at += 1 }
-        func varint(_ v: UInt64) {
-            var v = v
-            while v >= 0x80 { byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-            byte(UInt8(v))
-        }
-        if requestID != 0 { byte(0x08); varint(requestID) }
-        let p = payloadSize
-        if p > 0 {
-            byte(0x22); varint(UInt64(p))
+        OKReplyEnvelope.write(requestID: requestID, payloadCount: payloadSize, into: out) { out in
+            var at = 0
+            func byte(_ b: UInt8) { out[at] = b; at += 1 }
+            func varint(_ v: UInt64) {
+                var v = v
+                while v >= 0x80 { byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+                byte(UInt8(v))
+            }
             if !response.png.isEmpty {
                 byte(0x0A); varint(UInt64(response.png.count))
                 response.png.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[at ..< at + $0.count]).copyMemory(from: $0) }
@@ -48,15 +46,7 @@ public struct InlineTileReply: Sendable {
             if response.version != 0 { byte(0x10); varint(response.version) }
             if response.notModified { byte(0x18); byte(1) }
             if response.empty { byte(0x20); byte(1) }
-        }
-        precondition(at == out.count, "InlineTileReply wrote \(at) of \(out.count) bytes")
-    }
-
-    /// The envelope as an array (tests).
-    public var bytes: [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: size) { b, n in
-            write(into: UnsafeMutableRawBufferPointer(b))
-            n = b.count
+            precondition(at == out.count, "InlineTileReply wrote \(at) of \(out.count) payload bytes")
         }
     }
 

@@ -75,29 +75,20 @@ public final class MarkerServer: Sendable {
 
 /// Hands each request from the nng callback thread to the RPC worker queue (never blocks), but
 /// answers cached tiles, grid GetClusters mostly served from the cluster memo, and HitTest and
-/// QueryViewport of bounded work at once (`RPCDispatcher.inlineReply`, `inlineClustersReply`,
-/// `inlineQueryReply`), each only when the layer's read lock is free: the hop to a worker thread is most of the
-/// time a small reply spends in markerd.
+/// QueryViewport of bounded work at once (`RPCDispatcher.answerInline`), each only when the
+/// layer's locks are free: the hop to a worker thread is most of the time a small reply spends
+/// in markerd.
 struct DispatchingHandler: RequestHandler {
     let dispatcher: RPCDispatcher
     static let queue = DispatchQueue(label: "markerd.rpc", qos: .userInitiated, attributes: .concurrent)
 
     func handle(_ request: IncomingRequest) {
         let dispatcher = self.dispatcher
-        // A cached tile is answered here, without the hop to a worker thread.
-        if let reply = dispatcher.inlineReply(body: request.body, receivedAt: request.receivedAt) {
-            request.respond(size: reply.size) { reply.write(into: $0) }
-            return
-        }
-        // So is a grid GetClusters whose answer is mostly in the layer's cluster memo.
-        if dispatcher.inlineClustersReply(body: request.body, receivedAt: request.receivedAt, respond: { size, fill in
+        // Cached tiles, memoized clusters and bounded queries are answered here, without the
+        // hop to a worker thread.
+        if dispatcher.answerInline(body: request.body, receivedAt: request.receivedAt, respond: { size, fill in
             _ = request.respond(size: size, write: fill)
         }) {
-            return
-        }
-        // So are HitTest and QueryViewport when the layer is free and the work bounded.
-        if let reply = dispatcher.inlineQueryReply(body: request.body, receivedAt: request.receivedAt) {
-            request.respond(size: reply.size) { reply.write(into: $0) }
             return
         }
         Self.queue.async {

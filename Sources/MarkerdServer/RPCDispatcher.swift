@@ -75,82 +75,73 @@ public final class RPCDispatcher: Sendable {
         }
     }
 
-    /// A GetTile that `MarkerService.cachedTile` answers at once (a cached tile, or
-    /// not_modified): the reply, or nil, and the caller hands the request to `handle`. Never
-    /// waits, so the server calls it on the network thread before handing requests to the
-    /// worker queue. Other requests cost a byte search: only small bodies that name GetTile are
-    /// decoded.
-    public func inlineReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> InlineTileReply? {
-        guard let (request, tileRequest) = Self.inlineRequest(body, receivedAt, Self.getTileMethod, as: V1.GetTileRequest.self),
-              let response = service.cachedTile(tileRequest)
-        else { return nil }
-        recordInline("GetTile", receivedAt)
-        return InlineTileReply(requestID: request.requestID, response: response)
-    }
-
-    /// A grid GetClusters that `MarkerService.inlineClustersPayload` answers at once (mostly from
-    /// the layer's memo of unchanged cluster subtrees): calls `respond` with the reply's size in
-    /// bytes and a function that writes the reply (an `OKReplyEnvelope`) into a buffer of exactly
-    /// that size, and returns true; or returns false without calling it, and the caller hands the
-    /// request to `handle`. `respond` runs under the layer's read lock and its memo's lock: the
-    /// memoized clusters are copied once, straight into the buffer it passes. Never waits, like
-    /// `inlineReply`; the same bytes as `handle` would answer.
-    public func inlineClustersReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant,
-                                    respond: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
-        guard let (request, clustersRequest) = Self.inlineRequest(body, receivedAt, Self.getClustersMethod, as: V1.GetClustersRequest.self)
+    /// Answers a request at once when it can without waiting, so that the server calls it on
+    /// the network thread before handing requests to the worker queue:
+    /// - GetTile of a cached tile (or not_modified: `MarkerService.cachedTile`);
+    /// - a grid GetClusters mostly held in the layer's memo of unchanged cluster subtrees
+    ///   (`MarkerService.inlineClustersPayload`; the memoized clusters are copied once, straight
+    ///   into the buffer `respond` passes, under the layer's read lock and the memo's lock);
+    /// - HitTest and QueryViewport of bounded work (`MarkerService.inlineHitTestPayload`,
+    ///   `inlineQueryViewportPayload`).
+    /// Each only when the layer's locks are free (try-locks). Calls `respond` with the reply's
+    /// size in bytes and a function that writes the reply into a buffer of exactly that size,
+    /// and returns true: the same bytes as `handle` would answer. Otherwise returns false without
+    /// calling it, and the caller hands the request to `handle`. Other requests cost a byte
+    /// search: only small bodies that name one of these methods are decoded, once.
+    public func answerInline(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant,
+                             respond: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
+        guard body.count <= 512, let method = Self.inlineMethods.first(where: { Self.contains(body, $0.bytes) }),
+              let request = try? V1.Request(serializedBytes: body),
+              request.method.utf8.elementsEqual(method.bytes),
+              request.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs)))
         else { return false }
         let id = request.requestID
-        let answered = service.inlineClustersPayload(clustersRequest) { size, fill in
-            // `fill` is only called inside `respond`, which does not keep its closure.
-            withoutActuallyEscaping(fill) { fill in
-                respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
-                    OKReplyEnvelope.write(requestID: id, payloadCount: size, into: out, payload: fill)
+        var answered = false
+        switch method.name {
+        case "GetTile":
+            if let r = Self.payload(request, as: V1.GetTileRequest.self), let response = service.cachedTile(r) {
+                let reply = InlineTileReply(requestID: id, response: response)
+                respond(reply.size) { reply.write(into: $0) }
+                answered = true
+            }
+        case "GetClusters":
+            if let r = Self.payload(request, as: V1.GetClustersRequest.self) {
+                answered = service.inlineClustersPayload(r) { size, fill in
+                    // `fill` is only called inside `respond`, which does not keep its closure.
+                    withoutActuallyEscaping(fill) { fill in
+                        respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
+                            OKReplyEnvelope.write(requestID: id, payloadCount: size, into: out, payload: fill)
+                        }
+                    }
                 }
             }
+        default:
+            let payload = method.name == "HitTest"
+                ? Self.payload(request, as: V1.HitTestRequest.self).flatMap { service.inlineHitTestPayload($0) }
+                : Self.payload(request, as: V1.QueryViewportRequest.self).flatMap { service.inlineQueryViewportPayload($0) }
+            if let payload {
+                let reply = OKReplyEnvelope(requestID: id, payload: payload)
+                respond(reply.size) { reply.write(into: $0) }
+                answered = true
+            }
         }
-        if answered { recordInline("GetClusters", receivedAt) }
+        if answered {
+            let elapsed = ContinuousClock.now - receivedAt
+            metrics.record(method: Substring(method.name), code: .ok,
+                           micros: Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
+        }
         return answered
     }
 
-    /// A HitTest or QueryViewport that `MarkerService.inlineHitTestPayload` /
-    /// `inlineQueryViewportPayload` answer at once (layer's read lock free, bounded work), or nil,
-    /// and the caller hands the request to `handle`. Never waits, like `inlineReply`; the same
-    /// bytes as `handle` would answer.
-    public func inlineQueryReply(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant) -> OKReplyEnvelope? {
-        if let (request, hit) = Self.inlineRequest(body, receivedAt, Self.hitTestMethod, as: V1.HitTestRequest.self) {
-            guard let payload = service.inlineHitTestPayload(hit) else { return nil }
-            recordInline("HitTest", receivedAt)
-            return OKReplyEnvelope(requestID: request.requestID, payload: payload)
-        }
-        guard let (request, viewport) = Self.inlineRequest(body, receivedAt, Self.queryViewportMethod, as: V1.QueryViewportRequest.self),
-              let payload = service.inlineQueryViewportPayload(viewport)
-        else { return nil }
-        recordInline("QueryViewport", receivedAt)
-        return OKReplyEnvelope(requestID: request.requestID, payload: payload)
+    /// The request's payload decoded as `R`, or nil.
+    private static func payload<R: ProtoMessage>(_ request: V1.Request, as _: R.Type) -> R? {
+        request.payload.withUnsafeBytes { try? R(serializedBytes: $0) }
     }
 
-    /// The envelope and payload of a small request for `method` within its deadline, or nil.
-    private static func inlineRequest<R: ProtoMessage>(_ body: UnsafeRawBufferPointer, _ receivedAt: ContinuousClock.Instant,
-                                                       _ method: [UInt8], as _: R.Type) -> (V1.Request, R)? {
-        guard body.count <= 512, contains(body, method),
-              let request = try? V1.Request(serializedBytes: body),
-              request.method.utf8.elementsEqual(method),
-              request.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs))),
-              let payload = request.payload.withUnsafeBytes({ try? R(serializedBytes: $0) })
-        else { return nil }
-        return (request, payload)
-    }
+    /// The methods `answerInline` may answer: short name and full method name's bytes.
+    static let inlineMethods: [(name: String, bytes: [UInt8])] =
+        ["GetTile", "GetClusters", "HitTest", "QueryViewport"].map { ($0, Array((servicePrefix + $0).utf8)) }
 
-    private func recordInline(_ method: Substring, _ receivedAt: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - receivedAt
-        metrics.record(method: method, code: .ok,
-                       micros: Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
-    }
-
-    static let getTileMethod = Array((servicePrefix + "GetTile").utf8)
-    static let getClustersMethod = Array((servicePrefix + "GetClusters").utf8)
-    static let hitTestMethod = Array((servicePrefix + "HitTest").utf8)
-    static let queryViewportMethod = Array((servicePrefix + "QueryViewport").utf8)
 
     /// Whether `needle` occurs in `haystack`.
     static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {

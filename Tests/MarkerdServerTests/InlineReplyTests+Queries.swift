@@ -4,7 +4,7 @@ import MarkerdServer
 import MarkerdTestSupport
 import Testing
 
-/// `RPCDispatcher.inlineQueryReply`: HitTest and QueryViewport answered on the network thread,
+/// `RPCDispatcher.answerInline`: HitTest and QueryViewport answered on the network thread,
 /// byte for byte what `handle` answers; nil (the normal path) for a busy layer lock, work over
 /// the budget, unknown layers and bad requests.
 extension InlineReplyTests {
@@ -47,7 +47,7 @@ extension InlineReplyTests {
     }
 
     func inlineQuery(_ d: RPCDispatcher, _ b: [UInt8]) -> [UInt8]? {
-        b.withUnsafeBytes { d.inlineQueryReply(body: $0, receivedAt: .now)?.bytes }
+        answered(d, b)
     }
 
     @Test func queriesWithinTheBudget() throws {

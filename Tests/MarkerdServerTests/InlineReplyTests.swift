@@ -4,9 +4,25 @@ import MarkerdService
 import MarkerdTestSupport
 import Testing
 
-/// `RPCDispatcher.inlineReply`: cached GetTile replies built on the network thread, byte for
-/// byte what `handle` would answer; nil for everything else.
+/// `RPCDispatcher.answerInline`: replies built on the network thread (cached GetTile here), byte
+/// for byte what `handle` would answer; nothing for everything else.
 @Suite struct InlineReplyTests {
+    /// What `answerInline` answers for `bytes` (received `ago`), or nil when it declines; it calls
+    /// its `respond` exactly when it says it answered.
+    func answered(_ d: RPCDispatcher, _ bytes: [UInt8], ago: Duration = .zero) -> [UInt8]? {
+        var out: [UInt8]?
+        let said = bytes.withUnsafeBytes { body in
+            d.answerInline(body: body, receivedAt: .now - ago) { size, fill in
+                out = [UInt8](unsafeUninitializedCapacity: size) { buffer, n in
+                    fill(UnsafeMutableRawBufferPointer(buffer))
+                    n = size
+                }
+            }
+        }
+        #expect(said == (out != nil))
+        return out
+    }
+
     func envelope(_ method: String, _ payload: [UInt8], id: UInt64 = 7, timeoutMs: UInt32 = 0, key: String = "") -> [UInt8] {
         var env = V1.Request()
         env.idempotencyKey = key
@@ -34,7 +50,7 @@ import Testing
         up.markers = [marker("a", 48.8566, 2.3522)]
         #expect(handled(d, envelope("UpsertMarkers", up.serializedBytes(), key: "k2")).code == .ok)
         let get = envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 14, x: 8298, y: 5636).serializedBytes())
-        func inline(_ b: [UInt8], ago: Duration = .zero) -> [UInt8]? { b.withUnsafeBytes { d.inlineReply(body: $0, receivedAt: .now - ago)?.bytes } }
+        func inline(_ b: [UInt8], ago: Duration = .zero) -> [UInt8]? { answered(d, b, ago: ago) }
         #expect(inline(get) == nil, "not rendered yet")
         let slow = handled(d, get)
         #expect(slow.code == .ok)
@@ -57,7 +73,7 @@ import Testing
         #expect(inline([0xFF, 0x01, 0x02]) == nil)
     }
 
-    /// Grid GetClusters answered on the network thread (`inlineClustersReply`): byte for byte what
+    /// Grid GetClusters answered on the network thread (`answerInline`): byte for byte what
     /// `handle` answers; nil when the answer needs more than the budget of fresh work (an empty
     /// memo, or many unclustered markers), for other algorithms and for errors.
     @Test func clustersFromTheMemo() throws {
@@ -71,19 +87,7 @@ import Testing
         up.layerID = "c"
         up.markers = (0..<6000).map { i in marker("m\(i)", rng.unit() * 140 - 70, rng.unit() * 360 - 180) }
         #expect(handled(d, envelope("UpsertMarkers", up.serializedBytes(), key: "k2")).code == .ok)
-        func inline(_ b: [UInt8]) -> [UInt8]? {
-            var out: [UInt8]?
-            let answered = b.withUnsafeBytes { body in
-                d.inlineClustersReply(body: body, receivedAt: .now) { size, fill in
-                    out = [UInt8](unsafeUninitializedCapacity: size) { buffer, n in
-                        fill(UnsafeMutableRawBufferPointer(buffer))
-                        n = size
-                    }
-                }
-            }
-            #expect(answered == (out != nil))
-            return out
-        }
+        func inline(_ b: [UInt8]) -> [UInt8]? { answered(d, b) }
         let world = V1.Bounds(west: -180, south: -85, east: 180, north: 85)
         // 4,096 cells at zoom 3: more than the budget until the memo holds them.
         let z3 = envelope("GetClusters", V1.GetClustersRequest(layerID: "c", bounds: world, zoom: 3).serializedBytes(), id: 9)
