@@ -8,10 +8,7 @@ extension V1.SnapshotSection {
     /// result or the error. Whenever it returns a request, that request equals what
     /// `init(serializedBytes:)` decodes. Never crashes, whatever the bytes.
     public static func decodeMarkersChunk(_ bytes: UnsafeRawBufferPointer) -> V1.UpsertMarkersRequest? {
-        var markers: [V1.Marker] = []
-        guard let layerID = visitMarkersChunk(bytes, reserve: { markers.reserveCapacity($0) },
-                                              each: { m, _ in markers.append(m); return true }) else { return nil }
-        return V1.UpsertMarkersRequest(layerID: layerID, markers: markers)
+        V1.UpsertMarkersRequest.collect { visitMarkersChunk(bytes, reserve: $0, each: $1) }
     }
 
     /// `decodeMarkersChunk` without building the request: calls `reserve` with the number of

@@ -8,9 +8,14 @@ extension V1.UpsertMarkersRequest {
     /// a request, that request equals what `init(serializedBytes:)` decodes. Never crashes,
     /// whatever the bytes.
     public static func decodePlain(_ bytes: UnsafeRawBufferPointer) -> V1.UpsertMarkersRequest? {
+        collect { visitPlain(bytes, reserve: $0, each: $1) }
+    }
+
+    /// The request a visitor (`visitPlain`, `SnapshotSection.visitMarkersChunk`) describes, or
+    /// nil when it declines.
+    static func collect(_ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool) -> Bool) -> String?) -> V1.UpsertMarkersRequest? {
         var markers: [V1.Marker] = []
-        guard let layerID = visitPlain(bytes, reserve: { markers.reserveCapacity($0) },
-                                       each: { m, _ in markers.append(m); return true }) else { return nil }
+        guard let layerID = visit({ markers.reserveCapacity($0) }, { m, _ in markers.append(m); return true }) else { return nil }
         return V1.UpsertMarkersRequest(layerID: layerID, markers: markers)
     }
 
