@@ -20,6 +20,8 @@ struct Options: Sendable {
     var runInProcess = true
     /// Run the clusters section (grid clusters vs pysupercluster, `ClusterBench`).
     var runClusters = true
+    /// In-process QueryViewport server work (`--only viewport`; never part of a full run).
+    var runViewport = false
     /// The markerd binary. Default: `markerd` next to this executable.
     var markerdPath: String = Options.defaultMarkerdPath
     /// Where durable data directories are created (must be a real disk for fsync to mean
@@ -44,6 +46,7 @@ struct Options: Sendable {
             runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render"; runTiles = only == "tiles"
             renderOnly = only == "render"
             runClusters = only == "clusters"
+            runViewport = only == "viewport"
             skipDurability = only != "durability" && only != "restart"
             restartOnly = only == "restart"
         }
@@ -73,7 +76,8 @@ struct Options: Sendable {
       --only SECTION       run one section: rpc, inprocess, durability, restart (the
                            durability section's restart from snapshot + journal tail only),
                            tiles, clusters, or render (the in-process section's
-                           renders only, node sweep only)
+                           renders only, node sweep only), or viewport (QueryViewport's
+                           server work in process, thread CPU time per call)
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -124,7 +128,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "viewport"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -41,4 +41,48 @@ public enum MallocTuning {
         return false
         #endif
     }
+
+    /// The glibc tunable that makes malloc advise transparent huge pages (MADV_HUGEPAGE) for the
+    /// memory it maps (glibc 2.35 and later; older versions ignore it).
+    static let hugePageTunable = "glibc.malloc.hugetlb=1"
+
+    /// Restarts this process (`execv` of /proc/self/exe with the same arguments, so the same
+    /// pid) with `hugePageTunable` added to GLIBC_TUNABLES, when the kernel gives transparent huge
+    /// pages only on request ("[madvise]" in /sys/kernel/mm/transparent_hugepage/enabled) and the
+    /// variable does not set that tunable yet. Call it first thing, before any thread starts:
+    /// glibc reads its tunables at startup only. Returns (doing nothing) when no restart is
+    /// needed or possible: THP "always" or "never", the tunable already set (also after the
+    /// restart, so it happens at most once), not Linux, or `execv` failed.
+    ///
+    /// Why: a 10M-marker layer's columns and grid are gigabytes read at random by queries (a
+    /// page of 1,000 markers is 1,000 scattered rows). With 4 KiB pages nearly each of those
+    /// reads also misses the TLB, and under virtualisation a TLB miss walks two page tables;
+    /// with 2 MiB pages most do not. Measured in process at 10M markers (marker-bench `--only
+    /// viewport`): QueryViewport NATIVE (limit 1000) 622 -> 313 µs p50 thread CPU time, TILED
+    /// 84 -> 67 µs. Resident memory grows by at most part of a huge page per mapping.
+    public static func enableHugePages() {
+        #if os(Linux)
+        let current = getenv("GLIBC_TUNABLES").map { String(cString: $0) } ?? ""
+        guard !current.contains("glibc.malloc.hugetlb"), transparentHugePageMode() == "madvise" else { return }
+        setenv("GLIBC_TUNABLES", current.isEmpty ? hugePageTunable : current + ":" + hugePageTunable, 1)
+        execv("/proc/self/exe", CommandLine.unsafeArgv)
+        // Still here: execv failed; carry on with small pages, and do not pass the variable on.
+        if current.isEmpty { unsetenv("GLIBC_TUNABLES") } else { setenv("GLIBC_TUNABLES", current, 1) }
+        #endif
+    }
+
+    /// The kernel's transparent huge page mode ("always", "madvise" or "never"), or nil.
+    static func transparentHugePageMode() -> String? {
+        #if os(Linux)
+        guard let f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r") else { return nil }
+        defer { fclose(f) }
+        var buffer = [CChar](repeating: 0, count: 128)
+        guard fgets(&buffer, Int32(buffer.count), f) != nil else { return nil }
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let open = text.firstIndex(of: "["), let close = text[open...].firstIndex(of: "]") else { return nil }
+        return String(text[text.index(after: open)..<close])
+        #else
+        return nil
+        #endif
+    }
 }

@@ -22,6 +22,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var httpAddress: String? = nil
     /// Rendered raster tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
     public var tileCacheBytes: Int = 256 << 20
+    /// Back the heap with transparent huge pages where the kernel only gives them on request
+    /// (`MallocTuning.enableHugePages`). Default true.
+    public var hugePages: Bool = true
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -52,6 +55,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --http HOST:PORT           serve the HTTP tile gateway, /metrics and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
       --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
+      --huge-pages on|off        back the heap with transparent huge pages when the kernel's mode is
+                                 madvise (markerd restarts itself once with GLIBC_TUNABLES set). Default on
       -h, --help                 this text
       --version                  print the version
     """
@@ -98,6 +103,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 config.fsync = policy
             case "--snapshot-every-bytes": config.snapshotEveryBytes = try integer(arg, min: 0)
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
+            case "--huge-pages":
+                let text = try value(arg)
+                guard text == "on" || text == "off" else { throw ParseError(description: "--huge-pages takes on or off, not \"\(text)\"") }
+                config.hugePages = text == "on"
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

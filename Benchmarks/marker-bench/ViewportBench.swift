@@ -1,0 +1,75 @@
+import Foundation
+import MarkerdAPI
+import MarkerdService
+
+/// QueryViewport's server work in this process (`--only viewport`): a `MarkerService` loaded
+/// with the N synthetic markers through its upsert path (as markerd is, minus the network),
+/// then the RPC section's viewports (same seed, 1080x1920 px, z12-16 near cities) answered by
+/// `queryViewportPayload` (the worker thread's path: query + encoded reply) on a TILED and a
+/// NATIVE (limit 1000) layer. Each call is timed by this thread's CPU time, which the load of a
+/// shared machine moves far less than the wall clock: a quick A/B of QueryViewport's server
+/// side between builds, next to the RPC rows (round trip + server work).
+struct ViewportBench {
+    let options: Options
+    let layer: SyntheticLayer
+    let markers: [V1.Marker]
+    let table: Table
+
+    func run() throws {
+        let label = Table.count(layer.count)
+        let service = MarkerService()
+        defer { service.close() }
+        var native = V1.LayerOptions()
+        native.tiling = V1.TilingOptions()
+        native.tiling?.enabled = false
+        for (id, options) in [("tiled", nil), ("native", native)] as [(String, V1.LayerOptions?)] {
+            try Self.mutate(service, .createLayer, V1.CreateLayerRequest(layerID: id, options: options).serializedBytes())
+            Progress.log("[\(label)] viewport: loading \(label) markers into \(id) in process")
+            var start = 0
+            while start < markers.count {
+                let end = min(markers.count, start + 50_000)
+                var request = V1.UpsertMarkersRequest()
+                request.layerID = id
+                request.markers = Array(markers[start..<end])
+                try Self.mutate(service, .upsertMarkers, request.serializedBytes())
+                start = end
+            }
+        }
+        var rng = SeededRNG(seed: options.seed &+ 1)
+        let calls = options.queries
+        let viewports = (0..<(2 * calls)).map { _ in layer.randomViewport(&rng) }
+        for (id, mode) in [("tiled", "TILED"), ("native", "NATIVE, limit 1000")] {
+            var cpu: [Double] = [], wall: [Double] = []
+            var bytes = 0
+            for (k, v) in viewports.enumerated() {
+                let request = V1.QueryViewportRequest(layerID: id, bounds: v.bounds, zoom: v.zoom)
+                let cpu0 = Machine.threadCPUSeconds
+                let (payload, elapsed) = try timed { () throws(RPCError) in try service.queryViewportPayload(request) }
+                let cpu1 = Machine.threadCPUSeconds
+                guard k >= calls else { continue }   // the first half warms up
+                cpu.append((cpu1 - cpu0) * 1e6)
+                wall.append(elapsed.nanos / 1e3)
+                bytes += payload.count
+            }
+            cpu.sort(); wall.sort()
+            table.add(Row(size: label, measure: "in-process QueryViewport server work (\(mode)), thread CPU time",
+                          value: "\(Table.micros(Stats.percentile(cpu, 0.5))) / \(Table.micros(Stats.percentile(cpu, 0.99)))",
+                          unit: "µs p50 / p99",
+                          note: "\(calls) calls of queryViewportPayload, mean \(Table.micros(Stats.mean(cpu))) µs; wall clock "
+                              + "\(Table.micros(Stats.percentile(wall, 0.5))) / \(Table.micros(Stats.percentile(wall, 0.99))) µs; "
+                              + "mean reply \(bytes / max(1, calls)) B"))
+        }
+    }
+
+    /// Runs a mutation synchronously (the service calls back on its own thread).
+    private static func mutate(_ service: MarkerService, _ kind: MutationKind, _ payload: [UInt8]) throws {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<[UInt8], RPCError>? = nil
+        service.mutate(kind, payload: payload, context: CallContext(method: kind.methodName, idempotencyKey: "bench-\(UUID())")) { r in
+            result = r
+            done.signal()
+        }
+        done.wait()
+        _ = try result!.get()
+    }
+}
