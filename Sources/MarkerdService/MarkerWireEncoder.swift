@@ -12,77 +12,157 @@ import MarkerdCore
 /// (7), draggable (8), visible (10). A marker with an animation, attributes or extra bytes goes
 /// through the regular encoder whole (field 9 sits between 8 and 10, and such markers are rare).
 /// One encoder per reply: the style cache assumes the layer does not change in between.
+/// (`appendVarint` and friends are for callers that build small messages field by field.)
 struct MarkerWireEncoder {
-    /// Encoded icon + anchor fields by style index (nil: not encoded yet). An array, not a
-    /// dictionary: looked up once per marker.
-    private var styleFields: [[UInt8]?] = []
+    /// Encoded icon + anchor fields of the styles seen so far, back to back (`styleRanges`).
+    private var styleBytes: [UInt8] = []
+    /// Where each style's fields are in `styleBytes`, by style index (nil: not encoded yet). An
+    /// array, not a dictionary: looked up once per marker.
+    private var styleRanges: [Range<Int>?] = []
+
+    /// What the second pass writes for one marker: the submessage's size, and its id's length
+    /// (cut at a NUL) and position, or (`regular`) the index of its bytes from the regular encoder.
+    private struct Planned {
+        var size: Int
+        var idCount: Int
+        var position: LatLng
+        var regular: Int
+    }
 
     /// Appends the markers of `slots` as repeated field `field` (length-delimited) of the
-    /// enclosing message.
+    /// enclosing message. Two passes: sizes first (the table read in one pass by
+    /// `MarkerLayer.gather`), then every byte written through one pointer into space appended
+    /// in one piece (appending field by field to the array checked its capacity and uniqueness
+    /// and retained the style's bytes for each of a page's thousands of fields).
     mutating func append(_ slots: [MarkerSlot], field: Int, of layer: MarkerLayer, to out: inout [UInt8]) {
-        let gathered = layer.gather(slots)   // one pass over the table (see `MarkerLayer.gather`)
-        out.reserveCapacity(out.count + slots.count * 64)
+        let gathered = layer.gather(slots)
+        let tag = UInt64(field << 3 | 2)
+        var regular: [[UInt8]] = []
+        var plan: [Planned] = []
+        plan.reserveCapacity(slots.count)
+        var total = 0
         gathered.ids.withUnsafeBufferPointer { ids in
             for (slot, basics) in zip(slots, gathered.basics) {
-                append(slot, basics, UnsafeBufferPointer(rebasing: ids[basics.idRange]), field: field, of: layer, to: &out)
+                var p = Planned(size: 0, idCount: 0, position: LatLng(latitude: 0, longitude: 0), regular: -1)
+                if basics.hasPayload {
+                    let bytes = MarkerConversion.apiMarker(layer.record(slot)).serializedBytes()
+                    p.size = bytes.count
+                    p.regular = regular.count
+                    regular.append(bytes)
+                } else {
+                    let id = UnsafeBufferPointer(rebasing: ids[basics.idRange])
+                    p.idCount = id.firstIndex(of: 0).map { $0 - id.startIndex } ?? id.count
+                    p.position = layer.world(slot).fastLatLng  // == layer.position(slot), bit for bit
+                    p.size = Self.bodySize(idCount: p.idCount, position: p.position, zIndex: basics.zIndex,
+                                           styleCount: styleRange(basics.styleIndex, of: layer).count)
+                }
+                total += Self.varintSize(tag) + Self.varintSize(UInt64(p.size)) + p.size
+                plan.append(p)
             }
         }
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: total))
+        out.withUnsafeMutableBufferPointer { buffer in
+            var w = buffer.baseAddress! + start
+            gathered.ids.withUnsafeBufferPointer { ids in
+                styleBytes.withUnsafeBufferPointer { styles in
+                    for (p, basics) in zip(plan, gathered.basics) {
+                        Self.write(varint: tag, at: &w)
+                        Self.write(varint: UInt64(p.size), at: &w)
+                        if p.regular >= 0 {
+                            Self.write(regular[p.regular], at: &w)
+                            continue
+                        }
+                        let id = UnsafeBufferPointer(rebasing: ids[basics.idRange.lowerBound..<basics.idRange.lowerBound + p.idCount])
+                        Self.writeBody(p, basics, id: id, style: UnsafeBufferPointer(rebasing: styles[styleRanges[Int(basics.styleIndex)]!]),
+                                       at: &w)
+                    }
+                }
+            }
+            precondition(w == buffer.baseAddress! + buffer.count, "marker encoding wrote \(w - buffer.baseAddress! - start) of \(total) bytes")
+        }
     }
 
-    private mutating func append(_ slot: MarkerSlot, _ basics: MarkerBasics, _ idBytes: UnsafeBufferPointer<UInt8>, field: Int,
-                                 of layer: MarkerLayer, to out: inout [UInt8]) {
-        if basics.hasPayload {
-            let bytes = MarkerConversion.apiMarker(layer.record(slot)).serializedBytes()
-            Self.appendTag(field, wireType: 2, to: &out)
-            Self.appendVarint(UInt64(bytes.count), to: &out)
-            out.append(contentsOf: bytes)
-            return
-        }
-        let i = Int(basics.styleIndex)
-        let style = i < styleFields.count ? styleFields[i] ?? encodeStyle(basics.styleIndex, of: layer) : encodeStyle(basics.styleIndex, of: layer)
-        let p = layer.world(slot).fastLatLng  // == layer.position(slot), bit for bit
-        let id = UnsafeBufferPointer(rebasing: idBytes[..<(idBytes.firstIndex(of: 0) ?? idBytes.count)])
+    /// Size of a plain marker's submessage (fields as `writeBody` writes them).
+    private static func bodySize(idCount: Int, position p: LatLng, zIndex: Int32, styleCount: Int) -> Int {
         let positionSize = (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0)
-        let z = UInt64(bitPattern: Int64(basics.zIndex))
-        var size = style.count + 6   // clickable, draggable, visible: tag + 1 byte each
-        if !id.isEmpty { size += 1 + Self.varintSize(UInt64(id.count)) + id.count }
+        let z = UInt64(bitPattern: Int64(zIndex))
+        var size = styleCount + 6   // clickable, draggable, visible: tag + 1 byte each
+        if idCount > 0 { size += 1 + varintSize(UInt64(idCount)) + idCount }
         size += 2 + positionSize     // position is always set
-        if z != 0 { size += 1 + Self.varintSize(z) }
-        Self.appendTag(field, wireType: 2, to: &out)
-        Self.appendVarint(UInt64(size), to: &out)
-        if !id.isEmpty {
-            out.append(0x0A)
-            Self.appendVarint(UInt64(id.count), to: &out)
-            out.append(contentsOf: id)
-        }
-        out.append(0x12)
-        out.append(UInt8(positionSize))
-        if p.latitude != 0 { Self.appendDouble(p.latitude, tag: 0x09, to: &out) }
-        if p.longitude != 0 { Self.appendDouble(p.longitude, tag: 0x11, to: &out) }
-        out.append(contentsOf: style)
-        if z != 0 {
-            out.append(0x30)
-            Self.appendVarint(z, to: &out)
-        }
-        out.append(0x38)
-        out.append(basics.clickable ? 1 : 0)
-        out.append(0x40)
-        out.append(basics.draggable ? 1 : 0)
-        out.append(0x50)
-        out.append(basics.visible ? 1 : 0)
+        if z != 0 { size += 1 + varintSize(z) }
+        return size
     }
 
-    /// The icon and anchor fields of a style, as the regular encoder writes them.
-    private mutating func encodeStyle(_ index: UInt32, of layer: MarkerLayer) -> [UInt8] {
+    /// Writes a plain marker's fields, in field-number order.
+    @inline(__always)
+    private static func writeBody(_ p: Planned, _ basics: MarkerBasics, id: UnsafeBufferPointer<UInt8>, style: UnsafeBufferPointer<UInt8>,
+                                  at w: inout UnsafeMutablePointer<UInt8>) {
+        if !id.isEmpty {
+            write(byte: 0x0A, at: &w)
+            write(varint: UInt64(id.count), at: &w)
+            write(id, at: &w)
+        }
+        write(byte: 0x12, at: &w)
+        write(byte: UInt8((p.position.latitude != 0 ? 9 : 0) + (p.position.longitude != 0 ? 9 : 0)), at: &w)
+        if p.position.latitude != 0 { write(double: p.position.latitude, tag: 0x09, at: &w) }
+        if p.position.longitude != 0 { write(double: p.position.longitude, tag: 0x11, at: &w) }
+        write(style, at: &w)
+        let z = UInt64(bitPattern: Int64(basics.zIndex))
+        if z != 0 {
+            write(byte: 0x30, at: &w)
+            write(varint: z, at: &w)
+        }
+        write(byte: 0x38, at: &w); write(byte: basics.clickable ? 1 : 0, at: &w)
+        write(byte: 0x40, at: &w); write(byte: basics.draggable ? 1 : 0, at: &w)
+        write(byte: 0x50, at: &w); write(byte: basics.visible ? 1 : 0, at: &w)
+    }
+
+    /// Where a style's icon and anchor fields are in `styleBytes` (encoded on first use, as the
+    /// regular encoder writes them).
+    private mutating func styleRange(_ index: UInt32, of layer: MarkerLayer) -> Range<Int> {
+        if Int(index) < styleRanges.count, let r = styleRanges[Int(index)] { return r }
         let full = MarkerConversion.apiMarker(MarkerRecord(id: "", position: LatLng(latitude: 0, longitude: 0),
                                                            style: layer.styles.style(at: index)))
         var m = V1.Marker()
         m.icon = full.icon
         m.anchor = full.anchor
         let bytes = m.serializedBytes()
-        if Int(index) >= styleFields.count { styleFields.append(contentsOf: repeatElement(nil, count: Int(index) + 1 - styleFields.count)) }
-        styleFields[Int(index)] = bytes
-        return bytes
+        if Int(index) >= styleRanges.count { styleRanges.append(contentsOf: repeatElement(nil, count: Int(index) + 1 - styleRanges.count)) }
+        let r = styleBytes.count..<styleBytes.count + bytes.count
+        styleBytes += bytes
+        styleRanges[Int(index)] = r
+        return r
+    }
+
+    @inline(__always) private static func write(byte: UInt8, at w: inout UnsafeMutablePointer<UInt8>) {
+        w.pointee = byte
+        w += 1
+    }
+
+    @inline(__always) private static func write(varint: UInt64, at w: inout UnsafeMutablePointer<UInt8>) {
+        var v = varint
+        while v >= 0x80 {
+            write(byte: UInt8(truncatingIfNeeded: v) | 0x80, at: &w)
+            v >>= 7
+        }
+        write(byte: UInt8(v), at: &w)
+    }
+
+    @inline(__always) private static func write(_ bytes: UnsafeBufferPointer<UInt8>, at w: inout UnsafeMutablePointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        w.update(from: base, count: bytes.count)
+        w += bytes.count
+    }
+
+    @inline(__always) private static func write(_ bytes: [UInt8], at w: inout UnsafeMutablePointer<UInt8>) {
+        bytes.withUnsafeBufferPointer { write($0, at: &w) }
+    }
+
+    @inline(__always) private static func write(double v: Double, tag: UInt8, at w: inout UnsafeMutablePointer<UInt8>) {
+        write(byte: tag, at: &w)
+        UnsafeMutableRawPointer(w).storeBytes(of: v.bitPattern.littleEndian, as: UInt64.self)
+        w += 8
     }
 
     static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
