@@ -39,6 +39,7 @@ struct ViewportBench {
         let calls = options.queries
         let viewports = (0..<(2 * calls)).map { _ in layer.randomViewport(&rng) }
         for (id, mode) in [("tiled", "TILED"), ("native", "NATIVE, limit 1000")] {
+            Progress.log("[\(label)] viewport: \(calls) QueryViewport calls on \(id) (after as many to warm up)")
             var cpu: [Double] = [], wall: [Double] = []
             var bytes = 0
             for (k, v) in viewports.enumerated() {
