@@ -34,10 +34,11 @@ import Testing
             let rb = b.upsert(batch, now: RestoreTests.now)
             #expect(ra.created == rb.created && ra.updated == rb.updated, "seed \(seed)")
         }
-        #expect(a.table.slotCount == b.table.slotCount, "seed \(seed)")
-        for s in 0..<a.table.slotCount {
-            #expect(a.table.flags[s] == b.table.flags[s] && (a.table.flags[s] == 0 || a.record(Int32(s)) == b.record(Int32(s))),
-                    "seed \(seed): slot \(s)")
+        // The same markers by id (a batch numbers its new slots in spatial order, not as given).
+        #expect(a.table.slotCount == b.table.slotCount && a.count == b.count, "seed \(seed)")
+        for s in 0..<a.table.slotCount where a.table.flags[s] != 0 {
+            let id = a.table.id(Int32(s))
+            #expect(a.record(Int32(s)) == b.marker(id: id), "seed \(seed): \(id)")
         }
         #expect(a.drags.count == b.drags.count && a.styles.count == b.styles.count, "seed \(seed): drags, styles")
         // New markers enter the grid after the batch's updates (in spatial order): splits and
@@ -45,6 +46,30 @@ import Testing
         #expect(b.grid.validate().problems.isEmpty, "seed \(seed): grid")
         #expect(a.clusters?.count == b.clusters?.count, "seed \(seed): clusters")
         try RestoreTests.compareAnswers(a, b, ids: all.map(\.id) + (0..<3_000).map { "r\($0)" }, &rng, "seed \(seed)")
+    }
+
+    /// The slots a batch creates follow the spatial order of its new markers (Morton order of
+    /// their level-16 cells), whatever order they came in; repeated ids still resolve as in the
+    /// marker-by-marker upsert (checked against it by id).
+    @Test func batchNumbersNewSlotsInSpatialOrder() throws {
+        let seed = testSeed("BatchUpsertTests.batchNumbersNewSlotsInSpatialOrder")
+        var rng = SplitMix64(seed: seed)
+        var a = try MarkerLayer()
+        var b = a
+        for round in 0..<4 {
+            let all = Self.plain(2_000, ids: { i in "v\((i * 13 + round * 977) % 5_000)" }, &rng)
+            let batch = try #require(RestoreTests.columnBatches([all])?.first)
+            let first = b.table.slotCount
+            let ra = try a.upsert(all, now: RestoreTests.now)
+            let rb = b.upsert(batch, now: RestoreTests.now)
+            #expect(ra.created == rb.created && ra.updated == rb.updated, "seed \(seed) round \(round)")
+            let cells = (first..<b.table.slotCount).map { s in
+                SpatialKey.morton(x: b.table.x[s] >> 16, y: b.table.y[s] >> 16)
+            }
+            #expect(cells == cells.sorted(), "seed \(seed) round \(round): new slots out of spatial order")
+            for m in all { #expect(a.marker(id: m.id) == b.marker(id: m.id), "seed \(seed) round \(round): \(m.id)") }
+        }
+        #expect(b.grid.validate().problems.isEmpty, "seed \(seed): grid")
     }
 
     @Test func firstRepeatedIDMatchesBruteForce() throws {
