@@ -6,13 +6,18 @@ extension MarkerLayer {
     /// the last one wins, counted as updated). Never fails: `RestoreBatch.append` already
     /// refused what `MarkerLayer.validate` rejects and validated each distinct style.
     /// Each distinct style is retained once with its count, before any old style is released.
-    public mutating func upsert(_ batch: RestoreBatch, now: Int64) -> UpsertResult {
-        upsert(batch, now: now, deferIndexes: false)
+    ///
+    /// - spatialSlots: number the new markers' slots in their spatial order (`spatialSlots(_:)`)
+    ///   rather than in the batch's order (default true). Slot order is the order of
+    ///   `forEachMarker` and of snapshot clustering's input, and supercluster's clusters depend on
+    ///   their input order: a layer clustered that way passes false to keep the order given.
+    public mutating func upsert(_ batch: RestoreBatch, now: Int64, spatialSlots: Bool = true) -> UpsertResult {
+        upsert(batch, now: now, deferIndexes: false, spatialSlots: spatialSlots)
     }
 
-    /// `upsert(_:now:)`, or with `deferIndexes` (see MarkerLayer+Restore.swift) every marker in
-    /// a new slot that neither the id index nor the grid lists yet.
-    mutating func upsert(_ batch: RestoreBatch, now: Int64, deferIndexes: Bool) -> UpsertResult {
+    /// `upsert(_:now:spatialSlots:)`, or with `deferIndexes` (see MarkerLayer+Restore.swift) every
+    /// marker in a new slot that neither the id index nor the grid lists yet, in the batch's order.
+    mutating func upsert(_ batch: RestoreBatch, now: Int64, deferIndexes: Bool, spatialSlots spatial: Bool = true) -> UpsertResult {
         // Styles in order of first use, as marker-by-marker retains would number them.
         let styleIndex = batch.styles.indices.map { batch.styleUses[$0] == 0 ? 0 : styles.retain(batch.styles[$0], times: batch.styleUses[$0]) }
         var createdCount = 0
@@ -25,7 +30,7 @@ extension MarkerLayer {
         // In that case the slots are found or created first, new ones numbered in the markers'
         // spatial order (`spatialSlots`); the loop below still applies the markers in the order
         // given (so a repeated id's last marker wins, and its first one creates it).
-        let slots = sortGrid ? spatialSlots(batch) : []
+        let slots = sortGrid && spatial ? spatialSlots(batch) : []
         var created = [Bool](repeating: false, count: table.slotCount - firstNew)
         var pending: [(entry: GridEntry, cls: UInt32)] = []
         if sortGrid { pending.reserveCapacity(batch.count) }
@@ -36,7 +41,7 @@ extension MarkerLayer {
                     let end = Int(e.idEnd)
                     let id = UnsafeBufferPointer(rebasing: ids[start..<end])
                     let slot: Int32, isNew: Bool
-                    if sortGrid {
+                    if !slots.isEmpty {
                         // New: the first time (in the batch's order) a slot created by `spatialSlots` comes.
                         slot = slots[i]
                         let k = Int(slot) - firstNew

@@ -23,9 +23,11 @@ extension MarkerLayer {
     /// `restore(_:world:now:)` for a batch in columns (same result as restoring
     /// `batch.record(i)` for every `i`, with their projected positions): into a layer that defers its indexes
     /// it fills the table column by column and retains each distinct style once with its count,
-    /// without building records.
+    /// without building records. New slots follow the batch's order (a snapshot lists a layer in
+    /// slot order, which the restore keeps).
     public mutating func restore(_ batch: RestoreBatch, now: Int64) -> UpsertResult {
-        upsert(batch, now: now, deferIndexes: clusters == nil && grid.isPristine && (table.isPristine || hasDeferredGrid))
+        upsert(batch, now: now, deferIndexes: clusters == nil && grid.isPristine && (table.isPristine || hasDeferredGrid),
+               spatialSlots: false)
     }
 
     /// Builds the id index and grid of the markers `restore` left without (nothing if there

@@ -16,6 +16,11 @@ final class LayerHandle: @unchecked Sendable {
     var deleted = false
     /// Supercluster snapshot and rebuild state (MarkerService+Clusters.swift); has its own lock.
     let clusterState = ClusterState()
+    /// Whether the layer's clustering is supercluster, whose clusters depend on the order of its
+    /// input (the layer's slot order): bulk upserts then keep the order given instead of
+    /// numbering new slots in spatial order (`MarkerLayer.upsert(_:now:spatialSlots:)`), so the
+    /// clusters are supercluster's on the markers in the order they were loaded. Guarded by `lock`.
+    var clustersInSlotOrder: Bool { options.clustering?.algorithm == "supercluster" }
     /// Raster-tile versions (see `TileVersions`). Guarded by `lock`.
     var tileVersions = TileVersions()
 

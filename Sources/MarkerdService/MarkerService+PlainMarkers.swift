@@ -46,7 +46,7 @@ extension MarkerService {
         }), batch.firstRepeatedID() == nil else { return nil }
         return try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore((0..<batch.count).lazy.map(batch.id), count: batch.count, c)
-            let result = h.layer.upsert(batch, now: c.nowUnixMs)
+            let result = h.layer.upsert(batch, now: c.nowUnixMs, spatialSlots: !h.clustersInSlotOrder)
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(batch) }, c)
             return try upserted(result, h, c)
         }

@@ -55,14 +55,18 @@ import Testing
         let seed = testSeed("BatchUpsertTests.batchNumbersNewSlotsInSpatialOrder")
         var rng = SplitMix64(seed: seed)
         var a = try MarkerLayer()
-        var b = a
+        var b = a, c = a
         for round in 0..<4 {
             let all = Self.plain(2_000, ids: { i in "v\((i * 13 + round * 977) % 5_000)" }, &rng)
             let batch = try #require(RestoreTests.columnBatches([all])?.first)
             let first = b.table.slotCount
+            let newIDs = all.map(\.id).filter { a.marker(id: $0) == nil }
             let ra = try a.upsert(all, now: RestoreTests.now)
             let rb = b.upsert(batch, now: RestoreTests.now)
             #expect(ra.created == rb.created && ra.updated == rb.updated, "seed \(seed) round \(round)")
+            // spatialSlots: false keeps the batch's order, as the marker-by-marker upsert does.
+            _ = c.upsert(batch, now: RestoreTests.now, spatialSlots: false)
+            #expect((first..<c.table.slotCount).map { c.table.id(Int32($0)) } == newIDs, "seed \(seed) round \(round)")
             let cells = (first..<b.table.slotCount).map { s in
                 SpatialKey.morton(x: b.table.x[s] >> 16, y: b.table.y[s] >> 16)
             }
