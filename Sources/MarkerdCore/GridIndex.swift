@@ -477,6 +477,9 @@ struct GridIndex: Sendable {
         var n = 0
         var stack: [Int] = [r]
         var boundaryLeaves: [GridCell] = []
+        // Reserved up front, so that a typical walk does not regrow them from one element.
+        stack.reserveCapacity(256)
+        boundaryLeaves.reserveCapacity(256)
         while let i = stack.popLast() {
             let c = nodes[i]
             let cr = GridIndex.rect(c.key)

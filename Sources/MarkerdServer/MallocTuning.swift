@@ -58,8 +58,10 @@ public enum MallocTuning {
     /// page of 1,000 markers is 1,000 scattered rows). With 4 KiB pages nearly each of those
     /// reads also misses the TLB, and under virtualisation a TLB miss walks two page tables;
     /// with 2 MiB pages most do not. Measured in process at 10M markers (marker-bench `--only
-    /// viewport`): QueryViewport NATIVE (limit 1000) 622 -> 313 µs p50 thread CPU time, TILED
-    /// 84 -> 67 µs. Resident memory grows by at most part of a huge page per mapping.
+    /// viewport`, adjacent runs of one build on a shared, loaded machine: indicative only):
+    /// QueryViewport NATIVE (limit 1000) 271 -> 213 µs p50 thread CPU time, TILED 45 -> 38 µs.
+    /// Resident memory grows by at most part of a huge page per mapping (10M markers: within
+    /// 1.5 B/marker of the run without).
     public static func enableHugePages() {
         #if os(Linux)
         let current = getenv("GLIBC_TUNABLES").map { String(cString: $0) } ?? ""
