@@ -25,6 +25,11 @@ struct ViewportBench {
         for (id, options) in [("tiled", nil), ("native", native)] as [(String, V1.LayerOptions?)] {
             try Self.mutate(service, .createLayer, V1.CreateLayerRequest(layerID: id, options: options).serializedBytes())
             Progress.log("[\(label)] viewport: loading \(label) markers into \(id) in process")
+            let cpu0 = Machine.cpuSeconds(pid: getpid()) ?? 0
+            defer {
+                let cpu = (Machine.cpuSeconds(pid: getpid()) ?? 0) - cpu0
+                Progress.log("[\(label)] viewport: \(id) loaded, process CPU \(Table.fixed(cpu * 1e6 / Double(max(1, markers.count)), 2)) µs/marker (request encoding included)")
+            }
             var start = 0
             while start < markers.count {
                 let end = min(markers.count, start + 50_000)
