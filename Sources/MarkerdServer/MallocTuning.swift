@@ -54,14 +54,14 @@ public enum MallocTuning {
     /// needed or possible: THP "always" or "never", the tunable already set (also after the
     /// restart, so it happens at most once), not Linux, or `execv` failed.
     ///
-    /// Why: a 10M-marker layer's columns and grid are gigabytes read at random by queries (a
-    /// page of 1,000 markers is 1,000 scattered rows). With 4 KiB pages nearly each of those
-    /// reads also misses the TLB, and under virtualisation a TLB miss walks two page tables;
-    /// with 2 MiB pages most do not. Measured in process at 10M markers (marker-bench `--only
-    /// viewport`, adjacent runs of one build on a shared, loaded machine: indicative only):
-    /// QueryViewport NATIVE (limit 1000) 271 -> 213 µs p50 thread CPU time, TILED 45 -> 38 µs.
-    /// Resident memory grows by at most part of a huge page per mapping (10M markers: within
-    /// 1.5 B/marker of the run without).
+    /// Why: a 10M-marker layer's columns and grid are gigabytes that grow while a bulk load
+    /// faults them in page by page, and that queries read at random (a page of 1,000 markers is
+    /// 1,000 scattered rows), each read also missing the TLB with 4 KiB pages (a two-level walk
+    /// under virtualisation). Measured in process at 10M markers (marker-bench `--only viewport`,
+    /// runs alternating with and without on a loaded shared machine): loading took 15-25 % less
+    /// CPU per marker; QueryViewport's server work did not differ beyond the noise (about 5 %
+    /// less at 1M). Resident memory grows by at most part of a huge page per mapping (10M
+    /// markers: within 2.5 B/marker of the runs without).
     public static func enableHugePages() {
         #if os(Linux)
         let current = getenv("GLIBC_TUNABLES").map { String(cString: $0) } ?? ""
