@@ -111,10 +111,11 @@ public struct GridClusterIndex: Sendable {
     ///
     /// The same index as upserting the points one by one, built without walking the tree once per
     /// point: the points are sorted by their quadtree (Morton) key, in which every cell of every
-    /// zoom is a contiguous run, and the tree is built top-down over the sorted runs, each cell's
-    /// count, sums and bounds gathered bottom-up from its children. Memory access is sequential
-    /// except for one write per point of its holder and position. O(n) for the radix sort plus
-    /// O(cells x log n); 32 bytes per point of temporary memory.
+    /// zoom is a contiguous run, and the tree is built top-down over the sorted runs one zoom at a
+    /// time (cells numbered breadth-first: see `buildLevels`), each cell's sums and bounds
+    /// gathered bottom-up from its children. Memory access is sequential except for one write per
+    /// point of its holder and position. O(n) for the radix sort plus O(cells x log n); 32 bytes
+    /// per point of temporary memory.
     public init(options: ClusterOptions = ClusterOptions(), points: [ClusterPoint]) {
         self.init(options: options)
         guard let maxId = points.lazy.map(\.id).max() else { return }
@@ -136,18 +137,7 @@ public struct GridClusterIndex: Sendable {
         let depthBits = 2 * (options.maxZoom + k)  // the key bits that name a cell of maxZoom
         Self.radixSort(&entries, topBits: depthBits)
         count = entries.count
-        entries.withUnsafeBufferPointer { sorted in
-            var start = 0
-            while start < sorted.count {
-                // one run per zoom-0 cell: the top 2k bits of the key
-                let root = sorted[start].key >> UInt64(64 - 2 * k)
-                var end = start + 1
-                while end < sorted.count && sorted[end].key >> UInt64(64 - 2 * k) == root { end += 1 }
-                let (cx, cy) = cellOf(Self.mortonX(sorted[start].key), Self.mortonY(sorted[start].key), 0)
-                roots[UInt64(cy) << 32 | UInt64(cx)] = buildNode(sorted, start..<end, z: 0, parent: -1).ref
-                start = end
-            }
-        }
+        entries.withUnsafeBufferPointer { buildLevels($0) }
     }
 
     /// A point of the bulk build: its Morton key and id.
@@ -156,67 +146,95 @@ public struct GridClusterIndex: Sendable {
         var id: Int32
     }
 
-    /// Aggregates of a node built in bulk (for its parent's count, sums and bounds).
-    private struct BulkNode {
-        var ref: Int32
-        var sumX: UInt64, sumY: UInt64
-        var minX: UInt32, minY: UInt32, maxX: UInt32, maxY: UInt32
+    /// A node of the bulk build waiting for its level: the entries `start..<end` of the sorted
+    /// points (one cell's run) and the stored cell whose slot it fills (-1: a root).
+    private struct BulkRun {
+        var start: Int32
+        var end: Int32
+        var parent: Int32
     }
 
-    /// Builds the node of the cell at zoom `z` holding the points `range` of `sorted` (a run of one
-    /// cell), below `parent` (-1: a root).
-    private mutating func buildNode(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, z: Int, parent: Int32) -> BulkNode {
-        if range.count == 1 {
-            let e = sorted[range.lowerBound]
-            pts[Int(e.id)].holder = parent
-            pts[Int(e.id)].pos = -1
-            let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
-            return BulkNode(ref: Self.pointRef(e.id), sumX: UInt64(x), sumY: UInt64(y), minX: x, minY: y, maxX: x, maxY: y)
+    /// Builds the tree over the points `sorted` by Morton key, one zoom after the other, so that
+    /// stored cells are numbered breadth-first: by zoom, then in quadtree (Morton) order within
+    /// a zoom. A query at one zoom then reads runs of neighbouring cells of that zoom (and of
+    /// their child slots) instead of one cache miss per cell, as a depth-first numbering (each
+    /// cell followed by its whole subtree) gave on large layers. Counts come from the runs' sizes;
+    /// sums and bounds are gathered once the levels are built, children before parents (a child
+    /// cell always has a higher number than its parent). Memory: 12 bytes per node of a level.
+    private mutating func buildLevels(_ sorted: UnsafeBufferPointer<BulkEntry>) {
+        let maxZoom = options.maxZoom
+        var runs: [BulkRun] = []
+        var start = 0
+        while start < sorted.count {
+            // one run per zoom-0 cell: the top 2k bits of the key
+            let root = sorted[start].key >> UInt64(64 - 2 * k)
+            var end = start + 1
+            while end < sorted.count && sorted[end].key >> UInt64(64 - 2 * k) == root { end += 1 }
+            runs.append(BulkRun(start: Int32(start), end: Int32(end), parent: -1))
+            start = end
         }
-        let first = sorted[range.lowerBound].key
-        let (cx, cy) = cellOf(Self.mortonX(first), Self.mortonY(first), z)
-        let c = newCell(cx: cx, cy: cy, parent: parent, zoom: z)
-        var node = BulkNode(ref: c, sumX: 0, sumY: 0, minX: .max, minY: .max, maxX: 0, maxY: 0)
-        func add(_ x: UInt64, _ y: UInt64, _ x0: UInt32, _ y0: UInt32, _ x1: UInt32, _ y1: UInt32) {
-            node.sumX &+= x; node.sumY &+= y
-            node.minX = min(node.minX, x0); node.minY = min(node.minY, y0)
-            node.maxX = max(node.maxX, x1); node.maxY = max(node.maxY, y1)
-        }
-        if z == options.maxZoom {
-            var list: [Int32] = []
-            list.reserveCapacity(range.count)
-            for i in range {
-                let e = sorted[i]
-                pts[Int(e.id)].holder = c
-                pts[Int(e.id)].pos = Int32(list.count)
-                list.append(e.id)
-                let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
-                add(UInt64(x), UInt64(y), x, y, x, y)
-            }
-            members[Int(c)] = list
-        } else {
-            // The runs of the four quadrants at zoom z + 1: the next two key bits.
-            let shift = UInt64(64 - 2 * (z + 1 + k))
-            var lower = range.lowerBound
-            for q in 0..<4 {
-                var lo = lower, hi = range.upperBound
-                while lo < hi {  // first entry of a later quadrant
-                    let mid = (lo + hi) / 2
-                    if Int((sorted[mid].key >> shift) & 3) <= q { lo = mid + 1 } else { hi = mid }
+        var next: [BulkRun] = []
+        var z = 0
+        while !runs.isEmpty {
+            next.removeAll(keepingCapacity: true)
+            for run in runs {
+                let lower = Int(run.start), upper = Int(run.end)
+                let first = sorted[lower]
+                let fx = Self.mortonX(first.key), fy = Self.mortonY(first.key)
+                let (cx, cy) = cellOf(fx, fy, z)
+                if upper - lower == 1 {
+                    pts[Int(first.id)].holder = run.parent
+                    pts[Int(first.id)].pos = -1
+                    setSlot(run.parent, cx, cy, Self.pointRef(first.id))
+                    if run.parent >= 0 { addToBounds(Int(run.parent), UInt64(fx), UInt64(fy), fx, fy, fx, fy) }
+                    continue
                 }
-                if lo > lower {
-                    let child = buildNode(sorted, lower..<lo, z: z + 1, parent: c)
-                    children[4 * Int(c) + q] = child.ref
-                    add(child.sumX, child.sumY, child.minX, child.minY, child.maxX, child.maxY)
+                let c = Int(newCell(cx: cx, cy: cy, parent: run.parent, zoom: z))
+                setSlot(run.parent, cx, cy, Int32(c))
+                cells[c].count = Int32(upper - lower)
+                cells[c].minX = .max; cells[c].minY = .max
+                if z == maxZoom {
+                    var list: [Int32] = []
+                    list.reserveCapacity(upper - lower)
+                    for i in lower..<upper {
+                        let e = sorted[i]
+                        pts[Int(e.id)].holder = Int32(c)
+                        pts[Int(e.id)].pos = Int32(list.count)
+                        list.append(e.id)
+                        let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
+                        addToBounds(c, UInt64(x), UInt64(y), x, y, x, y)
+                    }
+                    members[c] = list
+                    continue
                 }
-                lower = lo
+                // The runs of the four quadrants at zoom z + 1: the next two key bits.
+                let shift = UInt64(64 - 2 * (z + 1 + k))
+                var from = lower
+                for q in 0..<4 {
+                    var lo = from, hi = upper
+                    while lo < hi {  // first entry of a later quadrant
+                        let mid = (lo + hi) / 2
+                        if Int((sorted[mid].key >> shift) & 3) <= q { lo = mid + 1 } else { hi = mid }
+                    }
+                    if lo > from { next.append(BulkRun(start: Int32(from), end: Int32(lo), parent: Int32(c))) }
+                    from = lo
+                }
             }
+            swap(&runs, &next)
+            z += 1
         }
-        cells[Int(c)].count = Int32(range.count)
-        cells[Int(c)].sumX = node.sumX; cells[Int(c)].sumY = node.sumY
-        cells[Int(c)].minX = node.minX; cells[Int(c)].minY = node.minY
-        cells[Int(c)].maxX = node.maxX; cells[Int(c)].maxY = node.maxY
-        return node
+        for c in stride(from: cells.count - 1, through: 0, by: -1) {
+            let p = Int(cells[c].parent)
+            if p >= 0 { addToBounds(p, cells[c].sumX, cells[c].sumY, cells[c].minX, cells[c].minY, cells[c].maxX, cells[c].maxY) }
+        }
+    }
+
+    /// Adds sums and a bounding box to stored cell `c`'s (bulk build; not its count).
+    @inline(__always)
+    private mutating func addToBounds(_ c: Int, _ x: UInt64, _ y: UInt64, _ x0: UInt32, _ y0: UInt32, _ x1: UInt32, _ y1: UInt32) {
+        cells[c].sumX &+= x; cells[c].sumY &+= y
+        cells[c].minX = min(cells[c].minX, x0); cells[c].minY = min(cells[c].minY, y0)
+        cells[c].maxX = max(cells[c].maxX, x1); cells[c].maxY = max(cells[c].maxY, y1)
     }
 
     /// Sorts `entries` by the top `topBits` bits of their keys (stable LSD radix sort, 11 bits a pass).
