@@ -491,8 +491,8 @@ public struct GridClusterIndex: Sendable {
         let zoom = max(0, zoom)
         let target = min(zoom, options.maxZoom)
         let exactPoints = zoom > options.maxZoom
-        forEachRoot(in: box) { root in
-            if !out.isDone { collect(root, z: 0, target: target, box: box, exactPoints: exactPoints, into: &out) }
+        forEachRoot(in: box) { root, cx, cy in
+            if !out.isDone { collect(root, z: 0, cx: cx, cy: cy, target: target, box: box, exactPoints: exactPoints, into: &out) }
         }
     }
 
@@ -533,13 +533,18 @@ public struct GridClusterIndex: Sendable {
             return out.items
         }
         if node < 0 {
-            collect(node, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
+            let p = pointAt(Self.pointID(node))
+            let (cx, cy) = cellOf(p.x, p.y, id.zoom + 1)
+            collect(node, z: id.zoom + 1, cx: cx, cy: cy, target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
             return out.items
         }
         let c = Int(node)
         for q in 0..<4 {
             let ch = children[4 * c + q]
-            if ch != -1 { collect(ch, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out) }
+            if ch != -1 {
+                collect(ch, z: id.zoom + 1, cx: id.cellX << 1 | UInt32(q & 1), cy: id.cellY << 1 | UInt32(q >> 1),
+                        target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
+            }
         }
         return out.items
     }
@@ -722,8 +727,8 @@ public struct GridClusterIndex: Sendable {
         return x0 >= minX || x1 <= maxX  // one of the two parts (the cell never crosses the antimeridian)
     }
 
-    /// Calls `body` with the zoom-0 nodes intersecting `box`, ordered by (cy, cx).
-    private func forEachRoot(in box: ClusterBox, _ body: (Int32) -> Void) {
+    /// Calls `body` with the zoom-0 nodes intersecting `box` and their cells (cx, cy), ordered by (cy, cx).
+    private func forEachRoot(in box: ClusterBox, _ body: (Int32, UInt32, UInt32) -> Void) {
         if roots.isEmpty { return }
         let shift = UInt64(32 - k)
         let y0: UInt64 = UInt64(box.minY) >> shift
@@ -744,14 +749,14 @@ public struct GridClusterIndex: Sendable {
                 for (a, b) in ranges {
                     for cx in a...b where lastX == nil || cx > lastX! {
                         lastX = cx
-                        if let r = roots[cy << 32 | cx] { body(r) }
+                        if let r = roots[cy << 32 | cx] { body(r, UInt32(cx), UInt32(cy)) }
                     }
                 }
             }
         } else {
             for (key, r) in roots.sorted(by: { $0.key < $1.key })
             where cellIntersects(UInt32(truncatingIfNeeded: key), UInt32(key >> 32), z: 0, box) {
-                body(r)
+                body(r, UInt32(truncatingIfNeeded: key), UInt32(key >> 32))
             }
         }
     }
@@ -771,8 +776,14 @@ public struct GridClusterIndex: Sendable {
         mutating func visitPoint(_ point: ClusterPoint) { items.append(.point(point)) }
     }
 
-    /// Emits the items of node `ref` (occupying a slot of zoom z) at zoom `target` >= z, restricted to `box`.
-    private func collect<V: GridClusterVisitor>(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout V) {
+    /// Emits the items of node `ref`, which fills the slot of cell (cx, cy) of zoom z, at zoom
+    /// `target` >= z, restricted to `box`. The slot's cell is tested against the box before the
+    /// node is read (a child's cell follows from its parent's and its quadrant), so the children
+    /// of an edge cell that lie outside the box cost no memory access: on a large layer, each
+    /// stored cell or point read is mostly a cache miss.
+    private func collect<V: GridClusterVisitor>(_ ref: Int32, z: Int, cx: UInt32, cy: UInt32, target: Int, box: ClusterBox,
+                                                exactPoints: Bool, into out: inout V) {
+        if !cellIntersects(cx, cy, z: z, box) { return }
         if ref <= -2 {
             let p = pointAt(Self.pointID(ref))
             if exactPoints {
@@ -789,13 +800,12 @@ public struct GridClusterIndex: Sendable {
             return
         }
         let c = Int(ref)
-        if !cellIntersects(cells[c].cx, cells[c].cy, z: z, box) { return }
         if exactPoints && z == target {
             for m in members[c].sorted() where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { out.visitPoint(pointAt(m)) }
             return
         }
         // The output below a target cell, or below a cell wholly inside the box, does not depend on the box.
-        let whole = !exactPoints && (z == target || cellInside(cells[c].cx, cells[c].cy, z: z, box))
+        let whole = !exactPoints && (z == target || cellInside(cx, cy, z: z, box))
         let node = GridNodeStamp(cell: Int32(c), stamp: cells[c].stamp, zoom: z)
         if whole && out.enterSubtree(node, target: target) { return }
         if z == target {
@@ -808,7 +818,10 @@ public struct GridClusterIndex: Sendable {
         } else {
             for q in 0..<4 where !out.isDone {
                 let ch = children[4 * c + q]
-                if ch != -1 { collect(ch, z: z + 1, target: target, box: box, exactPoints: exactPoints, into: &out) }
+                if ch != -1 {
+                    collect(ch, z: z + 1, cx: cx << 1 | UInt32(q & 1), cy: cy << 1 | UInt32(q >> 1), target: target, box: box,
+                            exactPoints: exactPoints, into: &out)
+                }
             }
         }
         if whole { out.leaveSubtree(node, target: target) }
