@@ -492,7 +492,9 @@ public struct GridClusterIndex: Sendable {
         let target = min(zoom, options.maxZoom)
         let exactPoints = zoom > options.maxZoom
         forEachRoot(in: box) { root, cx, cy in
-            if !out.isDone { collect(root, z: 0, cx: cx, cy: cy, target: target, box: box, exactPoints: exactPoints, into: &out) }
+            if !out.isDone {
+                collect(root, z: 0, cx: cx, cy: cy, loaded: load(root), target: target, box: box, exactPoints: exactPoints, into: &out)
+            }
         }
     }
 
@@ -535,14 +537,14 @@ public struct GridClusterIndex: Sendable {
         if node < 0 {
             let p = pointAt(Self.pointID(node))
             let (cx, cy) = cellOf(p.x, p.y, id.zoom + 1)
-            collect(node, z: id.zoom + 1, cx: cx, cy: cy, target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
+            collect(node, z: id.zoom + 1, cx: cx, cy: cy, loaded: load(node), target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
             return out.items
         }
         let c = Int(node)
         for q in 0..<4 {
             let ch = children[4 * c + q]
             if ch != -1 {
-                collect(ch, z: id.zoom + 1, cx: id.cellX << 1 | UInt32(q & 1), cy: id.cellY << 1 | UInt32(q >> 1),
+                collect(ch, z: id.zoom + 1, cx: id.cellX << 1 | UInt32(q & 1), cy: id.cellY << 1 | UInt32(q >> 1), loaded: load(ch),
                         target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
             }
         }
@@ -776,16 +778,31 @@ public struct GridClusterIndex: Sendable {
         mutating func visitPoint(_ point: ClusterPoint) { items.append(.point(point)) }
     }
 
+    /// What `collect` reads first from a non-empty node: a stored cell's stamp, or a single
+    /// point's position (`x | y << 32`).
+    @inline(__always)
+    private func load(_ ref: Int32) -> UInt64 {
+        if ref <= -2 {
+            let i = Int(Self.pointID(ref))
+            return UInt64(pts[i].x) | UInt64(pts[i].y) << 32
+        }
+        return UInt64(cells[Int(ref)].stamp)
+    }
+
     /// Emits the items of node `ref`, which fills the slot of cell (cx, cy) of zoom z, at zoom
-    /// `target` >= z, restricted to `box`. The slot's cell is tested against the box before the
-    /// node is read (a child's cell follows from its parent's and its quadrant), so the children
-    /// of an edge cell that lie outside the box cost no memory access: on a large layer, each
-    /// stored cell or point read is mostly a cache miss.
-    private func collect<V: GridClusterVisitor>(_ ref: Int32, z: Int, cx: UInt32, cy: UInt32, target: Int, box: ClusterBox,
-                                                exactPoints: Bool, into out: inout V) {
+    /// `target` >= z, restricted to `box`; `loaded` is `load(ref)`, or anything when the cell
+    /// does not intersect the box.
+    ///
+    /// On a large layer each stored cell or point read is mostly a cache miss, so: the slot's
+    /// cell is tested against the box before the node is read (a child's cell follows from its
+    /// parent's and its quadrant), so that the children of an edge cell lying outside the box
+    /// cost no memory access; and the intersecting children of a cell are all read (`load`)
+    /// before the walk descends into the first, so that their misses overlap.
+    private func collect<V: GridClusterVisitor>(_ ref: Int32, z: Int, cx: UInt32, cy: UInt32, loaded: UInt64, target: Int,
+                                                box: ClusterBox, exactPoints: Bool, into out: inout V) {
         if !cellIntersects(cx, cy, z: z, box) { return }
         if ref <= -2 {
-            let p = pointAt(Self.pointID(ref))
+            let p = ClusterPoint(id: Self.pointID(ref), x: UInt32(truncatingIfNeeded: loaded), y: UInt32(truncatingIfNeeded: loaded >> 32))
             if exactPoints {
                 if box.contains(x: p.x, y: p.y) { out.visitPoint(p) }
                 return
@@ -806,7 +823,7 @@ public struct GridClusterIndex: Sendable {
         }
         // The output below a target cell, or below a cell wholly inside the box, does not depend on the box.
         let whole = !exactPoints && (z == target || cellInside(cx, cy, z: z, box))
-        let node = GridNodeStamp(cell: Int32(c), stamp: cells[c].stamp, zoom: z)
+        let node = GridNodeStamp(cell: Int32(c), stamp: UInt32(truncatingIfNeeded: loaded), zoom: z)
         if whole && out.enterSubtree(node, target: target) { return }
         if z == target {
             if Int(cells[c].count) >= options.minPoints {
@@ -816,13 +833,21 @@ public struct GridClusterIndex: Sendable {
                 appendAllPoints(ref, z: z, into: &out)
             }
         } else {
-            for q in 0..<4 where !out.isDone {
-                let ch = children[4 * c + q]
-                if ch != -1 {
-                    collect(ch, z: z + 1, cx: cx << 1 | UInt32(q & 1), cy: cy << 1 | UInt32(q >> 1), target: target, box: box,
-                            exactPoints: exactPoints, into: &out)
+            let x = cx << 1, y = cy << 1
+            let r0 = children[4 * c], r1 = children[4 * c + 1], r2 = children[4 * c + 2], r3 = children[4 * c + 3]
+            @inline(__always) func read(_ r: Int32, _ x: UInt32, _ y: UInt32) -> UInt64 {
+                r != -1 && cellIntersects(x, y, z: z + 1, box) ? load(r) : 0
+            }
+            let l0 = read(r0, x, y), l1 = read(r1, x | 1, y), l2 = read(r2, x, y | 1), l3 = read(r3, x | 1, y | 1)
+            @inline(__always) func descend(_ r: Int32, _ x: UInt32, _ y: UInt32, _ l: UInt64, _ out: inout V) {
+                if r != -1 && !out.isDone {
+                    collect(r, z: z + 1, cx: x, cy: y, loaded: l, target: target, box: box, exactPoints: exactPoints, into: &out)
                 }
             }
+            descend(r0, x, y, l0, &out)
+            descend(r1, x | 1, y, l1, &out)
+            descend(r2, x, y | 1, l2, &out)
+            descend(r3, x | 1, y | 1, l3, &out)
         }
         if whole { out.leaveSubtree(node, target: target) }
     }
