@@ -154,15 +154,22 @@ public struct GridClusterIndex: Sendable {
         var parent: Int32
     }
 
+    /// Zooms at the bottom of a bulk-built tree numbered depth first (see `buildLevels`).
+    static let depthFirstZooms = 4
+
     /// Builds the tree over the points `sorted` by Morton key, one zoom after the other, so that
     /// stored cells are numbered breadth-first: by zoom, then in quadtree (Morton) order within
     /// a zoom. A query at one zoom then reads runs of neighbouring cells of that zoom (and of
-    /// their child slots) instead of one cache miss per cell, as a depth-first numbering (each
-    /// cell followed by its whole subtree) gave on large layers. Counts come from the runs' sizes;
-    /// sums and bounds are gathered once the levels are built, children before parents (a child
-    /// cell always has a higher number than its parent). Memory: 12 bytes per node of a level.
+    /// their child slots) instead of one scattered cell per item, as a depth-first numbering
+    /// (each cell followed by its whole subtree) gave on large layers. The deepest
+    /// `depthFirstZooms` zooms (13-16 at the default max zoom) are numbered depth first below
+    /// each cell of the zoom above them, so that an update, which walks one cell per zoom from a
+    /// point to the root, finds the bottom of its path in a few neighbouring cache lines.
+    /// Counts come from the runs' sizes; sums and bounds are gathered bottom-up (the cells
+    /// numbered breadth-first once all are built, children before parents: a child always has a
+    /// higher number than its parent). Memory: 12 bytes per node of a level.
     private mutating func buildLevels(_ sorted: UnsafeBufferPointer<BulkEntry>) {
-        let maxZoom = options.maxZoom
+        let lastBreadthFirst = options.maxZoom - Self.depthFirstZooms
         var runs: [BulkRun] = []
         var start = 0
         while start < sorted.count {
@@ -178,55 +185,100 @@ public struct GridClusterIndex: Sendable {
         while !runs.isEmpty {
             next.removeAll(keepingCapacity: true)
             for run in runs {
-                let lower = Int(run.start), upper = Int(run.end)
-                let first = sorted[lower]
-                let fx = Self.mortonX(first.key), fy = Self.mortonY(first.key)
-                let (cx, cy) = cellOf(fx, fy, z)
-                if upper - lower == 1 {
-                    pts[Int(first.id)].holder = run.parent
-                    pts[Int(first.id)].pos = -1
-                    setSlot(run.parent, cx, cy, Self.pointRef(first.id))
-                    if run.parent >= 0 { addToBounds(Int(run.parent), UInt64(fx), UInt64(fy), fx, fy, fx, fy) }
-                    continue
-                }
-                let c = Int(newCell(cx: cx, cy: cy, parent: run.parent, zoom: z))
-                setSlot(run.parent, cx, cy, Int32(c))
-                cells[c].count = Int32(upper - lower)
-                cells[c].minX = .max; cells[c].minY = .max
-                if z == maxZoom {
-                    var list: [Int32] = []
-                    list.reserveCapacity(upper - lower)
-                    for i in lower..<upper {
-                        let e = sorted[i]
-                        pts[Int(e.id)].holder = Int32(c)
-                        pts[Int(e.id)].pos = Int32(list.count)
-                        list.append(e.id)
-                        let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
-                        addToBounds(c, UInt64(x), UInt64(y), x, y, x, y)
-                    }
-                    members[c] = list
-                    continue
-                }
-                // The runs of the four quadrants at zoom z + 1: the next two key bits.
-                let shift = UInt64(64 - 2 * (z + 1 + k))
-                var from = lower
-                for q in 0..<4 {
-                    var lo = from, hi = upper
-                    while lo < hi {  // first entry of a later quadrant
-                        let mid = (lo + hi) / 2
-                        if Int((sorted[mid].key >> shift) & 3) <= q { lo = mid + 1 } else { hi = mid }
-                    }
-                    if lo > from { next.append(BulkRun(start: Int32(from), end: Int32(lo), parent: Int32(c))) }
-                    from = lo
+                if z > lastBreadthFirst {
+                    buildDepthFirst(sorted, Int(run.start)..<Int(run.end), z: z, parent: run.parent)
+                } else if let c = buildNode(sorted, Int(run.start)..<Int(run.end), z: z, parent: run.parent), z < options.maxZoom {
+                    let b = Self.quadrantBounds(sorted, Int(run.start)..<Int(run.end), below: z + k)
+                    for q in 0..<4 where b[q] < b[q + 1] { next.append(BulkRun(start: Int32(b[q]), end: Int32(b[q + 1]), parent: Int32(c))) }
                 }
             }
             swap(&runs, &next)
             z += 1
         }
-        for c in stride(from: cells.count - 1, through: 0, by: -1) {
-            let p = Int(cells[c].parent)
-            if p >= 0 { addToBounds(p, cells[c].sumX, cells[c].sumY, cells[c].minX, cells[c].minY, cells[c].maxX, cells[c].maxY) }
+        for c in stride(from: cells.count - 1, through: 0, by: -1) where Int(cells[c].zoom) <= lastBreadthFirst {
+            addToParent(c)
         }
+    }
+
+    /// Builds the subtree of the run `range` (one cell of zoom `z`) below `parent` with its cells
+    /// numbered depth first, and adds its sums and bounds to `parent`'s.
+    private mutating func buildDepthFirst(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, z: Int, parent: Int32) {
+        guard let c = buildNode(sorted, range, z: z, parent: parent) else { return }
+        if z < options.maxZoom {
+            let b = Self.quadrantBounds(sorted, range, below: z + k)
+            for q in 0..<4 where b[q] < b[q + 1] { buildDepthFirst(sorted, b[q]..<b[q + 1], z: z + 1, parent: Int32(c)) }
+        }
+        addToParent(c)
+    }
+
+    /// Places the node of the run `range` (one cell of zoom `z`) in `parent`'s slot: a single
+    /// point (added to `parent`'s sums and bounds; returns nil), or a new stored cell with its
+    /// count (and, at max zoom, its members, sums and bounds), whose number it returns.
+    private mutating func buildNode(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, z: Int, parent: Int32) -> Int? {
+        let first = sorted[range.lowerBound]
+        let fx = Self.mortonX(first.key), fy = Self.mortonY(first.key)
+        let (cx, cy) = cellOf(fx, fy, z)
+        if range.count == 1 {
+            pts[Int(first.id)].holder = parent
+            pts[Int(first.id)].pos = -1
+            setSlot(parent, cx, cy, Self.pointRef(first.id))
+            if parent >= 0 { addToBounds(Int(parent), UInt64(fx), UInt64(fy), fx, fy, fx, fy) }
+            return nil
+        }
+        let c = Int(newCell(cx: cx, cy: cy, parent: parent, zoom: z))
+        setSlot(parent, cx, cy, Int32(c))
+        cells[c].count = Int32(range.count)
+        cells[c].minX = .max; cells[c].minY = .max
+        if z == options.maxZoom {
+            var list: [Int32] = []
+            list.reserveCapacity(range.count)
+            for i in range {
+                let e = sorted[i]
+                pts[Int(e.id)].holder = Int32(c)
+                pts[Int(e.id)].pos = Int32(list.count)
+                list.append(e.id)
+                let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
+                addToBounds(c, UInt64(x), UInt64(y), x, y, x, y)
+            }
+            members[c] = list
+        }
+        return c
+    }
+
+    /// Where the runs of the four quadrants of the run `range` of one cell at depth `depth`
+    /// (zoom + cellsPerTileLog2) start: quadrant q is `b[q]..<b[q + 1]` (maybe empty), found by
+    /// the next two key bits.
+    private static func quadrantBounds(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, below depth: Int) -> QuadrantBounds {
+        let shift = UInt64(64 - 2 * (depth + 1))
+        var b = QuadrantBounds(range.lowerBound, range.upperBound)
+        var from = range.lowerBound
+        for q in 0..<3 {
+            var lo = from, hi = range.upperBound
+            while lo < hi {  // first entry of a later quadrant
+                let mid = (lo + hi) / 2
+                if Int((sorted[mid].key >> shift) & 3) <= q { lo = mid + 1 } else { hi = mid }
+            }
+            b[q + 1] = lo
+            from = lo
+        }
+        return b
+    }
+
+    /// The five bounds of `quadrantBounds`, without an allocation.
+    private struct QuadrantBounds {
+        private var v: (Int, Int, Int, Int, Int)
+        init(_ lower: Int, _ upper: Int) { v = (lower, upper, upper, upper, upper) }
+        subscript(_ i: Int) -> Int {
+            get { switch i { case 0: v.0; case 1: v.1; case 2: v.2; case 3: v.3; default: v.4 } }
+            set { switch i { case 0: v.0 = newValue; case 1: v.1 = newValue; case 2: v.2 = newValue; case 3: v.3 = newValue; default: v.4 = newValue } }
+        }
+    }
+
+    /// Adds stored cell `c`'s sums and bounds to its parent's (bulk build).
+    @inline(__always)
+    private mutating func addToParent(_ c: Int) {
+        let p = Int(cells[c].parent)
+        if p >= 0 { addToBounds(p, cells[c].sumX, cells[c].sumY, cells[c].minX, cells[c].minY, cells[c].maxX, cells[c].maxY) }
     }
 
     /// Adds sums and a bounding box to stored cell `c`'s (bulk build; not its count).
