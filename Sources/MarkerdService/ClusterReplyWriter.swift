@@ -198,18 +198,29 @@ struct ClusterReplyWriter: GridClusterVisitor {
 
 /// Per-layer memo of `ClusterReplyWriter`'s output by subtree (cell and target zoom), valid while
 /// the cell's `GridNodeStamp` is unchanged and the index's generation is the same. Outputs are
-/// appended to two arenas (cluster bytes, marker slots), so keeping or finding one allocates
-/// nothing, and a reply copies found cluster bytes straight from the arena into the reply; a
-/// replaced output stays in the arena until the memo is emptied, which happens (in `prepare`)
-/// once it would hold more than `budgetBytes`. Use under `lock` (held for a whole reply,
-/// including writing it out).
+/// appended to two arenas (cluster bytes, marker slots), and a reply copies found cluster bytes
+/// straight from the arena into the reply; a replaced output stays in the arena until the memo is
+/// emptied, which happens (in `prepare`) once it would hold more than `budgetBytes`. Use under
+/// `lock` (held for a whole reply, including writing it out).
+///
+/// Look-ups cost no hashing: entries are found from the cell's index in the index's arena
+/// (`newest`, one `Int32` per cell: 4 bytes per stored cell of the layer's index, outside the
+/// budget), then along the cell's short chain of entries (one per target zoom it was asked at).
+/// The arenas and the entry list get their whole budget's capacity at the first `keep`
+/// (address space only: pages are touched as they are written), so keeping never moves them:
+/// no copy of megabytes in the middle of a reply. Emptying is O(1) in the cells: `newest` is
+/// left as it is and an index in it counts only when it names a live entry of that cell.
 final class GridClusterMemo: @unchecked Sendable {
     private struct Entry {
+        var cell: Int32
         var stamp: UInt32
+        /// The next older entry of the same cell (another target zoom), or -1.
+        var next: Int32
+        var target: Int32
         var clusterCount: Int32
-        var bytesStart: Int
         var bytesCount: Int32
         var slotsCount: Int32
+        var bytesStart: Int
         var slotsStart: Int
     }
 
@@ -217,7 +228,10 @@ final class GridClusterMemo: @unchecked Sendable {
     /// Approximate bytes held before the memo is emptied. Default 64 MiB.
     let budgetBytes: Int
     private var generation: UInt64 = 0
-    private var entries: [UInt64: Entry] = [:]
+    /// By cell (arena index): its newest entry in `entries` (valid only when that entry is live
+    /// and of this cell: see `firstEntry`).
+    private var newest: [Int32] = []
+    private var entries: [Entry] = []
     private var bytes: [UInt8] = []
     private var slots: [Int32] = []
     /// Whether an output was not kept for want of room: `prepare` empties the memo.
@@ -225,8 +239,8 @@ final class GridClusterMemo: @unchecked Sendable {
 
     init(budgetBytes: Int = 64 << 20) { self.budgetBytes = budgetBytes }
 
-    /// Approximate bytes held: the arenas and the entries.
-    var heldBytes: Int { bytes.count + 4 * slots.count + 48 * entries.count }
+    /// Approximate bytes held: the arenas and the entries (not `newest`).
+    var heldBytes: Int { bytes.count + 4 * slots.count + MemoryLayout<Entry>.stride * entries.count }
 
     /// Empties the memo when it was filled from another index (or another generation of it).
     func prepare(generation g: UInt64) {
@@ -243,16 +257,31 @@ final class GridClusterMemo: @unchecked Sendable {
         slots.removeAll(keepingCapacity: true)
     }
 
+    /// The newest live entry of `cell`, or -1.
     @inline(__always)
-    private static func key(_ node: GridNodeStamp, _ target: Int) -> UInt64 { UInt64(UInt32(bitPattern: node.cell)) << 8 | UInt64(target) }
+    private func firstEntry(_ cell: Int32) -> Int {
+        guard Int(cell) < newest.count else { return -1 }
+        let i = Int(newest[Int(cell)])
+        return i >= 0 && i < entries.count && entries[i].cell == cell ? i : -1
+    }
+
+    /// The entry of `cell` at `target`, or -1.
+    @inline(__always)
+    private func entry(_ cell: Int32, target: Int) -> Int {
+        var i = firstEntry(cell)
+        while i >= 0 && Int(entries[i].target) != target { i = Int(entries[i].next) }
+        return i
+    }
 
     /// The memoized output of `node` at `target` if the node's stamp is still the same: where its
     /// cluster bytes are in the arena (`withArena`; valid until the memo is emptied, which
     /// happens only in `prepare`), its numbers of clusters and markers; its marker slots are
     /// appended to `markerSlots`. Nil if not found.
     func find(_ node: GridNodeStamp, target: Int, appendingSlotsTo markerSlots: inout [Int32]) -> (start: Int, count: Int, clusters: Int, markers: Int)? {
-        guard let e = entries[Self.key(node, target)], e.stamp == node.stamp else { return nil }
-        markerSlots.append(contentsOf: slots[e.slotsStart ..< e.slotsStart + Int(e.slotsCount)])
+        let i = entry(node.cell, target: target)
+        guard i >= 0, entries[i].stamp == node.stamp else { return nil }
+        let e = entries[i]
+        if e.slotsCount > 0 { markerSlots.append(contentsOf: slots[e.slotsStart ..< e.slotsStart + Int(e.slotsCount)]) }
         return (e.bytesStart, Int(e.bytesCount), Int(e.clusterCount), Int(e.slotsCount))
     }
 
@@ -265,12 +294,28 @@ final class GridClusterMemo: @unchecked Sendable {
     func keep(_ pieces: ArraySlice<ClusterReplyWriter.Piece>, of fresh: [UInt8], _ markerSlots: ArraySlice<Int32>, clusterCount: Int,
               of node: GridNodeStamp, target: Int) {
         let n = pieces.reduce(0) { $0 + $1.count }
-        if heldBytes + n + 4 * markerSlots.count + 48 > budgetBytes {
+        if heldBytes + n + 4 * markerSlots.count + MemoryLayout<Entry>.stride > budgetBytes {
             full = true
             return
         }
-        let e = Entry(stamp: node.stamp, clusterCount: Int32(clusterCount), bytesStart: bytes.count, bytesCount: Int32(n),
-                      slotsCount: Int32(markerSlots.count), slotsStart: slots.count)
+        if entries.capacity == 0 {
+            bytes.reserveCapacity(budgetBytes)
+            slots.reserveCapacity(budgetBytes / 4)
+            entries.reserveCapacity(budgetBytes / MemoryLayout<Entry>.stride)
+        }
+        let c = Int(node.cell)
+        if c >= newest.count { newest.append(contentsOf: repeatElement(-1, count: max(c + 1, 2 * newest.count) - newest.count)) }
+        var e = Entry(cell: node.cell, stamp: node.stamp, next: -1, target: Int32(target), clusterCount: Int32(clusterCount),
+                      bytesCount: Int32(n), slotsCount: Int32(markerSlots.count), bytesStart: bytes.count, slotsStart: slots.count)
+        let old = entry(node.cell, target: target)
+        if old >= 0 {
+            e.next = entries[old].next
+            entries[old] = e
+        } else {
+            e.next = Int32(firstEntry(node.cell))
+            newest[c] = Int32(entries.count)
+            entries.append(e)
+        }
         bytes.append(contentsOf: repeatElement(0, count: n))
         bytes.withUnsafeMutableBytes { arena in
             fresh.withUnsafeBytes { fresh in
@@ -284,6 +329,5 @@ final class GridClusterMemo: @unchecked Sendable {
             }
         }
         slots.append(contentsOf: markerSlots)
-        entries[Self.key(node, target)] = e
     }
 }

@@ -111,10 +111,11 @@ public struct GridClusterIndex: Sendable {
     ///
     /// The same index as upserting the points one by one, built without walking the tree once per
     /// point: the points are sorted by their quadtree (Morton) key, in which every cell of every
-    /// zoom is a contiguous run, and the tree is built top-down over the sorted runs, each cell's
-    /// count, sums and bounds gathered bottom-up from its children. Memory access is sequential
-    /// except for one write per point of its holder and position. O(n) for the radix sort plus
-    /// O(cells x log n); 32 bytes per point of temporary memory.
+    /// zoom is a contiguous run, and the tree is built top-down over the sorted runs one zoom at a
+    /// time (cells numbered breadth-first: see `buildLevels`), each cell's sums and bounds
+    /// gathered bottom-up from its children. Memory access is sequential except for one write per
+    /// point of its holder and position. O(n) for the radix sort plus O(cells x log n); 32 bytes
+    /// per point of temporary memory.
     public init(options: ClusterOptions = ClusterOptions(), points: [ClusterPoint]) {
         self.init(options: options)
         guard let maxId = points.lazy.map(\.id).max() else { return }
@@ -136,18 +137,7 @@ public struct GridClusterIndex: Sendable {
         let depthBits = 2 * (options.maxZoom + k)  // the key bits that name a cell of maxZoom
         Self.radixSort(&entries, topBits: depthBits)
         count = entries.count
-        entries.withUnsafeBufferPointer { sorted in
-            var start = 0
-            while start < sorted.count {
-                // one run per zoom-0 cell: the top 2k bits of the key
-                let root = sorted[start].key >> UInt64(64 - 2 * k)
-                var end = start + 1
-                while end < sorted.count && sorted[end].key >> UInt64(64 - 2 * k) == root { end += 1 }
-                let (cx, cy) = cellOf(Self.mortonX(sorted[start].key), Self.mortonY(sorted[start].key), 0)
-                roots[UInt64(cy) << 32 | UInt64(cx)] = buildNode(sorted, start..<end, z: 0, parent: -1).ref
-                start = end
-            }
-        }
+        entries.withUnsafeBufferPointer { buildLevels($0) }
     }
 
     /// A point of the bulk build: its Morton key and id.
@@ -156,67 +146,147 @@ public struct GridClusterIndex: Sendable {
         var id: Int32
     }
 
-    /// Aggregates of a node built in bulk (for its parent's count, sums and bounds).
-    private struct BulkNode {
-        var ref: Int32
-        var sumX: UInt64, sumY: UInt64
-        var minX: UInt32, minY: UInt32, maxX: UInt32, maxY: UInt32
+    /// A node of the bulk build waiting for its level: the entries `start..<end` of the sorted
+    /// points (one cell's run) and the stored cell whose slot it fills (-1: a root).
+    private struct BulkRun {
+        var start: Int32
+        var end: Int32
+        var parent: Int32
     }
 
-    /// Builds the node of the cell at zoom `z` holding the points `range` of `sorted` (a run of one
-    /// cell), below `parent` (-1: a root).
-    private mutating func buildNode(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, z: Int, parent: Int32) -> BulkNode {
+    /// Zooms at the bottom of a bulk-built tree numbered depth first (see `buildLevels`).
+    static let depthFirstZooms = 4
+
+    /// Builds the tree over the points `sorted` by Morton key, one zoom after the other, so that
+    /// stored cells are numbered breadth-first: by zoom, then in quadtree (Morton) order within
+    /// a zoom. A query at one zoom then reads runs of neighbouring cells of that zoom (and of
+    /// their child slots) instead of one scattered cell per item, as a depth-first numbering
+    /// (each cell followed by its whole subtree) gave on large layers. The deepest
+    /// `depthFirstZooms` zooms (13-16 at the default max zoom) are numbered depth first below
+    /// each cell of the zoom above them, so that an update, which walks one cell per zoom from a
+    /// point to the root, finds the bottom of its path in a few neighbouring cache lines.
+    /// Counts come from the runs' sizes; sums and bounds are gathered bottom-up (the cells
+    /// numbered breadth-first once all are built, children before parents: a child always has a
+    /// higher number than its parent). Memory: 12 bytes per node of a level.
+    private mutating func buildLevels(_ sorted: UnsafeBufferPointer<BulkEntry>) {
+        let lastBreadthFirst = options.maxZoom - Self.depthFirstZooms
+        var runs: [BulkRun] = []
+        var start = 0
+        while start < sorted.count {
+            // one run per zoom-0 cell: the top 2k bits of the key
+            let root = sorted[start].key >> UInt64(64 - 2 * k)
+            var end = start + 1
+            while end < sorted.count && sorted[end].key >> UInt64(64 - 2 * k) == root { end += 1 }
+            runs.append(BulkRun(start: Int32(start), end: Int32(end), parent: -1))
+            start = end
+        }
+        var next: [BulkRun] = []
+        var z = 0
+        while !runs.isEmpty {
+            next.removeAll(keepingCapacity: true)
+            for run in runs {
+                if z > lastBreadthFirst {
+                    buildDepthFirst(sorted, Int(run.start)..<Int(run.end), z: z, parent: run.parent)
+                } else if let c = buildNode(sorted, Int(run.start)..<Int(run.end), z: z, parent: run.parent), z < options.maxZoom {
+                    let b = Self.quadrantBounds(sorted, Int(run.start)..<Int(run.end), below: z + k)
+                    for q in 0..<4 where b[q] < b[q + 1] { next.append(BulkRun(start: Int32(b[q]), end: Int32(b[q + 1]), parent: Int32(c))) }
+                }
+            }
+            swap(&runs, &next)
+            z += 1
+        }
+        for c in stride(from: cells.count - 1, through: 0, by: -1) where Int(cells[c].zoom) <= lastBreadthFirst {
+            addToParent(c)
+        }
+    }
+
+    /// Builds the subtree of the run `range` (one cell of zoom `z`) below `parent` with its cells
+    /// numbered depth first, and adds its sums and bounds to `parent`'s.
+    private mutating func buildDepthFirst(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, z: Int, parent: Int32) {
+        guard let c = buildNode(sorted, range, z: z, parent: parent) else { return }
+        if z < options.maxZoom {
+            let b = Self.quadrantBounds(sorted, range, below: z + k)
+            for q in 0..<4 where b[q] < b[q + 1] { buildDepthFirst(sorted, b[q]..<b[q + 1], z: z + 1, parent: Int32(c)) }
+        }
+        addToParent(c)
+    }
+
+    /// Places the node of the run `range` (one cell of zoom `z`) in `parent`'s slot: a single
+    /// point (added to `parent`'s sums and bounds; returns nil), or a new stored cell with its
+    /// count (and, at max zoom, its members, sums and bounds), whose number it returns.
+    private mutating func buildNode(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, z: Int, parent: Int32) -> Int? {
+        let first = sorted[range.lowerBound]
+        let fx = Self.mortonX(first.key), fy = Self.mortonY(first.key)
+        let (cx, cy) = cellOf(fx, fy, z)
         if range.count == 1 {
-            let e = sorted[range.lowerBound]
-            pts[Int(e.id)].holder = parent
-            pts[Int(e.id)].pos = -1
-            let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
-            return BulkNode(ref: Self.pointRef(e.id), sumX: UInt64(x), sumY: UInt64(y), minX: x, minY: y, maxX: x, maxY: y)
+            pts[Int(first.id)].holder = parent
+            pts[Int(first.id)].pos = -1
+            setSlot(parent, cx, cy, Self.pointRef(first.id))
+            if parent >= 0 { addToBounds(Int(parent), UInt64(fx), UInt64(fy), fx, fy, fx, fy) }
+            return nil
         }
-        let first = sorted[range.lowerBound].key
-        let (cx, cy) = cellOf(Self.mortonX(first), Self.mortonY(first), z)
-        let c = newCell(cx: cx, cy: cy, parent: parent, zoom: z)
-        var node = BulkNode(ref: c, sumX: 0, sumY: 0, minX: .max, minY: .max, maxX: 0, maxY: 0)
-        func add(_ x: UInt64, _ y: UInt64, _ x0: UInt32, _ y0: UInt32, _ x1: UInt32, _ y1: UInt32) {
-            node.sumX &+= x; node.sumY &+= y
-            node.minX = min(node.minX, x0); node.minY = min(node.minY, y0)
-            node.maxX = max(node.maxX, x1); node.maxY = max(node.maxY, y1)
-        }
+        let c = Int(newCell(cx: cx, cy: cy, parent: parent, zoom: z))
+        setSlot(parent, cx, cy, Int32(c))
+        cells[c].count = Int32(range.count)
+        cells[c].minX = .max; cells[c].minY = .max
         if z == options.maxZoom {
             var list: [Int32] = []
             list.reserveCapacity(range.count)
             for i in range {
                 let e = sorted[i]
-                pts[Int(e.id)].holder = c
+                pts[Int(e.id)].holder = Int32(c)
                 pts[Int(e.id)].pos = Int32(list.count)
                 list.append(e.id)
                 let x = Self.mortonX(e.key), y = Self.mortonY(e.key)
-                add(UInt64(x), UInt64(y), x, y, x, y)
+                addToBounds(c, UInt64(x), UInt64(y), x, y, x, y)
             }
-            members[Int(c)] = list
-        } else {
-            // The runs of the four quadrants at zoom z + 1: the next two key bits.
-            let shift = UInt64(64 - 2 * (z + 1 + k))
-            var lower = range.lowerBound
-            for q in 0..<4 {
-                var lo = lower, hi = range.upperBound
-                while lo < hi {  // first entry of a later quadrant
-                    let mid = (lo + hi) / 2
-                    if Int((sorted[mid].key >> shift) & 3) <= q { lo = mid + 1 } else { hi = mid }
-                }
-                if lo > lower {
-                    let child = buildNode(sorted, lower..<lo, z: z + 1, parent: c)
-                    children[4 * Int(c) + q] = child.ref
-                    add(child.sumX, child.sumY, child.minX, child.minY, child.maxX, child.maxY)
-                }
-                lower = lo
-            }
+            members[c] = list
         }
-        cells[Int(c)].count = Int32(range.count)
-        cells[Int(c)].sumX = node.sumX; cells[Int(c)].sumY = node.sumY
-        cells[Int(c)].minX = node.minX; cells[Int(c)].minY = node.minY
-        cells[Int(c)].maxX = node.maxX; cells[Int(c)].maxY = node.maxY
-        return node
+        return c
+    }
+
+    /// Where the runs of the four quadrants of the run `range` of one cell at depth `depth`
+    /// (zoom + cellsPerTileLog2) start: quadrant q is `b[q]..<b[q + 1]` (maybe empty), found by
+    /// the next two key bits.
+    private static func quadrantBounds(_ sorted: UnsafeBufferPointer<BulkEntry>, _ range: Range<Int>, below depth: Int) -> QuadrantBounds {
+        let shift = UInt64(64 - 2 * (depth + 1))
+        var b = QuadrantBounds(range.lowerBound, range.upperBound)
+        var from = range.lowerBound
+        for q in 0..<3 {
+            var lo = from, hi = range.upperBound
+            while lo < hi {  // first entry of a later quadrant
+                let mid = (lo + hi) / 2
+                if Int((sorted[mid].key >> shift) & 3) <= q { lo = mid + 1 } else { hi = mid }
+            }
+            b[q + 1] = lo
+            from = lo
+        }
+        return b
+    }
+
+    /// The five bounds of `quadrantBounds`, without an allocation.
+    private struct QuadrantBounds {
+        private var v: (Int, Int, Int, Int, Int)
+        init(_ lower: Int, _ upper: Int) { v = (lower, upper, upper, upper, upper) }
+        subscript(_ i: Int) -> Int {
+            get { switch i { case 0: v.0; case 1: v.1; case 2: v.2; case 3: v.3; default: v.4 } }
+            set { switch i { case 0: v.0 = newValue; case 1: v.1 = newValue; case 2: v.2 = newValue; case 3: v.3 = newValue; default: v.4 = newValue } }
+        }
+    }
+
+    /// Adds stored cell `c`'s sums and bounds to its parent's (bulk build).
+    @inline(__always)
+    private mutating func addToParent(_ c: Int) {
+        let p = Int(cells[c].parent)
+        if p >= 0 { addToBounds(p, cells[c].sumX, cells[c].sumY, cells[c].minX, cells[c].minY, cells[c].maxX, cells[c].maxY) }
+    }
+
+    /// Adds sums and a bounding box to stored cell `c`'s (bulk build; not its count).
+    @inline(__always)
+    private mutating func addToBounds(_ c: Int, _ x: UInt64, _ y: UInt64, _ x0: UInt32, _ y0: UInt32, _ x1: UInt32, _ y1: UInt32) {
+        cells[c].sumX &+= x; cells[c].sumY &+= y
+        cells[c].minX = min(cells[c].minX, x0); cells[c].minY = min(cells[c].minY, y0)
+        cells[c].maxX = max(cells[c].maxX, x1); cells[c].maxY = max(cells[c].maxY, y1)
     }
 
     /// Sorts `entries` by the top `topBits` bits of their keys (stable LSD radix sort, 11 bits a pass).
@@ -473,8 +543,10 @@ public struct GridClusterIndex: Sendable {
         let zoom = max(0, zoom)
         let target = min(zoom, options.maxZoom)
         let exactPoints = zoom > options.maxZoom
-        forEachRoot(in: box) { root in
-            if !out.isDone { collect(root, z: 0, target: target, box: box, exactPoints: exactPoints, into: &out) }
+        forEachRoot(in: box) { root, cx, cy in
+            if !out.isDone {
+                collect(root, z: 0, cx: cx, cy: cy, loaded: load(root), target: target, box: box, exactPoints: exactPoints, into: &out)
+            }
         }
     }
 
@@ -515,13 +587,18 @@ public struct GridClusterIndex: Sendable {
             return out.items
         }
         if node < 0 {
-            collect(node, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
+            let p = pointAt(Self.pointID(node))
+            let (cx, cy) = cellOf(p.x, p.y, id.zoom + 1)
+            collect(node, z: id.zoom + 1, cx: cx, cy: cy, loaded: load(node), target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
             return out.items
         }
         let c = Int(node)
         for q in 0..<4 {
             let ch = children[4 * c + q]
-            if ch != -1 { collect(ch, z: id.zoom + 1, target: id.zoom + 1, box: .world, exactPoints: false, into: &out) }
+            if ch != -1 {
+                collect(ch, z: id.zoom + 1, cx: id.cellX << 1 | UInt32(q & 1), cy: id.cellY << 1 | UInt32(q >> 1), loaded: load(ch),
+                        target: id.zoom + 1, box: .world, exactPoints: false, into: &out)
+            }
         }
         return out.items
     }
@@ -704,8 +781,8 @@ public struct GridClusterIndex: Sendable {
         return x0 >= minX || x1 <= maxX  // one of the two parts (the cell never crosses the antimeridian)
     }
 
-    /// Calls `body` with the zoom-0 nodes intersecting `box`, ordered by (cy, cx).
-    private func forEachRoot(in box: ClusterBox, _ body: (Int32) -> Void) {
+    /// Calls `body` with the zoom-0 nodes intersecting `box` and their cells (cx, cy), ordered by (cy, cx).
+    private func forEachRoot(in box: ClusterBox, _ body: (Int32, UInt32, UInt32) -> Void) {
         if roots.isEmpty { return }
         let shift = UInt64(32 - k)
         let y0: UInt64 = UInt64(box.minY) >> shift
@@ -726,14 +803,14 @@ public struct GridClusterIndex: Sendable {
                 for (a, b) in ranges {
                     for cx in a...b where lastX == nil || cx > lastX! {
                         lastX = cx
-                        if let r = roots[cy << 32 | cx] { body(r) }
+                        if let r = roots[cy << 32 | cx] { body(r, UInt32(cx), UInt32(cy)) }
                     }
                 }
             }
         } else {
             for (key, r) in roots.sorted(by: { $0.key < $1.key })
             where cellIntersects(UInt32(truncatingIfNeeded: key), UInt32(key >> 32), z: 0, box) {
-                body(r)
+                body(r, UInt32(truncatingIfNeeded: key), UInt32(key >> 32))
             }
         }
     }
@@ -753,10 +830,31 @@ public struct GridClusterIndex: Sendable {
         mutating func visitPoint(_ point: ClusterPoint) { items.append(.point(point)) }
     }
 
-    /// Emits the items of node `ref` (occupying a slot of zoom z) at zoom `target` >= z, restricted to `box`.
-    private func collect<V: GridClusterVisitor>(_ ref: Int32, z: Int, target: Int, box: ClusterBox, exactPoints: Bool, into out: inout V) {
+    /// What `collect` reads first from a non-empty node: a stored cell's stamp, or a single
+    /// point's position (`x | y << 32`).
+    @inline(__always)
+    private func load(_ ref: Int32) -> UInt64 {
         if ref <= -2 {
-            let p = pointAt(Self.pointID(ref))
+            let i = Int(Self.pointID(ref))
+            return UInt64(pts[i].x) | UInt64(pts[i].y) << 32
+        }
+        return UInt64(cells[Int(ref)].stamp)
+    }
+
+    /// Emits the items of node `ref`, which fills the slot of cell (cx, cy) of zoom z, at zoom
+    /// `target` >= z, restricted to `box`; `loaded` is `load(ref)`, or anything when the cell
+    /// does not intersect the box.
+    ///
+    /// On a large layer each stored cell or point read is mostly a cache miss, so: the slot's
+    /// cell is tested against the box before the node is read (a child's cell follows from its
+    /// parent's and its quadrant), so that the children of an edge cell lying outside the box
+    /// cost no memory access; and the intersecting children of a cell are all read (`load`)
+    /// before the walk descends into the first, so that their misses overlap.
+    private func collect<V: GridClusterVisitor>(_ ref: Int32, z: Int, cx: UInt32, cy: UInt32, loaded: UInt64, target: Int,
+                                                box: ClusterBox, exactPoints: Bool, into out: inout V) {
+        if !cellIntersects(cx, cy, z: z, box) { return }
+        if ref <= -2 {
+            let p = ClusterPoint(id: Self.pointID(ref), x: UInt32(truncatingIfNeeded: loaded), y: UInt32(truncatingIfNeeded: loaded >> 32))
             if exactPoints {
                 if box.contains(x: p.x, y: p.y) { out.visitPoint(p) }
                 return
@@ -771,14 +869,13 @@ public struct GridClusterIndex: Sendable {
             return
         }
         let c = Int(ref)
-        if !cellIntersects(cells[c].cx, cells[c].cy, z: z, box) { return }
         if exactPoints && z == target {
             for m in members[c].sorted() where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { out.visitPoint(pointAt(m)) }
             return
         }
         // The output below a target cell, or below a cell wholly inside the box, does not depend on the box.
-        let whole = !exactPoints && (z == target || cellInside(cells[c].cx, cells[c].cy, z: z, box))
-        let node = GridNodeStamp(cell: Int32(c), stamp: cells[c].stamp, zoom: z)
+        let whole = !exactPoints && (z == target || cellInside(cx, cy, z: z, box))
+        let node = GridNodeStamp(cell: Int32(c), stamp: UInt32(truncatingIfNeeded: loaded), zoom: z)
         if whole && out.enterSubtree(node, target: target) { return }
         if z == target {
             if Int(cells[c].count) >= options.minPoints {
@@ -788,10 +885,21 @@ public struct GridClusterIndex: Sendable {
                 appendAllPoints(ref, z: z, into: &out)
             }
         } else {
-            for q in 0..<4 where !out.isDone {
-                let ch = children[4 * c + q]
-                if ch != -1 { collect(ch, z: z + 1, target: target, box: box, exactPoints: exactPoints, into: &out) }
+            let x = cx << 1, y = cy << 1
+            let r0 = children[4 * c], r1 = children[4 * c + 1], r2 = children[4 * c + 2], r3 = children[4 * c + 3]
+            @inline(__always) func read(_ r: Int32, _ x: UInt32, _ y: UInt32) -> UInt64 {
+                r != -1 && cellIntersects(x, y, z: z + 1, box) ? load(r) : 0
             }
+            let l0 = read(r0, x, y), l1 = read(r1, x | 1, y), l2 = read(r2, x, y | 1), l3 = read(r3, x | 1, y | 1)
+            @inline(__always) func descend(_ r: Int32, _ x: UInt32, _ y: UInt32, _ l: UInt64, _ out: inout V) {
+                if r != -1 && !out.isDone {
+                    collect(r, z: z + 1, cx: x, cy: y, loaded: l, target: target, box: box, exactPoints: exactPoints, into: &out)
+                }
+            }
+            descend(r0, x, y, l0, &out)
+            descend(r1, x | 1, y, l1, &out)
+            descend(r2, x, y | 1, l2, &out)
+            descend(r3, x | 1, y | 1, l3, &out)
         }
         if whole { out.leaveSubtree(node, target: target) }
     }

@@ -80,15 +80,20 @@ import Testing
         return ClusterBox(minX: a, minY: minY, maxX: a &+ w, maxY: minY + h) // maxX < minX: crosses the antimeridian
     }
 
-    func runRandom(options: ClusterOptions, ops: Int, ids: Int32, salt: UInt64) throws {
+    /// `ops` random upserts, moves and removals of `ids` ids, checked against the oracle; with
+    /// `bulk` > 0, starting from an index built in bulk from `bulk` random points.
+    func runRandom(options: ClusterOptions, ops: Int, ids: Int32, salt: UInt64, bulk: Int = 0) throws {
         let seed = Self.seed(salt)
         print("GridClusterIndexTests seed=\(seed &- salt) (salt \(salt)); replay with SEED=\(seed &- salt)")
         var rng = SplitMix64(seed: seed)
         let hotspots: [(UInt32, UInt32)] = (0..<6).map { i in
             i == 0 ? (UInt32.max - 5000, 1 << 31) : (UInt32(truncatingIfNeeded: rng.next()), UInt32(truncatingIfNeeded: rng.next()))
         }
-        var index = GridClusterIndex(options: options)
         var truth: [Int32: ClusterPoint] = [:]
+        let initial = (0..<bulk).map { _ in Self.randomPoint(Int32(rng.next() % UInt64(ids)), &rng, hotspots: hotspots) }
+        for p in initial { truth[p.id] = p }
+        var index = GridClusterIndex(options: options, points: initial)
+        if bulk > 0 { try check(index, truth, options, &rng, deep: false) }
         for step in 0..<ops {
             let id = Int32(rng.next() % UInt64(ids))
             if truth[id] != nil && rng.next() % 3 == 0 {
@@ -253,6 +258,11 @@ import Testing
             let key = GridClusterIndex.mortonKey(x, y)
             #expect(GridClusterIndex.mortonX(key) == x && GridClusterIndex.mortonY(key) == y)
         }
+    }
+
+    /// Updates of an index built in bulk (cells numbered breadth-first, then freed and reused).
+    @Test func randomUpdatesAfterBulkBuildMatchOracle() throws {
+        try runRandom(options: ClusterOptions(), ops: 3000, ids: 500, salt: 5, bulk: 1500)
     }
 
     @Test func randomUpdatesMatchOracleMinPoints1() throws {
