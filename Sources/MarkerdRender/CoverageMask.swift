@@ -204,7 +204,16 @@ struct CoverageMask {
     /// its opaque runs settle their pixels; unless `exact`, every other non-transparent pixel
     /// updates its `T`, and settles at 255.
     mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, _ weights: UnsafeBufferPointer<UInt8>, x: Int, y: Int) {
-        let r0 = max(0, -y), r1 = min(shape.height, height - y)
+        add(shape, data, weights, x: x, y: y, clip: nil)
+    }
+
+    /// `add` limited to `clip`, what `uncovered` appended for this draw at this mask (`r0, r1,
+    /// lo0, hi0, ...`): the same result, as every pixel of the draw outside its clip is already
+    /// settled (nothing to add there), but only the clip's rows and columns are visited.
+    mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, _ weights: UnsafeBufferPointer<UInt8>, x: Int, y: Int,
+                      clip: UnsafeBufferPointer<Int16>?) {
+        var r0 = max(0, -y), r1 = min(shape.height, height - y)
+        if let clip { r0 = max(r0, Int(clip[0])); r1 = min(r1, Int(clip[1])) }
         if r0 >= r1 { return }
         let wpr = wordsPerRow, canvasWidth = width, exact = exact
         CoverageMask.nextLevel.withUnsafeBufferPointer { next in
@@ -212,7 +221,14 @@ struct CoverageMask {
         bits.withUnsafeMutableBufferPointer { w in
             for r in r0..<r1 {
                 let row = (y + r) * wpr
-                let lo = max(x + Int(data[shape.opaque + 2 * r]), 0), hi = min(x + Int(data[shape.opaque + 2 * r + 1]), canvasWidth)
+                // The row's columns to visit: inside the canvas and the clip.
+                var cl = 0, ch = canvasWidth
+                if let clip {
+                    let c = 2 + 2 * (r - Int(clip[0]))
+                    cl = max(0, x + Int(clip[c])); ch = min(canvasWidth, x + Int(clip[c + 1]))
+                    if cl >= ch { continue }
+                }
+                let lo = max(x + Int(data[shape.opaque + 2 * r]), cl), hi = min(x + Int(data[shape.opaque + 2 * r + 1]), ch)
                 if lo < hi {
                     let wa = lo >> 6, wb = (hi - 1) >> 6
                     if wa == wb {
@@ -226,7 +242,7 @@ struct CoverageMask {
                 }
                 if exact { continue }
                 // The other non-transparent pixels not settled yet.
-                let slo = max(x + Int(data[shape.spans + 2 * r]), 0), shi = min(x + Int(data[shape.spans + 2 * r + 1]), canvasWidth)
+                let slo = max(x + Int(data[shape.spans + 2 * r]), cl), shi = min(x + Int(data[shape.spans + 2 * r + 1]), ch)
                 if slo >= shi { continue }
                 let wrow = shape.weights + r * shape.width - x
                 let lrow = (y + r) * canvasWidth

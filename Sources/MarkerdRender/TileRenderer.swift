@@ -49,11 +49,17 @@ public struct RasterView: Sendable, Hashable {
 
     /// The device px (relative to the canvas) of a world x, for the world copy `k` (-1, 0, 1).
     @inline(__always) func pixelX(_ x: UInt32, copy k: Int) -> Int64 {
-        Int64(((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5).rounded(.down)) - originX
+        Self.floor((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5) - originX
     }
 
     @inline(__always) func pixelY(_ y: UInt32) -> Int64 {
-        Int64((Double(y) * scale + 0.5).rounded(.down)) - originY
+        Self.floor(Double(y) * scale + 0.5) - originY
+    }
+
+    /// `Int64(v.rounded(.down))` without a call into the C library (`v` finite, in Int64's range).
+    @inline(__always) static func floor(_ v: Double) -> Int64 {
+        let t = Int64(v)
+        return Double(t) > v ? t - 1 : t
     }
 }
 
@@ -395,7 +401,9 @@ public final class TileRenderer: Sendable {
             it.clip = Int32(at)
             kept.append(it)
             shapes.weights.withUnsafeBufferPointer { weights in
-                mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y))
+                clips.withUnsafeBufferPointer { c in
+                    mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
+                }
             }
         }
     }
