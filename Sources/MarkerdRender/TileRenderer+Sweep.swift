@@ -126,10 +126,23 @@ extension TileRenderer {
 
     /// A marker of an opened part waiting in a cursor: its draw-order key and its device pixel
     /// (world copy 0, relative to the canvas), computed once when read.
+    /// (The z-index and world y are those of the key.)
     fileprivate struct Waiting {
         var key: UInt64
-        var c: TileCandidate
+        var slot: Int32
+        var x: UInt32
+        /// `UInt32.max`: not read yet.
+        var style: UInt32
         var px: Int32, py: Int32
+
+        init(key: UInt64, slot: Int32, x: UInt32, style: UInt32, px: Int32, py: Int32) {
+            self.key = key; self.slot = slot; self.x = x; self.style = style; self.px = px; self.py = py
+        }
+
+        var candidate: TileCandidate {
+            .make(slot: slot, x: x, y: UInt32(truncatingIfNeeded: key), style: style,
+                          zIndex: Int32(bitPattern: UInt32(truncatingIfNeeded: key >> 32) ^ 0x8000_0000))
+        }
     }
 
     /// Markers of an opened part (or the ended animations) not known to be settled at their
@@ -231,6 +244,10 @@ extension TileRenderer {
         var parts: [Part] = []
         var pending: [Waiting] = []
         var cursors: [Cursor] = []
+        /// Cursors not exhausted yet (each has one entry in the heap, or is being drawn).
+        var liveCursors = 0
+        /// Indexes of `parts` taken already, for reuse.
+        var freeParts: [Int32] = []
         /// Per split leaf: markers of its opened rows counted so far (every marker of a split
         /// leaf counts once: those of an opened row when it is read, whether drawn or not; the
         /// rest when its top row comes out, opened or not).
@@ -264,8 +281,13 @@ extension TileRenderer {
         }
 
         mutating func push(_ p: Part) {
-            heap.push(Event(key: TileRenderer.key(z: p.node.maxZ, y: p.y1), ref: Int32(parts.count)))
-            parts.append(p)
+            if let i = freeParts.popLast() {
+                parts[Int(i)] = p
+                heap.push(Event(key: TileRenderer.key(z: p.node.maxZ, y: p.y1), ref: i))
+            } else {
+                heap.push(Event(key: TileRenderer.key(z: p.node.maxZ, y: p.y1), ref: Int32(parts.count)))
+                parts.append(p)
+            }
         }
 
         mutating func pushNode(_ n: TileSweepNode) {
@@ -316,17 +338,17 @@ extension TileRenderer {
             if !positionSettled(px, py, full: full) { return true }
             // The world copies -1 and 1 lie about `worldPx` to the left and right (exactly, up to
             // rounding: 2 px spare); their exact pixel is computed only when they may touch.
-            if Double(px + maxHi + 2) > worldPx && !positionSettled(Int(view.pixelX(w.c.x, copy: -1)), py, full: full) { return true }
+            if Double(px + maxHi + 2) > worldPx && !positionSettled(Int(view.pixelX(w.x, copy: -1)), py, full: full) { return true }
             if Double(px + minLo - 2) < Double(view.width) - worldPx
-                && !positionSettled(Int(view.pixelX(w.c.x, copy: 1)), py, full: full) { return true }
+                && !positionSettled(Int(view.pixelX(w.x, copy: 1)), py, full: full) { return true }
             count(leaf: leaf)
             return false
         }
 
-        /// The waiting form of a marker.
-        @inline(__always) func waiting(_ c: TileCandidate) -> Waiting {
-            Waiting(key: TileRenderer.key(z: c.zIndex, y: c.y), c: c,
-                    px: Int32(truncatingIfNeeded: view.pixelX(c.x, copy: 0)), py: Int32(truncatingIfNeeded: view.pixelY(c.y)))
+        /// The waiting form of a marker (`style` `UInt32.max`: read when placed).
+        @inline(__always) func waiting(slot: Int32, x: UInt32, y: UInt32, z: Int32, style: UInt32) -> Waiting {
+            Waiting(key: TileRenderer.key(z: z, y: y), slot: slot, x: x, style: style,
+                    px: Int32(truncatingIfNeeded: view.pixelX(x, copy: 0)), py: Int32(truncatingIfNeeded: view.pixelY(y)))
         }
 
         /// Sorts `pending[start...]` by descending key (insertion sort: an opened part holds a few
@@ -349,6 +371,7 @@ extension TileRenderer {
             }
             heap.push(Event(key: pending[start].key, ref: ~Int32(cursors.count)))
             cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf))
+            liveCursors += 1
         }
 
         /// Moves cursor `ci` past the markers settled by now and pushes it back unless empty
@@ -364,6 +387,15 @@ extension TileRenderer {
                 c.next += 1
             }
             cursors[ci] = c
+            if c.next >= c.end {
+                // Exhausted. With no cursor left (mostly between device rows) every marker read
+                // so far is done: `pending` starts over, so it stays about one row's size.
+                liveCursors -= 1
+                if liveCursors == 0 {
+                    pending.removeAll(keepingCapacity: true)
+                    cursors.removeAll(keepingCapacity: true)
+                }
+            }
         }
 
         /// A part out of the heap: left out when settled, else opened (a leaf's markers in its
@@ -387,9 +419,9 @@ extension TileRenderer {
                 // Only the positions known to be settled are left out here: the part was just
                 // found not settled, so a full test would rarely leave one out (the cursor tests
                 // each marker when its turn comes).
-                layer.forEachStaticMarker(inLeaf: n, where: { _, y in y >= y0 && y <= y1 }) { c in
+                layer.forEachStaticMarker(inLeaf: n, y0: y0, y1: y1) { slot, x, y, z in
                     inRange += 1
-                    let w = self.waiting(c)
+                    let w = self.waiting(slot: slot, x: x, y: y, z: z, style: .max)
                     if self.unsettled(w, leaf: leaf, full: false) { self.pending.append(w) }
                 }
                 if leaf >= 0 && !topRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
@@ -413,7 +445,7 @@ extension TileRenderer {
                     if w.key != key { break }
                     cur.next += 1
                     if unsettled(w, leaf: cur.leaf) {
-                        var c = w.c
+                        var c = w.candidate
                         if c.style == .max { c.style = single != .max ? single : layer.staticStyle(slot: c.slot) }
                         if placer.place(c, into: &batch) { count(leaf: cur.leaf) }
                         visited += 1
@@ -439,11 +471,14 @@ extension TileRenderer {
 
         mutating func run(_ layer: MarkerLayer, now: Int64) throws(RenderError) {
             if let root = layer.staticSweepRoot { pushNode(root) }
-            layer.forEachEndedAnimation(now: now) { self.pending.append(self.waiting($0)) }
+            layer.forEachEndedAnimation(now: now) { c in
+                self.pending.append(self.waiting(slot: c.slot, x: c.x, y: c.y, z: c.zIndex, style: c.style))
+            }
             pushCursor(from: 0, leaf: -1)
             var taken: [Int] = []
             while let e = heap.pop() {
                 if e.ref >= 0 {
+                    freeParts.append(e.ref)
                     take(parts[Int(e.ref)], layer)
                 } else {
                     try draw(key: e.key, first: Int(~e.ref), layer, taken: &taken)
