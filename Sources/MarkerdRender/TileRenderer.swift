@@ -115,11 +115,11 @@ public struct RenderedRaster: Sendable {
 ///    (they still count in `RenderedRaster.markers`, whole, so the count is an upper bound there).
 ///    A leaf whose markers span a few device rows (`splitLeafRows`) is walked one row at a time,
 ///    bottom up (each row part keyed by its own largest world y, tested and left out or opened
-///    on its own). An opened part's markers not settled at their position go into the heap as one
-///    cursor sorted by key, not one entry each. A marker is left out by its device position alone
-///    when the footprint placed there is settled (remembered per position, as settling only
-///    grows), so markers stacked on busy positions cost a grid entry read, not a style lookup, a
-///    heap entry and a mask test.
+///    on its own). An opened part's markers not known settled at their position go into the
+///    heap as one cursor sorted by key, not one entry each. A marker is left out by its device
+///    position alone when the footprint placed there is settled (remembered per position, as
+///    settling only grows), so markers stacked on busy positions cost a grid entry read, not a
+///    style lookup, a heap entry and a mask test.
 ///
 /// In every path a sprite position found fully settled is remembered per sprite
 /// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite
@@ -136,7 +136,9 @@ public struct RenderedRaster: Sendable {
 /// straddles two rows: the part in the lower row comes after half of that row's markers and is
 /// mostly left out whole; the part in the upper row comes first in its row and is opened. What
 /// remains at z0 is every row's first few hundred markers, placed and culled one by one (about
-/// 90k, 50k draws), and the row parts' tests (see Benchmarks/README.md for the figures).
+/// 90k, 50k draws), and the row parts' tests; at 10M the larger cost is reading the opened
+/// rows' markers around them (about 1.3M, each tested at its position when its turn comes; see
+/// Benchmarks/README.md for the profile and the figures).
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
