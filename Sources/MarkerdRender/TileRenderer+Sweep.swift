@@ -125,7 +125,9 @@ extension TileRenderer {
     }
 
     /// A marker of an opened part waiting in a cursor: its draw-order key and its device pixel
-    /// (world copy 0, relative to the canvas), computed once when read.
+    /// (world copy 0, relative to the canvas), computed once when read; `Int32.min` when outside
+    /// Int32's range (far off the canvas: at z22 a world is 2^30 x density px wide), which
+    /// `unsettled` takes as "compute the other copies exactly".
     /// (The z-index and world y are those of the key.)
     fileprivate struct Waiting {
         var key: UInt64
@@ -338,8 +340,10 @@ extension TileRenderer {
             if !positionSettled(px, py, full: full) { return true }
             // The world copies -1 and 1 lie about `worldPx` to the left and right (exactly, up to
             // rounding: 2 px spare); their exact pixel is computed only when they may touch.
-            if Double(px + maxHi + 2) > worldPx && !positionSettled(Int(view.pixelX(w.x, copy: -1)), py, full: full) { return true }
-            if Double(px + minLo - 2) < Double(view.width) - worldPx
+            let far = w.px == .min
+            if (far || Double(px + maxHi + 2) > worldPx)
+                && !positionSettled(Int(view.pixelX(w.x, copy: -1)), py, full: full) { return true }
+            if (far || Double(px + minLo - 2) < Double(view.width) - worldPx)
                 && !positionSettled(Int(view.pixelX(w.x, copy: 1)), py, full: full) { return true }
             count(leaf: leaf)
             return false
@@ -348,7 +352,7 @@ extension TileRenderer {
         /// The waiting form of a marker (`style` `UInt32.max`: read when placed).
         @inline(__always) func waiting(slot: Int32, x: UInt32, y: UInt32, z: Int32, style: UInt32) -> Waiting {
             Waiting(key: TileRenderer.key(z: z, y: y), slot: slot, x: x, style: style,
-                    px: Int32(truncatingIfNeeded: view.pixelX(x, copy: 0)), py: Int32(truncatingIfNeeded: view.pixelY(y)))
+                    px: Int32(exactly: view.pixelX(x, copy: 0)) ?? .min, py: Int32(exactly: view.pixelY(y)) ?? .min)
         }
 
         /// Sorts `pending[start...]` by descending key (insertion sort: an opened part holds a few
