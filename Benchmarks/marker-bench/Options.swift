@@ -39,12 +39,17 @@ struct Options: Sendable {
     /// In-process section: only the renders, with the node sweep only (`--only render`: quick
     /// profiling of `TileRenderer` without markerd).
     var renderOnly = false
+    /// In-process section: only the z0 render with the node sweep, best of 20 (`--only z0`: a
+    /// profile of the dense-tile sweep alone, for `perf record`).
+    var zoomZeroOnly = false
     /// The one section `--only` asked for, or nil.
     var only: String? = nil {
         didSet {
             guard let only else { return }
-            runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render"; runTiles = only == "tiles"
-            renderOnly = only == "render"
+            runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render" || only == "z0"
+            runTiles = only == "tiles"
+            renderOnly = only == "render" || only == "z0"
+            zoomZeroOnly = only == "z0"
             runClusters = only == "clusters"
             runViewport = only == "viewport"
             skipDurability = only != "durability" && only != "restart"
@@ -76,8 +81,10 @@ struct Options: Sendable {
       --only SECTION       run one section: rpc, inprocess, durability, restart (the
                            durability section's restart from snapshot + journal tail only),
                            tiles, clusters, or render (the in-process section's
-                           renders only, node sweep only), or viewport (QueryViewport's
-                           server work in process, thread CPU time per call)
+                           renders only, node sweep only), z0 (only the
+                           in-process z0 render with the node sweep, best of 20), or
+                           viewport (QueryViewport's server work in process, thread CPU
+                           time per call)
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -128,7 +135,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "viewport"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "viewport"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -44,13 +44,12 @@ extension MarkerLayer {
         }
     }
 
-    /// Calls `body` with each marker of a leaf whose world position (x, y) passes `keep`, from the
-    /// grid's entry alone: the candidate's `style` is not read (it is `UInt32.max`; see
-    /// `staticStyle(slot:)`).
-    public func forEachStaticMarker(inLeaf node: TileSweepNode, where keep: (UInt32, UInt32) -> Bool,
-                                    _ body: (TileCandidate) -> Void) {
+    /// Calls `body(slot, x, y, zIndex)` with each marker of a leaf whose world y lies in
+    /// `y0...y1`, from the grid's entry alone (the style is not read; see `staticStyle(slot:)`).
+    public func forEachStaticMarker(inLeaf node: TileSweepNode, y0: UInt32, y1: UInt32,
+                                    _ body: (Int32, UInt32, UInt32, Int32) -> Void) {
         grid.forEachEntry(grid.nodes[Int(node.index)]) { e in
-            if keep(e.x, e.y) { body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: .max, zIndex: e.z)) }
+            if e.y >= y0 && e.y <= y1 { body(e.slot, e.x, e.y, e.z) }
         }
     }
 
@@ -71,5 +70,12 @@ extension StyleTable {
     /// Calls `body` with the index and style of every style in use (any order).
     public func forEachInUse(_ body: (UInt32, IconStyle) -> Void) {
         for i in 0..<styleSlots where isInUse(UInt32(i)) { body(UInt32(i), style(at: UInt32(i))) }
+    }
+}
+
+extension TileCandidate {
+    /// A candidate from its fields (for the sweep's markers kept in a compact form).
+    public static func make(slot: Int32, x: UInt32, y: UInt32, style: UInt32, zIndex: Int32) -> TileCandidate {
+        TileCandidate(slot: slot, x: x, y: y, style: style, zIndex: zIndex)
     }
 }

@@ -29,6 +29,9 @@ struct CoverageMask {
     let exact: Bool
     /// One bit per pixel: settled.
     private(set) var bits: [UInt64]
+    /// Per canvas row: how many of its pixels are not settled (0: the row's tests need not look
+    /// at its bits; in a dense raster most rows a draw covers are settled whole).
+    private(set) var freeInRow: [Int32]
     /// Per pixel `T` (see the type's documentation), meaningful while the bit is clear; empty when `exact`.
     private(set) var levels: [UInt8]
     /// Per shape index (the first `memoShapes`, allocated on first use): one bit per top-left
@@ -46,6 +49,7 @@ struct CoverageMask {
         self.exact = exact
         wordsPerRow = (width + 63) >> 6
         bits = [UInt64](repeating: 0, count: wordsPerRow * height)
+        freeInRow = [Int32](repeating: Int32(width), count: height)
         levels = exact ? [] : [UInt8](repeating: 1, count: width * height)
     }
 
@@ -118,8 +122,9 @@ struct CoverageMask {
         clips.append(contentsOf: repeatElement(0, count: 2 + 2 * (r1 - r0)))
         var first = -1, last = -1
         bits.withUnsafeBufferPointer { w in
+        freeInRow.withUnsafeBufferPointer { free in
             clips.withUnsafeMutableBufferPointer { out in
-                for r in r0..<r1 {
+                for r in r0..<r1 where free[y + r] != 0 {
                     let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
                     let row = (y + r) * wordsPerRow
                     guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else { continue }
@@ -129,6 +134,7 @@ struct CoverageMask {
                     out[at] = Int16(a - x); out[at + 1] = Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x)
                 }
             }
+        }
         }
         guard first >= 0 else {
             clips.removeSubrange(start...)
@@ -168,7 +174,7 @@ struct CoverageMask {
     /// True when every pixel of canvas row `row` in columns `lo ..< hi` (clipped to the canvas) is settled.
     func settled(row: Int, _ lo: Int, _ hi: Int) -> Bool {
         let a = max(lo, 0), b = min(hi, width)
-        if a >= b || row < 0 || row >= height { return true }
+        if a >= b || row < 0 || row >= height || freeInRow[row] == 0 { return true }
         return bits.withUnsafeBufferPointer { CoverageMask.firstClear($0, row: row * wordsPerRow, a, b) == nil }
     }
 
@@ -204,29 +210,49 @@ struct CoverageMask {
     /// its opaque runs settle their pixels; unless `exact`, every other non-transparent pixel
     /// updates its `T`, and settles at 255.
     mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, _ weights: UnsafeBufferPointer<UInt8>, x: Int, y: Int) {
-        let r0 = max(0, -y), r1 = min(shape.height, height - y)
+        add(shape, data, weights, x: x, y: y, clip: nil)
+    }
+
+    /// `add` limited to `clip`, what `uncovered` appended for this draw at this mask (`r0, r1,
+    /// lo0, hi0, ...`): the same result, as every pixel of the draw outside its clip is already
+    /// settled (nothing to add there), but only the clip's rows and columns are visited.
+    mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, _ weights: UnsafeBufferPointer<UInt8>, x: Int, y: Int,
+                      clip: UnsafeBufferPointer<Int16>?) {
+        var r0 = max(0, -y), r1 = min(shape.height, height - y)
+        if let clip { r0 = max(r0, Int(clip[0])); r1 = min(r1, Int(clip[1])) }
         if r0 >= r1 { return }
         let wpr = wordsPerRow, canvasWidth = width, exact = exact
         CoverageMask.nextLevel.withUnsafeBufferPointer { next in
         levels.withUnsafeMutableBufferPointer { lv in
+        freeInRow.withUnsafeMutableBufferPointer { free in
         bits.withUnsafeMutableBufferPointer { w in
-            for r in r0..<r1 {
+            for r in r0..<r1 where free[y + r] != 0 {
                 let row = (y + r) * wpr
-                let lo = max(x + Int(data[shape.opaque + 2 * r]), 0), hi = min(x + Int(data[shape.opaque + 2 * r + 1]), canvasWidth)
+                // Bits set in this row (counted off `freeInRow` at the end of the row).
+                var newlySet = 0
+                // The row's columns to visit: inside the canvas and the clip.
+                var cl = 0, ch = canvasWidth
+                if let clip {
+                    let c = 2 + 2 * (r - Int(clip[0]))
+                    cl = max(0, x + Int(clip[c])); ch = min(canvasWidth, x + Int(clip[c + 1]))
+                    if cl >= ch { continue }
+                }
+                let lo = max(x + Int(data[shape.opaque + 2 * r]), cl), hi = min(x + Int(data[shape.opaque + 2 * r + 1]), ch)
                 if lo < hi {
                     let wa = lo >> 6, wb = (hi - 1) >> 6
-                    if wa == wb {
-                        w[row + wa] |= CoverageMask.mask(lo & 63, (hi - 1) & 63)
-                    } else {
-                        w[row + wa] |= CoverageMask.mask(lo & 63, 63)
-                        var k = wa + 1
-                        while k < wb { w[row + k] = ~0; k += 1 }
-                        w[row + wb] |= CoverageMask.mask(0, (hi - 1) & 63)
+                    var k = wa
+                    while k <= wb {
+                        let m = CoverageMask.mask(k == wa ? lo & 63 : 0, k == wb ? (hi - 1) & 63 : 63)
+                        newlySet += (m & ~w[row + k]).nonzeroBitCount
+                        w[row + k] |= m
+                        k += 1
                     }
                 }
+                free[y + r] -= Int32(newlySet)
+                newlySet = 0
                 if exact { continue }
                 // The other non-transparent pixels not settled yet.
-                let slo = max(x + Int(data[shape.spans + 2 * r]), 0), shi = min(x + Int(data[shape.spans + 2 * r + 1]), canvasWidth)
+                let slo = max(x + Int(data[shape.spans + 2 * r]), cl), shi = min(x + Int(data[shape.spans + 2 * r + 1]), ch)
                 if slo >= shi { continue }
                 let wrow = shape.weights + r * shape.width - x
                 let lrow = (y + r) * canvasWidth
@@ -243,11 +269,13 @@ struct CoverageMask {
                     if k != 255 {
                         let t = next[k << 8 | Int(lv[lrow + cx])]
                         lv[lrow + cx] = t
-                        if t == 255 { w[row + cx >> 6] |= UInt64(1) << UInt64(cx & 63) }
+                        if t == 255 { w[row + cx >> 6] |= UInt64(1) << UInt64(cx & 63); newlySet += 1 }
                     }
                     cx += 1
                 }
+                free[y + r] -= Int32(newlySet)
             }
+        }
         }
         }
         }

@@ -124,8 +124,32 @@ extension TileRenderer {
         var leaf: Int32 = -1
     }
 
-    /// Markers of an opened part (or the ended animations) not settled at their position when
-    /// read, `pending[next ..< end]` in reverse draw order up to ties (descending key).
+    /// A marker of an opened part waiting in a cursor: its draw-order key and its device pixel
+    /// (world copy 0, relative to the canvas), computed once when read; `Int32.min` when outside
+    /// Int32's range (far off the canvas: at z22 a world is 2^30 x density px wide), which
+    /// `unsettled` takes as "compute the other copies exactly".
+    /// (The z-index and world y are those of the key.)
+    fileprivate struct Waiting {
+        var key: UInt64
+        var slot: Int32
+        var x: UInt32
+        /// `UInt32.max`: not read yet.
+        var style: UInt32
+        var px: Int32, py: Int32
+
+        init(key: UInt64, slot: Int32, x: UInt32, style: UInt32, px: Int32, py: Int32) {
+            self.key = key; self.slot = slot; self.x = x; self.style = style; self.px = px; self.py = py
+        }
+
+        var candidate: TileCandidate {
+            .make(slot: slot, x: x, y: UInt32(truncatingIfNeeded: key), style: style,
+                          zIndex: Int32(bitPattern: UInt32(truncatingIfNeeded: key >> 32) ^ 0x8000_0000))
+        }
+    }
+
+    /// Markers of an opened part (or the ended animations) not known to be settled at their
+    /// position when read, `pending[next ..< end]` in reverse draw order up to ties (descending
+    /// key).
     fileprivate struct Cursor {
         var next: Int32
         var end: Int32
@@ -220,8 +244,12 @@ extension TileRenderer {
         var mask: CoverageMask
         var shapes: CoverageMask.Shapes
         var parts: [Part] = []
-        var pending: [TileCandidate] = []
+        var pending: [Waiting] = []
         var cursors: [Cursor] = []
+        /// Cursors not exhausted yet (each has one entry in the heap, or is being drawn).
+        var liveCursors = 0
+        /// Indexes of `parts` taken already, for reuse.
+        var freeParts: [Int32] = []
         /// Per split leaf: markers of its opened rows counted so far (every marker of a split
         /// leaf counts once: those of an opened row when it is read, whether drawn or not; the
         /// rest when its top row comes out, opened or not).
@@ -237,6 +265,8 @@ extension TileRenderer {
         // Bit `(py + fp.top + rows) * knownWidth + px + maxHi`.
         var known: [UInt64]
         let knownWidth: Int
+        /// The world's width in device px (`2^32 x scale`).
+        let worldPx: Double
         /// The sprites' whole boxes (`fp` without leaving out transparent pixels): only for
         /// counting `markers` of nodes that touch the canvas with transparent pixels alone.
         let boxes: Footprint
@@ -248,12 +278,18 @@ extension TileRenderer {
             mask = CoverageMask(width: view.width, height: view.height)
             shapes = CoverageMask.Shapes(placer.sprites)
             knownWidth = view.width - minLo + maxHi + 1
+            worldPx = Mercator.worldSize * view.scale
             known = [UInt64](repeating: 0, count: (knownWidth * (view.height + fp.lo.count + 1) + 63) / 64)
         }
 
         mutating func push(_ p: Part) {
-            heap.push(Event(key: TileRenderer.key(z: p.node.maxZ, y: p.y1), ref: Int32(parts.count)))
-            parts.append(p)
+            if let i = freeParts.popLast() {
+                parts[Int(i)] = p
+                heap.push(Event(key: TileRenderer.key(z: p.node.maxZ, y: p.y1), ref: i))
+            } else {
+                heap.push(Event(key: TileRenderer.key(z: p.node.maxZ, y: p.y1), ref: Int32(parts.count)))
+                parts.append(p)
+            }
         }
 
         mutating func pushNode(_ n: TileSweepNode) {
@@ -279,12 +315,14 @@ extension TileRenderer {
             if leaf < 0 { markers += 1 }
         }
 
-        /// Whether the footprint placed at device pixel (px, py) is settled (remembered in `known`).
-        mutating func positionSettled(_ px: Int, _ py: Int) -> Bool {
+        /// Whether the footprint placed at device pixel (px, py) is settled (remembered in `known`);
+        /// `full` false: only whether it is known to be (no test of the mask).
+        mutating func positionSettled(_ px: Int, _ py: Int, full: Bool = true) -> Bool {
             let rows = fp.lo.count, h = view.height
             if px + maxHi <= 0 || px + minLo >= view.width || py + fp.top + rows <= 0 || py + fp.top >= h { return true }
             let i = (py + fp.top + rows) * knownWidth + px + maxHi
             if known[i >> 6] >> UInt64(i & 63) & 1 != 0 { return true }
+            if !full { return false }
             for j in 0..<rows {
                 let row = py + fp.top + j
                 if row < 0 || row >= h || fp.lo[j] >= fp.hi[j] { continue }
@@ -294,24 +332,50 @@ extension TileRenderer {
             return true
         }
 
-        /// Whether a marker at world (x, y) may still draw something (every draw in the mask
-        /// must come after it); counts it when not.
-        mutating func unsettled(_ x: UInt32, _ y: UInt32, leaf: Int32) -> Bool {
-            let py = Int(view.pixelY(y))
-            for k in -1...1 where !positionSettled(Int(view.pixelX(x, copy: k)), py) { return true }
+        /// Whether marker `w` may still draw something (every draw in the mask must come after
+        /// it); counts it when not. `full` false: unless known to be settled at its position
+        /// (`positionSettled`), without testing the mask.
+        @inline(__always) mutating func unsettled(_ w: Waiting, leaf: Int32, full: Bool = true) -> Bool {
+            let px = Int(w.px), py = Int(w.py)
+            if !positionSettled(px, py, full: full) { return true }
+            // The world copies -1 and 1 lie about `worldPx` to the left and right (exactly, up to
+            // rounding: 2 px spare); their exact pixel is computed only when they may touch.
+            let far = w.px == .min
+            if (far || Double(px + maxHi + 2) > worldPx)
+                && !positionSettled(Int(view.pixelX(w.x, copy: -1)), py, full: full) { return true }
+            if (far || Double(px + minLo - 2) < Double(view.width) - worldPx)
+                && !positionSettled(Int(view.pixelX(w.x, copy: 1)), py, full: full) { return true }
             count(leaf: leaf)
             return false
         }
 
-        /// Sorts `pending[start...]` by descending key and pushes a cursor over it.
+        /// The waiting form of a marker (`style` `UInt32.max`: read when placed).
+        @inline(__always) func waiting(slot: Int32, x: UInt32, y: UInt32, z: Int32, style: UInt32) -> Waiting {
+            Waiting(key: TileRenderer.key(z: z, y: y), slot: slot, x: x, style: style,
+                    px: Int32(exactly: view.pixelX(x, copy: 0)) ?? .min, py: Int32(exactly: view.pixelY(y)) ?? .min)
+        }
+
+        /// Sorts `pending[start...]` by descending key (insertion sort: an opened part holds a few
+        /// dozen markers) and pushes a cursor over it.
         mutating func pushCursor(from start: Int, leaf: Int32) {
             guard pending.count > start else { return }
-            if pending.count - start > 1 {
-                pending[start...].sort { TileRenderer.key(z: $0.zIndex, y: $0.y) > TileRenderer.key(z: $1.zIndex, y: $1.y) }
+            if pending.count - start > 64 {
+                pending[start...].sort { $0.key > $1.key }
+            } else {
+                pending.withUnsafeMutableBufferPointer { b in
+                    var i = start + 1
+                    while i < b.count {
+                        let x = b[i]
+                        var j = i
+                        while j > start && b[j - 1].key < x.key { b[j] = b[j - 1]; j -= 1 }
+                        b[j] = x
+                        i += 1
+                    }
+                }
             }
-            let c = pending[start]
-            heap.push(Event(key: TileRenderer.key(z: c.zIndex, y: c.y), ref: ~Int32(cursors.count)))
+            heap.push(Event(key: pending[start].key, ref: ~Int32(cursors.count)))
             cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf))
+            liveCursors += 1
         }
 
         /// Moves cursor `ci` past the markers settled by now and pushes it back unless empty
@@ -320,13 +384,22 @@ extension TileRenderer {
             var c = cursors[ci]
             while c.next < c.end {
                 let m = pending[Int(c.next)]
-                if unsettled(m.x, m.y, leaf: c.leaf) {
-                    heap.push(Event(key: TileRenderer.key(z: m.zIndex, y: m.y), ref: ~Int32(ci)))
+                if unsettled(m, leaf: c.leaf) {
+                    heap.push(Event(key: m.key, ref: ~Int32(ci)))
                     break
                 }
                 c.next += 1
             }
             cursors[ci] = c
+            if c.next >= c.end {
+                // Exhausted. With no cursor left (mostly between device rows) every marker read
+                // so far is done: `pending` starts over, so it stays about one row's size.
+                liveCursors -= 1
+                if liveCursors == 0 {
+                    pending.removeAll(keepingCapacity: true)
+                    cursors.removeAll(keepingCapacity: true)
+                }
+            }
         }
 
         /// A part out of the heap: left out when settled, else opened (a leaf's markers in its
@@ -347,11 +420,14 @@ extension TileRenderer {
                 let start = pending.count
                 let y0 = p.y0, y1 = p.y1, leaf = p.leaf
                 var inRange = 0
-                layer.forEachStaticMarker(inLeaf: n, where: { x, y in
-                    guard y >= y0 && y <= y1 else { return false }
+                // Only the positions known to be settled are left out here: the part was just
+                // found not settled, so a full test would rarely leave one out (the cursor tests
+                // each marker when its turn comes).
+                layer.forEachStaticMarker(inLeaf: n, y0: y0, y1: y1) { slot, x, y, z in
                     inRange += 1
-                    return self.unsettled(x, y, leaf: leaf)
-                }) { self.pending.append($0) }
+                    let w = self.waiting(slot: slot, x: x, y: y, z: z, style: .max)
+                    if self.unsettled(w, leaf: leaf, full: false) { self.pending.append(w) }
+                }
                 if leaf >= 0 && !topRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
                 pushCursor(from: start, leaf: leaf)
             } else {
@@ -369,10 +445,11 @@ extension TileRenderer {
             while true {
                 var cur = cursors[ci]
                 while cur.next < cur.end {
-                    var c = pending[Int(cur.next)]
-                    if TileRenderer.key(z: c.zIndex, y: c.y) != key { break }
+                    let w = pending[Int(cur.next)]
+                    if w.key != key { break }
                     cur.next += 1
-                    if unsettled(c.x, c.y, leaf: cur.leaf) {
+                    if unsettled(w, leaf: cur.leaf) {
+                        var c = w.candidate
                         if c.style == .max { c.style = single != .max ? single : layer.staticStyle(slot: c.slot) }
                         if placer.place(c, into: &batch) { count(leaf: cur.leaf) }
                         visited += 1
@@ -398,11 +475,14 @@ extension TileRenderer {
 
         mutating func run(_ layer: MarkerLayer, now: Int64) throws(RenderError) {
             if let root = layer.staticSweepRoot { pushNode(root) }
-            layer.forEachEndedAnimation(now: now) { self.pending.append($0) }
+            layer.forEachEndedAnimation(now: now) { c in
+                self.pending.append(self.waiting(slot: c.slot, x: c.x, y: c.y, z: c.zIndex, style: c.style))
+            }
             pushCursor(from: 0, leaf: -1)
             var taken: [Int] = []
             while let e = heap.pop() {
                 if e.ref >= 0 {
+                    freeParts.append(e.ref)
                     take(parts[Int(e.ref)], layer)
                 } else {
                     try draw(key: e.key, first: Int(~e.ref), layer, taken: &taken)

@@ -49,11 +49,17 @@ public struct RasterView: Sendable, Hashable {
 
     /// The device px (relative to the canvas) of a world x, for the world copy `k` (-1, 0, 1).
     @inline(__always) func pixelX(_ x: UInt32, copy k: Int) -> Int64 {
-        Int64(((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5).rounded(.down)) - originX
+        Self.floor((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5) - originX
     }
 
     @inline(__always) func pixelY(_ y: UInt32) -> Int64 {
-        Int64((Double(y) * scale + 0.5).rounded(.down)) - originY
+        Self.floor(Double(y) * scale + 0.5) - originY
+    }
+
+    /// `Int64(v.rounded(.down))` without a call into the C library (`v` finite, in Int64's range).
+    @inline(__always) static func floor(_ v: Double) -> Int64 {
+        let t = Int64(v)
+        return Double(t) > v ? t - 1 : t
     }
 }
 
@@ -109,11 +115,11 @@ public struct RenderedRaster: Sendable {
 ///    (they still count in `RenderedRaster.markers`, whole, so the count is an upper bound there).
 ///    A leaf whose markers span a few device rows (`splitLeafRows`) is walked one row at a time,
 ///    bottom up (each row part keyed by its own largest world y, tested and left out or opened
-///    on its own). An opened part's markers not settled at their position go into the heap as one
-///    cursor sorted by key, not one entry each. A marker is left out by its device position alone
-///    when the footprint placed there is settled (remembered per position, as settling only
-///    grows), so markers stacked on busy positions cost a grid entry read, not a style lookup, a
-///    heap entry and a mask test.
+///    on its own). An opened part's markers not known settled at their position go into the
+///    heap as one cursor sorted by key, not one entry each. A marker is left out by its device
+///    position alone when the footprint placed there is settled (remembered per position, as
+///    settling only grows), so markers stacked on busy positions cost a grid entry read, not a
+///    style lookup, a heap entry and a mask test.
 ///
 /// In every path a sprite position found fully settled is remembered per sprite
 /// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite
@@ -130,7 +136,9 @@ public struct RenderedRaster: Sendable {
 /// straddles two rows: the part in the lower row comes after half of that row's markers and is
 /// mostly left out whole; the part in the upper row comes first in its row and is opened. What
 /// remains at z0 is every row's first few hundred markers, placed and culled one by one (about
-/// 90k, 50k draws), and the row parts' tests (see Benchmarks/README.md for the figures).
+/// 90k, 50k draws), and the row parts' tests; at 10M the larger cost is reading the opened
+/// rows' markers around them (about 1.3M, each tested at its position when its turn comes; see
+/// Benchmarks/README.md for the profile and the figures).
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
@@ -395,7 +403,9 @@ public final class TileRenderer: Sendable {
             it.clip = Int32(at)
             kept.append(it)
             shapes.weights.withUnsafeBufferPointer { weights in
-                mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y))
+                clips.withUnsafeBufferPointer { c in
+                    mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
+                }
             }
         }
     }

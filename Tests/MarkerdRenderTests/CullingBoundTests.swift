@@ -133,6 +133,48 @@ import Testing
                     if !bit { #expect(Int(mask.levels[py * width + px]) == t, "round \(round) pixel (\(px), \(py))") }
                 }
             }
+            Self.expectRowCounts(mask, "round \(round)")
+        }
+    }
+
+    /// `freeInRow` counts the clear bits of each row.
+    static func expectRowCounts(_ mask: CoverageMask, _ context: String) {
+        for py in 0..<mask.height {
+            var clear = 0
+            for px in 0..<mask.width where mask.bits[py * mask.wordsPerRow + px >> 6] >> UInt64(px & 63) & 1 == 0 { clear += 1 }
+            #expect(Int(mask.freeInRow[py]) == clear, "\(context) row \(py): \(mask.freeInRow[py]) counted, \(clear) clear")
+        }
+    }
+
+    /// `add` limited to the clip `uncovered` just gave (what the renderer does) leaves the same
+    /// mask as `add` over the whole sprite (every pixel outside the clip is settled already),
+    /// draw after draw, and no draw is found uncovered that the whole add would change.
+    @Test func clippedAddEqualsWholeAdd() {
+        var rng = SplitMix64(seed: testSeed())
+        for round in 0..<150 {
+            let width = [1, 63, 64, 65, 130][round % 5], height = 1 + Int(rng.next() % 50)
+            var whole = CoverageMask(width: width, height: height), clipped = whole
+            let sprites = (0..<3).map { _ in ClippedDrawTests.randomSprite(&rng) }
+            let shapes = CoverageMask.Shapes(sprites)
+            var clips: [Int16] = []
+            shapes.data.withUnsafeBufferPointer { data in
+                shapes.weights.withUnsafeBufferPointer { weights in
+                    for step in 0..<Int(rng.next() % 60) {
+                        let k = Int(rng.next() % 3)
+                        let x = Int(rng.next() % UInt64(width + 60)) - 50, y = Int(rng.next() % UInt64(height + 30)) - 20
+                        whole.add(shapes.shapes[k], data, weights, x: x, y: y)
+                        let at = clips.count
+                        if clipped.uncovered(shapes.shapes[k], data, x: x, y: y, into: &clips) {
+                            clips.withUnsafeBufferPointer { c in
+                                clipped.add(shapes.shapes[k], data, weights, x: x, y: y, clip: UnsafeBufferPointer(rebasing: c[at...]))
+                            }
+                        }
+                        #expect(whole.bits == clipped.bits && whole.levels == clipped.levels && whole.freeInRow == clipped.freeInRow,
+                                "round \(round) draw \(step) at (\(x), \(y))")
+                    }
+                }
+            }
+            Self.expectRowCounts(clipped, "round \(round)")
         }
     }
 }

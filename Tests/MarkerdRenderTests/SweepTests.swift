@@ -146,6 +146,27 @@ import Testing
         }
     }
 
+    /// z22 at density 3 (a world 3 x 2^30 device px wide: pixels relative to the canvas beyond
+    /// Int32) on both sides of the antimeridian, with sparse markers all over the world (big
+    /// leaves opened around the tile): markers on the far side draw through their world copy;
+    /// every channel within 1 of brute force.
+    @Test func highZoomAcrossTheAntimeridian() throws {
+        var rng = SplitMix64(seed: testSeed())
+        var records = Self.cluster("w", 3000, center: LatLng(latitude: 0, longitude: 0), spread: 170,
+                                   style: .defaultPin, zIndex: 0, &rng)
+        // Within 0.000023 degrees (about 2.6 m, 180 device px here) of the antimeridian.
+        for (i, lon) in [-179.999988, 179.999988].enumerated() {
+            records += Self.cluster("e\(i)-", 300, center: LatLng(latitude: 20, longitude: lon), spread: 0.000022,
+                                    style: .defaultPin, zIndex: Int32(i), &rng)
+        }
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        for lon in [-180.0, 179.999999] {
+            try check(layer, TileID.containing(LatLng(latitude: 20, longitude: lon), zoom: 22), density: 3,
+                      total: records.count, atMost: 1)
+        }
+    }
+
     /// `firstY` finds the first world y of a device row, as `RasterView.pixelY` rounds.
     @Test func firstYOfARowMatchesPixelRounding() {
         var rng = SplitMix64(seed: testSeed())
