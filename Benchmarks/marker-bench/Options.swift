@@ -37,12 +37,15 @@ struct Options: Sendable {
     /// In-process section: only the renders, with the node sweep only (`--only render`: quick
     /// profiling of `TileRenderer` without markerd).
     var renderOnly = false
+    /// Run `CityTileBench` (`--only citytiles`: TileBench's cold tiles rendered in this process).
+    var runCityTiles = false
     /// The one section `--only` asked for, or nil.
     var only: String? = nil {
         didSet {
             guard let only else { return }
             runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render"; runTiles = only == "tiles"
             renderOnly = only == "render"
+            runCityTiles = only == "citytiles"
             runClusters = only == "clusters"
             skipDurability = only != "durability" && only != "restart"
             restartOnly = only == "restart"
@@ -72,8 +75,9 @@ struct Options: Sendable {
       --skip-durability    skip journal/fsync/snapshot/restart measurements
       --only SECTION       run one section: rpc, inprocess, durability, restart (the
                            durability section's restart from snapshot + journal tail only),
-                           tiles, clusters, or render (the in-process section's
-                           renders only, node sweep only)
+                           tiles, clusters, render (the in-process section's
+                           renders only, node sweep only), or citytiles (the tiles
+                           section's cold tiles rendered in-process, for profiling)
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -124,7 +128,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "citytiles"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }
