@@ -40,8 +40,6 @@ struct CityTileBench {
                 markers = max(markers, r.markers)
                 bytes += r.png.count
             }
-            print("z\(z) items \(DebugStats.items) memo \(DebugStats.memo) settled \(DebugStats.settled) kept \(DebugStats.kept) addPixels \(DebugStats.addPixels) skips \(DebugStats.addSkips)")
-            DebugStats.items = 0; DebugStats.memo = 0; DebugStats.settled = 0; DebugStats.kept = 0; DebugStats.addPixels = 0; DebugStats.addSkips = 0
             let w = LatencySummary(samplesMicros: wall), c = LatencySummary(samplesMicros: cpu)
             table.add(Row(size: label, measure: "in-process cold city tile z\(z) (TileRenderer.renderTile: render + PNG, 256 px d1), wall / process CPU",
                           value: "\(Table.fixed(w.p50 / 1000, 2)) / \(Table.fixed(w.p99 / 1000, 2)); \(Table.fixed(c.p50 / 1000, 2)) / \(Table.fixed(c.p99 / 1000, 2))",
