@@ -253,3 +253,62 @@ struct CoverageMask {
         }
     }
 }
+
+extension CoverageMask {
+    /// `add` restricted to a draw's clip from `uncovered` (`clip[0] ..< clip[1]` sprite rows, then
+    /// per row the sprite columns `lo ..< hi`; a clip this mask just returned for the same draw).
+    /// The same result as `add`: outside the clip every pixel of the draw is settled already, and
+    /// `add` changes nothing at a settled pixel. So the cost is the draw's uncovered rows, not
+    /// its height (in a dense tile a kept pin usually shows only a few rows at its top).
+    mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, _ weights: UnsafeBufferPointer<UInt8>,
+                      x: Int, y: Int, clip: UnsafeBufferPointer<Int16>) {
+        let r0 = Int(clip[0]), r1 = Int(clip[1])
+        let wpr = wordsPerRow, canvasWidth = width, exact = exact
+        CoverageMask.nextLevel.withUnsafeBufferPointer { next in
+        levels.withUnsafeMutableBufferPointer { lv in
+        bits.withUnsafeMutableBufferPointer { w in
+            for r in r0..<r1 {
+                let c = 2 + 2 * (r - r0)
+                // The clip's columns lie within the row's span and the canvas.
+                let clo = x + Int(clip[c]), chi = x + Int(clip[c + 1])
+                if clo >= chi { continue }
+                let row = (y + r) * wpr
+                let lo = max(x + Int(data[shape.opaque + 2 * r]), clo), hi = min(x + Int(data[shape.opaque + 2 * r + 1]), chi)
+                if lo < hi {
+                    let wa = lo >> 6, wb = (hi - 1) >> 6
+                    if wa == wb {
+                        w[row + wa] |= CoverageMask.mask(lo & 63, (hi - 1) & 63)
+                    } else {
+                        w[row + wa] |= CoverageMask.mask(lo & 63, 63)
+                        var k = wa + 1
+                        while k < wb { w[row + k] = ~0; k += 1 }
+                        w[row + wb] |= CoverageMask.mask(0, (hi - 1) & 63)
+                    }
+                }
+                if exact { continue }
+                let wrow = shape.weights + r * shape.width - x
+                let lrow = (y + r) * canvasWidth
+                // The clip's pixels not settled yet, word by word.
+                var k = clo >> 6
+                let wb = (chi - 1) >> 6
+                while k <= wb {
+                    var free = ~w[row + k]
+                    if k == clo >> 6 { free &= ~((UInt64(1) << UInt64(clo & 63)) &- 1) }
+                    if k == wb { free &= CoverageMask.mask(0, (chi - 1) & 63) }
+                    while free != 0 {
+                        let cx = k << 6 + free.trailingZeroBitCount
+                        free &= free &- 1
+                        let kw = Int(weights[wrow + cx])
+                        if kw == 255 { continue }
+                        let t = next[kw << 8 | Int(lv[lrow + cx])]
+                        lv[lrow + cx] = t
+                        if t == 255 { w[row + k] |= UInt64(1) << UInt64(cx & 63) }
+                    }
+                    k += 1
+                }
+            }
+        }
+        }
+        }
+    }
+}

@@ -135,8 +135,10 @@ public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
     public let culling: Culling
-    /// See `init(sprites:culling:sweepAbove:)`.
+    /// See `init(sprites:culling:sweepAbove:bandsAbove:)`.
     public let sweepAbove: Int
+    /// See `init(sprites:culling:sweepAbove:bandsAbove:)`.
+    public let bandsAbove: Int
     /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
     /// rounding of positions and anchors, and pin sprites' minimum size of 4 px.
     public static let marginPx: Double = 4
@@ -156,16 +158,24 @@ public final class TileRenderer: Sendable {
     /// 8 markers per device pixel of a 256 px tile) is where the sweep paid off in marker-bench's
     /// in-process rows: 2.5x less CPU for the z0 tile over 1M markers, 6x over 10M, but no gain
     /// (up to 45 % more) for z4 and z10 city tiles holding fewer markers per pixel.
-    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000) {
+    ///
+    /// `bandsAbove`: rasters that collect at least this many draws (markers times the world
+    /// copies their sprite touches; `.max`: never) are culled and drawn as two horizontal bands on
+    /// two threads when no other render of any renderer is running (see `TileRenderer+Bands.swift`;
+    /// default `defaultBandsAbove`).
+    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000,
+                bandsAbove: Int = TileRenderer.defaultBandsAbove) {
         self.sprites = sprites
         self.culling = culling
         self.sweepAbove = sweepAbove
+        self.bandsAbove = bandsAbove
     }
 
     /// Convenience: pins through a fresh `SpriteCache`, image icons from `images`.
     public convenience init(culling: Culling = .withinOne, sweepAbove: Int = 500_000,
+                            bandsAbove: Int = TileRenderer.defaultBandsAbove,
                             images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
-        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove)
+        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove, bandsAbove: bandsAbove)
     }
 
     struct Item {
@@ -259,16 +269,32 @@ public final class TileRenderer: Sendable {
 
     /// Renders `view` (see the type's documentation). Throws when a pin sprite cannot be drawn.
     public func render(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
-        let kept: [Item], clips: [Int16], sprites: [TileSprite], markers: Int, visited: Int
+        let running = TileRenderer.renderStarted()
+        defer { TileRenderer.renderEnded() }
         if usesSweep(layer, view) {
-            (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
-        } else {
-            let items: [Item]
-            (items, sprites, markers) = try collect(layer, view, now: now)
-            visited = markers
-            (kept, clips) = cull(layer, items, sprites, width: view.width, height: view.height)
+            let (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
+            var canvas = TileCanvas(width: view.width, height: view.height)
+            let draws = Self.draw(kept, clips, sprites, on: &canvas)
+            return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
         }
-        var canvas = TileCanvas(width: view.width, height: view.height)
+        let (items, sprites, markers) = try collect(layer, view, now: now)
+        let (canvas, draws) = running == 1 && items.count >= bandsAbove
+            ? renderBands(layer, items, sprites, width: view.width, height: view.height)
+            : renderItems(layer, items, sprites, width: view.width, height: view.height)
+        return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: markers)
+    }
+
+    /// Steps 1-3 for collected items on this thread: the canvas and the draws performed.
+    func renderItems(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (canvas: TileCanvas, draws: Int) {
+        let (kept, clips) = cull(layer, items, sprites, width: width, height: height)
+        var canvas = TileCanvas(width: width, height: height)
+        let draws = Self.draw(kept, clips, sprites, on: &canvas)
+        return (canvas, draws)
+    }
+
+    /// Step 3: draws the culled items (in draw order), a run of identical draws at once; returns
+    /// the compositions performed.
+    static func draw(_ kept: [Item], _ clips: [Int16], _ sprites: [TileSprite], on canvas: inout TileCanvas) -> Int {
         var draws = 0
         var i = 0
         while i < kept.count {
@@ -283,7 +309,7 @@ public final class TileRenderer: Sendable {
             draws += 1
             i = j
         }
-        return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
+        return draws
     }
 
     /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`); an empty tile is the
@@ -394,8 +420,11 @@ public final class TileRenderer: Sendable {
             }
             it.clip = Int32(at)
             kept.append(it)
+            // Only the clip's pixels can change (the rest of the draw is settled).
             shapes.weights.withUnsafeBufferPointer { weights in
-                mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y))
+                clips.withUnsafeBufferPointer { c in
+                    mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
+                }
             }
         }
     }
