@@ -49,11 +49,31 @@ public struct RasterView: Sendable, Hashable {
 
     /// The device px (relative to the canvas) of a world x, for the world copy `k` (-1, 0, 1).
     @inline(__always) func pixelX(_ x: UInt32, copy k: Int) -> Int64 {
-        Int64(((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5).rounded(.down)) - originX
+        RasterView.floor((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5) - originX
     }
 
     @inline(__always) func pixelY(_ y: UInt32) -> Int64 {
-        Int64((Double(y) * scale + 0.5).rounded(.down)) - originY
+        RasterView.floor(Double(y) * scale + 0.5) - originY
+    }
+
+    /// `Int64(v.rounded(.down))` for |v| < 2^63, without a call to libm's `floor` (the build
+    /// targets baseline x86-64, which has no rounding instruction).
+    @inline(__always) static func floor(_ v: Double) -> Int64 {
+        let t = Int64(v)
+        return Double(t) > v ? t - 1 : t
+    }
+
+    /// The world copies (-1, 0, 1) whose sprites can touch the canvas: those whose device-pixel
+    /// span, widened each way by 4096 px (more than any sprite: icons up to 1024 px, times
+    /// density 3), meets the canvas.
+    var copies: ClosedRange<Int> {
+        let world = Mercator.worldSize * scale, reach = 4096.0
+        var lo = 1, hi = -1
+        for k in -1...1 {
+            let left = Double(k) * world - Double(originX) - reach, right = Double(k + 1) * world - Double(originX) + reach
+            if left < Double(width) && right > 0 { lo = min(lo, k); hi = max(hi, k) }
+        }
+        return lo <= hi ? lo...hi : 0...0
     }
 }
 
@@ -114,6 +134,14 @@ public struct RenderedRaster: Sendable {
 ///    when the footprint placed there is settled (remembered per position, as settling only
 ///    grows), so markers stacked on busy positions cost a grid entry read, not a style lookup, a
 ///    heap entry and a mask test.
+/// 5. Rasters that collect at least `bandsAbove` draws (step 4 aside) are cut into two
+///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
+///    own thread when no other render is running (`TileRenderer+Bands.swift`); the two canvases
+///    are stacked before PNG encoding. Culling is pixel-local, so each band keeps the bound.
+///
+/// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
+/// it is settled already), so in a dense tile, where a kept pin mostly shows a few rows at its
+/// top, adding it costs those rows, not the sprite's height.
 ///
 /// In every path a sprite position found fully settled is remembered per sprite
 /// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite
@@ -203,8 +231,12 @@ public final class TileRenderer: Sendable {
         var geometry: [(anchorX: Int64, anchorY: Int64, width: Int64, height: Int64, blank: Bool)] = []
         var failure: RenderError? = nil
 
+        /// `view.copies`.
+        let copies: ClosedRange<Int>
+
         init(_ renderer: TileRenderer, _ layer: MarkerLayer, _ view: RasterView) {
             self.renderer = renderer; self.layer = layer; self.view = view
+            copies = view.copies
         }
 
         /// The sprite index of a style index (nil, with `failure` set, when it cannot be drawn).
@@ -235,7 +267,7 @@ public final class TileRenderer: Sendable {
             if top >= h || top + g.height <= 0 { return false }
             // The world copies left to right (a marker near the antimeridian shows on both sides).
             var touched = false
-            for k in -1...1 {
+            for k in copies {
                 let left = view.pixelX(c.x, copy: k) - g.anchorX
                 if left >= w || left + g.width <= 0 { continue }
                 items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), worldY: c.y))
@@ -356,7 +388,10 @@ public final class TileRenderer: Sendable {
         var mask = CoverageMask(width: width, height: height, exact: culling == .exact)
         // Ranks of the z-indexes present.
         var zs: [Int32: Int] = [:]
-        for it in items where zs[it.zIndex] == nil { zs[it.zIndex] = 0 }
+        var seenZ = items[0].zIndex
+        zs[seenZ] = 0
+        // (A hash per change of z-index, not per item: usually there is one z-index.)
+        for it in items where it.zIndex != seenZ { seenZ = it.zIndex; zs[seenZ] = 0 }
         let zsorted = zs.keys.sorted()
         guard zsorted.count < 65536 else {
             // Rare (more than 65535 z-indexes in one raster): a comparison sort.
@@ -430,8 +465,9 @@ public final class TileRenderer: Sendable {
     }
 }
 
-/// Stable LSD radix sort of 64-bit keys (16-bit digits, digits that are equal for every key
-/// skipped); returns the permutation.
+/// Stable LSD radix sort of 64-bit keys; returns the permutation. Sorts `key - min` by digits of
+/// at most 12 bits, as few as the keys' range needs (a z10 tile's world ys: two passes over 4,096
+/// counters, not four over 65,536).
 enum RadixSort {
     static func order(_ keys: [UInt64]) -> [Int32] {
         let n = keys.count
@@ -443,21 +479,26 @@ enum RadixSort {
             idx.sort { keys[Int($0)] < keys[Int($1)] }
             return idx
         }
+        var lo = UInt64.max, hi = UInt64.min
+        for k in keys { lo = min(lo, k); hi = max(hi, k) }
+        let bits = 64 - (hi - lo).leadingZeroBitCount
+        if bits == 0 { return idx }
+        let passes = (bits + 11) / 12, digitBits = (bits + passes - 1) / passes
+        let digitMask = (UInt64(1) << UInt64(digitBits)) - 1
         var tmp = [Int32](repeating: 0, count: n)
-        var count = [Int](repeating: 0, count: 65536)
+        var count = [Int](repeating: 0, count: 1 << digitBits)
         keys.withUnsafeBufferPointer { k in
-            for pass in 0..<4 {
-                let shift = UInt64(pass * 16)
-                for i in 0..<65536 { count[i] = 0 }
-                for i in 0..<n { count[Int((k[i] >> shift) & 0xFFFF)] += 1 }
-                if count[Int((k[0] >> shift) & 0xFFFF)] == n { continue }
+            for pass in 0..<passes {
+                let shift = UInt64(pass * digitBits)
+                for i in count.indices { count[i] = 0 }
+                for i in 0..<n { count[Int(((k[i] &- lo) >> shift) & digitMask)] += 1 }
                 var sum = 0
-                for i in 0..<65536 { let c = count[i]; count[i] = sum; sum += c }
+                for i in count.indices { let c = count[i]; count[i] = sum; sum += c }
                 idx.withUnsafeBufferPointer { src in
                     tmp.withUnsafeMutableBufferPointer { dst in
                         for i in 0..<n {
                             let j = src[i]
-                            let d = Int((k[Int(j)] >> shift) & 0xFFFF)
+                            let d = Int(((k[Int(j)] &- lo) >> shift) & digitMask)
                             dst[count[d]] = j
                             count[d] += 1
                         }

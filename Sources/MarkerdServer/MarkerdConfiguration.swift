@@ -22,6 +22,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var httpAddress: String? = nil
     /// Rendered raster tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
     public var tileCacheBytes: Int = 256 << 20
+    /// Tiles and snapshots that collect at least this many draws are rendered as two bands on two
+    /// threads while no other render runs (`TileRenderer.bandsAbove`). Default 2,000; `Int.max`
+    /// (`--tile-bands-above off`): always one thread.
+    public var tileBandsAbove: Int = 2_000
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -52,6 +56,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --http HOST:PORT           serve the HTTP tile gateway, /metrics and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
       --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
+      --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
+                                 tile renders. Default 2000; off = one thread always
       -h, --help                 this text
       --version                  print the version
     """
@@ -98,6 +104,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 config.fsync = policy
             case "--snapshot-every-bytes": config.snapshotEveryBytes = try integer(arg, min: 0)
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
+            case "--tile-bands-above":
+                let text = try value(arg)
+                guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
+                    throw ParseError(description: "--tile-bands-above takes a whole number >= 0 or off, not \"\(text)\"")
+                }
+                config.tileBandsAbove = n
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

@@ -5,9 +5,10 @@ import MarkerdTestSupport
 import Testing
 
 /// The cold-tile path's pieces added for dense tiles: `CoverageMask.add(...clip:)` (the mask
-/// update limited to the draw's clip) against the full `add`, and two-band renders
-/// (`TileRenderer.renderBands`) against brute force and against the one-thread render.
-@Suite struct BandsTests {
+/// update limited to the draw's clip) against the full `add`, `RadixSort` against a comparison
+/// sort, `RasterView`'s pixel rounding and world copies against their definitions, and two-band
+/// renders (`TileRenderer.renderBands`) against brute force and against the one-thread render.
+@Suite struct ColdTilePathTests {
     let now: Int64 = 1_700_000_000_000
 
     /// `add` limited to the clip `uncovered` just returned leaves exactly the mask (bits and
@@ -41,6 +42,45 @@ import Testing
             }
         }
         #expect(compared > 300, "only \(compared) draws compared")
+    }
+
+    /// `RadixSort.order` is the stable sort by key: small and large key ranges, few and many
+    /// distinct keys, below and above the comparison-sort cutoff.
+    @Test func radixSortIsStableSortByKey() {
+        var rng = SplitMix64(seed: testSeed())
+        for round in 0..<60 {
+            let n = [0, 1, 5, 2047, 2048, 5000, 20000][round % 7]
+            let bits = UInt64([1, 8, 23, 33, 47, 64][round % 6])
+            let base = rng.next()
+            let keys = (0..<n).map { _ in base &+ (bits == 64 ? rng.next() : rng.next() % (UInt64(1) << bits)) }
+            let expected = (0..<n).sorted { (keys[$0], $0) < (keys[$1], $1) }.map(Int32.init)
+            #expect(RadixSort.order(keys) == expected, "round \(round): n \(n), \(bits)-bit range")
+        }
+    }
+
+    /// `RasterView.floor` is `rounded(.down)`; `copies` holds every world copy in which some
+    /// position's sprite (up to 3,072 px) can touch the canvas.
+    @Test func pixelRoundingAndCopies() {
+        var rng = SplitMix64(seed: testSeed())
+        for v in [0.0, -0.0, 0.5, -0.5, 1, -1, 1e15 + 0.5, -1e15 - 0.5, 3.999999999, -3.000000001] {
+            #expect(RasterView.floor(v) == Int64(v.rounded(.down)), "floor(\(v))")
+        }
+        for _ in 0..<10_000 {
+            let v = (rng.unit() - 0.5) * Double(UInt64(1) << (rng.next() % 50))
+            #expect(RasterView.floor(v) == Int64(v.rounded(.down)), "floor(\(v))")
+        }
+        for _ in 0..<2000 {
+            let z = Int(rng.next() % 23), n = UInt32(1) << UInt32(z)
+            let tile = TileID(z: z, x: UInt32(rng.next() % UInt64(n)), y: 0)!
+            let view = RasterView.tile(tile, tileSize: rng.next() % 2 == 0 ? 256 : 512, density: 1 + Int(rng.next() % 3))
+            let copies = view.copies
+            for k in -1...1 where !copies.contains(k) {
+                // No position of copy k comes within 3,072 px of the canvas.
+                let left = view.pixelX(0, copy: k), right = view.pixelX(UInt32.max, copy: k)
+                #expect(left >= Int64(view.width) + 3072 || right < -3072, "tile \(tile): copy \(k) left out but reaches the canvas")
+            }
+            #expect(copies.contains(0))
+        }
     }
 
     /// `bandCut` gives the cut with the smallest larger band, counted directly.
