@@ -68,7 +68,9 @@ struct InProcessBench {
             var cpu: [Double] = []
             var swept = 0
             // `--only render`: the second renderer takes the sweep for every tile.
-            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer(sweepAbove: options.renderOnly ? 0 : 500_000)] {
+            // One thread each (no bands), so that thread CPU time counts the whole render.
+            for renderer in [TileRenderer(sweepAbove: .max, bandsAbove: .max),
+                             TileRenderer(sweepAbove: options.renderOnly ? 0 : 500_000, bandsAbove: .max)] {
                 let cpu0 = Machine.threadCPUSeconds
                 for t in tiles {
                     let v = RasterView.tile(t, tileSize: 256, density: 1)

@@ -433,9 +433,46 @@ public final class TileRenderer: Sendable {
         var kept: [Item] = []
         var clips: [Int16] = []
         let shapes = CoverageMask.Shapes(sprites)
-        for it in items.reversed() { cullOne(it, shapes, &mask, &kept, &clips) }
+        var rows: SettledRows? = SettledRows(width: mask.width, height: mask.height)
+        for it in items.reversed() { cullOne(it, shapes, &mask, &kept, &clips, rows: &rows) }
         kept.reverse()
         return (kept, clips)
+    }
+
+    /// Per sprite position (top-left `x` in `-shape.width ..< width`, `y` in
+    /// `-shape.height ..< height`, the first `CoverageMask.memoShapes` shapes), the sprite row
+    /// from which down a draw there was last found settled (the end of its clip's rows).
+    /// Settling only grows, so a later-visited draw of the same sprite there is settled from that
+    /// row down too, and its test (`CoverageMask.uncovered`) stops at that row: in a dense tile,
+    /// markers stacked on one position and kept for their top rows cost a few rows each, not the
+    /// sprite's height.
+    struct SettledRows {
+        let width: Int, height: Int
+        /// Per shape (allocated on first use): 0 unknown, else the row plus 1.
+        private var rows: [[UInt16]] = []
+
+        init(width: Int, height: Int) { self.width = width; self.height = height }
+
+        @inline(__always) private func index(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int) -> Int? {
+            guard s < CoverageMask.memoShapes, shape.height < Int(UInt16.max), x > -shape.width, x < width,
+                  y > -shape.height, y < height else { return nil }
+            return (y + shape.height) * (width + shape.width) + x + shape.width
+        }
+
+        /// The rows of shape `s` at (`x`, `y`) that may still hold a pixel not settled: `0 ..< bound`.
+        @inline(__always) func bound(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int) -> Int {
+            guard s < rows.count, let i = index(s, shape, x: x, y: y), !rows[s].isEmpty else { return shape.height }
+            let r = rows[s][i]
+            return r == 0 ? shape.height : Int(r) - 1
+        }
+
+        /// Records that shape `s` at (`x`, `y`) is settled from row `row` down.
+        mutating func set(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int, row: Int) {
+            guard let i = index(s, shape, x: x, y: y) else { return }
+            if rows.count <= s { rows.append(contentsOf: repeatElement([], count: s + 1 - rows.count)) }
+            if rows[s].isEmpty { rows[s] = [UInt16](repeating: 0, count: (width + shape.width) * (height + shape.height)) }
+            rows[s][i] = UInt16(row + 1)
+        }
     }
 
     /// The next draw down the draw order: appended to `kept` (in reverse draw order) with its clip
@@ -444,15 +481,29 @@ public final class TileRenderer: Sendable {
     /// sprite there (stacked markers) cost one bit test.
     @inline(__always)
     static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16]) {
+        var none: SettledRows? = nil
+        cullOne(item, shapes, &mask, &kept, &clips, rows: &none)
+    }
+
+    /// `cullOne`, testing only the rows `rows` does not know to be settled, and recording the
+    /// end of the clip's rows there.
+    @inline(__always)
+    static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16],
+                        rows: inout SettledRows?) {
         var it = item
-        let shape = shapes.shapes[Int(it.sprite)]
-        if mask.knownSettled(Int(it.sprite), shape, x: Int(it.x), y: Int(it.y)) { return }
+        let s = Int(it.sprite)
+        let shape = shapes.shapes[s]
+        if mask.knownSettled(s, shape, x: Int(it.x), y: Int(it.y)) { return }
+        // Rows from `bound` down are settled: the test stops there (same answer, same clip).
+        var tested = shape
+        tested.height = rows?.bound(s, shape, x: Int(it.x), y: Int(it.y)) ?? shape.height
         shapes.data.withUnsafeBufferPointer { data in
             let at = clips.count
-            if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) {
-                mask.markSettled(Int(it.sprite), shape, x: Int(it.x), y: Int(it.y))
+            if !mask.uncovered(tested, data, x: Int(it.x), y: Int(it.y), into: &clips) {
+                mask.markSettled(s, shape, x: Int(it.x), y: Int(it.y))
                 return
             }
+            rows?.set(s, shape, x: Int(it.x), y: Int(it.y), row: Int(clips[at + 1]))
             it.clip = Int32(at)
             kept.append(it)
             // Only the clip's pixels can change (the rest of the draw is settled).

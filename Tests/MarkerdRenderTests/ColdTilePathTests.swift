@@ -5,7 +5,8 @@ import MarkerdTestSupport
 import Testing
 
 /// The cold-tile path's pieces added for dense tiles: `CoverageMask.add(...clip:)` (the mask
-/// update limited to the draw's clip) against the full `add`, `RadixSort` against a comparison
+/// update limited to the draw's clip) against the full `add`, `cullExact`'s row memo against
+/// testing every row, `RadixSort` against a comparison
 /// sort, `RasterView`'s pixel rounding and world copies against their definitions, and two-band
 /// renders (`TileRenderer.renderBands`) against brute force and against the one-thread render.
 @Suite struct ColdTilePathTests {
@@ -42,6 +43,36 @@ import Testing
             }
         }
         #expect(compared > 300, "only \(compared) draws compared")
+    }
+
+    /// `cullExact`'s row memo (`SettledRows`: a draw's test stops at the row from which a draw
+    /// of the same sprite at the same position was settled) keeps exactly the draws and clips of
+    /// testing every row, on dense random layers where many markers share positions.
+    @Test(arguments: [TileRenderer.Culling.exact, .withinOne])
+    func settledRowsLeaveTheCullUnchanged(culling: TileRenderer.Culling) throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer(culling)
+        var stacked = 0
+        for round in 0..<6 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: 1500, center: center, spreadDegrees: [0.002, 0.02][round % 2], rng: &rng, now: now)
+            let view = RasterView.tile(TileID.containing(center, zoom: 8 + Int(rng.next() % 5)), tileSize: 256, density: 1 + Int(rng.next() % 2))
+            let c = try r.collect(layer, view, now: now)
+            let sorted = c.items.sorted { TileRenderer.less(layer, $0, $1) }
+            var withRows = CoverageMask(width: view.width, height: view.height, exact: culling == .exact)
+            let fast = TileRenderer.cullExact(sorted, c.sprites, &withRows)
+            var everyRow = CoverageMask(width: view.width, height: view.height, exact: culling == .exact)
+            let shapes = CoverageMask.Shapes(c.sprites)
+            var kept: [TileRenderer.Item] = [], clips: [Int16] = []
+            for it in sorted.reversed() { TileRenderer.cullOne(it, shapes, &everyRow, &kept, &clips) }
+            kept.reverse()
+            func key(_ it: TileRenderer.Item) -> [Int32] { [it.slot, it.x, it.y, it.sprite, it.copy, it.clip] }
+            #expect(fast.items.map(key) == kept.map(key), "round \(round): kept draws differ")
+            #expect(fast.clips == clips, "round \(round): clips differ")
+            #expect(withRows.bits == everyRow.bits && withRows.levels == everyRow.levels, "round \(round): masks differ")
+            stacked += sorted.count - Set(sorted.map { [$0.x, $0.y, $0.sprite] }).count
+        }
+        #expect(stacked > 1000, "only \(stacked) draws shared a position")
     }
 
     /// `RadixSort.order` is the stable sort by key: small and large key ranges, few and many
