@@ -22,8 +22,11 @@ private import Synchronization
 /// thread too).
 ///
 /// Bands only pay off when the other core is idle, so they are used only while no other render
-/// runs in this process (`rendersRunning`, counting `render` calls of every renderer): under
-/// many concurrent tile requests every render keeps to its own thread. The second thread is
+/// runs in this process (`rendersRunning`, counting `render` and `renderTile` calls, the latter
+/// until its PNG is encoded, of every renderer): under many concurrent tile requests every
+/// render keeps to its own thread. Bands cost about 15 % more CPU time than one thread (draws
+/// that straddle the cut are sorted and tested in both bands; measured on marker-bench's 10M z10
+/// city tiles), which is what concurrent requests lose when one of them renders alone. The second thread is
 /// Dispatch's (`DispatchQueue.concurrentPerform`; the calling thread renders the other band).
 extension TileRenderer {
     /// Default `bandsAbove`: 2,000 draws. Chosen from marker-bench's in-process city tiles: a

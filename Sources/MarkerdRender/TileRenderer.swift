@@ -303,6 +303,11 @@ public final class TileRenderer: Sendable {
     public func render(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
         let running = TileRenderer.renderStarted()
         defer { TileRenderer.renderEnded() }
+        return try render(layer, view, now: now, alone: running == 1)
+    }
+
+    /// `render`; `alone`: no other render runs (bands allowed, step 5).
+    func render(_ layer: MarkerLayer, _ view: RasterView, now: Int64, alone: Bool) throws(RenderError) -> RenderedRaster {
         if usesSweep(layer, view) {
             let (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
             var canvas = TileCanvas(width: view.width, height: view.height)
@@ -310,7 +315,7 @@ public final class TileRenderer: Sendable {
             return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
         }
         let (items, sprites, markers) = try collect(layer, view, now: now)
-        let (canvas, draws) = running == 1 && items.count >= bandsAbove
+        let (canvas, draws) = alone && items.count >= bandsAbove
             ? renderBands(layer, items, sprites, width: view.width, height: view.height)
             : renderItems(layer, items, sprites, width: view.width, height: view.height)
         return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: markers)
@@ -346,9 +351,13 @@ public final class TileRenderer: Sendable {
 
     /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`); an empty tile is the
     /// shared `TransparentTile`. `debugOverlay` draws the tile's border and "z/x/y entries=N".
+    /// Counts as one render for the bands' test (`renderStarted`) until the PNG is encoded, so
+    /// that another tile's render does not take a second thread from this tile's encoding.
     public func renderTile(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
                            debugOverlay: Bool = false) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
-        var r = try render(layer, view: .tile(tile, tileSize: tileSize, density: density), now: now)
+        let running = TileRenderer.renderStarted()
+        defer { TileRenderer.renderEnded() }
+        var r = try render(layer, .tile(tile, tileSize: tileSize, density: density), now: now, alone: running == 1)
         if debugOverlay {
             let overlay = try DebugOverlay.image(width: r.canvas.width, height: r.canvas.height, density: density,
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")
