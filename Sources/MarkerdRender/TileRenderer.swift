@@ -141,7 +141,13 @@ public struct RenderedRaster: Sendable {
 ///
 /// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
 /// it is settled already), so in a dense tile, where a kept pin mostly shows a few rows at its
-/// top, adding it costs those rows, not the sprite's height.
+/// top, adding it costs those rows, not the sprite's height; and step 2 remembers per sprite
+/// position the row from which a draw there was settled (`SettledRows`), so the next marker
+/// stacked there is tested down to that row only. Measured on marker-bench's cold city tiles
+/// (`--only citytiles`, 10M markers, z10: about 20k pins in the densest tiles), process CPU per
+/// tile p50 / p99 on one thread 7.6 / 17.2 ms against 12.9 / 31.4 ms before these two and the
+/// cheaper sort (step 1); two bands cost about 15 % more CPU and pay off in wall-clock time only
+/// when the second core is idle (see Benchmarks/README.md).
 ///
 /// In every path a sprite position found fully settled is remembered per sprite
 /// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite
