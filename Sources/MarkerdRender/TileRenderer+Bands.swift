@@ -1,6 +1,9 @@
 import Dispatch
 import MarkerdCore
 private import Synchronization
+#if canImport(Glibc)
+private import Glibc
+#endif
 
 /// Two threads for one dense raster (`TileRenderer.bandsAbove`).
 ///
@@ -28,6 +31,12 @@ private import Synchronization
 /// that straddle the cut are sorted and tested in both bands; measured on marker-bench's 10M z10
 /// city tiles), which is what concurrent requests lose when one of them renders alone. The second thread is
 /// Dispatch's (`DispatchQueue.concurrentPerform`; the calling thread renders the other band).
+///
+/// Nor when the machine is busy (`idleCoreLikely`: the 1-minute load average at least the number
+/// of online CPUs): then the helper thread waits in the run queue for milliseconds while the
+/// calling thread, done with its band, waits for it. Measured on the 2-core machine with a load
+/// average of 4-9 from other work: two bands gave no wall-clock gain at all on marker-bench's
+/// 10M z10 city tiles (p50 11.9 against 11.1 ms one thread, p99 longer), for 15 % more CPU.
 extension TileRenderer {
     /// Default `bandsAbove`: 2,000 draws. Chosen from marker-bench's in-process city tiles: a
     /// render of that many default pins takes about 1 ms of CPU, so handing half of it to a
@@ -40,6 +49,17 @@ extension TileRenderer {
     static func renderStarted() -> Int { rendersRunning.wrappingAdd(1, ordering: .relaxed).newValue }
 
     static func renderEnded() { rendersRunning.wrappingSubtract(1, ordering: .relaxed) }
+
+    /// True when a second thread is likely to get a core at once: the 1-minute load average is
+    /// below the number of online CPUs (true when either cannot be read). Reads /proc/loadavg
+    /// (a few µs; asked only for rasters of at least `bandsAbove` draws, which take a
+    /// millisecond or more).
+    static func idleCoreLikely() -> Bool {
+        var load = [Double](repeating: 0, count: 1)
+        let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        guard cpus > 0, getloadavg(&load, 1) == 1 else { return true }
+        return load[0] < Double(cpus)
+    }
 
     /// The row at which to cut `height` rows (1 ..< height) so that the larger band holds the
     /// fewest items (an item counts in every band its sprite rows reach).

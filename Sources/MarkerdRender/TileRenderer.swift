@@ -136,8 +136,9 @@ public struct RenderedRaster: Sendable {
 ///    heap entry and a mask test.
 /// 5. Rasters that collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
-///    own thread when no other render is running (`TileRenderer+Bands.swift`); the two canvases
-///    are stacked before PNG encoding. Culling is pixel-local, so each band keeps the bound.
+///    own thread when no other render is running and the load average is below the number of
+///    CPUs (`TileRenderer+Bands.swift`); the two canvases are stacked before PNG encoding.
+///    Culling is pixel-local, so each band keeps the bound.
 ///
 /// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
 /// it is settled already), so in a dense tile, where a kept pin mostly shows a few rows at its
@@ -195,8 +196,8 @@ public final class TileRenderer: Sendable {
     ///
     /// `bandsAbove`: rasters that collect at least this many draws (markers times the world
     /// copies their sprite touches; `.max`: never) are culled and drawn as two horizontal bands on
-    /// two threads when no other render of any renderer is running (see `TileRenderer+Bands.swift`;
-    /// default `defaultBandsAbove`).
+    /// two threads when no other render of any renderer is running and the load average is below
+    /// the number of CPUs (see `TileRenderer+Bands.swift`; default `defaultBandsAbove`).
     public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000,
                 bandsAbove: Int = TileRenderer.defaultBandsAbove) {
         self.sprites = sprites
@@ -321,7 +322,7 @@ public final class TileRenderer: Sendable {
             return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
         }
         let (items, sprites, markers) = try collect(layer, view, now: now)
-        let (canvas, draws) = alone && items.count >= bandsAbove
+        let (canvas, draws) = alone && items.count >= bandsAbove && TileRenderer.idleCoreLikely()
             ? renderBands(layer, items, sprites, width: view.width, height: view.height)
             : renderItems(layer, items, sprites, width: view.width, height: view.height)
         return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: markers)

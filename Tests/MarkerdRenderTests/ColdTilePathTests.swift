@@ -184,6 +184,18 @@ import Testing
         }
     }
 
+    /// `idleCoreLikely` is "1-minute load average below the online CPUs", read from /proc
+    /// (compared when the load average did not cross the CPU count around the call).
+    @Test func idleCoreFollowsTheLoadAverage() throws {
+        func load() throws -> Double {
+            let text = try String(contentsOfFile: "/proc/loadavg", encoding: .utf8)
+            return try #require(text.split(separator: " ").first.flatMap { Double($0) })
+        }
+        let cpus = Double(ProcessInfo.processInfo.activeProcessorCount)
+        let before = try load(), got = TileRenderer.idleCoreLikely(), after = try load()
+        if (before < cpus) == (after < cpus) { #expect(got == (before < cpus), "load \(before), \(cpus) CPUs") }
+    }
+
     /// Stacking keeps every pixel of both canvases, top then bottom.
     @Test func stackingKeepsBothCanvases() {
         var rng = SplitMix64(seed: testSeed())
