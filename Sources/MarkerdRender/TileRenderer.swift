@@ -445,11 +445,16 @@ public final class TileRenderer: Sendable {
     /// Items in draw order: keeps those not covered by later ones, each with its clip
     /// (`CoverageMask.uncovered`: the sprite rows and, per row, the columns from the first to
     /// the last pixel not settled by later draws; `clips[item.clip...]`).
-    static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask) -> (items: [Item], clips: [Int16]) {
+    ///
+    /// `settledRows`: whether to keep `SettledRows` (nil: from `SettledRows.minItems` items up; its
+    /// table of 2 bytes per sprite position costs more than it saves in sparse rasters).
+    static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask,
+                          settledRows: Bool? = nil) -> (items: [Item], clips: [Int16]) {
         var kept: [Item] = []
         var clips: [Int16] = []
         let shapes = CoverageMask.Shapes(sprites)
-        var rows: SettledRows? = SettledRows(width: mask.width, height: mask.height)
+        var rows: SettledRows? = settledRows ?? (items.count >= SettledRows.minItems)
+            ? SettledRows(width: mask.width, height: mask.height) : nil
         for it in items.reversed() { cullOne(it, shapes, &mask, &kept, &clips, rows: &rows) }
         kept.reverse()
         return (kept, clips)
@@ -463,6 +468,8 @@ public final class TileRenderer: Sendable {
     /// markers stacked on one position and kept for their top rows cost a few rows each, not the
     /// sprite's height.
     struct SettledRows {
+        /// Rasters with fewer items do without (`cullExact`).
+        static let minItems = 1024
         let width: Int, height: Int
         /// Per shape (allocated on first use): 0 unknown, else the row plus 1.
         private var rows: [[UInt16]] = []

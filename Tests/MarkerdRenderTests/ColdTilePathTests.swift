@@ -60,7 +60,7 @@ import Testing
             let c = try r.collect(layer, view, now: now)
             let sorted = c.items.sorted { TileRenderer.less(layer, $0, $1) }
             var withRows = CoverageMask(width: view.width, height: view.height, exact: culling == .exact)
-            let fast = TileRenderer.cullExact(sorted, c.sprites, &withRows)
+            let fast = TileRenderer.cullExact(sorted, c.sprites, &withRows, settledRows: true)
             var everyRow = CoverageMask(width: view.width, height: view.height, exact: culling == .exact)
             let shapes = CoverageMask.Shapes(c.sprites)
             var kept: [TileRenderer.Item] = [], clips: [Int16] = []
