@@ -38,11 +38,14 @@ private import Glibc
 /// average of 4-9 from other work: two bands gave no wall-clock gain at all on marker-bench's
 /// 10M z10 city tiles (p50 11.9 against 11.1 ms one thread, p99 longer), for 15 % more CPU.
 extension TileRenderer {
-    /// Default `bandsAbove`: 2,000 draws. Chosen from marker-bench's in-process city tiles: a
-    /// render of that many default pins takes about 1 ms of CPU, so handing half of it to a
-    /// second thread (tens of µs to wake it, plus the stacking copy of the canvas) pays off; the
-    /// small golden test tiles stay on one thread.
-    public static let defaultBandsAbove = 2_000
+    /// Default `bandsAbove`: `Int.max`, off. Measured through GetTile on a quiet 2-core machine
+    /// (load average about 1, 10M markers, bands from 2,000 draws): the z10 city tiles gained
+    /// nothing in wall-clock time (p50 / p99 10.84 / 19.05 ms against 10.46 / 20.52 ms on one
+    /// thread), while markerd's CPU time grew for every tile, also the ones rendered on one
+    /// thread (z18 1.48 against 0.94 ms per call, z0 560 against 320 ms: Dispatch's worker
+    /// threads keep running after the bands), so bands are opt-in (e.g. 2,000 draws: a render of
+    /// that many default pins takes about 1 ms of CPU).
+    public static let defaultBandsAbove = Int.max
 
     /// Counts a `render` call starting; returns how many run now (this one included), in every
     /// renderer of the process. Each call is paired with `renderEnded()`.

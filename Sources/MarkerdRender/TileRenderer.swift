@@ -134,7 +134,8 @@ public struct RenderedRaster: Sendable {
 ///    when the footprint placed there is settled (remembered per position, as settling only
 ///    grows), so markers stacked on busy positions cost a grid entry read, not a style lookup, a
 ///    heap entry and a mask test.
-/// 5. Rasters that collect at least `bandsAbove` draws (step 4 aside) are cut into two
+/// 5. Optionally (off by default: no gain measured, see `defaultBandsAbove`), rasters that
+///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
 ///    own thread when no other render is running and the load average is below the number of
 ///    CPUs (`TileRenderer+Bands.swift`); the two canvases are stacked before PNG encoding.
@@ -147,8 +148,8 @@ public struct RenderedRaster: Sendable {
 /// stacked there is tested down to that row only. Measured on marker-bench's cold city tiles
 /// (`--only citytiles`, 10M markers, z10: about 20k pins in the densest tiles), process CPU per
 /// tile p50 / p99 on one thread 7.6 / 17.2 ms against 12.9 / 31.4 ms before these two and the
-/// cheaper sort (step 1); two bands cost about 15 % more CPU and pay off in wall-clock time only
-/// when the second core is idle (see Benchmarks/README.md).
+/// cheaper sort (step 1); two bands cost about 15 % more CPU and gave no wall-clock gain, even on
+/// a quiet machine (see Benchmarks/README.md).
 ///
 /// In every path a sprite position found fully settled is remembered per sprite
 /// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite

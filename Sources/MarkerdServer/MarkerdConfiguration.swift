@@ -23,9 +23,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// Rendered raster tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
     public var tileCacheBytes: Int = 256 << 20
     /// Tiles and snapshots that collect at least this many draws are rendered as two bands on two
-    /// threads while no other render runs (`TileRenderer.bandsAbove`). Default 2,000; `Int.max`
-    /// (`--tile-bands-above off`): always one thread.
-    public var tileBandsAbove: Int = 2_000
+    /// threads while no other render runs (`TileRenderer.bandsAbove`). Default `Int.max`
+    /// (`--tile-bands-above off`): always one thread (two bands gave no gain, see
+    /// `TileRenderer.defaultBandsAbove`).
+    public var tileBandsAbove: Int = .max
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -57,7 +58,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                                  port 0 picks one). Default off
       --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
       --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
-                                 tile renders. Default 2000; off = one thread always
+                                 tile renders. Default off (one thread)
       -h, --help                 this text
       --version                  print the version
     """

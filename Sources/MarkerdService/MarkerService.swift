@@ -23,7 +23,7 @@ public struct ServiceConfiguration: Sendable {
     public var tileCacheBytes: Int = 256 << 20
     /// `TileRenderer.bandsAbove` of the service's renderer: rasters with at least this many draws
     /// render on two threads while no other render runs. Default `TileRenderer.defaultBandsAbove`
-    /// (2,000); `Int.max`: never.
+    /// (`Int.max`: never).
     public var tileBandsAbove: Int = TileRenderer.defaultBandsAbove
 
     public enum Fsync: Sendable {
