@@ -42,8 +42,8 @@ extension TileRenderer {
     /// (load average about 1, 10M markers, bands from 2,000 draws): the z10 city tiles gained
     /// nothing in wall-clock time (p50 / p99 10.84 / 19.05 ms against 10.46 / 20.52 ms on one
     /// thread), while markerd's CPU time grew for every tile, also the ones rendered on one
-    /// thread (z18 1.48 against 0.94 ms per call, z0 560 against 320 ms: Dispatch's worker
-    /// threads keep running after the bands), so bands are opt-in (e.g. 2,000 draws: a render of
+    /// thread (z18 1.48 against 0.94 ms per call, z0 560 against 320 ms; presumably Dispatch's
+    /// worker threads running on after the bands, not profiled), so bands are opt-in (e.g. 2,000 draws: a render of
     /// that many default pins takes about 1 ms of CPU).
     public static let defaultBandsAbove = Int.max
 
