@@ -15,15 +15,9 @@ struct InProcessBench {
     func run() throws {
         let label = Table.count(layer.count)
         Progress.log("[\(label)] in-process: building MarkerLayer with \(label) markers")
-        var core = try MarkerLayer()
-        let (_, build) = try timed { () throws -> Void in
-            var start = 0
-            while start < layer.count {
-                let end = min(layer.count, start + 100_000)
-                _ = try core.upsert(layer.records(start..<end), now: 0)
-                start = end
-            }
-        }
+        let built = try layer.coreLayer()
+        var core = built.layer
+        let build = built.elapsed
         guard core.count == layer.count else { throw BenchError("in-process layer holds \(core.count) markers") }
         table.add(Row(size: label, measure: "in-process MarkerLayer.upsert (build, batches of 100k)",
                       value: Table.rate(Double(layer.count) / build.seconds), unit: "markers/s",
@@ -74,7 +68,9 @@ struct InProcessBench {
             var cpu: [Double] = []
             var swept = 0
             // `--only render`: the second renderer takes the sweep for every tile.
-            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer(sweepAbove: options.renderOnly ? 0 : 500_000)] {
+            // One thread each (no bands), so that thread CPU time counts the whole render.
+            for renderer in [TileRenderer(sweepAbove: .max, bandsAbove: .max),
+                             TileRenderer(sweepAbove: options.renderOnly ? 0 : 500_000, bandsAbove: .max)] {
                 let cpu0 = Machine.threadCPUSeconds
                 for t in tiles {
                     let v = RasterView.tile(t, tileSize: 256, density: 1)

@@ -42,6 +42,8 @@ struct Options: Sendable {
     /// In-process section: only the z0 render with the node sweep, best of 20 (`--only z0`: a
     /// profile of the dense-tile sweep alone, for `perf record`).
     var zoomZeroOnly = false
+    /// Run `CityTileBench` (`--only citytiles`: TileBench's cold tiles rendered in this process).
+    var runCityTiles = false
     /// The one section `--only` asked for, or nil.
     var only: String? = nil {
         didSet {
@@ -50,6 +52,7 @@ struct Options: Sendable {
             runTiles = only == "tiles"
             renderOnly = only == "render" || only == "z0"
             zoomZeroOnly = only == "z0"
+            runCityTiles = only == "citytiles"
             runClusters = only == "clusters"
             runViewport = only == "viewport"
             skipDurability = only != "durability" && only != "restart"
@@ -80,11 +83,12 @@ struct Options: Sendable {
       --skip-durability    skip journal/fsync/snapshot/restart measurements
       --only SECTION       run one section: rpc, inprocess, durability, restart (the
                            durability section's restart from snapshot + journal tail only),
-                           tiles, clusters, or render (the in-process section's
+                           tiles, clusters, render (the in-process section's
                            renders only, node sweep only), z0 (only the
-                           in-process z0 render with the node sweep, best of 20), or
-                           viewport (QueryViewport's server work in process, thread CPU
-                           time per call)
+                           in-process z0 render with the node sweep, best of 20),
+                           citytiles (the tiles section's cold tiles rendered
+                           in-process, for profiling), or viewport (QueryViewport's
+                           server work in process, thread CPU time per call)
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -135,7 +139,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "viewport"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "viewport"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

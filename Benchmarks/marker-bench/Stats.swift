@@ -123,6 +123,13 @@ enum Machine {
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
+    /// CPU time every thread of this process has used, in seconds (CLOCK_PROCESS_CPUTIME_ID).
+    static var processCPUSeconds: Double {
+        var t = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
     /// The 1-minute load average (runnable threads), or nil.
     static var loadAverage: Double? {
         (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.flatMap { Double($0) }

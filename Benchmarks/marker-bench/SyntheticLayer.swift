@@ -123,6 +123,23 @@ struct SyntheticLayer: Sendable {
     /// Average id length in bytes.
     var averageIDBytes: Double { count == 0 ? 0 : Double(totalIDBytes) / Double(count) }
 
+    /// The tile at `zoom` under a random marker of a city cluster (within 3 sigma of a city
+    /// centre), so that the tile shows markers at every zoom (the cold tiles of `TileBench` and
+    /// `CityTileBench`).
+    func tileNearCity(zoom: Int, _ rng: inout SeededRNG) -> TileID {
+        while true {
+            let p = position(rng.index(count))
+            let nearCity = cities.contains { c in
+                let north = (p.latitude - c.latitude) * Self.kmPerDegree
+                var dLon = abs(p.longitude - c.longitude)
+                if dLon > 180 { dLon = 360 - dLon }
+                let east = dLon * Self.kmPerDegree * Foundation.cos(c.latitude * Double.pi / 180)
+                return north * north + east * east <= 9 * c.sigmaKm * c.sigmaKm
+            }
+            if nearCity { return TileID.containing(p, zoom: zoom) }
+        }
+    }
+
     /// Position of marker `i`.
     func position(_ i: Int) -> LatLng { LatLng(latitude: latitudes[i], longitude: longitudes[i]) }
 
@@ -222,5 +239,23 @@ struct SyntheticLayer: Sendable {
                                      position: V1.LatLng(latitude: m.position.latitude, longitude: m.position.longitude)))
         }
         return out
+    }
+}
+
+extension SyntheticLayer {
+    /// MarkerdCore's `MarkerLayer` holding every marker (upserts in batches of 100k at time 0),
+    /// and how long building it took (including the `MarkerRecord` values).
+    func coreLayer() throws -> (layer: MarkerLayer, elapsed: Duration) {
+        var core = try MarkerLayer()
+        let (_, elapsed) = try timed { () throws -> Void in
+            var start = 0
+            while start < count {
+                let end = min(count, start + 100_000)
+                _ = try core.upsert(records(start..<end), now: 0)
+                start = end
+            }
+        }
+        guard core.count == count else { throw BenchError("in-process layer holds \(core.count) markers") }
+        return (core, elapsed)
     }
 }

@@ -83,22 +83,6 @@ struct TileBench {
         }
     }
 
-    /// The tile under a random marker of a city cluster (within 3 sigma of a city centre), so
-    /// that the tile shows markers at every zoom.
-    private func tileNearCity(zoom: Int, _ rng: inout SeededRNG) -> TileID {
-        while true {
-            let p = layer.position(rng.index(layer.count))
-            let nearCity = layer.cities.contains { c in
-                let north = (p.latitude - c.latitude) * SyntheticLayer.kmPerDegree
-                var dLon = abs(p.longitude - c.longitude)
-                if dLon > 180 { dLon = 360 - dLon }
-                let east = dLon * SyntheticLayer.kmPerDegree * Foundation.cos(c.latitude * Double.pi / 180)
-                return north * north + east * east <= 9 * c.sigmaKm * c.sigmaKm
-            }
-            if nearCity { return TileID.containing(p, zoom: zoom) }
-        }
-    }
-
     private func request(_ t: TileID) -> V1.GetTileRequest {
         V1.GetTileRequest(layerID: Self.layerID, z: UInt32(t.z), x: t.x, y: t.y, tileSize: 256, density: 1)
     }
@@ -118,7 +102,7 @@ struct TileBench {
         var sizes: Floor.Sizes? = nil
         Progress.log("[\(label)] GetTile cold z\(z): \(coldCalls) calls")
         for _ in 0..<coldCalls {
-            let t = tileNearCity(zoom: z, &rng)
+            let t = layer.tileNearCity(zoom: z, &rng)
             if !asked.insert(t).inserted {
                 try mover.bump(client, into: t)
                 bumps += 1
@@ -205,7 +189,7 @@ struct TileBench {
         let seed = options.seed &+ UInt64(100 + inFlight)
         var local = SeededRNG(seed: seed)
         while set.count < want && tries < want * 50 {
-            set.insert(tileNearCity(zoom: 13, &local))
+            set.insert(layer.tileNearCity(zoom: 13, &local))
             tries += 1
         }
         let requests = set.map(request)

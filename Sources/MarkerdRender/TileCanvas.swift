@@ -30,6 +30,16 @@ public struct TileCanvas: Sendable {
         self.pixels = [UInt8](repeating: 0, count: width * height * 4)
     }
 
+    /// `top` above `bottom`: a canvas as wide as both (they must be equally wide) and as high as
+    /// the two together, empty when both are.
+    public init(stacking top: TileCanvas, _ bottom: TileCanvas) {
+        precondition(top.width == bottom.width, "stacking canvases of widths \(top.width) and \(bottom.width)")
+        width = top.width
+        height = top.height + bottom.height
+        pixels = top.pixels + bottom.pixels
+        isEmpty = top.isEmpty && bottom.isEmpty
+    }
+
     /// Makes the canvas fully transparent again, keeping its memory.
     public mutating func clear() {
         if isEmpty { return }

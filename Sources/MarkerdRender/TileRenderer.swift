@@ -49,17 +49,31 @@ public struct RasterView: Sendable, Hashable {
 
     /// The device px (relative to the canvas) of a world x, for the world copy `k` (-1, 0, 1).
     @inline(__always) func pixelX(_ x: UInt32, copy k: Int) -> Int64 {
-        Self.floor((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5) - originX
+        RasterView.floor((Double(x) + Double(k) * Mercator.worldSize) * scale + 0.5) - originX
     }
 
     @inline(__always) func pixelY(_ y: UInt32) -> Int64 {
-        Self.floor(Double(y) * scale + 0.5) - originY
+        RasterView.floor(Double(y) * scale + 0.5) - originY
     }
 
-    /// `Int64(v.rounded(.down))` without a call into the C library (`v` finite, in Int64's range).
+    /// `Int64(v.rounded(.down))` for |v| < 2^63, without a call to libm's `floor` (the build
+    /// targets baseline x86-64, which has no rounding instruction).
     @inline(__always) static func floor(_ v: Double) -> Int64 {
         let t = Int64(v)
         return Double(t) > v ? t - 1 : t
+    }
+
+    /// The world copies (-1, 0, 1) whose sprites can touch the canvas: those whose device-pixel
+    /// span, widened each way by 4096 px (more than any sprite: icons up to 1024 px, times
+    /// density 3), meets the canvas.
+    var copies: ClosedRange<Int> {
+        let world = Mercator.worldSize * scale, reach = 4096.0
+        var lo = 1, hi = -1
+        for k in -1...1 {
+            let left = Double(k) * world - Double(originX) - reach, right = Double(k + 1) * world - Double(originX) + reach
+            if left < Double(width) && right > 0 { lo = min(lo, k); hi = max(hi, k) }
+        }
+        return lo <= hi ? lo...hi : 0...0
     }
 }
 
@@ -120,6 +134,22 @@ public struct RenderedRaster: Sendable {
 ///    position alone when the footprint placed there is settled (remembered per position, as
 ///    settling only grows), so markers stacked on busy positions cost a grid entry read, not a
 ///    style lookup, a heap entry and a mask test.
+/// 5. Optionally (off by default: no gain measured, see `defaultBandsAbove`), rasters that
+///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
+///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
+///    own thread when no other render is running and the load average is below the number of
+///    CPUs (`TileRenderer+Bands.swift`); the two canvases are stacked before PNG encoding.
+///    Culling is pixel-local, so each band keeps the bound.
+///
+/// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
+/// it is settled already), so in a dense tile, where a kept pin mostly shows a few rows at its
+/// top, adding it costs those rows, not the sprite's height; and step 2 remembers per sprite
+/// position the row from which a draw there was settled (`SettledRows`), so the next marker
+/// stacked there is tested down to that row only. Measured on marker-bench's cold city tiles
+/// (`--only citytiles`, 10M markers, z10: about 20k pins in the densest tiles), process CPU per
+/// tile p50 / p99 on one thread 7.6 / 17.2 ms against 12.9 / 31.4 ms before these two and the
+/// cheaper sort (step 1); two bands cost about 15 % more CPU and gave no wall-clock gain, even on
+/// a quiet machine (see Benchmarks/README.md).
 ///
 /// In every path a sprite position found fully settled is remembered per sprite
 /// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite
@@ -143,8 +173,10 @@ public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
     public let culling: Culling
-    /// See `init(sprites:culling:sweepAbove:)`.
+    /// See `init(sprites:culling:sweepAbove:bandsAbove:)`.
     public let sweepAbove: Int
+    /// See `init(sprites:culling:sweepAbove:bandsAbove:)`.
+    public let bandsAbove: Int
     /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
     /// rounding of positions and anchors, and pin sprites' minimum size of 4 px.
     public static let marginPx: Double = 4
@@ -164,16 +196,24 @@ public final class TileRenderer: Sendable {
     /// 8 markers per device pixel of a 256 px tile) is where the sweep paid off in marker-bench's
     /// in-process rows: 2.5x less CPU for the z0 tile over 1M markers, 6x over 10M, but no gain
     /// (up to 45 % more) for z4 and z10 city tiles holding fewer markers per pixel.
-    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000) {
+    ///
+    /// `bandsAbove`: rasters that collect at least this many draws (markers times the world
+    /// copies their sprite touches; `.max`: never) are culled and drawn as two horizontal bands on
+    /// two threads when no other render of any renderer is running and the load average is below
+    /// the number of CPUs (see `TileRenderer+Bands.swift`; default `defaultBandsAbove`).
+    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000,
+                bandsAbove: Int = TileRenderer.defaultBandsAbove) {
         self.sprites = sprites
         self.culling = culling
         self.sweepAbove = sweepAbove
+        self.bandsAbove = bandsAbove
     }
 
     /// Convenience: pins through a fresh `SpriteCache`, image icons from `images`.
     public convenience init(culling: Culling = .withinOne, sweepAbove: Int = 500_000,
+                            bandsAbove: Int = TileRenderer.defaultBandsAbove,
                             images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
-        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove)
+        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove, bandsAbove: bandsAbove)
     }
 
     struct Item {
@@ -201,8 +241,12 @@ public final class TileRenderer: Sendable {
         var geometry: [(anchorX: Int64, anchorY: Int64, width: Int64, height: Int64, blank: Bool)] = []
         var failure: RenderError? = nil
 
+        /// `view.copies`.
+        let copies: ClosedRange<Int>
+
         init(_ renderer: TileRenderer, _ layer: MarkerLayer, _ view: RasterView) {
             self.renderer = renderer; self.layer = layer; self.view = view
+            copies = view.copies
         }
 
         /// The sprite index of a style index (nil, with `failure` set, when it cannot be drawn).
@@ -233,7 +277,7 @@ public final class TileRenderer: Sendable {
             if top >= h || top + g.height <= 0 { return false }
             // The world copies left to right (a marker near the antimeridian shows on both sides).
             var touched = false
-            for k in -1...1 {
+            for k in copies {
                 let left = view.pixelX(c.x, copy: k) - g.anchorX
                 if left >= w || left + g.width <= 0 { continue }
                 items.append(Item(slot: c.slot, x: Int32(left), y: Int32(top), sprite: sIndex, zIndex: c.zIndex, copy: Int32(k), worldY: c.y))
@@ -267,16 +311,37 @@ public final class TileRenderer: Sendable {
 
     /// Renders `view` (see the type's documentation). Throws when a pin sprite cannot be drawn.
     public func render(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
-        let kept: [Item], clips: [Int16], sprites: [TileSprite], markers: Int, visited: Int
+        let running = TileRenderer.renderStarted()
+        defer { TileRenderer.renderEnded() }
+        return try render(layer, view, now: now, alone: running == 1)
+    }
+
+    /// `render`; `alone`: no other render runs (bands allowed, step 5).
+    func render(_ layer: MarkerLayer, _ view: RasterView, now: Int64, alone: Bool) throws(RenderError) -> RenderedRaster {
         if usesSweep(layer, view) {
-            (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
-        } else {
-            let items: [Item]
-            (items, sprites, markers) = try collect(layer, view, now: now)
-            visited = markers
-            (kept, clips) = cull(layer, items, sprites, width: view.width, height: view.height)
+            let (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
+            var canvas = TileCanvas(width: view.width, height: view.height)
+            let draws = Self.draw(kept, clips, sprites, on: &canvas)
+            return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
         }
-        var canvas = TileCanvas(width: view.width, height: view.height)
+        let (items, sprites, markers) = try collect(layer, view, now: now)
+        let (canvas, draws) = alone && items.count >= bandsAbove && TileRenderer.idleCoreLikely()
+            ? renderBands(layer, items, sprites, width: view.width, height: view.height)
+            : renderItems(layer, items, sprites, width: view.width, height: view.height)
+        return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: markers)
+    }
+
+    /// Steps 1-3 for collected items on this thread: the canvas and the draws performed.
+    func renderItems(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (canvas: TileCanvas, draws: Int) {
+        let (kept, clips) = cull(layer, items, sprites, width: width, height: height)
+        var canvas = TileCanvas(width: width, height: height)
+        let draws = Self.draw(kept, clips, sprites, on: &canvas)
+        return (canvas, draws)
+    }
+
+    /// Step 3: draws the culled items (in draw order), a run of identical draws at once; returns
+    /// the compositions performed.
+    static func draw(_ kept: [Item], _ clips: [Int16], _ sprites: [TileSprite], on canvas: inout TileCanvas) -> Int {
         var draws = 0
         var i = 0
         while i < kept.count {
@@ -291,14 +356,18 @@ public final class TileRenderer: Sendable {
             draws += 1
             i = j
         }
-        return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
+        return draws
     }
 
     /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`); an empty tile is the
     /// shared `TransparentTile`. `debugOverlay` draws the tile's border and "z/x/y entries=N".
+    /// Counts as one render for the bands' test (`renderStarted`) until the PNG is encoded, so
+    /// that another tile's render does not take a second thread from this tile's encoding.
     public func renderTile(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
                            debugOverlay: Bool = false) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
-        var r = try render(layer, view: .tile(tile, tileSize: tileSize, density: density), now: now)
+        let running = TileRenderer.renderStarted()
+        defer { TileRenderer.renderEnded() }
+        var r = try render(layer, .tile(tile, tileSize: tileSize, density: density), now: now, alone: running == 1)
         if debugOverlay {
             let overlay = try DebugOverlay.image(width: r.canvas.width, height: r.canvas.height, density: density,
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")
@@ -338,7 +407,10 @@ public final class TileRenderer: Sendable {
         var mask = CoverageMask(width: width, height: height, exact: culling == .exact)
         // Ranks of the z-indexes present.
         var zs: [Int32: Int] = [:]
-        for it in items where zs[it.zIndex] == nil { zs[it.zIndex] = 0 }
+        var seenZ = items[0].zIndex
+        zs[seenZ] = 0
+        // (A hash per change of z-index, not per item: usually there is one z-index.)
+        for it in items where it.zIndex != seenZ { seenZ = it.zIndex; zs[seenZ] = 0 }
         let zsorted = zs.keys.sorted()
         guard zsorted.count < 65536 else {
             // Rare (more than 65535 z-indexes in one raster): a comparison sort.
@@ -376,13 +448,57 @@ public final class TileRenderer: Sendable {
     /// Items in draw order: keeps those not covered by later ones, each with its clip
     /// (`CoverageMask.uncovered`: the sprite rows and, per row, the columns from the first to
     /// the last pixel not settled by later draws; `clips[item.clip...]`).
-    static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask) -> (items: [Item], clips: [Int16]) {
+    ///
+    /// `settledRows`: whether to keep `SettledRows` (nil: from `SettledRows.minItems` items up; its
+    /// table of 2 bytes per sprite position costs more than it saves in sparse rasters).
+    static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask,
+                          settledRows: Bool? = nil) -> (items: [Item], clips: [Int16]) {
         var kept: [Item] = []
         var clips: [Int16] = []
         let shapes = CoverageMask.Shapes(sprites)
-        for it in items.reversed() { cullOne(it, shapes, &mask, &kept, &clips) }
+        var rows: SettledRows? = settledRows ?? (items.count >= SettledRows.minItems)
+            ? SettledRows(width: mask.width, height: mask.height) : nil
+        for it in items.reversed() { cullOne(it, shapes, &mask, &kept, &clips, rows: &rows) }
         kept.reverse()
         return (kept, clips)
+    }
+
+    /// Per sprite position (top-left `x` in `-shape.width ..< width`, `y` in
+    /// `-shape.height ..< height`, the first `CoverageMask.memoShapes` shapes), the sprite row
+    /// from which down a draw there was last found settled (the end of its clip's rows).
+    /// Settling only grows, so a later-visited draw of the same sprite there is settled from that
+    /// row down too, and its test (`CoverageMask.uncovered`) stops at that row: in a dense tile,
+    /// markers stacked on one position and kept for their top rows cost a few rows each, not the
+    /// sprite's height.
+    struct SettledRows {
+        /// Rasters with fewer items do without (`cullExact`).
+        static let minItems = 1024
+        let width: Int, height: Int
+        /// Per shape (allocated on first use): 0 unknown, else the row plus 1.
+        private var rows: [[UInt16]] = []
+
+        init(width: Int, height: Int) { self.width = width; self.height = height }
+
+        @inline(__always) private func index(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int) -> Int? {
+            guard s < CoverageMask.memoShapes, shape.height < Int(UInt16.max), x > -shape.width, x < width,
+                  y > -shape.height, y < height else { return nil }
+            return (y + shape.height) * (width + shape.width) + x + shape.width
+        }
+
+        /// The rows of shape `s` at (`x`, `y`) that may still hold a pixel not settled: `0 ..< bound`.
+        @inline(__always) func bound(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int) -> Int {
+            guard s < rows.count, let i = index(s, shape, x: x, y: y), !rows[s].isEmpty else { return shape.height }
+            let r = rows[s][i]
+            return r == 0 ? shape.height : Int(r) - 1
+        }
+
+        /// Records that shape `s` at (`x`, `y`) is settled from row `row` down.
+        mutating func set(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int, row: Int) {
+            guard let i = index(s, shape, x: x, y: y) else { return }
+            if rows.count <= s { rows.append(contentsOf: repeatElement([], count: s + 1 - rows.count)) }
+            if rows[s].isEmpty { rows[s] = [UInt16](repeating: 0, count: (width + shape.width) * (height + shape.height)) }
+            rows[s][i] = UInt16(row + 1)
+        }
     }
 
     /// The next draw down the draw order: appended to `kept` (in reverse draw order) with its clip
@@ -391,17 +507,32 @@ public final class TileRenderer: Sendable {
     /// sprite there (stacked markers) cost one bit test.
     @inline(__always)
     static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16]) {
+        var none: SettledRows? = nil
+        cullOne(item, shapes, &mask, &kept, &clips, rows: &none)
+    }
+
+    /// `cullOne`, testing only the rows `rows` does not know to be settled, and recording the
+    /// end of the clip's rows there.
+    @inline(__always)
+    static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16],
+                        rows: inout SettledRows?) {
         var it = item
-        let shape = shapes.shapes[Int(it.sprite)]
-        if mask.knownSettled(Int(it.sprite), shape, x: Int(it.x), y: Int(it.y)) { return }
+        let s = Int(it.sprite)
+        let shape = shapes.shapes[s]
+        if mask.knownSettled(s, shape, x: Int(it.x), y: Int(it.y)) { return }
+        // Rows from `bound` down are settled: the test stops there (same answer, same clip).
+        var tested = shape
+        tested.height = rows?.bound(s, shape, x: Int(it.x), y: Int(it.y)) ?? shape.height
         shapes.data.withUnsafeBufferPointer { data in
             let at = clips.count
-            if !mask.uncovered(shape, data, x: Int(it.x), y: Int(it.y), into: &clips) {
-                mask.markSettled(Int(it.sprite), shape, x: Int(it.x), y: Int(it.y))
+            if !mask.uncovered(tested, data, x: Int(it.x), y: Int(it.y), into: &clips) {
+                mask.markSettled(s, shape, x: Int(it.x), y: Int(it.y))
                 return
             }
+            rows?.set(s, shape, x: Int(it.x), y: Int(it.y), row: Int(clips[at + 1]))
             it.clip = Int32(at)
             kept.append(it)
+            // Only the clip's pixels can change (the rest of the draw is settled).
             shapes.weights.withUnsafeBufferPointer { weights in
                 clips.withUnsafeBufferPointer { c in
                     mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
@@ -411,8 +542,9 @@ public final class TileRenderer: Sendable {
     }
 }
 
-/// Stable LSD radix sort of 64-bit keys (16-bit digits, digits that are equal for every key
-/// skipped); returns the permutation.
+/// Stable LSD radix sort of 64-bit keys; returns the permutation. Sorts `key - min` by digits of
+/// at most 12 bits, as few as the keys' range needs (a z10 tile's world ys: two passes over 4,096
+/// counters, not four over 65,536).
 enum RadixSort {
     static func order(_ keys: [UInt64]) -> [Int32] {
         let n = keys.count
@@ -424,21 +556,26 @@ enum RadixSort {
             idx.sort { keys[Int($0)] < keys[Int($1)] }
             return idx
         }
+        var lo = UInt64.max, hi = UInt64.min
+        for k in keys { lo = min(lo, k); hi = max(hi, k) }
+        let bits = 64 - (hi - lo).leadingZeroBitCount
+        if bits == 0 { return idx }
+        let passes = (bits + 11) / 12, digitBits = (bits + passes - 1) / passes
+        let digitMask = (UInt64(1) << UInt64(digitBits)) - 1
         var tmp = [Int32](repeating: 0, count: n)
-        var count = [Int](repeating: 0, count: 65536)
+        var count = [Int](repeating: 0, count: 1 << digitBits)
         keys.withUnsafeBufferPointer { k in
-            for pass in 0..<4 {
-                let shift = UInt64(pass * 16)
-                for i in 0..<65536 { count[i] = 0 }
-                for i in 0..<n { count[Int((k[i] >> shift) & 0xFFFF)] += 1 }
-                if count[Int((k[0] >> shift) & 0xFFFF)] == n { continue }
+            for pass in 0..<passes {
+                let shift = UInt64(pass * digitBits)
+                for i in count.indices { count[i] = 0 }
+                for i in 0..<n { count[Int(((k[i] &- lo) >> shift) & digitMask)] += 1 }
                 var sum = 0
-                for i in 0..<65536 { let c = count[i]; count[i] = sum; sum += c }
+                for i in count.indices { let c = count[i]; count[i] = sum; sum += c }
                 idx.withUnsafeBufferPointer { src in
                     tmp.withUnsafeMutableBufferPointer { dst in
                         for i in 0..<n {
                             let j = src[i]
-                            let d = Int((k[Int(j)] >> shift) & 0xFFFF)
+                            let d = Int(((k[Int(j)] &- lo) >> shift) & digitMask)
                             dst[count[d]] = j
                             count[d] += 1
                         }

@@ -28,6 +28,7 @@ public final class MarkerServer: Sendable {
         }
         serviceConfig.snapshotEveryBytes = configuration.snapshotEveryBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
+        serviceConfig.tileBandsAbove = configuration.tileBandsAbove
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
         dispatcher = RPCDispatcher(service: service)
         let handler = DispatchingHandler(dispatcher: dispatcher)

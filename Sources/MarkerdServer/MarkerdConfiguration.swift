@@ -25,6 +25,11 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// Back the heap with transparent huge pages where the kernel only gives them on request
     /// (`MallocTuning.enableHugePages`). Default true.
     public var hugePages: Bool = true
+    /// Tiles and snapshots that collect at least this many draws are rendered as two bands on two
+    /// threads while no other render runs (`TileRenderer.bandsAbove`). Default `Int.max`
+    /// (`--tile-bands-above off`): always one thread (two bands gave no gain, see
+    /// `TileRenderer.defaultBandsAbove`).
+    public var tileBandsAbove: Int = .max
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -57,6 +62,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
       --huge-pages on|off        back the heap with transparent huge pages when the kernel's mode is
                                  madvise (markerd restarts itself once with GLIBC_TUNABLES set). Default on
+      --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
+                                 tile renders. Default off (one thread)
       -h, --help                 this text
       --version                  print the version
     """
@@ -107,6 +114,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 let text = try value(arg)
                 guard text == "on" || text == "off" else { throw ParseError(description: "--huge-pages takes on or off, not \"\(text)\"") }
                 config.hugePages = text == "on"
+            case "--tile-bands-above":
+                let text = try value(arg)
+                guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
+                    throw ParseError(description: "--tile-bands-above takes a whole number >= 0 or off, not \"\(text)\"")
+                }
+                config.tileBandsAbove = n
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

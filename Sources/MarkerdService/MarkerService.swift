@@ -21,6 +21,10 @@ public struct ServiceConfiguration: Sendable {
     public var tileURLTemplate: String = "/tiles/{layer}/{size}/{z}/{x}/{y}.png"
     /// Rendered raster tiles kept (LRU by PNG bytes). Default 256 MiB; 0 = no cache.
     public var tileCacheBytes: Int = 256 << 20
+    /// `TileRenderer.bandsAbove` of the service's renderer: rasters with at least this many draws
+    /// render on two threads while no other render runs. Default `TileRenderer.defaultBandsAbove`
+    /// (`Int.max`: never).
+    public var tileBandsAbove: Int = TileRenderer.defaultBandsAbove
 
     public enum Fsync: Sendable {
         case always, everySecond, off
@@ -51,7 +55,7 @@ public final class MarkerService: @unchecked Sendable {
         self.journal = journal
         self.idempotency = IdempotencyCache(capacity: configuration.idempotencyCapacity)
         self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
-        self.tileRenderer = TileRenderer(images: { [icons] id in icons.icon(id)?.image })
+        self.tileRenderer = TileRenderer(bandsAbove: configuration.tileBandsAbove, images: { [icons] id in icons.icon(id)?.image })
     }
 
     /// An ephemeral service (memory only), for tests and `--ephemeral`.

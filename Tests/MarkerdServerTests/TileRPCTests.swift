@@ -46,4 +46,13 @@ struct TileRPCTests {
         #expect(MarkerdConfiguration().tileCacheBytes == 256 << 20)
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-cache-bytes", "-1"]) }
     }
+
+    @Test func tileBandsFlag() throws {
+        #expect(MarkerdConfiguration().tileBandsAbove == .max)
+        #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "0"]).tileBandsAbove == 0)
+        #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "5000"]).tileBandsAbove == 5000)
+        #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "off"]).tileBandsAbove == .max)
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-bands-above", "-1"]) }
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-bands-above", "two"]) }
+    }
 }

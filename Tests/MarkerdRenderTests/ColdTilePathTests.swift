@@ -1,0 +1,210 @@
+import Foundation
+import MarkerdCore
+@testable import MarkerdRender
+import MarkerdTestSupport
+import Testing
+
+/// The cold-tile path's pieces added for dense tiles: `CoverageMask.add(...clip:)` (the mask
+/// update limited to the draw's clip) against the full `add`, `cullExact`'s row memo against
+/// testing every row, `RadixSort` against a comparison
+/// sort, `RasterView`'s pixel rounding and world copies against their definitions, and two-band
+/// renders (`TileRenderer.renderBands`) against brute force and against the one-thread render.
+@Suite struct ColdTilePathTests {
+    let now: Int64 = 1_700_000_000_000
+
+    /// `add` limited to the clip `uncovered` just returned leaves exactly the mask (bits and
+    /// levels) the full `add` leaves, on random sprites over random masks.
+    @Test(arguments: [false, true])
+    func clippedAddEqualsFullAdd(exact: Bool) {
+        var rng = SplitMix64(seed: testSeed())
+        var compared = 0
+        for round in 0..<300 {
+            let width = [1, 63, 64, 65, 130, 256][round % 6], height = 1 + Int(rng.next() % 80)
+            var full = CoverageMask(width: width, height: height, exact: exact)
+            let sprites = (0..<4).map { _ in ClippedDrawTests.randomSprite(&rng) }
+            let shapes = CoverageMask.Shapes(sprites)
+            shapes.data.withUnsafeBufferPointer { data in
+            shapes.weights.withUnsafeBufferPointer { weights in
+                // Walk a random draw sequence; after each draw the two masks must agree.
+                var clipped = full
+                for _ in 0..<(1 + Int(rng.next() % 16)) {
+                    let k = Int(rng.next() % 4)
+                    let x = Int(rng.next() % UInt64(width + 100)) - 90, y = Int(rng.next() % UInt64(height + 60)) - 40
+                    var clips: [Int16] = []
+                    guard full.uncovered(shapes.shapes[k], data, x: x, y: y, into: &clips) else { continue }
+                    full.add(shapes.shapes[k], data, weights, x: x, y: y)
+                    clips.withUnsafeBufferPointer { c in
+                        clipped.add(shapes.shapes[k], data, weights, x: x, y: y, clip: c)
+                    }
+                    #expect(clipped.bits == full.bits && clipped.levels == full.levels, "round \(round): masks differ after a clipped add")
+                    compared += 1
+                }
+            }
+            }
+        }
+        #expect(compared > 300, "only \(compared) draws compared")
+    }
+
+    /// `cullExact`'s row memo (`SettledRows`: a draw's test stops at the row from which a draw
+    /// of the same sprite at the same position was settled) keeps exactly the draws and clips of
+    /// testing every row, on dense random layers where many markers share positions.
+    @Test(arguments: [TileRenderer.Culling.exact, .withinOne])
+    func settledRowsLeaveTheCullUnchanged(culling: TileRenderer.Culling) throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer(culling)
+        var stacked = 0
+        for round in 0..<6 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: 1500, center: center, spreadDegrees: [0.002, 0.02][round % 2], rng: &rng, now: now)
+            let view = RasterView.tile(TileID.containing(center, zoom: 8 + Int(rng.next() % 5)), tileSize: 256, density: 1 + Int(rng.next() % 2))
+            let c = try r.collect(layer, view, now: now)
+            let sorted = c.items.sorted { TileRenderer.less(layer, $0, $1) }
+            var withRows = CoverageMask(width: view.width, height: view.height, exact: culling == .exact)
+            let fast = TileRenderer.cullExact(sorted, c.sprites, &withRows, settledRows: true)
+            var everyRow = CoverageMask(width: view.width, height: view.height, exact: culling == .exact)
+            let shapes = CoverageMask.Shapes(c.sprites)
+            var kept: [TileRenderer.Item] = [], clips: [Int16] = []
+            for it in sorted.reversed() { TileRenderer.cullOne(it, shapes, &everyRow, &kept, &clips) }
+            kept.reverse()
+            func key(_ it: TileRenderer.Item) -> [Int32] { [it.slot, it.x, it.y, it.sprite, it.copy, it.clip] }
+            #expect(fast.items.map(key) == kept.map(key), "round \(round): kept draws differ")
+            #expect(fast.clips == clips, "round \(round): clips differ")
+            #expect(withRows.bits == everyRow.bits && withRows.levels == everyRow.levels, "round \(round): masks differ")
+            stacked += sorted.count - Set(sorted.map { [$0.x, $0.y, $0.sprite] }).count
+        }
+        #expect(stacked > 1000, "only \(stacked) draws shared a position")
+    }
+
+    /// `RadixSort.order` is the stable sort by key: small and large key ranges, few and many
+    /// distinct keys, below and above the comparison-sort cutoff.
+    @Test func radixSortIsStableSortByKey() {
+        var rng = SplitMix64(seed: testSeed())
+        for round in 0..<60 {
+            let n = [0, 1, 5, 2047, 2048, 5000, 20000][round % 7]
+            let bits = UInt64([1, 8, 23, 33, 47, 64][round % 6])
+            let base = rng.next()
+            let keys = (0..<n).map { _ in base &+ (bits == 64 ? rng.next() : rng.next() % (UInt64(1) << bits)) }
+            let expected = (0..<n).sorted { (keys[$0], $0) < (keys[$1], $1) }.map(Int32.init)
+            #expect(RadixSort.order(keys) == expected, "round \(round): n \(n), \(bits)-bit range")
+        }
+    }
+
+    /// `RasterView.floor` is `rounded(.down)`; `copies` holds every world copy in which some
+    /// position's sprite (up to 3,072 px) can touch the canvas.
+    @Test func pixelRoundingAndCopies() {
+        var rng = SplitMix64(seed: testSeed())
+        for v in [0.0, -0.0, 0.5, -0.5, 1, -1, 1e15 + 0.5, -1e15 - 0.5, 3.999999999, -3.000000001] {
+            #expect(RasterView.floor(v) == Int64(v.rounded(.down)), "floor(\(v))")
+        }
+        for _ in 0..<10_000 {
+            let v = (rng.unit() - 0.5) * Double(UInt64(1) << (rng.next() % 50))
+            #expect(RasterView.floor(v) == Int64(v.rounded(.down)), "floor(\(v))")
+        }
+        for _ in 0..<2000 {
+            let z = Int(rng.next() % 23), n = UInt32(1) << UInt32(z)
+            let tile = TileID(z: z, x: UInt32(rng.next() % UInt64(n)), y: 0)!
+            let view = RasterView.tile(tile, tileSize: rng.next() % 2 == 0 ? 256 : 512, density: 1 + Int(rng.next() % 3))
+            let copies = view.copies
+            for k in -1...1 where !copies.contains(k) {
+                // No position of copy k comes within 3,072 px of the canvas.
+                let left = view.pixelX(0, copy: k), right = view.pixelX(UInt32.max, copy: k)
+                #expect(left >= Int64(view.width) + 3072 || right < -3072, "tile \(tile): copy \(k) left out but reaches the canvas")
+            }
+            #expect(copies.contains(0))
+        }
+    }
+
+    /// `bandCut` gives the cut with the smallest larger band, counted directly.
+    @Test func bandCutBalancesTheBands() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let sprites = (0..<3).map { _ in ClippedDrawTests.randomSprite(&rng) }
+        for round in 0..<200 {
+            let height = 2 + Int(rng.next() % 300)
+            let items = (0..<Int(rng.next() % 400)).map { i in
+                TileRenderer.Item(slot: Int32(i), x: 0, y: Int32(Int(rng.next() % UInt64(height + 80)) - 40),
+                                  sprite: Int32(rng.next() % 3), zIndex: 0, copy: 0, worldY: 0)
+            }
+            func load(_ s: Int) -> Int {
+                let top = items.filter { Int($0.y) < s }.count
+                let bottom = items.filter { Int($0.y) + sprites[Int($0.sprite)].height > s }.count
+                return max(top, bottom)
+            }
+            let cut = TileRenderer.bandCut(items, sprites, height: height)
+            try #require(cut >= 1 && cut < height, "round \(round): cut \(cut) outside 1..<\(height)")
+            let best = (1..<height).map(load).min()!
+            #expect(load(cut) == best, "round \(round): cut \(cut) loads \(load(cut)), the best cut \(best)")
+        }
+    }
+
+    /// Two bands, stacked: within the renderer's tolerance of brute force (equal to it with
+    /// exact culling) and within 1 of the one-thread render, on dense random layers (pins of
+    /// several sizes, image icons, three z-indexes, near the antimeridian too) at every density
+    /// and both tile sizes; `markers` and the canvas size as in one thread.
+    @Test(arguments: [TileRenderer.Culling.exact, .withinOne])
+    func bandsMatchBruteForce(culling: TileRenderer.Culling) throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer(culling)
+        var worst = 0, items = 0
+        for round in 0..<6 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
+            let spread = [0.005, 0.05, 0.5][round % 3]
+            let layer = try randomLayer(count: 800 + Int(rng.next() % 800), center: center, spreadDegrees: spread, rng: &rng, now: now)
+            for _ in 0..<3 {
+                let tile = TileID.containing(center, zoom: 4 + Int(rng.next() % 9))
+                let size = rng.next() % 3 == 0 ? 512 : 256
+                let view = RasterView.tile(tile, tileSize: size, density: 1 + Int(rng.next() % 3))
+                let collected = try r.collect(layer, view, now: now)
+                items += collected.items.count
+                let bands = r.renderBands(layer, collected.items, collected.sprites, width: view.width, height: view.height)
+                let one = r.renderItems(layer, collected.items, collected.sprites, width: view.width, height: view.height)
+                let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
+                #expect(bands.canvas.width == view.width && bands.canvas.height == view.height)
+                #expect(bands.canvas.isEmpty == one.canvas.isEmpty, "round \(round) tile \(tile): emptiness differs")
+                let diff = maxDifference(bands.canvas.pixels, slow.pixels)
+                worst = max(worst, diff)
+                #expect(diff <= tolerance(r), "\(culling) round \(round) tile \(tile) \(view): bands differ from brute force by \(diff)")
+                #expect(maxDifference(bands.canvas.pixels, one.canvas.pixels) <= 1, "round \(round) tile \(tile): bands differ from one thread by more than 1")
+            }
+        }
+        print("bands (\(culling)): \(items) draws collected, worst difference \(worst)")
+    }
+
+    /// `render` with bands from 0 draws up (whether it takes them depends on other renders
+    /// running, as with the service's concurrent requests) stays within tolerance of brute force.
+    @Test func renderWithBandsMatchesBruteForce() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = TileRenderer(bandsAbove: 0)
+        for round in 0..<4 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: 1000, center: center, spreadDegrees: 0.05, rng: &rng, now: now)
+            let view = RasterView.tile(TileID.containing(center, zoom: 10), tileSize: 256, density: 1)
+            let fast = try r.render(layer, view: view, now: now)
+            let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
+            #expect(maxDifference(fast.canvas.pixels, slow.pixels) <= 1, "round \(round)")
+        }
+    }
+
+    /// `idleCoreLikely` is "1-minute load average below the online CPUs", read from /proc
+    /// (compared when the load average did not cross the CPU count around the call).
+    @Test func idleCoreFollowsTheLoadAverage() throws {
+        func load() throws -> Double {
+            let text = try String(contentsOfFile: "/proc/loadavg", encoding: .utf8)
+            return try #require(text.split(separator: " ").first.flatMap { Double($0) })
+        }
+        let cpus = Double(ProcessInfo.processInfo.activeProcessorCount)
+        let before = try load(), got = TileRenderer.idleCoreLikely(), after = try load()
+        if (before < cpus) == (after < cpus) { #expect(got == (before < cpus), "load \(before), \(cpus) CPUs") }
+    }
+
+    /// Stacking keeps every pixel of both canvases, top then bottom.
+    @Test func stackingKeepsBothCanvases() {
+        var rng = SplitMix64(seed: testSeed())
+        var top = TileCanvas(width: 7, height: 3), bottom = TileCanvas(width: 7, height: 5)
+        bottom.draw(sprite: randomImage(width: 4, height: 4, using: &rng), atX: 1, y: 1)
+        let stacked = TileCanvas(stacking: top, bottom)
+        #expect(stacked.width == 7 && stacked.height == 8 && !stacked.isEmpty)
+        #expect(Array(stacked.pixels[..<(7 * 3 * 4)]) == top.pixels && Array(stacked.pixels[(7 * 3 * 4)...]) == bottom.pixels)
+        top.clear()
+        #expect(TileCanvas(stacking: top, TileCanvas(width: 7, height: 2)).isEmpty)
+    }
+}
