@@ -46,13 +46,14 @@ public enum MallocTuning {
     /// memory it maps (glibc 2.35 and later; older versions ignore it).
     static let hugePageTunable = "glibc.malloc.hugetlb=1"
 
-    /// Restarts this process (`execv` of /proc/self/exe with the same arguments, so the same
-    /// pid) with `hugePageTunable` added to GLIBC_TUNABLES, when the kernel gives transparent huge
-    /// pages only on request ("[madvise]" in /sys/kernel/mm/transparent_hugepage/enabled) and the
+    /// Restarts this process (`execv` of the binary /proc/self/exe links to, with the same
+    /// arguments: the same pid, and the same process name for `ps`, `pgrep` and systemd, which an
+    /// exec of the link itself would rename "exe") with `hugePageTunable` added to
+    /// GLIBC_TUNABLES, when the kernel gives transparent huge pages only on request ("[madvise]" in /sys/kernel/mm/transparent_hugepage/enabled) and the
     /// variable does not set that tunable yet. Call it first thing, before any thread starts:
     /// glibc reads its tunables at startup only. Returns (doing nothing) when no restart is
     /// needed or possible: THP "always" or "never", the tunable already set (also after the
-    /// restart, so it happens at most once), not Linux, or `execv` failed.
+    /// restart, so it happens at most once), not Linux, or the binary's path or `execv` failed.
     ///
     /// Why: a 10M-marker layer's columns and grid are gigabytes that grow while a bulk load
     /// faults them in page by page, and that queries read at random (a page of 1,000 markers is
@@ -66,8 +67,10 @@ public enum MallocTuning {
         #if os(Linux)
         let current = getenv("GLIBC_TUNABLES").map { String(cString: $0) } ?? ""
         guard !current.contains("glibc.malloc.hugetlb"), transparentHugePageMode() == "madvise" else { return }
+        guard let binary = realpath("/proc/self/exe", nil) else { return }
+        defer { free(binary) }
         setenv("GLIBC_TUNABLES", current.isEmpty ? hugePageTunable : current + ":" + hugePageTunable, 1)
-        execv("/proc/self/exe", CommandLine.unsafeArgv)
+        execv(binary, CommandLine.unsafeArgv)
         // Still here: execv failed; carry on with small pages, and do not pass the variable on.
         if current.isEmpty { unsetenv("GLIBC_TUNABLES") } else { setenv("GLIBC_TUNABLES", current, 1) }
         #endif

@@ -56,6 +56,23 @@ struct ProcessTests {
         #expect(try c.getMarkers("fleet", ids: ["v2"]).missingIDs == ["v2"])
     }
 
+    @Test("the huge-page restart keeps the process name (ps, pgrep, systemd) and sets the tunable where THP is madvise")
+    func hugePageRestartKeepsName() throws {
+        let p = try MarkerdProcess(arguments: ["--ephemeral"])
+        defer { p.kill(SIGKILL); _ = p.waitForExit(timeout: 5) }
+        _ = try p.waitUntilReady()
+        let pid = p.process.processIdentifier
+        let comm = try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)
+        #expect(comm.trimmingCharacters(in: .whitespacesAndNewlines) == "markerd")
+        let thp = (try? String(contentsOfFile: "/sys/kernel/mm/transparent_hugepage/enabled", encoding: .utf8)) ?? ""
+        if thp.contains("[madvise]") {
+            // The environment after the restart (execv replaces /proc/PID/environ).
+            let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+            let vars = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            #expect(vars.contains { $0.hasPrefix("GLIBC_TUNABLES=") && $0.contains("glibc.malloc.hugetlb=1") })
+        }
+    }
+
     @Test("SIGTERM during a snapshot: the snapshot is dropped, markerd exits 0 promptly, nothing is lost")
     func sigtermDuringSnapshot() throws {
         let dir = TestServer.temporaryDirectory()
