@@ -4,46 +4,12 @@ import MarkerdCore
 import MarkerdTestSupport
 import Testing
 
-/// The cold-tile path's pieces added for dense tiles: `CoverageMask.add(...clip:)` (the mask
-/// update limited to the draw's clip) against the full `add`, `cullExact`'s row memo against
-/// testing every row, `RadixSort` against a comparison
+/// The cold-tile path's pieces added for dense tiles (`CoverageMask.add(...clip:)` against the
+/// full `add` is in CullingBoundTests): `cullExact`'s row memo against testing every row, `RadixSort` against a comparison
 /// sort, `RasterView`'s pixel rounding and world copies against their definitions, and two-band
 /// renders (`TileRenderer.renderBands`) against brute force and against the one-thread render.
 @Suite struct ColdTilePathTests {
     let now: Int64 = 1_700_000_000_000
-
-    /// `add` limited to the clip `uncovered` just returned leaves exactly the mask (bits and
-    /// levels) the full `add` leaves, on random sprites over random masks.
-    @Test(arguments: [false, true])
-    func clippedAddEqualsFullAdd(exact: Bool) {
-        var rng = SplitMix64(seed: testSeed())
-        var compared = 0
-        for round in 0..<300 {
-            let width = [1, 63, 64, 65, 130, 256][round % 6], height = 1 + Int(rng.next() % 80)
-            var full = CoverageMask(width: width, height: height, exact: exact)
-            let sprites = (0..<4).map { _ in ClippedDrawTests.randomSprite(&rng) }
-            let shapes = CoverageMask.Shapes(sprites)
-            shapes.data.withUnsafeBufferPointer { data in
-            shapes.weights.withUnsafeBufferPointer { weights in
-                // Walk a random draw sequence; after each draw the two masks must agree.
-                var clipped = full
-                for _ in 0..<(1 + Int(rng.next() % 16)) {
-                    let k = Int(rng.next() % 4)
-                    let x = Int(rng.next() % UInt64(width + 100)) - 90, y = Int(rng.next() % UInt64(height + 60)) - 40
-                    var clips: [Int16] = []
-                    guard full.uncovered(shapes.shapes[k], data, x: x, y: y, into: &clips) else { continue }
-                    full.add(shapes.shapes[k], data, weights, x: x, y: y)
-                    clips.withUnsafeBufferPointer { c in
-                        clipped.add(shapes.shapes[k], data, weights, x: x, y: y, clip: c)
-                    }
-                    #expect(clipped.bits == full.bits && clipped.levels == full.levels, "round \(round): masks differ after a clipped add")
-                    compared += 1
-                }
-            }
-            }
-        }
-        #expect(compared > 300, "only \(compared) draws compared")
-    }
 
     /// `cullExact`'s row memo (`SettledRows`: a draw's test stops at the row from which a draw
     /// of the same sprite at the same position was settled) keeps exactly the draws and clips of

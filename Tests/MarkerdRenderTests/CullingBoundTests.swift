@@ -148,12 +148,14 @@ import Testing
 
     /// `add` limited to the clip `uncovered` just gave (what the renderer does) leaves the same
     /// mask as `add` over the whole sprite (every pixel outside the clip is settled already),
-    /// draw after draw, and no draw is found uncovered that the whole add would change.
-    @Test func clippedAddEqualsWholeAdd() {
+    /// draw after draw, and no draw is found uncovered that the whole add would change; in both
+    /// modes (`exact` masks keep bits and row counts only).
+    @Test(arguments: [false, true])
+    func clippedAddEqualsWholeAdd(exact: Bool) {
         var rng = SplitMix64(seed: testSeed())
         for round in 0..<150 {
-            let width = [1, 63, 64, 65, 130][round % 5], height = 1 + Int(rng.next() % 50)
-            var whole = CoverageMask(width: width, height: height), clipped = whole
+            let width = [1, 63, 64, 65, 130, 256][round % 6], height = 1 + Int(rng.next() % 50)
+            var whole = CoverageMask(width: width, height: height, exact: exact), clipped = whole
             let sprites = (0..<3).map { _ in ClippedDrawTests.randomSprite(&rng) }
             let shapes = CoverageMask.Shapes(sprites)
             var clips: [Int16] = []
