@@ -32,6 +32,7 @@ public final class RPCDispatcher: Sendable {
         receivedAt: ContinuousClock.Instant,
         reply: @escaping @Sendable (V1.Response) -> Void
     ) {
+        let started = ContinuousClock.now
         let request: V1.Request
         do {
             request = try V1.Request(serializedBytes: body)
@@ -52,6 +53,7 @@ public final class RPCDispatcher: Sendable {
             request.timeoutMs == 0 ? nil : receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs)))
         let context = CallContext(method: method, idempotencyKey: request.idempotencyKey, deadline: deadline)
         let short = context.shortMethod
+        metrics.record(stage: .queued, method: short, micros: ServerMetrics.micros(started - receivedAt))
         do {
             try context.checkDeadline()
         } catch {
@@ -82,14 +84,22 @@ public final class RPCDispatcher: Sendable {
     ///   (`MarkerService.inlineClustersPayload`; the memoized clusters are copied once, straight
     ///   into the buffer `respond` passes, under the layer's read lock and the memo's lock);
     /// - HitTest and QueryViewport of bounded work (`MarkerService.inlineHitTestPayload`,
-    ///   `inlineQueryViewportPayload`).
+    ///   `inlineQueryViewportPayload`; NATIVE pages of up to `inlinePageLimit` markers).
     /// Each only when the layer's locks are free (try-locks). Calls `respond` with the reply's
     /// size in bytes and a function that writes the reply into a buffer of exactly that size,
     /// and returns true: the same bytes as `handle` would answer. Otherwise returns false without
     /// calling it, and the caller hands the request to `handle`. Other requests cost a byte
     /// search: only small bodies that name one of these methods are decoded, once.
+    ///
+    /// Records the `inline` and `reply` stages (``ServerMetrics/Stage``) of what it answers.
     public func answerInline(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant,
-                             respond: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
+                             respond handOff: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
+        var replyMicros = 0.0
+        func respond(_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) {
+            let start = ContinuousClock.now
+            withoutActuallyEscaping(fill) { handOff(size, $0) }
+            replyMicros = ServerMetrics.micros(since: start)
+        }
         guard body.count <= 512, let method = Self.inlineMethods.first(where: { Self.contains(body, $0.bytes) }),
               let request = try? V1.Request(serializedBytes: body),
               request.method.utf8.elementsEqual(method.bytes),
@@ -118,7 +128,9 @@ public final class RPCDispatcher: Sendable {
         default:
             let payload = method.name == "HitTest"
                 ? Self.payload(request, as: V1.HitTestRequest.self).flatMap { service.inlineHitTestPayload($0) }
-                : Self.payload(request, as: V1.QueryViewportRequest.self).flatMap { service.inlineQueryViewportPayload($0) }
+                : Self.payload(request, as: V1.QueryViewportRequest.self).flatMap {
+                    service.inlineQueryViewportPayload($0, limitBudget: Self.inlinePageLimit)
+                }
             if let payload {
                 let reply = OKReplyEnvelope(requestID: id, payload: payload)
                 respond(reply.size) { reply.write(into: $0) }
@@ -126,12 +138,25 @@ public final class RPCDispatcher: Sendable {
             }
         }
         if answered {
-            let elapsed = ContinuousClock.now - receivedAt
-            metrics.record(method: Substring(method.name), code: .ok,
-                           micros: Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12)
+            let micros = ServerMetrics.micros(since: receivedAt), name = Substring(method.name)
+            metrics.record(method: name, code: .ok, micros: micros)
+            metrics.record(stage: .inline, method: name, micros: micros)
+            metrics.record(stage: .reply, method: name, micros: replyMicros)
         }
         return answered
     }
+
+    /// Largest NATIVE QueryViewport page answered inline: 1,000 markers, the default page.
+    ///
+    /// Such a page is bounded CPU work (measured in markerd during marker-bench's rpc section at
+    /// 1M markers: 170-240 µs of thread CPU, wall clock within a few µs of it, no waiting), so it
+    /// does not block the nng thread; and answering it there takes out the hop to a worker
+    /// thread and the reply's hand-off back to nng from a foreign thread (the worker path spent
+    /// 15-25 µs at the median on the declined inline attempt, the queue hop and the second
+    /// decode of the request, and up to milliseconds in the hop on a loaded machine). nng runs
+    /// callbacks on a pool of 2 threads per core, so a few such pages at once still leave the
+    /// others to serve; bigger pages (up to `MarkerConversion.maxBatch`) go to a worker.
+    public static let inlinePageLimit = 1_000
 
     /// The request's payload decoded as `R`, or nil.
     private static func payload<R: ProtoMessage>(_ request: V1.Request, as _: R.Type) -> R? {
@@ -158,7 +183,10 @@ public final class RPCDispatcher: Sendable {
         method: Substring, requestID: UInt64, receivedAt: ContinuousClock.Instant,
         result: Result<[UInt8], RPCError>, reply: @Sendable (V1.Response) -> Void
     ) {
-        reply(envelope(method: method, requestID: requestID, receivedAt: receivedAt, result: result))
+        let response = envelope(method: method, requestID: requestID, receivedAt: receivedAt, result: result)
+        let start = ContinuousClock.now
+        reply(response)
+        metrics.record(stage: .reply, method: method, micros: ServerMetrics.micros(since: start))
     }
 
     /// The reply envelope of `result`, recorded in `metrics`.
@@ -174,9 +202,7 @@ public final class RPCDispatcher: Sendable {
             response.code = error.code
             response.message = error.message
         }
-        let elapsed = ContinuousClock.now - receivedAt
-        let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
-        metrics.record(method: method, code: response.code, micros: micros)
+        metrics.record(method: method, code: response.code, micros: ServerMetrics.micros(since: receivedAt))
         return response
     }
 }

@@ -59,8 +59,10 @@ extension InlineReplyTests {
         queryLayer(d, "n", count: 4000, draggableEvery: 20, tiled: false, &rng)
         var tiledHits = 0
         for i in 0..<80 {
-            // TILED pages at the default limit of 1,000, NATIVE pages within the budget, hit tests.
-            let requests = [viewportEnvelope("t", &rng), viewportEnvelope("n", &rng, limit: UInt32(1 + rng.next() % 128)),
+            // TILED pages at the default limit of 1,000, NATIVE pages within the budget (the
+            // default limit, 0, is 1,000 too), hit tests.
+            let nativeLimit = i % 4 == 0 ? 0 : UInt32(1 + rng.next() % UInt64(RPCDispatcher.inlinePageLimit))
+            let requests = [viewportEnvelope("t", &rng), viewportEnvelope("n", &rng, limit: nativeLimit),
                             hitEnvelope(["t", "n"][i % 2], &rng, maxResults: i % 3 == 0 ? nil : UInt32(rng.next() % 65))]
             for (k, b) in requests.enumerated() {
                 let expected = handled(d, b)
@@ -96,9 +98,10 @@ extension InlineReplyTests {
             #expect(inlineQuery(d, b) == nil)
             #expect(handled(d, b).code == code)
         }
-        // Over the budget: a NATIVE page of more than 128, a view of 1,500 live markers, 65 hits.
-        normal(viewportEnvelope("n", &rng), .ok)
-        normal(viewportEnvelope("n", &rng, limit: 129), .ok)
+        // Over the budget: a NATIVE page of more than 1,000, a view of 1,500 live markers, 65 hits.
+        #expect(inlineQuery(d, viewportEnvelope("n", &rng)) != nil, "the default page (1,000) is inline")
+        normal(viewportEnvelope("n", &rng, limit: UInt32(RPCDispatcher.inlinePageLimit) + 1), .ok)
+        normal(viewportEnvelope("n", &rng, limit: 5000), .ok)
         var all = V1.QueryViewportRequest()
         all.layerID = "live"
         all.bounds = V1.Bounds(west: -6, south: 39, east: 26, north: 61)
