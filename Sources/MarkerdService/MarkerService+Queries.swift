@@ -91,9 +91,9 @@ extension MarkerService {
     /// same bytes or the error.
     ///
     /// Defaults: 1,024 live markers and 128 markers per NATIVE page: each costs some tens of µs
-    /// at most, the order of the worker-thread hop it saves, so requests queued behind it on the
-    /// network thread wait no longer than a worker would take to pick them up; bigger pages
-    /// (NATIVE, 1,000 by default) are hundreds of µs and go to a worker.
+    /// at most. markerd's dispatcher passes a `limitBudget` of 1,000 (the default page, some
+    /// hundred µs of bounded CPU work: `RPCDispatcher.inlinePageLimit`); bigger pages go to a
+    /// worker.
     public func inlineQueryViewportPayload(_ r: V1.QueryViewportRequest, liveBudget: Int = 1024, limitBudget: Int = 128) -> [UInt8]? {
         guard let arguments = try? viewportArguments(r) else { return nil }
         return readIfFree(r.layerID) { (h, now) throws(RPCError) -> [UInt8]? in

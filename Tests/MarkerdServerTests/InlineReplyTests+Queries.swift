@@ -145,3 +145,29 @@ extension InlineReplyTests {
         #expect(inlineQuery(d, envelope("GetLayer", V1.GetLayerRequest(layerID: "n").serializedBytes())) == nil)
     }
 }
+
+extension InlineReplyTests {
+    /// The stage metrics say which way each call went: `inline` for what `answerInline`
+    /// answered, `queued` for what `handle` served, `reply` for both; and they reach the
+    /// Prometheus text.
+    @Test func stagesAreRecordedPerPath() throws {
+        var rng = SplitMix64(seed: testSeed("InlineReplyTests.stagesAreRecordedPerPath"))
+        let metrics = ServerMetrics()
+        let d = RPCDispatcher(service: MarkerService(), metrics: metrics)
+        queryLayer(d, "n", count: 500, draggableEvery: 20, tiled: false, &rng)
+        let small = viewportEnvelope("n", &rng), big = viewportEnvelope("n", &rng, limit: 5000)
+        #expect(inlineQuery(d, small) != nil)
+        #expect(inlineQuery(d, big) == nil)
+        #expect(handled(d, big).code == .ok)
+        #expect(metrics.count(stage: .inline, method: "QueryViewport") == 1)
+        #expect(metrics.count(stage: .queued, method: "QueryViewport") == 1)
+        #expect(metrics.count(stage: .reply, method: "QueryViewport") == 2)
+        #expect(metrics.count(stage: .inline, method: "HitTest") == 0)
+        let text = metrics.prometheusText()
+        for stage in ["inline", "queued", "reply"] {
+            #expect(text.contains("markerd_rpc_stage_microseconds_bucket{method=\"QueryViewport\",stage=\"\(stage)\",le=\"5\"}"))
+        }
+        #expect(text.contains("markerd_rpc_stage_microseconds_count{method=\"QueryViewport\",stage=\"reply\"} 2\n"))
+        #expect(text.contains("markerd_rpc_latency_microseconds_count{method=\"QueryViewport\"} 2\n"))
+    }
+}
