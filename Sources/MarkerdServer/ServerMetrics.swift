@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// Latency buckets are in microseconds (upper bounds): 50, 100, 250, 500, 1000, 2500, 5000,
 /// 10000, 25000, 100000, 1000000, +Inf; stage buckets start finer: 5, 10, 25, 50, 100, 250,
-/// 500, 1000, 2500, 5000, 10000, 100000, +Inf. Recording is one short mutex section.
+/// 500, 1000, 2500, 5000, 10000, 100000, +Inf. Each record is one short mutex section (a call
+/// records its latency and two stages: three).
 public final class ServerMetrics: Sendable {
     static let bucketsMicros: [Double] = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 1_000_000]
     static let stageBucketsMicros: [Double] = [5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 100_000]
