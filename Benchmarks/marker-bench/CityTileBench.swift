@@ -27,6 +27,8 @@ struct CityTileBench {
         Progress.log("[\(label)] city tiles: building MarkerLayer with \(label) markers")
         let (core, _) = try layer.coreLayer()
         let renderer = TileRenderer()
+        // The node sweep for every tile (`sweepAbove` 0; the default takes it from 500,000 markers around the tile).
+        let sweeping = TileRenderer(sweepAbove: 0)
         let calls = options.quick ? 100 : min(options.queries, 500)
         // TileBench's walk: one generator through every zoom in turn (so the same tiles, repeats included).
         var rng = SeededRNG(seed: options.seed &+ 40)
@@ -37,7 +39,7 @@ struct CityTileBench {
             // z4 (not a target zoom, and 60x slower) is walked, not rendered.
             if z < 10 { continue }
             Progress.log("[\(label)] city tiles: z\(z), \(tiles.count) tiles")
-            var wall: [Double] = [], cpu: [Double] = [], renderCPU: [Double] = []
+            var wall: [Double] = [], cpu: [Double] = [], renderCPU: [Double] = [], sweepCPU: [Double] = []
             var encodeCPU = [[Double]](repeating: [], count: Self.encodings.count), encodeBytes = [Int](repeating: 0, count: Self.encodings.count)
             var markers = 0, bytes = 0
             for t in tiles {
@@ -52,6 +54,9 @@ struct CityTileBench {
                 let cpu1 = Machine.processCPUSeconds
                 let raster = try renderer.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
                 renderCPU.append((Machine.processCPUSeconds - cpu1) * 1e6)
+                let cpu3 = Machine.processCPUSeconds
+                _ = try sweeping.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
+                sweepCPU.append((Machine.processCPUSeconds - cpu3) * 1e6)
                 for (k, (_, o)) in Self.encodings.enumerated() {
                     let cpu2 = Machine.processCPUSeconds
                     let png = raster.canvas.encodePNG(options: o)
@@ -60,6 +65,7 @@ struct CityTileBench {
                 }
             }
             let w = LatencySummary(samplesMicros: wall), c = LatencySummary(samplesMicros: cpu), rc = LatencySummary(samplesMicros: renderCPU)
+            let sc = LatencySummary(samplesMicros: sweepCPU)
             table.add(Row(size: label, measure: "in-process cold city tile z\(z) (TileRenderer.renderTile: render + PNG, 256 px d1), one thread, wall / process CPU",
                           value: "\(Table.fixed(w.p50 / 1000, 2)) / \(Table.fixed(w.p99 / 1000, 2)); \(Table.fixed(c.p50 / 1000, 2)) / \(Table.fixed(c.p99 / 1000, 2))",
                           unit: "ms p50 / p99; CPU p50 / p99",
@@ -72,7 +78,7 @@ struct CityTileBench {
             table.add(Row(size: label, measure: "in-process cold city tile z\(z): render alone (TileRenderer.render), process CPU",
                           value: "\(Table.fixed(rc.p50 / 1000, 2)) / \(Table.fixed(rc.p99 / 1000, 2))",
                           unit: "ms CPU p50 / p99",
-                          note: "the same tiles; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
+                          note: "the same tiles; with the node sweep for every tile (sweepAbove 0) \(Table.fixed(sc.p50 / 1000, 2)) / \(Table.fixed(sc.p99 / 1000, 2)) ms; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
         }
         withExtendedLifetime(core) {}
     }
