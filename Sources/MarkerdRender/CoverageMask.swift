@@ -152,61 +152,42 @@ struct CoverageMask {
     func uncovered(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
         let r0 = max(0, -y), r1 = min(shape.height, height - y)
         if r0 >= r1 { return false }
-        // The first row with an uncovered pixel, skipping block rows settled whole under the draw.
-        guard let first = firstUncoveredRow(shape, data, x: x, y: y, r0, r1) else { return false }
         let start = clips.count
-        // Room for every row from `first`; trimmed below (appending per row costs more than the writes).
-        clips.append(contentsOf: repeatElement(0, count: 2 + 2 * (r1 - first)))
-        var last = first
+        var first = -1, last = -1
+        // Per canvas block row under the draw, the blocks under the union of its rows' spans are
+        // tested first (`blockBits`): when all are settled whole, so is every pixel of those rows'
+        // spans, and the rows are passed over at once.
+        let shift = CoverageMask.blockShift, size = CoverageMask.blockSize
+        let blockSpans = shape.blocks + 2 * (y & (size - 1)) * shape.blockRows
         bits.withUnsafeBufferPointer { w in
+        blockBits.withUnsafeBufferPointer { b in
         freeInRow.withUnsafeBufferPointer { free in
-            clips.withUnsafeMutableBufferPointer { out in
-                for r in first..<r1 where free[y + r] != 0 {
+            for br in ((y + r0) >> shift)...((y + r1 - 1) >> shift) {
+                let j = br - y >> shift
+                let blo = max(x + Int(data[blockSpans + 2 * j]), 0), bhi = min(x + Int(data[blockSpans + 2 * j + 1]), width)
+                guard blo < bhi, CoverageMask.firstClear(b, row: br * blockWordsPerRow, blo >> shift, (bhi - 1) >> shift + 1) != nil else { continue }
+                for r in max(r0, br << shift - y)..<min(r1, (br + 1) << shift - y) where free[y + r] != 0 {
                     let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
                     let row = (y + r) * wordsPerRow
                     guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else { continue }
+                    if first < 0 {
+                        // Room for every row from here on; trimmed below (appending per row costs more).
+                        first = r
+                        clips.append(contentsOf: repeatElement(0, count: 2 + 2 * (r1 - r)))
+                    }
                     last = r
                     let at = start + 2 + 2 * (r - first)
-                    out[at] = Int16(a - x); out[at + 1] = Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x)
+                    clips[at] = Int16(a - x); clips[at + 1] = Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x)
                 }
             }
         }
         }
+        }
+        guard first >= 0 else { return false }
         // Rows between first and last without an uncovered pixel kept their (0, 0); drop the rest.
         clips.removeSubrange((start + 2 + 2 * (last + 1 - first))...)
         clips[start] = Int16(first); clips[start + 1] = Int16(last + 1)
         return true
-    }
-
-    /// The first sprite row in `r0 ..< r1` (inside the canvas) of a draw of `shape` at (`x`, `y`)
-    /// with an uncovered pixel (see `uncovered`), or nil. Per canvas block row under the draw,
-    /// the blocks under the union of its rows' spans are tested first (`blockBits`): when all are
-    /// settled, so is every pixel of those rows' spans, and the rows are passed over at once.
-    @inline(__always) private func firstUncoveredRow(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, x: Int, y: Int,
-                                                     _ r0: Int, _ r1: Int) -> Int? {
-        let shift = CoverageMask.blockShift, size = CoverageMask.blockSize
-        let phase = y & (size - 1), spans = shape.blocks + 2 * phase * shape.blockRows
-        return bits.withUnsafeBufferPointer { w in
-        blockBits.withUnsafeBufferPointer { b in
-        freeInRow.withUnsafeBufferPointer { free -> Int? in
-            var br = (y + r0) >> shift
-            let brEnd = (y + r1 - 1) >> shift
-            while br <= brEnd {
-                let j = br - y >> shift
-                let lo = max(x + Int(data[spans + 2 * j]), 0), hi = min(x + Int(data[spans + 2 * j + 1]), width)
-                if lo < hi && CoverageMask.firstClear(b, row: br * blockWordsPerRow, lo >> shift, (hi - 1) >> shift + 1) != nil {
-                    // Some block under these rows is not settled whole: test them one by one.
-                    for r in max(r0, br << shift - y)..<min(r1, (br + 1) << shift - y) where free[y + r] != 0 {
-                        let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
-                        if lo < hi && CoverageMask.firstClear(w, row: (y + r) * wordsPerRow, lo, hi) != nil { return r }
-                    }
-                }
-                br += 1
-            }
-            return nil
-        }
-        }
-        }
     }
 
     /// The bit of `settledAt[index]` for a draw of `shape` with its top-left at (`x`, `y`), or
