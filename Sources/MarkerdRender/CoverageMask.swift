@@ -22,6 +22,14 @@
 ///
 /// `exact` masks only count opaque pixels (settled with difference 0), the renderer's
 /// `TileRenderer.Culling.exact`.
+///
+/// Besides the bit per pixel, a bit per 8 x 8 px block says the block is settled whole
+/// (`blockBits`, refreshed by `add` where it set bits). `uncovered` tests a draw one block row at
+/// a time against the blocks under the union of that block row's sprite spans and looks at the
+/// pixel rows only where one of them is not settled whole: the same answer (a block settled whole
+/// has no uncovered pixel), at about one word test per 8 rows. In a dense tile most of the canvas
+/// is settled early, but its rows seldom whole (the sparse edges of a city keep them open), so
+/// the row counts (`freeInRow`) alone left thousands of pins tested row by row.
 struct CoverageMask {
     let width: Int
     let height: Int
