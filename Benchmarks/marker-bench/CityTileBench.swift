@@ -4,23 +4,31 @@ import MarkerdRender
 
 /// The cold tiles of `TileBench` rendered in this process (`--only citytiles`): the same tiles
 /// (the same seed and walk: tiles under random markers of city clusters at z 4, 10, 14, 18),
-/// each at z >= 10 through `TileRenderer.renderTile` (render and PNG, 256 px, density 1) with the default
-/// renderer and with one thread only (`bandsAbove: .max`), without markerd, RPC or the tile cache. Per zoom: wall clock and process CPU time
-/// p50 / p99 per tile (process CPU counts every thread a render uses). For profiling the cold
-/// path (`perf record -g marker-bench --only citytiles`).
+/// each at z >= 10 through `TileRenderer.renderTile` (render and PNG, 256 px, density 1) with the
+/// default renderer (one thread), without markerd, RPC or the tile cache. Per zoom: wall clock
+/// and process CPU time p50 / p99 per tile; then the same tiles split into the render alone
+/// (`TileRenderer.render`) and the PNG encoding of its canvas with the tiles' settings
+/// (`PNGEncodeOptions.tile`) and with the alternatives in `encodings` (CPU time, bytes), so the
+/// settings are chosen by measurement. For profiling the cold path (`perf record -g
+/// marker-bench --only citytiles`).
 struct CityTileBench {
     let options: Options
     let layer: SyntheticLayer
     let table: Table
 
+    /// PNG settings compared on the rendered tiles (the first is `PNGEncodeOptions.tile`).
+    static let encodings: [(String, PNGEncodeOptions)] = [
+        ("tile (level 2, no filter)", .tile), ("level 1", PNGEncodeOptions(level: 1)), ("level 6", PNGEncodeOptions(level: 6)),
+        ("level 1, Z_RLE", PNGEncodeOptions(level: 1, strategy: .rle)),
+    ]
+
     func run() throws {
         let label = Table.count(layer.count)
         Progress.log("[\(label)] city tiles: building MarkerLayer with \(label) markers")
         let (core, _) = try layer.coreLayer()
-        // Bands on two threads for dense tiles (not the default) and one thread only, each
-        // tile rendered with both in turn (alternating which goes first), under the same load.
-        let renderers = [("two bands from 2,000 draws", TileRenderer(bandsAbove: 2_000)),
-                         ("one thread", TileRenderer(bandsAbove: .max))]
+        let renderer = TileRenderer()
+        // The node sweep for every tile (`sweepAbove` 0; the default takes it from 500,000 markers around the tile).
+        let sweeping = TileRenderer(sweepAbove: 0)
         let calls = options.quick ? 100 : min(options.queries, 500)
         // TileBench's walk: one generator through every zoom in turn (so the same tiles, repeats included).
         var rng = SeededRNG(seed: options.seed &+ 40)
@@ -30,29 +38,47 @@ struct CityTileBench {
             for _ in 0..<options.queries { _ = rng.next() }
             // z4 (not a target zoom, and 60x slower) is walked, not rendered.
             if z < 10 { continue }
-            Progress.log("[\(label)] city tiles: z\(z), \(tiles.count) tiles, each with \(renderers.count) renderers")
-            var wall = [[Double]](repeating: [], count: renderers.count), cpu = wall
+            Progress.log("[\(label)] city tiles: z\(z), \(tiles.count) tiles")
+            var wall: [Double] = [], cpu: [Double] = [], renderCPU: [Double] = [], sweepCPU: [Double] = []
+            var encodeCPU = [[Double]](repeating: [], count: Self.encodings.count), encodeBytes = [Int](repeating: 0, count: Self.encodings.count)
             var markers = 0, bytes = 0
-            for (i, t) in tiles.enumerated() {
-                for k in 0..<renderers.count {
-                    let which = (k + i) % renderers.count
-                    let cpu0 = Machine.processCPUSeconds
-                    let (r, elapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int) in
-                        try renderers[which].1.renderTile(core, tile: t, tileSize: 256, density: 1, now: 0)
-                    }
-                    cpu[which].append((Machine.processCPUSeconds - cpu0) * 1e6)
-                    wall[which].append(elapsed.micros)
-                    if which == 0 { markers = max(markers, r.markers); bytes += r.png.count }
+            for t in tiles {
+                let cpu0 = Machine.processCPUSeconds
+                let (r, elapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int) in
+                    try renderer.renderTile(core, tile: t, tileSize: 256, density: 1, now: 0)
+                }
+                cpu.append((Machine.processCPUSeconds - cpu0) * 1e6)
+                wall.append(elapsed.micros)
+                markers = max(markers, r.markers); bytes += r.png.count
+                // The split: render alone, then each encoding of its canvas.
+                let cpu1 = Machine.processCPUSeconds
+                let raster = try renderer.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
+                renderCPU.append((Machine.processCPUSeconds - cpu1) * 1e6)
+                let cpu3 = Machine.processCPUSeconds
+                _ = try sweeping.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
+                sweepCPU.append((Machine.processCPUSeconds - cpu3) * 1e6)
+                for (k, (_, o)) in Self.encodings.enumerated() {
+                    let cpu2 = Machine.processCPUSeconds
+                    let png = raster.canvas.encodePNG(options: o)
+                    encodeCPU[k].append((Machine.processCPUSeconds - cpu2) * 1e6)
+                    encodeBytes[k] += png.count
                 }
             }
-            for (k, (name, _)) in renderers.enumerated() {
-                let w = LatencySummary(samplesMicros: wall[k]), c = LatencySummary(samplesMicros: cpu[k])
-                table.add(Row(size: label, measure: "in-process cold city tile z\(z) (TileRenderer.renderTile: render + PNG, 256 px d1), \(name), wall / process CPU",
-                              value: "\(Table.fixed(w.p50 / 1000, 2)) / \(Table.fixed(w.p99 / 1000, 2)); \(Table.fixed(c.p50 / 1000, 2)) / \(Table.fixed(c.p99 / 1000, 2))",
-                              unit: "ms p50 / p99; CPU p50 / p99",
-                              note: String(format: "%d tiles (TileBench's cold walk); wall mean %.2f ms, CPU mean %.2f ms; most markers in a tile %d; PNG %@ mean; loadavg %.1f",
-                                           tiles.count, w.mean / 1000, c.mean / 1000, markers, Table.bytes(bytes / tiles.count), Machine.loadAverage ?? 0)))
+            let w = LatencySummary(samplesMicros: wall), c = LatencySummary(samplesMicros: cpu), rc = LatencySummary(samplesMicros: renderCPU)
+            let sc = LatencySummary(samplesMicros: sweepCPU)
+            table.add(Row(size: label, measure: "in-process cold city tile z\(z) (TileRenderer.renderTile: render + PNG, 256 px d1), one thread, wall / process CPU",
+                          value: "\(Table.fixed(w.p50 / 1000, 2)) / \(Table.fixed(w.p99 / 1000, 2)); \(Table.fixed(c.p50 / 1000, 2)) / \(Table.fixed(c.p99 / 1000, 2))",
+                          unit: "ms p50 / p99; CPU p50 / p99",
+                          note: String(format: "%d tiles (TileBench's cold walk); wall mean %.2f ms, CPU mean %.2f ms; most markers in a tile %d; PNG %@ mean; loadavg %.1f",
+                                       tiles.count, w.mean / 1000, c.mean / 1000, markers, Table.bytes(bytes / tiles.count), Machine.loadAverage ?? 0)))
+            let split = Self.encodings.enumerated().map { k, e in
+                let s = LatencySummary(samplesMicros: encodeCPU[k])
+                return "\(e.0) \(Table.fixed(s.p50 / 1000, 2)) / \(Table.fixed(s.p99 / 1000, 2)) ms, \(Table.bytes(encodeBytes[k] / tiles.count))"
             }
+            table.add(Row(size: label, measure: "in-process cold city tile z\(z): render alone (TileRenderer.render), process CPU",
+                          value: "\(Table.fixed(rc.p50 / 1000, 2)) / \(Table.fixed(rc.p99 / 1000, 2))",
+                          unit: "ms CPU p50 / p99",
+                          note: "the same tiles; with the node sweep for every tile (sweepAbove 0) \(Table.fixed(sc.p50 / 1000, 2)) / \(Table.fixed(sc.p99 / 1000, 2)) ms; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
         }
         withExtendedLifetime(core) {}
     }

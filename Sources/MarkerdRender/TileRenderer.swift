@@ -195,7 +195,11 @@ public final class TileRenderer: Sendable {
     /// documentation; 0: every raster does). Only with `.withinOne`. The default 500,000 (about
     /// 8 markers per device pixel of a 256 px tile) is where the sweep paid off in marker-bench's
     /// in-process rows: 2.5x less CPU for the z0 tile over 1M markers, 6x over 10M, but no gain
-    /// (up to 45 % more) for z4 and z10 city tiles holding fewer markers per pixel.
+    /// (up to 45 % more) for z4 and z10 city tiles holding fewer markers per pixel. Measured again
+    /// with the block mask (`CoverageMask.blockBits`; `marker-bench --only citytiles`, 10M, 500
+    /// tiles per zoom, load average 5-6): the sweep for every tile costs more at every zoom, render
+    /// CPU p50 / p99 z10 9.87 / 23.37 ms against 5.30 / 12.45 ms, z14 1.27 / 3.90 against
+    /// 0.77 / 2.79 ms, z18 0.31 / 0.69 against 0.04 / 0.17 ms, so the threshold stays.
     ///
     /// `bandsAbove`: rasters that collect at least this many draws (markers times the world
     /// copies their sprite touches; `.max`: never) are culled and drawn as two horizontal bands on

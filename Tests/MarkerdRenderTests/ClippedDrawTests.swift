@@ -27,7 +27,7 @@ import Testing
     /// bits, and stays within the row's span and the canvas.
     @Test func uncoveredMatchesPixelByPixel() throws {
         var rng = SplitMix64(seed: testSeed())
-        var clipped = 0
+        var clipped = 0, wholeBlocks = 0
         for round in 0..<400 {
             let width = [1, 63, 64, 65, 130, 256][round % 6], height = 1 + Int(rng.next() % 80)
             var mask = CoverageMask(width: width, height: height)
@@ -36,11 +36,13 @@ import Testing
             func clear(_ cx: Int, _ cy: Int) -> Bool { mask.bits[cy * mask.wordsPerRow + cx >> 6] >> UInt64(cx & 63) & 1 == 0 }
             try shapes.data.withUnsafeBufferPointer { data in
             try shapes.weights.withUnsafeBufferPointer { weights in
-                // Cover random parts with the sprites' opaque runs.
-                for _ in 0..<Int(rng.next() % 12) {
+                // Cover random parts with the sprites' opaque runs (every other round densely,
+                // so that many blocks are settled whole: `uncovered` passes over them).
+                for _ in 0..<Int(rng.next() % (round % 2 == 0 ? 12 : 400)) {
                     let k = Int(rng.next() % 4)
                     mask.add(shapes.shapes[k], data, weights, x: Int(rng.next() % UInt64(width + 80)) - 60, y: Int(rng.next() % UInt64(height + 40)) - 30)
                 }
+                wholeBlocks += CullingBoundTests.expectRowCounts(mask, "round \(round)")
                 let k = Int(rng.next() % 4)
                 let s = sprites[k]
                 let x = Int(rng.next() % UInt64(width + 100)) - 90, y = Int(rng.next() % UInt64(height + 100)) - 60
@@ -81,6 +83,7 @@ import Testing
             }
         }
         #expect(clipped > 50, "only \(clipped) rounds had something to draw")
+        #expect(wholeBlocks > 1000, "only \(wholeBlocks) blocks settled whole")
     }
 
     /// Dense layers where most draws are clipped: pins of several sizes and colours (opaque and

@@ -137,13 +137,31 @@ import Testing
         }
     }
 
-    /// `freeInRow` counts the clear bits of each row.
-    static func expectRowCounts(_ mask: CoverageMask, _ context: String) {
+    /// `freeInRow` counts the clear bits of each row, and `blockBits` marks exactly the blocks
+    /// (`CoverageMask.blockSize` px square, clipped to the canvas) whose bits are all set.
+    /// Returns how many blocks are settled whole.
+    @discardableResult
+    static func expectRowCounts(_ mask: CoverageMask, _ context: String) -> Int {
+        func bit(_ px: Int, _ py: Int) -> Bool { mask.bits[py * mask.wordsPerRow + px >> 6] >> UInt64(px & 63) & 1 == 1 }
         for py in 0..<mask.height {
             var clear = 0
-            for px in 0..<mask.width where mask.bits[py * mask.wordsPerRow + px >> 6] >> UInt64(px & 63) & 1 == 0 { clear += 1 }
+            for px in 0..<mask.width where !bit(px, py) { clear += 1 }
             #expect(Int(mask.freeInRow[py]) == clear, "\(context) row \(py): \(mask.freeInRow[py]) counted, \(clear) clear")
         }
+        let size = CoverageMask.blockSize
+        var whole = 0
+        for by in 0..<((mask.height + size - 1) / size) {
+            for bx in 0..<((mask.width + size - 1) / size) {
+                var all = true
+                for py in (by * size)..<min(mask.height, (by + 1) * size) {
+                    for px in (bx * size)..<min(mask.width, (bx + 1) * size) where !bit(px, py) { all = false }
+                }
+                let marked = mask.blockBits[by * mask.blockWordsPerRow + bx >> 6] >> UInt64(bx & 63) & 1 == 1
+                #expect(marked == all, "\(context) block (\(bx), \(by)): marked \(marked), settled whole \(all)")
+                if all { whole += 1 }
+            }
+        }
+        return whole
     }
 
     /// `add` limited to the clip `uncovered` just gave (what the renderer does) leaves the same
