@@ -114,6 +114,54 @@ struct CellRect {
     @inline(__always) func contains(_ o: CellRect) -> Bool { x0 <= o.x0 && o.x1 <= x1 && y0 <= o.y0 && o.y1 <= y1 }
     @inline(__always) func intersects(_ o: CellRect) -> Bool { x0 <= o.x1 && o.x0 <= x1 && y0 <= o.y1 && o.y0 <= y1 }
     @inline(__always) func contains(x: UInt32, y: UInt32) -> Bool { x >= x0 && x <= x1 && y >= y0 && y <= y1 }
+
+    /// `contains(x:y:)` for a non-empty rectangle (x0 <= x1, y0 <= y1), without branches: one
+    /// unsigned comparison per axis (v - lo wraps above hi - lo when v < lo).
+    @inline(__always) func holds(_ x: UInt32, _ y: UInt32) -> Bool {
+        Bool(bitPattern: UInt8(bitPattern: x &- x0 <= x1 &- x0) & UInt8(bitPattern: y &- y0 <= y1 &- y0))
+    }
+}
+
+extension Bool {
+    /// 0 or 1, for branch-free arithmetic on comparisons.
+    @inline(__always) init(bitPattern b: UInt8) { self = b != 0 }
+}
+
+extension UInt8 {
+    @inline(__always) init(bitPattern b: Bool) { self = b ? 1 : 0 }
+}
+
+/// Up to four rectangles (`inner` of a `SearchArea`), tested without branches by `holds`; the
+/// rest, when there are more (rare: a viewport split at the antimeridian and shifted both
+/// ways), by `contains(_:_:overflow:)`.
+struct InnerRects {
+    private let a: CellRect, b: CellRect, c: CellRect, d: CellRect
+    /// No rectangle at all: `holds` is false everywhere.
+    private let none: Bool
+    private let more: Bool
+
+    /// - rects: each non-empty.
+    @inline(__always) init(_ rects: [CellRect]) {
+        none = rects.isEmpty
+        more = rects.count > 4
+        let first = rects.first ?? CellRect(x0: 0, y0: 0, x1: 0, y1: 0)
+        a = first
+        b = rects.count > 1 ? rects[1] : first
+        c = rects.count > 2 ? rects[2] : first
+        d = rects.count > 3 ? rects[3] : first
+    }
+
+    /// Whether one of the first four rectangles holds (x, y).
+    @inline(__always) func holds(_ x: UInt32, _ y: UInt32) -> Bool {
+        let any = UInt8(bitPattern: a.holds(x, y)) | UInt8(bitPattern: b.holds(x, y))
+            | UInt8(bitPattern: c.holds(x, y)) | UInt8(bitPattern: d.holds(x, y))
+        return Bool(bitPattern: any & UInt8(bitPattern: !none))
+    }
+
+    /// Whether one of the rectangles after the fourth of `rects` (the array this was made from) holds (x, y).
+    @inline(__always) func contains(_ x: UInt32, _ y: UInt32, overflow rects: [CellRect]) -> Bool {
+        more && rects[4...].contains(where: { $0.contains(x: x, y: y) })
+    }
 }
 
 /// The spatial index: an adaptive quadtree per marker class (static / live / hidden), so a
@@ -490,42 +538,33 @@ struct GridIndex: Sendable {
                 boundaryLeaves.append(c)
             }
         }
-        forEachEntry(ofLeaves: boundaryLeaves) { e in
-            guard rect.contains(x: e.x, y: e.y) else { return }
-            if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n += 1 }
-        }
-        return n
-    }
-
-    /// Calls `body` with every entry of the given leaves, in no particular order. Each leaf's
-    /// entries are one contiguous run; `GridIndex.lanes` leaves are read side by side (entry j
-    /// of each, then entry j + 1, ...), so that the cache misses of different leaves overlap
-    /// instead of following one another (scanning the boundary leaves of a big layer is bound
-    /// by those misses, not by instructions).
-    func forEachEntry(ofLeaves leaves: [GridCell], _ body: (GridEntry) -> Void) {
-        let lanes = GridIndex.lanes
+        // Each leaf first without a branch on its entries' positions (a boundary leaf's
+        // entries fall on both sides of the edge, so such branches mispredict about half the
+        // time, and each misprediction discards the loads after it): the entries surely in
+        // (in `rect` and in one of the first four inner rectangles) are counted, and whether
+        // any other lies in `rect` is noted. Only such leaves (the band between the viewport
+        // widened by the largest and by the smallest icon extent is thin) are read again, with
+        // `partial` asked for those entries.
+        let q = InnerRects(inner)
         entries.withUnsafeBufferPointer { es in
-            withUnsafeTemporaryAllocation(of: (base: Int, count: Int).self, capacity: lanes) { lane in
-                var first = 0
-                while first < leaves.count {
-                    let group = Swift.min(lanes, leaves.count - first)
-                    var longest = 0
-                    for k in 0..<group {
-                        let c = leaves[first + k]
-                        lane[k] = (c.count > 0 ? GridIndex.runBase(c.head) : 0, Int(c.count))
-                        longest = Swift.max(longest, Int(c.count))
-                    }
-                    for j in 0..<longest {
-                        for k in 0..<group where j < lane[k].count { body(es[lane[k].base + j]) }
-                    }
-                    first += group
+            for c in boundaryLeaves where c.count > 0 {
+                let run = UnsafeBufferPointer(rebasing: es[GridIndex.runBase(c.head)..<GridIndex.runBase(c.head) + Int(c.count)])
+                var sure = 0
+                var band: UInt8 = 0
+                for e in run {
+                    let r = UInt8(bitPattern: rect.holds(e.x, e.y)), i = UInt8(bitPattern: q.holds(e.x, e.y))
+                    sure &+= Int(r & i)
+                    band |= r & ~i
+                }
+                n &+= sure
+                guard band != 0 else { continue }
+                for e in run where rect.holds(e.x, e.y) && !q.holds(e.x, e.y) {
+                    if q.contains(e.x, e.y, overflow: inner) || partial(e) { n &+= 1 }
                 }
             }
         }
+        return n
     }
-
-    /// Leaves whose runs `forEachEntry(ofLeaves:)` reads side by side.
-    static let lanes = 8
 
     /// Calls `body` with every entry of class `cls` whose position lies in `rect`.
     func forEach(cls: UInt32, rect: CellRect, _ body: (GridEntry) -> Void) {

@@ -420,9 +420,25 @@ struct SpatialCursor {
     }
 
     /// Sorts by key, then each run of equal keys (exact duplicates, rare) by id. (The key
-    /// sort's comparison captures nothing: one capturing the table copies it per call.)
+    /// sort's comparison captures nothing: one capturing the table copies it per call.) Up to
+    /// `insertionSortLimit` entries (a leaf's worth) by insertion, which beats the generic sort
+    /// at that size.
     static func sort(_ buffer: inout [Keyed], _ table: borrowing MarkerTable) {
-        buffer.sort { $0.key < $1.key }
+        if buffer.count <= insertionSortLimit {
+            buffer.withUnsafeMutableBufferPointer { b in
+                for i in b.indices.dropFirst() {
+                    let v = b[i]
+                    var j = i
+                    while j > 0 && b[j - 1].key > v.key {
+                        b[j] = b[j - 1]
+                        j -= 1
+                    }
+                    b[j] = v
+                }
+            }
+        } else {
+            buffer.sort { $0.key < $1.key }
+        }
         var i = 0
         while i < buffer.count {
             var j = i + 1
@@ -435,17 +451,47 @@ struct SpatialCursor {
         }
     }
 
+    static let insertionSortLimit = 2 * Int(GridIndex.splitAbove)
+
     /// The next entry that passes `filter`, without taking it; nil at the end.
+    ///
+    /// A leaf's entries are first filtered without a branch on their position (a leaf on the
+    /// viewport's edge has entries on both sides, and mispredicted branches discard the loads
+    /// after them): each is written to the buffer and kept by advancing its end or not. Only a
+    /// leaf with an entry in the search rectangles that is not surely on the page (outside every
+    /// inner rectangle, or at or before the token's key) is filtered again with the exact test
+    /// (`PageFilter.accepts`).
     mutating func peek(_ layer: borrowing MarkerLayer, _ filter: borrowing PageFilter) -> Keyed? {
         while at == buffer.count {
             guard let leaf = walk.next(layer.grid) else { return nil }
-            buffer.removeAll(keepingCapacity: true)
             at = 0
-            layer.grid.forEachEntry(leaf) { e in
-                guard rects.contains(where: { $0.contains(x: e.x, y: e.y) }) else { return }
-                let key = SpatialKey.morton(x: e.x, y: e.y)
-                if filter.accepts(e, key: key, layer) { buffer.append((key, e)) }
+            let n = Int(leaf.count)
+            if buffer.count < n { buffer.append(contentsOf: repeatElement(Keyed(key: 0, entry: GridEntry(x: 0, y: 0, z: 0, slot: -1)), count: n - buffer.count)) }
+            let ranges = InnerRects(rects), inner = InnerRects(filter.area.inner)
+            let after = filter.after?.morton ?? 0, anyKey = filter.after == nil, manyRanges = rects.count > 4
+            var kept = 0
+            var band: UInt8 = 0
+            buffer.withUnsafeMutableBufferPointer { out in
+                layer.grid.forEachEntry(leaf) { e in
+                    let key = SpatialKey.morton(x: e.x, y: e.y)
+                    let inRange = UInt8(bitPattern: ranges.holds(e.x, e.y))
+                    let sure = inRange & UInt8(bitPattern: inner.holds(e.x, e.y)) & (UInt8(bitPattern: anyKey) | UInt8(bitPattern: key > after))
+                    out[kept] = (key, e)
+                    kept &+= Int(sure)
+                    band |= inRange & ~sure
+                }
             }
+            // Rare: some entry in the first four ranges is not surely on the page (near the
+            // viewport's edge, or at the token), or there are more ranges: the exact test.
+            if band != 0 || manyRanges {
+                kept = 0
+                layer.grid.forEachEntry(leaf) { e in
+                    guard rects.contains(where: { $0.contains(x: e.x, y: e.y) }) else { return }
+                    let key = SpatialKey.morton(x: e.x, y: e.y)
+                    if filter.accepts(e, key: key, layer) { buffer[kept] = (key, e); kept += 1 }
+                }
+            }
+            buffer.removeLast(buffer.count - kept)
             SpatialCursor.sort(&buffer, layer.table)
         }
         return buffer[at]

@@ -41,3 +41,31 @@ import Testing
         }
     }
 }
+
+/// `FastLatitude` (the table and polynomial behind `fastLatLng`) against MarkerdCore's
+/// `Mercator.latitude` and the C library: its error must stay far inside the guard band, or
+/// `fastLatLng` could round differently from `latLng` without falling back.
+@Suite struct FastLatitudeTests {
+    @Test func staysFarInsideTheGuardBand() {
+        let seed = testSeed()
+        var rng = SplitMix64(seed: seed)
+        var ys: [UInt32] = [0, 1, .max - 1, .max, 1 << 31]
+        // Both ends and the centre of random segments, where the polynomial is least and most exact.
+        for _ in 0..<2_000 {
+            let s = UInt32(truncatingIfNeeded: rng.next()) >> UInt32(FastLatitude.segmentBits) << UInt32(FastLatitude.segmentBits)
+            ys += [s, s | (1 << UInt32(FastLatitude.segmentBits - 1)), s | ((1 << UInt32(FastLatitude.segmentBits)) - 1)]
+        }
+        for _ in 0..<200_000 { ys.append(UInt32(truncatingIfNeeded: rng.next())) }
+        var worstCore = 0.0, worstLibm = 0.0
+        for y in ys {
+            let fast = FastLatitude.units(y)
+            let core = Mercator.latitude(worldY: Double(y)) * 1e7
+            let t = Double.pi * (1 - 2 * Double(y) / Mercator.worldSize)
+            let libm = (2 * Foundation.atan(Foundation.exp(t)) - Double.pi / 2) * (180 / Double.pi) * 1e7
+            worstCore = max(worstCore, (fast - core).magnitude)
+            worstLibm = max(worstLibm, (fast - libm).magnitude)
+        }
+        print("SEED=\(seed): worst |FastLatitude - Mercator.latitude| \(worstCore), vs libm \(worstLibm) (1e-7 degree units)")
+        #expect(worstCore < 2e-5 && worstLibm < 2e-5, "SEED=\(seed): \(worstCore) / \(worstLibm) units, guard \(WorldPoint.fastLatLngGuard)")
+    }
+}
