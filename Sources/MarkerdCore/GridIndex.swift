@@ -122,14 +122,26 @@ struct CellRect {
     }
 }
 
+// Conversions between Bool and 0 / 1 by reinterpreting the byte: `b ? 1 : 0` is a branch in
+// SIL that LLVM does not always turn back into a select, and the scans above must not branch
+// on their data.
 extension Bool {
-    /// 0 or 1, for branch-free arithmetic on comparisons.
-    @inline(__always) init(bitPattern b: UInt8) { self = b != 0 }
+    /// The low bit of `b`.
+    @inline(__always) init(bitPattern b: UInt8) { self = unsafeBitCast(b & 1, to: Bool.self) }
 }
 
 extension UInt8 {
-    @inline(__always) init(bitPattern b: Bool) { self = b ? 1 : 0 }
+    /// 0 or 1, for branch-free arithmetic on comparisons.
+    @inline(__always) init(bitPattern b: Bool) { self = unsafeBitCast(b, to: UInt8.self) }
 }
+
+/// A set of points tested without branches (`CellRect`, `InnerRects`).
+protocol PointTest {
+    func holds(_ x: UInt32, _ y: UInt32) -> Bool
+}
+
+extension CellRect: PointTest {}
+extension InnerRects: PointTest {}
 
 /// Up to four rectangles (`inner` of a `SearchArea`), tested without branches by `holds`; the
 /// rest, when there are more (rare: a viewport split at the antimeridian and shifted both
@@ -538,33 +550,63 @@ struct GridIndex: Sendable {
                 boundaryLeaves.append(c)
             }
         }
-        // Each leaf first without a branch on its entries' positions (a boundary leaf's
-        // entries fall on both sides of the edge, so such branches mispredict about half the
-        // time, and each misprediction discards the loads after it): the entries surely in
-        // (in `rect` and in one of the first four inner rectangles) are counted, and whether
-        // any other lies in `rect` is noted. Only such leaves (the band between the viewport
-        // widened by the largest and by the smallest icon extent is thin) are read again, with
-        // `partial` asked for those entries.
-        let q = InnerRects(inner)
+        n &+= inner.count == 1
+            ? count(inLeaves: boundaryLeaves, rect: rect, sure: inner[0], inner: inner, partial: partial)
+            : count(inLeaves: boundaryLeaves, rect: rect, sure: InnerRects(inner), inner: inner, partial: partial)
+        return n
+    }
+
+    /// The entries of `leaves` that lie in `rect` and in one of `inner` or pass `partial`
+    /// (`sure` holds the points of some of `inner`: all of it, or the first four).
+    ///
+    /// First without a branch on the entries' positions (a boundary leaf's entries fall on both
+    /// sides of the edge, so such branches mispredict about half the time, and each
+    /// misprediction discards the loads after it): entries in `rect` and `sure` are counted,
+    /// and whether a leaf holds others in `rect` is noted; only such leaves (the band between
+    /// the viewport widened by the largest and by the smallest icon extent is thin) are read
+    /// again, with the exact test. `GridIndex.lanes` leaves are read side by side (entry j of
+    /// each, then entry j + 1, ...), so that the cache misses of different leaves overlap
+    /// instead of following one another (this scan is bound by those misses).
+    private func count<Sure: PointTest>(inLeaves leaves: [GridCell], rect: CellRect, sure: Sure, inner: [CellRect],
+                                        partial: (GridEntry) -> Bool) -> Int {
+        let lanes = GridIndex.lanes
+        var n = 0
         entries.withUnsafeBufferPointer { es in
-            for c in boundaryLeaves where c.count > 0 {
-                let run = UnsafeBufferPointer(rebasing: es[GridIndex.runBase(c.head)..<GridIndex.runBase(c.head) + Int(c.count)])
-                var sure = 0
-                var band: UInt8 = 0
-                for e in run {
-                    let r = UInt8(bitPattern: rect.holds(e.x, e.y)), i = UInt8(bitPattern: q.holds(e.x, e.y))
-                    sure &+= Int(r & i)
-                    band |= r & ~i
-                }
-                n &+= sure
-                guard band != 0 else { continue }
-                for e in run where rect.holds(e.x, e.y) && !q.holds(e.x, e.y) {
-                    if q.contains(e.x, e.y, overflow: inner) || partial(e) { n &+= 1 }
+            withUnsafeTemporaryAllocation(of: (base: Int, count: Int).self, capacity: lanes) { lane in
+                var first = 0
+                while first < leaves.count {
+                    let group = Swift.min(lanes, leaves.count - first)
+                    var longest = 0
+                    for k in 0..<group {
+                        let c = leaves[first + k]
+                        lane[k] = (c.count > 0 ? GridIndex.runBase(c.head) : 0, Int(c.count))
+                        longest = Swift.max(longest, Int(c.count))
+                    }
+                    var band: UInt32 = 0   // bit k: lane k holds an entry in `rect` but not in `sure`
+                    for j in 0..<longest {
+                        for k in 0..<group where j < lane[k].count {
+                            let e = es[lane[k].base + j]
+                            let r = UInt8(bitPattern: rect.holds(e.x, e.y)), i = UInt8(bitPattern: sure.holds(e.x, e.y))
+                            n &+= Int(r & i)
+                            band |= UInt32(r & ~i) << UInt32(k)
+                        }
+                    }
+                    while band != 0 {
+                        let k = band.trailingZeroBitCount
+                        band &= band - 1
+                        for e in es[lane[k].base..<lane[k].base + lane[k].count] where rect.holds(e.x, e.y) && !sure.holds(e.x, e.y) {
+                            if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n &+= 1 }
+                        }
+                    }
+                    first += group
                 }
             }
         }
         return n
     }
+
+    /// Leaves whose runs `count(inLeaves:...)` reads side by side.
+    static let lanes = 8
 
     /// Calls `body` with every entry of class `cls` whose position lies in `rect`.
     func forEach(cls: UInt32, rect: CellRect, _ body: (GridEntry) -> Void) {

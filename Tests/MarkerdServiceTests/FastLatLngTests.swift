@@ -52,7 +52,8 @@ import Testing
         var ys: [UInt32] = [0, 1, .max - 1, .max, 1 << 31]
         // Both ends and the centre of random segments, where the polynomial is least and most exact.
         for _ in 0..<2_000 {
-            let s = UInt32(truncatingIfNeeded: rng.next()) >> UInt32(FastLatitude.segmentBits) << UInt32(FastLatitude.segmentBits)
+            let bits = UInt32(FastLatitude.segmentBits)
+            let s = (UInt32(truncatingIfNeeded: rng.next()) >> bits) << bits
             ys += [s, s | (1 << UInt32(FastLatitude.segmentBits - 1)), s | ((1 << UInt32(FastLatitude.segmentBits)) - 1)]
         }
         for _ in 0..<200_000 { ys.append(UInt32(truncatingIfNeeded: rng.next())) }
@@ -67,5 +68,30 @@ import Testing
         }
         print("SEED=\(seed): worst |FastLatitude - Mercator.latitude| \(worstCore), vs libm \(worstLibm) (1e-7 degree units)")
         #expect(worstCore < 2e-5 && worstLibm < 2e-5, "SEED=\(seed): \(worstCore) / \(worstLibm) units, guard \(WorldPoint.fastLatLngGuard)")
+    }
+}
+
+extension FastLatitudeTests {
+    /// `WorldPoint.roundedAwayFromZero` against `rounded(.toNearestOrAwayFromZero)`, bit for bit
+    /// (signed zeros included), on halves, near-halves and random values of coordinate size.
+    @Test func integerRoundingMatchesTheLibraryBitForBit() {
+        let seed = testSeed()
+        var rng = SplitMix64(seed: seed)
+        var values: [Double] = [0, -0.0, 0.5, -0.5, 0.49999999999999994, -0.49999999999999994, 1.5, -1.5, 2.5, -2.5, -0.3, 0.3, 1.8e9, -1.8e9]
+        for _ in 0..<200_000 {
+            let whole = Double(Int64(rng.next() % 3_600_000_000) - 1_800_000_000)
+            switch rng.next() % 3 {
+            case 0: values.append(whole + 0.5)
+            case 1: values.append((whole + 0.5).nextUp)
+            default: values.append(whole + rng.unit() * (rng.next() % 2 == 0 ? 1 : -1))
+            }
+        }
+        for v in values {
+            let got = WorldPoint.roundedAwayFromZero(v), expected = v.rounded(.toNearestOrAwayFromZero)
+            if got.bitPattern != expected.bitPattern {
+                Issue.record("SEED=\(seed): \(v) rounds to \(got), expected \(expected)")
+                return
+            }
+        }
     }
 }
