@@ -57,6 +57,32 @@ struct GridCellTable: Sendable {
         }
     }
 
+    /// The indices of the present ones of `keys` (in order; absent keys are skipped), in two
+    /// passes: first the key in each one's home cell is read (loads that do not depend on each
+    /// other, so their cache misses overlap), then each is looked up, starting with that key.
+    func find(all keys: [UInt64], into found: inout [Int]) {
+        found.removeAll(keepingCapacity: true)
+        guard !keys.isEmpty else { return }
+        let mask = cells.count - 1
+        cells.withUnsafeBufferPointer { cs in
+            withUnsafeTemporaryAllocation(of: (home: Int, key: UInt64).self, capacity: keys.count) { first in
+                for (m, key) in keys.enumerated() {
+                    let h = home(key)
+                    first[m] = (h, cs[h].key)
+                }
+                for (m, key) in keys.enumerated() {
+                    var (i, k) = first[m]
+                    while k != key {
+                        if k == GridCellTable.emptyKey { break }
+                        i = (i + 1) & mask
+                        k = cs[i].key
+                    }
+                    if k == key { found.append(i) }
+                }
+            }
+        }
+    }
+
     @inline(__always) subscript(i: Int) -> GridCell {
         get { cells[i] }
         _modify { yield &cells[i] }
@@ -535,20 +561,29 @@ struct GridIndex: Sendable {
         let r = root(cls)
         guard r >= 0 else { return 0 }
         var n = 0
-        var stack: [Int] = [r]
+        // Level by level: the children of all of a level's boundary nodes are looked up
+        // together (`GridCellTable.find(all:into:)`), so that their cache misses overlap.
+        var level: [Int] = [r], children: [UInt64] = []
         var boundaryLeaves: [GridCell] = []
         // Reserved up front, so that a typical walk does not regrow them from one element.
-        stack.reserveCapacity(256)
+        level.reserveCapacity(256)
+        children.reserveCapacity(1024)
         boundaryLeaves.reserveCapacity(256)
-        while let i = stack.popLast() {
-            let c = nodes[i]
-            let cr = GridIndex.rect(c.key)
-            if rect.contains(cr) && inner.contains(where: { $0.contains(cr) }) { n += Int(c.count); continue }
-            if c.isInternal {
-                forEachChild(c, { rect.intersects($0) }) { j, _ in stack.append(j) }
-            } else {
-                boundaryLeaves.append(c)
+        while !level.isEmpty {
+            children.removeAll(keepingCapacity: true)
+            for i in level {
+                let c = nodes[i]
+                let cr = GridIndex.rect(c.key)
+                if rect.contains(cr) && inner.contains(where: { $0.contains(cr) }) { n += Int(c.count); continue }
+                guard c.isInternal else { boundaryLeaves.append(c); continue }
+                var m = c.childMask
+                while m != 0 {
+                    let ck = GridIndex.childKey(c.key, m.trailingZeroBitCount)
+                    m &= m - 1
+                    if rect.intersects(GridIndex.rect(ck)) { children.append(ck) }
+                }
             }
+            nodes.find(all: children, into: &level)
         }
         n &+= inner.count == 1
             ? count(inLeaves: boundaryLeaves, rect: rect, sure: inner[0], inner: inner, partial: partial)

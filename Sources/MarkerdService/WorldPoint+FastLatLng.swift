@@ -43,8 +43,17 @@ enum FastLatitude {
     static let segmentCount = 1 << (32 - segmentBits)
     static let degree = 4
 
-    /// Per segment, c0 ... c4 of u(y) = sum c_n * (y - centre)^n.
-    static let coefficients: [Double] = {
+    /// Per segment, c0 ... c4 of u(y) = sum c_n * (y - centre)^n: `table` (allocated once,
+    /// never freed, so that reading it retains no array; read-only after its initialisation).
+    nonisolated(unsafe) static let coefficients: UnsafePointer<Double> = {
+        let c = table()
+        let p = UnsafeMutablePointer<Double>.allocate(capacity: c.count)
+        p.initialize(from: c, count: c.count)
+        return UnsafePointer(p)
+    }()
+
+    /// The coefficients, computed.
+    static func table() -> [Double] {
         let k = 180 / Double.pi * 1e7                 // units of 1e-7 degree per radian
         let dt = -2 * Double.pi / Mercator.worldSize  // d t / d y
         var c: [Double] = []
@@ -64,15 +73,13 @@ enum FastLatitude {
             }
         }
         return c
-    }()
+    }
 
     /// Latitude of world y in units of 1e-7 degree (not rounded, not clamped).
     @inline(__always) static func units(_ y: UInt32) -> Double {
         let s = Int(y >> UInt32(segmentBits))
         let d = Double(Int64(y & (1 << UInt32(segmentBits) - 1)) - Int64(1 << (segmentBits - 1)))
-        return coefficients.withUnsafeBufferPointer { c in
-            let b = s * (degree + 1)
-            return c[b] + d * (c[b + 1] + d * (c[b + 2] + d * (c[b + 3] + d * c[b + 4])))
-        }
+        let c = coefficients + s * (degree + 1)
+        return c[0] + d * (c[1] + d * (c[2] + d * (c[3] + d * c[4])))
     }
 }
