@@ -57,6 +57,32 @@ struct GridCellTable: Sendable {
         }
     }
 
+    /// The indices of the present ones of `keys` (in order; absent keys are skipped), in two
+    /// passes: first the key in each one's home cell is read (loads that do not depend on each
+    /// other, so their cache misses overlap), then each is looked up, starting with that key.
+    func find(all keys: [UInt64], into found: inout [Int]) {
+        found.removeAll(keepingCapacity: true)
+        guard !keys.isEmpty else { return }
+        let mask = cells.count - 1
+        cells.withUnsafeBufferPointer { cs in
+            withUnsafeTemporaryAllocation(of: (home: Int, key: UInt64).self, capacity: keys.count) { first in
+                for (m, key) in keys.enumerated() {
+                    let h = home(key)
+                    first[m] = (h, cs[h].key)
+                }
+                for (m, key) in keys.enumerated() {
+                    var (i, k) = first[m]
+                    while k != key {
+                        if k == GridCellTable.emptyKey { break }
+                        i = (i + 1) & mask
+                        k = cs[i].key
+                    }
+                    if k == key { found.append(i) }
+                }
+            }
+        }
+    }
+
     @inline(__always) subscript(i: Int) -> GridCell {
         get { cells[i] }
         _modify { yield &cells[i] }
@@ -114,6 +140,66 @@ struct CellRect {
     @inline(__always) func contains(_ o: CellRect) -> Bool { x0 <= o.x0 && o.x1 <= x1 && y0 <= o.y0 && o.y1 <= y1 }
     @inline(__always) func intersects(_ o: CellRect) -> Bool { x0 <= o.x1 && o.x0 <= x1 && y0 <= o.y1 && o.y0 <= y1 }
     @inline(__always) func contains(x: UInt32, y: UInt32) -> Bool { x >= x0 && x <= x1 && y >= y0 && y <= y1 }
+
+    /// `contains(x:y:)` for a non-empty rectangle (x0 <= x1, y0 <= y1), without branches: one
+    /// unsigned comparison per axis (v - lo wraps above hi - lo when v < lo).
+    @inline(__always) func holds(_ x: UInt32, _ y: UInt32) -> Bool {
+        Bool(bitPattern: UInt8(bitPattern: x &- x0 <= x1 &- x0) & UInt8(bitPattern: y &- y0 <= y1 &- y0))
+    }
+}
+
+// Conversions between Bool and 0 / 1 by reinterpreting the byte: `b ? 1 : 0` is a branch in
+// SIL that LLVM does not always turn back into a select, and the scans above must not branch
+// on their data.
+extension Bool {
+    /// The low bit of `b`.
+    @inline(__always) init(bitPattern b: UInt8) { self = unsafeBitCast(b & 1, to: Bool.self) }
+}
+
+extension UInt8 {
+    /// 0 or 1, for branch-free arithmetic on comparisons.
+    @inline(__always) init(bitPattern b: Bool) { self = unsafeBitCast(b, to: UInt8.self) }
+}
+
+/// A set of points tested without branches (`CellRect`, `InnerRects`).
+protocol PointTest {
+    func holds(_ x: UInt32, _ y: UInt32) -> Bool
+}
+
+extension CellRect: PointTest {}
+extension InnerRects: PointTest {}
+
+/// Up to four rectangles (`inner` of a `SearchArea`), tested without branches by `holds`; the
+/// rest, when there are more (rare: a viewport split at the antimeridian and shifted both
+/// ways), by `contains(_:_:overflow:)`.
+struct InnerRects {
+    private let a: CellRect, b: CellRect, c: CellRect, d: CellRect
+    /// No rectangle at all: `holds` is false everywhere.
+    private let none: Bool
+    private let more: Bool
+
+    /// - rects: each non-empty.
+    @inline(__always) init(_ rects: [CellRect]) {
+        none = rects.isEmpty
+        more = rects.count > 4
+        let first = rects.first ?? CellRect(x0: 0, y0: 0, x1: 0, y1: 0)
+        a = first
+        b = rects.count > 1 ? rects[1] : first
+        c = rects.count > 2 ? rects[2] : first
+        d = rects.count > 3 ? rects[3] : first
+    }
+
+    /// Whether one of the first four rectangles holds (x, y).
+    @inline(__always) func holds(_ x: UInt32, _ y: UInt32) -> Bool {
+        let any = UInt8(bitPattern: a.holds(x, y)) | UInt8(bitPattern: b.holds(x, y))
+            | UInt8(bitPattern: c.holds(x, y)) | UInt8(bitPattern: d.holds(x, y))
+        return Bool(bitPattern: any & UInt8(bitPattern: !none))
+    }
+
+    /// Whether one of the rectangles after the fourth of `rects` (the array this was made from) holds (x, y).
+    @inline(__always) func contains(_ x: UInt32, _ y: UInt32, overflow rects: [CellRect]) -> Bool {
+        more && rects[4...].contains(where: { $0.contains(x: x, y: y) })
+    }
 }
 
 /// The spatial index: an adaptive quadtree per marker class (static / live / hidden), so a
@@ -475,35 +561,51 @@ struct GridIndex: Sendable {
         let r = root(cls)
         guard r >= 0 else { return 0 }
         var n = 0
-        var stack: [Int] = [r]
+        // Level by level: the children of all of a level's boundary nodes are looked up
+        // together (`GridCellTable.find(all:into:)`), so that their cache misses overlap.
+        var level: [Int] = [r], children: [UInt64] = []
         var boundaryLeaves: [GridCell] = []
         // Reserved up front, so that a typical walk does not regrow them from one element.
-        stack.reserveCapacity(256)
+        level.reserveCapacity(256)
+        children.reserveCapacity(1024)
         boundaryLeaves.reserveCapacity(256)
-        while let i = stack.popLast() {
-            let c = nodes[i]
-            let cr = GridIndex.rect(c.key)
-            if rect.contains(cr) && inner.contains(where: { $0.contains(cr) }) { n += Int(c.count); continue }
-            if c.isInternal {
-                forEachChild(c, { rect.intersects($0) }) { j, _ in stack.append(j) }
-            } else {
-                boundaryLeaves.append(c)
+        while !level.isEmpty {
+            children.removeAll(keepingCapacity: true)
+            for i in level {
+                let c = nodes[i]
+                let cr = GridIndex.rect(c.key)
+                if rect.contains(cr) && inner.contains(where: { $0.contains(cr) }) { n += Int(c.count); continue }
+                guard c.isInternal else { boundaryLeaves.append(c); continue }
+                var m = c.childMask
+                while m != 0 {
+                    let ck = GridIndex.childKey(c.key, m.trailingZeroBitCount)
+                    m &= m - 1
+                    if rect.intersects(GridIndex.rect(ck)) { children.append(ck) }
+                }
             }
+            nodes.find(all: children, into: &level)
         }
-        forEachEntry(ofLeaves: boundaryLeaves) { e in
-            guard rect.contains(x: e.x, y: e.y) else { return }
-            if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n += 1 }
-        }
+        n &+= inner.count == 1
+            ? count(inLeaves: boundaryLeaves, rect: rect, sure: inner[0], inner: inner, partial: partial)
+            : count(inLeaves: boundaryLeaves, rect: rect, sure: InnerRects(inner), inner: inner, partial: partial)
         return n
     }
 
-    /// Calls `body` with every entry of the given leaves, in no particular order. Each leaf's
-    /// entries are one contiguous run; `GridIndex.lanes` leaves are read side by side (entry j
-    /// of each, then entry j + 1, ...), so that the cache misses of different leaves overlap
-    /// instead of following one another (scanning the boundary leaves of a big layer is bound
-    /// by those misses, not by instructions).
-    func forEachEntry(ofLeaves leaves: [GridCell], _ body: (GridEntry) -> Void) {
+    /// The entries of `leaves` that lie in `rect` and in one of `inner` or pass `partial`
+    /// (`sure` holds the points of some of `inner`: all of it, or the first four).
+    ///
+    /// First without a branch on the entries' positions (a boundary leaf's entries fall on both
+    /// sides of the edge, so such branches mispredict about half the time, and each
+    /// misprediction discards the loads after it): entries in `rect` and `sure` are counted,
+    /// and whether a leaf holds others in `rect` is noted; only such leaves (the band between
+    /// the viewport widened by the largest and by the smallest icon extent is thin) are read
+    /// again, with the exact test. `GridIndex.lanes` leaves are read side by side (entry j of
+    /// each, then entry j + 1, ...), so that the cache misses of different leaves overlap
+    /// instead of following one another (this scan is bound by those misses).
+    private func count<Sure: PointTest>(inLeaves leaves: [GridCell], rect: CellRect, sure: Sure, inner: [CellRect],
+                                        partial: (GridEntry) -> Bool) -> Int {
         let lanes = GridIndex.lanes
+        var n = 0
         entries.withUnsafeBufferPointer { es in
             withUnsafeTemporaryAllocation(of: (base: Int, count: Int).self, capacity: lanes) { lane in
                 var first = 0
@@ -515,16 +617,30 @@ struct GridIndex: Sendable {
                         lane[k] = (c.count > 0 ? GridIndex.runBase(c.head) : 0, Int(c.count))
                         longest = Swift.max(longest, Int(c.count))
                     }
+                    var band: UInt32 = 0   // bit k: lane k holds an entry in `rect` but not in `sure`
                     for j in 0..<longest {
-                        for k in 0..<group where j < lane[k].count { body(es[lane[k].base + j]) }
+                        for k in 0..<group where j < lane[k].count {
+                            let e = es[lane[k].base + j]
+                            let r = UInt8(bitPattern: rect.holds(e.x, e.y)), i = UInt8(bitPattern: sure.holds(e.x, e.y))
+                            n &+= Int(r & i)
+                            band |= UInt32(r & ~i) << UInt32(k)
+                        }
+                    }
+                    while band != 0 {
+                        let k = band.trailingZeroBitCount
+                        band &= band - 1
+                        for e in es[lane[k].base..<lane[k].base + lane[k].count] where rect.holds(e.x, e.y) && !sure.holds(e.x, e.y) {
+                            if inner.contains(where: { $0.contains(x: e.x, y: e.y) }) || partial(e) { n &+= 1 }
+                        }
                     }
                     first += group
                 }
             }
         }
+        return n
     }
 
-    /// Leaves whose runs `forEachEntry(ofLeaves:)` reads side by side.
+    /// Leaves whose runs `count(inLeaves:...)` reads side by side.
     static let lanes = 8
 
     /// Calls `body` with every entry of class `cls` whose position lies in `rect`.

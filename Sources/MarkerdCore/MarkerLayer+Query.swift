@@ -420,9 +420,24 @@ struct SpatialCursor {
     }
 
     /// Sorts by key, then each run of equal keys (exact duplicates, rare) by id. (The key
-    /// sort's comparison captures nothing: one capturing the table copies it per call.)
+    /// sort's comparison captures nothing: one capturing the table copies it per call.) Up to
+    /// `insertionSortLimit` entries by insertion, which beats the generic sort at that size.
     static func sort(_ buffer: inout [Keyed], _ table: borrowing MarkerTable) {
-        buffer.sort { $0.key < $1.key }
+        if buffer.count <= insertionSortLimit {
+            buffer.withUnsafeMutableBufferPointer { b in
+                for i in b.indices.dropFirst() {
+                    let v = b[i]
+                    var j = i
+                    while j > 0 && b[j - 1].key > v.key {
+                        b[j] = b[j - 1]
+                        j -= 1
+                    }
+                    b[j] = v
+                }
+            }
+        } else {
+            buffer.sort { $0.key < $1.key }
+        }
         var i = 0
         while i < buffer.count {
             var j = i + 1
@@ -435,20 +450,77 @@ struct SpatialCursor {
         }
     }
 
+    /// Up to this many entries are sorted by insertion: a batch of leaves, each in its own key
+    /// range, so the insertion sort's work is the entries plus the inversions inside each leaf.
+    static let insertionSortLimit = 8 * Int(GridIndex.splitAbove)
+
+    /// Leaves the cursor filters at a time (`peek`).
+    static let batchLeaves = 4
+
     /// The next entry that passes `filter`, without taking it; nil at the end.
+    ///
+    /// Leaves are taken from the walk `batchLeaves` at a time (consecutive in key order) and
+    /// their entries filtered first without a branch on their position (a leaf on the
+    /// viewport's edge has entries on both sides, and mispredicted branches discard the loads
+    /// after them, so that the cache misses of the batch's leaves overlap): each is written to
+    /// the buffer and kept by advancing its end or not. Only a batch with an entry in the first
+    /// four search rectangles that is not surely on the page (outside every inner rectangle,
+    /// or at or before the token's key), or a search of more rectangles, is filtered again with
+    /// the exact test (`PageFilter.accepts`). The batch is then sorted as one.
     mutating func peek(_ layer: borrowing MarkerLayer, _ filter: borrowing PageFilter) -> Keyed? {
         while at == buffer.count {
-            guard let leaf = walk.next(layer.grid) else { return nil }
-            buffer.removeAll(keepingCapacity: true)
-            at = 0
-            layer.grid.forEachEntry(leaf) { e in
-                guard rects.contains(where: { $0.contains(x: e.x, y: e.y) }) else { return }
-                let key = SpatialKey.morton(x: e.x, y: e.y)
-                if filter.accepts(e, key: key, layer) { buffer.append((key, e)) }
+            var leaves: [GridCell] = []
+            var n = 0
+            while leaves.count < SpatialCursor.batchLeaves, let leaf = walk.next(layer.grid) {
+                leaves.append(leaf)
+                n += Int(leaf.count)
             }
+            guard !leaves.isEmpty else { return nil }
+            at = 0
+            if buffer.count < n { buffer.append(contentsOf: repeatElement(Keyed(key: 0, entry: GridEntry(x: 0, y: 0, z: 0, slot: -1)), count: n - buffer.count)) }
+            let inner = filter.area.inner, after = filter.after?.morton
+            let sure = rects.count == 1 && inner.count == 1
+                ? SpatialCursor.filter(leaves, layer.grid, ranges: rects[0], inner: inner[0], after: after, into: &buffer)
+                : SpatialCursor.filter(leaves, layer.grid, ranges: InnerRects(rects), inner: InnerRects(inner), after: after, into: &buffer)
+            var kept = sure.kept
+            if sure.band != 0 || rects.count > 4 {
+                kept = 0
+                for leaf in leaves {
+                    layer.grid.forEachEntry(leaf) { e in
+                        guard rects.contains(where: { $0.contains(x: e.x, y: e.y) }) else { return }
+                        let key = SpatialKey.morton(x: e.x, y: e.y)
+                        if filter.accepts(e, key: key, layer) { buffer[kept] = (key, e); kept += 1 }
+                    }
+                }
+            }
+            buffer.removeLast(buffer.count - kept)
             SpatialCursor.sort(&buffer, layer.table)
         }
         return buffer[at]
+    }
+
+    /// `peek`'s first pass over a batch of leaves: writes each entry with its key to `out`
+    /// (at least as long as the leaves' entries), keeping those in `ranges` and `inner` and
+    /// after `after` (nil: any key) at the front. Returns how many it kept, and non-zero `band`
+    /// when some entry in `ranges` was not kept.
+    private static func filter<R: PointTest, I: PointTest>(_ leaves: [GridCell], _ grid: borrowing GridIndex, ranges: R, inner: I,
+                                                          after: UInt64?, into out: inout [Keyed]) -> (kept: Int, band: UInt8) {
+        let anyKey = UInt8(bitPattern: after == nil), from = after ?? 0
+        var kept = 0
+        var band: UInt8 = 0
+        out.withUnsafeMutableBufferPointer { out in
+            for leaf in leaves {
+                grid.forEachEntry(leaf) { e in
+                    let key = SpatialKey.morton(x: e.x, y: e.y)
+                    let inRange = UInt8(bitPattern: ranges.holds(e.x, e.y))
+                    let sure = inRange & UInt8(bitPattern: inner.holds(e.x, e.y)) & (anyKey | UInt8(bitPattern: key > from))
+                    out[kept] = (key, e)
+                    kept &+= Int(sure)
+                    band |= inRange & ~sure
+                }
+            }
+        }
+        return (kept, band)
     }
 
     /// Takes the entry `peek` returned.

@@ -135,9 +135,12 @@ extension MarkerService {
     private func viewportPage<T>(_ r: V1.QueryViewportRequest, _ a: (bounds: GeoBounds, density: Double, limit: Int),
                                  _ h: LayerHandle, _ now: Int64,
                                  _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T {
+        // One copy of the layer out of the handle (each `h.layer` is one: a retain and release
+        // of each of its arrays).
+        let layer = h.layer
         let page = try mapCoreError { () throws(MarkerdCoreError) in
-            try h.layer.viewportPage(bounds: a.bounds, zoom: r.zoom, density: a.density, limit: a.limit,
-                                     pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
+            try layer.viewportPage(bounds: a.bounds, zoom: r.zoom, density: a.density, limit: a.limit,
+                                   pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
         }
         var response = V1.QueryViewportResponse()
         response.mode = page.mode == .tiled ? .tiled : .native
@@ -146,7 +149,7 @@ extension MarkerService {
         response.nextPageToken = page.nextPageToken ?? ""
         response.layerVersion = page.layerVersion
         if page.mode == .tiled {
-            let size = h.layer.options.tileSize
+            let size = layer.options.tileSize
             var tiles = V1.TileDescriptor()
             tiles.urlTemplate = Self.replacing("{size}", with: String(size),
                                                in: Self.replacing("{layer}", with: h.id, in: configuration.tileURLTemplate))
@@ -154,7 +157,7 @@ extension MarkerService {
             tiles.version = page.layerVersion
             response.tiles = tiles
         }
-        return finish(h.layer, page, response)
+        return finish(layer, page, response)
     }
 
     /// `text.replacingOccurrences(of: target, with: replacement)` for an ASCII `target`, on UTF-8

@@ -1,5 +1,6 @@
 import MarkerdAPI
 import MarkerdCore
+import Synchronization
 
 /// Writes stored markers as protobuf `Marker` submessages straight from a layer, byte for byte
 /// what `MarkerConversion.apiMarker(layer.record(slot)).serializedBytes()` gives, without the
@@ -118,21 +119,37 @@ struct MarkerWireEncoder {
         write(byte: 0x50, at: &w); write(byte: basics.visible ? 1 : 0, at: &w)
     }
 
-    /// Where a style's icon and anchor fields are in `styleBytes` (encoded on first use, as the
-    /// regular encoder writes them).
+    /// Where a style's icon and anchor fields are in `styleBytes` (on first use per reply, from
+    /// `encodedStyle`).
     private mutating func styleRange(_ index: UInt32, of layer: MarkerLayer) -> Range<Int> {
         if Int(index) < styleRanges.count, let r = styleRanges[Int(index)] { return r }
-        let full = MarkerConversion.apiMarker(MarkerRecord(id: "", position: LatLng(latitude: 0, longitude: 0),
-                                                           style: layer.styles.style(at: index)))
-        var m = V1.Marker()
-        m.icon = full.icon
-        m.anchor = full.anchor
-        let bytes = m.serializedBytes()
+        let bytes = Self.encodedStyle(layer.styles.style(at: index))
         if Int(index) >= styleRanges.count { styleRanges.append(contentsOf: repeatElement(nil, count: Int(index) + 1 - styleRanges.count)) }
         let r = styleBytes.count..<styleBytes.count + bytes.count
         styleBytes += bytes
         styleRanges[Int(index)] = r
         return r
+    }
+
+    /// Styles' icon and anchor fields as the regular encoder writes them, shared by all
+    /// replies (building a `V1.Marker` and running protobuf-c for them took a few µs of every
+    /// reply). Emptied when it reaches `styleCacheLimit` styles (labels make styles unbounded).
+    private static let styleCache = Mutex<[IconStyle: [UInt8]]>([:])
+    static let styleCacheLimit = 1024
+
+    /// A style's icon and anchor fields, encoded by the regular encoder (cached).
+    static func encodedStyle(_ style: IconStyle) -> [UInt8] {
+        if let bytes = styleCache.withLock({ $0[style] }) { return bytes }
+        let full = MarkerConversion.apiMarker(MarkerRecord(id: "", position: LatLng(latitude: 0, longitude: 0), style: style))
+        var m = V1.Marker()
+        m.icon = full.icon
+        m.anchor = full.anchor
+        let bytes = m.serializedBytes()
+        styleCache.withLock { cache in
+            if cache.count >= styleCacheLimit { cache.removeAll() }
+            cache[style] = bytes
+        }
+        return bytes
     }
 
     @inline(__always) private static func write(byte: UInt8, at w: inout UnsafeMutablePointer<UInt8>) {

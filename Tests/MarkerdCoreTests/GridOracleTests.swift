@@ -274,3 +274,42 @@ import Testing
         }
     }
 }
+
+/// The branch-free rectangle tests of the grid's scans (`CellRect.holds`, `InnerRects`) against
+/// the plain ones, on seeded random rectangles (edges at 0 and 2^32 - 1 included) and points
+/// on, next to and away from their edges.
+@Suite struct BranchFreeRectTests {
+    @Test func holdsMatchesContains() {
+        let seed = testSeed()
+        var rng = SplitMix64(seed: seed)
+        func coordinate() -> UInt32 {
+            switch rng.next() % 8 {
+            case 0: return 0
+            case 1: return .max
+            default: return UInt32(truncatingIfNeeded: rng.next()) >> UInt32(rng.next() % 32)
+            }
+        }
+        func rect() -> CellRect {
+            let a = coordinate(), b = coordinate(), c = coordinate(), d = coordinate()
+            return CellRect(x0: min(a, b), y0: min(c, d), x1: max(a, b), y1: max(c, d))
+        }
+        for _ in 0..<3_000 {
+            let rects = (0..<Int(rng.next() % 8)).map { _ in rect() }
+            let q = InnerRects(rects)
+            var points: [(UInt32, UInt32)] = (0..<8).map { _ in (coordinate(), coordinate()) }
+            for r in rects {
+                for (x, y) in [(r.x0, r.y0), (r.x1, r.y1), (r.x0 &- 1, r.y0), (r.x1 &+ 1, r.y1), (r.x0, r.y0 &- 1), (r.x1, r.y1 &+ 1)] {
+                    points.append((x, y))
+                }
+            }
+            for (x, y) in points {
+                let expected = rects.contains { $0.contains(x: x, y: y) }
+                let got = q.holds(x, y) || q.contains(x, y, overflow: rects)
+                if got != expected || rects.contains(where: { $0.holds(x, y) != $0.contains(x: x, y: y) }) {
+                    Issue.record("SEED=\(seed): (\(x), \(y)) in \(rects): \(got), expected \(expected)")
+                    return
+                }
+            }
+        }
+    }
+}

@@ -13,7 +13,19 @@ import Testing
     /// response, and is byte for byte the regular response's other fields followed by each
     /// regular marker encoding as field 2.
     @Test func payloadMatchesTheRegularEncoding() throws {
-        var rng = SplitMix64(seed: testSeed())
+        try check(varied: true)
+    }
+
+    /// The same with every marker on the default pin: a layer with one style in use, whose
+    /// pages `MarkerLayer.gather` reads without the style column (`soleStyleIndex`).
+    @Test func payloadMatchesTheRegularEncodingWithOneStyle() throws {
+        try check(varied: false)
+    }
+
+    /// - varied: markers with every kind of field; else plain ones (default pin, no anchor,
+    ///   animation, attributes or extra), ids still of every length.
+    private func check(varied: Bool) throws {
+        var rng = SplitMix64(seed: testSeed(varied ? "payloadMatchesTheRegularEncoding" : "payloadMatchesTheRegularEncodingWithOneStyle"))
         let s = MarkerService()
         var icon = V1.RegisterIconRequest()
         icon.iconID = "red"
@@ -41,6 +53,7 @@ import Testing
             let lat = rng.next() % 25 == 0 ? 0 : (rng.unit() - 0.5) * 2
             let lon = rng.next() % 25 == 0 ? 0 : (rng.unit() - 0.5) * 2
             markers.append(marker(id, lat, lon) { m in
+                guard varied else { return }
                 m.zIndex = Int32(Int(rng.next() % 7) - 3)
                 if rng.next() % 4 == 0 { m.visible = rng.next() % 5 != 0 }
                 if rng.next() % 4 == 0 { m.clickable = rng.next() % 2 == 0 }
