@@ -111,6 +111,49 @@ extension TileRenderer {
         }
     }
 
+    /// A binary heap of events (`BinaryHeap`'s order: `pop` returns an element no other is `<`),
+    /// moving a hole down and up instead of swapping and reading its storage through one
+    /// unsafe pointer per operation: the sweep pushes and pops an event per part and per drawn
+    /// marker.
+    fileprivate struct EventHeap {
+        private var items: [Event] = []
+        var first: Event? { items.first }
+
+        mutating func push(_ e: Event) {
+            items.append(e)
+            items.withUnsafeMutableBufferPointer { b in
+                var i = b.count - 1
+                while i > 0 {
+                    let parent = (i - 1) >> 1
+                    if !(e < b[parent]) { break }
+                    b[i] = b[parent]
+                    i = parent
+                }
+                b[i] = e
+            }
+        }
+
+        mutating func pop() -> Event? {
+            guard let top = items.first else { return nil }
+            let last = items.removeLast()
+            if items.isEmpty { return top }
+            items.withUnsafeMutableBufferPointer { b in
+                let n = b.count
+                var i = 0
+                while true {
+                    let l = 2 * i + 1
+                    if l >= n { break }
+                    let c = l + 1 < n && b[l + 1] < b[l] ? l + 1 : l
+                    if !(b[c] < last) { break }
+                    b[i] = b[c]
+                    i = c
+                }
+                b[i] = last
+            }
+            return top
+        }
+    }
+
     /// What the sweep walks: a grid node, or the markers of a leaf in one device row (`row`,
     /// world y `y0...y1`): a leaf whose markers span a few device rows is taken one row at a
     /// time, bottom up, so that the upper rows, whose footprints only later markers of their
@@ -155,6 +198,10 @@ extension TileRenderer {
         var end: Int32
         var leaf: Int32
     }
+
+    /// Parts whose markers fall on at most this many device positions (per world copy) are
+    /// tested position by position (`SweepWalk.partSettled`).
+    static let positionParts = 4
 
     /// Leaves spanning at most this many device rows are walked one row at a time (`Part`).
     static let splitLeafRows = 4
@@ -254,7 +301,7 @@ extension TileRenderer {
         /// leaf counts once: those of an opened row when it is read, whether drawn or not; the
         /// rest when its top row comes out, opened or not).
         var leafCounted: [Int] = []
-        var heap = BinaryHeap<Event>()
+        var heap = EventHeap()
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
         /// The style of every marker when only one is in use (`UInt32.max`: read per marker).
@@ -402,6 +449,30 @@ extension TileRenderer {
             }
         }
 
+        /// Whether every pixel any marker of part `p` could draw is settled. A part whose markers
+        /// fall on at most `TileRenderer.positionParts` device positions (per world copy) is
+        /// tested position by position (`positionSettled`: the union of the footprints placed
+        /// there, exactly what its markers can draw), so that positions already known settled
+        /// cost a bit test and the ones tested now are remembered for the markers and parts that
+        /// follow; larger parts are tested by rows (`TileRenderer.settled`).
+        mutating func partSettled(_ p: Part) -> Bool {
+            let n = p.node
+            guard let (py0, py1, copies) = renderer.placement(n, p.y0, p.y1, view, fp, minLo, maxHi) else { return true }
+            let rows = py1 - py0 + 1
+            guard rows <= TileRenderer.positionParts else { return renderer.settled(p, view, fp, minLo, maxHi, &mask) }
+            for k in -1...1 where copies & (1 << UInt8(k + 1)) != 0 {
+                let columns = view.pixelX(n.maxX, copy: k) - view.pixelX(n.minX, copy: k) + 1
+                if columns * Int64(rows) > TileRenderer.positionParts { return renderer.settled(p, view, fp, minLo, maxHi, &mask) }
+            }
+            for k in -1...1 where copies & (1 << UInt8(k + 1)) != 0 {
+                let px0 = Int(view.pixelX(n.minX, copy: k)), px1 = Int(view.pixelX(n.maxX, copy: k))
+                for py in py0...py1 {
+                    for px in px0...px1 where !positionSettled(px, py) { return false }
+                }
+            }
+            return true
+        }
+
         /// A part out of the heap: left out when settled, else opened (a leaf's markers in its
         /// rows go into a cursor; a node's children into the heap).
         mutating func take(_ p: Part, _ layer: MarkerLayer) {
@@ -414,7 +485,7 @@ extension TileRenderer {
             }
             let topRow = p.leaf >= 0 && p.row == p.firstRow
             if topRow { markers += n.count - leafCounted[Int(p.leaf)] }
-            if renderer.settled(p, view, fp, minLo, maxHi, &mask) {
+            if partSettled(p) {
                 if p.leaf < 0 { markers += n.count }
             } else if n.isLeaf {
                 let start = pending.count
