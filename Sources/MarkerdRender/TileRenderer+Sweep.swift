@@ -302,6 +302,8 @@ extension TileRenderer {
         /// rest when its top row comes out, opened or not).
         var leafCounted: [Int] = []
         var heap = EventHeap()
+        /// Leaf parts taken and to be read (`openAll`), with their markers in range.
+        var opening: [Part] = [], openCounts: [Int] = []
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
         /// The style of every marker when only one is in use (`UInt32.max`: read per marker).
@@ -473,9 +475,9 @@ extension TileRenderer {
             return true
         }
 
-        /// A part out of the heap: left out when settled, else opened (a leaf's markers in its
-        /// rows go into a cursor; a node's children into the heap).
-        mutating func take(_ p: Part, _ layer: MarkerLayer) {
+        /// A part out of the heap: left out when settled, else opened (a node's children go into
+        /// the heap). Returns true for a leaf part whose markers are to be read (`open`).
+        mutating func take(_ p: Part, _ layer: MarkerLayer) -> Bool {
             let n = p.node
             if p.leaf >= 0 && p.row > p.firstRow {
                 // The leaf's next row up.
@@ -483,27 +485,37 @@ extension TileRenderer {
                 push(Part(node: n, y0: row > p.firstRow ? TileRenderer.firstY(row: row, view, n.minY, n.maxY) : n.minY,
                           y1: p.y0 - 1, row: Int32(row), firstRow: p.firstRow, leaf: p.leaf))
             }
-            let topRow = p.leaf >= 0 && p.row == p.firstRow
-            if topRow { markers += n.count - leafCounted[Int(p.leaf)] }
+            if p.leaf >= 0 && p.row == p.firstRow { markers += n.count - leafCounted[Int(p.leaf)] }
             if partSettled(p) {
                 if p.leaf < 0 { markers += n.count }
-            } else if n.isLeaf {
-                let start = pending.count
-                let y0 = p.y0, y1 = p.y1, leaf = p.leaf
-                var inRange = 0
-                // Only the positions known to be settled are left out here: the part was just
-                // found not settled, so a full test would rarely leave one out (the cursor tests
-                // each marker when its turn comes).
-                layer.forEachStaticMarker(inLeaf: n, y0: y0, y1: y1) { slot, x, y, z in
-                    inRange += 1
-                    let w = self.waiting(slot: slot, x: x, y: y, z: z, style: .max)
-                    if self.unsettled(w, leaf: leaf, full: false) { self.pending.append(w) }
-                }
-                if leaf >= 0 && !topRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
-                pushCursor(from: start, leaf: leaf)
-            } else {
-                layer.forEachChild(of: n) { self.pushNode($0) }
+                return false
             }
+            if n.isLeaf { return true }
+            layer.forEachChild(of: n) { self.pushNode($0) }
+            return false
+        }
+
+        /// Reads the markers of the leaf parts in `opening` (`inRange`: how many each holds, from
+        /// `countStaticMarkers`) into cursors.
+        mutating func openAll(_ layer: MarkerLayer) {
+            for (k, p) in opening.enumerated() { open(p, inRange: openCounts[k], layer) }
+            opening.removeAll(keepingCapacity: true)
+            openCounts.removeAll(keepingCapacity: true)
+        }
+
+        /// The markers of a leaf part found not settled go into a cursor.
+        mutating func open(_ p: Part, inRange: Int, _ layer: MarkerLayer) {
+            let start = pending.count
+            let leaf = p.leaf
+            // Only the positions known to be settled are left out here: the part was just found
+            // not settled, so a full test would rarely leave one out (the cursor tests each marker
+            // when its turn comes).
+            layer.forEachStaticMarker(inLeaf: p.node, y0: p.y0, y1: p.y1) { slot, x, y, z in
+                let w = self.waiting(slot: slot, x: x, y: y, z: z, style: .max)
+                if self.unsettled(w, leaf: leaf, full: false) { self.pending.append(w) }
+            }
+            if leaf >= 0 && p.row != p.firstRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
+            pushCursor(from: start, leaf: leaf)
         }
 
         /// Every marker with `key` (the cursors at the top of the heap, starting with `first`),
@@ -553,8 +565,22 @@ extension TileRenderer {
             var taken: [Int] = []
             while let e = heap.pop() {
                 if e.ref >= 0 {
-                    freeParts.append(e.ref)
-                    take(parts[Int(e.ref)], layer)
+                    // This part and every other at the top of the heap with the same key (at z0,
+                    // the first parts of a device row's leaves): taking one draws nothing, so
+                    // the order among them does not matter. The leaves to read are counted
+                    // first, in one pass whose memory reads overlap, then read from the cache.
+                    var ref = e.ref
+                    while true {
+                        freeParts.append(ref)
+                        let p = parts[Int(ref)]
+                        if take(p, layer) {
+                            opening.append(p)
+                            openCounts.append(layer.countStaticMarkers(inLeaf: p.node, y0: p.y0, y1: p.y1))
+                        }
+                        guard let t = heap.first, t.ref >= 0, t.key == e.key else { break }
+                        ref = heap.pop()!.ref
+                    }
+                    openAll(layer)
                 } else {
                     try draw(key: e.key, first: Int(~e.ref), layer, taken: &taken)
                 }
