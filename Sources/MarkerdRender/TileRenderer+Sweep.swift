@@ -246,13 +246,26 @@ extension TileRenderer {
         return true
     }
 
+    /// The smallest world x in `lo...hi` whose device column (world copy 0, relative to the
+    /// canvas) is at least `column`; `column` must be above `pixelX(lo)` and at most `pixelX(hi)`.
+    static func firstX(column: Int, _ view: RasterView, _ lo: UInt32, _ hi: UInt32) -> UInt32 {
+        first(column, origin: view.originX, view.scale, lo, hi)
+    }
+
     /// The smallest world y in `lo...hi` whose device row (relative to the canvas) is at least
     /// `row`; `row` must be above `pixelY(lo)` and at most `pixelY(hi)`.
     static func firstY(row: Int, _ view: RasterView, _ lo: UInt32, _ hi: UInt32) -> UInt32 {
-        let t = ((Double(row) + Double(view.originY) - 0.5) / view.scale).rounded(.up)
+        first(row, origin: view.originY, view.scale, lo, hi)
+    }
+
+    /// The smallest world coordinate `v` in `lo...hi` with `floor(v x scale + 0.5) - origin >= pixel`
+    /// (`RasterView.pixelX` of copy 0 and `pixelY`).
+    private static func first(_ pixel: Int, origin: Int64, _ scale: Double, _ lo: UInt32, _ hi: UInt32) -> UInt32 {
+        func at(_ v: UInt32) -> Int64 { RasterView.floor(Double(v) * scale + 0.5) - origin }
+        let t = ((Double(pixel) + Double(origin) - 0.5) / scale).rounded(.up)
         var b = UInt32(max(Double(lo), min(Double(hi), t)))
-        while b > lo && view.pixelY(b - 1) >= row { b -= 1 }
-        while b < hi && view.pixelY(b) < row { b += 1 }
+        while b > lo && at(b - 1) >= pixel { b -= 1 }
+        while b < hi && at(b) < pixel { b += 1 }
         return b
     }
 
@@ -506,13 +519,33 @@ extension TileRenderer {
         /// The markers of a leaf part found not settled go into a cursor.
         mutating func open(_ p: Part, inRange: Int, _ layer: MarkerLayer) {
             let start = pending.count
-            let leaf = p.leaf
+            let leaf = p.leaf, n = p.node
             // Only the positions known to be settled are left out here: the part was just found
             // not settled, so a full test would rarely leave one out (the cursor tests each marker
             // when its turn comes).
-            layer.forEachStaticMarker(inLeaf: p.node, y0: p.y0, y1: p.y1) { slot, x, y, z in
-                let w = self.waiting(slot: slot, x: x, y: y, z: z, style: .max)
-                if self.unsettled(w, leaf: leaf, full: false) { self.pending.append(w) }
+            let py = view.pixelY(p.y0), px0 = view.pixelX(n.minX, copy: 0), px1 = view.pixelX(n.maxX, copy: 0)
+            if py == view.pixelY(p.y1) && px1 - px0 <= 1 && px0 > -(1 << 30) && px1 < 1 << 30 && py > -(1 << 30) && py < 1 << 30
+                && Double(px1) + Double(maxHi + 2) <= worldPx && Double(px0) + Double(minLo - 2) >= Double(view.width) - worldPx {
+                // One device row, at most two columns (split at world x `xb`), away from the other
+                // world copies: what `waiting` and `unsettled(full: false)` would find per marker,
+                // computed once.
+                let xb = px1 > px0 ? TileRenderer.firstX(column: Int(px1), view, n.minX, n.maxX) : n.minX
+                let skip0 = positionSettled(Int(px0), Int(py), full: false), skip1 = positionSettled(Int(px1), Int(py), full: false)
+                let c0 = Int32(px0), c1 = Int32(px1), row = Int32(py)
+                layer.forEachStaticMarker(inLeaf: n, y0: p.y0, y1: p.y1) { slot, x, y, z in
+                    let right = x >= xb
+                    if right ? skip1 : skip0 {
+                        self.count(leaf: leaf)
+                    } else {
+                        self.pending.append(Waiting(key: TileRenderer.key(z: z, y: y), slot: slot, x: x, style: .max,
+                                                    px: right ? c1 : c0, py: row))
+                    }
+                }
+            } else {
+                layer.forEachStaticMarker(inLeaf: n, y0: p.y0, y1: p.y1) { slot, x, y, z in
+                    let w = self.waiting(slot: slot, x: x, y: y, z: z, style: .max)
+                    if self.unsettled(w, leaf: leaf, full: false) { self.pending.append(w) }
+                }
             }
             if leaf >= 0 && p.row != p.firstRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
             pushCursor(from: start, leaf: leaf)
@@ -573,13 +606,11 @@ extension TileRenderer {
                     while true {
                         freeParts.append(ref)
                         let p = parts[Int(ref)]
-                        if take(p, layer) {
-                            opening.append(p)
-                            openCounts.append(layer.countStaticMarkers(inLeaf: p.node, y0: p.y0, y1: p.y1))
-                        }
+                        if take(p, layer) { opening.append(p) }
                         guard let t = heap.first, t.ref >= 0, t.key == e.key else { break }
                         ref = heap.pop()!.ref
                     }
+                    for p in opening { openCounts.append(layer.countStaticMarkers(inLeaf: p.node, y0: p.y0, y1: p.y1)) }
                     openAll(layer)
                 } else {
                     try draw(key: e.key, first: Int(~e.ref), layer, taken: &taken)
