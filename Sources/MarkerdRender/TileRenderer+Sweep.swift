@@ -384,12 +384,7 @@ extension TileRenderer {
             if px + maxHi <= 0 || px + minLo >= view.width || py + fp.top + rows <= 0 || py + fp.top >= h { return true }
             let i = (py + fp.top + rows) * knownWidth + px + maxHi
             if known[i >> 6] >> UInt64(i & 63) & 1 != 0 { return true }
-            if !full { return false }
-            for j in 0..<rows {
-                let row = py + fp.top + j
-                if row < 0 || row >= h || fp.lo[j] >= fp.hi[j] { continue }
-                if !mask.settled(row: row, px + fp.lo[j], px + fp.hi[j]) { return false }
-            }
+            if !full || !mask.footprintSettled(top: py + fp.top, x: px, lo: fp.lo, hi: fp.hi) { return false }
             known[i >> 6] |= 1 << UInt64(i & 63)
             return true
         }
