@@ -194,6 +194,38 @@ import Testing
         }
     }
 
+    /// `CoverageMask.footprintSettled` (one pass over the mask) gives the answer of
+    /// `settled(row:_:_:)` for every footprint row, on a mask settling under random pin draws
+    /// (footprints partly off the canvas, across 64-bit words, with empty rows).
+    @Test func footprintSettledMatchesRowByRowTests() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let sprite = try makeRenderer().sprites.sprite(.defaultPin, density: 1)
+        let shapes = CoverageMask.Shapes([sprite])
+        var mask = CoverageMask(width: 150, height: 90)
+        var settled = 0, open = 0
+        for i in 0..<2000 {
+            // A pin every tenth footprint: the mask settles gradually.
+            if i % 10 == 0 {
+                shapes.data.withUnsafeBufferPointer { d in
+                    shapes.weights.withUnsafeBufferPointer { w in
+                        mask.add(shapes.shapes[0], d, w, x: pick(&rng, 190) - 40, y: pick(&rng, 150) - 60)
+                    }
+                }
+            }
+            let rows = 1 + pick(&rng, 40), top = pick(&rng, 160) - 60, x = pick(&rng, 230) - 40
+            var lo: [Int] = [], hi: [Int] = []
+            for _ in 0..<rows {
+                let a = pick(&rng, 30) - 15
+                lo.append(a); hi.append(pick(&rng, 6) == 0 ? a - pick(&rng, 3) : a + 1 + pick(&rng, 20))
+            }
+            let expected = (0..<rows).allSatisfy { j in lo[j] >= hi[j] || mask.settled(row: top + j, x + lo[j], x + hi[j]) }
+            #expect(mask.footprintSettled(top: top, x: x, lo: lo, hi: hi) == expected, "top \(top) x \(x) lo \(lo) hi \(hi)")
+            if expected { settled += 1 } else { open += 1 }
+        }
+        print("footprintSettled: \(settled) settled, \(open) not")
+        #expect(settled > 50 && open > 50)
+    }
+
     /// `firstX` and `firstY` find the first world x of a device column and y of a device row,
     /// as `RasterView.pixelX` (world copy 0) and `pixelY` round.
     @Test func firstXAndFirstYMatchPixelRounding() {
