@@ -13,6 +13,9 @@ public struct TileSweepNode: Sendable {
     public let minZ: Int32, maxZ: Int32
     /// A leaf lists its markers (`forEachStaticMarker(inLeaf:)`); other nodes have children.
     public let isLeaf: Bool
+    /// The grid cell's `head` (a leaf's entry run), kept so that reading a leaf's markers does
+    /// not look its cell up again (a random read of the node table per leaf).
+    let head: Int32
 }
 
 extension MarkerLayer {
@@ -20,7 +23,7 @@ extension MarkerLayer {
         let c = grid.nodes[i]
         let r = GridIndex.rect(c.key)
         return TileSweepNode(index: Int32(i), minX: r.x0, minY: r.y0, maxX: r.x1, maxY: r.y1, count: Int(c.count),
-                             minZ: c.minZ, maxZ: c.maxZ, isLeaf: !c.isInternal)
+                             minZ: c.minZ, maxZ: c.maxZ, isLeaf: !c.isInternal, head: c.head)
     }
 
     /// The root of the static markers' grid (the whole world), or nil when there are none.
@@ -48,8 +51,30 @@ extension MarkerLayer {
     /// `y0...y1`, from the grid's entry alone (the style is not read; see `staticStyle(slot:)`).
     public func forEachStaticMarker(inLeaf node: TileSweepNode, y0: UInt32, y1: UInt32,
                                     _ body: (Int32, UInt32, UInt32, Int32) -> Void) {
-        grid.forEachEntry(grid.nodes[Int(node.index)]) { e in
-            if e.y >= y0 && e.y <= y1 { body(e.slot, e.x, e.y, e.z) }
+        guard node.isLeaf, node.count > 0 else { return }
+        let base = GridIndex.runBase(node.head)
+        grid.entries.withUnsafeBufferPointer { es in
+            for k in base..<base + node.count {
+                let e = es[k]
+                if e.y >= y0 && e.y <= y1 { body(e.slot, e.x, e.y, e.z) }
+            }
+        }
+    }
+
+    /// How many markers of a leaf have world y in `y0...y1` (what `forEachStaticMarker(inLeaf:y0:y1:_:)`
+    /// visits; 0 when `y0 > y1`). The loop does nothing else and has no branch on what it
+    /// reads, so the processor overlaps the reads of successive leaves: counting the leaves a
+    /// sweep is about to open, then visiting them, costs about one memory latency per batch
+    /// instead of one per leaf (a branch on each loaded y, mispredicted half the time on
+    /// unsorted entries, would wait for every load).
+    public func countStaticMarkers(inLeaf node: TileSweepNode, y0: UInt32, y1: UInt32) -> Int {
+        guard node.isLeaf, node.count > 0, y0 <= y1 else { return 0 }
+        let base = GridIndex.runBase(node.head)
+        let span = y1 &- y0
+        return grid.entries.withUnsafeBufferPointer { es in
+            var n = 0
+            for k in base..<base + node.count { n &+= es[k].y &- y0 <= span ? 1 : 0 }
+            return n
         }
     }
 

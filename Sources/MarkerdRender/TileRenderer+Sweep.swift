@@ -111,6 +111,49 @@ extension TileRenderer {
         }
     }
 
+    /// A binary heap of events (`BinaryHeap`'s order: `pop` returns an element no other is `<`),
+    /// moving a hole down and up instead of swapping and reading its storage through one
+    /// unsafe pointer per operation: the sweep pushes and pops an event per part and per drawn
+    /// marker.
+    fileprivate struct EventHeap {
+        private var items: [Event] = []
+        var first: Event? { items.first }
+
+        mutating func push(_ e: Event) {
+            items.append(e)
+            items.withUnsafeMutableBufferPointer { b in
+                var i = b.count - 1
+                while i > 0 {
+                    let parent = (i - 1) >> 1
+                    if !(e < b[parent]) { break }
+                    b[i] = b[parent]
+                    i = parent
+                }
+                b[i] = e
+            }
+        }
+
+        mutating func pop() -> Event? {
+            guard let top = items.first else { return nil }
+            let last = items.removeLast()
+            if items.isEmpty { return top }
+            items.withUnsafeMutableBufferPointer { b in
+                let n = b.count
+                var i = 0
+                while true {
+                    let l = 2 * i + 1
+                    if l >= n { break }
+                    let c = l + 1 < n && b[l + 1] < b[l] ? l + 1 : l
+                    if !(b[c] < last) { break }
+                    b[i] = b[c]
+                    i = c
+                }
+                b[i] = last
+            }
+            return top
+        }
+    }
+
     /// What the sweep walks: a grid node, or the markers of a leaf in one device row (`row`,
     /// world y `y0...y1`): a leaf whose markers span a few device rows is taken one row at a
     /// time, bottom up, so that the upper rows, whose footprints only later markers of their
@@ -156,6 +199,10 @@ extension TileRenderer {
         var leaf: Int32
     }
 
+    /// Parts whose markers fall on at most this many device positions (per world copy) are
+    /// tested position by position (`SweepWalk.partSettled`).
+    static let positionParts = 4
+
     /// Leaves spanning at most this many device rows are walked one row at a time (`Part`).
     static let splitLeafRows = 4
 
@@ -199,13 +246,26 @@ extension TileRenderer {
         return true
     }
 
+    /// The smallest world x in `lo...hi` whose device column (world copy 0, relative to the
+    /// canvas) is at least `column`; `column` must be above `pixelX(lo)` and at most `pixelX(hi)`.
+    static func firstX(column: Int, _ view: RasterView, _ lo: UInt32, _ hi: UInt32) -> UInt32 {
+        first(column, origin: view.originX, view.scale, lo, hi)
+    }
+
     /// The smallest world y in `lo...hi` whose device row (relative to the canvas) is at least
     /// `row`; `row` must be above `pixelY(lo)` and at most `pixelY(hi)`.
     static func firstY(row: Int, _ view: RasterView, _ lo: UInt32, _ hi: UInt32) -> UInt32 {
-        let t = ((Double(row) + Double(view.originY) - 0.5) / view.scale).rounded(.up)
+        first(row, origin: view.originY, view.scale, lo, hi)
+    }
+
+    /// The smallest world coordinate `v` in `lo...hi` with `floor(v x scale + 0.5) - origin >= pixel`
+    /// (`RasterView.pixelX` of copy 0 and `pixelY`).
+    private static func first(_ pixel: Int, origin: Int64, _ scale: Double, _ lo: UInt32, _ hi: UInt32) -> UInt32 {
+        func at(_ v: UInt32) -> Int64 { RasterView.floor(Double(v) * scale + 0.5) - origin }
+        let t = ((Double(pixel) + Double(origin) - 0.5) / scale).rounded(.up)
         var b = UInt32(max(Double(lo), min(Double(hi), t)))
-        while b > lo && view.pixelY(b - 1) >= row { b -= 1 }
-        while b < hi && view.pixelY(b) < row { b += 1 }
+        while b > lo && at(b - 1) >= pixel { b -= 1 }
+        while b < hi && at(b) < pixel { b += 1 }
         return b
     }
 
@@ -254,7 +314,9 @@ extension TileRenderer {
         /// leaf counts once: those of an opened row when it is read, whether drawn or not; the
         /// rest when its top row comes out, opened or not).
         var leafCounted: [Int] = []
-        var heap = BinaryHeap<Event>()
+        var heap = EventHeap()
+        /// Leaf parts taken and to be read (`openAll`), with their markers in range.
+        var opening: [Part] = [], openCounts: [Int] = []
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
         /// The style of every marker when only one is in use (`UInt32.max`: read per marker).
@@ -322,12 +384,7 @@ extension TileRenderer {
             if px + maxHi <= 0 || px + minLo >= view.width || py + fp.top + rows <= 0 || py + fp.top >= h { return true }
             let i = (py + fp.top + rows) * knownWidth + px + maxHi
             if known[i >> 6] >> UInt64(i & 63) & 1 != 0 { return true }
-            if !full { return false }
-            for j in 0..<rows {
-                let row = py + fp.top + j
-                if row < 0 || row >= h || fp.lo[j] >= fp.hi[j] { continue }
-                if !mask.settled(row: row, px + fp.lo[j], px + fp.hi[j]) { return false }
-            }
+            if !full || !mask.footprintSettled(top: py + fp.top, x: px, lo: fp.lo, hi: fp.hi) { return false }
             known[i >> 6] |= 1 << UInt64(i & 63)
             return true
         }
@@ -402,9 +459,33 @@ extension TileRenderer {
             }
         }
 
-        /// A part out of the heap: left out when settled, else opened (a leaf's markers in its
-        /// rows go into a cursor; a node's children into the heap).
-        mutating func take(_ p: Part, _ layer: MarkerLayer) {
+        /// Whether every pixel any marker of part `p` could draw is settled. A part whose markers
+        /// fall on at most `TileRenderer.positionParts` device positions (per world copy) is
+        /// tested position by position (`positionSettled`: the union of the footprints placed
+        /// there, exactly what its markers can draw), so that positions already known settled
+        /// cost a bit test and the ones tested now are remembered for the markers and parts that
+        /// follow; larger parts are tested by rows (`TileRenderer.settled`).
+        mutating func partSettled(_ p: Part) -> Bool {
+            let n = p.node
+            guard let (py0, py1, copies) = renderer.placement(n, p.y0, p.y1, view, fp, minLo, maxHi) else { return true }
+            let rows = py1 - py0 + 1
+            guard rows <= TileRenderer.positionParts else { return renderer.settled(p, view, fp, minLo, maxHi, &mask) }
+            for k in -1...1 where copies & (1 << UInt8(k + 1)) != 0 {
+                let columns = view.pixelX(n.maxX, copy: k) - view.pixelX(n.minX, copy: k) + 1
+                if columns * Int64(rows) > TileRenderer.positionParts { return renderer.settled(p, view, fp, minLo, maxHi, &mask) }
+            }
+            for k in -1...1 where copies & (1 << UInt8(k + 1)) != 0 {
+                let px0 = Int(view.pixelX(n.minX, copy: k)), px1 = Int(view.pixelX(n.maxX, copy: k))
+                for py in py0...py1 {
+                    for px in px0...px1 where !positionSettled(px, py) { return false }
+                }
+            }
+            return true
+        }
+
+        /// A part out of the heap: left out when settled, else opened (a node's children go into
+        /// the heap). Returns true for a leaf part whose markers are to be read (`open`).
+        mutating func take(_ p: Part, _ layer: MarkerLayer) -> Bool {
             let n = p.node
             if p.leaf >= 0 && p.row > p.firstRow {
                 // The leaf's next row up.
@@ -412,27 +493,57 @@ extension TileRenderer {
                 push(Part(node: n, y0: row > p.firstRow ? TileRenderer.firstY(row: row, view, n.minY, n.maxY) : n.minY,
                           y1: p.y0 - 1, row: Int32(row), firstRow: p.firstRow, leaf: p.leaf))
             }
-            let topRow = p.leaf >= 0 && p.row == p.firstRow
-            if topRow { markers += n.count - leafCounted[Int(p.leaf)] }
-            if renderer.settled(p, view, fp, minLo, maxHi, &mask) {
+            if p.leaf >= 0 && p.row == p.firstRow { markers += n.count - leafCounted[Int(p.leaf)] }
+            if partSettled(p) {
                 if p.leaf < 0 { markers += n.count }
-            } else if n.isLeaf {
-                let start = pending.count
-                let y0 = p.y0, y1 = p.y1, leaf = p.leaf
-                var inRange = 0
-                // Only the positions known to be settled are left out here: the part was just
-                // found not settled, so a full test would rarely leave one out (the cursor tests
-                // each marker when its turn comes).
-                layer.forEachStaticMarker(inLeaf: n, y0: y0, y1: y1) { slot, x, y, z in
-                    inRange += 1
+                return false
+            }
+            if n.isLeaf { return true }
+            layer.forEachChild(of: n) { self.pushNode($0) }
+            return false
+        }
+
+        /// Reads the markers of the leaf parts in `opening` (`inRange`: how many each holds, from
+        /// `countStaticMarkers`) into cursors.
+        mutating func openAll(_ layer: MarkerLayer) {
+            for (k, p) in opening.enumerated() { open(p, inRange: openCounts[k], layer) }
+            opening.removeAll(keepingCapacity: true)
+            openCounts.removeAll(keepingCapacity: true)
+        }
+
+        /// The markers of a leaf part found not settled go into a cursor.
+        mutating func open(_ p: Part, inRange: Int, _ layer: MarkerLayer) {
+            let start = pending.count
+            let leaf = p.leaf, n = p.node
+            // Only the positions known to be settled are left out here: the part was just found
+            // not settled, so a full test would rarely leave one out (the cursor tests each marker
+            // when its turn comes).
+            let py = view.pixelY(p.y0), px0 = view.pixelX(n.minX, copy: 0), px1 = view.pixelX(n.maxX, copy: 0)
+            if py == view.pixelY(p.y1) && px1 - px0 <= 1 && px0 > -(1 << 30) && px1 < 1 << 30 && py > -(1 << 30) && py < 1 << 30
+                && Double(px1) + Double(maxHi + 2) <= worldPx && Double(px0) + Double(minLo - 2) >= Double(view.width) - worldPx {
+                // One device row, at most two columns (split at world x `xb`), away from the other
+                // world copies: what `waiting` and `unsettled(full: false)` would find per marker,
+                // computed once.
+                let xb = px1 > px0 ? TileRenderer.firstX(column: Int(px1), view, n.minX, n.maxX) : n.minX
+                let skip0 = positionSettled(Int(px0), Int(py), full: false), skip1 = positionSettled(Int(px1), Int(py), full: false)
+                let c0 = Int32(px0), c1 = Int32(px1), row = Int32(py)
+                layer.forEachStaticMarker(inLeaf: n, y0: p.y0, y1: p.y1) { slot, x, y, z in
+                    let right = x >= xb
+                    if right ? skip1 : skip0 {
+                        self.count(leaf: leaf)
+                    } else {
+                        self.pending.append(Waiting(key: TileRenderer.key(z: z, y: y), slot: slot, x: x, style: .max,
+                                                    px: right ? c1 : c0, py: row))
+                    }
+                }
+            } else {
+                layer.forEachStaticMarker(inLeaf: n, y0: p.y0, y1: p.y1) { slot, x, y, z in
                     let w = self.waiting(slot: slot, x: x, y: y, z: z, style: .max)
                     if self.unsettled(w, leaf: leaf, full: false) { self.pending.append(w) }
                 }
-                if leaf >= 0 && !topRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
-                pushCursor(from: start, leaf: leaf)
-            } else {
-                layer.forEachChild(of: n) { self.pushNode($0) }
             }
+            if leaf >= 0 && p.row != p.firstRow { leafCounted[Int(leaf)] += inRange; markers += inRange }
+            pushCursor(from: start, leaf: leaf)
         }
 
         /// Every marker with `key` (the cursors at the top of the heap, starting with `first`),
@@ -482,8 +593,20 @@ extension TileRenderer {
             var taken: [Int] = []
             while let e = heap.pop() {
                 if e.ref >= 0 {
-                    freeParts.append(e.ref)
-                    take(parts[Int(e.ref)], layer)
+                    // This part and every other at the top of the heap with the same key (at z0,
+                    // the first parts of a device row's leaves): taking one draws nothing, so
+                    // the order among them does not matter. The leaves to read are counted
+                    // first, in one pass whose memory reads overlap, then read from the cache.
+                    var ref = e.ref
+                    while true {
+                        freeParts.append(ref)
+                        let p = parts[Int(ref)]
+                        if take(p, layer) { opening.append(p) }
+                        guard let t = heap.first, t.ref >= 0, t.key == e.key else { break }
+                        ref = heap.pop()!.ref
+                    }
+                    for p in opening { openCounts.append(layer.countStaticMarkers(inLeaf: p.node, y0: p.y0, y1: p.y1)) }
+                    openAll(layer)
                 } else {
                     try draw(key: e.key, first: Int(~e.ref), layer, taken: &taken)
                 }

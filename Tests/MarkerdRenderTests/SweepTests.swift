@@ -167,8 +167,68 @@ import Testing
         }
     }
 
-    /// `firstY` finds the first world y of a device row, as `RasterView.pixelY` rounds.
-    @Test func firstYOfARowMatchesPixelRounding() {
+    /// Dense pins on both sides of the antimeridian at z0-z1: opened leaf rows next to the
+    /// world's edges take the per-marker path (world copies), the others the one-row path that
+    /// places a part's markers by comparing x with one boundary; parts with equal keys are taken
+    /// together. Two z-indexes and a faint second style interleave, with exact duplicates;
+    /// every channel within 1 of brute force.
+    @Test func denseRowsAtTheWorldEdgesWithInterleavedZIndexes() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let faint = IconStyle(source: .pin(PinStyle(fillColor: 0x60_3070C0, scale: 0.75)))
+        var records: [MarkerRecord] = []
+        for i in 0..<30_000 {
+            let lon = 165 + rng.unit() * 30
+            let p = LatLng(latitude: (rng.unit() - 0.5) * 30, longitude: lon >= 180 ? lon - 360 : lon)
+            records.append(MarkerRecord(id: "e\(i)", position: p, style: i % 7 == 0 ? faint : .defaultPin, zIndex: i % 11 == 0 ? 1 : 0))
+        }
+        for i in 0..<2000 {
+            let r = records[pick(&rng, 30_000)]
+            records.append(MarkerRecord(id: "d\(i)", position: r.position, style: r.style, zIndex: r.zIndex))
+        }
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        try check(layer, TileID(z: 0, x: 0, y: 0)!, density: 1, total: records.count, atMost: 0.5)
+        try check(layer, TileID(z: 0, x: 0, y: 0)!, density: 2, total: records.count, atMost: 1)
+        for lon in [179.9, -179.9] {
+            try check(layer, TileID.containing(LatLng(latitude: 5, longitude: lon), zoom: 1), density: 1, total: records.count, atMost: 1)
+        }
+    }
+
+    /// `CoverageMask.footprintSettled` (one pass over the mask) gives the answer of
+    /// `settled(row:_:_:)` for every footprint row, on a mask settling under random pin draws
+    /// (footprints partly off the canvas, across 64-bit words, with empty rows).
+    @Test func footprintSettledMatchesRowByRowTests() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let sprite = try makeRenderer().sprites.sprite(.defaultPin, density: 1)
+        let shapes = CoverageMask.Shapes([sprite])
+        var mask = CoverageMask(width: 150, height: 90)
+        var settled = 0, open = 0
+        for i in 0..<2000 {
+            // A pin every tenth footprint: the mask settles gradually.
+            if i % 10 == 0 {
+                shapes.data.withUnsafeBufferPointer { d in
+                    shapes.weights.withUnsafeBufferPointer { w in
+                        mask.add(shapes.shapes[0], d, w, x: pick(&rng, 190) - 40, y: pick(&rng, 150) - 60)
+                    }
+                }
+            }
+            let rows = 1 + pick(&rng, 40), top = pick(&rng, 160) - 60, x = pick(&rng, 230) - 40
+            var lo: [Int] = [], hi: [Int] = []
+            for _ in 0..<rows {
+                let a = pick(&rng, 30) - 15
+                lo.append(a); hi.append(pick(&rng, 6) == 0 ? a - pick(&rng, 3) : a + 1 + pick(&rng, 20))
+            }
+            let expected = (0..<rows).allSatisfy { j in lo[j] >= hi[j] || mask.settled(row: top + j, x + lo[j], x + hi[j]) }
+            #expect(mask.footprintSettled(top: top, x: x, lo: lo, hi: hi) == expected, "top \(top) x \(x) lo \(lo) hi \(hi)")
+            if expected { settled += 1 } else { open += 1 }
+        }
+        print("footprintSettled: \(settled) settled, \(open) not")
+        #expect(settled > 50 && open > 50)
+    }
+
+    /// `firstX` and `firstY` find the first world x of a device column and y of a device row,
+    /// as `RasterView.pixelX` (world copy 0) and `pixelY` round.
+    @Test func firstXAndFirstYMatchPixelRounding() {
         var rng = SplitMix64(seed: testSeed())
         for _ in 0..<2000 {
             let z = pick(&rng, 20), d = 1 + pick(&rng, 3)
@@ -181,6 +241,10 @@ import Testing
             let row = Int(p0) + 1 + pick(&rng, Int(min(p1 - p0, 1000)))
             let b = TileRenderer.firstY(row: row, view, lo, hi)
             #expect(view.pixelY(b) >= row && view.pixelY(b - 1) < row, "row \(row) in \(lo)...\(hi): \(b)")
+            let q0 = view.pixelX(lo, copy: 0), q1 = view.pixelX(hi, copy: 0)
+            let column = Int(q0) + 1 + pick(&rng, Int(min(q1 - q0, 1000)))
+            let a = TileRenderer.firstX(column: column, view, lo, hi)
+            #expect(view.pixelX(a, copy: 0) >= column && view.pixelX(a - 1, copy: 0) < column, "column \(column) in \(lo)...\(hi): \(a)")
         }
     }
 }
