@@ -66,8 +66,9 @@ struct ClusterWorkBench {
                 bytes += size
                 if !inline { declined += 1 }
             }
-            let slow = wall.filter { $0 > 2 * Stats.percentile(wall.sorted(), 0.5) }.count
             cpu.sort(); wall.sort()
+            let median = Stats.percentile(wall, 0.5)
+            let slow = wall.filter { $0 > 2 * median }.count
             table.add(Row(size: label, measure: "in-process GetClusters server work, \(name) (grid), thread CPU time",
                           value: "\(Table.micros(Stats.percentile(cpu, 0.5))) / \(Table.micros(Stats.percentile(cpu, 0.99)))",
                           unit: "µs p50 / p99",
