@@ -18,7 +18,11 @@ import MarkerdCore
 /// outermost subtree entered and every cell of the target zoom (each cluster once more inside its
 /// outer subtree). Marker slots are kept, not marker bytes: markers are encoded afresh from the
 /// layer, so a style change (which leaves the clusters' stamps alone) is always seen.
-struct ClusterReplyWriter: GridClusterVisitor {
+///
+/// A class: `GridClusterIndex`'s walk is generic and, in another module, not specialized for
+/// this visitor, so a struct was copied (every array retained and released) around the calls
+/// it makes per cell; perf showed a quarter of a city answer's time in those copies.
+final class ClusterReplyWriter: GridClusterVisitor {
     /// A run of the clusters' output: `count` bytes at `start` in the memo's arena (`inMemo`) or in
     /// `clusterBytes`.
     struct Piece {
@@ -61,7 +65,7 @@ struct ClusterReplyWriter: GridClusterVisitor {
         clusterBytes.reserveCapacity(4096)
     }
 
-    mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
+    func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
         guard let memo, !isDone else { return isDone }
         if let hit = memo.find(node, target: target, appendingSlotsTo: &markerSlots) {
             if hit.count > 0 { pieces.append(Piece(inMemo: true, start: hit.start, count: hit.count)) }
@@ -76,7 +80,7 @@ struct ClusterReplyWriter: GridClusterVisitor {
         return false
     }
 
-    mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {
+    func leaveSubtree(_ node: GridNodeStamp, target: Int) {
         // (`recording` is empty without a memo; the memo is only touched to keep: no retain and
         // release per cell left, which perf showed in city-sized answers.)
         guard let r = recording.popLast() else { return }
@@ -85,7 +89,7 @@ struct ClusterReplyWriter: GridClusterVisitor {
         memo.keep(pieces[r.pieces...], of: clusterBytes, markerSlots[r.slots...], clusterCount: clusterCount - r.clusters, of: node, target: target)
     }
 
-    mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
+    func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
         work += 1
         if isDone { return }
         let start = clusterBytes.count
@@ -101,7 +105,7 @@ struct ClusterReplyWriter: GridClusterVisitor {
         clusterCount += 1
     }
 
-    mutating func visitPoint(_ point: ClusterPoint) {
+    func visitPoint(_ point: ClusterPoint) {
         work += 1
         if !isDone { markerSlots.append(point.id) }
     }
