@@ -332,10 +332,10 @@ extension MarkerService {
     }
 
     /// `getClusters` encoded: the same bytes as `getClusters(_:).serializedBytes()`. For the grid
-    /// algorithm built without a `V1.Cluster` message or `V1.Marker` per item: clusters are written
-    /// during the walk by `ClusterReplyWriter` (reusing the layer's memo of unchanged subtrees
-    /// when no other reply holds it), markers straight from the layer by `MarkerWireEncoder`, then
-    /// layer_version and algorithm.
+    /// algorithm built without a `V1.Cluster` message or `V1.Marker` per item by
+    /// `ClusterReplyWriter`: clusters written during the walk, markers straight from the layer by
+    /// `MarkerWireEncoder` after it (both reused from the layer's memo of unchanged subtrees when
+    /// no other reply holds it), then layer_version and algorithm.
     public func getClustersPayload(_ r: V1.GetClustersRequest) throws(RPCError) -> [UInt8] {
         let (b, zoom, _, config) = try clustersQuery(r)
         guard config.algorithm == .grid else { return try getClusters(r).serializedBytes() }
@@ -382,7 +382,7 @@ extension MarkerService {
             h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
             guard !writer.isDone else { return false }
             let tail = writer.tail(of: h.layer, algorithm: config.algorithm.rawValue)
-            write(writer.clusterByteCount + tail.count) { writer.write(tail: tail, into: $0) }
+            write(writer.bodyByteCount + tail.count) { writer.write(tail: tail, into: $0) }
             return true
         }
         return written ?? false
