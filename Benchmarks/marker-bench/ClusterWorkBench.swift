@@ -10,7 +10,8 @@ import MarkerdService
 /// buffer, and `getClustersPayload` (the worker thread's path) when it declines. Each call is
 /// timed by this thread's CPU time (a quick A/B of the server side between builds, without the
 /// RPC's noise) and by the wall clock; the note counts the calls the inline path declined and the
-/// slow calls (over 2x the median wall time), to tell the server's tails from the RPC's.
+/// slow calls (over 2x the median wall time), to tell the server's tails from the RPC's, and how
+/// often the layer's GetClusters memo was emptied (it holds at most 128 MiB).
 struct ClusterWorkBench {
     let options: Options
     let layer: SyntheticLayer
@@ -47,7 +48,7 @@ struct ClusterWorkBench {
         for (name, requests) in cases where ProcessInfo.processInfo.environment["CW_ONLY_CITY"] == nil || name.contains("cities") {
             Progress.log("[\(label)] clusterwork: \(calls) GetClusters \(name) (after as many to warm up)")
             var cpu: [Double] = [], wall: [Double] = []
-            var bytes = 0, declined = 0
+            var bytes = 0, declined = 0, emptied = 0, held = service.clusterMemoHeldBytes(layerID: id) ?? 0
             for (k, r) in requests.enumerated() {
                 var size = 0
                 let cpu0 = Machine.threadCPUSeconds
@@ -60,6 +61,9 @@ struct ClusterWorkBench {
                     return false
                 }
                 let cpu1 = Machine.threadCPUSeconds
+                let nowHeld = service.clusterMemoHeldBytes(layerID: id) ?? held
+                if nowHeld < held { emptied += 1 }
+                held = nowHeld
                 guard k >= calls else { continue }   // the first half warms up
                 cpu.append((cpu1 - cpu0) * 1e6)
                 wall.append(elapsed.nanos / 1e3)
@@ -75,7 +79,8 @@ struct ClusterWorkBench {
                           note: "\(calls) calls of inlineClustersPayload (else getClustersPayload: \(declined) declined), mean "
                               + "\(Table.micros(Stats.mean(cpu))) µs, max \(Table.micros(cpu.last ?? 0)) µs; wall clock "
                               + "\(Table.micros(Stats.percentile(wall, 0.5))) / \(Table.micros(Stats.percentile(wall, 0.99))) µs, "
-                              + "\(slow) calls over 2x the median; mean reply \(bytes / max(1, calls)) B"))
+                              + "\(slow) calls over 2x the median; mean reply \(bytes / max(1, calls)) B; memo emptied \(emptied) times "
+                              + "(warm-up included), \(Table.bytes(held)) held at the end"))
         }
     }
 }

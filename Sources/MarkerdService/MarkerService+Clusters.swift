@@ -388,6 +388,15 @@ extension MarkerService {
         return written ?? false
     }
 
+    /// Bytes held by the layer's GetClusters memo (`GridClusterMemo.heldBytes`), or nil for an
+    /// unknown layer or while a reply holds the memo; for benchmarks and tests (a drop between two
+    /// calls means the memo was emptied: full, or the index was rebuilt).
+    public func clusterMemoHeldBytes(layerID: String) -> Int? {
+        guard let memo = try? handle(layerID).clusterState.gridMemo, memo.lock.try() else { return nil }
+        defer { memo.lock.unlock() }
+        return memo.heldBytes
+    }
+
     /// Checks a GetClusters request; its bounds, integer zoom, layer and clustering options. For the
     /// grid algorithm, makes sure the layer maintains its grid clusters.
     private func clustersQuery(_ r: V1.GetClustersRequest) throws(RPCError) -> (V1.Bounds, Int, LayerHandle, ClusterConfig) {
