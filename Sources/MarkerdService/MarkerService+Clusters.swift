@@ -361,8 +361,9 @@ extension MarkerService {
     /// layer uses the grid algorithm with its clusters built, its read lock and cluster memo are
     /// free, no animation is due, and the answer takes at most `budget` clusters encoded afresh
     /// plus markers (the rest comes from the memo); nil otherwise (also for a bad request), and
-    /// the caller hands the request to `getClustersPayload`. A walk stopped by the budget still
-    /// leaves the subtrees it finished in the memo. The same bytes as `getClustersPayload`.
+    /// the caller hands the request to `getClustersPayload`. A walk stopped by the budget keeps
+    /// nothing in the memo (subtrees are kept once the fresh markers are encoded, after the walk):
+    /// the worker's walk that follows keeps them all. The same bytes as `getClustersPayload`.
     ///
     /// The payload is not gathered in an array: `write` is called (at most once, with the
     /// layer's read lock and the memo's lock held) with its size in bytes and a function that
