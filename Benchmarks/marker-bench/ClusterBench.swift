@@ -39,7 +39,7 @@ struct ClusterBench {
     private var label: String { Table.count(n) }
     /// Markers that take part in clustering (visible, not draggable).
     private var clusterable: Int { n - layer.draggable.count }
-    private var warmupCalls: Int { max(20, options.queries) }
+    var warmupCalls: Int { max(20, options.queries) }
 
     /// What the markerd run measured for the comparison with pysupercluster.
     private struct MarkerdFigures {
@@ -128,11 +128,7 @@ struct ClusterBench {
         // GetClusters zooms follow supercluster and MapLibre/Mapbox GL: a tile is `extent` (512)
         // screen px wide, so a 1080x1920 px screen at zoom 12 spans the bounds of a 540x960 px
         // view in marker-bench's 256 px tile units.
-        var rng = SeededRNG(seed: options.seed &+ 5)
-        let requests = (0..<(warmupCalls + options.queries)).map { _ in
-            let v = layer.randomViewport(&rng, widthPx: 540, heightPx: 960, zooms: 12...12)
-            return V1.GetClustersRequest(layerID: Self.layerID, bounds: v.bounds, zoom: v.zoom)
-        }
+        let requests = Self.cityRequests(layer, seed: options.seed, count: warmupCalls + options.queries)
         var clusters = 0, markers = 0, members = 0
         Progress.log("[\(label)] GetClusters city z12: \(options.queries) calls")
         let s = try RPCTiming.measure(client, "GetClusters", as: V1.GetClustersResponse.self, floor: floor,
@@ -145,6 +141,16 @@ struct ClusterBench {
         table.addLatency(size: label, measure: "GetClusters 1080x1920 px z12 (512 px tiles) near cities (grid)", s, target: target,
                          note: String(format: "%d calls; avg %.0f clusters (%.0f markers in them) + %.0f markers per answer",
                                        options.queries, Double(clusters) / q, Double(members) / q, Double(markers) / q))
+    }
+
+    /// The city GetClusters requests (1080x1920 px viewports at zoom 12 near city centres, 512 px
+    /// tiles) of the RPC rows, `count` of them from `seed` (the run's seed), on `layerID`.
+    static func cityRequests(_ layer: SyntheticLayer, seed: UInt64, count: Int, layerID: String = layerID) -> [V1.GetClustersRequest] {
+        var rng = SeededRNG(seed: seed &+ 5)
+        return (0..<count).map { _ in
+            let v = layer.randomViewport(&rng, widthPx: 540, heightPx: 960, zooms: 12...12)
+            return V1.GetClustersRequest(layerID: layerID, bounds: v.bounds, zoom: v.zoom)
+        }
     }
 
     /// Moves 1 % of the markers (MoveMarkers batches of 1,000 small moves, one call in flight),

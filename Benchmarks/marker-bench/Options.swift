@@ -22,6 +22,8 @@ struct Options: Sendable {
     var runClusters = true
     /// In-process QueryViewport server work (`--only viewport`; never part of a full run).
     var runViewport = false
+    /// In-process GetClusters server work (`--only clusterwork`; never part of a full run).
+    var runClusterWork = false
     /// The markerd binary. Default: `markerd` next to this executable.
     var markerdPath: String = Options.defaultMarkerdPath
     /// Where durable data directories are created (must be a real disk for fsync to mean
@@ -55,6 +57,7 @@ struct Options: Sendable {
             runCityTiles = only == "citytiles"
             runClusters = only == "clusters"
             runViewport = only == "viewport"
+            runClusterWork = only == "clusterwork"
             skipDurability = only != "durability" && only != "restart"
             restartOnly = only == "restart"
         }
@@ -87,8 +90,10 @@ struct Options: Sendable {
                            renders only, node sweep only), z0 (only the
                            in-process z0 render with the node sweep, best of 20),
                            citytiles (the tiles section's cold tiles rendered
-                           in-process, for profiling), or viewport (QueryViewport's
-                           server work in process, thread CPU time per call)
+                           in-process, for profiling), viewport (QueryViewport's
+                           server work in process, thread CPU time per call), or
+                           clusterwork (GetClusters' server work in process, the
+                           clusters section's calls)
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -139,7 +144,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "viewport"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "viewport", "clusterwork"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -68,7 +68,7 @@ struct ViewportBench {
     }
 
     /// Runs a mutation synchronously (the service calls back on its own thread).
-    private static func mutate(_ service: MarkerService, _ kind: MutationKind, _ payload: [UInt8]) throws {
+    static func mutate(_ service: MarkerService, _ kind: MutationKind, _ payload: [UInt8]) throws {
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<[UInt8], RPCError>? = nil
         service.mutate(kind, payload: payload, context: CallContext(method: kind.methodName, idempotencyKey: "bench-\(UUID())")) { r in

@@ -53,6 +53,7 @@ func runAll() throws -> Table {
             try DurabilityBench(options: options, layer: layer, markers: markers, table: table).run()
         }
         if options.runViewport { try ViewportBench(options: options, layer: layer, markers: markers, table: table).run() }
+        if options.runClusterWork { try ClusterWorkBench(options: options, layer: layer, markers: markers, table: table).run() }
         if options.runClusters { try ClusterBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run() }
     }
     return table

@@ -36,7 +36,10 @@ extension MarkerLayer {
     }
 
     /// Puts the slot into the cluster index, moves it, or takes it out, after a change. O(maxZoom);
-    /// a no-op when grid clustering is off.
+    /// a no-op when grid clustering is off. A clusterable slot that kept its position still
+    /// re-stamps the cells above it (`GridClusterIndex.upsert`): its record (style, z-index,
+    /// clickable, attributes) may have changed, and GetClusters replies memoize the unclustered
+    /// markers' bytes by subtree stamp.
     @inline(__always) mutating func syncCluster(_ slot: Int32) {
         guard clusters != nil else { return }
         let s = Int(slot)

@@ -2,10 +2,11 @@ import Foundation
 import MarkerdAPI
 import MarkerdCore
 
-/// Writes the clusters of a grid GetClusters answer as protobuf `Cluster` submessages (repeated
-/// field 1 of `GetClustersResponse`) while the layer's `GridClusterIndex` is walked, and collects
-/// the unclustered markers' slots; byte for byte what protobuf-c writes for the `V1.Cluster`s of
-/// `MarkerService.apiItems` (`ClusterReplyTests` checks it on seeded random layers).
+/// Writes a grid GetClusters answer while the layer's `GridClusterIndex` is walked: the clusters
+/// as protobuf `Cluster` submessages (repeated field 1 of `GetClustersResponse`), the unclustered
+/// markers as `Marker` submessages (field 2, by `MarkerWireEncoder` after the walk); byte for
+/// byte what protobuf-c writes for the `V1.Cluster`s and `V1.Marker`s of `MarkerService.apiItems`
+/// (`ClusterReplyTests` checks it on seeded random layers).
 ///
 /// Cluster fields in field-number order, zero values left out as protobuf-c does: id (1,
 /// varint), count (2, varint), position (3, a `LatLng`: latitude 1, longitude 2, doubles),
@@ -14,43 +15,77 @@ import MarkerdCore
 /// With a `GridClusterMemo`, the output of every subtree the walk enters (see
 /// `GridClusterVisitor`) is kept and reused while the subtree's stamp stays the same: a cached
 /// cluster costs a copy of its ~75 bytes instead of three latitude conversions (`exp` and `atan`)
-/// and the encoding, and a subtree wholly inside the box costs one look-up. Recorded: the
-/// outermost subtree entered and every cell of the target zoom (each cluster once more inside its
-/// outer subtree). Marker slots are kept, not marker bytes: markers are encoded afresh from the
-/// layer, so a style change (which leaves the clusters' stamps alone) is always seen.
-struct ClusterReplyWriter: GridClusterVisitor {
-    /// A run of the clusters' output: `count` bytes at `start` in the memo's arena (`inMemo`) or in
-    /// `clusterBytes`.
+/// and the encoding, a cached marker a copy of its bytes instead of reading seven columns of the
+/// layer's table (on a large layer, seven cache misses), and a subtree wholly inside the box
+/// costs one look-up. Recorded: the outermost subtree entered and every cell of the target zoom
+/// (each item once more inside its outer subtree). A marker's bytes may be memoized because every
+/// change of a clusterable marker's record re-stamps the cells above it (`MarkerLayer.syncCluster`,
+/// `GridClusterIndex.upsert`), and a marker whose change makes it unclusterable leaves the index.
+/// The memo keeps a subtree's output only after the walk (`tail(of:algorithm:)`), once its fresh
+/// markers are encoded.
+///
+/// A class: `GridClusterIndex`'s walk is generic and, in another module, not specialized for
+/// this visitor, so a struct was copied (every array retained and released) around the calls
+/// it makes per cell; perf showed a quarter of a city answer's time in those copies. Its
+/// properties skip the runtime's exclusivity checks (`@exclusivity(unchecked)`: one walk uses
+/// a writer, on one thread), which cost another tenth.
+final class ClusterReplyWriter: GridClusterVisitor {
+    /// A run of the output: `count` bytes at `start` in the memo's arena (`inMemo`) or in the
+    /// writer's fresh bytes (`clusterBytes`, `markerBytes`). Before `tail(of:algorithm:)`, a
+    /// fresh run of markers counts markers: `freshSlots[start ..< start + count]`.
     struct Piece {
         var inMemo: Bool
         var start: Int
         var count: Int
     }
 
+    /// A recorded subtree whose output the memo keeps once the walk is over.
+    private struct PendingKeep {
+        var node: GridNodeStamp
+        var target: Int
+        var pieces: Range<Int>
+        var markerPieces: Range<Int>
+        var clusters: Int
+        var markers: Int
+    }
+
     /// The `Cluster` fields encoded afresh (tag, length, message, one after the other); the ones
     /// found in the memo stay there (`pieces` says where each run of the output is).
-    var clusterBytes: [UInt8] = []
+    @exclusivity(unchecked) var clusterBytes: [UInt8] = []
     /// The clusters' output in order, as runs of `clusterBytes` and of the memo's arena: written
     /// out once, straight into the reply (`write(tail:into:)`), not gathered in between.
-    private(set) var pieces: [Piece] = []
+    @exclusivity(unchecked) private(set) var pieces: [Piece] = []
     /// Bytes of the clusters' output (the sum of `pieces`).
-    private(set) var clusterByteCount = 0
+    @exclusivity(unchecked) private(set) var clusterByteCount = 0
     /// Whether the next fresh cluster starts a new piece (a recorded subtree starts at a piece).
-    private var sealed = true
-    /// The unclustered markers' slots, in output order.
-    var markerSlots: [Int32] = []
+    @exclusivity(unchecked) private var sealed = true
+    /// The markers' output in order, as runs of `markerBytes` and of the memo's arena (fresh
+    /// runs count markers until `tail(of:algorithm:)` encodes them).
+    @exclusivity(unchecked) private(set) var markerPieces: [Piece] = []
+    /// Whether the next fresh marker starts a new piece.
+    @exclusivity(unchecked) private var markerSealed = true
+    /// The slots of the markers not found in the memo, in output order.
+    @exclusivity(unchecked) private(set) var freshSlots: [Int32] = []
+    /// `freshSlots` encoded (`tail(of:algorithm:)`).
+    @exclusivity(unchecked) private var markerBytes: [UInt8] = []
+    /// Bytes of the markers' output (the sum of `markerPieces`), known after `tail(of:algorithm:)`.
+    @exclusivity(unchecked) private(set) var markerByteCount = 0
     /// Number of clusters written.
-    private(set) var clusterCount = 0
+    @exclusivity(unchecked) private(set) var clusterCount = 0
+    /// Number of markers written (fresh and memoized).
+    @exclusivity(unchecked) private(set) var markerCount = 0
     private let memo: GridClusterMemo?
     /// Work allowed: clusters encoded afresh plus markers; past it the writer is done (`isDone`)
     /// and its output incomplete.
     private let budget: Int
     /// Clusters encoded afresh plus markers so far.
-    private(set) var work = 0
+    @exclusivity(unchecked) private(set) var work = 0
     /// Whether the budget ran out: the output is incomplete and nothing more is memoized.
     var isDone: Bool { work > budget }
     /// Subtrees being recorded (outermost first): where their output starts, and whether to keep it.
-    private var recording: [(node: GridNodeStamp, pieces: Int, slots: Int, clusters: Int, keep: Bool)] = []
+    @exclusivity(unchecked) private var recording: [(node: GridNodeStamp, pieces: Int, markerPieces: Int, clusters: Int, markers: Int, keep: Bool)] = []
+    /// Recorded subtrees to keep after the walk.
+    @exclusivity(unchecked) private var pending: [PendingKeep] = []
 
     /// `memo`: the layer's memo, with its lock held by the caller for as long as the writer and
     /// its output are used (the output points into the memo), and already reset to the index's
@@ -61,31 +96,40 @@ struct ClusterReplyWriter: GridClusterVisitor {
         clusterBytes.reserveCapacity(4096)
     }
 
-    mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
+    /// The payload's bytes before the `tail(of:algorithm:)` it returns (clusters and markers);
+    /// valid after that call.
+    var bodyByteCount: Int { clusterByteCount + markerByteCount }
+
+    func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
         guard let memo, !isDone else { return isDone }
-        if let hit = memo.find(node, target: target, appendingSlotsTo: &markerSlots) {
-            if hit.count > 0 { pieces.append(Piece(inMemo: true, start: hit.start, count: hit.count)) }
-            clusterByteCount += hit.count
+        if let hit = memo.find(node, target: target) {
+            if hit.clusterBytes > 0 { pieces.append(Piece(inMemo: true, start: hit.start, count: hit.clusterBytes)) }
+            if hit.markerBytes > 0 { markerPieces.append(Piece(inMemo: true, start: hit.start + hit.clusterBytes, count: hit.markerBytes)) }
+            clusterByteCount += hit.clusterBytes
+            markerByteCount += hit.markerBytes
             sealed = true
+            markerSealed = true
             clusterCount += hit.clusters
+            markerCount += hit.markers
             work += hit.markers
             return true
         }
         sealed = true
-        recording.append((node, pieces.count, markerSlots.count, clusterCount, recording.isEmpty || node.zoom == target))
+        markerSealed = true
+        recording.append((node, pieces.count, markerPieces.count, clusterCount, markerCount, recording.isEmpty || node.zoom == target))
         return false
     }
 
-    mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {
-        // (`recording` is empty without a memo; the memo is only touched to keep: no retain and
-        // release per cell left, which perf showed in city-sized answers.)
+    func leaveSubtree(_ node: GridNodeStamp, target: Int) {
         guard let r = recording.popLast() else { return }
         sealed = true
-        guard r.keep && !isDone, let memo else { return }
-        memo.keep(pieces[r.pieces...], of: clusterBytes, markerSlots[r.slots...], clusterCount: clusterCount - r.clusters, of: node, target: target)
+        markerSealed = true
+        guard r.keep && !isDone else { return }
+        pending.append(PendingKeep(node: node, target: target, pieces: r.pieces ..< pieces.count, markerPieces: r.markerPieces ..< markerPieces.count,
+                                   clusters: clusterCount - r.clusters, markers: markerCount - r.markers))
     }
 
-    mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
+    func visitCluster(_ cluster: GridCluster, expansionZoom: Int) {
         work += 1
         if isDone { return }
         let start = clusterBytes.count
@@ -101,50 +145,97 @@ struct ClusterReplyWriter: GridClusterVisitor {
         clusterCount += 1
     }
 
-    mutating func visitPoint(_ point: ClusterPoint) {
+    func visitPoint(_ point: ClusterPoint) {
         work += 1
-        if !isDone { markerSlots.append(point.id) }
+        if isDone { return }
+        if markerSealed {
+            markerPieces.append(Piece(inMemo: false, start: freshSlots.count, count: 1))
+            markerSealed = false
+        } else {
+            markerPieces[markerPieces.count - 1].count += 1
+        }
+        freshSlots.append(point.id)
+        markerCount += 1
     }
 
-    /// What follows the clusters in the `GetClustersResponse`: the markers (written from `layer`
-    /// by `MarkerWireEncoder`), then `layer_version` and `algorithm`. Call under the layer's lock,
-    /// after the walk, with a writer that is not done.
+    /// Ends the walk: encodes the fresh markers (from `layer`, by `MarkerWireEncoder`), has the
+    /// memo keep the recorded subtrees, and returns what follows the markers in the
+    /// `GetClustersResponse`: `layer_version` and `algorithm`. Call once, under the layer's lock
+    /// (and the memo's), after the walk, with a writer that is not done.
     func tail(of layer: MarkerLayer, algorithm: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var markers = MarkerWireEncoder()
-        markers.append(layer.markerSlots(markerSlots), field: 2, of: layer, to: &out)
-        out += V1.GetClustersResponse(layerVersion: layer.version, algorithm: algorithm).serializedBytes()
-        return out
+        var encoder = MarkerWireEncoder()
+        encoder.append(layer.markerSlots(freshSlots), field: 2, of: layer, to: &markerBytes)
+        // Where each fresh marker's submessage starts (tag 0x12, length, message), and one past the last.
+        var offsets: [Int] = []
+        offsets.reserveCapacity(freshSlots.count + 1)
+        markerBytes.withUnsafeBufferPointer { b in
+            var at = 0
+            while at < b.count {
+                offsets.append(at)
+                at += 1
+                var length = 0, shift = 0
+                while true {
+                    let byte = b[at]
+                    at += 1
+                    length |= Int(byte & 0x7F) << shift
+                    shift += 7
+                    if byte < 0x80 { break }
+                }
+                at += length
+            }
+            offsets.append(at)
+        }
+        precondition(offsets.count == freshSlots.count + 1, "\(offsets.count - 1) marker submessages for \(freshSlots.count) markers")
+        for i in markerPieces.indices where !markerPieces[i].inMemo {
+            let p = markerPieces[i]
+            markerPieces[i] = Piece(inMemo: false, start: offsets[p.start], count: offsets[p.start + p.count] - offsets[p.start])
+            markerByteCount += markerPieces[i].count
+        }
+        if let memo {
+            for k in pending {
+                memo.keep(pieces[k.pieces], of: clusterBytes, markers: markerPieces[k.markerPieces], of: markerBytes,
+                          clusterCount: k.clusters, markerCount: k.markers, of: k.node, target: k.target)
+            }
+        }
+        return V1.GetClustersResponse(layerVersion: layer.version, algorithm: algorithm).serializedBytes()
     }
 
-    /// Writes the whole `GetClustersResponse` into `out` (`clusterByteCount + tail.count` bytes):
-    /// each cluster byte is copied once, from the memo's arena or `clusterBytes`, then `tail`.
-    /// Call with the memo's lock still held.
+    /// Writes the whole `GetClustersResponse` into `out` (`bodyByteCount + tail.count` bytes):
+    /// each cluster and marker byte is copied once, from the memo's arena or the fresh bytes,
+    /// then `tail`. Call with the memo's lock still held.
     func write(tail: [UInt8], into out: UnsafeMutableRawBufferPointer) {
-        precondition(out.count == clusterByteCount + tail.count, "GetClusters payload is \(clusterByteCount + tail.count) bytes, not \(out.count)")
+        precondition(out.count == bodyByteCount + tail.count, "GetClusters payload is \(bodyByteCount + tail.count) bytes, not \(out.count)")
         guard let base = out.baseAddress else { return }
         var at = 0
-        clusterBytes.withUnsafeBytes { fresh in
-            func copy(_ p: Piece, from source: UnsafeRawBufferPointer) {
+        func copy(_ runs: [Piece], fresh: UnsafeRawBufferPointer, arena: UnsafeRawBufferPointer) {
+            for p in runs {
+                let source = p.inMemo ? arena : fresh
                 (base + at).copyMemory(from: source.baseAddress! + p.start, byteCount: p.count)
                 at += p.count
             }
-            if let memo {
-                memo.withArena { arena in
-                    for p in pieces { copy(p, from: p.inMemo ? arena : fresh) }
+        }
+        let noArena = UnsafeRawBufferPointer(start: nil, count: 0)
+        clusterBytes.withUnsafeBytes { clusters in
+            markerBytes.withUnsafeBytes { markers in
+                if let memo {
+                    memo.withArena { arena in
+                        copy(pieces, fresh: clusters, arena: arena)
+                        copy(markerPieces, fresh: markers, arena: arena)
+                    }
+                } else {
+                    copy(pieces, fresh: clusters, arena: noArena)
+                    copy(markerPieces, fresh: markers, arena: noArena)
                 }
-            } else {
-                for p in pieces { copy(p, from: fresh) }
             }
         }
         tail.withUnsafeBytes { if let t = $0.baseAddress { (base + at).copyMemory(from: t, byteCount: $0.count) } }
     }
 
-    /// The whole `GetClustersResponse` after the walk as an array (`tail` and `write`). Call under
-    /// the layer's lock and the memo's, with a writer that is not done.
+    /// The whole `GetClustersResponse` after the walk as an array (`tail` and `write`). Call once,
+    /// under the layer's lock and the memo's, with a writer that is not done.
     func payload(of layer: MarkerLayer, algorithm: String) -> [UInt8] {
         let tail = tail(of: layer, algorithm: algorithm)
-        return [UInt8](unsafeUninitializedCapacity: clusterByteCount + tail.count) { b, n in
+        return [UInt8](unsafeUninitializedCapacity: bodyByteCount + tail.count) { b, n in
             write(tail: tail, into: UnsafeMutableRawBufferPointer(b))
             n = b.count
         }
@@ -197,19 +288,21 @@ struct ClusterReplyWriter: GridClusterVisitor {
 }
 
 /// Per-layer memo of `ClusterReplyWriter`'s output by subtree (cell and target zoom), valid while
-/// the cell's `GridNodeStamp` is unchanged and the index's generation is the same. Outputs are
-/// appended to two arenas (cluster bytes, marker slots), and a reply copies found cluster bytes
-/// straight from the arena into the reply; a replaced output stays in the arena until the memo is
-/// emptied, which happens (in `prepare`) once it would hold more than `budgetBytes`. Use under
-/// `lock` (held for a whole reply, including writing it out).
+/// the cell's `GridNodeStamp` is unchanged and the index's generation is the same. An output (its
+/// clusters' bytes, then its markers' bytes) is appended to one arena, and a reply copies found
+/// bytes straight from the arena into the reply; a replaced output stays in the arena until the
+/// memo is emptied, which happens (in `prepare`) once it would hold more than `budgetBytes`. Use
+/// under `lock` (held for a whole reply, including writing it out).
 ///
 /// Look-ups cost no hashing: entries are found from the cell's index in the index's arena
 /// (`newest`, one `Int32` per cell: 4 bytes per stored cell of the layer's index, outside the
 /// budget), then along the cell's short chain of entries (one per target zoom it was asked at).
-/// The arenas and the entry list get their whole budget's capacity at the first `keep`
+/// The arena and the entry list get their whole budget's capacity at the first `keep`
 /// (address space only: pages are touched as they are written), so keeping never moves them:
 /// no copy of megabytes in the middle of a reply. Emptying is O(1) in the cells: `newest` is
 /// left as it is and an index in it counts only when it names a live entry of that cell.
+/// The state skips the runtime's exclusivity checks (`@exclusivity(unchecked)`): `lock` already
+/// keeps its users apart, and the checks cost a tenth of a city answer.
 final class GridClusterMemo: @unchecked Sendable {
     private struct Entry {
         var cell: Int32
@@ -218,29 +311,41 @@ final class GridClusterMemo: @unchecked Sendable {
         var next: Int32
         var target: Int32
         var clusterCount: Int32
-        var bytesCount: Int32
-        var slotsCount: Int32
-        var bytesStart: Int
-        var slotsStart: Int
+        var markerCount: Int32
+        /// The clusters' bytes at `start` in the arena, then the markers' bytes.
+        var clusterBytes: Int32
+        var markerBytes: Int32
+        var start: Int
+    }
+
+    /// A memoized output (`find`): `clusterBytes` bytes of clusters at `start` in the arena, then
+    /// `markerBytes` bytes of markers; `clusters` clusters and `markers` markers.
+    struct Hit {
+        var start: Int
+        var clusterBytes: Int
+        var markerBytes: Int
+        var clusters: Int
+        var markers: Int
     }
 
     let lock = NSLock()
-    /// Approximate bytes held before the memo is emptied. Default 64 MiB.
+    /// Approximate bytes held before the memo is emptied. Default 128 MiB: with the markers'
+    /// bytes kept too, the clusters section's 4,000 city answers on 10M markers filled 63 MB
+    /// (64 MiB would have been emptied during the next few thousand, making those answers cold).
     let budgetBytes: Int
-    private var generation: UInt64 = 0
+    @exclusivity(unchecked) private var generation: UInt64 = 0
     /// By cell (arena index): its newest entry in `entries` (valid only when that entry is live
     /// and of this cell: see `firstEntry`).
-    private var newest: [Int32] = []
-    private var entries: [Entry] = []
-    private var bytes: [UInt8] = []
-    private var slots: [Int32] = []
+    @exclusivity(unchecked) private var newest: [Int32] = []
+    @exclusivity(unchecked) private var entries: [Entry] = []
+    @exclusivity(unchecked) private var bytes: [UInt8] = []
     /// Whether an output was not kept for want of room: `prepare` empties the memo.
-    private var full = false
+    @exclusivity(unchecked) private var full = false
 
-    init(budgetBytes: Int = 64 << 20) { self.budgetBytes = budgetBytes }
+    init(budgetBytes: Int = 128 << 20) { self.budgetBytes = budgetBytes }
 
-    /// Approximate bytes held: the arenas and the entries (not `newest`).
-    var heldBytes: Int { bytes.count + 4 * slots.count + MemoryLayout<Entry>.stride * entries.count }
+    /// Approximate bytes held: the arena and the entries (not `newest`).
+    var heldBytes: Int { bytes.count + MemoryLayout<Entry>.stride * entries.count }
 
     /// Empties the memo when it was filled from another index (or another generation of it).
     func prepare(generation g: UInt64) {
@@ -254,7 +359,6 @@ final class GridClusterMemo: @unchecked Sendable {
         full = false
         entries.removeAll(keepingCapacity: true)
         bytes.removeAll(keepingCapacity: true)
-        slots.removeAll(keepingCapacity: true)
     }
 
     /// The newest live entry of `cell`, or -1.
@@ -274,39 +378,39 @@ final class GridClusterMemo: @unchecked Sendable {
     }
 
     /// The memoized output of `node` at `target` if the node's stamp is still the same: where its
-    /// cluster bytes are in the arena (`withArena`; valid until the memo is emptied, which
-    /// happens only in `prepare`), its numbers of clusters and markers; its marker slots are
-    /// appended to `markerSlots`. Nil if not found.
-    func find(_ node: GridNodeStamp, target: Int, appendingSlotsTo markerSlots: inout [Int32]) -> (start: Int, count: Int, clusters: Int, markers: Int)? {
+    /// bytes are in the arena (`withArena`; valid until the memo is emptied, which happens only
+    /// in `prepare`) and its numbers of clusters and markers. Nil if not found.
+    func find(_ node: GridNodeStamp, target: Int) -> Hit? {
         let i = entry(node.cell, target: target)
         guard i >= 0, entries[i].stamp == node.stamp else { return nil }
         let e = entries[i]
-        if e.slotsCount > 0 { markerSlots.append(contentsOf: slots[e.slotsStart ..< e.slotsStart + Int(e.slotsCount)]) }
-        return (e.bytesStart, Int(e.bytesCount), Int(e.clusterCount), Int(e.slotsCount))
+        return Hit(start: e.start, clusterBytes: Int(e.clusterBytes), markerBytes: Int(e.markerBytes),
+                   clusters: Int(e.clusterCount), markers: Int(e.markerCount))
     }
 
-    /// Calls `body` with the cluster bytes' arena (see `find`).
+    /// Calls `body` with the arena (see `find`).
     func withArena<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { bytes.withUnsafeBytes(body) }
 
     /// Keeps the output of `node` at `target`: `clusterCount` clusters written as `pieces` (of
-    /// `fresh` or of this memo's arena), and `markerSlots`. Past `budgetBytes` nothing is kept and
-    /// the memo is emptied at the next `prepare` (not now: a reply being written points into it).
-    func keep(_ pieces: ArraySlice<ClusterReplyWriter.Piece>, of fresh: [UInt8], _ markerSlots: ArraySlice<Int32>, clusterCount: Int,
-              of node: GridNodeStamp, target: Int) {
-        let n = pieces.reduce(0) { $0 + $1.count }
-        if heldBytes + n + 4 * markerSlots.count + MemoryLayout<Entry>.stride > budgetBytes {
+    /// `fresh` or of this memo's arena), then `markerCount` markers written as `markerPieces`
+    /// (of `freshMarkers` or of the arena). Past `budgetBytes` nothing is kept and the memo is
+    /// emptied at the next `prepare` (not now: a reply being written points into it).
+    func keep(_ pieces: ArraySlice<ClusterReplyWriter.Piece>, of fresh: [UInt8],
+              markers markerPieces: ArraySlice<ClusterReplyWriter.Piece>, of freshMarkers: [UInt8],
+              clusterCount: Int, markerCount: Int, of node: GridNodeStamp, target: Int) {
+        let n = pieces.reduce(0) { $0 + $1.count }, m = markerPieces.reduce(0) { $0 + $1.count }
+        if heldBytes + n + m + MemoryLayout<Entry>.stride > budgetBytes {
             full = true
             return
         }
         if entries.capacity == 0 {
             bytes.reserveCapacity(budgetBytes)
-            slots.reserveCapacity(budgetBytes / 4)
             entries.reserveCapacity(budgetBytes / MemoryLayout<Entry>.stride)
         }
         let c = Int(node.cell)
         if c >= newest.count { newest.append(contentsOf: repeatElement(-1, count: max(c + 1, 2 * newest.count) - newest.count)) }
         var e = Entry(cell: node.cell, stamp: node.stamp, next: -1, target: Int32(target), clusterCount: Int32(clusterCount),
-                      bytesCount: Int32(n), slotsCount: Int32(markerSlots.count), bytesStart: bytes.count, slotsStart: slots.count)
+                      markerCount: Int32(markerCount), clusterBytes: Int32(n), markerBytes: Int32(m), start: bytes.count)
         let old = entry(node.cell, target: target)
         if old >= 0 {
             e.next = entries[old].next
@@ -316,18 +420,21 @@ final class GridClusterMemo: @unchecked Sendable {
             newest[c] = Int32(entries.count)
             entries.append(e)
         }
-        bytes.append(contentsOf: repeatElement(0, count: n))
+        bytes.append(contentsOf: repeatElement(0, count: n + m))
         bytes.withUnsafeMutableBytes { arena in
-            fresh.withUnsafeBytes { fresh in
-                var at = e.bytesStart
-                for p in pieces {
-                    // A piece of the arena lies below `e.bytesStart`: no overlap.
-                    let source = p.inMemo ? UnsafeRawPointer(arena.baseAddress!) : fresh.baseAddress!
-                    (arena.baseAddress! + at).copyMemory(from: source + p.start, byteCount: p.count)
-                    at += p.count
+            var at = e.start
+            // A piece of the arena lies below `e.start`: no overlap.
+            func copy(_ runs: ArraySlice<ClusterReplyWriter.Piece>, of fresh: [UInt8]) {
+                fresh.withUnsafeBytes { fresh in
+                    for p in runs {
+                        let source = p.inMemo ? UnsafeRawPointer(arena.baseAddress!) : fresh.baseAddress!
+                        (arena.baseAddress! + at).copyMemory(from: source + p.start, byteCount: p.count)
+                        at += p.count
+                    }
                 }
             }
+            copy(pieces, of: fresh)
+            copy(markerPieces, of: freshMarkers)
         }
-        slots.append(contentsOf: markerSlots)
     }
 }

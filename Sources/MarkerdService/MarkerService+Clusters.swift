@@ -227,10 +227,15 @@ extension MarkerService {
         return V1.Bounds(west: a.longitude, south: a.latitude, east: c.longitude, north: c.latitude)
     }
 
+    /// A grid cluster: its centre and bounds in degrees (`WorldPoint.latLng`'s values), the three
+    /// latitudes from one series around the centre (`NearbyLatitudes`).
     static func apiCluster(_ c: GridCluster, expansionZoom: Int) -> V1.Cluster {
-        V1.Cluster(id: gridIDBit | c.id.rawValue, count: UInt32(c.count),
-                   position: MarkerConversion.apiLatLng(WorldPoint(x: c.x, y: c.y).fastLatLng),
-                   bounds: apiBounds(c.bounds), expansionZoom: UInt32(expansionZoom))
+        let near = NearbyLatitudes(y: c.y), b = c.bounds
+        return V1.Cluster(id: gridIDBit | c.id.rawValue, count: UInt32(c.count),
+                          position: V1.LatLng(latitude: near.latitude(c.y), longitude: NearbyLatitudes.longitude(c.x)),
+                          bounds: V1.Bounds(west: NearbyLatitudes.longitude(b.minX), south: near.latitude(b.maxY),
+                                            east: NearbyLatitudes.longitude(b.maxX), north: near.latitude(b.minY)),
+                          expansionZoom: UInt32(expansionZoom))
     }
 
     /// A supercluster cluster: bounds from its leaves (O(members)).
@@ -332,10 +337,10 @@ extension MarkerService {
     }
 
     /// `getClusters` encoded: the same bytes as `getClusters(_:).serializedBytes()`. For the grid
-    /// algorithm built without a `V1.Cluster` message or `V1.Marker` per item: clusters are written
-    /// during the walk by `ClusterReplyWriter` (reusing the layer's memo of unchanged subtrees
-    /// when no other reply holds it), markers straight from the layer by `MarkerWireEncoder`, then
-    /// layer_version and algorithm.
+    /// algorithm built without a `V1.Cluster` message or `V1.Marker` per item by
+    /// `ClusterReplyWriter`: clusters written during the walk, markers straight from the layer by
+    /// `MarkerWireEncoder` after it (both reused from the layer's memo of unchanged subtrees when
+    /// no other reply holds it), then layer_version and algorithm.
     public func getClustersPayload(_ r: V1.GetClustersRequest) throws(RPCError) -> [UInt8] {
         let (b, zoom, _, config) = try clustersQuery(r)
         guard config.algorithm == .grid else { return try getClusters(r).serializedBytes() }
@@ -356,8 +361,9 @@ extension MarkerService {
     /// layer uses the grid algorithm with its clusters built, its read lock and cluster memo are
     /// free, no animation is due, and the answer takes at most `budget` clusters encoded afresh
     /// plus markers (the rest comes from the memo); nil otherwise (also for a bad request), and
-    /// the caller hands the request to `getClustersPayload`. A walk stopped by the budget still
-    /// leaves the subtrees it finished in the memo. The same bytes as `getClustersPayload`.
+    /// the caller hands the request to `getClustersPayload`. A walk stopped by the budget keeps
+    /// nothing in the memo (subtrees are kept once the fresh markers are encoded, after the walk):
+    /// the worker's walk that follows keeps them all. The same bytes as `getClustersPayload`.
     ///
     /// The payload is not gathered in an array: `write` is called (at most once, with the
     /// layer's read lock and the memo's lock held) with its size in bytes and a function that
@@ -382,10 +388,19 @@ extension MarkerService {
             h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
             guard !writer.isDone else { return false }
             let tail = writer.tail(of: h.layer, algorithm: config.algorithm.rawValue)
-            write(writer.clusterByteCount + tail.count) { writer.write(tail: tail, into: $0) }
+            write(writer.bodyByteCount + tail.count) { writer.write(tail: tail, into: $0) }
             return true
         }
         return written ?? false
+    }
+
+    /// Bytes held by the layer's GetClusters memo (`GridClusterMemo.heldBytes`), or nil for an
+    /// unknown layer or while a reply holds the memo; for benchmarks and tests (a drop between two
+    /// calls means the memo was emptied: full, or the index was rebuilt).
+    public func clusterMemoHeldBytes(layerID: String) -> Int? {
+        guard let memo = try? handle(layerID).clusterState.gridMemo, memo.lock.try() else { return nil }
+        defer { memo.lock.unlock() }
+        return memo.heldBytes
     }
 
     /// Checks a GetClusters request; its bounds, integer zoom, layer and clustering options. For the

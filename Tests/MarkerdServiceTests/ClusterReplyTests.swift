@@ -14,7 +14,8 @@ import Testing
     /// Seeded random layers (hot spots, including both sides of the antimeridian and exact zero
     /// coordinates; hidden and draggable markers; default options and min_points 1 with max zoom
     /// 6), rounds of random changes (new markers, small moves that keep the cell, jumps, removals,
-    /// visibility, draggable and z-index changes) between rounds of random queries (world,
+    /// visibility, draggable, z-index, style, clickable and attribute changes at the same position,
+    /// which change unclustered markers' bytes but no cluster) between rounds of random queries (world,
     /// antimeridian-crossing and small boxes, zooms 0-19, each asked twice so the second answer
     /// comes from the memo), each also asked inline, before or after: every payload equals the
     /// regular response's bytes.
@@ -72,10 +73,14 @@ import Testing
                     case 5:
                         present[id] = nil
                         for l in layers { try s.remove(l, [id]) }
-                    default:  // the same position, other flags or z-index
+                    default:  // the same position; other flags, z-index, style, clickable or attributes
                         guard let p = present[id] else { continue }
                         var m = S.marker(id, lat: p.0, lng: p.1, visible: rng.next() % 3 != 0, draggable: rng.next() % 4 == 0)
                         m.zIndex = Int32(Int(rng.next() % 5) - 2)
+                        // Changes of the marker's bytes alone (the memo keeps unclustered markers' bytes).
+                        if rng.next() % 2 == 0 { m.icon = .pin(V1.DefaultPin(fillColor: UInt32(rng.next() % 3), label: rng.next() % 2 == 0 ? "L" : nil)) }
+                        if rng.next() % 3 == 0 { m.clickable = false }
+                        if rng.next() % 4 == 0 { m.attributes = ["k": "v\(rng.next() % 3)"] }
                         for l in layers { try s.upsert(l, [m]) }
                     }
                 }

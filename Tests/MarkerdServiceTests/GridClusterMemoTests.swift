@@ -3,27 +3,50 @@
 import MarkerdTestSupport
 import Testing
 
-/// `GridClusterMemo` (entries found by cell index, chains of target zooms per cell, arenas that
-/// are emptied without clearing the per-cell index) against a dictionary oracle on seeded random
+/// `GridClusterMemo` (entries found by cell index, chains of target zooms per cell, an arena of
+/// cluster and marker bytes that is emptied without clearing the per-cell index) against a dictionary oracle on seeded random
 /// keeps, look-ups, changed stamps, new generations and emptying for want of room.
 @Suite struct GridClusterMemoTests {
     struct Kept: Equatable {
         var stamp: UInt32
         var bytes: [UInt8]
-        var slots: [Int32]
+        var markerBytes: [UInt8]
         var clusters: Int
+        var markers: Int
     }
 
-    /// What `find` answers, with the cluster bytes copied out of the arena; nil for a miss.
+    /// What `find` answers, with the cluster and marker bytes copied out of the arena; nil for a miss.
     static func found(_ memo: GridClusterMemo, cell: Int32, stamp: UInt32, target: Int) -> Kept? {
-        var slots: [Int32] = [7]  // found slots are appended after what is there
-        guard let hit = memo.find(GridNodeStamp(cell: cell, stamp: stamp, zoom: 0), target: target, appendingSlotsTo: &slots) else {
-            #expect(slots == [7])
-            return nil
+        guard let hit = memo.find(GridNodeStamp(cell: cell, stamp: stamp, zoom: 0), target: target) else { return nil }
+        let (bytes, markerBytes) = memo.withArena {
+            (Array($0[hit.start ..< hit.start + hit.clusterBytes]),
+             Array($0[hit.start + hit.clusterBytes ..< hit.start + hit.clusterBytes + hit.markerBytes]))
         }
-        #expect(slots.first == 7 && slots.count == 1 + hit.markers)
-        let bytes = memo.withArena { Array($0[hit.start ..< hit.start + hit.count]) }
-        return Kept(stamp: stamp, bytes: bytes, slots: Array(slots.dropFirst()), clusters: hit.clusters)
+        return Kept(stamp: stamp, bytes: bytes, markerBytes: markerBytes, clusters: hit.clusters, markers: hit.markers)
+    }
+
+    /// Runs of random fresh bytes and of outputs found in the memo for other cells (their cluster
+    /// or marker bytes), as a walk writes them: the pieces, the fresh bytes, and all the bytes in order.
+    static func randomPieces(_ memo: GridClusterMemo, stamps: [Int32: UInt32], markers: Bool,
+                             _ rng: inout SplitMix64) -> ([ClusterReplyWriter.Piece], [UInt8], [UInt8]) {
+        var fresh: [UInt8] = []
+        var pieces: [ClusterReplyWriter.Piece] = []
+        var bytes: [UInt8] = []
+        for _ in 0..<Int(rng.next() % 4) {
+            let other = Int32(rng.next() % 64), otherTarget = Int(rng.next() % 6)
+            if rng.next() % 3 == 0,
+               let h = memo.find(GridNodeStamp(cell: other, stamp: stamps[other, default: 0], zoom: 0), target: otherTarget) {
+                let start = markers ? h.start + h.clusterBytes : h.start, count = markers ? h.markerBytes : h.clusterBytes
+                pieces.append(.init(inMemo: true, start: start, count: count))
+                bytes += memo.withArena { Array($0[start ..< start + count]) }
+            } else {
+                let run = (0..<Int(rng.next() % 90)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+                pieces.append(.init(inMemo: false, start: fresh.count, count: run.count))
+                fresh += run
+                bytes += run
+            }
+        }
+        return (pieces, fresh, bytes)
     }
 
     @Test func findsWhatWasKeptLikeADictionary() {
@@ -62,30 +85,16 @@ import Testing
             }
             // A miss: the walk writes the output (fresh bytes, and sometimes runs of the arena found
             // for other cells) and keeps it.
-            var fresh: [UInt8] = []
-            var pieces: [ClusterReplyWriter.Piece] = []
-            var bytes: [UInt8] = []
-            for _ in 0..<Int(rng.next() % 4) {
-                let other = Int32(rng.next() % 64), otherTarget = Int(rng.next() % 6)
-                var unused: [Int32] = []
-                if rng.next() % 3 == 0,
-                   let h = memo.find(GridNodeStamp(cell: other, stamp: stamps[other, default: 0], zoom: 0), target: otherTarget, appendingSlotsTo: &unused) {
-                    pieces.append(.init(inMemo: true, start: h.start, count: h.count))
-                    bytes += memo.withArena { Array($0[h.start ..< h.start + h.count]) }
-                } else {
-                    let run = (0..<Int(rng.next() % 90)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
-                    pieces.append(.init(inMemo: false, start: fresh.count, count: run.count))
-                    fresh += run
-                    bytes += run
-                }
-            }
-            let slots = (0..<Int(rng.next() % 4)).map { _ in Int32(truncatingIfNeeded: rng.next() % 1_000_000) }
-            let clusters = Int(rng.next() % 9)
+            let (pieces, fresh, bytes) = Self.randomPieces(memo, stamps: stamps, markers: false, &rng)
+            let (markerPieces, freshMarkers, markerBytes) = Self.randomPieces(memo, stamps: stamps, markers: true, &rng)
+            let clusters = Int(rng.next() % 9), markers = Int(rng.next() % 5)
             let before = oracle[key(cell, target)]
-            memo.keep(pieces[...], of: fresh, slots[...], clusterCount: clusters, of: GridNodeStamp(cell: cell, stamp: stamp, zoom: 0), target: target)
+            memo.keep(pieces[...], of: fresh, markers: markerPieces[...], of: freshMarkers, clusterCount: clusters, markerCount: markers,
+                      of: GridNodeStamp(cell: cell, stamp: stamp, zoom: 0), target: target)
             // Kept unless the memo is full (then nothing changes until the next prepare empties it).
             if let now = Self.found(memo, cell: cell, stamp: stamp, target: target) {
-                #expect(now == Kept(stamp: stamp, bytes: bytes, slots: slots, clusters: clusters), "keep at step \(step) seed \(seed)")
+                #expect(now == Kept(stamp: stamp, bytes: bytes, markerBytes: markerBytes, clusters: clusters, markers: markers),
+                        "keep at step \(step) seed \(seed)")
                 if before != nil { replaced += 1 }
                 oracle[key(cell, target)] = now
                 kept += 1

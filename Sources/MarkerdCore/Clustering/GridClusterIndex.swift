@@ -354,14 +354,20 @@ public struct GridClusterIndex: Sendable {
 
     // MARK: updates
 
-    /// Adds a point, or moves it if its id is present. O(maxZoom).
+    /// Adds a point, or moves it if its id is present. O(maxZoom). Upserting a present point at
+    /// its position changes no cluster but still gives the stored cells above it a new stamp
+    /// (`touch`), so that memos of what a walk emits (see `GridNodeStamp`) also follow what
+    /// their owner says about the point (a marker's record: style, z-index, attributes).
     public mutating func upsert(_ p: ClusterPoint) {
         precondition(p.id >= 0, "ClusterPoint.id must be >= 0")
         let id = Int(p.id)
         if id >= pts.count { reserve(maxId: p.id) }
         if pts[id].holder != Self.absent {
-            if pts[id].x == p.x && pts[id].y == p.y { return }
             nextStamp()
+            if pts[id].x == p.x && pts[id].y == p.y {
+                touch(id)
+                return
+            }
             if moveInPlace(id, to: p.x, p.y) { return }
             remove(id: p.id)
         }
@@ -419,6 +425,16 @@ public struct GridClusterIndex: Sendable {
             z += 1
         }
         count += 1
+    }
+
+    /// Stamps the stored cells from point `id`'s holder up to its root with `stampNow`
+    /// (O(maxZoom)); a point alone in the root table has none.
+    private mutating func touch(_ id: Int) {
+        var c = Int(pts[id].holder)
+        while c >= 0 {
+            cells[c].stamp = stampNow
+            c = Int(cells[c].parent)
+        }
     }
 
     /// A move that keeps the point in the node it occupies (its maxZoom cell, or the single-point

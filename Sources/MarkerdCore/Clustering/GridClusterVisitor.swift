@@ -1,6 +1,7 @@
 /// A stored cell of a `GridClusterIndex` as a walk hands it to a `GridClusterVisitor`: the cell's
 /// place in the index's arena and its stamp, which changes whenever anything in the cell's subtree
-/// changes (a point added, removed or moved below it, or the cell freed and reused).
+/// changes (a point added, removed, moved or upserted again at its position below it, or the cell
+/// freed and reused).
 ///
 /// Within one `GridClusterIndex.generation`, equal (cell, stamp) pairs mean an unchanged subtree:
 /// the items a walk emits below the cell at a given target zoom are the same. Different

@@ -333,4 +333,65 @@ import Testing
         #expect(index.cluster(GridClusterID(zoom: 30, cellX: 0, cellY: 0)) == nil)
         #expect(index.cluster(GridClusterID(zoom: 0, cellX: 9, cellY: 0)) == nil)
     }
+
+    /// Records the stamps of the subtrees a walk enters at its target zoom and the points emitted
+    /// below each (every cell emits points: min points above the layer's size).
+    struct StampRecorder: GridClusterVisitor {
+        var stamps: [Int32: UInt32] = [:]
+        var pointsBelow: [Int32: Set<Int32>] = [:]
+        /// The entered cell of the target zoom the walk is in, if any.
+        var current: Int32?
+        var items: [Int32] = []
+
+        mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
+            if node.zoom == target {
+                stamps[node.cell] = node.stamp
+                current = node.cell
+            }
+            return false
+        }
+
+        mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) { if node.zoom == target { current = nil } }
+        mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int) { Issue.record("no clusters expected") }
+
+        mutating func visitPoint(_ point: ClusterPoint) {
+            items.append(point.id)
+            if let current { pointsBelow[current, default: []].insert(point.id) }
+        }
+    }
+
+    /// Upserting a point again at its position (its owner's record changed, not its place) gives
+    /// the cell of each zoom holding it a new stamp and leaves every other cell's stamp and the
+    /// output alone: what lets `GridClusterMemo` keep unclustered markers' bytes by stamp.
+    @Test func upsertAtTheSamePositionRestampsTheCellsAboveThePoint() {
+        let seed = Self.seed(17)
+        var rng = SplitMix64(seed: seed)
+        let options = ClusterOptions(radius: 60, minPoints: 1_000_000, maxZoom: 10, extent: 512)
+        var index = GridClusterIndex(options: options)
+        var points: [ClusterPoint] = []
+        for i in 0..<3000 {
+            // Hot spots, so that most points share stored cells down to deep zooms.
+            let hx = UInt32(rng.next() % 4) << 30, hy = UInt32(rng.next() % 4) << 30
+            let p = ClusterPoint(id: Int32(i), x: hx &+ UInt32(rng.next() % (1 << 18)), y: hy &+ UInt32(rng.next() % (1 << 18)))
+            points.append(p)
+            index.upsert(p)
+        }
+        var restamped = 0
+        for round in 0..<40 {
+            let zoom = Int(rng.next() % 11)
+            let p = points[Int(rng.next() % UInt64(points.count))]
+            var before = StampRecorder()
+            index.visit(in: .world, zoom: zoom, &before)
+            index.upsert(p)
+            var after = StampRecorder()
+            index.visit(in: .world, zoom: zoom, &after)
+            #expect(after.items == before.items, "round \(round) seed \(seed)")
+            for (cell, stamp) in before.stamps {
+                let holdsP = before.pointsBelow[cell]?.contains(p.id) ?? false
+                #expect((after.stamps[cell] != stamp) == holdsP, "round \(round) zoom \(zoom) cell \(cell) holds the point: \(holdsP) seed \(seed)")
+                if holdsP { restamped += 1 }
+            }
+        }
+        #expect(restamped > 20, "\(restamped) cells re-stamped (seed \(seed))")
+    }
 }
