@@ -227,15 +227,13 @@ extension MarkerService {
         return V1.Bounds(west: a.longitude, south: a.latitude, east: c.longitude, north: c.latitude)
     }
 
-    /// A grid cluster: its centre and bounds in degrees (`WorldPoint.latLng`'s values), the three
-    /// latitudes from one series around the centre (`NearbyLatitudes`).
+    /// A grid cluster: its centre and bounds in degrees (`WorldPoint.latLng`'s values, computed
+    /// by `fastLatLng`).
     static func apiCluster(_ c: GridCluster, expansionZoom: Int) -> V1.Cluster {
-        let near = NearbyLatitudes(y: c.y), b = c.bounds
+        let p = WorldPoint(x: c.x, y: c.y).fastLatLng
         return V1.Cluster(id: gridIDBit | c.id.rawValue, count: UInt32(c.count),
-                          position: V1.LatLng(latitude: near.latitude(c.y), longitude: NearbyLatitudes.longitude(c.x)),
-                          bounds: V1.Bounds(west: NearbyLatitudes.longitude(b.minX), south: near.latitude(b.maxY),
-                                            east: NearbyLatitudes.longitude(b.maxX), north: near.latitude(b.minY)),
-                          expansionZoom: UInt32(expansionZoom))
+                          position: V1.LatLng(latitude: p.latitude, longitude: p.longitude),
+                          bounds: apiBounds(c.bounds), expansionZoom: UInt32(expansionZoom))
     }
 
     /// A supercluster cluster: bounds from its leaves (O(members)).
