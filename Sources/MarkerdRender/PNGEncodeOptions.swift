@@ -56,13 +56,19 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     public var filters: PNGFilters
     /// zlib strategy.
     public var strategy: PNGCompressionStrategy
+    /// zlib memory level 1...9 (`deflateInit2`'s memLevel: a hash table of 2^(memoryLevel + 7)
+    /// entries and a symbol buffer of 2^(memoryLevel + 6)); smaller is less memory to clear and
+    /// to miss in cache per encoding, with shorter deflate blocks. zlib's default is 8.
+    public var memoryLevel: Int
 
-    /// `level` is clamped to 0...9. Defaults: level 6, no filters, libpng's strategy (which is
-    /// Z_DEFAULT_STRATEGY without filters).
-    public init(level: Int = 6, filters: PNGFilters = [], strategy: PNGCompressionStrategy = .libpngDefault) {
+    /// `level` is clamped to 0...9 and `memoryLevel` to 1...9. Defaults: level 6, no filters,
+    /// libpng's strategy (which is Z_DEFAULT_STRATEGY without filters), memory level 8 (zlib's).
+    public init(level: Int = 6, filters: PNGFilters = [], strategy: PNGCompressionStrategy = .libpngDefault,
+                memoryLevel: Int = 8) {
         self.level = min(max(level, 0), 9)
         self.filters = filters
         self.strategy = strategy
+        self.memoryLevel = min(max(memoryLevel, 1), 9)
     }
 
     /// Level 6, no filters: the measured best trade-off for marker tiles.
