@@ -18,10 +18,9 @@ struct CityTileBench {
 
     /// PNG settings compared on the rendered tiles (the first is `PNGEncodeOptions.tile`).
     static let encodings: [(String, PNGEncodeOptions)] = [
-        ("tile (level 2, no filter)", .tile), ("level 1", PNGEncodeOptions(level: 1)),
-        ("level 2, memLevel 9", PNGEncodeOptions(level: 2, memoryLevel: 9)), ("level 2, memLevel 8", PNGEncodeOptions(level: 2, memoryLevel: 8)),
-        ("level 2, memLevel 7", PNGEncodeOptions(level: 2, memoryLevel: 7)), ("level 2, memLevel 6", PNGEncodeOptions(level: 2, memoryLevel: 6)),
-        ("level 2, memLevel 5", PNGEncodeOptions(level: 2, memoryLevel: 5)),
+        ("tile (level 2, no filter, memory level 7)", .tile), ("memory level 8", PNGEncodeOptions(level: 2, memoryLevel: 8)),
+        ("memory level 6", PNGEncodeOptions(level: 2, memoryLevel: 6)), ("level 1", PNGEncodeOptions(level: 1, memoryLevel: 7)),
+        ("level 6", PNGEncodeOptions(level: 6, memoryLevel: 7)),
     ]
 
     func run() throws {

@@ -320,27 +320,43 @@ static int cpng_is_zero(const uint8_t *p, size_t n) {
     return 1;
 }
 
-// Straight RGBA from premultiplied: c = min(255, round(c' * 255 / a)) = min(255, floor((c' * 255 +
-// floor(a / 2)) / a)), 0 when a == 0 (whatever c' is). The division is a multiplication by
-// cpng_reciprocal[a]; pixels are read and written as 32-bit words (byte order does not matter
-// for the opaque and transparent cases, which are copied or zeroed whole).
+// One pixel, straight from premultiplied: c = min(255, round(c' * 255 / a)) = min(255,
+// floor((c' * 255 + floor(a / 2)) / a)), all 0 when a == 0 (whatever c' is). The division is a
+// multiplication by cpng_reciprocal[a].
+static inline void cpng_unpremultiply_pixel(const uint8_t *src, uint8_t *dst) {
+    uint32_t a = src[3];
+    if (a == 255) {
+        memcpy(dst, src, 4);
+    } else if (a == 0) {
+        memset(dst, 0, 4);
+    } else {
+        uint64_t m = cpng_reciprocal[a];
+        uint32_t half = a >> 1;
+        for (int c = 0; c < 3; c++) {
+            uint32_t v = (uint32_t)((((uint64_t)src[c] * 255 + half) * m) >> 32);
+            dst[c] = (uint8_t)(v > 255 ? 255 : v);
+        }
+        dst[3] = (uint8_t)a;
+    }
+}
+
+// A row, straight from premultiplied. Four pixels at a time are zeroed when all 16 bytes are 0
+// (transparent) and copied when all four alphas are 255 (opaque), the two common cases on tiles;
+// other blocks and the tail go pixel by pixel.
 static void cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t width) {
-    for (uint32_t x = 0; x < width; x++, src += 4, dst += 4) {
-        uint32_t a = src[3];
-        if (a == 255) {
-            memcpy(dst, src, 4);
-        } else if (a == 0) {
-            memset(dst, 0, 4);
+    uint32_t x = 0;
+    for (; x + 4 <= width; x += 4, src += 16, dst += 16) {
+        uint64_t w[2];
+        memcpy(w, src, 16);
+        if ((w[0] | w[1]) == 0) {
+            memset(dst, 0, 16);
+        } else if ((src[3] & src[7] & src[11] & src[15]) == 255) {
+            memcpy(dst, src, 16);
         } else {
-            uint64_t m = cpng_reciprocal[a];
-            uint32_t half = a >> 1;
-            for (int c = 0; c < 3; c++) {
-                uint32_t v = (uint32_t)((((uint64_t)src[c] * 255 + half) * m) >> 32);
-                dst[c] = (uint8_t)(v > 255 ? 255 : v);
-            }
-            dst[3] = (uint8_t)a;
+            for (int i = 0; i < 16; i += 4) cpng_unpremultiply_pixel(src + i, dst + i);
         }
     }
+    for (; x < width; x++, src += 4, dst += 4) cpng_unpremultiply_pixel(src, dst);
 }
 
 int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,

@@ -104,7 +104,7 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     /// tiles, within the noise of that busy machine; not exposed. A palette PNG (a quarter of the
     /// bytes to compress) is out: these tiles hold 550-900 distinct colours (z10 / z14 p50), 208
     /// at z18.
-    public static let tile = PNGEncodeOptions(level: 2)
+    public static let tile = PNGEncodeOptions(level: 2, memoryLevel: 7)
     /// Level 1, no filters: about half the time of `default`, 25-85% larger.
     public static let fast = PNGEncodeOptions(level: 1)
     /// Level 9, no filters: a little smaller at about 10x the time; for images encoded once.
