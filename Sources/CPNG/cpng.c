@@ -257,9 +257,10 @@ int cpng_decode_rgba8(const uint8_t *data, size_t len, size_t max_bytes, uint32_
     return CPNG_OK;
 }
 
-// ceil(2^32 / a) for a in 1...255 (entry 0 unused). For n < 2^16, (n * m) >> 32 == n / a exactly
-// (Granlund-Montgomery: the error n * (m - 2^32 / a) < 2^16 * 1 stays below 2^32 / a >= 2^24);
-// checked exhaustively for every (c, a) by PNGCodecTests through the decoder.
+// m = ceil(2^32 / a) for a in 1...255 (entry 0 unused). For n < 2^16, (n * m) >> 32 == n / a
+// exactly: m = (2^32 + e) / a with e < a, so n * m / 2^32 exceeds n / a by n * e / (a * 2^32)
+// < 2^-16, less than the 1 / a that separates n / a from the next integer. Checked for every
+// (c', a) byte pair by PNGUnpremultiplyTests through the decoder.
 static const uint64_t cpng_reciprocal[256] = {
     0x000000000u, 0x100000000u, 0x080000000u, 0x055555556u, 0x040000000u, 0x033333334u,
     0x02aaaaaabu, 0x024924925u, 0x020000000u, 0x01c71c71du, 0x01999999au, 0x01745d175u,

@@ -101,8 +101,8 @@ int cpng_decode_rgba8(const uint8_t *data, size_t len,
 ///   filters:   CPNG_FILTER_* bits, 0 for None only, or -1 for libpng's default (all filters,
 ///              adaptive).
 ///   flags:     CPNG_ENCODE_* bits.
-/// With CPNG_ENCODE_PREMULTIPLIED, rows of zero bytes are passed to libpng as they are (no
-/// conversion, no copy); other rows are converted into a scratch row.
+/// With CPNG_ENCODE_PREMULTIPLIED, rows of zero bytes (fully transparent) are passed to libpng
+/// as they are; other rows are converted into a scratch row first.
 /// The output buffer starts at `size_hint` bytes (0: a guess) and grows by doubling; on success
 /// `*out` (free with cpng_free) holds `*out_len` bytes. On failure `*out` is NULL.
 int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
