@@ -257,28 +257,112 @@ int cpng_decode_rgba8(const uint8_t *data, size_t len, size_t max_bytes, uint32_
     return CPNG_OK;
 }
 
-// Straight RGBA from premultiplied: c = min(255, round(c' * 255 / a)).
-static void cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t width) {
-    for (uint32_t x = 0; x < width; x++, src += 4, dst += 4) {
-        uint32_t a = src[3];
-        if (a == 255) {
-            memcpy(dst, src, 4);
-        } else if (a == 0) {
-            memset(dst, 0, 4);
-        } else {
-            uint32_t half = a / 2;
-            for (int c = 0; c < 3; c++) {
-                uint32_t v = ((uint32_t)src[c] * 255 + half) / a;
-                dst[c] = (uint8_t)(v > 255 ? 255 : v);
-            }
-            dst[3] = (uint8_t)a;
+// m = ceil(2^32 / a) for a in 1...255 (entry 0 unused). For n < 2^16, (n * m) >> 32 == n / a
+// exactly: m = (2^32 + e) / a with e < a, so n * m / 2^32 exceeds n / a by n * e / (a * 2^32)
+// < 2^-16, less than the 1 / a that separates n / a from the next integer. Checked for every
+// (c', a) byte pair by PNGUnpremultiplyTests through the decoder.
+static const uint64_t cpng_reciprocal[256] = {
+    0x000000000u, 0x100000000u, 0x080000000u, 0x055555556u, 0x040000000u, 0x033333334u,
+    0x02aaaaaabu, 0x024924925u, 0x020000000u, 0x01c71c71du, 0x01999999au, 0x01745d175u,
+    0x015555556u, 0x013b13b14u, 0x012492493u, 0x011111112u, 0x010000000u, 0x00f0f0f10u,
+    0x00e38e38fu, 0x00d79435fu, 0x00ccccccdu, 0x00c30c30du, 0x00ba2e8bbu, 0x00b21642du,
+    0x00aaaaaabu, 0x00a3d70a4u, 0x009d89d8au, 0x0097b425fu, 0x00924924au, 0x008d3dcb1u,
+    0x008888889u, 0x008421085u, 0x008000000u, 0x007c1f07du, 0x007878788u, 0x007507508u,
+    0x0071c71c8u, 0x006eb3e46u, 0x006bca1b0u, 0x006906907u, 0x006666667u, 0x0063e7064u,
+    0x006186187u, 0x005f417d1u, 0x005d1745eu, 0x005b05b06u, 0x00590b217u, 0x00572620bu,
+    0x005555556u, 0x00539782au, 0x0051eb852u, 0x005050506u, 0x004ec4ec5u, 0x004d4873fu,
+    0x004bda130u, 0x004a7904bu, 0x004924925u, 0x0047dc120u, 0x00469ee59u, 0x00456c798u,
+    0x004444445u, 0x004325c54u, 0x004210843u, 0x004104105u, 0x004000000u, 0x003f03f04u,
+    0x003e0f83fu, 0x003d22636u, 0x003c3c3c4u, 0x003b5cc0fu, 0x003a83a84u, 0x0039b0ad2u,
+    0x0038e38e4u, 0x00381c0e1u, 0x003759f23u, 0x00369d037u, 0x0035e50d8u, 0x003531dedu,
+    0x003483484u, 0x0033d91d3u, 0x003333334u, 0x003291620u, 0x0031f3832u, 0x003159722u,
+    0x0030c30c4u, 0x003030304u, 0x002fa0be9u, 0x002f14991u, 0x002e8ba2fu, 0x002e05c0cu,
+    0x002d82d83u, 0x002d02d03u, 0x002c8590cu, 0x002c0b02du, 0x002b93106u, 0x002b1da47u,
+    0x002aaaaabu, 0x002a3a0feu, 0x0029cbc15u, 0x00295fad5u, 0x0028f5c29u, 0x00288df0du,
+    0x002828283u, 0x0027c4598u, 0x002762763u, 0x002702703u, 0x0026a43a0u, 0x002647c6au,
+    0x0025ed098u, 0x002593f6au, 0x00253c826u, 0x0024e6a18u, 0x002492493u, 0x00243f6f1u,
+    0x0023ee090u, 0x00239e0d6u, 0x00234f72du, 0x002302303u, 0x0022b63ccu, 0x00226b903u,
+    0x002222223u, 0x0021d9eaeu, 0x002192e2au, 0x00214d022u, 0x002108422u, 0x0020c49bbu,
+    0x002082083u, 0x002040811u, 0x002000000u, 0x001fc07f1u, 0x001f81f82u, 0x001f4465au,
+    0x001f07c20u, 0x001ecc07cu, 0x001e9131bu, 0x001e573adu, 0x001e1e1e2u, 0x001de5d6fu,
+    0x001dae608u, 0x001d77b66u, 0x001d41d42u, 0x001d0cb59u, 0x001cd8569u, 0x001ca4b31u,
+    0x001c71c72u, 0x001c3f8f1u, 0x001c0e071u, 0x001bdd2b9u, 0x001bacf92u, 0x001b7d6c4u,
+    0x001b4e81cu, 0x001b20365u, 0x001af286cu, 0x001ac5702u, 0x001a98ef7u, 0x001a6d01bu,
+    0x001a41a42u, 0x001a16d40u, 0x0019ec8eau, 0x0019c2d15u, 0x00199999au, 0x001970e50u,
+    0x001948b10u, 0x001920fb5u, 0x0018f9c19u, 0x0018d3019u, 0x0018acb91u, 0x001886e60u,
+    0x001861862u, 0x00183c978u, 0x001818182u, 0x0017f4060u, 0x0017d05f5u, 0x0017ad221u,
+    0x00178a4c9u, 0x001767dcfu, 0x001745d18u, 0x001724288u, 0x001702e06u, 0x0016e1f77u,
+    0x0016c16c2u, 0x0016a13ceu, 0x001681682u, 0x001661ec7u, 0x001642c86u, 0x001623fa8u,
+    0x001605817u, 0x0015e75bcu, 0x0015c9883u, 0x0015ac057u, 0x00158ed24u, 0x001571ed4u,
+    0x001555556u, 0x001539095u, 0x00151d07fu, 0x001501502u, 0x0014e5e0bu, 0x0014cab89u,
+    0x0014afd6bu, 0x00149539fu, 0x00147ae15u, 0x001460cbdu, 0x001446f87u, 0x00142d663u,
+    0x001414142u, 0x0013fb014u, 0x0013e22ccu, 0x0013c995bu, 0x0013b13b2u, 0x0013991c3u,
+    0x001381382u, 0x0013698e0u, 0x0013521d0u, 0x00133ae46u, 0x001323e35u, 0x00130d191u,
+    0x0012f684cu, 0x0012e025du, 0x0012c9fb5u, 0x0012b404bu, 0x00129e413u, 0x001288b02u,
+    0x00127350cu, 0x00125e228u, 0x00124924au, 0x001234568u, 0x00121fb79u, 0x00120b471u,
+    0x0011f7048u, 0x0011e2ef4u, 0x0011cf06bu, 0x0011bb4a5u, 0x0011a7b97u, 0x001194539u,
+    0x001181182u, 0x00116e069u, 0x00115b1e6u, 0x0011485f1u, 0x001135c82u, 0x00112358fu,
+    0x001111112u, 0x0010fef02u, 0x0010ecf57u, 0x0010db20bu, 0x0010c9715u, 0x0010b7e6fu,
+    0x0010a6811u, 0x0010953f4u, 0x001084211u, 0x001073261u, 0x0010624deu, 0x001051980u,
+    0x001041042u, 0x00103091cu, 0x001020409u, 0x001010102u,
+};
+
+// True when all `n` bytes at `p` are 0 (a fully transparent premultiplied row). Reads 8 bytes at
+// a time and stops at the first 64-byte block holding a non-zero byte.
+static int cpng_is_zero(const uint8_t *p, size_t n) {
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        uint64_t w[8];
+        memcpy(w, p + i, 64);
+        if ((w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7]) != 0) return 0;
+    }
+    for (; i < n; i++)
+        if (p[i] != 0) return 0;
+    return 1;
+}
+
+// One pixel, straight from premultiplied: c = min(255, round(c' * 255 / a)) = min(255,
+// floor((c' * 255 + floor(a / 2)) / a)), all 0 when a == 0 (whatever c' is). The division is a
+// multiplication by cpng_reciprocal[a].
+static inline void cpng_unpremultiply_pixel(const uint8_t *src, uint8_t *dst) {
+    uint32_t a = src[3];
+    if (a == 255) {
+        memcpy(dst, src, 4);
+    } else if (a == 0) {
+        memset(dst, 0, 4);
+    } else {
+        uint64_t m = cpng_reciprocal[a];
+        uint32_t half = a >> 1;
+        for (int c = 0; c < 3; c++) {
+            uint32_t v = (uint32_t)((((uint64_t)src[c] * 255 + half) * m) >> 32);
+            dst[c] = (uint8_t)(v > 255 ? 255 : v);
         }
+        dst[3] = (uint8_t)a;
     }
 }
 
+// A row, straight from premultiplied. Four pixels at a time are zeroed when all 16 bytes are 0
+// (transparent) and copied when all four alphas are 255 (opaque), the two common cases on tiles;
+// other blocks and the tail go pixel by pixel.
+static void cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t width) {
+    uint32_t x = 0;
+    for (; x + 4 <= width; x += 4, src += 16, dst += 16) {
+        uint64_t w[2];
+        memcpy(w, src, 16);
+        if ((w[0] | w[1]) == 0) {
+            memset(dst, 0, 16);
+        } else if ((src[3] & src[7] & src[11] & src[15]) == 255) {
+            memcpy(dst, src, 16);
+        } else {
+            for (int i = 0; i < 16; i += 4) cpng_unpremultiply_pixel(src + i, dst + i);
+        }
+    }
+    for (; x < width; x++, src += 4, dst += 4) cpng_unpremultiply_pixel(src, dst);
+}
+
 int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
-                      int level, int strategy, int filters, int flags, size_t size_hint,
-                      uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
+                      int level, int strategy, int mem_level, int filters, int flags,
+                      size_t size_hint, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
     if (out) *out = NULL;
     if (out_len) *out_len = 0;
     if (pixels == NULL || out == NULL || out_len == NULL)
@@ -291,6 +375,8 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib level %d", level);
     if (strategy < -1 || strategy > Z_FIXED)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib strategy %d", strategy);
+    if (mem_level != -1 && (mem_level < 1 || mem_level > MAX_MEM_LEVEL))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib memory level %d", mem_level);
     if (filters < -1 || filters > 0xFF || (filters > 0 && (filters & 0x07) != 0))
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid filter set 0x%x", filters);
 
@@ -335,6 +421,7 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     if (level >= 0) png_set_compression_level(png, level);
     if (strategy >= 0) png_set_compression_strategy(png, strategy);
+    if (mem_level > 0) png_set_compression_mem_level(png, mem_level);
     // libpng 1.6 stores 0 (PNG_NO_FILTERS) as "unset" and then applies its default (all
     // filters, adaptive) in png_write_IHDR, so "None only" must be asked for explicitly.
     if (filters >= 0) png_set_filter(png, PNG_FILTER_TYPE_BASE, filters == 0 ? PNG_FILTER_NONE : filters);
@@ -350,7 +437,8 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
     }
     for (uint32_t y = 0; y < height; y++) {
         const uint8_t *row = pixels + (size_t)y * stride;
-        if (premultiplied) {
+        // A row of zero bytes (fully transparent) is its own straight-alpha form: written as is.
+        if (premultiplied && !cpng_is_zero(row, (size_t)width * 4)) {
             cpng_unpremultiply_row(row, scratch, width);
             row = scratch;
         }

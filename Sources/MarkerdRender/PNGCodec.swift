@@ -34,6 +34,8 @@ public enum PNGCodec {
     /// - Parameters:
     ///   - maxWidth, maxHeight: largest accepted size in pixels (defaults: the icon limit, 1024).
     ///   - maxBytes: largest accepted input in bytes (default: the icon limit, 1 MiB).
+    ///   - premultiplied: `true` (default) premultiplies; `false` returns the PNG's straight-alpha
+    ///     samples as they are (an `RGBAImage` holding straight alpha, for checking an encoder).
     /// - Throws: `.tooLarge` ("PNG too large: 2048x2048 > 1024x1024" or
     ///   "PNG too large: N bytes > M bytes"), checked from the header before pixel memory is
     ///   allocated; `.notPNG` ("not a PNG"); `.truncated`; `.corrupt`; `.outOfMemory`.
@@ -41,7 +43,8 @@ public enum PNGCodec {
         _ bytes: [UInt8],
         maxWidth: Int = maxIconDimension,
         maxHeight: Int = maxIconDimension,
-        maxBytes: Int = maxIconBytes
+        maxBytes: Int = maxIconBytes,
+        premultiplied: Bool = true
     ) throws(RenderError) -> RGBAImage {
         precondition(maxWidth > 0 && maxHeight > 0 && maxBytes > 0, "limits must be positive")
         let maxW = UInt32(clamping: maxWidth)
@@ -62,7 +65,7 @@ public enum PNGCodec {
             rc = bytes.withUnsafeBufferPointer { b in
                 err.withUnsafeMutableBufferPointer { e in
                     cpng_decode_rgba8(b.baseAddress, b.count, maxBytes, maxW, maxH,
-                                      Int32(CPNG_DECODE_PREMULTIPLY),
+                                      premultiplied ? Int32(CPNG_DECODE_PREMULTIPLY) : 0,
                                       buf.baseAddress, count, nil, &w, &h, e.baseAddress, e.count)
                 }
             }
@@ -90,7 +93,7 @@ public enum PNGCodec {
         let filters: Int32 = options.filters.isEmpty ? 0 : options.filters.rawValue
         let rc = err.withUnsafeMutableBufferPointer { e in
             cpng_encode_rgba8(px.baseAddress, UInt32(width), UInt32(height), width * 4,
-                              Int32(options.level), options.strategy.rawValue, filters,
+                              Int32(options.level), options.strategy.rawValue, Int32(options.memoryLevel), filters,
                               Int32(CPNG_ENCODE_PREMULTIPLIED), sizeHint, &out, &len,
                               e.baseAddress, e.count)
         }

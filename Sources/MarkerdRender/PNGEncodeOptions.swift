@@ -56,18 +56,24 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     public var filters: PNGFilters
     /// zlib strategy.
     public var strategy: PNGCompressionStrategy
+    /// zlib memory level 1...9 (`deflateInit2`'s memLevel: a hash table of 2^(memoryLevel + 7)
+    /// entries and a symbol buffer of 2^(memoryLevel + 6)); smaller is less memory to clear and
+    /// to miss in cache per encoding, with shorter deflate blocks. zlib's default is 8.
+    public var memoryLevel: Int
 
-    /// `level` is clamped to 0...9. Defaults: level 6, no filters, libpng's strategy (which is
-    /// Z_DEFAULT_STRATEGY without filters).
-    public init(level: Int = 6, filters: PNGFilters = [], strategy: PNGCompressionStrategy = .libpngDefault) {
+    /// `level` is clamped to 0...9 and `memoryLevel` to 1...9. Defaults: level 6, no filters,
+    /// libpng's strategy (which is Z_DEFAULT_STRATEGY without filters), memory level 8 (zlib's).
+    public init(level: Int = 6, filters: PNGFilters = [], strategy: PNGCompressionStrategy = .libpngDefault,
+                memoryLevel: Int = 8) {
         self.level = min(max(level, 0), 9)
         self.filters = filters
         self.strategy = strategy
+        self.memoryLevel = min(max(memoryLevel, 1), 9)
     }
 
     /// Level 6, no filters: the measured best trade-off for marker tiles.
     public static let `default` = PNGEncodeOptions()
-    /// What `TileRenderer.renderTile` uses: level 2, no filters. On dense tiles level 6 is far
+    /// What `TileRenderer.renderTile` uses: level 2, no filters, zlib memory level 7. On dense tiles level 6 is far
     /// slower than on the sparse one above; measured on tiles of marker-bench's synthetic layer
     /// (1M default pins, tiles at city centres, 256 px, CPU time per tile, mean of 30 tiles):
     ///
@@ -92,13 +98,29 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     ///     1, Z_RLE     2.29 / 4.47 ms 70.8 KB   2.76 / 5.56 ms 81.5 KB   0.57 / 1.22 ms 4.4 KB
     ///
     /// Level 1 saves 4-9 % of the encoding for 6 % more bytes; level 2 stays. An almost empty
-    /// tile still costs about 0.55 ms: every one of the 256 KB goes through unpremultiplying,
-    /// adler32 (about 0.1 ms each) and deflate's match loop. zlib's memory level (a C test on the
-    /// same tiles: 6 or 7 instead of 8) saved 4 % at z10 / z14 and up to 20 % on almost empty
-    /// tiles, within the noise of that busy machine; not exposed. A palette PNG (a quarter of the
-    /// bytes to compress) is out: these tiles hold 550-900 distinct colours (z10 / z14 p50), 208
-    /// at z18.
-    public static let tile = PNGEncodeOptions(level: 2)
+    /// tile cost about 0.55 ms: every one of the 256 KB went through unpremultiplying, adler32
+    /// (about 0.1 ms each) and deflate's match loop (most of it: the hash chain walk, missing in
+    /// cache). A palette PNG (a quarter of the bytes to compress) is out: these tiles hold 550-900
+    /// distinct colours (z10 / z14 p50), 208 at z18.
+    ///
+    /// Since then (branch `pngfast`) the encoder passes rows of zero bytes to libpng as they are,
+    /// unpremultiplies four pixels at a time (zeroed when all 16 bytes are 0, copied when all four
+    /// are opaque, else a reciprocal table instead of divisions), and tiles use zlib memory level 7
+    /// (a hash table of 16 Ki entries instead of 32 Ki: less to clear and to miss in cache). The
+    /// same 1M city tiles (`--only citytiles --sizes 1000000`, 500 tiles per zoom), main's binary and
+    /// this one back to back, twice (load average 3.1-3.8), PNG CPU p50 / p99 of the same canvases:
+    ///
+    ///                          z10                      z14                      z18
+    ///     before (level 2)     1.52 / 2.93 ms 26.5 KB   1.17-1.20 / 2.10-2.15    0.57-0.70 / 0.84-0.91
+    ///     after, memory 7      1.53 / 2.96-3.05         0.96-1.02 / 1.97-1.99    0.43-0.49 / 0.67-0.74 ms
+    ///     after, memory 8      1.52-1.53 / 2.96-3.00    1.00-1.05 / 1.94-1.97    0.48-0.56 / 0.77-0.85
+    ///     after, memory 6      1.52-1.54 / 2.93-2.95    0.96-1.01 / 2.00-2.04    0.40-0.46 / 0.62-0.69
+    ///
+    /// (bytes: 26.5 / 14.4 / 2.5 KB for all three memory levels; 14.5 KB at z14 with memory 6.)
+    /// z14 is 15-20 % faster, z18 25-30 %; z10 (dense, few empty rows, deflate-bound) does not
+    /// move. Memory level 9 was 10-25 % slower than 8, 5 no better than 6; a smaller zlib window
+    /// (13-14 bits instead of 15) was slower, not faster: fewer long matches, 5-30 % more bytes.
+    public static let tile = PNGEncodeOptions(level: 2, memoryLevel: 7)
     /// Level 1, no filters: about half the time of `default`, 25-85% larger.
     public static let fast = PNGEncodeOptions(level: 1)
     /// Level 9, no filters: a little smaller at about 10x the time; for images encoded once.

@@ -96,13 +96,17 @@ int cpng_decode_rgba8(const uint8_t *data, size_t len,
 ///   level:     zlib compression level 0...9 (-1: zlib's default, 6).
 ///   strategy:  zlib strategy (0 Z_DEFAULT_STRATEGY, 1 Z_FILTERED, 2 Z_HUFFMAN_ONLY, 3 Z_RLE,
 ///              4 Z_FIXED), or -1 for libpng's choice (Z_FILTERED when filtering, else default).
+///   mem_level: zlib memory level 1...9 (deflateInit2's memLevel: hash table 2^(mem_level + 7)
+///              entries, symbol buffer 2^(mem_level + 6)), or -1 for zlib's default, 8.
 ///   filters:   CPNG_FILTER_* bits, 0 for None only, or -1 for libpng's default (all filters,
 ///              adaptive).
 ///   flags:     CPNG_ENCODE_* bits.
+/// With CPNG_ENCODE_PREMULTIPLIED, rows of zero bytes (fully transparent) are passed to libpng
+/// as they are; other rows are converted into a scratch row first.
 /// The output buffer starts at `size_hint` bytes (0: a guess) and grows by doubling; on success
 /// `*out` (free with cpng_free) holds `*out_len` bytes. On failure `*out` is NULL.
 int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
-                      int level, int strategy, int filters, int flags, size_t size_hint,
+                      int level, int strategy, int mem_level, int filters, int flags, size_t size_hint,
                       uint8_t **out, size_t *out_len,
                       char *err, size_t err_cap);
 
