@@ -23,14 +23,8 @@ struct ClusterWorkBench {
         let service = MarkerService()
         defer { service.close() }
         let id = ClusterBench.layerID
-        try ViewportBench.mutate(service, .createLayer, V1.CreateLayerRequest(layerID: id, options: nil).serializedBytes())
         Progress.log("[\(label)] clusterwork: loading \(label) markers in process")
-        for start in stride(from: 0, to: markers.count, by: 50_000) {
-            var request = V1.UpsertMarkersRequest()
-            request.layerID = id
-            request.markers = Array(markers[start..<min(markers.count, start + 50_000)])
-            try ViewportBench.mutate(service, .upsertMarkers, request.serializedBytes())
-        }
+        try InProcessService.load(service, markers, into: id, options: nil)
         let (_, build) = try timed { () throws(RPCError) in
             try service.getClustersPayload(V1.GetClustersRequest(layerID: id, bounds: ClusterBench.world, zoom: 0))
         }

@@ -23,22 +23,11 @@ struct ViewportBench {
         native.tiling = V1.TilingOptions()
         native.tiling?.enabled = false
         for (id, options) in [("tiled", nil), ("native", native)] as [(String, V1.LayerOptions?)] {
-            try Self.mutate(service, .createLayer, V1.CreateLayerRequest(layerID: id, options: options).serializedBytes())
             Progress.log("[\(label)] viewport: loading \(label) markers into \(id) in process")
             let cpu0 = Machine.cpuSeconds(pid: getpid()) ?? 0
-            defer {
-                let cpu = (Machine.cpuSeconds(pid: getpid()) ?? 0) - cpu0
-                Progress.log("[\(label)] viewport: \(id) loaded, process CPU \(Table.fixed(cpu * 1e6 / Double(max(1, markers.count)), 2)) µs/marker (request encoding included)")
-            }
-            var start = 0
-            while start < markers.count {
-                let end = min(markers.count, start + 50_000)
-                var request = V1.UpsertMarkersRequest()
-                request.layerID = id
-                request.markers = Array(markers[start..<end])
-                try Self.mutate(service, .upsertMarkers, request.serializedBytes())
-                start = end
-            }
+            try InProcessService.load(service, markers, into: id, options: options)
+            let cpu = (Machine.cpuSeconds(pid: getpid()) ?? 0) - cpu0
+            Progress.log("[\(label)] viewport: \(id) loaded, process CPU \(Table.fixed(cpu * 1e6 / Double(max(1, markers.count)), 2)) µs/marker (request encoding included)")
         }
         var rng = SeededRNG(seed: options.seed &+ 1)
         let calls = options.queries
@@ -65,17 +54,5 @@ struct ViewportBench {
                               + "\(Table.micros(Stats.percentile(wall, 0.5))) / \(Table.micros(Stats.percentile(wall, 0.99))) µs; "
                               + "mean reply \(bytes / max(1, calls)) B"))
         }
-    }
-
-    /// Runs a mutation synchronously (the service calls back on its own thread).
-    static func mutate(_ service: MarkerService, _ kind: MutationKind, _ payload: [UInt8]) throws {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: Result<[UInt8], RPCError>? = nil
-        service.mutate(kind, payload: payload, context: CallContext(method: kind.methodName, idempotencyKey: "bench-\(UUID())")) { r in
-            result = r
-            done.signal()
-        }
-        done.wait()
-        _ = try result!.get()
     }
 }
