@@ -412,6 +412,8 @@ struct SpatialCursor {
     private let rects: [CellRect]
     private var buffer: [Keyed] = []
     private var at = 0
+    /// The leaves of the batch `peek` is filtering (kept to reuse its storage).
+    private var leaves: [GridCell] = []
 
     /// - rects: the entries whose positions lie in one of these. from: see `SpatialWalk`.
     init(_ grid: GridIndex, cls: UInt32, rects: [CellRect], from: UInt64) {
@@ -469,7 +471,7 @@ struct SpatialCursor {
     /// the exact test (`PageFilter.accepts`). The batch is then sorted as one.
     mutating func peek(_ layer: borrowing MarkerLayer, _ filter: borrowing PageFilter) -> Keyed? {
         while at == buffer.count {
-            var leaves: [GridCell] = []
+            leaves.removeAll(keepingCapacity: true)
             var n = 0
             while leaves.count < SpatialCursor.batchLeaves, let leaf = walk.next(layer.grid) {
                 leaves.append(leaf)
