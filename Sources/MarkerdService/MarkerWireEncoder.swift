@@ -61,9 +61,11 @@ struct MarkerWireEncoder {
                 plan.append(p)
             }
         }
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: total))
-        out.withUnsafeMutableBufferPointer { buffer in
+        // The enclosing message's bytes so far, then the markers' written into uninitialised
+        // space (appending `total` zeros first cost a generic append and a memset of the reply).
+        let head = out, start = head.count
+        out = [UInt8](unsafeUninitializedCapacity: start + total) { buffer, count in
+            if start > 0 { head.withUnsafeBufferPointer { buffer.baseAddress!.initialize(from: $0.baseAddress!, count: start) } }
             var w = buffer.baseAddress! + start
             gathered.ids.withUnsafeBufferPointer { ids in
                 styleBytes.withUnsafeBufferPointer { styles in
@@ -80,7 +82,8 @@ struct MarkerWireEncoder {
                     }
                 }
             }
-            precondition(w == buffer.baseAddress! + buffer.count, "marker encoding wrote \(w - buffer.baseAddress! - start) of \(total) bytes")
+            precondition(w == buffer.baseAddress! + start + total, "marker encoding wrote \(w - buffer.baseAddress! - start) of \(total) bytes")
+            count = start + total
         }
     }
 
