@@ -32,7 +32,8 @@ public struct MarkerBasics: Sendable, Equatable {
 public struct GatheredMarkers: Sendable {
     /// One per slot, in order.
     public var basics: [MarkerBasics]
-    /// The ids' UTF-8 bytes, back to back (`MarkerBasics.idRange`).
+    /// The ids' UTF-8 bytes, back to back (`MarkerBasics.idRange`), then 16 zero bytes (so
+    /// that any id of up to 16 bytes can be read as two 8-byte words).
     public var ids: [UInt8]
 }
 
@@ -65,8 +66,8 @@ extension MarkerLayer {
     ///
     /// When the layer uses a single style (`soleStyleIndex`), the style column is not read (a
     /// cache miss per marker saved). Ids of up to 16 bytes are copied as two 8-byte words into
-    /// a buffer with 16 bytes of slack, so the copy loop has no branch on the id's length and
-    /// the arena's misses overlap.
+    /// a buffer with 16 bytes of slack (zeroed at the end), so the copy loop has no branch on
+    /// the id's length and the arena's misses overlap.
     public func gather(_ slots: [MarkerSlot]) -> GatheredMarkers {
         let n = slots.count
         let sole = soleStyleIndex
@@ -122,7 +123,8 @@ extension MarkerLayer {
                     j += length
                 }
             }
-            count = total
+            (out.baseAddress! + total).initialize(repeating: 0, count: 16)
+            count = total + 16
         }
         return GatheredMarkers(basics: basics, ids: ids)
     }
