@@ -100,16 +100,34 @@ extension MarkerLayer {
             }
             swap(&items, &scratch)
         }
+        // The ids are hashed and their home buckets read `touchChunk` at a time ahead of the
+        // lookups (`MarkerTable.touchHomes`): at millions of markers each home is a cache miss.
         var slots = [Int32](repeating: 0, count: n)
+        table.reserveIndex(additional: n)   // no growth between a chunk's touch and its lookups
+        var hashes = [UInt32](repeating: 0, count: Self.touchChunk)
         batch.idBytes.withUnsafeBufferPointer { ids in
             batch.entries.withUnsafeBufferPointer { entries in
-                for v in items {
-                    let i = Int(truncatingIfNeeded: v & 0xFFFF_FFFF)
-                    let start = i == 0 ? 0 : Int(entries[i - 1].idEnd)
-                    slots[i] = table.findOrInsert(bytes: UnsafeBufferPointer(rebasing: ids[start..<Int(entries[i].idEnd)])).slot
+                @inline(__always) func id(_ i: Int) -> UnsafeBufferPointer<UInt8> {
+                    UnsafeBufferPointer(rebasing: ids[(i == 0 ? 0 : Int(entries[i - 1].idEnd))..<Int(entries[i].idEnd)])
+                }
+                hashes.withUnsafeMutableBufferPointer { hashes in
+                    var from = 0
+                    while from < n {
+                        let chunk = items[from..<Swift.min(n, from + Self.touchChunk)]
+                        for (k, v) in chunk.enumerated() { hashes[k] = table.hash(id(Int(truncatingIfNeeded: v & 0xFFFF_FFFF))) }
+                        table.touchHomes(UnsafeBufferPointer(rebasing: hashes[0..<chunk.count]))
+                        for (k, v) in chunk.enumerated() {
+                            let i = Int(truncatingIfNeeded: v & 0xFFFF_FFFF)
+                            slots[i] = table.findOrInsert(bytes: id(i), hash: hashes[k]).slot
+                        }
+                        from += chunk.count
+                    }
                 }
             }
         }
         return slots
     }
+
+    /// Ids `spatialSlots` hashes and touches the home buckets of before looking them up.
+    static let touchChunk = 32
 }

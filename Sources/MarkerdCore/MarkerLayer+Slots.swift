@@ -32,7 +32,8 @@ public struct MarkerBasics: Sendable, Equatable {
 public struct GatheredMarkers: Sendable {
     /// One per slot, in order.
     public var basics: [MarkerBasics]
-    /// The ids' UTF-8 bytes, back to back (`MarkerBasics.idRange`).
+    /// The ids' UTF-8 bytes, back to back (`MarkerBasics.idRange`), then 16 zero bytes (so
+    /// that any id of up to 16 bytes can be read as two 8-byte words).
     public var ids: [UInt8]
 }
 
@@ -54,51 +55,76 @@ extension MarkerLayer {
     /// The stored world position (`position(_:)` is its `latLng`); reads no table column.
     public func world(_ slot: MarkerSlot) -> WorldPoint { WorldPoint(x: slot.entry.x, y: slot.entry.y) }
 
-    /// z-index, flags, style index and id of each slot, in order. Two passes: the table's
-    /// columns first, then the ids' bytes into a buffer of the exact size (no per-id
-    /// `append(contentsOf:)`, whose call and reference counting cost more than the copy).
+    /// z-index, flags, style index and id of each slot, in order. Three passes, so that the
+    /// cache misses of a page's scattered rows overlap: first only the rows' loads (id reference,
+    /// flags, style) into small buffers, in a loop of a few instructions per slot whose loads
+    /// do not depend on each other (the processor keeps some ten of them in flight; a loop that
+    /// also built each `MarkerBasics` held only a few iterations in its reorder window); then
+    /// the basics from those buffers (no table access); then the ids' bytes into a buffer of the
+    /// exact size (no per-id `append(contentsOf:)`, whose call and reference counting cost more
+    /// than the copy).
     ///
     /// When the layer uses a single style (`soleStyleIndex`), the style column is not read (a
     /// cache miss per marker saved). Ids of up to 16 bytes are copied as two 8-byte words into
-    /// a buffer with 16 bytes of slack, so the copy loop has no branch on the id's length and
-    /// the arena's misses overlap.
+    /// a buffer with 16 bytes of slack (zeroed at the end), so the copy loop has no branch on
+    /// the id's length and the arena's misses overlap.
     public func gather(_ slots: [MarkerSlot]) -> GatheredMarkers {
-        let payload = MarkerFlags.animating | MarkerFlags.hasAttributes | MarkerFlags.hasExtra
-        var total = 0
+        let n = slots.count
         let sole = soleStyleIndex
-        let basics = table.flags.withUnsafeBufferPointer { flags in
-            table.style.withUnsafeBufferPointer { style in
-                table.idRef.withUnsafeBufferPointer { idRef in
-                    slots.map { slot in
-                        let s = Int(slot.raw)
-                        let f = flags[s], n = Int(idRef[s] & 511)
-                        defer { total += n }
-                        return MarkerBasics(zIndex: slot.entry.z, visible: f & MarkerFlags.visible != 0,
-                                            clickable: f & MarkerFlags.clickable != 0, draggable: f & MarkerFlags.draggable != 0,
-                                            styleIndex: sole ?? style[s], hasPayload: f & payload != 0, idRange: total..<total + n)
+        var refs = [UInt64](repeating: 0, count: n)
+        var rowFlags = [UInt8](repeating: 0, count: n)
+        var rowStyles = [UInt32](repeating: sole ?? 0, count: sole == nil ? n : 0)
+        slots.withUnsafeBufferPointer { slots in
+            refs.withUnsafeMutableBufferPointer { refs in
+                rowFlags.withUnsafeMutableBufferPointer { rowFlags in
+                    table.idRef.withUnsafeBufferPointer { idRef in
+                        table.flags.withUnsafeBufferPointer { flags in
+                            for i in 0..<n {
+                                let s = Int(slots[i].raw)
+                                refs[i] = idRef[s]
+                                rowFlags[i] = flags[s]
+                            }
+                        }
                     }
+                }
+            }
+            guard sole == nil else { return }
+            rowStyles.withUnsafeMutableBufferPointer { rowStyles in
+                table.style.withUnsafeBufferPointer { style in
+                    for i in 0..<n { rowStyles[i] = style[Int(slots[i].raw)] }
                 }
             }
         }
+        let payload = MarkerFlags.animating | MarkerFlags.hasAttributes | MarkerFlags.hasExtra
+        var total = 0
+        let basics = [MarkerBasics](unsafeUninitializedCapacity: n) { out, count in
+            for i in 0..<n {
+                let f = rowFlags[i], length = Int(refs[i] & 511)
+                out.initializeElement(at: i, to: MarkerBasics(
+                    zIndex: slots[i].entry.z, visible: f & MarkerFlags.visible != 0, clickable: f & MarkerFlags.clickable != 0,
+                    draggable: f & MarkerFlags.draggable != 0, styleIndex: sole ?? rowStyles[i], hasPayload: f & payload != 0,
+                    idRange: total..<total + length))
+                total += length
+            }
+            count = n
+        }
         let ids = [UInt8](unsafeUninitializedCapacity: total + 16) { out, count in
-            table.idRef.withUnsafeBufferPointer { idRef in
-                table.arena.withUnsafeBufferPointer { arena in
-                    var j = 0
-                    for slot in slots {
-                        let ref = idRef[Int(slot.raw)]
-                        let off = Int(ref >> 9), n = Int(ref & 511)
-                        if n <= 16 && off + 16 <= arena.count {
-                            let from = UnsafeRawPointer(arena.baseAddress! + off), to = UnsafeMutableRawPointer(out.baseAddress! + j)
-                            to.storeBytes(of: from.loadUnaligned(as: UInt64.self), as: UInt64.self)
-                            to.storeBytes(of: from.loadUnaligned(fromByteOffset: 8, as: UInt64.self), toByteOffset: 8, as: UInt64.self)
-                        } else {
-                            for k in 0..<n { out[j + k] = arena[off + k] }
-                        }
-                        j += n
+            table.arena.withUnsafeBufferPointer { arena in
+                var j = 0
+                for ref in refs {
+                    let off = Int(ref >> 9), length = Int(ref & 511)
+                    if length <= 16 && off + 16 <= arena.count {
+                        let from = UnsafeRawPointer(arena.baseAddress! + off), to = UnsafeMutableRawPointer(out.baseAddress! + j)
+                        to.storeBytes(of: from.loadUnaligned(as: UInt64.self), as: UInt64.self)
+                        to.storeBytes(of: from.loadUnaligned(fromByteOffset: 8, as: UInt64.self), toByteOffset: 8, as: UInt64.self)
+                    } else {
+                        for k in 0..<length { out[j + k] = arena[off + k] }
                     }
+                    j += length
                 }
             }
-            count = total
+            (out.baseAddress! + total).initialize(repeating: 0, count: 16)
+            count = total + 16
         }
         return GatheredMarkers(basics: basics, ids: ids)
     }

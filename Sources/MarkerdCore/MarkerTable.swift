@@ -40,6 +40,8 @@ struct MarkerTable: Sendable {
     var buckets: [UInt32] = Array(repeating: Bucket.empty, count: 16)
     var bucketShift: UInt32 = 28   // 32 - log2(buckets.count)
     var count = 0
+    /// The last sum of buckets `touchHomes` read (of no use but to make it read them).
+    private(set) var touched: UInt32 = 0
     private let seed: UInt64
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed | 1 }
@@ -160,7 +162,11 @@ struct MarkerTable: Sendable {
 
     /// `findOrInsert(_:)` for an id given as its UTF-8 bytes (1...256).
     mutating func findOrInsert(bytes: UnsafeBufferPointer<UInt8>) -> (slot: Int32, created: Bool) {
-        let h = hash(bytes)
+        findOrInsert(bytes: bytes, hash: hash(bytes))
+    }
+
+    /// `findOrInsert(bytes:)` with the id's `hash(_:)` already computed (see `touchHomes`).
+    mutating func findOrInsert(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> (slot: Int32, created: Bool) {
         if let s = find(bytes: bytes, hash: h) { return (s, false) }
         let slot = allocateSlot()
         let off = arena.count
@@ -187,6 +193,20 @@ struct MarkerTable: Sendable {
         idRef.append(0); idHash.append(0); x.append(0); y.append(0); zIndex.append(0)
         flags.append(MarkerFlags.occupied); style.append(0)
         return s
+    }
+
+    /// Reads the home bucket of each of `hashes` (ids' `hash(_:)`), in a loop whose loads do not
+    /// depend on each other, so that their cache misses overlap (some ten at a time) and the
+    /// lookups of those ids that follow (`findOrInsert(bytes:hash:)`) find them in the cache:
+    /// at millions of ids each home is a miss to main memory, which one lookup after another
+    /// would wait for in turn. Changes nothing but `touched` (which keeps the loads from being
+    /// optimised away).
+    mutating func touchHomes(_ hashes: UnsafeBufferPointer<UInt32>) {
+        var sum: UInt32 = 0
+        buckets.withUnsafeBufferPointer { b in
+            for h in hashes { sum &+= b[Int(h >> bucketShift)] }
+        }
+        touched = sum
     }
 
     mutating func insertBucket(_ slot: Int32, hash h: UInt32) {

@@ -51,8 +51,7 @@ struct MarkerWireEncoder {
                     p.regular = regular.count
                     regular.append(bytes)
                 } else {
-                    let id = UnsafeBufferPointer(rebasing: ids[basics.idRange])
-                    p.idCount = id.firstIndex(of: 0).map { $0 - id.startIndex } ?? id.count
+                    p.idCount = Self.bytesBeforeNUL(ids, basics.idRange)
                     p.position = layer.world(slot).fastLatLng  // == layer.position(slot), bit for bit
                     p.size = Self.bodySize(idCount: p.idCount, position: p.position, zIndex: basics.zIndex,
                                            styleCount: styleRange(basics.styleIndex, of: layer).count)
@@ -61,9 +60,11 @@ struct MarkerWireEncoder {
                 plan.append(p)
             }
         }
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: total))
-        out.withUnsafeMutableBufferPointer { buffer in
+        // The enclosing message's bytes so far, then the markers' written into uninitialised
+        // space (appending `total` zeros first cost a generic append and a memset of the reply).
+        let head = out, start = head.count
+        out = [UInt8](unsafeUninitializedCapacity: start + total) { buffer, count in
+            if start > 0 { head.withUnsafeBufferPointer { buffer.baseAddress!.initialize(from: $0.baseAddress!, count: start) } }
             var w = buffer.baseAddress! + start
             gathered.ids.withUnsafeBufferPointer { ids in
                 styleBytes.withUnsafeBufferPointer { styles in
@@ -80,8 +81,31 @@ struct MarkerWireEncoder {
                     }
                 }
             }
-            precondition(w == buffer.baseAddress! + buffer.count, "marker encoding wrote \(w - buffer.baseAddress! - start) of \(total) bytes")
+            precondition(w == buffer.baseAddress! + start + total, "marker encoding wrote \(w - buffer.baseAddress! - start) of \(total) bytes")
+            count = start + total
         }
+    }
+
+    /// How many bytes of `ids[range]` come before its first NUL (all of them when none). Ids of
+    /// up to 16 bytes are tested as two 8-byte words (`GatheredMarkers.ids` has 16 zero bytes
+    /// after the last id), the bytes past the id set to 0xFF: a byte loop over every id cost
+    /// more than the rest of the first pass.
+    static func bytesBeforeNUL(_ ids: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int {
+        let n = range.count
+        guard n <= 16, range.lowerBound + 16 <= ids.count else {
+            let id = UnsafeBufferPointer(rebasing: ids[range])
+            return id.firstIndex(of: 0).map { $0 - id.startIndex } ?? n
+        }
+        let from = UnsafeRawPointer(ids.baseAddress! + range.lowerBound)
+        // Bytes at or past n forced to 0xFF (not NUL).
+        let low = UInt64(littleEndian: from.loadUnaligned(as: UInt64.self)) | (n >= 8 ? 0 : ~0 << UInt64(8 * n))
+        let high = UInt64(littleEndian: from.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) | (n <= 8 ? ~0 : ~0 << UInt64(8 * (n - 8)))
+        // The lowest byte flagged by (v - 0x01...) & ~v & 0x80... is v's lowest zero byte.
+        @inline(__always) func zeros(_ v: UInt64) -> UInt64 { (v &- 0x0101_0101_0101_0101) & ~v & 0x8080_8080_8080_8080 }
+        let z0 = zeros(low), z1 = zeros(high)
+        if z0 != 0 { return z0.trailingZeroBitCount / 8 }
+        if z1 != 0 { return 8 + z1.trailingZeroBitCount / 8 }
+        return n
     }
 
     /// Size of a plain marker's submessage (fields as `writeBody` writes them).
