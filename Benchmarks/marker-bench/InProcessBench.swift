@@ -27,7 +27,7 @@ struct InProcessBench {
                       note: String(format: "%.2f s, includes building the MarkerRecord values", build.seconds)))
 
         try renderZoomZero(core, label: label)
-        if options.zoomZeroOnly && ProcessInfo.processInfo.environment["Z0_NOSERVICE"] == nil { try serviceZoomZero(label: label) }
+        if options.zoomZeroOnly { try serviceZoomZero(label: label) }
         if options.renderOnly { return }
 
         let count = options.inProcessMoves
@@ -107,11 +107,12 @@ struct InProcessBench {
     }
 
     /// The z0 tile through `MarkerService.getTile` in this process (`--only z0`): the layer loaded
-    /// through the upsert path in batches of 50,000 (as over RPC), then, 7 times, one static
+    /// through the upsert path in batches of 50,000 (as over RPC), then, 9 times, one static
     /// marker moved to the world's centre (a new version of every z0 tile) and the z0 tile asked
     /// for: the render, PNG encoding and the service's bookkeeping on this thread, without the
     /// network. Median thread CPU time, to compare with the GetTile row of `--only tiles`
-    /// (markerd's CPU) and the in-process render above.
+    /// (markerd's CPU) and the in-process render above; once with this process's allocator
+    /// settings, then with markerd's (`MallocTuning.apply`: process-wide and for good, so last).
     private func serviceZoomZero(label: String) throws {
         let service = MarkerService()
         let id = "z0"
@@ -120,30 +121,29 @@ struct InProcessBench {
         let draggable = Set(layer.draggable)
         var next = layer.count - 1
         for tuned in [false, true] {
-            // markerd's allocator settings (`MallocTuning.apply`, process-wide and for good: last).
             if tuned && !MallocTuning.apply() { break }
-        var cpu: [Double] = [], wall: [Double] = []
-        var png = 0
-        for _ in 0..<9 {
-            while draggable.contains(next) { next -= 1 }
-            var move = V1.MoveMarkersRequest()
-            move.layerID = id
-            move.moves = [V1.MarkerMove(id: SyntheticLayer.id(next), position: V1.LatLng(latitude: 0, longitude: 0))]
-            next -= 1
-            try InProcessService.mutate(service, .moveMarkers, move.serializedBytes())
-            let cpu0 = Machine.threadCPUSeconds
-            let (r, elapsed) = try timed { try service.getTile(V1.GetTileRequest(layerID: id, z: 0, x: 0, y: 0, tileSize: 256, density: 1)) }
-            cpu.append(Machine.threadCPUSeconds - cpu0)
-            wall.append(elapsed.micros / 1000)
-            png = r.png.count
-        }
-        if options.verbose { Progress.log("[\(label)] GetTile z0 in process, thread CPU (ms): " + cpu.map { Table.fixed($0 * 1000, 1) }.joined(separator: " ")) }
-        cpu.sort()
-        wall.sort()
-        table.add(Row(size: label, measure: "in-process GetTile z0 (MarkerService.getTile after a move, no network\(tuned ? ", markerd's malloc settings" : "")), thread CPU time",
-                      value: Table.fixed(cpu[cpu.count / 2] * 1000, 1), unit: "ms (median of \(cpu.count))",
-                      note: String(format: "min %.1f ms, max %.1f ms; wall clock median %.1f ms; PNG %@",
-                                   cpu.first! * 1000, cpu.last! * 1000, wall[wall.count / 2], Table.bytes(png))))
+            var cpu: [Double] = [], wall: [Double] = []
+            var png = 0
+            for _ in 0..<9 {
+                while draggable.contains(next) { next -= 1 }
+                var move = V1.MoveMarkersRequest()
+                move.layerID = id
+                move.moves = [V1.MarkerMove(id: SyntheticLayer.id(next), position: V1.LatLng(latitude: 0, longitude: 0))]
+                next -= 1
+                try InProcessService.mutate(service, .moveMarkers, move.serializedBytes())
+                let cpu0 = Machine.threadCPUSeconds
+                let (r, elapsed) = try timed { try service.getTile(V1.GetTileRequest(layerID: id, z: 0, x: 0, y: 0, tileSize: 256, density: 1)) }
+                cpu.append(Machine.threadCPUSeconds - cpu0)
+                wall.append(elapsed.micros / 1000)
+                png = r.png.count
+            }
+            if options.verbose { Progress.log("[\(label)] GetTile z0 in process, thread CPU (ms): " + cpu.map { Table.fixed($0 * 1000, 1) }.joined(separator: " ")) }
+            cpu.sort()
+            wall.sort()
+            table.add(Row(size: label, measure: "in-process GetTile z0 (MarkerService.getTile after a move, no network\(tuned ? ", markerd's malloc settings" : "")), thread CPU time",
+                          value: Table.fixed(cpu[cpu.count / 2] * 1000, 1), unit: "ms (median of \(cpu.count))",
+                          note: String(format: "min %.1f ms, max %.1f ms; wall clock median %.1f ms; PNG %@",
+                                       cpu.first! * 1000, cpu.last! * 1000, wall[wall.count / 2], Table.bytes(png))))
         }
         withExtendedLifetime(service) {}
     }

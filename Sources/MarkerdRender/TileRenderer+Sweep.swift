@@ -428,17 +428,13 @@ extension TileRenderer {
         }
 
         /// Sorts `pending[start...]` by descending key (insertion sort: an opened part holds a few
-        /// dozen markers) and pushes a cursor over it.
+        /// dozen markers), or with `selects` only moves the highest key first (`Cursor.selects`),
+        /// and pushes a cursor over it.
         mutating func pushCursor(from start: Int, leaf: Int32, selects: Bool = false) {
             guard pending.count > start else { return }
             if selects {
                 selectHead(start, pending.count)
-                heap.push(Event(key: pending[start].key, ref: ~Int32(cursors.count)))
-                cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf, selects: true))
-                liveCursors += 1
-                return
-            }
-            if pending.count - start > 64 {
+            } else if pending.count - start > 64 {
                 pending[start...].sort { $0.key > $1.key }
             } else {
                 pending.withUnsafeMutableBufferPointer { b in
@@ -453,7 +449,7 @@ extension TileRenderer {
                 }
             }
             heap.push(Event(key: pending[start].key, ref: ~Int32(cursors.count)))
-            cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf))
+            cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf, selects: selects))
             liveCursors += 1
         }
 
