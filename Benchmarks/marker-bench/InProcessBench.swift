@@ -1,6 +1,9 @@
 import Foundation
+import MarkerdAPI
 import MarkerdCore
 import MarkerdRender
+import MarkerdServer
+import MarkerdService
 
 /// Single moves on MarkerdCore's `MarkerLayer` in this process (no RPC, no locks, no journal):
 /// builds the layer with the N synthetic markers, then times random small moves one by one
@@ -24,6 +27,7 @@ struct InProcessBench {
                       note: String(format: "%.2f s, includes building the MarkerRecord values", build.seconds)))
 
         try renderZoomZero(core, label: label)
+        if options.zoomZeroOnly { try serviceZoomZero(label: label) }
         if options.renderOnly { return }
 
         let count = options.inProcessMoves
@@ -87,15 +91,60 @@ struct InProcessBench {
             Progress.log("[\(label)] in-process: z0 render, \(name)")
             var best = Double.infinity
             var last: RenderedRaster? = nil
+            var times: [Double] = []
             for _ in 0..<(options.zoomZeroOnly ? 20 : 3) {
                 let cpu0 = Machine.threadCPUSeconds
                 last = try renderer.render(core, view: view, now: 0)
-                best = min(best, Machine.threadCPUSeconds - cpu0)
+                times.append(Machine.threadCPUSeconds - cpu0)
+                best = min(best, times.last!)
             }
             guard let r = last else { continue }
+            if options.verbose { Progress.log("[\(label)] z0 render times (ms): " + times.map { Table.fixed($0 * 1000, 1) }.joined(separator: " ")) }
             table.add(Row(size: label, measure: "in-process z0 render (TileRenderer.render, no PNG), \(name), thread CPU time",
                           value: Table.fixed(best * 1000, 1), unit: "ms (best of \(options.zoomZeroOnly ? 20 : 3))",
                           note: "\(Table.count(r.markers)) markers counted, \(Table.count(r.visited)) visited one by one, \(Table.count(r.draws)) draws"))
         }
+    }
+
+    /// The z0 tile through `MarkerService.getTile` in this process (`--only z0`): the layer loaded
+    /// through the upsert path in batches of 50,000 (as over RPC), then, 9 times, one static
+    /// marker moved to the world's centre (a new version of every z0 tile) and the z0 tile asked
+    /// for: the render, PNG encoding and the service's bookkeeping on this thread, without the
+    /// network. Median thread CPU time, to compare with the GetTile row of `--only tiles`
+    /// (markerd's CPU) and the in-process render above; once with this process's allocator
+    /// settings, then with markerd's (`MallocTuning.apply`: process-wide and for good, so last).
+    private func serviceZoomZero(label: String) throws {
+        let service = MarkerService()
+        let id = "z0"
+        Progress.log("[\(label)] in-process: loading a MarkerService layer for GetTile z0")
+        try InProcessService.load(service, layer.apiMarkers(), into: id, options: nil)
+        let draggable = Set(layer.draggable)
+        var next = layer.count - 1
+        for tuned in [false, true] {
+            if tuned && !MallocTuning.apply() { break }
+            var cpu: [Double] = [], wall: [Double] = []
+            var png = 0
+            for _ in 0..<9 {
+                while draggable.contains(next) { next -= 1 }
+                var move = V1.MoveMarkersRequest()
+                move.layerID = id
+                move.moves = [V1.MarkerMove(id: SyntheticLayer.id(next), position: V1.LatLng(latitude: 0, longitude: 0))]
+                next -= 1
+                try InProcessService.mutate(service, .moveMarkers, move.serializedBytes())
+                let cpu0 = Machine.threadCPUSeconds
+                let (r, elapsed) = try timed { try service.getTile(V1.GetTileRequest(layerID: id, z: 0, x: 0, y: 0, tileSize: 256, density: 1)) }
+                cpu.append(Machine.threadCPUSeconds - cpu0)
+                wall.append(elapsed.micros / 1000)
+                png = r.png.count
+            }
+            if options.verbose { Progress.log("[\(label)] GetTile z0 in process, thread CPU (ms): " + cpu.map { Table.fixed($0 * 1000, 1) }.joined(separator: " ")) }
+            cpu.sort()
+            wall.sort()
+            table.add(Row(size: label, measure: "in-process GetTile z0 (MarkerService.getTile after a move, no network\(tuned ? ", markerd's malloc settings" : "")), thread CPU time",
+                          value: Table.fixed(cpu[cpu.count / 2] * 1000, 1), unit: "ms (median of \(cpu.count))",
+                          note: String(format: "min %.1f ms, max %.1f ms; wall clock median %.1f ms; PNG %@",
+                                       cpu.first! * 1000, cpu.last! * 1000, wall[wall.count / 2], Table.bytes(png))))
+        }
+        withExtendedLifetime(service) {}
     }
 }

@@ -11,11 +11,20 @@ public struct TileSweepNode: Sendable {
     public let minX: UInt32, minY: UInt32, maxX: UInt32, maxY: UInt32
     public let count: Int
     public let minZ: Int32, maxZ: Int32
-    /// A leaf lists its markers (`forEachStaticMarker(inLeaf:)`); other nodes have children.
+    /// A leaf lists its markers (`withStaticEntries(inLeaf:_:)`); other nodes have children.
     public let isLeaf: Bool
     /// The grid cell's `head` (a leaf's entry run), kept so that reading a leaf's markers does
     /// not look its cell up again (a random read of the node table per leaf).
     let head: Int32
+}
+
+/// A marker of a leaf as `MarkerLayer.withStaticEntries(inLeaf:_:)` lends it: its world
+/// position, z-index and slot (the grid's entry, which has this layout).
+@frozen public struct TileSweepEntry: Sendable {
+    public let x: UInt32
+    public let y: UInt32
+    public let z: Int32
+    public let slot: Int32
 }
 
 extension MarkerLayer {
@@ -47,38 +56,23 @@ extension MarkerLayer {
         }
     }
 
-    /// Calls `body(slot, x, y, zIndex)` with each marker of a leaf whose world y lies in
-    /// `y0...y1`, from the grid's entry alone (the style is not read; see `staticStyle(slot:)`).
-    public func forEachStaticMarker(inLeaf node: TileSweepNode, y0: UInt32, y1: UInt32,
-                                    _ body: (Int32, UInt32, UInt32, Int32) -> Void) {
-        guard node.isLeaf, node.count > 0 else { return }
-        let base = GridIndex.runBase(node.head)
-        grid.entries.withUnsafeBufferPointer { es in
-            for k in base..<base + node.count {
-                let e = es[k]
-                if e.y >= y0 && e.y <= y1 { body(e.slot, e.x, e.y, e.z) }
+    /// Calls `body` with a leaf's entries (every marker of the leaf, in no particular order),
+    /// read in place: for loops that the caller's module compiles together with its own work
+    /// (no call per marker). Empty for inner nodes. The buffer is valid only during `body`.
+    public func withStaticEntries<R>(inLeaf node: TileSweepNode, _ body: (UnsafeBufferPointer<TileSweepEntry>) -> R) -> R {
+        guard node.isLeaf, node.count > 0 else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
+        // Same fields in the same order (constants: checked when compiled with optimisation).
+        precondition(MemoryLayout<TileSweepEntry>.stride == MemoryLayout<GridEntry>.stride
+            && MemoryLayout<TileSweepEntry>.size == MemoryLayout<GridEntry>.size)
+        let base = GridIndex.runBase(node.head), n = node.count
+        return grid.entries.withUnsafeBufferPointer { es in
+            UnsafeRawPointer(es.baseAddress! + base).withMemoryRebound(to: TileSweepEntry.self, capacity: n) {
+                body(UnsafeBufferPointer(start: $0, count: n))
             }
         }
     }
 
-    /// How many markers of a leaf have world y in `y0...y1` (what `forEachStaticMarker(inLeaf:y0:y1:_:)`
-    /// visits; 0 when `y0 > y1`). The loop does nothing else and has no branch on what it
-    /// reads, so the processor overlaps the reads of successive leaves: counting the leaves a
-    /// sweep is about to open, then visiting them, costs about one memory latency per batch
-    /// instead of one per leaf (a branch on each loaded y, mispredicted half the time on
-    /// unsorted entries, would wait for every load).
-    public func countStaticMarkers(inLeaf node: TileSweepNode, y0: UInt32, y1: UInt32) -> Int {
-        guard node.isLeaf, node.count > 0, y0 <= y1 else { return 0 }
-        let base = GridIndex.runBase(node.head)
-        let span = y1 &- y0
-        return grid.entries.withUnsafeBufferPointer { es in
-            var n = 0
-            for k in base..<base + node.count { n &+= es[k].y &- y0 <= span ? 1 : 0 }
-            return n
-        }
-    }
-
-    /// The style index of a marker visited by `forEachStaticMarker(inLeaf:where:_:)`.
+    /// The style index of a marker of `withStaticEntries(inLeaf:_:)` (by its slot).
     public func staticStyle(slot: Int32) -> UInt32 { table.style[Int(slot)] }
 
     /// Calls `body` with each marker that is static at `now` but not in the static grid (its

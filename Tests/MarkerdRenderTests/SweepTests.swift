@@ -115,6 +115,27 @@ import Testing
         try check(layer, TileID.containing(LatLng(latitude: 10, longitude: 20), zoom: 2), density: 1, total: records.count, atMost: 1)
     }
 
+    /// One-row parts of at most two device positions (the cursors that keep only their highest
+    /// key first and drop a settled position's markers together): a few markers per pixel over a
+    /// region, with equal world y (equal keys across both columns of a part and across parts),
+    /// two z-indexes and a faint pin interleaved, at densities 1 and 3; within 1 of brute force.
+    @Test func selectingCursorsWithEqualKeysAndFaintPins() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let faint = IconStyle(source: .pin(PinStyle(fillColor: 0x50_C03070, scale: 0.8)))
+        var records = Self.cluster("u", 30_000, center: LatLng(latitude: -20, longitude: -60), spread: 30,
+                                   style: .defaultPin, zIndex: 0, &rng)
+        for i in records.indices {
+            if pick(&rng, 4) == 0 { records[i].style = faint }
+            if pick(&rng, 8) == 0 { records[i].zIndex = 1 }
+            // Every third marker shares its latitude with the one before (equal keys).
+            if i % 3 == 2 { records[i].position.latitude = records[i - 1].position.latitude }
+        }
+        var layer = try MarkerLayer()
+        _ = try layer.upsert(records, now: now)
+        for d in [1, 3] { try check(layer, TileID(z: 0, x: 0, y: 0)!, density: d, total: records.count, atMost: 1) }
+        try check(layer, TileID.containing(LatLng(latitude: -20, longitude: -60), zoom: 1), density: 1, total: records.count, atMost: 1)
+    }
+
     /// Adversarial stacks for the skips by position and by row part: many copies of the same
     /// pixel with different styles and z-indexes interleaved in draw order, faint pins
     /// (antialiased edges and fills of low alpha that never settle alone), exact duplicates, and
