@@ -1,6 +1,7 @@
 private import CPNG
 
-/// PNG decoding and encoding over libpng (through the `CPNG` shim).
+/// PNG decoding and encoding over libpng (through the `CPNG` shim); encoding can also go
+/// through the shim's own writer with zlib or libdeflate (`PNGEncodeOptions.deflater`).
 ///
 /// Images in memory are premultiplied RGBA8 (`RGBAImage`); PNG files hold straight alpha.
 /// Decoding premultiplies with c' = round(c * a / 255); encoding un-premultiplies with
