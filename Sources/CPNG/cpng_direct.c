@@ -30,27 +30,55 @@ static struct {
 } cpng_ld;
 static int cpng_ld_loaded;
 static pthread_once_t cpng_ld_once = PTHREAD_ONCE_INIT;
-static pthread_key_t cpng_tls_key;
 
-// Per thread: the rows' scratch buffer and libdeflate compressors by level (0...12), reused
-// across encodings; freed when the thread ends.
-typedef struct {
+// Scratch state of one encoding: the rows' buffer and libdeflate compressors by level (0...12),
+// reused across encodings through a LIFO pool (not per thread: markerd renders on Dispatch's
+// worker threads, which take turns, so a per-thread buffer was cold in cache at most calls; the
+// pool hands out the state used last).
+typedef struct cpng_scratch {
+    struct cpng_scratch *next;
     uint8_t *raw;
     size_t raw_cap;
     struct libdeflate_compressor *compressors[13];
-} cpng_tls;
+} cpng_scratch;
 
-static void cpng_tls_free(void *p) {
-    cpng_tls *t = (cpng_tls *)p;
-    if (t == NULL) return;
+static pthread_mutex_t cpng_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static cpng_scratch *cpng_pool;
+static int cpng_pool_size;
+/// States kept in the pool at most (one per encoding running at the same time, usually 1-2).
+#define CPNG_POOL_MAX 8
+
+static void cpng_scratch_free(cpng_scratch *t) {
     for (int i = 0; i < 13; i++)
-        if (t->compressors[i] != NULL && cpng_ld.free != NULL) cpng_ld.free(t->compressors[i]);
+        if (t->compressors[i] != NULL) cpng_ld.free(t->compressors[i]);
     free(t->raw);
     free(t);
 }
 
+static cpng_scratch *cpng_scratch_take(void) {
+    pthread_mutex_lock(&cpng_pool_lock);
+    cpng_scratch *t = cpng_pool;
+    if (t != NULL) {
+        cpng_pool = t->next;
+        cpng_pool_size--;
+    }
+    pthread_mutex_unlock(&cpng_pool_lock);
+    return t != NULL ? t : (cpng_scratch *)calloc(1, sizeof *t);
+}
+
+static void cpng_scratch_give(cpng_scratch *t) {
+    pthread_mutex_lock(&cpng_pool_lock);
+    if (cpng_pool_size < CPNG_POOL_MAX) {
+        t->next = cpng_pool;
+        cpng_pool = t;
+        cpng_pool_size++;
+        t = NULL;
+    }
+    pthread_mutex_unlock(&cpng_pool_lock);
+    if (t != NULL) cpng_scratch_free(t);
+}
+
 static void cpng_ld_load(void) {
-    pthread_key_create(&cpng_tls_key, cpng_tls_free);
     if (getenv("CPNG_NO_LIBDEFLATE") != NULL) return;
     void *h = dlopen("libdeflate.so.0", RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) return;
@@ -65,19 +93,6 @@ static void cpng_ld_load(void) {
 int cpng_libdeflate_available(void) {
     pthread_once(&cpng_ld_once, cpng_ld_load);
     return cpng_ld_loaded;
-}
-
-static cpng_tls *cpng_thread_state(void) {
-    pthread_once(&cpng_ld_once, cpng_ld_load);  // creates the key
-    cpng_tls *t = (cpng_tls *)pthread_getspecific(cpng_tls_key);
-    if (t == NULL) {
-        t = (cpng_tls *)calloc(1, sizeof *t);
-        if (t == NULL || pthread_setspecific(cpng_tls_key, t) != 0) {
-            free(t);
-            return NULL;
-        }
-    }
-    return t;
 }
 
 static void cpng_put32(uint8_t *p, uint32_t v) {
@@ -112,6 +127,10 @@ static uint32_t cpng_count_nonzero(const uint8_t *p, uint32_t width) {
     return n;
 }
 
+static int cpng_encode_with(cpng_scratch *t, const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                            int use_ld, int engine, int level, int sparse_level, int strategy, int mem_level, int flags,
+                            uint8_t **out, size_t *out_len, char *err, size_t err_cap);
+
 int cpng_encode_rgba8_direct(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
                              int engine, int level, int sparse_level, int strategy, int mem_level, int flags,
                              uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
@@ -137,10 +156,20 @@ int cpng_encode_rgba8_direct(const uint8_t *pixels, uint32_t width, uint32_t hei
     size_t row_bytes = (size_t)width * 4;
     if ((size_t)height > (SIZE_MAX / 2) / (row_bytes + 1))
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "image too large");
-    size_t raw_len = (size_t)height * (row_bytes + 1);
 
-    cpng_tls *t = cpng_thread_state();
+    cpng_scratch *t = cpng_scratch_take();
     if (t == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    int rc = cpng_encode_with(t, pixels, width, height, stride, use_ld, engine, level, sparse_level, strategy,
+                              mem_level, flags, out, out_len, err, err_cap);
+    cpng_scratch_give(t);
+    return rc;
+}
+
+// cpng_encode_rgba8_direct after the checks, with scratch state `t`.
+static int cpng_encode_with(cpng_scratch *t, const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                            int use_ld, int engine, int level, int sparse_level, int strategy, int mem_level, int flags,
+                            uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
+    size_t row_bytes = (size_t)width * 4, raw_len = (size_t)height * (row_bytes + 1);
     if (t->raw_cap < raw_len) {
         free(t->raw);
         t->raw_cap = 0;

@@ -131,8 +131,8 @@ int cpng_libdeflate_available(void);
 /// Encodes RGBA8 pixels to a PNG in memory without libpng: row filter None on every row, the
 /// rows deflated in one call (libdeflate or zlib, `engine`), one IDAT chunk. Arguments as
 /// cpng_encode_rgba8 (`level` 0...12 for libdeflate, -1...9 for zlib; `sparse_level` -1...9,
-/// for CPNG_DEFLATE_ADAPTIVE only; `strategy` and `mem_level` for zlib only). Per thread, a scratch buffer of height * (width * 4 + 1) bytes and
-/// the libdeflate compressors are kept between calls (freed when the thread exits). On success
+/// for CPNG_DEFLATE_ADAPTIVE only; `strategy` and `mem_level` for zlib only). A scratch buffer of height * (width * 4 + 1) bytes and the
+/// libdeflate compressors are kept between calls in a small LIFO pool (at most 8 sets). On success
 /// `*out` (free with cpng_free) holds `*out_len` bytes; on failure `*out` is NULL.
 /// Errors: CPNG_E_INVALID_ARGUMENT, CPNG_E_NO_MEMORY.
 int cpng_encode_rgba8_direct(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
