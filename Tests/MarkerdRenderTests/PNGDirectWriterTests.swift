@@ -1,6 +1,8 @@
 import MarkerdTestSupport
 import MarkerdRender
 import Testing
+import Dispatch
+import Synchronization
 
 /// The shim's own PNG writer (`PNGDeflater.zlib`, `.libdeflate`; what tiles use) against
 /// libpng's writer: the same header, well-formed chunks with correct CRCs, and the same pixels
@@ -45,6 +47,20 @@ import Testing
                 #expect(back.pixels == decoded.pixels, "round \(round) \(deflater) level \(level) \(width)x\(height)")
             }
         }
+    }
+
+    /// Encodings running at the same time take separate scratch states from the pool: each
+    /// output equals the one encoded alone.
+    @Test func concurrentEncodingsMatchSerialOnes() {
+        var rng = SplitMix64(seed: 11)
+        let images = (0..<16).map { i in randomImage(width: 64 + 8 * i, height: 48, using: &rng) }
+        let serial = images.map { PNGCodec.encode($0, options: .tile) }
+        let out = Mutex([[UInt8]](repeating: [], count: images.count))
+        DispatchQueue.concurrentPerform(iterations: images.count) { i in
+            let png = PNGCodec.encode(images[i], options: .tile)
+            out.withLock { $0[i] = png }
+        }
+        #expect(out.withLock { $0 } == serial)
     }
 
     /// Filters other than None go through libpng whatever the deflater says (the direct writer
