@@ -32,9 +32,10 @@ static int cpng_ld_loaded;
 static pthread_once_t cpng_ld_once = PTHREAD_ONCE_INIT;
 
 // Scratch state of one encoding: the rows' buffer and libdeflate compressors by level (0...12),
-// reused across encodings through a LIFO pool (not per thread: markerd renders on Dispatch's
-// worker threads, which take turns, so a per-thread buffer was cold in cache at most calls; the
-// pool hands out the state used last).
+// reused across encodings through a LIFO pool that hands out the state used last. (Per thread,
+// as first written, z18 GetTile cost more markerd CPU in two of three benchmark pairs though not
+// in process: markerd renders on Dispatch's worker threads, which take turns, presumably finding
+// their own buffer cold in cache; not profiled.)
 typedef struct cpng_scratch {
     struct cpng_scratch *next;
     uint8_t *raw;
