@@ -18,13 +18,12 @@ struct CityTileBench {
 
     /// PNG settings compared on the rendered tiles (the first is `PNGEncodeOptions.tile`).
     static let encodings: [(String, PNGEncodeOptions)] = [
-        ("tile (adaptive: libdeflate 1, sparse zlib 2, memory 7)", .tile),
-        ("libpng level 2 memory 7", PNGEncodeOptions(level: 2, memoryLevel: 7)),
-        ("libpng level 1 memory 7", PNGEncodeOptions(level: 1, memoryLevel: 7)),
-        ("zlib direct level 2 memory 7", PNGEncodeOptions(level: 2, memoryLevel: 7, deflater: .zlib)),
-        ("libdeflate 1", PNGEncodeOptions(level: 1, deflater: .libdeflate)),
-        ("libdeflate 2", PNGEncodeOptions(level: 2, deflater: .libdeflate)),
-        ("adaptive: libdeflate 1, sparse zlib 2", PNGEncodeOptions(level: 1, memoryLevel: 7, deflater: .adaptive, sparseLevel: 2)),
+        ("tile (level 2, no filter, memory level 7)", .tile), ("memory level 8", PNGEncodeOptions(level: 2, memoryLevel: 8)),
+        ("memory level 6", PNGEncodeOptions(level: 2, memoryLevel: 6)), ("level 1", PNGEncodeOptions(level: 1, memoryLevel: 7)),
+        ("level 6", PNGEncodeOptions(level: 6, memoryLevel: 7)),
+        ("Z_RLE", PNGEncodeOptions(level: 1, strategy: .rle)),
+        ("Z_RLE, Sub filter", PNGEncodeOptions(level: 1, filters: .sub, strategy: .rle)),
+        ("Huffman only", PNGEncodeOptions(level: 1, strategy: .huffmanOnly)),
     ]
 
     func run() throws {

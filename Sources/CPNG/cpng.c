@@ -3,7 +3,6 @@
 // turn that into a negative status. Variables changed between setjmp and a possible longjmp
 // are `volatile` (C11 7.13.2.1).
 #include "CPNG.h"
-#include "cpng_internal.h"
 
 #include <png.h>
 #include <setjmp.h>
@@ -37,7 +36,7 @@ static void cpng_set_err(char *err, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
-int cpng_fail(char *err, size_t cap, int code, const char *fmt, ...) {
+static int cpng_fail(char *err, size_t cap, int code, const char *fmt, ...) {
     if (err != NULL && cap > 0) {
         va_list ap;
         va_start(ap, fmt);
@@ -310,7 +309,7 @@ static const uint64_t cpng_reciprocal[256] = {
 
 // True when all `n` bytes at `p` are 0 (a fully transparent premultiplied row). Reads 8 bytes at
 // a time and stops at the first 64-byte block holding a non-zero byte.
-int cpng_is_zero(const uint8_t *p, size_t n) {
+static int cpng_is_zero(const uint8_t *p, size_t n) {
     size_t i = 0;
     for (; i + 64 <= n; i += 64) {
         uint64_t w[8];
@@ -344,29 +343,21 @@ static inline void cpng_unpremultiply_pixel(const uint8_t *src, uint8_t *dst) {
 
 // A row, straight from premultiplied. Four pixels at a time are zeroed when all 16 bytes are 0
 // (transparent) and copied when all four alphas are 255 (opaque), the two common cases on tiles;
-// other blocks and the tail go pixel by pixel. Returns how many of the row's 16-byte blocks (and
-// the tail's pixels) are not all zero.
-uint32_t cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t width) {
-    uint32_t x = 0, nonzero = 0;
+// other blocks and the tail go pixel by pixel.
+static void cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t width) {
+    uint32_t x = 0;
     for (; x + 4 <= width; x += 4, src += 16, dst += 16) {
         uint64_t w[2];
         memcpy(w, src, 16);
         if ((w[0] | w[1]) == 0) {
             memset(dst, 0, 16);
-            continue;
-        }
-        nonzero++;
-        if ((src[3] & src[7] & src[11] & src[15]) == 255) {
+        } else if ((src[3] & src[7] & src[11] & src[15]) == 255) {
             memcpy(dst, src, 16);
         } else {
             for (int i = 0; i < 16; i += 4) cpng_unpremultiply_pixel(src + i, dst + i);
         }
     }
-    for (; x < width; x++, src += 4, dst += 4) {
-        nonzero += (src[0] | src[1] | src[2] | src[3]) != 0;
-        cpng_unpremultiply_pixel(src, dst);
-    }
-    return nonzero;
+    for (; x < width; x++, src += 4, dst += 4) cpng_unpremultiply_pixel(src, dst);
 }
 
 int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,

@@ -1,7 +1,6 @@
 private import CPNG
 
-/// PNG decoding and encoding over libpng (through the `CPNG` shim); encoding can also go
-/// through the shim's own writer with zlib or libdeflate (`PNGEncodeOptions.deflater`).
+/// PNG decoding and encoding over libpng (through the `CPNG` shim).
 ///
 /// Images in memory are premultiplied RGBA8 (`RGBAImage`); PNG files hold straight alpha.
 /// Decoding premultiplies with c' = round(c * a / 255); encoding un-premultiplies with
@@ -93,16 +92,10 @@ public enum PNGCodec {
         var err = [CChar](repeating: 0, count: 256)
         let filters: Int32 = options.filters.isEmpty ? 0 : options.filters.rawValue
         let rc = err.withUnsafeMutableBufferPointer { e in
-            if options.deflater == .libpng || filters != 0 {
-                return cpng_encode_rgba8(px.baseAddress, UInt32(width), UInt32(height), width * 4,
-                                         Int32(options.level), options.strategy.rawValue, Int32(options.memoryLevel), filters,
-                                         Int32(CPNG_ENCODE_PREMULTIPLIED), sizeHint, &out, &len,
-                                         e.baseAddress, e.count)
-            }
-            return cpng_encode_rgba8_direct(px.baseAddress, UInt32(width), UInt32(height), width * 4,
-                                            options.deflater.rawValue, Int32(options.level), Int32(options.sparseLevel), options.strategy.rawValue,
-                                            Int32(options.memoryLevel), Int32(CPNG_ENCODE_PREMULTIPLIED), &out, &len,
-                                            e.baseAddress, e.count)
+            cpng_encode_rgba8(px.baseAddress, UInt32(width), UInt32(height), width * 4,
+                              Int32(options.level), options.strategy.rawValue, Int32(options.memoryLevel), filters,
+                              Int32(CPNG_ENCODE_PREMULTIPLIED), sizeHint, &out, &len,
+                              e.baseAddress, e.count)
         }
         guard rc == 0, let out else {
             fatalError("PNG encoding failed: \(error(rc, err).message)")
@@ -110,9 +103,6 @@ public enum PNGCodec {
         defer { cpng_free(out) }
         return [UInt8](UnsafeBufferPointer(start: out, count: len))
     }
-
-    /// True when libdeflate.so.0 could be loaded (`PNGDeflater.libdeflate` uses it; else zlib).
-    public static var libdeflateAvailable: Bool { cpng_libdeflate_available() != 0 }
 
     /// A fully transparent `width` x `height` PNG in the most compact form (1-bit gray with a
     /// tRNS entry; decodes to RGBA (0, 0, 0, 0) everywhere). Traps on invalid sizes or when memory

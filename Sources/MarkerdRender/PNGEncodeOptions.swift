@@ -31,24 +31,6 @@ public enum PNGCompressionStrategy: Int32, Sendable, Hashable, CaseIterable {
     case fixed = 4
 }
 
-/// Which code writes the PNG and deflates its rows.
-public enum PNGDeflater: Int32, Sendable, Hashable, CaseIterable {
-    /// libpng's writer (row by row into zlib): every option applies, filters included.
-    case libpng = 0
-    /// The shim's own writer (`cpng_encode_rgba8_direct`): filter None on every row, all rows
-    /// deflated by zlib in one call (level, strategy and memory level apply), one IDAT chunk.
-    case zlib = 1
-    /// The shim's own writer with libdeflate (loaded at run time from libdeflate.so.0; level
-    /// applies, strategy and memory level do not). Falls back to `.zlib` with the same options
-    /// where libdeflate cannot be loaded (`PNGCodec.libdeflateAvailable`).
-    case libdeflate = 2
-    /// Per image (the shim's own writer): `.libdeflate` at `level` when at least 1/8 of the
-    /// image's 4-pixel blocks are not fully transparent, else `.zlib` at `sparseLevel` (with
-    /// strategy and memory level): libdeflate 1.14's level 1 costs about 0.7 ms on any 256 px
-    /// tile, zlib's level 2 0.35-0.45 ms on an almost empty one. Without libdeflate, `.zlib` at `level`.
-    case adaptive = 3
-}
-
 /// How `PNGCodec.encode` compresses. Output is always 8-bit RGBA, non-interlaced.
 ///
 /// The default, zlib level 6 with no row filters, was chosen by measurement
@@ -78,19 +60,12 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     /// entries and a symbol buffer of 2^(memoryLevel + 6)); smaller is less memory to clear and
     /// to miss in cache per encoding, with shorter deflate blocks. zlib's default is 8.
     public var memoryLevel: Int
-    /// Who writes the PNG (default `.libpng`). The others write filter None only: with
-    /// `filters` not empty the encoding goes through libpng whatever this says.
-    public var deflater: PNGDeflater
-    /// zlib level for sparse images with `.adaptive` (clamped to 0...9; default 2).
-    public var sparseLevel: Int
 
     /// `level` is clamped to 0...9 and `memoryLevel` to 1...9. Defaults: level 6, no filters,
     /// libpng's strategy (which is Z_DEFAULT_STRATEGY without filters), memory level 8 (zlib's).
     public init(level: Int = 6, filters: PNGFilters = [], strategy: PNGCompressionStrategy = .libpngDefault,
-                memoryLevel: Int = 8, deflater: PNGDeflater = .libpng, sparseLevel: Int = 2) {
+                memoryLevel: Int = 8) {
         self.level = min(max(level, 0), 9)
-        self.deflater = deflater
-        self.sparseLevel = min(max(sparseLevel, 0), 9)
         self.filters = filters
         self.strategy = strategy
         self.memoryLevel = min(max(memoryLevel, 1), 9)
@@ -98,9 +73,7 @@ public struct PNGEncodeOptions: Sendable, Hashable {
 
     /// Level 6, no filters: the measured best trade-off for marker tiles.
     public static let `default` = PNGEncodeOptions()
-    /// What `TileRenderer.renderTile` uses: the shim's own writer, libdeflate level 1 on dense
-    /// tiles and zlib level 2 (memory level 7) on sparse ones (`.adaptive`; see the last table),
-    /// no filters. Before that, libpng with level 2 and memory level 7. On dense tiles level 6 is far
+    /// What `TileRenderer.renderTile` uses: level 2, no filters, zlib memory level 7. On dense tiles level 6 is far
     /// slower than on the sparse one above; measured on tiles of marker-bench's synthetic layer
     /// (1M default pins, tiles at city centres, 256 px, CPU time per tile, mean of 30 tiles):
     ///
@@ -147,26 +120,7 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     /// z14 is 15-20 % faster, z18 25-30 %; z10 (dense, few empty rows, deflate-bound) does not
     /// move. Memory level 9 was 10-25 % slower than 8, 5 no better than 6; a smaller zlib window
     /// (13-14 bits instead of 15) was slower, not faster: fewer long matches, 5-30 % more bytes.
-    ///
-    /// Then (branch `tiles`) the shim's own writer (`PNGDeflater`: no libpng, the rows deflated in
-    /// one call, one IDAT chunk) with libdeflate (libdeflate.so.0, loaded at run time; zlib
-    /// where it is missing). 10M city tiles (`--only citytiles`, 500 tiles per zoom, load
-    /// average 4-6), PNG CPU p50 / p99 of the same canvases and mean bytes:
-    ///
-    ///                            z10                      z14                      z18
-    ///     libpng, level 2, m 7   1.75 / 3.43 ms 36.3 KB   1.43 / 2.59 ms 29.4 KB   0.46 / 0.74 ms 3.7 KB
-    ///     own writer, zlib 2 m 7 1.77 / 3.49 ms 36.3 KB   1.41 / 2.58 ms 29.4 KB   0.46 / 0.71 ms 3.7 KB
-    ///     libdeflate 1           1.14 / 1.78 ms 37.0 KB   0.87 / 1.46 ms 28.5 KB   0.81 / 1.00 ms 2.6 KB
-    ///     libdeflate 2           1.46 / 2.65 ms 34.0 KB   1.19 / 2.23 ms 26.2 KB   0.54 / 0.95 ms 2.6 KB
-    ///     libdeflate 4           1.77 / 3.38 ms 31.4 KB   1.37 / 2.84 ms 24.2 KB   0.55 / 0.97 ms 2.6 KB
-    ///
-    /// (zlib's deflate itself is the cost: writing the rows without libpng changes nothing.)
-    /// libdeflate 1.14's level 1 has a floor of about 0.7 ms per 256 px tile however empty (tiles
-    /// dumped and compressed alone: zlib 2 0.35-0.45 ms, libdeflate 1 0.71-0.72 ms, libdeflate 2
-    /// 0.43-0.47 ms on z18 tiles with 200-5,000 non-transparent pixels; from about 15,000 pixels
-    /// on libdeflate 1 is fastest), so tiles use `.adaptive`: libdeflate level 1 when at least
-    /// 1/8 of the 4-pixel blocks are not transparent, else zlib level 2, memory level 7.
-    public static let tile = PNGEncodeOptions(level: 1, memoryLevel: 7, deflater: .adaptive, sparseLevel: 2)
+    public static let tile = PNGEncodeOptions(level: 2, memoryLevel: 7)
     /// Level 1, no filters: about half the time of `default`, 25-85% larger.
     public static let fast = PNGEncodeOptions(level: 1)
     /// Level 9, no filters: a little smaller at about 10x the time; for images encoded once.

@@ -32,10 +32,7 @@ import Testing
             for c in 0...255 { px += [UInt8(c), UInt8(255 - c), UInt8(c / 3), UInt8(a)] }
         }
         let image = RGBAImage(width: 256, height: 256, pixels: px)
-        for deflater in PNGDeflater.allCases {
-            #expect(try Self.roundTrip(image, PNGEncodeOptions(level: 2, memoryLevel: 7, deflater: deflater)) == Self.straightOracle(px),
-                    "\(deflater)")
-        }
+        #expect(try Self.roundTrip(image) == Self.straightOracle(px))
     }
 
     /// Seeded random canvases like tiles: fully transparent rows, rows with a single non-zero
@@ -72,15 +69,7 @@ import Testing
                 }
             }
             let image = RGBAImage(width: width, height: height, pixels: px)
-            // Both writers: libpng's and the shim's own (zlib, libdeflate) with random levels.
-            let level = Int.random(in: 0...9, using: &rng), memory = Int.random(in: 1...9, using: &rng)
-            let options: PNGEncodeOptions = switch round % 5 {
-            case 0: .tile
-            case 1: PNGEncodeOptions(level: 6, memoryLevel: memory)
-            case 2: PNGEncodeOptions(level: level, memoryLevel: memory, deflater: .zlib)
-            case 3: PNGEncodeOptions(level: level, deflater: .libdeflate)
-            default: PNGEncodeOptions(level: level, deflater: .adaptive, sparseLevel: Int.random(in: 0...9, using: &rng))
-            }
+            let options: PNGEncodeOptions = round % 2 == 0 ? .tile : PNGEncodeOptions(level: 6, memoryLevel: Int.random(in: 1...9, using: &rng))
             #expect(try Self.roundTrip(image, options) == Self.straightOracle(px), "round \(round) \(width)x\(height) \(options)")
         }
     }

@@ -110,35 +110,6 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
                       uint8_t **out, size_t *out_len,
                       char *err, size_t err_cap);
 
-/// Deflate engines of cpng_encode_rgba8_direct.
-enum {
-    /// zlib's deflate (deflateInit2 with the given level, strategy and memory level).
-    CPNG_DEFLATE_ZLIB = 1,
-    /// libdeflate (levels 0...12; strategy and memory level do not apply), loaded at run time
-    /// from libdeflate.so.0; when it cannot be loaded (or CPNG_NO_LIBDEFLATE is set in the
-    /// environment at the first call) zlib is used instead, with the same arguments.
-    CPNG_DEFLATE_LIBDEFLATE = 2,
-    /// Per image: libdeflate at `level` when at least 1/8 of the 4-pixel blocks hold a non-zero
-    /// byte, else zlib at `sparse_level` (libdeflate 1.14's level 1 costs about 0.7 ms on a
-    /// 256 px tile however empty, zlib's level 2 0.35-0.45 ms on an almost empty one).
-    /// Without libdeflate, zlib at `level`.
-    CPNG_DEFLATE_ADAPTIVE = 3,
-};
-
-/// True when libdeflate.so.0 was loaded (CPNG_DEFLATE_LIBDEFLATE uses it).
-int cpng_libdeflate_available(void);
-
-/// Encodes RGBA8 pixels to a PNG in memory without libpng: row filter None on every row, the
-/// rows deflated in one call (libdeflate or zlib, `engine`), one IDAT chunk. Arguments as
-/// cpng_encode_rgba8 (`level` 0...12 for libdeflate, -1...9 for zlib; `sparse_level` -1...9,
-/// for CPNG_DEFLATE_ADAPTIVE only; `strategy` and `mem_level` for zlib only). A scratch buffer of height * (width * 4 + 1) bytes and the
-/// libdeflate compressors are kept between calls in a small LIFO pool (at most 8 sets). On success
-/// `*out` (free with cpng_free) holds `*out_len` bytes; on failure `*out` is NULL.
-/// Errors: CPNG_E_INVALID_ARGUMENT, CPNG_E_NO_MEMORY.
-int cpng_encode_rgba8_direct(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
-                             int engine, int level, int sparse_level, int strategy, int mem_level, int flags,
-                             uint8_t **out, size_t *out_len, char *err, size_t err_cap);
-
 /// Encodes a fully transparent width x height image as compactly as PNG allows: 1-bit gray with a
 /// tRNS entry making gray 0 transparent, zlib level 9 (about 100 bytes for 512 x 512, against
 /// about 1 KiB as RGBA8). Decoders expand it to RGBA (0, 0, 0, 0). Output as cpng_encode_rgba8.
