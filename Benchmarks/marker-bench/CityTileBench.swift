@@ -21,6 +21,9 @@ struct CityTileBench {
         ("tile (level 2, no filter, memory level 7)", .tile), ("memory level 8", PNGEncodeOptions(level: 2, memoryLevel: 8)),
         ("memory level 6", PNGEncodeOptions(level: 2, memoryLevel: 6)), ("level 1", PNGEncodeOptions(level: 1, memoryLevel: 7)),
         ("level 6", PNGEncodeOptions(level: 6, memoryLevel: 7)),
+        ("Z_RLE", PNGEncodeOptions(level: 1, strategy: .rle)),
+        ("Z_RLE, Sub filter", PNGEncodeOptions(level: 1, filters: .sub, strategy: .rle)),
+        ("Huffman only", PNGEncodeOptions(level: 1, strategy: .huffmanOnly)),
     ]
 
     func run() throws {

@@ -109,6 +109,14 @@ public struct TileCanvas: Sendable {
     /// to the columns `c[2 + 2i] ..< c[3 + 2i]` (sprite coordinates; `c` counted from
     /// `clip.startIndex`): the renderer leaves out pixels that a later opaque draw replaces anyway.
     public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int, clip: ArraySlice<Int16>? = nil) {
+        guard let clip else { return draw(sprite: sprite, atX: x, y: y, times: times, clipAt: nil) }
+        clip.withUnsafeBufferPointer { draw(sprite: sprite, atX: x, y: y, times: times, clipAt: $0) }
+    }
+
+    /// `draw(sprite:atX:y:times:clip:)` with the clip as a buffer (`clip[0]` its first number):
+    /// the renderer's loop passes its clips this way, without an array slice (and its reference
+    /// count traffic) per draw.
+    mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int, clipAt clip: UnsafeBufferPointer<Int16>?) {
         if times <= 1 && clip == nil {
             if times == 1 { draw(sprite: sprite, atX: x, y: y) }
             return
@@ -121,8 +129,8 @@ public struct TileCanvas: Sendable {
         var sy0 = max(0, -y), sy1 = min(sh, height - y)
         var clipRows = 0
         if let clip {
-            clipRows = Int(clip[clip.startIndex])
-            sy0 = max(sy0, clipRows); sy1 = min(sy1, Int(clip[clip.startIndex + 1]))
+            clipRows = Int(clip[0])
+            sy0 = max(sy0, clipRows); sy1 = min(sy1, Int(clip[1]))
             if sy0 >= sy1 { return }
         }
         let canvasWidth = width
@@ -136,7 +144,7 @@ public struct TileCanvas: Sendable {
                             lo = max(lo, Int(spans[2 * sy])); hi = min(hi, Int(spans[2 * sy + 1]))
                         }
                         if let clip {
-                            let c = clip.startIndex + 2 + 2 * (sy - clipRows)
+                            let c = 2 + 2 * (sy - clipRows)
                             lo = max(lo, Int(clip[c])); hi = min(hi, Int(clip[c + 1]))
                         }
                         if lo >= hi { continue }
