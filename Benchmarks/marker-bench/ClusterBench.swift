@@ -52,8 +52,13 @@ struct ClusterBench {
         var moves: [(Int, LatLng)] = []
     }
 
+    /// `CB_QUERIES_ONLY=1` in the environment: the RPC load, build and GetClusters rows only (no
+    /// moves, eager load, in-process or pysupercluster rows), for A/B runs of markerd builds.
+    static var queriesOnly: Bool { ProcessInfo.processInfo.environment["CB_QUERIES_ONLY"] != nil }
+
     func run() throws {
         let figures = try runMarkerd()
+        if Self.queriesOnly { return }
         try runInProcess()
         try runPysupercluster(figures)
     }
@@ -92,6 +97,7 @@ struct ClusterBench {
                                    Table.bytes(Int(indexBytes)), load.seconds, load.cpuNote)))
 
         try queries(client)
+        if Self.queriesOnly { return f }
         try moves(client, &f)
         try eagerLoad(client, serverPID: server.pid, plainLoad: load)
         Progress.log("[\(label)] clusters: markerd VmRSS at the end: \(Table.bytes(Int(server.residentBytes)))")
