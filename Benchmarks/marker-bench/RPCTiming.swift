@@ -4,11 +4,14 @@ import MarkerdClient
 import MarkerdTransport
 
 /// Timing of individual RPCs the way the floor is timed: from handing the encoded `Request`
-/// envelope to NNG until the reply's bytes are back (NNG round trip, markerd's decode, dispatch,
-/// work and encode), interleaved with floor round trips of the same sizes. The client's own
-/// protobuf work (encoding the request, decoding the reply) is timed too, outside that region,
-/// and printed next to the row: it is the client's cost, not markerd's, and a bare round trip
-/// has none.
+/// envelope to NNG until the reply's bytes are back in the client's nng message (NNG round trip,
+/// markerd's decode, dispatch, work and encode), interleaved with floor round trips of the same
+/// sizes, whose clock stops at the same point. The client's own work is timed too, outside that
+/// region: copying the reply out of the nng message into an array (`Series.latencyWithCopy`
+/// includes it: up to 2026-11-30 it was inside the latency, which charged markerd with a client
+/// copy of 76-300 KB that the floor never made), and its protobuf work (encoding the request,
+/// decoding the reply), printed next to the row: it is the client's cost, not markerd's, and a
+/// bare round trip has none.
 ///
 /// The warm-up calls (other requests of the same distribution, through ``MarkerdClient``) give
 /// the median request/reply sizes; then every timed RPC is followed by one timed floor round
@@ -19,6 +22,9 @@ enum RPCTiming {
     struct Series {
         /// Request bytes in, reply bytes out (what `floor` measures for a bare round trip).
         var latency: LatencySummary
+        /// `latency` plus the client's copy of the reply out of the nng message into an array
+        /// (the latency as timed up to 2026-11-30).
+        var latencyWithCopy: LatencySummary
         var floor: LatencySummary
         /// The client's encode + decode of each timed call (not part of `latency`).
         var clientCodec: LatencySummary
@@ -58,8 +64,9 @@ enum RPCTiming {
             return (envelope.requestID, envelope.serializedBytes())
         }
         for r in warmup.prefix(20) { _ = try raw.call(encoded(r).bytes, timeout: .seconds(60)) }  // dial, warm up
-        var micros: [Double] = [], floorMicros: [Double] = [], codecMicros: [Double] = []
+        var micros: [Double] = [], copyMicros: [Double] = [], floorMicros: [Double] = [], codecMicros: [Double] = []
         micros.reserveCapacity(timed.count)
+        copyMicros.reserveCapacity(timed.count)
         floorMicros.reserveCapacity(timed.count)
         codecMicros.reserveCapacity(timed.count)
         requestSizes.removeAll(keepingCapacity: true)
@@ -70,8 +77,15 @@ enum RPCTiming {
             let encode = ContinuousClock.now - encodeStart
 
             let start = ContinuousClock.now
-            let replyBytes = try raw.call(requestBytes, timeout: .seconds(60))
-            micros.append((ContinuousClock.now - start).micros)
+            var arrived = start
+            let replyBytes = try raw.call(requestSize: requestBytes.count, timeout: .seconds(60),
+                                          write: { out in requestBytes.withUnsafeBytes { out.copyMemory(from: $0) } },
+                                          read: { reply in
+                                              arrived = ContinuousClock.now
+                                              return Array(reply.bindMemory(to: UInt8.self))
+                                          })
+            copyMicros.append((ContinuousClock.now - start).micros)
+            micros.append((arrived - start).micros)
             floorMicros.append(try floor.roundTrip(sizes).micros)
 
             let decodeStart = ContinuousClock.now
@@ -86,7 +100,8 @@ enum RPCTiming {
             replySizes.append(replyBytes.count)
             inspect(response)
         }
-        return Series(latency: LatencySummary(samplesMicros: micros), floor: LatencySummary(samplesMicros: floorMicros),
+        return Series(latency: LatencySummary(samplesMicros: micros), latencyWithCopy: LatencySummary(samplesMicros: copyMicros),
+                      floor: LatencySummary(samplesMicros: floorMicros),
                       clientCodec: LatencySummary(samplesMicros: codecMicros),
                       sizes: sizes, timedSizes: Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes)))
     }
