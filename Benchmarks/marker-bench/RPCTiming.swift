@@ -14,8 +14,10 @@ import MarkerdTransport
 /// bare round trip has none.
 ///
 /// The warm-up calls (other requests of the same distribution, through ``MarkerdClient``) give
-/// the median request/reply sizes; then every timed RPC is followed by one timed floor round
-/// trip of those sizes, so both series see the same machine noise. Every timed reply is decoded
+/// the median request/reply sizes; then every timed RPC is paired with one timed floor round
+/// trip of those sizes, so both series see the same machine noise. The floor goes first in every
+/// other pair: the client decodes each reply after its pair, and whichever round trip comes
+/// next runs with the caches that decoding left (up to 2026-11-30 that was always the RPC). Every timed reply is decoded
 /// and checked (request id, status OK) and passed to `inspect`.
 enum RPCTiming {
     /// Latencies of one series of calls and of its floor.
@@ -28,6 +30,9 @@ enum RPCTiming {
         var floor: LatencySummary
         /// The client's encode + decode of each timed call (not part of `latency`).
         var clientCodec: LatencySummary
+        /// This process's minor page faults (all threads) per timed RPC, and per floor round trip.
+        var clientFaultsPerCall: Double
+        var clientFaultsPerFloor: Double
         /// Median request and reply sizes in bytes of the warm-up calls (the floor's sizes),
         /// whole NNG message bodies (the `Request` and `Response` envelopes with the payloads).
         var sizes: Floor.Sizes
@@ -71,11 +76,25 @@ enum RPCTiming {
         codecMicros.reserveCapacity(timed.count)
         requestSizes.removeAll(keepingCapacity: true)
         replySizes.removeAll(keepingCapacity: true)
+        let alternate = ProcessInfo.processInfo.environment["RPC_FLOOR_AFTER"] == nil
+        var rpcFaults = 0, floorFaults = 0
+        func floorRoundTrip() throws {
+            let faults0 = Machine.minorFaults
+            floorMicros.append(try floor.roundTrip(sizes).micros)
+            floorFaults += Machine.minorFaults - faults0
+        }
         for r in timed {
             let encodeStart = ContinuousClock.now
             let (requestID, requestBytes) = encoded(r)
             let encode = ContinuousClock.now - encodeStart
 
+            // Which of the two goes first alternates (`RPC_FLOOR_AFTER=1`: the RPC always first,
+            // as before 2026-11-30), so that each follows the previous call's client work
+            // (decoding the reply: for 4,096 clusters ~0.9 ms that leaves the client's caches
+            // cold) equally often.
+            let floorFirst = alternate && micros.count % 2 == 1
+            if floorFirst { try floorRoundTrip() }
+            let faults0 = Machine.minorFaults
             let start = ContinuousClock.now
             var arrived = start
             let replyBytes = try raw.call(requestSize: requestBytes.count, timeout: .seconds(60),
@@ -86,7 +105,8 @@ enum RPCTiming {
                                           })
             copyMicros.append((ContinuousClock.now - start).micros)
             micros.append((arrived - start).micros)
-            floorMicros.append(try floor.roundTrip(sizes).micros)
+            rpcFaults += Machine.minorFaults - faults0
+            if !floorFirst { try floorRoundTrip() }
 
             let decodeStart = ContinuousClock.now
             let reply = try V1.Response(serializedBytes: replyBytes)
@@ -103,6 +123,8 @@ enum RPCTiming {
         return Series(latency: LatencySummary(samplesMicros: micros), latencyWithCopy: LatencySummary(samplesMicros: copyMicros),
                       floor: LatencySummary(samplesMicros: floorMicros),
                       clientCodec: LatencySummary(samplesMicros: codecMicros),
+                      clientFaultsPerCall: Double(rpcFaults) / Double(max(1, timed.count)),
+                      clientFaultsPerFloor: Double(floorFaults) / Double(max(1, timed.count)),
                       sizes: sizes, timedSizes: Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes)))
     }
 
@@ -184,5 +206,14 @@ enum Loading {
             throw BenchError("\(label): server reported \(summary.created) created + \(summary.updated) updated of \(markers.count)")
         }
         return result
+    }
+}
+
+extension Machine {
+    /// Minor page faults of this process so far (all threads: `getrusage(RUSAGE_SELF)`).
+    static var minorFaults: Int {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return usage.ru_minflt
     }
 }
