@@ -120,14 +120,6 @@ final class ClusterReplyWriter: GridClusterVisitor {
         return false
     }
 
-    /// With a memo: the walk reads its cells level by level first (see `GridClusterVisitor`).
-    var prefetchesWalk: Bool { memo != nil }
-
-    /// Whether the memo holds `node`'s output at `target` (what `enterSubtree` will find).
-    func probeSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
-        memo?.find(node, target: target) != nil
-    }
-
     func leaveSubtree(_ node: GridNodeStamp, target: Int) {
         guard let r = recording.popLast() else { return }
         sealed = true

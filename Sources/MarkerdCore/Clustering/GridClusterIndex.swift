@@ -1,5 +1,3 @@
-import Synchronization
-
 // Dynamic grid clustering: a per-zoom grid of tile-aligned cells, nested as a compressed quadtree,
 // updated incrementally on every upsert, move and removal.
 
@@ -561,9 +559,6 @@ public struct GridClusterIndex: Sendable {
         let zoom = max(0, zoom)
         let target = min(zoom, options.maxZoom)
         let exactPoints = zoom > options.maxZoom
-        if !exactPoints && out.prefetchesWalk {
-            Self.prefetchChecksum.store(prefetch(box, target: target, out), ordering: .relaxed)
-        }
         forEachRoot(in: box) { root, cx, cy in
             if !out.isDone {
                 collect(root, z: 0, cx: cx, cy: cy, loaded: load(root), target: target, box: box, exactPoints: exactPoints, into: &out)
@@ -835,51 +830,6 @@ public struct GridClusterIndex: Sendable {
             }
         }
     }
-
-    /// Reads the stored cells and points the walk of `box` at `target` will read, one zoom level
-    /// at a time, so that their cache misses overlap: the depth-first walk (`collect`) reads a
-    /// cell only after its parent, and does enough work between two reads that the processor
-    /// rarely has the next one in flight, so on a large index each level of each path costs a
-    /// miss or two in turn. Here the reads of a level are independent loads in a tight loop.
-    /// Stops where the walk will: at cells outside the box, below subtrees the visitor answers
-    /// itself (`probeSubtree`, which also reads what `enterSubtree` will), and at `target`.
-    /// Reads only: the walk's output does not depend on it. Returns a checksum of what it read,
-    /// which the caller stores (`prefetchChecksum`) so that the reads are not optimized away.
-    private func prefetch<V: GridClusterVisitor>(_ box: ClusterBox, target: Int, _ out: V) -> UInt64 {
-        var level: [(ref: Int32, cx: UInt32, cy: UInt32)] = []
-        forEachRoot(in: box) { root, cx, cy in level.append((root, cx, cy)) }
-        var next: [(ref: Int32, cx: UInt32, cy: UInt32)] = []
-        var sum: UInt64 = 0
-        var z = 0
-        while !level.isEmpty {
-            // This level's cells and points, all loads independent of each other.
-            for n in level { sum &+= load(n.ref) }
-            if z == target {
-                for n in level where n.ref >= 0 {
-                    sum &+= out.probeSubtree(GridNodeStamp(cell: n.ref, stamp: cells[Int(n.ref)].stamp, zoom: z), target: target) ? 1 : 0
-                }
-                break
-            }
-            next.removeAll(keepingCapacity: true)
-            for n in level where n.ref >= 0 {
-                let c = Int(n.ref)
-                if cellInside(n.cx, n.cy, z: z, box)
-                    && out.probeSubtree(GridNodeStamp(cell: n.ref, stamp: cells[c].stamp, zoom: z), target: target) { continue }
-                let x = n.cx << 1, y = n.cy << 1
-                for q in 0..<4 {
-                    let r = children[4 * c + q]
-                    let qx = x | UInt32(q & 1), qy = y | UInt32(q >> 1)
-                    if r != -1 && cellIntersects(qx, qy, z: z + 1, box) { next.append((r, qx, qy)) }
-                }
-            }
-            swap(&level, &next)
-            z += 1
-        }
-        return sum
-    }
-
-    /// The last `prefetch` checksum (a sink for its reads; never read).
-    private static let prefetchChecksum = Atomic<UInt64>(0)
 
     /// Output of a tree walk: the items and, when asked for (non-nil), each cluster's expansion zoom.
     private struct Collected: GridClusterVisitor {

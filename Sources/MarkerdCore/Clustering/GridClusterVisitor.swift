@@ -36,14 +36,6 @@ public protocol GridClusterVisitor {
     var isDone: Bool { get }
     mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool
     mutating func leaveSubtree(_ node: GridNodeStamp, target: Int)
-    /// Whether the walk should first read the cells it will visit level by level
-    /// (`GridClusterIndex.visit(in:zoom:_:)`), asking `probeSubtree` where it will stop: this
-    /// changes nothing in what the visitor is handed, only how much of it is in the cache.
-    var prefetchesWalk: Bool { get }
-    /// Whether `enterSubtree(node, target:)` would answer the subtree itself now (the walk then
-    /// does not go below it); must not change the visitor's output. Also a chance to read what
-    /// `enterSubtree` will read. Only called when `prefetchesWalk` is true.
-    func probeSubtree(_ node: GridNodeStamp, target: Int) -> Bool
     /// A cluster and its expansion zoom (see `GridClusterIndex.expansionZoom(of:)`).
     mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int)
     /// An unclustered point.
@@ -55,6 +47,4 @@ extension GridClusterVisitor {
     public var isDone: Bool { false }
     public mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool { false }
     public mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {}
-    public var prefetchesWalk: Bool { false }
-    public func probeSubtree(_ node: GridNodeStamp, target: Int) -> Bool { false }
 }
