@@ -152,9 +152,9 @@ struct ClusterBench {
 
     /// The series' latency with the client's copy of the reply into an array, and its ratios.
     static func copyNote(_ s: RPCTiming.Series) -> String {
-        String(format: "with the client's copy of the reply into an array (as timed before 2026-11-30) %@ / %@ µs (%.2fx / %.2fx); client minor page faults %.1f per call, %.1f per floor round trip",
+        String(format: "with the client's copy of the reply into an array (as timed before 2026-11-30) %@ / %@ µs (%.2fx / %.2fx)",
                Table.micros(s.latencyWithCopy.p50), Table.micros(s.latencyWithCopy.p99),
-               s.latencyWithCopy.p50 / s.floor.p50, s.latencyWithCopy.p99 / s.floor.p99, s.clientFaultsPerCall, s.clientFaultsPerFloor)
+               s.latencyWithCopy.p50 / s.floor.p50, s.latencyWithCopy.p99 / s.floor.p99)
     }
 
     /// The city GetClusters requests (1080x1920 px viewports at zoom 12 near city centres, 512 px

@@ -30,9 +30,6 @@ enum RPCTiming {
         var floor: LatencySummary
         /// The client's encode + decode of each timed call (not part of `latency`).
         var clientCodec: LatencySummary
-        /// This process's minor page faults (all threads) per timed RPC, and per floor round trip.
-        var clientFaultsPerCall: Double
-        var clientFaultsPerFloor: Double
         /// Median request and reply sizes in bytes of the warm-up calls (the floor's sizes),
         /// whole NNG message bodies (the `Request` and `Response` envelopes with the payloads).
         var sizes: Floor.Sizes
@@ -77,12 +74,7 @@ enum RPCTiming {
         requestSizes.removeAll(keepingCapacity: true)
         replySizes.removeAll(keepingCapacity: true)
         let alternate = ProcessInfo.processInfo.environment["RPC_FLOOR_AFTER"] == nil
-        var rpcFaults = 0, floorFaults = 0
-        func floorRoundTrip() throws {
-            let faults0 = Machine.minorFaults
-            floorMicros.append(try floor.roundTrip(sizes).micros)
-            floorFaults += Machine.minorFaults - faults0
-        }
+        func floorRoundTrip() throws { floorMicros.append(try floor.roundTrip(sizes).micros) }
         for r in timed {
             let encodeStart = ContinuousClock.now
             let (requestID, requestBytes) = encoded(r)
@@ -94,7 +86,6 @@ enum RPCTiming {
             // cold) equally often.
             let floorFirst = alternate && micros.count % 2 == 1
             if floorFirst { try floorRoundTrip() }
-            let faults0 = Machine.minorFaults
             let start = ContinuousClock.now
             var arrived = start
             let replyBytes = try raw.call(requestSize: requestBytes.count, timeout: .seconds(60),
@@ -105,7 +96,6 @@ enum RPCTiming {
                                           })
             copyMicros.append((ContinuousClock.now - start).micros)
             micros.append((arrived - start).micros)
-            rpcFaults += Machine.minorFaults - faults0
             if !floorFirst { try floorRoundTrip() }
 
             let decodeStart = ContinuousClock.now
@@ -123,8 +113,6 @@ enum RPCTiming {
         return Series(latency: LatencySummary(samplesMicros: micros), latencyWithCopy: LatencySummary(samplesMicros: copyMicros),
                       floor: LatencySummary(samplesMicros: floorMicros),
                       clientCodec: LatencySummary(samplesMicros: codecMicros),
-                      clientFaultsPerCall: Double(rpcFaults) / Double(max(1, timed.count)),
-                      clientFaultsPerFloor: Double(floorFaults) / Double(max(1, timed.count)),
                       sizes: sizes, timedSizes: Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes)))
     }
 
@@ -206,14 +194,5 @@ enum Loading {
             throw BenchError("\(label): server reported \(summary.created) created + \(summary.updated) updated of \(markers.count)")
         }
         return result
-    }
-}
-
-extension Machine {
-    /// Minor page faults of this process so far (all threads: `getrusage(RUSAGE_SELF)`).
-    static var minorFaults: Int {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return usage.ru_minflt
     }
 }
