@@ -457,8 +457,10 @@ final class GridClusterMemo: @unchecked Sendable {
 /// replies, i.e. tails). `use(upTo:owner:)` asks, once the arena's used bytes come within
 /// `ahead / 2` of what was asked for so far, for the bytes up to `ahead` past them with
 /// `madvise(MADV_POPULATE_WRITE)`, which faults pages in without changing their contents (so it
-/// may run while the arena is written). Linux 5.14 and later; elsewhere, or without a reserved
-/// arena, it does nothing and pages fault in as they are written, as before.
+/// may run while the arena is written). Only for arenas already holding `ahead / 2` bytes, so a
+/// small layer's memo costs no memory beyond what it writes; past that, at most `ahead` bytes
+/// ahead of use are resident. Linux 5.14 and later; elsewhere, or without a reserved arena, it
+/// does nothing and pages fault in as they are written, as before.
 struct ArenaPrefaulter {
     /// Bytes asked for ahead of the arena's use: 8 MiB (four huge pages).
     static let ahead = 8 << 20
@@ -476,11 +478,12 @@ struct ArenaPrefaulter {
         self.capacity = capacity
     }
 
-    /// The arena is about to hold `used` bytes: when `used` comes within `ahead / 2` of what was
-    /// asked for, asks for the bytes up to `used + ahead` (at least `ahead / 2` more). `owner`
+    /// The arena is about to hold `used` bytes: when `used` is at least `ahead / 2` and comes
+    /// within `ahead / 2` of what was asked for, asks for the bytes up to `used + ahead` (at least
+    /// `ahead / 2` more). `owner`
     /// (which holds the arena) is kept alive until the request is done.
     mutating func use(upTo used: Int, owner: AnyObject & Sendable) {
-        guard let base, used + Self.ahead / 2 > requested, requested < capacity else { return }
+        guard let base, used >= Self.ahead / 2, used + Self.ahead / 2 > requested, requested < capacity else { return }
         let page = 4096
         let start = requested, end = min(capacity, used + Self.ahead)
         requested = end
