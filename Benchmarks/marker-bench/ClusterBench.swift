@@ -52,8 +52,13 @@ struct ClusterBench {
         var moves: [(Int, LatLng)] = []
     }
 
+    /// `CB_QUERIES_ONLY=1` in the environment: the RPC load, build and GetClusters rows only (no
+    /// moves, eager load, in-process or pysupercluster rows), for A/B runs of markerd builds.
+    static var queriesOnly: Bool { ProcessInfo.processInfo.environment["CB_QUERIES_ONLY"] != nil }
+
     func run() throws {
         let figures = try runMarkerd()
+        if Self.queriesOnly { return }
         try runInProcess()
         try runPysupercluster(figures)
     }
@@ -92,6 +97,7 @@ struct ClusterBench {
                                    Table.bytes(Int(indexBytes)), load.seconds, load.cpuNote)))
 
         try queries(client)
+        if Self.queriesOnly { return f }
         try moves(client, &f)
         try eagerLoad(client, serverPID: server.pid, plainLoad: load)
         Progress.log("[\(label)] clusters: markerd VmRSS at the end: \(Table.bytes(Int(server.residentBytes)))")
@@ -122,7 +128,8 @@ struct ClusterBench {
             }
             if let countError { throw countError }
             table.addLatency(size: label, measure: "GetClusters whole world z\(zoom) (grid)", s, target: target,
-                             note: "\(options.queries) calls; \(clusters) clusters + \(markers) markers per answer; counts add up to the \(Table.count(clusterable)) clusterable markers")
+                             note: "\(options.queries) calls; \(clusters) clusters + \(markers) markers per answer; counts add up to the \(Table.count(clusterable)) clusterable markers; "
+                                 + Self.copyNote(s))
         }
 
         // GetClusters zooms follow supercluster and MapLibre/Mapbox GL: a tile is `extent` (512)
@@ -139,8 +146,15 @@ struct ClusterBench {
         }
         let q = Double(options.queries)
         table.addLatency(size: label, measure: "GetClusters 1080x1920 px z12 (512 px tiles) near cities (grid)", s, target: target,
-                         note: String(format: "%d calls; avg %.0f clusters (%.0f markers in them) + %.0f markers per answer",
-                                       options.queries, Double(clusters) / q, Double(members) / q, Double(markers) / q))
+                         note: String(format: "%d calls; avg %.0f clusters (%.0f markers in them) + %.0f markers per answer; ",
+                                       options.queries, Double(clusters) / q, Double(members) / q, Double(markers) / q) + Self.copyNote(s))
+    }
+
+    /// The series' latency with the client's copy of the reply into an array, and its ratios.
+    static func copyNote(_ s: RPCTiming.Series) -> String {
+        String(format: "with the client's copy of the reply into an array (as timed before 2026-11-30) %@ / %@ µs (%.2fx / %.2fx)",
+               Table.micros(s.latencyWithCopy.p50), Table.micros(s.latencyWithCopy.p99),
+               s.latencyWithCopy.p50 / s.floor.p50, s.latencyWithCopy.p99 / s.floor.p99)
     }
 
     /// The city GetClusters requests (1080x1920 px viewports at zoom 12 near city centres, 512 px

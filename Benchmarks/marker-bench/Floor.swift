@@ -67,18 +67,20 @@ enum Floor {
         }
 
         /// One round trip of `sizes`: the request is `sizes.request` bytes (at least 4), the
-        /// reply `sizes.reply` bytes. Returns its duration.
+        /// reply `sizes.reply` bytes. Returns its duration, until the reply is in the client's
+        /// nng message (where `RPCTiming` stops the clock of an RPC too).
         func roundTrip(_ sizes: Sizes) throws -> Duration {
             let request = max(4, sizes.request)
             let reply = UInt32(sizes.reply).littleEndian
             let start = ContinuousClock.now
+            var arrived = start
             let got = try requester.call(requestSize: request, timeout: .seconds(10),
                                          write: { out in
                                              out.initializeMemory(as: UInt8.self, repeating: 0x5A)
                                              out.storeBytes(of: reply, as: UInt32.self)
                                          },
-                                         read: { $0.count })
-            let elapsed = ContinuousClock.now - start
+                                         read: { arrived = ContinuousClock.now; return $0.count })
+            let elapsed = arrived - start
             guard got == sizes.reply else { throw BenchError("echo replied \(got) bytes, expected \(sizes.reply)") }
             return elapsed
         }

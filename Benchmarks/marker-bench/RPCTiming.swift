@@ -4,21 +4,29 @@ import MarkerdClient
 import MarkerdTransport
 
 /// Timing of individual RPCs the way the floor is timed: from handing the encoded `Request`
-/// envelope to NNG until the reply's bytes are back (NNG round trip, markerd's decode, dispatch,
-/// work and encode), interleaved with floor round trips of the same sizes. The client's own
-/// protobuf work (encoding the request, decoding the reply) is timed too, outside that region,
-/// and printed next to the row: it is the client's cost, not markerd's, and a bare round trip
-/// has none.
+/// envelope to NNG until the reply's bytes are back in the client's nng message (NNG round trip,
+/// markerd's decode, dispatch, work and encode), interleaved with floor round trips of the same
+/// sizes, whose clock stops at the same point. The client's own work is timed too, outside that
+/// region: copying the reply out of the nng message into an array (`Series.latencyWithCopy`
+/// includes it: up to 2026-11-30 it was inside the latency, which charged markerd with a client
+/// copy of 76-300 KB that the floor never made), and its protobuf work (encoding the request,
+/// decoding the reply), printed next to the row: it is the client's cost, not markerd's, and a
+/// bare round trip has none.
 ///
 /// The warm-up calls (other requests of the same distribution, through ``MarkerdClient``) give
-/// the median request/reply sizes; then every timed RPC is followed by one timed floor round
-/// trip of those sizes, so both series see the same machine noise. Every timed reply is decoded
+/// the median request/reply sizes; then every timed RPC is paired with one timed floor round
+/// trip of those sizes, so both series see the same machine noise. The floor goes first in every
+/// other pair: the client decodes each reply after its pair, and whichever round trip comes
+/// next runs with the caches that decoding left (up to 2026-11-30 that was always the RPC). Every timed reply is decoded
 /// and checked (request id, status OK) and passed to `inspect`.
 enum RPCTiming {
     /// Latencies of one series of calls and of its floor.
     struct Series {
         /// Request bytes in, reply bytes out (what `floor` measures for a bare round trip).
         var latency: LatencySummary
+        /// `latency` plus the client's copy of the reply out of the nng message into an array
+        /// (the latency as timed up to 2026-11-30).
+        var latencyWithCopy: LatencySummary
         var floor: LatencySummary
         /// The client's encode + decode of each timed call (not part of `latency`).
         var clientCodec: LatencySummary
@@ -58,21 +66,37 @@ enum RPCTiming {
             return (envelope.requestID, envelope.serializedBytes())
         }
         for r in warmup.prefix(20) { _ = try raw.call(encoded(r).bytes, timeout: .seconds(60)) }  // dial, warm up
-        var micros: [Double] = [], floorMicros: [Double] = [], codecMicros: [Double] = []
+        var micros: [Double] = [], copyMicros: [Double] = [], floorMicros: [Double] = [], codecMicros: [Double] = []
         micros.reserveCapacity(timed.count)
+        copyMicros.reserveCapacity(timed.count)
         floorMicros.reserveCapacity(timed.count)
         codecMicros.reserveCapacity(timed.count)
         requestSizes.removeAll(keepingCapacity: true)
         replySizes.removeAll(keepingCapacity: true)
+        let alternate = ProcessInfo.processInfo.environment["RPC_FLOOR_AFTER"] == nil
+        func floorRoundTrip() throws { floorMicros.append(try floor.roundTrip(sizes).micros) }
         for r in timed {
             let encodeStart = ContinuousClock.now
             let (requestID, requestBytes) = encoded(r)
             let encode = ContinuousClock.now - encodeStart
 
+            // Which of the two goes first alternates (`RPC_FLOOR_AFTER=1`: the RPC always first,
+            // as before 2026-11-30), so that each follows the previous call's client work
+            // (decoding the reply: for 4,096 clusters ~0.9 ms that leaves the client's caches
+            // cold) equally often.
+            let floorFirst = alternate && micros.count % 2 == 1
+            if floorFirst { try floorRoundTrip() }
             let start = ContinuousClock.now
-            let replyBytes = try raw.call(requestBytes, timeout: .seconds(60))
-            micros.append((ContinuousClock.now - start).micros)
-            floorMicros.append(try floor.roundTrip(sizes).micros)
+            var arrived = start
+            let replyBytes = try raw.call(requestSize: requestBytes.count, timeout: .seconds(60),
+                                          write: { out in requestBytes.withUnsafeBytes { out.copyMemory(from: $0) } },
+                                          read: { reply in
+                                              arrived = ContinuousClock.now
+                                              return Array(reply.bindMemory(to: UInt8.self))
+                                          })
+            copyMicros.append((ContinuousClock.now - start).micros)
+            micros.append((arrived - start).micros)
+            if !floorFirst { try floorRoundTrip() }
 
             let decodeStart = ContinuousClock.now
             let reply = try V1.Response(serializedBytes: replyBytes)
@@ -86,7 +110,8 @@ enum RPCTiming {
             replySizes.append(replyBytes.count)
             inspect(response)
         }
-        return Series(latency: LatencySummary(samplesMicros: micros), floor: LatencySummary(samplesMicros: floorMicros),
+        return Series(latency: LatencySummary(samplesMicros: micros), latencyWithCopy: LatencySummary(samplesMicros: copyMicros),
+                      floor: LatencySummary(samplesMicros: floorMicros),
                       clientCodec: LatencySummary(samplesMicros: codecMicros),
                       sizes: sizes, timedSizes: Floor.Sizes(request: Stats.median(requestSizes), reply: Stats.median(replySizes)))
     }
