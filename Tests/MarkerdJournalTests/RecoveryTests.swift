@@ -182,7 +182,8 @@ import Testing
         let again = try recover(dir)
         #expect(again.sections == sections)
         #expect(again.report.coveredSequence == s)
-        #expect(again.records.map(\.0) == Array((s + 1)...total))
+        // Half-open: empty when the writer appended nothing after the rotation (seen on a loaded machine).
+        #expect(again.records.map(\.0) == Array((s + 1)..<(total + 1)))
         #expect(again.records.allSatisfy { $0.1 == payload($0.0) })
         try again.journal.close()
         #expect(try JournalCheck.check(directory: dir).recoverable)
