@@ -40,8 +40,6 @@ struct MarkerTable: Sendable {
     var buckets: [UInt32] = Array(repeating: Bucket.empty, count: 16)
     var bucketShift: UInt32 = 28   // 32 - log2(buckets.count)
     var count = 0
-    /// The last sum of buckets `touchHomes` read (of no use but to make it read them).
-    private(set) var touched: UInt32 = 0
     private let seed: UInt64
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed | 1 }
@@ -199,14 +197,13 @@ struct MarkerTable: Sendable {
     /// depend on each other, so that their cache misses overlap (some ten at a time) and the
     /// lookups of those ids that follow (`findOrInsert(bytes:hash:)`) find them in the cache:
     /// at millions of ids each home is a miss to main memory, which one lookup after another
-    /// would wait for in turn. Changes nothing but `touched` (which keeps the loads from being
-    /// optimised away).
-    mutating func touchHomes(_ hashes: UnsafeBufferPointer<UInt32>) {
+    /// would wait for in turn. Changes nothing (`CacheTouch`).
+    func touchHomes(_ hashes: UnsafeBufferPointer<UInt32>) {
         var sum: UInt32 = 0
         buckets.withUnsafeBufferPointer { b in
             for h in hashes { sum &+= b[Int(h >> bucketShift)] }
         }
-        touched = sum
+        CacheTouch.keep(sum)
     }
 
     mutating func insertBucket(_ slot: Int32, hash h: UInt32) {

@@ -297,14 +297,9 @@ extension TileRenderer {
         // One style in use: markers have it, their style is not read from the marker table.
         if styleIndexes.count == 1 { walk.single = styleIndexes[0] }
         try walk.run(layer, now: now)
-        TileRenderer.keep(walk.touch)
         walk.kept.reverse()
         return (walk.kept, walk.clips, walk.placer.sprites, walk.markers, walk.visited)
     }
-
-    /// Takes a value that must be computed (the reads `SweepWalk.openAll` makes only for their
-    /// side effect on the caches).
-    @inline(never) @_optimize(none) static func keep(_ v: UInt32) {}
 
     /// The state of one sweep (`sweep`), in one struct so that its mutable parts are reached
     /// through `self` in mutating methods (checked when compiled, not at every access).
@@ -330,8 +325,6 @@ extension TileRenderer {
         var heap = EventHeap()
         /// Leaf parts taken and to be read (`openAll`).
         var opening: [Part] = []
-        /// The sum of the words `openAll` touches (kept so that the reads are not left out).
-        var touch: UInt32 = 0
         var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
         var markers = 0, visited = 0
         /// The style of every marker when only one is in use (`UInt32.max`: read per marker).
@@ -580,7 +573,7 @@ extension TileRenderer {
                     return t
                 }
             }
-            touch &+= touched
+            CacheTouch.keep(touched)
             for p in opening { open(p, layer) }
             opening.removeAll(keepingCapacity: true)
         }
