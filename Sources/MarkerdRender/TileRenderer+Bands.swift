@@ -1,4 +1,3 @@
-import Dispatch
 import MarkerdCore
 private import Synchronization
 #if canImport(Glibc)
@@ -65,8 +64,10 @@ extension TileRenderer {
     }
 
     /// The row at which to cut `height` rows (1 ..< height) so that the larger band holds the
-    /// fewest items (an item counts in every band its sprite rows reach).
-    static func bandCut(_ items: [Item], _ sprites: [TileSprite], height: Int) -> Int {
+    /// fewest items (an item counts in every band its sprite rows reach); with `rowWeight` > 0,
+    /// each row of the top band counts as that many more items (the PNG rows the top band's thread
+    /// writes while the bottom band renders, `renderBandsPNG`).
+    static func bandCut(_ items: [Item], _ sprites: [TileSprite], height: Int, rowWeight: Int = 0) -> Int {
         // tops[r]: items whose first row is r (clamped to 0 ... height); ends[r]: items whose
         // rows end at r (exclusive, clamped).
         var tops = [Int](repeating: 0, count: height + 1), ends = [Int](repeating: 0, count: height + 1)
@@ -80,16 +81,15 @@ extension TileRenderer {
         var above = 0, endedBy = ends[0]
         for s in 1..<height {
             above += tops[s - 1]; endedBy += ends[s]
-            let load = max(above, items.count - endedBy)
+            let load = max(above + rowWeight * s, items.count - endedBy)
             if load < bestLoad { bestLoad = load; best = s }
         }
         return best
     }
 
-    /// Steps 1-3 (`renderItems`) as two bands on two threads, stacked (see above).
-    func renderBands(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (canvas: TileCanvas, draws: Int) {
-        guard height >= 2 else { return renderItems(layer, items, sprites, width: width, height: height) }
-        let cut = Self.bandCut(items, sprites, height: height)
+    /// The collected items of the two bands cut at row `cut`: the top band's as they are, the
+    /// bottom band's moved up by `cut` rows (an item whose sprite straddles the cut is in both).
+    static func split(_ items: [Item], _ sprites: [TileSprite], at cut: Int) -> (top: [Item], bottom: [Item]) {
         var upper: [Item] = [], lower: [Item] = []
         upper.reserveCapacity(items.count / 2 + items.count / 8)
         lower.reserveCapacity(items.count / 2 + items.count / 8)
@@ -101,22 +101,142 @@ extension TileRenderer {
                 lower.append(b)
             }
         }
-        let top = upper, bottom = lower
-        final class Results: @unchecked Sendable {
-            // Each written by one band's thread only, read after both finished.
-            var top: (canvas: TileCanvas, draws: Int)? = nil
-            var bottom: (canvas: TileCanvas, draws: Int)? = nil
-        }
-        let results = Results()
-        DispatchQueue.concurrentPerform(iterations: 2) { band in
-            if band == 0 {
-                results.top = renderItems(layer, top, sprites, width: width, height: cut)
-            } else {
-                results.bottom = renderItems(layer, bottom, sprites, width: width, height: height - cut)
-            }
-        }
-        let a = results.top!, b = results.bottom!
+        return (upper, lower)
+    }
+
+    /// Steps 1-3 (`renderItems`) as two bands on two threads, stacked (see above): the bottom
+    /// band on `BandThread.shared`, the top band on this thread; both on this thread when the
+    /// band thread is busy.
+    func renderBands(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (canvas: TileCanvas, draws: Int) {
+        guard height >= 2 else { return renderItems(layer, items, sprites, width: width, height: height) }
+        let cut = Self.bandCut(items, sprites, height: height)
+        let (top, bottom) = Self.split(items, sprites, at: cut)
+        let lower = BandThread.Result<(canvas: TileCanvas, draws: Int)>()
+        let started = BandThread.shared.start { lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut) }
+        let a = renderItems(layer, top, sprites, width: width, height: cut)
+        if started { BandThread.shared.wait() } else { lower.value = renderItems(layer, bottom, sprites, width: width, height: height - cut) }
+        let b = lower.value!
         return (TileCanvas(stacking: a.canvas, b.canvas), a.draws + b.draws)
+    }
+
+    /// `bandCut`'s `rowWeight` in `renderBandsPNG`: a row of PNG encoding costs about as much as
+    /// culling and drawing 20 collected items (10M city tiles, `marker-bench --only citytiles`:
+    /// z10 encoding about 7 µs per 256 px row, rendering about 0.3 µs per item).
+    static let pngRowWeight = 20
+
+    /// Steps 1-3 as two bands and the tile's PNG (`options`), pipelined: the band thread renders
+    /// the bottom band while this thread renders the top band and then writes its rows to the
+    /// PNG (`PNGCodec.RowWriter`), then the bottom band's rows. The cut balances the top band's
+    /// items plus its PNG rows (`pngRowWeight` items each) against the bottom band's items, so
+    /// both threads finish about together. The PNG is byte for byte `encodePNG(options:)` of the
+    /// stacked canvas of `renderBands` (the same cut and bands; the shared transparent tile when
+    /// both bands are empty). nil (nothing done) when the band thread is busy or `height` < 2.
+    func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
+                        options: PNGEncodeOptions) -> (png: [UInt8], empty: Bool, draws: Int)? {
+        guard height >= 2 else { return nil }
+        let cut = Self.bandCut(items, sprites, height: height, rowWeight: Self.pngRowWeight)
+        let (top, bottom) = Self.split(items, sprites, at: cut)
+        let lower = BandThread.Result<(canvas: TileCanvas, draws: Int)>()
+        guard BandThread.shared.start({ lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut) }) else {
+            return nil
+        }
+        let a = renderItems(layer, top, sprites, width: width, height: cut)
+        // An empty top band waits for the bottom one: both empty is the shared transparent tile.
+        var writer: PNGCodec.RowWriter? = nil
+        if !a.canvas.isEmpty {
+            writer = PNGCodec.RowWriter(width: width, height: height, options: options)
+            a.canvas.pixels.withUnsafeBufferPointer { writer!.write(premultiplied: $0) }
+        }
+        BandThread.shared.wait()
+        let b = lower.value!
+        guard let writer else {
+            let stacked = TileCanvas(stacking: a.canvas, b.canvas)
+            return (stacked.encodePNG(options: options), stacked.isEmpty, b.draws)
+        }
+        b.canvas.pixels.withUnsafeBufferPointer { writer.write(premultiplied: $0) }
+        return (writer.finish(), false, a.draws + b.draws)
+    }
+}
+
+/// One extra thread for the second band of `TileRenderer`'s two-band renders, parked on a
+/// condition variable between jobs, instead of Dispatch's worker pool (with
+/// `concurrentPerform`, markerd's CPU time per call grew for every tile, also the ones rendered
+/// on one thread; see `defaultBandsAbove`). Runs one job at a time:
+/// `start` hands over a job when the thread is idle (else returns false and the caller does the
+/// work itself), `wait` blocks until that job has finished. The thread is started on first use
+/// and lives as long as the process.
+///
+/// Small API on purpose: `start(job)` then, on the same thread, exactly one `wait()`. What a job
+/// computes goes back through a `Result` box (written by the job, read after `wait`).
+final class BandThread: @unchecked Sendable {
+    /// The process's band thread.
+    static let shared = BandThread()
+
+    /// A value handed from a job back to the thread that waits for it: written by the job only,
+    /// read only after `wait()` returned (the condition variable's mutex orders the two).
+    final class Result<T>: @unchecked Sendable {
+        var value: T?
+        init() {}
+    }
+
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    // Guarded by `mutex`.
+    private var job: (@Sendable () -> Void)? = nil
+    private var busy = false
+    private var finished = false
+    private var thread: pthread_t? = nil
+
+    private init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(cond, nil)
+    }
+
+    /// Hands `job` to the band thread and returns true, or returns false at once (job not run)
+    /// when the thread is running another caller's job or cannot be started.
+    func start(_ job: @escaping @Sendable () -> Void) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if busy { return false }
+        if thread == nil {
+            var t = pthread_t()
+            let me = Unmanaged.passRetained(self).toOpaque()
+            guard pthread_create(&t, nil, { arg in
+                Unmanaged<BandThread>.fromOpaque(arg!).takeUnretainedValue().loop()
+                return nil
+            }, me) == 0 else {
+                Unmanaged<BandThread>.fromOpaque(me).release()
+                return false
+            }
+            thread = t
+        }
+        self.job = job
+        busy = true
+        finished = false
+        pthread_cond_broadcast(cond)
+        return true
+    }
+
+    /// Blocks until the job handed over by this caller's last successful `start` has finished.
+    func wait() {
+        pthread_mutex_lock(mutex)
+        while !finished { pthread_cond_wait(cond, mutex) }
+        busy = false
+        pthread_mutex_unlock(mutex)
+    }
+
+    private func loop() {
+        pthread_mutex_lock(mutex)
+        while true {
+            while job == nil { pthread_cond_wait(cond, mutex) }
+            let run = job!
+            job = nil
+            pthread_mutex_unlock(mutex)
+            run()
+            pthread_mutex_lock(mutex)
+            finished = true
+            pthread_cond_broadcast(cond)
+        }
     }
 }
 

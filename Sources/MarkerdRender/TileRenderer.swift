@@ -379,7 +379,18 @@ public final class TileRenderer: Sendable {
                            debugOverlay: Bool = false) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
         let running = TileRenderer.renderStarted()
         defer { TileRenderer.renderEnded() }
-        var r = try render(layer, .tile(tile, tileSize: tileSize, density: density), now: now, alone: running == 1)
+        let view = RasterView.tile(tile, tileSize: tileSize, density: density)
+        // Step 5 with the PNG pipelined behind the top band (`renderBandsPNG`).
+        if running == 1 && !debugOverlay && bandsAbove < Int.max && !usesSweep(layer, view) {
+            let (items, sprites, markers) = try collect(layer, view, now: now)
+            if items.count >= bandsAbove && TileRenderer.idleCoreLikely(),
+               let r = renderBandsPNG(layer, items, sprites, width: view.width, height: view.height, options: .tile) {
+                return (r.png, r.empty, markers)
+            }
+            let (canvas, _) = renderItems(layer, items, sprites, width: view.width, height: view.height)
+            return (canvas.encodePNG(options: .tile), canvas.isEmpty, markers)
+        }
+        var r = try render(layer, view, now: now, alone: running == 1)
         if debugOverlay {
             let overlay = try DebugOverlay.image(width: r.canvas.width, height: r.canvas.height, density: density,
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")
