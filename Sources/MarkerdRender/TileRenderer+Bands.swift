@@ -20,16 +20,22 @@ private import Glibc
 ///
 /// The cut is where the two bands' draws balance (a draw that straddles it counts in both): a
 /// dense city often fills only one half of a tile. Only after `collect` (one thread, about 15 %
-/// of a dense z10 tile's CPU time in marker-bench's city tiles) and before PNG encoding (one
-/// thread too).
+/// of a dense z10 tile's CPU time in marker-bench's city tiles). PNG encoding (libpng, one zlib
+/// stream, so one thread) is pipelined behind the bands for tiles (`renderTile` ->
+/// `renderBandsPNG`): the calling thread renders the top band and writes its rows to the PNG
+/// (`PNGCodec.RowWriter`) while the band thread still renders the bottom band, then writes the
+/// bottom band's rows; the cut is moved up so that the top band's render plus its PNG rows
+/// balance the bottom band's render (`bandCut`'s `rowWeight`). The PNG is byte for byte the
+/// stacked canvas's.
 ///
 /// Bands only pay off when the other core is idle, so they are used only while no other render
 /// runs in this process (`rendersRunning`, counting `render` and `renderTile` calls, the latter
 /// until its PNG is encoded, of every renderer): under many concurrent tile requests every
 /// render keeps to its own thread. Bands cost about 15 % more CPU time than one thread (draws
 /// that straddle the cut are sorted and tested in both bands; measured on marker-bench's 10M z10
-/// city tiles), which is what concurrent requests lose when one of them renders alone. The second thread is
-/// Dispatch's (`DispatchQueue.concurrentPerform`; the calling thread renders the other band).
+/// city tiles), which is what concurrent requests lose when one of them renders alone. The second
+/// thread is `BandThread.shared`, one thread parked on a condition variable between jobs (it was
+/// Dispatch's, through `DispatchQueue.concurrentPerform`); the calling thread renders the top band.
 ///
 /// Nor when the machine is busy (`idleCoreLikely`: the 1-minute load average at least the number
 /// of online CPUs): then the helper thread waits in the run queue for milliseconds while the
@@ -119,6 +125,51 @@ extension TileRenderer {
         return (TileCanvas(stacking: a.canvas, b.canvas), a.draws + b.draws)
     }
 
+    /// `renderTile` through `renderBandsPNG` whatever `bandsAbove`, the load average and other
+    /// renders say (one thread when the band thread is busy): for benchmarks that compare the two
+    /// paths on the same tiles (`marker-bench --only citytiles`). No debug overlay; rasters that
+    /// `usesSweep` would sweep are rendered as `renderTile` renders them.
+    ///
+    /// `criticalCPU`: seconds of thread CPU time on the longer of the two threads' paths, what the
+    /// call's wall-clock time would be with both threads on a core of their own throughout (this
+    /// thread's CPU time, plus the part of the band thread's that this thread did not overlap with
+    /// its own work since handing the band over); on a machine busy with other work the wall clock
+    /// measures mostly the run queue. nil when rendered on one thread.
+    public func renderTileInBands(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64)
+        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?) {
+        let view = RasterView.tile(tile, tileSize: tileSize, density: density)
+        if usesSweep(layer, view) {
+            let t = try renderTile(layer, tile: tile, tileSize: tileSize, density: density, now: now)
+            return (t.png, t.empty, t.markers, nil)
+        }
+        let start = BandThread.threadCPUSeconds()
+        var overlap = BandTiming()
+        let t = try renderTileBands(layer, view, now: now, timing: &overlap) { _ in true }
+        guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil) }
+        let mine = BandThread.threadCPUSeconds() - start
+        return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller))
+    }
+
+    /// Thread CPU seconds of a pipelined two-band render (`renderBandsPNG`): the band thread's
+    /// job, and the caller's between handing it over and waiting for it (0 and 0: one thread).
+    struct BandTiming {
+        var band = 0.0
+        var caller = 0.0
+    }
+
+    /// Collects `view`'s items and renders them as two pipelined bands when `useBands(items)`
+    /// says so and the band thread is free, else on this thread; then the PNG (`.tile`).
+    func renderTileBands(_ layer: MarkerLayer, _ view: RasterView, now: Int64, timing: inout BandTiming,
+                         useBands: (Int) -> Bool) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
+        let (items, sprites, markers) = try collect(layer, view, now: now)
+        if useBands(items.count),
+           let r = renderBandsPNG(layer, items, sprites, width: view.width, height: view.height, options: .tile, timing: &timing) {
+            return (r.png, r.empty, markers)
+        }
+        let (canvas, _) = renderItems(layer, items, sprites, width: view.width, height: view.height)
+        return (canvas.encodePNG(options: .tile), canvas.isEmpty, markers)
+    }
+
     /// `bandCut`'s `rowWeight` in `renderBandsPNG`: a row of PNG encoding costs about as much as
     /// culling and drawing 20 collected items (10M city tiles, `marker-bench --only citytiles`:
     /// z10 encoding about 7 µs per 256 px row, rendering about 0.3 µs per item).
@@ -133,13 +184,27 @@ extension TileRenderer {
     /// both bands are empty). nil (nothing done) when the band thread is busy or `height` < 2.
     func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
                         options: PNGEncodeOptions) -> (png: [UInt8], empty: Bool, draws: Int)? {
+        var timing = BandTiming()
+        return renderBandsPNG(layer, items, sprites, width: width, height: height, options: options, timing: &timing)
+    }
+
+    /// `renderBandsPNG`, with the threads' CPU times in `timing`.
+    func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
+                        options: PNGEncodeOptions, timing: inout BandTiming) -> (png: [UInt8], empty: Bool, draws: Int)? {
         guard height >= 2 else { return nil }
         let cut = Self.bandCut(items, sprites, height: height, rowWeight: Self.pngRowWeight)
         let (top, bottom) = Self.split(items, sprites, at: cut)
         let lower = BandThread.Result<(canvas: TileCanvas, draws: Int)>()
-        guard BandThread.shared.start({ lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut) }) else {
+        let bandCPU = BandThread.Result<Double>()
+        guard BandThread.shared.start({
+            let t0 = BandThread.threadCPUSeconds()
+            lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut)
+            bandCPU.value = BandThread.threadCPUSeconds() - t0
+        }) else {
             return nil
         }
+        let handedOver = BandThread.threadCPUSeconds()
+        defer { timing.band = bandCPU.value ?? 0 }
         let a = renderItems(layer, top, sprites, width: width, height: cut)
         // An empty top band waits for the bottom one: both empty is the shared transparent tile.
         var writer: PNGCodec.RowWriter? = nil
@@ -147,6 +212,7 @@ extension TileRenderer {
             writer = PNGCodec.RowWriter(width: width, height: height, options: options)
             a.canvas.pixels.withUnsafeBufferPointer { writer!.write(premultiplied: $0) }
         }
+        timing.caller = BandThread.threadCPUSeconds() - handedOver
         BandThread.shared.wait()
         let b = lower.value!
         guard let writer else {
@@ -177,6 +243,13 @@ final class BandThread: @unchecked Sendable {
     final class Result<T>: @unchecked Sendable {
         var value: T?
         init() {}
+    }
+
+    /// This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID; 0 if it cannot be read).
+    static func threadCPUSeconds() -> Double {
+        var ts = timespec()
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 else { return 0 }
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
     }
 
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)

@@ -382,13 +382,10 @@ public final class TileRenderer: Sendable {
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
         // Step 5 with the PNG pipelined behind the top band (`renderBandsPNG`).
         if running == 1 && !debugOverlay && bandsAbove < Int.max && !usesSweep(layer, view) {
-            let (items, sprites, markers) = try collect(layer, view, now: now)
-            if items.count >= bandsAbove && TileRenderer.idleCoreLikely(),
-               let r = renderBandsPNG(layer, items, sprites, width: view.width, height: view.height, options: .tile) {
-                return (r.png, r.empty, markers)
+            var timing = BandTiming()
+            return try renderTileBands(layer, view, now: now, timing: &timing) { items in
+                items >= self.bandsAbove && TileRenderer.idleCoreLikely()
             }
-            let (canvas, _) = renderItems(layer, items, sprites, width: view.width, height: view.height)
-            return (canvas.encodePNG(options: .tile), canvas.isEmpty, markers)
         }
         var r = try render(layer, view, now: now, alone: running == 1)
         if debugOverlay {
