@@ -2,6 +2,7 @@ import Foundation
 import MarkerdCore
 @testable import MarkerdRender
 import MarkerdTestSupport
+import Synchronization
 import Testing
 
 /// The cold-tile path's pieces added for dense tiles (`CoverageMask.add(...clip:)` against the
@@ -151,11 +152,15 @@ import Testing
             let layer = try randomLayer(count: 600 + Int(rng.next() % 800), center: center, spreadDegrees: [0.005, 0.05, 0.5][round % 3], rng: &rng, now: now)
             for k in 0..<3 {
                 // The last tile of each round lies far from the markers: both bands empty.
-                let tile = k == 2 ? TileID.containing(LatLng(latitude: -center.latitude / 2, longitude: center.longitude / 3 + 1), zoom: 14)
+                let far = LatLng(latitude: center.latitude > 0 ? center.latitude - 20 : center.latitude + 20, longitude: center.longitude)
+                let tile = k == 2 ? TileID.containing(far, zoom: 14)
                     : TileID.containing(center, zoom: 4 + Int(rng.next() % 9))
                 let view = RasterView.tile(tile, tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 3))
                 let c = try r.collect(layer, view, now: now)
-                let got = try #require(r.renderBandsPNG(layer, c.items, c.sprites, width: view.width, height: view.height, options: .tile))
+                // nil while another test's render holds the band thread: try again.
+                var result: (png: [UInt8], empty: Bool, draws: Int)? = nil
+                while result == nil { result = r.renderBandsPNG(layer, c.items, c.sprites, width: view.width, height: view.height, options: .tile) }
+                let got = result!
                 let cut = TileRenderer.bandCut(c.items, c.sprites, height: view.height, rowWeight: TileRenderer.pngRowWeight)
                 let (top, bottom) = TileRenderer.split(c.items, c.sprites, at: cut)
                 let a = r.renderItems(layer, top, c.sprites, width: view.width, height: cut)
@@ -186,6 +191,23 @@ import Testing
             let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
             #expect(maxDifference(try PNGCodec.decode(t.png).pixels, slow.pixels) <= 1, "round \(round)")
         }
+    }
+
+    /// `BandThread` runs a job on another thread, refuses a second job while one runs, and
+    /// `wait` returns after the job's writes.
+    @Test func bandThreadRunsOneJobAtATime() throws {
+        final class Flag: Sendable { let set = Atomic<Bool>(false) }
+        let ran = BandThread.Result<Int>(), release = Flag()
+        // Another test's render may hold the band thread: try until it is ours.
+        while !BandThread.shared.start({
+            while !release.set.load(ordering: .acquiring) { sched_yield() }
+            ran.value = 42
+        }) { sched_yield() }
+        let second = BandThread.shared.start({})
+        #expect(!second, "a second job was accepted while the first runs")
+        release.set.store(true, ordering: .releasing)
+        BandThread.shared.wait()
+        #expect(ran.value == 42)
     }
 
     /// `render` with bands from 0 draws up (whether it takes them depends on other renders

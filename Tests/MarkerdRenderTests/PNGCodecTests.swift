@@ -1,6 +1,6 @@
 import MarkerdTestSupport
 import Foundation
-import MarkerdRender
+@testable import MarkerdRender
 import Testing
 
 @Suite struct PNGCodecTests {
@@ -119,11 +119,12 @@ import Testing
         for round in 0..<40 {
             let options = settings[round % settings.count]
             let width = Int.random(in: 1...70, using: &rng), height = Int.random(in: 1...90, using: &rng)
-            var image = randomImage(width: width, height: height, using: &rng)
+            var pixels = randomImage(width: width, height: height, using: &rng).pixels
             // Some fully transparent rows (written to libpng as they are).
             for y in 0..<height where Int.random(in: 0..<3, using: &rng) == 0 {
-                for i in (y * width * 4)..<((y + 1) * width * 4) { image.pixels[i] = 0 }
+                for i in (y * width * 4)..<((y + 1) * width * 4) { pixels[i] = 0 }
             }
+            let image = RGBAImage(width: width, height: height, pixels: pixels)
             let writer = PNGCodec.RowWriter(width: width, height: height, options: options)
             var y = 0
             while y < height {
