@@ -26,6 +26,24 @@ struct CityTileBench {
         ("Huffman only", PNGEncodeOptions(level: 1, strategy: .huffmanOnly)),
     ]
 
+    /// Distinct premultiplied RGBA values of a canvas (transparent included): whether it could be
+    /// written as an indexed-colour PNG (at most 256).
+    static func distinctColours(_ canvas: TileCanvas) -> Int {
+        var seen = Set<UInt32>()
+        canvas.pixels.withUnsafeBytes { px in
+            for i in stride(from: 0, to: px.count, by: 4) { seen.insert(px.loadUnaligned(fromByteOffset: i, as: UInt32.self)) }
+        }
+        return seen.count
+    }
+
+    /// "distinct colours per canvas p50 / p99 / max, N of M canvases <= 256".
+    static func colourSummary(_ counts: [Int]) -> String {
+        let sorted = counts.sorted()
+        guard !sorted.isEmpty else { return "no canvases" }
+        let p = { (q: Double) in sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+        return "distinct premultiplied colours per canvas p50 / p99 / max \(p(0.5)) / \(p(0.99)) / \(sorted.last!), \(sorted.filter { $0 <= 256 }.count) of \(sorted.count) canvases <= 256 (an indexed-colour PNG)"
+    }
+
     func run() throws {
         let label = Table.count(layer.count)
         Progress.log("[\(label)] city tiles: building MarkerLayer with \(label) markers")
@@ -48,6 +66,7 @@ struct CityTileBench {
             var markers = 0, bytes = 0
             var bandsWall: [Double] = [], bandsCPU: [Double] = [], bandsCritical: [Double] = []
             var oneThread = 0  // bands calls rendered on one thread (band thread busy)
+            var colours: [Int] = []  // distinct premultiplied RGBA values per canvas
             for (i, t) in tiles.enumerated() {
                 // The two-band pipelined path on the same tile, before the one-thread call for every
                 // other tile and after it for the rest (so that neither finds the tile's data in
@@ -74,6 +93,7 @@ struct CityTileBench {
                 let cpu1 = Machine.processCPUSeconds
                 let raster = try renderer.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
                 renderCPU.append((Machine.processCPUSeconds - cpu1) * 1e6)
+                colours.append(Self.distinctColours(raster.canvas))
                 let cpu3 = Machine.processCPUSeconds
                 _ = try sweeping.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
                 sweepCPU.append((Machine.processCPUSeconds - cpu3) * 1e6)
@@ -105,7 +125,7 @@ struct CityTileBench {
             table.add(Row(size: label, measure: "in-process cold city tile z\(z): render alone (TileRenderer.render), process CPU",
                           value: "\(Table.fixed(rc.p50 / 1000, 2)) / \(Table.fixed(rc.p99 / 1000, 2))",
                           unit: "ms CPU p50 / p99",
-                          note: "the same tiles; with the node sweep for every tile (sweepAbove 0) \(Table.fixed(sc.p50 / 1000, 2)) / \(Table.fixed(sc.p99 / 1000, 2)) ms; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
+                          note: "the same tiles; \(Self.colourSummary(colours)); with the node sweep for every tile (sweepAbove 0) \(Table.fixed(sc.p50 / 1000, 2)) / \(Table.fixed(sc.p99 / 1000, 2)) ms; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
         }
         withExtendedLifetime(core) {}
     }
