@@ -50,6 +50,17 @@ extension TileRenderer {
     /// thread (z18 1.48 against 0.94 ms per call, z0 560 against 320 ms; presumably Dispatch's
     /// worker threads running on after the bands, not profiled), so bands are opt-in (e.g. 2,000 draws: a render of
     /// that many default pins takes about 1 ms of CPU).
+    ///
+    /// Since then the second thread is `BandThread` (parked between jobs) and tiles pipeline their
+    /// PNG behind the bands (`renderBandsPNG`). In process on the same 10M city tiles
+    /// (`marker-bench --only citytiles`, 500 tiles per zoom, every tile in bands, load average
+    /// 11-18 from other work, so the wall clock measured the run queue), the critical path (the
+    /// longer thread's CPU time: the wall clock with a core per thread) against one thread's
+    /// CPU time, p50 / p99 in two runs: z10 6.05-6.39 / 11.34-12.70 against 7.18-7.48 /
+    /// 15.30-16.04 ms, z14 2.36-2.56 / 5.32-5.39 against 2.43-2.60 / 6.24-6.36 ms, z18 0.65-0.66 /
+    /// 1.17-1.18 against 0.60-0.62 / 1.09-1.17 ms, for 7-17 % more CPU in all. Not
+    /// measured through GetTile on a quiet machine yet (the machine never was), so still off here
+    /// and in markerd (`--tile-bands-above 2000` turns it on; see Benchmarks/README.md).
     public static let defaultBandsAbove = Int.max
 
     /// Counts a `render` call starting; returns how many run now (this one included), in every

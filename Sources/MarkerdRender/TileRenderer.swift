@@ -138,7 +138,9 @@ public struct RenderedRaster: Sendable {
 ///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
 ///    own thread when no other render is running and the load average is below the number of
-///    CPUs (`TileRenderer+Bands.swift`); the two canvases are stacked before PNG encoding.
+///    CPUs (`TileRenderer+Bands.swift`; the second thread is `BandThread`, parked between
+///    jobs); the two canvases are stacked before PNG encoding, except in `renderTile`, which
+///    writes the top band's PNG rows while the bottom band still renders (`renderBandsPNG`).
 ///    Culling is pixel-local, so each band keeps the bound.
 ///
 /// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
