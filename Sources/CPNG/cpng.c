@@ -444,6 +444,8 @@ int cpng_writer_rows(cpng_writer *w, const uint8_t *pixels, uint32_t rows, size_
                      char *err, size_t err_cap) {
     if (w == NULL || (pixels == NULL && rows > 0))
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (w->png == NULL)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "the writer failed earlier");
     if (stride / 4 < w->width)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
     if (rows > w->height - w->rows_written)
