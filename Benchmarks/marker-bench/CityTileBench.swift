@@ -26,6 +26,24 @@ struct CityTileBench {
         ("Huffman only", PNGEncodeOptions(level: 1, strategy: .huffmanOnly)),
     ]
 
+    /// Distinct premultiplied RGBA values of a canvas (transparent included): whether it could be
+    /// written as an indexed-colour PNG (at most 256).
+    static func distinctColours(_ canvas: TileCanvas) -> Int {
+        var seen = Set<UInt32>()
+        canvas.pixels.withUnsafeBytes { px in
+            for i in stride(from: 0, to: px.count, by: 4) { seen.insert(px.loadUnaligned(fromByteOffset: i, as: UInt32.self)) }
+        }
+        return seen.count
+    }
+
+    /// "distinct colours per canvas p50 / p99 / max, N of M canvases <= 256".
+    static func colourSummary(_ counts: [Int]) -> String {
+        let sorted = counts.sorted()
+        guard !sorted.isEmpty else { return "no canvases" }
+        let p = { (q: Double) in sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))] }
+        return "distinct premultiplied colours per canvas p50 / p99 / max \(p(0.5)) / \(p(0.99)) / \(sorted.last!), \(sorted.filter { $0 <= 256 }.count) of \(sorted.count) canvases <= 256 (an indexed-colour PNG)"
+    }
+
     func run() throws {
         let label = Table.count(layer.count)
         Progress.log("[\(label)] city tiles: building MarkerLayer with \(label) markers")
@@ -46,18 +64,36 @@ struct CityTileBench {
             var wall: [Double] = [], cpu: [Double] = [], renderCPU: [Double] = [], sweepCPU: [Double] = []
             var encodeCPU = [[Double]](repeating: [], count: Self.encodings.count), encodeBytes = [Int](repeating: 0, count: Self.encodings.count)
             var markers = 0, bytes = 0
-            for t in tiles {
+            var bandsWall: [Double] = [], bandsCPU: [Double] = [], bandsCritical: [Double] = []
+            var oneThread = 0  // bands calls rendered on one thread (band thread busy)
+            var colours: [Int] = []  // distinct premultiplied RGBA values per canvas
+            for (i, t) in tiles.enumerated() {
+                // The two-band pipelined path on the same tile, before the one-thread call for every
+                // other tile and after it for the rest (so that neither finds the tile's data in
+                // cache more often).
+                func inBands() throws {
+                    let cpuB = Machine.processCPUSeconds
+                    let (b, bandsElapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?) in
+                        try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0)
+                    }
+                    bandsCPU.append((Machine.processCPUSeconds - cpuB) * 1e6)
+                    bandsWall.append(bandsElapsed.micros)
+                    if let c = b.criticalCPU { bandsCritical.append(c * 1e6) } else { oneThread += 1 }
+                }
+                if i % 2 == 0 { try inBands() }
                 let cpu0 = Machine.processCPUSeconds
                 let (r, elapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int) in
                     try renderer.renderTile(core, tile: t, tileSize: 256, density: 1, now: 0)
                 }
                 cpu.append((Machine.processCPUSeconds - cpu0) * 1e6)
                 wall.append(elapsed.micros)
+                if i % 2 == 1 { try inBands() }
                 markers = max(markers, r.markers); bytes += r.png.count
                 // The split: render alone, then each encoding of its canvas.
                 let cpu1 = Machine.processCPUSeconds
                 let raster = try renderer.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
                 renderCPU.append((Machine.processCPUSeconds - cpu1) * 1e6)
+                colours.append(Self.distinctColours(raster.canvas))
                 let cpu3 = Machine.processCPUSeconds
                 _ = try sweeping.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
                 sweepCPU.append((Machine.processCPUSeconds - cpu3) * 1e6)
@@ -75,6 +111,13 @@ struct CityTileBench {
                           unit: "ms p50 / p99; CPU p50 / p99",
                           note: String(format: "%d tiles (TileBench's cold walk); wall mean %.2f ms, CPU mean %.2f ms; most markers in a tile %d; PNG %@ mean; loadavg %.1f",
                                        tiles.count, w.mean / 1000, c.mean / 1000, markers, Table.bytes(bytes / tiles.count), Machine.loadAverage ?? 0)))
+            let bw = LatencySummary(samplesMicros: bandsWall), bc = LatencySummary(samplesMicros: bandsCPU)
+            let crit = LatencySummary(samplesMicros: bandsCritical.isEmpty ? [0] : bandsCritical)
+            table.add(Row(size: label, measure: "in-process cold city tile z\(z), two bands pipelined (TileRenderer.renderTileInBands: bottom band on the band thread, top band's PNG rows written meanwhile), wall / process CPU / critical-path thread CPU",
+                          value: "\(Table.fixed(bw.p50 / 1000, 2)) / \(Table.fixed(bw.p99 / 1000, 2)); \(Table.fixed(bc.p50 / 1000, 2)) / \(Table.fixed(bc.p99 / 1000, 2)); \(Table.fixed(crit.p50 / 1000, 2)) / \(Table.fixed(crit.p99 / 1000, 2))",
+                          unit: "ms p50 / p99; CPU p50 / p99; critical p50 / p99",
+                          note: String(format: "the same tiles, each rendered this way just before (even tiles) or after (odd) the one-thread row's call (%d of them on one thread: the band thread was busy); critical path: the longer thread's CPU time (the wall clock with an idle core for each thread; compare with the one-thread CPU); wall mean %.2f ms, CPU mean %.2f ms; loadavg %.1f",
+                                       oneThread, bw.mean / 1000, bc.mean / 1000, Machine.loadAverage ?? 0)))
             let split = Self.encodings.enumerated().map { k, e in
                 let s = LatencySummary(samplesMicros: encodeCPU[k])
                 return "\(e.0) \(Table.fixed(s.p50 / 1000, 2)) / \(Table.fixed(s.p99 / 1000, 2)) ms, \(Table.bytes(encodeBytes[k] / tiles.count))"
@@ -82,7 +125,7 @@ struct CityTileBench {
             table.add(Row(size: label, measure: "in-process cold city tile z\(z): render alone (TileRenderer.render), process CPU",
                           value: "\(Table.fixed(rc.p50 / 1000, 2)) / \(Table.fixed(rc.p99 / 1000, 2))",
                           unit: "ms CPU p50 / p99",
-                          note: "the same tiles; with the node sweep for every tile (sweepAbove 0) \(Table.fixed(sc.p50 / 1000, 2)) / \(Table.fixed(sc.p99 / 1000, 2)) ms; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
+                          note: "the same tiles; \(Self.colourSummary(colours)); with the node sweep for every tile (sweepAbove 0) \(Table.fixed(sc.p50 / 1000, 2)) / \(Table.fixed(sc.p99 / 1000, 2)) ms; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
         }
         withExtendedLifetime(core) {}
     }

@@ -360,17 +360,41 @@ static void cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t wi
     for (; x < width; x++, src += 4, dst += 4) cpng_unpremultiply_pixel(src, dst);
 }
 
-int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
-                      int level, int strategy, int mem_level, int filters, int flags,
-                      size_t size_hint, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
-    if (out) *out = NULL;
-    if (out_len) *out_len = 0;
-    if (pixels == NULL || out == NULL || out_len == NULL)
+struct cpng_writer {
+    cpng_ctx ctx;
+    png_structp png;
+    png_infop info;
+    uint8_t *scratch;       // one un-premultiplied row (CPNG_ENCODE_PREMULTIPLIED only)
+    uint32_t width;
+    uint32_t height;
+    uint32_t rows_written;
+    int premultiplied;
+};
+
+// Frees everything the writer holds, the output buffer included.
+static void cpng_writer_destroy(cpng_writer *w) {
+    if (w == NULL) return;
+    if (w->png != NULL) png_destroy_write_struct(&w->png, w->info ? &w->info : NULL);
+    free(w->scratch);
+    free(w->ctx.out);
+    free(w);
+}
+
+// After a longjmp from libpng: the status for the error (message already in err), w destroyed.
+static int cpng_writer_failed(cpng_writer *w, char *err, size_t err_cap) {
+    int no_memory = w->ctx.no_memory;
+    cpng_writer_destroy(w);
+    if (no_memory) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    return CPNG_E_CORRUPT;  // libpng rejected our parameters; message already in err
+}
+
+int cpng_writer_begin(uint32_t width, uint32_t height, int level, int strategy, int mem_level, int filters,
+                      int flags, size_t size_hint, cpng_writer **writer, char *err, size_t err_cap) {
+    if (writer) *writer = NULL;
+    if (writer == NULL)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
     if (width == 0 || height == 0 || width > 0x7FFFFFFFu || height > 0x7FFFFFFFu)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
-    if (stride / 4 < width)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
     if (level < -1 || level > 9)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib level %d", level);
     if (strategy < -1 || strategy > Z_FIXED)
@@ -380,78 +404,125 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
     if (filters < -1 || filters > 0xFF || (filters > 0 && (filters & 0x07) != 0))
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid filter set 0x%x", filters);
 
-    cpng_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.err = err;
-    ctx.err_cap = err_cap;
-
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, cpng_error_fn, cpng_warning_fn);
-    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    png_infop info = png_create_info_struct(png);
-    if (info == NULL) {
-        png_destroy_write_struct(&png, NULL);
-        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    }
-
+    cpng_writer *w = (cpng_writer *)calloc(1, sizeof *w);
+    if (w == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    w->ctx.err = err;
+    w->ctx.err_cap = err_cap;
+    w->width = width;
+    w->height = height;
+    w->premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
+    w->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &w->ctx, cpng_error_fn, cpng_warning_fn);
+    if (w->png != NULL) w->info = png_create_info_struct(w->png);
     // The output buffer belongs to ctx, whose address libpng holds; after this point only the
     // write callback changes it.
     size_t initial = size_hint > 0 ? size_hint : 16384;
-    ctx.out = (uint8_t *)malloc(initial);
-    if (ctx.out == NULL) {
-        png_destroy_write_struct(&png, &info);
+    w->ctx.out = (uint8_t *)malloc(initial);
+    w->ctx.out_cap = initial;
+    if (w->premultiplied) w->scratch = (uint8_t *)malloc((size_t)width * 4);
+    if (w->png == NULL || w->info == NULL || w->ctx.out == NULL || (w->premultiplied && w->scratch == NULL)) {
+        cpng_writer_destroy(w);
         return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
     }
-    ctx.out_cap = initial;
 
-    uint8_t *volatile scratch = NULL;
-
-    if (setjmp(ctx.jmp)) {
-        png_destroy_write_struct(&png, &info);
-        free(scratch);
-        free(ctx.out);
-        if (ctx.no_memory) {
-            cpng_set_err(err, err_cap, "out of memory");
-            return CPNG_E_NO_MEMORY;
-        }
-        return CPNG_E_CORRUPT;  // libpng rejected our parameters; message already in err
-    }
-
-    png_set_write_fn(png, &ctx, cpng_write_fn, cpng_flush_fn);
-    png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
+    if (setjmp(w->ctx.jmp)) return cpng_writer_failed(w, err, err_cap);
+    png_set_write_fn(w->png, &w->ctx, cpng_write_fn, cpng_flush_fn);
+    png_set_IHDR(w->png, w->info, width, height, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    if (level >= 0) png_set_compression_level(png, level);
-    if (strategy >= 0) png_set_compression_strategy(png, strategy);
-    if (mem_level > 0) png_set_compression_mem_level(png, mem_level);
+    if (level >= 0) png_set_compression_level(w->png, level);
+    if (strategy >= 0) png_set_compression_strategy(w->png, strategy);
+    if (mem_level > 0) png_set_compression_mem_level(w->png, mem_level);
     // libpng 1.6 stores 0 (PNG_NO_FILTERS) as "unset" and then applies its default (all
     // filters, adaptive) in png_write_IHDR, so "None only" must be asked for explicitly.
-    if (filters >= 0) png_set_filter(png, PNG_FILTER_TYPE_BASE, filters == 0 ? PNG_FILTER_NONE : filters);
-    png_write_info(png, info);
-
-    const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
-    if (premultiplied) {
-        scratch = (uint8_t *)malloc((size_t)width * 4);
-        if (scratch == NULL) {
-            ctx.no_memory = 1;
-            png_error(png, "out of memory");
-        }
-    }
-    for (uint32_t y = 0; y < height; y++) {
-        const uint8_t *row = pixels + (size_t)y * stride;
-        // A row of zero bytes (fully transparent) is its own straight-alpha form: written as is.
-        if (premultiplied && !cpng_is_zero(row, (size_t)width * 4)) {
-            cpng_unpremultiply_row(row, scratch, width);
-            row = scratch;
-        }
-        png_write_row(png, row);
-    }
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
-    free(scratch);
-
-    *out = ctx.out;
-    *out_len = ctx.out_len;
+    if (filters >= 0) png_set_filter(w->png, PNG_FILTER_TYPE_BASE, filters == 0 ? PNG_FILTER_NONE : filters);
+    png_write_info(w->png, w->info);
+    *writer = w;
     if (err != NULL && err_cap > 0) err[0] = '\0';
     return CPNG_OK;
+}
+
+int cpng_writer_rows(cpng_writer *w, const uint8_t *pixels, uint32_t rows, size_t stride,
+                     char *err, size_t err_cap) {
+    if (w == NULL || (pixels == NULL && rows > 0))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (w->png == NULL)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "the writer failed earlier");
+    if (stride / 4 < w->width)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
+    if (rows > w->height - w->rows_written)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "%u rows after %u of %u", rows,
+                         w->rows_written, w->height);
+    w->ctx.err = err;
+    w->ctx.err_cap = err_cap;
+    if (setjmp(w->ctx.jmp)) {
+        // The writer is unusable now; keep the struct so that the caller's finish/free frees it.
+        png_destroy_write_struct(&w->png, &w->info);
+        w->png = NULL;
+        w->info = NULL;
+        return w->ctx.no_memory ? cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory") : CPNG_E_CORRUPT;
+    }
+    const size_t row_bytes = (size_t)w->width * 4;
+    for (uint32_t y = 0; y < rows; y++) {
+        const uint8_t *row = pixels + (size_t)y * stride;
+        // A row of zero bytes (fully transparent) is its own straight-alpha form: written as is.
+        if (w->premultiplied && !cpng_is_zero(row, row_bytes)) {
+            cpng_unpremultiply_row(row, w->scratch, w->width);
+            row = w->scratch;
+        }
+        png_write_row(w->png, row);
+    }
+    w->rows_written += rows;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
+int cpng_writer_finish(cpng_writer *w, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (w == NULL || out == NULL || out_len == NULL) {
+        cpng_writer_destroy(w);
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    }
+    if (w->png == NULL) {
+        cpng_writer_destroy(w);
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "the writer failed earlier");
+    }
+    if (w->rows_written != w->height) {
+        uint32_t written = w->rows_written, height = w->height;
+        cpng_writer_destroy(w);
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "%u of %u rows written", written, height);
+    }
+    w->ctx.err = err;
+    w->ctx.err_cap = err_cap;
+    if (setjmp(w->ctx.jmp)) return cpng_writer_failed(w, err, err_cap);
+    png_write_end(w->png, NULL);
+    *out = w->ctx.out;
+    *out_len = w->ctx.out_len;
+    w->ctx.out = NULL;  // now the caller's
+    cpng_writer_destroy(w);
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
+void cpng_writer_free(cpng_writer *w) { cpng_writer_destroy(w); }
+
+int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
+                      int level, int strategy, int mem_level, int filters, int flags,
+                      size_t size_hint, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (pixels == NULL || out == NULL || out_len == NULL)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (stride / 4 < width)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
+    cpng_writer *w = NULL;
+    int rc = cpng_writer_begin(width, height, level, strategy, mem_level, filters, flags, size_hint, &w, err, err_cap);
+    if (rc != CPNG_OK) return rc;
+    rc = cpng_writer_rows(w, pixels, height, stride, err, err_cap);
+    if (rc != CPNG_OK) {
+        cpng_writer_free(w);
+        return rc;
+    }
+    return cpng_writer_finish(w, out, out_len, err, err_cap);
 }
 
 int cpng_encode_transparent(uint32_t width, uint32_t height, uint8_t **out, size_t *out_len,

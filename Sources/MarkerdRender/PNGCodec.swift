@@ -104,6 +104,62 @@ public enum PNGCodec {
         return [UInt8](UnsafeBufferPointer(start: out, count: len))
     }
 
+    /// Writes a premultiplied image as an 8-bit RGBA PNG (straight alpha) a band of rows at a time,
+    /// top to bottom: the same bytes as `encode` of the whole image with the same options, for a
+    /// caller that has the top rows before the bottom ones (`TileRenderer`'s two bands). Traps on
+    /// misuse (more rows than the image has, `finish` before the last row) and when memory runs out.
+    /// Used by one thread at a time.
+    final class RowWriter {
+        let width: Int, height: Int
+        /// Rows written so far.
+        private(set) var rows = 0
+        private var writer: OpaquePointer?
+
+        init(width: Int, height: Int, options: PNGEncodeOptions, sizeHint: Int = 0) {
+            precondition(width > 0 && height > 0 && width <= Int(Int32.max) && height <= Int(Int32.max),
+                         "cannot encode a \(width)x\(height) image")
+            self.width = width; self.height = height
+            var err = [CChar](repeating: 0, count: 256)
+            let filters: Int32 = options.filters.isEmpty ? 0 : options.filters.rawValue
+            let rc = err.withUnsafeMutableBufferPointer { e in
+                cpng_writer_begin(UInt32(width), UInt32(height), Int32(options.level), options.strategy.rawValue,
+                                  Int32(options.memoryLevel), filters, Int32(CPNG_ENCODE_PREMULTIPLIED), sizeHint,
+                                  &writer, e.baseAddress, e.count)
+            }
+            if rc != 0 { fatalError("PNG encoding failed: \(PNGCodec.error(rc, err).message)") }
+        }
+
+        deinit { cpng_writer_free(writer) }
+
+        /// Writes the next `px.count / (width * 4)` rows (premultiplied RGBA8, whole rows).
+        func write(premultiplied px: UnsafeBufferPointer<UInt8>) {
+            let stride = width * 4
+            precondition(px.count % stride == 0 && rows + px.count / stride <= height,
+                         "\(px.count) bytes are not whole rows of the \(height - rows) left")
+            if px.isEmpty { return }
+            var err = [CChar](repeating: 0, count: 256)
+            let rc = err.withUnsafeMutableBufferPointer { e in
+                cpng_writer_rows(writer, px.baseAddress, UInt32(px.count / stride), stride, e.baseAddress, e.count)
+            }
+            if rc != 0 { fatalError("PNG encoding failed: \(PNGCodec.error(rc, err).message)") }
+            rows += px.count / stride
+        }
+
+        /// The PNG; every row must have been written. The writer is spent afterwards.
+        func finish() -> [UInt8] {
+            precondition(rows == height, "finishing a PNG after \(rows) of \(height) rows")
+            var out: UnsafeMutablePointer<UInt8>? = nil
+            var len = 0
+            var err = [CChar](repeating: 0, count: 256)
+            let w = writer
+            writer = nil  // freed by cpng_writer_finish whatever happens
+            let rc = err.withUnsafeMutableBufferPointer { e in cpng_writer_finish(w, &out, &len, e.baseAddress, e.count) }
+            guard rc == 0, let out else { fatalError("PNG encoding failed: \(PNGCodec.error(rc, err).message)") }
+            defer { cpng_free(out) }
+            return [UInt8](UnsafeBufferPointer(start: out, count: len))
+        }
+    }
+
     /// A fully transparent `width` x `height` PNG in the most compact form (1-bit gray with a
     /// tRNS entry; decodes to RGBA (0, 0, 0, 0) everywhere). Traps on invalid sizes or when memory
     /// runs out.
@@ -123,7 +179,7 @@ public enum PNGCodec {
         return [UInt8](UnsafeBufferPointer(start: out, count: len))
     }
 
-    private static func error(_ rc: Int32, _ err: [CChar]) -> RenderError {
+    fileprivate static func error(_ rc: Int32, _ err: [CChar]) -> RenderError {
         let message = err.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let code: RenderError.Code
         switch rc {

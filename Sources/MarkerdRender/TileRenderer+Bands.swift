@@ -1,4 +1,3 @@
-import Dispatch
 import MarkerdCore
 private import Synchronization
 #if canImport(Glibc)
@@ -21,16 +20,22 @@ private import Glibc
 ///
 /// The cut is where the two bands' draws balance (a draw that straddles it counts in both): a
 /// dense city often fills only one half of a tile. Only after `collect` (one thread, about 15 %
-/// of a dense z10 tile's CPU time in marker-bench's city tiles) and before PNG encoding (one
-/// thread too).
+/// of a dense z10 tile's CPU time in marker-bench's city tiles). PNG encoding (libpng, one zlib
+/// stream, so one thread) is pipelined behind the bands for tiles (`renderTile` ->
+/// `renderBandsPNG`): the calling thread renders the top band and writes its rows to the PNG
+/// (`PNGCodec.RowWriter`) while the band thread still renders the bottom band, then writes the
+/// bottom band's rows; the cut is moved up so that the top band's render plus its PNG rows
+/// balance the bottom band's render (`bandCut`'s `rowWeight`). The PNG is byte for byte the
+/// stacked canvas's.
 ///
 /// Bands only pay off when the other core is idle, so they are used only while no other render
 /// runs in this process (`rendersRunning`, counting `render` and `renderTile` calls, the latter
 /// until its PNG is encoded, of every renderer): under many concurrent tile requests every
 /// render keeps to its own thread. Bands cost about 15 % more CPU time than one thread (draws
 /// that straddle the cut are sorted and tested in both bands; measured on marker-bench's 10M z10
-/// city tiles), which is what concurrent requests lose when one of them renders alone. The second thread is
-/// Dispatch's (`DispatchQueue.concurrentPerform`; the calling thread renders the other band).
+/// city tiles), which is what concurrent requests lose when one of them renders alone. The second
+/// thread is `BandThread.shared`, one thread parked on a condition variable between jobs (it was
+/// Dispatch's, through `DispatchQueue.concurrentPerform`); the calling thread renders the top band.
 ///
 /// Nor when the machine is busy (`idleCoreLikely`: the 1-minute load average at least the number
 /// of online CPUs): then the helper thread waits in the run queue for milliseconds while the
@@ -45,6 +50,17 @@ extension TileRenderer {
     /// thread (z18 1.48 against 0.94 ms per call, z0 560 against 320 ms; presumably Dispatch's
     /// worker threads running on after the bands, not profiled), so bands are opt-in (e.g. 2,000 draws: a render of
     /// that many default pins takes about 1 ms of CPU).
+    ///
+    /// Since then the second thread is `BandThread` (parked between jobs) and tiles pipeline their
+    /// PNG behind the bands (`renderBandsPNG`). In process on the same 10M city tiles
+    /// (`marker-bench --only citytiles`, 500 tiles per zoom, every tile in bands, load average
+    /// 11-18 from other work, so the wall clock measured the run queue), the critical path (the
+    /// longer thread's CPU time: the wall clock with a core per thread) against one thread's
+    /// CPU time, p50 / p99 in two runs: z10 6.05-6.39 / 11.34-12.70 against 7.18-7.48 /
+    /// 15.30-16.04 ms, z14 2.36-2.56 / 5.32-5.39 against 2.43-2.60 / 6.24-6.36 ms, z18 0.65-0.66 /
+    /// 1.17-1.18 against 0.60-0.62 / 1.09-1.17 ms, for 7-17 % more CPU in all. Not
+    /// measured through GetTile on a quiet machine yet (the machine never was), so still off here
+    /// and in markerd (`--tile-bands-above 2000` turns it on; see Benchmarks/README.md).
     public static let defaultBandsAbove = Int.max
 
     /// Counts a `render` call starting; returns how many run now (this one included), in every
@@ -65,8 +81,10 @@ extension TileRenderer {
     }
 
     /// The row at which to cut `height` rows (1 ..< height) so that the larger band holds the
-    /// fewest items (an item counts in every band its sprite rows reach).
-    static func bandCut(_ items: [Item], _ sprites: [TileSprite], height: Int) -> Int {
+    /// fewest items (an item counts in every band its sprite rows reach); with `rowWeight` > 0,
+    /// each row of the top band counts as that many more items (the PNG rows the top band's thread
+    /// writes while the bottom band renders, `renderBandsPNG`).
+    static func bandCut(_ items: [Item], _ sprites: [TileSprite], height: Int, rowWeight: Int = 0) -> Int {
         // tops[r]: items whose first row is r (clamped to 0 ... height); ends[r]: items whose
         // rows end at r (exclusive, clamped).
         var tops = [Int](repeating: 0, count: height + 1), ends = [Int](repeating: 0, count: height + 1)
@@ -80,16 +98,15 @@ extension TileRenderer {
         var above = 0, endedBy = ends[0]
         for s in 1..<height {
             above += tops[s - 1]; endedBy += ends[s]
-            let load = max(above, items.count - endedBy)
+            let load = max(above + rowWeight * s, items.count - endedBy)
             if load < bestLoad { bestLoad = load; best = s }
         }
         return best
     }
 
-    /// Steps 1-3 (`renderItems`) as two bands on two threads, stacked (see above).
-    func renderBands(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (canvas: TileCanvas, draws: Int) {
-        guard height >= 2 else { return renderItems(layer, items, sprites, width: width, height: height) }
-        let cut = Self.bandCut(items, sprites, height: height)
+    /// The collected items of the two bands cut at row `cut`: the top band's as they are, the
+    /// bottom band's moved up by `cut` rows (an item whose sprite straddles the cut is in both).
+    static func split(_ items: [Item], _ sprites: [TileSprite], at cut: Int) -> (top: [Item], bottom: [Item]) {
         var upper: [Item] = [], lower: [Item] = []
         upper.reserveCapacity(items.count / 2 + items.count / 8)
         lower.reserveCapacity(items.count / 2 + items.count / 8)
@@ -101,22 +118,209 @@ extension TileRenderer {
                 lower.append(b)
             }
         }
-        let top = upper, bottom = lower
-        final class Results: @unchecked Sendable {
-            // Each written by one band's thread only, read after both finished.
-            var top: (canvas: TileCanvas, draws: Int)? = nil
-            var bottom: (canvas: TileCanvas, draws: Int)? = nil
-        }
-        let results = Results()
-        DispatchQueue.concurrentPerform(iterations: 2) { band in
-            if band == 0 {
-                results.top = renderItems(layer, top, sprites, width: width, height: cut)
-            } else {
-                results.bottom = renderItems(layer, bottom, sprites, width: width, height: height - cut)
-            }
-        }
-        let a = results.top!, b = results.bottom!
+        return (upper, lower)
+    }
+
+    /// Steps 1-3 (`renderItems`) as two bands on two threads, stacked (see above): the bottom
+    /// band on `BandThread.shared`, the top band on this thread; both on this thread when the
+    /// band thread is busy.
+    func renderBands(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (canvas: TileCanvas, draws: Int) {
+        guard height >= 2 else { return renderItems(layer, items, sprites, width: width, height: height) }
+        let cut = Self.bandCut(items, sprites, height: height)
+        let (top, bottom) = Self.split(items, sprites, at: cut)
+        let lower = BandThread.Result<(canvas: TileCanvas, draws: Int)>()
+        let started = BandThread.shared.start { lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut) }
+        let a = renderItems(layer, top, sprites, width: width, height: cut)
+        if started { BandThread.shared.wait() } else { lower.value = renderItems(layer, bottom, sprites, width: width, height: height - cut) }
+        let b = lower.value!
         return (TileCanvas(stacking: a.canvas, b.canvas), a.draws + b.draws)
+    }
+
+    /// `renderTile` through `renderBandsPNG` whatever `bandsAbove`, the load average and other
+    /// renders say (one thread when the band thread is busy): for benchmarks that compare the two
+    /// paths on the same tiles (`marker-bench --only citytiles`). No debug overlay; rasters that
+    /// `usesSweep` would sweep are rendered as `renderTile` renders them.
+    ///
+    /// `criticalCPU`: seconds of thread CPU time on the longer of the two threads' paths, what the
+    /// call's wall-clock time would be with both threads on a core of their own throughout (this
+    /// thread's CPU time, plus the part of the band thread's that this thread did not overlap with
+    /// its own work since handing the band over); on a machine busy with other work the wall clock
+    /// measures mostly the run queue. nil when rendered on one thread.
+    public func renderTileInBands(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64)
+        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?) {
+        let view = RasterView.tile(tile, tileSize: tileSize, density: density)
+        if usesSweep(layer, view) {
+            let t = try renderTile(layer, tile: tile, tileSize: tileSize, density: density, now: now)
+            return (t.png, t.empty, t.markers, nil)
+        }
+        let start = BandThread.threadCPUSeconds()
+        var overlap = BandTiming()
+        let t = try renderTileBands(layer, view, now: now, timing: &overlap) { _ in true }
+        guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil) }
+        let mine = BandThread.threadCPUSeconds() - start
+        return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller))
+    }
+
+    /// Thread CPU seconds of a pipelined two-band render (`renderBandsPNG`): the band thread's
+    /// job, and the caller's between handing it over and waiting for it (0 and 0: one thread).
+    struct BandTiming {
+        var band = 0.0
+        var caller = 0.0
+    }
+
+    /// Collects `view`'s items and renders them as two pipelined bands when `useBands(items)`
+    /// says so and the band thread is free, else on this thread; then the PNG (`.tile`).
+    func renderTileBands(_ layer: MarkerLayer, _ view: RasterView, now: Int64, timing: inout BandTiming,
+                         useBands: (Int) -> Bool) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
+        let (items, sprites, markers) = try collect(layer, view, now: now)
+        if useBands(items.count),
+           let r = renderBandsPNG(layer, items, sprites, width: view.width, height: view.height, options: .tile, timing: &timing) {
+            return (r.png, r.empty, markers)
+        }
+        let (canvas, _) = renderItems(layer, items, sprites, width: view.width, height: view.height)
+        return (canvas.encodePNG(options: .tile), canvas.isEmpty, markers)
+    }
+
+    /// `bandCut`'s `rowWeight` in `renderBandsPNG`: a row of PNG encoding costs about as much as
+    /// culling and drawing 20 collected items (10M city tiles, `marker-bench --only citytiles`:
+    /// z10 encoding about 7 µs per 256 px row, rendering about 0.3 µs per item).
+    static let pngRowWeight = 20
+
+    /// Steps 1-3 as two bands and the tile's PNG (`options`), pipelined: the band thread renders
+    /// the bottom band while this thread renders the top band and then writes its rows to the
+    /// PNG (`PNGCodec.RowWriter`), then the bottom band's rows. The cut balances the top band's
+    /// items plus its PNG rows (`pngRowWeight` items each) against the bottom band's items, so
+    /// both threads finish about together. The PNG is byte for byte `encodePNG(options:)` of the
+    /// stacked canvas of `renderBands` (the same cut and bands; the shared transparent tile when
+    /// both bands are empty). nil (nothing done) when the band thread is busy or `height` < 2.
+    func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
+                        options: PNGEncodeOptions) -> (png: [UInt8], empty: Bool, draws: Int)? {
+        var timing = BandTiming()
+        return renderBandsPNG(layer, items, sprites, width: width, height: height, options: options, timing: &timing)
+    }
+
+    /// `renderBandsPNG`, with the threads' CPU times in `timing`.
+    func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
+                        options: PNGEncodeOptions, timing: inout BandTiming) -> (png: [UInt8], empty: Bool, draws: Int)? {
+        guard height >= 2 else { return nil }
+        let cut = Self.bandCut(items, sprites, height: height, rowWeight: Self.pngRowWeight)
+        let (top, bottom) = Self.split(items, sprites, at: cut)
+        let lower = BandThread.Result<(canvas: TileCanvas, draws: Int)>()
+        let bandCPU = BandThread.Result<Double>()
+        guard BandThread.shared.start({
+            let t0 = BandThread.threadCPUSeconds()
+            lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut)
+            bandCPU.value = BandThread.threadCPUSeconds() - t0
+        }) else {
+            return nil
+        }
+        let handedOver = BandThread.threadCPUSeconds()
+        defer { timing.band = bandCPU.value ?? 0 }
+        let a = renderItems(layer, top, sprites, width: width, height: cut)
+        // An empty top band waits for the bottom one: both empty is the shared transparent tile.
+        var writer: PNGCodec.RowWriter? = nil
+        if !a.canvas.isEmpty {
+            writer = PNGCodec.RowWriter(width: width, height: height, options: options)
+            a.canvas.pixels.withUnsafeBufferPointer { writer!.write(premultiplied: $0) }
+        }
+        timing.caller = BandThread.threadCPUSeconds() - handedOver
+        BandThread.shared.wait()
+        let b = lower.value!
+        guard let writer else {
+            let stacked = TileCanvas(stacking: a.canvas, b.canvas)
+            return (stacked.encodePNG(options: options), stacked.isEmpty, b.draws)
+        }
+        b.canvas.pixels.withUnsafeBufferPointer { writer.write(premultiplied: $0) }
+        return (writer.finish(), false, a.draws + b.draws)
+    }
+}
+
+/// One extra thread for the second band of `TileRenderer`'s two-band renders, parked on a
+/// condition variable between jobs, instead of Dispatch's worker pool (with
+/// `concurrentPerform`, markerd's CPU time per call grew for every tile, also the ones rendered
+/// on one thread; see `defaultBandsAbove`). Runs one job at a time:
+/// `start` hands over a job when the thread is idle (else returns false and the caller does the
+/// work itself), `wait` blocks until that job has finished. The thread is started on first use
+/// and lives as long as the process.
+///
+/// Small API on purpose: `start(job)` then, on the same thread, exactly one `wait()`. What a job
+/// computes goes back through a `Result` box (written by the job, read after `wait`).
+final class BandThread: @unchecked Sendable {
+    /// The process's band thread.
+    static let shared = BandThread()
+
+    /// A value handed from a job back to the thread that waits for it: written by the job only,
+    /// read only after `wait()` returned (the condition variable's mutex orders the two).
+    final class Result<T>: @unchecked Sendable {
+        var value: T?
+        init() {}
+    }
+
+    /// This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID; 0 if it cannot be read).
+    static func threadCPUSeconds() -> Double {
+        var ts = timespec()
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 else { return 0 }
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
+    }
+
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    // Guarded by `mutex`.
+    private var job: (@Sendable () -> Void)? = nil
+    private var busy = false
+    private var finished = false
+    private var thread: pthread_t? = nil
+
+    private init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(cond, nil)
+    }
+
+    /// Hands `job` to the band thread and returns true, or returns false at once (job not run)
+    /// when the thread is running another caller's job or cannot be started.
+    func start(_ job: @escaping @Sendable () -> Void) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if busy { return false }
+        if thread == nil {
+            var t = pthread_t()
+            let me = Unmanaged.passRetained(self).toOpaque()
+            guard pthread_create(&t, nil, { arg in
+                Unmanaged<BandThread>.fromOpaque(arg!).takeUnretainedValue().loop()
+                return nil
+            }, me) == 0 else {
+                Unmanaged<BandThread>.fromOpaque(me).release()
+                return false
+            }
+            thread = t
+        }
+        self.job = job
+        busy = true
+        finished = false
+        pthread_cond_broadcast(cond)
+        return true
+    }
+
+    /// Blocks until the job handed over by this caller's last successful `start` has finished.
+    func wait() {
+        pthread_mutex_lock(mutex)
+        while !finished { pthread_cond_wait(cond, mutex) }
+        busy = false
+        pthread_mutex_unlock(mutex)
+    }
+
+    private func loop() {
+        pthread_mutex_lock(mutex)
+        while true {
+            while job == nil { pthread_cond_wait(cond, mutex) }
+            let run = job!
+            job = nil
+            pthread_mutex_unlock(mutex)
+            run()
+            pthread_mutex_lock(mutex)
+            finished = true
+            pthread_cond_broadcast(cond)
+        }
     }
 }
 

@@ -138,7 +138,9 @@ public struct RenderedRaster: Sendable {
 ///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
 ///    own thread when no other render is running and the load average is below the number of
-///    CPUs (`TileRenderer+Bands.swift`); the two canvases are stacked before PNG encoding.
+///    CPUs (`TileRenderer+Bands.swift`; the second thread is `BandThread`, parked between
+///    jobs); the two canvases are stacked before PNG encoding, except in `renderTile`, which
+///    writes the top band's PNG rows while the bottom band still renders (`renderBandsPNG`).
 ///    Culling is pixel-local, so each band keeps the bound.
 ///
 /// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
@@ -379,7 +381,15 @@ public final class TileRenderer: Sendable {
                            debugOverlay: Bool = false) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
         let running = TileRenderer.renderStarted()
         defer { TileRenderer.renderEnded() }
-        var r = try render(layer, .tile(tile, tileSize: tileSize, density: density), now: now, alone: running == 1)
+        let view = RasterView.tile(tile, tileSize: tileSize, density: density)
+        // Step 5 with the PNG pipelined behind the top band (`renderBandsPNG`).
+        if running == 1 && !debugOverlay && bandsAbove < Int.max && !usesSweep(layer, view) {
+            var timing = BandTiming()
+            return try renderTileBands(layer, view, now: now, timing: &timing) { items in
+                items >= self.bandsAbove && TileRenderer.idleCoreLikely()
+            }
+        }
+        var r = try render(layer, view, now: now, alone: running == 1)
         if debugOverlay {
             let overlay = try DebugOverlay.image(width: r.canvas.width, height: r.canvas.height, density: density,
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")

@@ -2,6 +2,7 @@ import Foundation
 import MarkerdCore
 @testable import MarkerdRender
 import MarkerdTestSupport
+import Synchronization
 import Testing
 
 /// The cold-tile path's pieces added for dense tiles (`CoverageMask.add(...clip:)` against the
@@ -90,12 +91,14 @@ import Testing
                 TileRenderer.Item(slot: Int32(i), x: 0, y: Int32(Int(rng.next() % UInt64(height + 80)) - 40),
                                   sprite: Int32(rng.next() % 3), zIndex: 0, copy: 0, worldY: 0)
             }
+            // Half the rounds weigh the top band's rows too (`renderBandsPNG`'s PNG rows).
+            let rowWeight = round % 2 == 0 ? 0 : Int(rng.next() % 30)
             func load(_ s: Int) -> Int {
                 let top = items.filter { Int($0.y) < s }.count
                 let bottom = items.filter { Int($0.y) + sprites[Int($0.sprite)].height > s }.count
-                return max(top, bottom)
+                return max(top + rowWeight * s, bottom)
             }
-            let cut = TileRenderer.bandCut(items, sprites, height: height)
+            let cut = TileRenderer.bandCut(items, sprites, height: height, rowWeight: rowWeight)
             try #require(cut >= 1 && cut < height, "round \(round): cut \(cut) outside 1..<\(height)")
             let best = (1..<height).map(load).min()!
             #expect(load(cut) == best, "round \(round): cut \(cut) loads \(load(cut)), the best cut \(best)")
@@ -133,6 +136,78 @@ import Testing
             }
         }
         print("bands (\(culling)): \(items) draws collected, worst difference \(worst)")
+    }
+
+    /// The pipelined two-band tile (`renderBandsPNG`: the bottom band on the band thread, the
+    /// top band's PNG rows written while it renders) is byte for byte the PNG of the same two
+    /// bands rendered one after the other and stacked, decodes to within the renderer's
+    /// tolerance of brute force, and is the shared transparent tile when nothing shows.
+    @Test(arguments: [TileRenderer.Culling.exact, .withinOne])
+    func pipelinedBandsPNGMatchesStackedBands(culling: TileRenderer.Culling) throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer(culling)
+        var empty = 0
+        for round in 0..<6 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: 600 + Int(rng.next() % 800), center: center, spreadDegrees: [0.005, 0.05, 0.5][round % 3], rng: &rng, now: now)
+            for k in 0..<3 {
+                // The last tile of each round lies far from the markers: both bands empty.
+                let far = LatLng(latitude: center.latitude > 0 ? center.latitude - 20 : center.latitude + 20, longitude: center.longitude)
+                let tile = k == 2 ? TileID.containing(far, zoom: 14)
+                    : TileID.containing(center, zoom: 4 + Int(rng.next() % 9))
+                let view = RasterView.tile(tile, tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 3))
+                let c = try r.collect(layer, view, now: now)
+                // nil while another test's render holds the band thread: try again.
+                var result: (png: [UInt8], empty: Bool, draws: Int)? = nil
+                while result == nil { result = r.renderBandsPNG(layer, c.items, c.sprites, width: view.width, height: view.height, options: .tile) }
+                let got = result!
+                let cut = TileRenderer.bandCut(c.items, c.sprites, height: view.height, rowWeight: TileRenderer.pngRowWeight)
+                let (top, bottom) = TileRenderer.split(c.items, c.sprites, at: cut)
+                let a = r.renderItems(layer, top, c.sprites, width: view.width, height: cut)
+                let b = r.renderItems(layer, bottom, c.sprites, width: view.width, height: view.height - cut)
+                let stacked = TileCanvas(stacking: a.canvas, b.canvas)
+                #expect(got.png == stacked.encodePNG(options: .tile), "round \(round) tile \(tile) \(view)")
+                #expect(got.empty == stacked.isEmpty && got.draws == a.draws + b.draws)
+                if got.empty { empty += 1; #expect(got.png == TransparentTile.shared(size: view.width)) }
+                let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
+                let decoded = try PNGCodec.decode(got.png, maxWidth: 4096, maxHeight: 4096, maxBytes: 64 << 20)
+                #expect(maxDifference(decoded.pixels, slow.pixels) <= tolerance(r), "round \(round) tile \(tile): differs from brute force")
+            }
+        }
+        #expect(empty > 0, "no empty tile was tried")
+    }
+
+    /// `renderTile` with bands from 0 draws up decodes to within the tolerance of brute force
+    /// (pipelined when the load average leaves a core idle, else on one thread).
+    @Test func renderTileWithBandsMatchesBruteForce() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = TileRenderer(bandsAbove: 0)
+        for round in 0..<4 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: 1000, center: center, spreadDegrees: 0.05, rng: &rng, now: now)
+            let tile = TileID.containing(center, zoom: 10)
+            let view = RasterView.tile(tile, tileSize: 256, density: 1)
+            let t = try r.renderTile(layer, tile: tile, tileSize: 256, density: 1, now: now)
+            let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
+            #expect(maxDifference(try PNGCodec.decode(t.png).pixels, slow.pixels) <= 1, "round \(round)")
+        }
+    }
+
+    /// `BandThread` runs a job on another thread, refuses a second job while one runs, and
+    /// `wait` returns after the job's writes.
+    @Test func bandThreadRunsOneJobAtATime() throws {
+        final class Flag: Sendable { let set = Atomic<Bool>(false) }
+        let ran = BandThread.Result<Int>(), release = Flag()
+        // Another test's render may hold the band thread: try until it is ours.
+        while !BandThread.shared.start({
+            while !release.set.load(ordering: .acquiring) { sched_yield() }
+            ran.value = 42
+        }) { sched_yield() }
+        let second = BandThread.shared.start({})
+        #expect(!second, "a second job was accepted while the first runs")
+        release.set.store(true, ordering: .releasing)
+        BandThread.shared.wait()
+        #expect(ran.value == 42)
     }
 
     /// `render` with bands from 0 draws up (whether it takes them depends on other renders

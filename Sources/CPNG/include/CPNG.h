@@ -110,6 +110,30 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
                       uint8_t **out, size_t *out_len,
                       char *err, size_t err_cap);
 
+/// An RGBA8 PNG being written row by row (cpng_writer_begin, cpng_writer_rows, cpng_writer_finish):
+/// the same bytes as cpng_encode_rgba8 of all the rows at once, for callers that have the top of
+/// an image before its bottom. One writer is used by one thread at a time.
+typedef struct cpng_writer cpng_writer;
+
+/// Starts a PNG; the parameters are cpng_encode_rgba8's. On success `*writer` (finish it with
+/// cpng_writer_finish or drop it with cpng_writer_free) has written the header; on failure it is
+/// NULL.
+int cpng_writer_begin(uint32_t width, uint32_t height, int level, int strategy, int mem_level, int filters,
+                      int flags, size_t size_hint, cpng_writer **writer, char *err, size_t err_cap);
+
+/// Writes the next `rows` rows (`stride` bytes apart, >= width * 4). Writing more rows than the
+/// image has left is CPNG_E_INVALID_ARGUMENT (nothing written). After any other failure the
+/// writer only accepts cpng_writer_free / cpng_writer_finish (which then fails).
+int cpng_writer_rows(cpng_writer *writer, const uint8_t *pixels, uint32_t rows, size_t stride,
+                     char *err, size_t err_cap);
+
+/// Ends the PNG (every row must have been written, else CPNG_E_INVALID_ARGUMENT) and frees the
+/// writer, whatever the result. Output as cpng_encode_rgba8.
+int cpng_writer_finish(cpng_writer *writer, uint8_t **out, size_t *out_len, char *err, size_t err_cap);
+
+/// Frees a writer without finishing it (NULL is fine).
+void cpng_writer_free(cpng_writer *writer);
+
 /// Encodes a fully transparent width x height image as compactly as PNG allows: 1-bit gray with a
 /// tRNS entry making gray 0 transparent, zlib level 9 (about 100 bytes for 512 x 512, against
 /// about 1 KiB as RGBA8). Decoders expand it to RGBA (0, 0, 0, 0). Output as cpng_encode_rgba8.
