@@ -130,6 +130,26 @@ struct InProcessBench {
         if options.verbose {
             for two in 0...1 { Progress.log("[\(label)] z0 \(two == 1 ? "two bands" : "one thread") wall (ms): " + wall[two].map { Table.fixed($0, 1) }.joined(separator: " ")) }
         }
+        // Each band's own work, swept one after the other on this thread (each band is the
+        // raster of its rows, so `render` on it is exactly what its thread does): thread CPU,
+        // best of 20 each. On an idle second core the two-band wall clock is about the larger.
+        for cut in [view.height / 2, view.height * 3 / 8] {
+            var top = view, bottom = view
+            top.height = cut
+            bottom.originY += Int64(cut)
+            bottom.height -= cut
+            var bestBand = [Double.infinity, .infinity]
+            for _ in 0..<20 {
+                for (b, v) in [top, bottom].enumerated() {
+                    let cpu0 = Machine.threadCPUSeconds
+                    _ = try renderer.render(core, view: v, now: 0)
+                    bestBand[b] = min(bestBand[b], Machine.threadCPUSeconds - cpu0)
+                }
+            }
+            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, each of two bands alone (rows 0-\(cut - 1) / \(cut)-\(view.height - 1)), thread CPU time",
+                          value: "\(Table.fixed(bestBand[0] * 1000, 1)) / \(Table.fixed(bestBand[1] * 1000, 1))", unit: "ms (best of 20)",
+                          note: "the larger is the two-band render's critical path on an idle core"))
+        }
         let load1 = Machine.loadAverage ?? 0
         for two in 0...1 {
             let w = wall[two].sorted(), c = cpu[two].sorted()

@@ -83,6 +83,32 @@ import Testing
         }
     }
 
+    /// The learnt cut moves halfway to where bands whose time is spread evenly over their rows
+    /// would balance: computed directly for random cuts and times, and it stays put when they
+    /// balance already; `bandCut` keeps `minimumBandRows` from either edge.
+    @Test func learntCutMovesHalfwayToBalance() {
+        var rng = SplitMix64(seed: testSeed())
+        for _ in 0..<1000 {
+            let h = 64 + Int(rng.next() % 1000), cut = 16 + Int(rng.next() % UInt64(h - 32))
+            let top = 0.001 + rng.unit(), bottom = 0.001 + rng.unit()
+            let f = Double(TileRenderer.learntCutFraction(cut: cut, height: h, top: top, bottom: bottom)) / 65536
+            // Oracle: the row b in 0...h where the evenly spread work of both bands splits in two halves.
+            func work(above b: Double) -> Double {
+                b <= Double(cut) ? top * b / Double(cut) : top + bottom * (b - Double(cut)) / Double(h - cut)
+            }
+            var lo = 0.0, hi = Double(h)
+            for _ in 0..<60 { let m = (lo + hi) / 2; if work(above: m) < (top + bottom) / 2 { lo = m } else { hi = m } }
+            let expected = min(max((Double(cut) + lo) / 2 / Double(h), 0.05), 0.95)
+            #expect(abs(f - expected) < 1e-4, "h \(h) cut \(cut) top \(top) bottom \(bottom): \(f) against \(expected)")
+        }
+        let even = Double(TileRenderer.learntCutFraction(cut: 100, height: 256, top: 0.06, bottom: 0.06)) / 65536 * 256
+        #expect(abs(even - 100) < 0.01, "balanced bands moved the cut to \(even)")
+        for h in [32, 33, 256, 1536] {
+            let c = TileRenderer.bandCut(height: h)
+            #expect(c >= TileRenderer.minimumBandRows && c <= h - TileRenderer.minimumBandRows)
+        }
+    }
+
     /// The worker runs jobs of concurrent callers without losing or mixing any: a busy worker
     /// makes the caller run both halves itself.
     @Test func workerRunsEveryJobOnce() async {
