@@ -8,8 +8,9 @@ private import Darwin
 
 /// One long-lived thread, parked on a condition variable between jobs, that runs the second half
 /// of a two-band render (`TileRenderer.renderSweepBands`) while the calling thread runs the
-/// first: no Dispatch worker pool (whose threads were measured spinning on after the non-sweep
-/// bands, see `TileRenderer+Bands.swift`), one wake-up per render.
+/// first: no Dispatch worker pool (the non-sweep bands' extra CPU in markerd was blamed on its
+/// threads running on after the bands, see `TileRenderer+Bands.swift`), one wake-up per render,
+/// and the thread sleeps in `pthread_cond_wait` between renders.
 ///
 /// One job at a time: a caller that finds the worker busy (another band render started between
 /// `rendersRunning` checks) runs both halves itself, one after the other (`run` never waits

@@ -133,7 +133,10 @@ public struct RenderedRaster: Sendable {
 ///    heap as one cursor sorted by key, not one entry each. A marker is left out by its device
 ///    position alone when the footprint placed there is settled (remembered per position, as
 ///    settling only grows), so markers stacked on busy positions cost a grid entry read, not a
-///    style lookup, a heap entry and a mask test.
+///    style lookup, a heap entry and a mask test. Sweeps of rasters around which the grid counts
+///    at least `sweepBandsAbove` markers run as two horizontal bands on two threads when no other
+///    render runs and a core is likely idle (`TileRenderer+SweepBands.swift`: the cut learnt from
+///    the bands' times; each band keeps the bound, as culling is pixel-local).
 /// 5. Optionally (off by default: no gain measured, see `defaultBandsAbove`), rasters that
 ///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
