@@ -63,7 +63,7 @@ struct InProcessBench {
         let paths: [(String, TileRenderer)] = (options.renderOnly ? [] : [
             ("exact (opaque cover only)", TileRenderer(culling: .exact)),
             ("within 1/255, no node sweep", TileRenderer(culling: .withinOne, sweepAbove: .max)),
-        ]) + [("within 1/255, node sweep", TileRenderer(culling: .withinOne, sweepAbove: 0))]
+        ]) + [("within 1/255, node sweep", TileRenderer(culling: .withinOne, sweepAbove: 0, sweepBandsAbove: .max))]
         // Tiles under random markers (mostly in city clusters) at z4, 10 and 14: total thread CPU
         // time of the same tiles without and with the node sweep (default threshold).
         for z in options.zoomZeroOnly ? [] : [4, 10, 14] {
@@ -104,15 +104,72 @@ struct InProcessBench {
                           value: Table.fixed(best * 1000, 1), unit: "ms (best of \(options.zoomZeroOnly ? 20 : 3))",
                           note: "\(Table.count(r.markers)) markers counted, \(Table.count(r.visited)) visited one by one, \(Table.count(r.draws)) draws"))
         }
+        if options.zoomZeroOnly { try sweepBands(core, view, label: label) }
+    }
+
+    /// The z0 render with the node sweep on one thread and as two bands on two threads
+    /// (`TileRenderer.renderSweepInTwoBands`, taken here whatever the load), 20 renders each,
+    /// alternating: wall clock median and best, process CPU median per render. Two threads only
+    /// gain wall-clock time while the other core is idle: the row gives the load average.
+    private func sweepBands(_ core: MarkerLayer, _ view: RasterView, label: String) throws {
+        let renderer = TileRenderer(culling: .withinOne, sweepAbove: 0, sweepBandsAbove: .max)
+        var wall: [[Double]] = [[], []], cpu: [[Double]] = [[], []]
+        var draws = [0, 0]
+        let load0 = Machine.loadAverage ?? 0
+        Progress.log("[\(label)] in-process: z0 render, node sweep, one thread and two bands alternating")
+        for i in 0..<40 {
+            let two = i % 2
+            let cpu0 = Machine.processCPUSeconds
+            let (r, elapsed) = try timed { () throws(RenderError) -> RenderedRaster in
+                two == 1 ? try renderer.renderSweepInTwoBands(core, view: view, now: 0) : try renderer.render(core, view: view, now: 0)
+            }
+            cpu[two].append(Machine.processCPUSeconds - cpu0)
+            wall[two].append(elapsed.micros / 1000)
+            draws[two] = r.draws
+        }
+        if options.verbose {
+            for two in 0...1 { Progress.log("[\(label)] z0 \(two == 1 ? "two bands" : "one thread") wall (ms): " + wall[two].map { Table.fixed($0, 1) }.joined(separator: " ")) }
+        }
+        // Each band's own work, swept one after the other on this thread (each band is the
+        // raster of its rows, so `render` on it is exactly what its thread does): thread CPU,
+        // best of 20 each. On an idle second core the two-band wall clock is about the larger.
+        for cut in [view.height / 2, view.height * 3 / 8] {
+            var top = view, bottom = view
+            top.height = cut
+            bottom.originY += Int64(cut)
+            bottom.height -= cut
+            var bestBand = [Double.infinity, .infinity]
+            for _ in 0..<20 {
+                for (b, v) in [top, bottom].enumerated() {
+                    let cpu0 = Machine.threadCPUSeconds
+                    _ = try renderer.render(core, view: v, now: 0)
+                    bestBand[b] = min(bestBand[b], Machine.threadCPUSeconds - cpu0)
+                }
+            }
+            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, each of two bands alone (rows 0-\(cut - 1) / \(cut)-\(view.height - 1)), thread CPU time",
+                          value: "\(Table.fixed(bestBand[0] * 1000, 1)) / \(Table.fixed(bestBand[1] * 1000, 1))", unit: "ms (best of 20)",
+                          note: "the larger is the two-band render's critical path on an idle core"))
+        }
+        let load1 = Machine.loadAverage ?? 0
+        for two in 0...1 {
+            let w = wall[two].sorted(), c = cpu[two].sorted()
+            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, \(two == 1 ? "two bands on two threads" : "one thread"), wall clock",
+                          value: Table.fixed(w[w.count / 2], 1), unit: "ms (median of \(w.count))",
+                          note: String(format: "best %.1f ms; process CPU median %.1f ms per render; %d draws; loadavg %.1f-%.1f",
+                                       w.first!, c[c.count / 2] * 1000, draws[two], min(load0, load1), max(load0, load1))))
+        }
     }
 
     /// The z0 tile through `MarkerService.getTile` in this process (`--only z0`): the layer loaded
     /// through the upsert path in batches of 50,000 (as over RPC), then, 9 times, one static
     /// marker moved to the world's centre (a new version of every z0 tile) and the z0 tile asked
     /// for: the render, PNG encoding and the service's bookkeeping on this thread, without the
-    /// network. Median thread CPU time, to compare with the GetTile row of `--only tiles`
+    /// network. Median process CPU time (the service may sweep in two bands, see
+    /// `TileRenderer.sweepBandsAbove`), to compare with the GetTile row of `--only tiles`
     /// (markerd's CPU) and the in-process render above; once with this process's allocator
-    /// settings, then with markerd's (`MallocTuning.apply`: process-wide and for good, so last).
+    /// settings, then with markerd's (`MallocTuning.apply`: process-wide and for good, so last),
+    /// then with those after 1,000 batches of 1,000 small moves (`MoveMarkers` as RPCBench sends
+    /// them before the full run's z0 row: whether moved markers' grid entries slow the sweep).
     private func serviceZoomZero(label: String) throws {
         let service = MarkerService()
         let id = "z0"
@@ -120,8 +177,16 @@ struct InProcessBench {
         try InProcessService.load(service, layer.apiMarkers(), into: id, options: nil)
         let draggable = Set(layer.draggable)
         var next = layer.count - 1
-        for tuned in [false, true] {
-            if tuned && !MallocTuning.apply() { break }
+        for (tuned, moved) in [(false, false), (true, false), (true, true)] {
+            if tuned && !moved && !MallocTuning.apply() { break }
+            if moved {
+                Progress.log("[\(label)] in-process: 1,000 batches of 1,000 small moves")
+                var rng = SeededRNG(seed: options.seed &+ 41)
+                for _ in 0..<1000 {
+                    let batch = V1.MoveMarkersRequest(layerID: id, moves: layer.randomAPIMoves(1000, &rng))
+                    try InProcessService.mutate(service, .moveMarkers, batch.serializedBytes())
+                }
+            }
             var cpu: [Double] = [], wall: [Double] = []
             var png = 0
             for _ in 0..<9 {
@@ -131,19 +196,21 @@ struct InProcessBench {
                 move.moves = [V1.MarkerMove(id: SyntheticLayer.id(next), position: V1.LatLng(latitude: 0, longitude: 0))]
                 next -= 1
                 try InProcessService.mutate(service, .moveMarkers, move.serializedBytes())
-                let cpu0 = Machine.threadCPUSeconds
+                let cpu0 = Machine.processCPUSeconds
                 let (r, elapsed) = try timed { try service.getTile(V1.GetTileRequest(layerID: id, z: 0, x: 0, y: 0, tileSize: 256, density: 1)) }
-                cpu.append(Machine.threadCPUSeconds - cpu0)
+                cpu.append(Machine.processCPUSeconds - cpu0)
                 wall.append(elapsed.micros / 1000)
                 png = r.png.count
             }
-            if options.verbose { Progress.log("[\(label)] GetTile z0 in process, thread CPU (ms): " + cpu.map { Table.fixed($0 * 1000, 1) }.joined(separator: " ")) }
+            if options.verbose { Progress.log("[\(label)] GetTile z0 in process, process CPU (ms): " + cpu.map { Table.fixed($0 * 1000, 1) }.joined(separator: " ")) }
             cpu.sort()
             wall.sort()
-            table.add(Row(size: label, measure: "in-process GetTile z0 (MarkerService.getTile after a move, no network\(tuned ? ", markerd's malloc settings" : "")), thread CPU time",
+            let setting = (tuned ? ", markerd's malloc settings" : "") + (moved ? ", after 1M small moves" : "")
+            table.add(Row(size: label, measure: "in-process GetTile z0 (MarkerService.getTile after a move, no network\(setting)), process CPU time",
                           value: Table.fixed(cpu[cpu.count / 2] * 1000, 1), unit: "ms (median of \(cpu.count))",
-                          note: String(format: "min %.1f ms, max %.1f ms; wall clock median %.1f ms; PNG %@",
-                                       cpu.first! * 1000, cpu.last! * 1000, wall[wall.count / 2], Table.bytes(png))))
+                          note: String(format: "min %.1f ms, max %.1f ms; wall clock median %.1f ms (min %.1f); PNG %@; loadavg %.1f",
+                                       cpu.first! * 1000, cpu.last! * 1000, wall[wall.count / 2], wall.first!, Table.bytes(png),
+                                       Machine.loadAverage ?? 0)))
         }
         withExtendedLifetime(service) {}
     }

@@ -133,7 +133,10 @@ public struct RenderedRaster: Sendable {
 ///    heap as one cursor sorted by key, not one entry each. A marker is left out by its device
 ///    position alone when the footprint placed there is settled (remembered per position, as
 ///    settling only grows), so markers stacked on busy positions cost a grid entry read, not a
-///    style lookup, a heap entry and a mask test.
+///    style lookup, a heap entry and a mask test. Sweeps of rasters around which the grid counts
+///    at least `sweepBandsAbove` markers run as two horizontal bands on two threads when no other
+///    render runs and a core is likely idle (`TileRenderer+SweepBands.swift`: the cut learnt from
+///    the bands' times; each band keeps the bound, as culling is pixel-local).
 /// 5. Optionally (off by default: no gain measured, see `defaultBandsAbove`), rasters that
 ///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
@@ -179,6 +182,9 @@ public final class TileRenderer: Sendable {
     public let sweepAbove: Int
     /// See `init(sprites:culling:sweepAbove:bandsAbove:)`.
     public let bandsAbove: Int
+    /// Rasters taking the sweep whose estimate reaches this many markers are swept as two bands
+    /// on two threads when no other render runs (`TileRenderer+SweepBands.swift`; `.max`: never).
+    public let sweepBandsAbove: Int
     /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
     /// rounding of positions and anchors, and pin sprites' minimum size of 4 px.
     public static let marginPx: Double = 4
@@ -208,18 +214,21 @@ public final class TileRenderer: Sendable {
     /// two threads when no other render of any renderer is running and the load average is below
     /// the number of CPUs (see `TileRenderer+Bands.swift`; default `defaultBandsAbove`).
     public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000,
-                bandsAbove: Int = TileRenderer.defaultBandsAbove) {
+                bandsAbove: Int = TileRenderer.defaultBandsAbove, sweepBandsAbove: Int = TileRenderer.defaultSweepBandsAbove) {
         self.sprites = sprites
         self.culling = culling
         self.sweepAbove = sweepAbove
         self.bandsAbove = bandsAbove
+        self.sweepBandsAbove = sweepBandsAbove
     }
 
     /// Convenience: pins through a fresh `SpriteCache`, image icons from `images`.
     public convenience init(culling: Culling = .withinOne, sweepAbove: Int = 500_000,
                             bandsAbove: Int = TileRenderer.defaultBandsAbove,
+                            sweepBandsAbove: Int = TileRenderer.defaultSweepBandsAbove,
                             images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
-        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove, bandsAbove: bandsAbove)
+        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove, bandsAbove: bandsAbove,
+                  sweepBandsAbove: sweepBandsAbove)
     }
 
     struct Item {
@@ -324,12 +333,7 @@ public final class TileRenderer: Sendable {
 
     /// `render`; `alone`: no other render runs (bands allowed, step 5).
     func render(_ layer: MarkerLayer, _ view: RasterView, now: Int64, alone: Bool) throws(RenderError) -> RenderedRaster {
-        if usesSweep(layer, view) {
-            let (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
-            var canvas = TileCanvas(width: view.width, height: view.height)
-            let draws = Self.draw(kept, clips, sprites, on: &canvas)
-            return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
-        }
+        if usesSweep(layer, view) { return try renderSweep(layer, view, now: now, alone: alone) }
         let (items, sprites, markers) = try collect(layer, view, now: now)
         let (canvas, draws) = alone && items.count >= bandsAbove && TileRenderer.idleCoreLikely()
             ? renderBands(layer, items, sprites, width: view.width, height: view.height)
