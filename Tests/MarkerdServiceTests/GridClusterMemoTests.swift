@@ -76,6 +76,8 @@ import Testing
             let target = Int(rng.next() % 6)
             if rng.next() % 8 == 0 { stamps[cell, default: 0] &+= 1 }  // the subtree changed
             let stamp = stamps[cell, default: 0]
+            // The walk's look-ahead (`touch`) changes nothing a look-up finds (cells in and past `newest`, and none).
+            if step % 3 == 0 { memo.touch(cell, Int32(rng.next() % 30_000), -1, Int32(rng.next() % 64)) }
             let got = Self.found(memo, cell: cell, stamp: stamp, target: target)
             let expected = oracle[key(cell, target)].flatMap { $0.stamp == stamp ? $0 : nil }
             #expect(got == expected, "step \(step) cell \(cell) target \(target) seed \(seed)")
@@ -89,8 +91,16 @@ import Testing
             let (markerPieces, freshMarkers, markerBytes) = Self.randomPieces(memo, stamps: stamps, markers: true, &rng)
             let clusters = Int(rng.next() % 9), markers = Int(rng.next() % 5)
             let before = oracle[key(cell, target)]
-            memo.keep(pieces[...], of: fresh, markers: markerPieces[...], of: freshMarkers, clusterCount: clusters, markerCount: markers,
-                      of: GridNodeStamp(cell: cell, stamp: stamp, zoom: 0), target: target)
+            pieces.withUnsafeBufferPointer { pieces in
+                markerPieces.withUnsafeBufferPointer { markerPieces in
+                    fresh.withUnsafeBytes { fresh in
+                        freshMarkers.withUnsafeBytes { freshMarkers in
+                            memo.keep(pieces, of: fresh, markers: markerPieces, of: freshMarkers, clusterCount: clusters, markerCount: markers,
+                                      of: GridNodeStamp(cell: cell, stamp: stamp, zoom: 0), target: target)
+                        }
+                    }
+                }
+            }
             // Kept unless the memo is full (then nothing changes until the next prepare empties it).
             if let now = Self.found(memo, cell: cell, stamp: stamp, target: target) {
                 #expect(now == Kept(stamp: stamp, bytes: bytes, markerBytes: markerBytes, clusters: clusters, markers: markers),

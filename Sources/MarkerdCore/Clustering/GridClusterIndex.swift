@@ -907,6 +907,15 @@ public struct GridClusterIndex: Sendable {
                 r != -1 && cellIntersects(x, y, z: z + 1, box) ? load(r) : 0
             }
             let l0 = read(r0, x, y), l1 = read(r1, x | 1, y), l2 = read(r2, x, y | 1), l3 = read(r3, x | 1, y | 1)
+            if !exactPoints {
+                // The stored children the walk will offer to `enterSubtree` (whole: of the target
+                // zoom, or inside the box), announced together so that the visitor's look-ups overlap.
+                @inline(__always) func entered(_ r: Int32, _ x: UInt32, _ y: UInt32) -> Int32 {
+                    r >= 0 && cellIntersects(x, y, z: z + 1, box) && (z + 1 == target || cellInside(x, y, z: z + 1, box)) ? r : -1
+                }
+                let e0 = entered(r0, x, y), e1 = entered(r1, x | 1, y), e2 = entered(r2, x, y | 1), e3 = entered(r3, x | 1, y | 1)
+                if e0 & e1 & e2 & e3 != -1 { out.willEnter(e0, e1, e2, e3) }
+            }
             @inline(__always) func descend(_ r: Int32, _ x: UInt32, _ y: UInt32, _ l: UInt64, _ out: inout V) {
                 if r != -1 && !out.isDone {
                     collect(r, z: z + 1, cx: x, cy: y, loaded: l, target: target, box: box, exactPoints: exactPoints, into: &out)
