@@ -77,8 +77,9 @@ final class ClusterReplyWriter: GridClusterVisitor {
     /// Keeps the memo alive for as long as the writer (its output points into the memo's arena).
     private let memo: GridClusterMemo?
     /// `memo` without reference counting: the walk consults it once per cell (a retain and a
-    /// release per look-up were 6 % of a city answer). Only read when `hasMemo`.
-    unowned(unsafe) private let memoRef: GridClusterMemo
+    /// release per look-up were 6 % of a city answer; a strong or `unowned(unsafe)` property is
+    /// still retained around each call). Only used when `hasMemo` (`withMemo`).
+    private let memoRef: Unmanaged<GridClusterMemo>
     private let hasMemo: Bool
     /// Stands in for `memoRef` without a memo (never consulted).
     private static let noMemo = GridClusterMemo(budgetBytes: 0)
@@ -99,7 +100,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
     /// generation (`GridClusterMemo.prepare`); nil: no memo. `budget`: see `work` (default unlimited).
     init(memo: GridClusterMemo?, budget: Int = .max) {
         self.memo = memo
-        self.memoRef = memo ?? Self.noMemo
+        self.memoRef = Unmanaged.passUnretained(memo ?? Self.noMemo)
         self.hasMemo = memo != nil
         self.budget = budget
         clusterBytes.reserveCapacity(4096)
@@ -111,7 +112,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
 
     func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
         guard hasMemo, !isDone else { return isDone }
-        if let hit = memoRef.find(node, target: target) {
+        if let hit = withMemo({ $0.find(node, target: target) }) {
             if hit.clusterBytes > 0 { pieces.append(Piece(inMemo: true, start: hit.start, count: hit.clusterBytes)) }
             if hit.markerBytes > 0 { markerPieces.append(Piece(inMemo: true, start: hit.start + hit.clusterBytes, count: hit.markerBytes)) }
             clusterByteCount += hit.clusterBytes
@@ -129,8 +130,11 @@ final class ClusterReplyWriter: GridClusterVisitor {
         return false
     }
 
+    /// Calls `body` with the memo (held by `memo`), without retaining it.
+    @inline(__always) private func withMemo<R>(_ body: (GridClusterMemo) -> R) -> R { memoRef._withUnsafeGuaranteedRef(body) }
+
     func willEnter(_ a: Int32, _ b: Int32, _ c: Int32, _ d: Int32) {
-        if hasMemo { memoRef.touch(a, b, c, d) }
+        if hasMemo { withMemo { $0.touch(a, b, c, d) } }
     }
 
     func leaveSubtree(_ node: GridNodeStamp, target: Int) {
@@ -211,9 +215,9 @@ final class ClusterReplyWriter: GridClusterVisitor {
                     clusterBytes.withUnsafeBytes { clusterBytes in
                         markerBytes.withUnsafeBytes { markerBytes in
                             for k in pending {
-                                memoRef.keep(UnsafeBufferPointer(rebasing: pieces[k.pieces]), of: clusterBytes,
+                                withMemo { $0.keep(UnsafeBufferPointer(rebasing: pieces[k.pieces]), of: clusterBytes,
                                              markers: UnsafeBufferPointer(rebasing: markerPieces[k.markerPieces]), of: markerBytes,
-                                             clusterCount: k.clusters, markerCount: k.markers, of: k.node, target: k.target)
+                                             clusterCount: k.clusters, markerCount: k.markers, of: k.node, target: k.target) }
                             }
                         }
                     }
