@@ -133,10 +133,6 @@ final class ClusterReplyWriter: GridClusterVisitor {
     /// Calls `body` with the memo (held by `memo`), without retaining it.
     @inline(__always) private func withMemo<R>(_ body: (GridClusterMemo) -> R) -> R { memoRef._withUnsafeGuaranteedRef(body) }
 
-    func willEnter(_ a: Int32, _ b: Int32, _ c: Int32, _ d: Int32) {
-        if hasMemo { withMemo { $0.touch(a, b, c, d) } }
-    }
-
     func leaveSubtree(_ node: GridNodeStamp, target: Int) {
         guard let r = recording.popLast() else { return }
         sealed = true
@@ -457,18 +453,6 @@ final class GridClusterMemo: @unchecked Sendable {
         let e = entries[i]
         return Hit(start: e.start, clusterBytes: Int(e.clusterBytes), markerBytes: Int(e.markerBytes),
                    clusters: Int(e.clusterCount), markers: Int(e.markerCount))
-    }
-
-    /// Loads the look-up data of up to four cells (-1: none) that `find` is about to be asked
-    /// for, all at once: their `newest` slots, then their newest entries, so that the four
-    /// chains of cache misses overlap instead of following one another (`GridClusterVisitor.willEnter`).
-    /// Changes nothing.
-    func touch(_ a: Int32, _ b: Int32, _ c: Int32, _ d: Int32) {
-        let n = newest.count, m = entries.count
-        @inline(__always) func head(_ cell: Int32) -> Int { cell >= 0 && Int(cell) < n ? Int(newest[Int(cell)]) : -1 }
-        let i0 = head(a), i1 = head(b), i2 = head(c), i3 = head(d)
-        @inline(__always) func stamp(_ i: Int) -> UInt32 { i >= 0 && i < m ? entries[i].stamp : 0 }
-        CacheTouch.keep(stamp(i0) &+ stamp(i1) &+ stamp(i2) &+ stamp(i3))
     }
 
     /// Calls `body` with the arena (see `find`).

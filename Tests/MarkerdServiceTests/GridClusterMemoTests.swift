@@ -76,8 +76,6 @@ import Testing
             let target = Int(rng.next() % 6)
             if rng.next() % 8 == 0 { stamps[cell, default: 0] &+= 1 }  // the subtree changed
             let stamp = stamps[cell, default: 0]
-            // The walk's look-ahead (`touch`) changes nothing a look-up finds (cells in and past `newest`, and none).
-            if step % 3 == 0 { memo.touch(cell, Int32(rng.next() % 30_000), -1, Int32(rng.next() % 64)) }
             let got = Self.found(memo, cell: cell, stamp: stamp, target: target)
             let expected = oracle[key(cell, target)].flatMap { $0.stamp == stamp ? $0 : nil }
             #expect(got == expected, "step \(step) cell \(cell) target \(target) seed \(seed)")

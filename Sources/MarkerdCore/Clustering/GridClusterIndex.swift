@@ -907,30 +907,6 @@ public struct GridClusterIndex: Sendable {
                 r != -1 && cellIntersects(x, y, z: z + 1, box) ? load(r) : 0
             }
             let l0 = read(r0, x, y), l1 = read(r1, x | 1, y), l2 = read(r2, x, y | 1), l3 = read(r3, x | 1, y | 1)
-            if !exactPoints {
-                // The stored children the walk will offer to `enterSubtree` (whole: of the target
-                // zoom, or inside the box), announced together so that the visitor's look-ups
-                // overlap; and the child slots of those it will surely descend into (on the box's
-                // edge, above the target zoom), loaded now, together, instead of one after another.
-                @inline(__always) func entered(_ r: Int32, _ x: UInt32, _ y: UInt32) -> Int32 {
-                    r >= 0 && cellIntersects(x, y, z: z + 1, box) && (z + 1 == target || cellInside(x, y, z: z + 1, box)) ? r : -1
-                }
-                @inline(__always) func edgeSlots(_ r: Int32, _ x: UInt32, _ y: UInt32) -> Int32 {
-                    r >= 0 && z + 1 < target && cellIntersects(x, y, z: z + 1, box) && !cellInside(x, y, z: z + 1, box) ? children[4 * Int(r)] : 0
-                }
-                let e0 = entered(r0, x, y), e1 = entered(r1, x | 1, y), e2 = entered(r2, x, y | 1), e3 = entered(r3, x | 1, y | 1)
-                var touched = edgeSlots(r0, x, y) &+ edgeSlots(r1, x | 1, y) &+ edgeSlots(r2, x, y | 1) &+ edgeSlots(r3, x | 1, y | 1)
-                if e0 & e1 & e2 & e3 != -1 {
-                    out.willEnter(e0, e1, e2, e3)
-                    if z + 1 == target && out.wantsExpansionZooms {
-                        // A cluster of the target zoom encoded afresh reads its child slots (for its
-                        // expansion zoom): those of siblings lie side by side.
-                        @inline(__always) func slots(_ e: Int32) -> Int32 { e >= 0 ? children[4 * Int(e)] : 0 }
-                        touched = touched &+ slots(e0) &+ slots(e1) &+ slots(e2) &+ slots(e3)
-                    }
-                }
-                CacheTouch.keep(UInt32(bitPattern: touched))
-            }
             @inline(__always) func descend(_ r: Int32, _ x: UInt32, _ y: UInt32, _ l: UInt64, _ out: inout V) {
                 if r != -1 && !out.isDone {
                     collect(r, z: z + 1, cx: x, cy: y, loaded: l, target: target, box: box, exactPoints: exactPoints, into: &out)

@@ -36,11 +36,6 @@ public protocol GridClusterVisitor {
     var isDone: Bool { get }
     mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool
     mutating func leaveSubtree(_ node: GridNodeStamp, target: Int)
-    /// The stored cells (arena indices; -1: none) among the next four siblings that the walk is
-    /// about to offer to `enterSubtree`, announced together before the first, so that a visitor
-    /// looking them up (a memo) can start the four look-ups' memory loads at once instead of
-    /// waiting for each in turn. A hint: the walk may enter fewer of them (a visitor that is done).
-    mutating func willEnter(_ a: Int32, _ b: Int32, _ c: Int32, _ d: Int32)
     /// A cluster and its expansion zoom (see `GridClusterIndex.expansionZoom(of:)`).
     mutating func visitCluster(_ cluster: GridCluster, expansionZoom: Int)
     /// An unclustered point.
@@ -52,5 +47,4 @@ extension GridClusterVisitor {
     public var isDone: Bool { false }
     public mutating func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool { false }
     public mutating func leaveSubtree(_ node: GridNodeStamp, target: Int) {}
-    public mutating func willEnter(_ a: Int32, _ b: Int32, _ c: Int32, _ d: Int32) {}
 }
