@@ -89,8 +89,16 @@ import Testing
             let (markerPieces, freshMarkers, markerBytes) = Self.randomPieces(memo, stamps: stamps, markers: true, &rng)
             let clusters = Int(rng.next() % 9), markers = Int(rng.next() % 5)
             let before = oracle[key(cell, target)]
-            memo.keep(pieces[...], of: fresh, markers: markerPieces[...], of: freshMarkers, clusterCount: clusters, markerCount: markers,
-                      of: GridNodeStamp(cell: cell, stamp: stamp, zoom: 0), target: target)
+            pieces.withUnsafeBufferPointer { pieces in
+                markerPieces.withUnsafeBufferPointer { markerPieces in
+                    fresh.withUnsafeBytes { fresh in
+                        freshMarkers.withUnsafeBytes { freshMarkers in
+                            memo.keep(pieces, of: fresh, markers: markerPieces, of: freshMarkers, clusterCount: clusters, markerCount: markers,
+                                      of: GridNodeStamp(cell: cell, stamp: stamp, zoom: 0), target: target)
+                        }
+                    }
+                }
+            }
             // Kept unless the memo is full (then nothing changes until the next prepare empties it).
             if let now = Self.found(memo, cell: cell, stamp: stamp, target: target) {
                 #expect(now == Kept(stamp: stamp, bytes: bytes, markerBytes: markerBytes, clusters: clusters, markers: markers),
