@@ -67,8 +67,15 @@ struct MarkerWireEncoder {
         var plan: [Planned] = []
         plan.reserveCapacity(slots.count)
         var total = 0
+        // Positions first, in a loop of their own: each is a chain of dependent arithmetic
+        // (~100 cycles), independent from marker to marker, and a small loop body lets the
+        // processor run several markers' chains at once (in the loop below it ran about one).
+        let positions = [LatLng](unsafeUninitializedCapacity: slots.count) { out, count in
+            for (i, slot) in slots.enumerated() { out.initializeElement(at: i, to: layer.world(slot).fastLatLng) }  // == layer.position(slot), bit for bit
+            count = slots.count
+        }
         gathered.ids.withUnsafeBufferPointer { ids in
-            for (slot, basics) in zip(slots, gathered.basics) {
+            for (k, (slot, basics)) in zip(slots, gathered.basics).enumerated() {
                 var p = Planned(size: 0, idCount: 0, position: LatLng(latitude: 0, longitude: 0), regular: -1)
                 if basics.hasPayload {
                     let bytes = MarkerConversion.apiMarker(layer.record(slot)).serializedBytes()
@@ -77,7 +84,7 @@ struct MarkerWireEncoder {
                     regular.append(bytes)
                 } else {
                     p.idCount = Self.bytesBeforeNUL(ids, basics.idRange)
-                    p.position = layer.world(slot).fastLatLng  // == layer.position(slot), bit for bit
+                    p.position = positions[k]
                     p.size = Self.bodySize(idCount: p.idCount, position: p.position, zIndex: basics.zIndex,
                                            styleCount: styleRange(basics.styleIndex, of: layer).count)
                 }
