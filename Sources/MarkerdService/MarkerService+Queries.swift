@@ -91,7 +91,8 @@ extension MarkerService {
     /// viewport's edge, not its markers. Returns false without calling `write` otherwise (also
     /// for a bad request or a failed query), and the caller hands the request to
     /// `queryViewportPayload`, which answers the same bytes or the error. `write` is called
-    /// under the layer's read lock.
+    /// after the layer's read lock is released (the page is sized and its rows read under the
+    /// lock, `MarkerWireEncoder.plan`; the bytes are written from that plan, not from the layer).
     ///
     /// Defaults: 1,024 live markers and 128 markers per NATIVE page: each costs some tens of µs
     /// at most. markerd's dispatcher passes a `limitBudget` of 1,000 (the default page, some
@@ -99,22 +100,24 @@ extension MarkerService {
     /// worker.
     public func inlineQueryViewportPayload(_ r: V1.QueryViewportRequest, liveBudget: Int = 1024, limitBudget: Int = 128,
                                            write: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
-        guard let arguments = try? viewportArguments(r) else { return false }
-        return readIfFree(r.layerID) { (h, now) throws(RPCError) -> Bool? in
-            guard arguments.limit <= limitBudget || h.layer.mode(now: now) == .tiled,
-                  let live = try? h.layer.viewportLiveClassCount(bounds: arguments.bounds, zoom: r.zoom, density: arguments.density),
-                  live <= liveBudget else { return nil }
-            return try viewportPage(r, arguments, h, now) { layer, page, response in
-                let head = response.serializedBytes()
-                var encoder = MarkerWireEncoder()
-                let plan = encoder.plan(page.slots, field: 2, of: layer)
-                write(head.count + plan.byteCount) { out in
-                    head.withUnsafeBytes { if let b = $0.baseAddress { out.baseAddress!.copyMemory(from: b, byteCount: $0.count) } }
-                    encoder.write(plan, into: (out.baseAddress! + head.count).bindMemory(to: UInt8.self, capacity: plan.byteCount))
-                }
-                return true
-            }
-        } ?? false
+        typealias Planned = (head: [UInt8], encoder: MarkerWireEncoder, plan: MarkerWireEncoder.Plan)
+        guard let arguments = try? viewportArguments(r),
+              let (head, encoder, plan) = readIfFree(r.layerID, { (h, now) throws(RPCError) -> Planned? in
+                  guard arguments.limit <= limitBudget || h.layer.mode(now: now) == .tiled,
+                        let live = try? h.layer.viewportLiveClassCount(bounds: arguments.bounds, zoom: r.zoom, density: arguments.density),
+                        live <= liveBudget else { return nil }
+                  return try viewportPage(r, arguments, h, now) { layer, page, response in
+                      var encoder = MarkerWireEncoder()
+                      let plan = encoder.plan(page.slots, field: 2, of: layer)
+                      return (response.serializedBytes(), encoder, plan)
+                  }
+              })
+        else { return false }
+        write(head.count + plan.byteCount) { out in
+            head.withUnsafeBytes { if let b = $0.baseAddress { out.baseAddress!.copyMemory(from: b, byteCount: $0.count) } }
+            encoder.write(plan, into: (out.baseAddress! + head.count).bindMemory(to: UInt8.self, capacity: plan.byteCount))
+        }
+        return true
     }
 
     /// The encoded reply of `queryViewportPayload`.
