@@ -56,7 +56,7 @@ extension MarkerLayer {
     public func world(_ slot: MarkerSlot) -> WorldPoint { WorldPoint(x: slot.entry.x, y: slot.entry.y) }
 
     /// z-index, flags, style index and id of each slot, in order. Three passes, so that the
-    /// cache misses of a page's scattered rows overlap: first only the rows' loads (id reference,
+    /// cache misses of a page's scattered rows overlap: first only the rows' loads (id cell,
     /// flags, style) into small buffers, in a loop of a few instructions per slot whose loads
     /// do not depend on each other (the processor keeps some ten of them in flight; a loop that
     /// also built each `MarkerBasics` held only a few iterations in its reorder window); then
@@ -65,23 +65,24 @@ extension MarkerLayer {
     /// than the copy).
     ///
     /// When the layer uses a single style (`soleStyleIndex`), the style column is not read (a
-    /// cache miss per marker saved). Ids of up to 16 bytes are copied as two 8-byte words into
-    /// a buffer with 16 bytes of slack (zeroed at the end), so the copy loop has no branch on
-    /// the id's length and the arena's misses overlap.
+    /// cache miss per marker saved). An id of up to 15 bytes is in its cell (`IDCell`), read
+    /// in the first pass: no arena access at all. Ids are copied as two 8-byte words (the
+    /// cell's, or an arena id of up to 16 bytes) into a buffer with 16 bytes of slack (zeroed
+    /// at the end), so the copy loop has no branch on the id's length.
     public func gather(_ slots: [MarkerSlot]) -> GatheredMarkers {
         let n = slots.count
         let sole = soleStyleIndex
-        var refs = [UInt64](repeating: 0, count: n)
+        var cells = [IDCell](repeating: .zero, count: n)
         var rowFlags = [UInt8](repeating: 0, count: n)
         var rowStyles = [UInt32](repeating: sole ?? 0, count: sole == nil ? n : 0)
         slots.withUnsafeBufferPointer { slots in
-            refs.withUnsafeMutableBufferPointer { refs in
+            cells.withUnsafeMutableBufferPointer { cells in
                 rowFlags.withUnsafeMutableBufferPointer { rowFlags in
-                    table.idRef.withUnsafeBufferPointer { idRef in
+                    table.ids.withUnsafeBufferPointer { ids in
                         table.flags.withUnsafeBufferPointer { flags in
                             for i in 0..<n {
                                 let s = Int(slots[i].raw)
-                                refs[i] = idRef[s]
+                                cells[i] = ids[s]
                                 rowFlags[i] = flags[s]
                             }
                         }
@@ -99,7 +100,7 @@ extension MarkerLayer {
         var total = 0
         let basics = [MarkerBasics](unsafeUninitializedCapacity: n) { out, count in
             for i in 0..<n {
-                let f = rowFlags[i], length = Int(refs[i] & 511)
+                let f = rowFlags[i], length = cells[i].length
                 out.initializeElement(at: i, to: MarkerBasics(
                     zIndex: slots[i].entry.z, visible: f & MarkerFlags.visible != 0, clickable: f & MarkerFlags.clickable != 0,
                     draggable: f & MarkerFlags.draggable != 0, styleIndex: sole ?? rowStyles[i], hasPayload: f & payload != 0,
@@ -111,8 +112,16 @@ extension MarkerLayer {
         let ids = [UInt8](unsafeUninitializedCapacity: total + 16) { out, count in
             table.arena.withUnsafeBufferPointer { arena in
                 var j = 0
-                for ref in refs {
-                    let off = Int(ref >> 9), length = Int(ref & 511)
+                for cell in cells {
+                    let length = cell.length
+                    if cell.isInline {
+                        let to = UnsafeMutableRawPointer(out.baseAddress! + j)
+                        to.storeBytes(of: cell.lo, as: UInt64.self)
+                        to.storeBytes(of: cell.hi, toByteOffset: 8, as: UInt64.self)
+                        j += length
+                        continue
+                    }
+                    let off = cell.arenaOffset
                     if length <= 16 && off + 16 <= arena.count {
                         let from = UnsafeRawPointer(arena.baseAddress! + off), to = UnsafeMutableRawPointer(out.baseAddress! + j)
                         to.storeBytes(of: from.loadUnaligned(as: UInt64.self), as: UInt64.self)

@@ -16,9 +16,8 @@ extension MarkerTable {
     /// `appendUnindexed(_:)` for an id given as its UTF-8 bytes (1...256).
     mutating func appendUnindexed(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
         let slot = allocateSlot()
-        idRef[Int(slot)] = UInt64(arena.count) << 9 | UInt64(bytes.count)
+        ids[Int(slot)] = storeID(bytes)
         idHash[Int(slot)] = hash(bytes)
-        arena.append(contentsOf: bytes)
         count += 1
         return slot
     }
@@ -79,11 +78,5 @@ extension MarkerTable {
     }
 
     /// Frees a slot that is not in the index (a repeat `buildIndex` reported).
-    mutating func freeUnindexed(_ slot: Int32) {
-        garbageBytes += idLength(slot)
-        flags[Int(slot)] = 0
-        idRef[Int(slot)] = freeHead < 0 ? .max : UInt64(freeHead)
-        freeHead = slot
-        count -= 1
-    }
+    mutating func freeUnindexed(_ slot: Int32) { release(slot) }
 }

@@ -1,15 +1,18 @@
 /// Struct-of-arrays marker storage with an id -> slot hash index and slot reuse.
 ///
-/// Ids live in one byte arena (`idRef` = offset << 9 | length); the id index is an
+/// Ids of up to 15 bytes live in the `ids` column itself, longer ones in one byte arena
+/// (`IDCell`: a short id read costs one cache line of the table, not two); the id index is an
 /// open-addressing table (linear probing, backward-shift deletion) keyed by a seeded 32-bit
 /// hash that is also kept per slot. Each bucket holds a slot in its low 27 bits and 5 more bits
 /// of the hash (`Bucket`), so probing past other ids rarely reads their `idHash` (a cache miss
 /// each at millions of markers); a table holds at most `maxSlots` slots. Removed ids leave garbage in the arena, which
 /// is compacted when it exceeds half of the arena (amortized O(1) per removal).
 ///
-/// Fixed cost per marker: idRef 8 + idHash 4 + x 4 + y 4 + zIndex 4 + flags 1 + style 4
-/// = 29 bytes, plus the id index (4 bytes / load factor 0.375...0.75, about 6.7 bytes at 10M)
-/// and the id's UTF-8 bytes in the arena. The grid adds its own (see `GridIndex`).
+/// Fixed cost per marker: ids 16 + idHash 4 + x 4 + y 4 + zIndex 4 + flags 1 + style 4
+/// = 37 bytes, plus the id index (4 bytes / load factor 0.375...0.75, about 6.7 bytes at 10M)
+/// and, for an id of more than 15 bytes, its UTF-8 bytes in the arena (an id of up to 15
+/// bytes costs nothing more: about what the 8-byte arena reference and the arena's bytes of
+/// such an id cost before). The grid adds its own (see `GridIndex`).
 struct MarkerTable: Sendable {
     static let maxIDBytes = 256
     /// Most slots a table holds (2^27 - 1, about 134 million markers per layer).
@@ -28,7 +31,7 @@ struct MarkerTable: Sendable {
 
     var arena: [UInt8] = []
     var garbageBytes = 0
-    var idRef: [UInt64] = []     // free slots: next free slot (or UInt64.max)
+    var ids: [IDCell] = []       // free slots: next free slot in `lo` (or UInt64.max)
     var idHash: [UInt32] = []
     var x: [UInt32] = []
     var y: [UInt32] = []
@@ -72,13 +75,14 @@ struct MarkerTable: Sendable {
         return UInt32(truncatingIfNeeded: h)
     }
 
-    @inline(__always) func idLength(_ slot: Int32) -> Int { Int(idRef[Int(slot)] & 511) }
-    @inline(__always) func idOffset(_ slot: Int32) -> Int { Int(idRef[Int(slot)] >> 9) }
+    @inline(__always) func idLength(_ slot: Int32) -> Int { ids[Int(slot)].length }
 
     func idEquals(_ slot: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        let n = idLength(slot)
+        let cell = ids[Int(slot)]
+        if cell.isInline { return bytes.count <= IDCell.inlineCapacity && cell == IDCell(inline: bytes) }
+        let n = cell.length
         guard n == bytes.count else { return false }
-        let off = idOffset(slot)
+        let off = cell.arenaOffset
         return arena.withUnsafeBufferPointer { a in
             var i = 0
             while i + 8 <= n {
@@ -91,44 +95,18 @@ struct MarkerTable: Sendable {
         }
     }
 
-    func id(_ slot: Int32) -> String {
-        let off = idOffset(slot), n = idLength(slot)
-        return arena.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[off..<off + n]), as: UTF8.self) }
-    }
+    func id(_ slot: Int32) -> String { withIDBytes(slot) { String(decoding: $0, as: UTF8.self) } }
 
-    func idBytes(_ slot: Int32) -> ArraySlice<UInt8> {
-        let off = idOffset(slot)
-        return arena[off..<off + idLength(slot)]
-    }
+    func idBytes(_ slot: Int32) -> [UInt8] { withIDBytes(slot) { Array($0) } }
 
     /// Byte-wise comparison of two ids: <0, 0, >0.
     func compareIDs(_ a: Int32, _ b: Int32) -> Int {
-        let oa = idOffset(a), na = idLength(a), ob = idOffset(b), nb = idLength(b)
-        return arena.withUnsafeBufferPointer { buf in
-            let n = Swift.min(na, nb)
-            var i = 0
-            while i < n {
-                let ca = buf[oa + i], cb = buf[ob + i]
-                if ca != cb { return ca < cb ? -1 : 1 }
-                i += 1
-            }
-            return na - nb
-        }
+        withIDBytes(a) { pa in withIDBytes(b) { pb in MarkerTable.compareBytes(pa, pb) } }
     }
 
     /// Byte-wise comparison of a stored id with bytes: <0, 0, >0.
     func compareID(_ a: Int32, _ bytes: [UInt8]) -> Int {
-        let oa = idOffset(a), na = idLength(a)
-        return arena.withUnsafeBufferPointer { buf in
-            let n = Swift.min(na, bytes.count)
-            var i = 0
-            while i < n {
-                let ca = buf[oa + i], cb = bytes[i]
-                if ca != cb { return ca < cb ? -1 : 1 }
-                i += 1
-            }
-            return na - bytes.count
-        }
+        withIDBytes(a) { pa in bytes.withUnsafeBufferPointer { MarkerTable.compareBytes(pa, $0) } }
     }
 
     /// The slot of an id, or nil.
@@ -167,9 +145,7 @@ struct MarkerTable: Sendable {
     mutating func findOrInsert(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> (slot: Int32, created: Bool) {
         if let s = find(bytes: bytes, hash: h) { return (s, false) }
         let slot = allocateSlot()
-        let off = arena.count
-        arena.append(contentsOf: bytes)
-        idRef[Int(slot)] = UInt64(off) << 9 | UInt64(bytes.count)
+        ids[Int(slot)] = storeID(bytes)
         idHash[Int(slot)] = h
         count += 1
         if count * 4 > buckets.count * 3 { growBuckets() }
@@ -180,7 +156,7 @@ struct MarkerTable: Sendable {
     mutating func allocateSlot() -> Int32 {
         if freeHead >= 0 {
             let s = freeHead
-            let next = idRef[Int(s)]
+            let next = ids[Int(s)].lo
             freeHead = next == .max ? -1 : Int32(next)
             flags[Int(s)] = MarkerFlags.occupied
             x[Int(s)] = 0; y[Int(s)] = 0; zIndex[Int(s)] = 0; style[Int(s)] = 0
@@ -188,7 +164,7 @@ struct MarkerTable: Sendable {
         }
         precondition(flags.count < MarkerTable.maxSlots, "marker table full (\(MarkerTable.maxSlots) markers)")
         let s = Int32(flags.count)
-        idRef.append(0); idHash.append(0); x.append(0); y.append(0); zIndex.append(0)
+        ids.append(.zero); idHash.append(0); x.append(0); y.append(0); zIndex.append(0)
         flags.append(MarkerFlags.occupied); style.append(0)
         return s
     }
@@ -242,20 +218,27 @@ struct MarkerTable: Sendable {
             if !inRange { buckets[i] = b; i = j }
         }
         buckets[i] = Bucket.empty
-        garbageBytes += idLength(slot)
+        release(slot)
+        if garbageBytes > 65536 && garbageBytes * 2 > arena.count { compactArena() }
+    }
+
+    /// Frees an occupied slot that is out of the index: its arena bytes (if any) become
+    /// garbage, the slot goes to the free list.
+    mutating func release(_ slot: Int32) {
+        let cell = ids[Int(slot)]
+        if !cell.isInline { garbageBytes += cell.length }
         flags[Int(slot)] = 0
-        idRef[Int(slot)] = freeHead < 0 ? .max : UInt64(freeHead)
+        ids[Int(slot)] = IDCell(lo: freeHead < 0 ? .max : UInt64(freeHead), hi: 0)
         freeHead = slot
         count -= 1
-        if garbageBytes > 65536 && garbageBytes * 2 > arena.count { compactArena() }
     }
 
     private mutating func compactArena() {
         var fresh: [UInt8] = []
         fresh.reserveCapacity(arena.count - garbageBytes)
-        for s in 0..<flags.count where flags[s] != 0 {
-            let off = Int(idRef[s] >> 9), n = Int(idRef[s] & 511)
-            idRef[s] = UInt64(fresh.count) << 9 | UInt64(n)
+        for s in 0..<flags.count where flags[s] != 0 && !ids[s].isInline {
+            let off = ids[s].arenaOffset, n = ids[s].length
+            ids[s] = IDCell(arenaOffset: fresh.count, length: n)
             fresh.append(contentsOf: arena[off..<off + n])
         }
         arena = fresh
@@ -266,7 +249,7 @@ struct MarkerTable: Sendable {
 
     /// Bytes held by the arrays (capacity, not count), arena included.
     var approximateBytes: Int {
-        arena.capacity + idRef.capacity * 8 + (idHash.capacity + x.capacity + y.capacity + zIndex.capacity + style.capacity) * 4
+        arena.capacity + ids.capacity * 16 + (idHash.capacity + x.capacity + y.capacity + zIndex.capacity + style.capacity) * 4
             + flags.capacity + buckets.capacity * 4
     }
 }

@@ -106,6 +106,12 @@ public final class RPCDispatcher: Sendable {
               request.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs)))
         else { return false }
         let id = request.requestID
+        /// An OK envelope around a payload of `size` bytes that `fill` writes in place.
+        func respondEnveloped(_ size: Int, _ fill: @escaping (UnsafeMutableRawBufferPointer) -> Void) {
+            respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
+                OKReplyEnvelope.write(requestID: id, payloadCount: size, into: out, payload: fill)
+            }
+        }
         var answered = false
         switch method.name {
         case "GetTile":
@@ -118,20 +124,19 @@ public final class RPCDispatcher: Sendable {
             if let r = Self.payload(request, as: V1.GetClustersRequest.self) {
                 answered = service.inlineClustersPayload(r) { size, fill in
                     // `fill` is only called inside `respond`, which does not keep its closure.
-                    withoutActuallyEscaping(fill) { fill in
-                        respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
-                            OKReplyEnvelope.write(requestID: id, payloadCount: size, into: out, payload: fill)
-                        }
-                    }
+                    withoutActuallyEscaping(fill) { fill in respondEnveloped(size, fill) }
+                }
+            }
+        case "QueryViewport":
+            // The payload written straight into the reply buffer (no 80 KB payload array and copy).
+            if let r = Self.payload(request, as: V1.QueryViewportRequest.self) {
+                answered = service.inlineQueryViewportPayload(r, limitBudget: Self.inlinePageLimit) { size, fill in
+                    // `fill` is only called inside `respond`, which does not keep its closure.
+                    withoutActuallyEscaping(fill) { fill in respondEnveloped(size, fill) }
                 }
             }
         default:
-            let payload = method.name == "HitTest"
-                ? Self.payload(request, as: V1.HitTestRequest.self).flatMap { service.inlineHitTestPayload($0) }
-                : Self.payload(request, as: V1.QueryViewportRequest.self).flatMap {
-                    service.inlineQueryViewportPayload($0, limitBudget: Self.inlinePageLimit)
-                }
-            if let payload {
+            if let payload = Self.payload(request, as: V1.HitTestRequest.self).flatMap({ service.inlineHitTestPayload($0) }) {
                 let reply = OKReplyEnvelope(requestID: id, payload: payload)
                 respond(reply.size) { reply.write(into: $0) }
                 answered = true

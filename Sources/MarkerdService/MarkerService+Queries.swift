@@ -80,28 +80,44 @@ extension MarkerService {
         try viewport(r, Self.encodeViewport)
     }
 
-    /// `queryViewportPayload` for the network thread, which must not wait: the payload when the
+    /// `queryViewportPayload` for the network thread, which must not wait: writes the payload
+    /// through `write` (its size, then a function that fills a buffer of exactly that size:
+    /// the reply's bytes go straight into it, no payload array) and returns true when the
     /// request is valid, the layer exists, its read lock is free, no animation is due, and the
     /// work is bounded: at most `liveBudget` live-class markers lie in the searched cells
     /// (`MarkerLayer.viewportLiveClassCount`: the query visits them all) and the page is TILED
     /// (live markers only, so at most that many) or a NATIVE page of at most `limitBudget`
     /// markers. Static markers are counted per grid node, so the rest of the work follows the
-    /// viewport's edge, not its markers. Nil otherwise (also for a bad request or a failed
-    /// query), and the caller hands the request to `queryViewportPayload`, which answers the
-    /// same bytes or the error.
+    /// viewport's edge, not its markers. Returns false without calling `write` otherwise (also
+    /// for a bad request or a failed query), and the caller hands the request to
+    /// `queryViewportPayload`, which answers the same bytes or the error. `write` is called
+    /// after the layer's read lock is released (the page is sized and its rows read under the
+    /// lock, `MarkerWireEncoder.plan`; the bytes are written from that plan, not from the layer).
     ///
     /// Defaults: 1,024 live markers and 128 markers per NATIVE page: each costs some tens of µs
     /// at most. markerd's dispatcher passes a `limitBudget` of 1,000 (the default page, some
     /// hundred µs of bounded CPU work: `RPCDispatcher.inlinePageLimit`); bigger pages go to a
     /// worker.
-    public func inlineQueryViewportPayload(_ r: V1.QueryViewportRequest, liveBudget: Int = 1024, limitBudget: Int = 128) -> [UInt8]? {
-        guard let arguments = try? viewportArguments(r) else { return nil }
-        return readIfFree(r.layerID) { (h, now) throws(RPCError) -> [UInt8]? in
-            guard arguments.limit <= limitBudget || h.layer.mode(now: now) == .tiled,
-                  let live = try? h.layer.viewportLiveClassCount(bounds: arguments.bounds, zoom: r.zoom, density: arguments.density),
-                  live <= liveBudget else { return nil }
-            return try viewportPage(r, arguments, h, now, Self.encodeViewport)
+    public func inlineQueryViewportPayload(_ r: V1.QueryViewportRequest, liveBudget: Int = 1024, limitBudget: Int = 128,
+                                           write: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
+        typealias Planned = (head: [UInt8], encoder: MarkerWireEncoder, plan: MarkerWireEncoder.Plan)
+        guard let arguments = try? viewportArguments(r),
+              let (head, encoder, plan) = readIfFree(r.layerID, { (h, now) throws(RPCError) -> Planned? in
+                  guard arguments.limit <= limitBudget || h.layer.mode(now: now) == .tiled,
+                        let live = try? h.layer.viewportLiveClassCount(bounds: arguments.bounds, zoom: r.zoom, density: arguments.density),
+                        live <= liveBudget else { return nil }
+                  return try viewportPage(r, arguments, h, now) { layer, page, response in
+                      var encoder = MarkerWireEncoder()
+                      let plan = encoder.plan(page.slots, field: 2, of: layer)
+                      return (response.serializedBytes(), encoder, plan)
+                  }
+              })
+        else { return false }
+        write(head.count + plan.byteCount) { out in
+            head.withUnsafeBytes { if let b = $0.baseAddress { out.baseAddress!.copyMemory(from: b, byteCount: $0.count) } }
+            encoder.write(plan, into: (out.baseAddress! + head.count).bindMemory(to: UInt8.self, capacity: plan.byteCount))
         }
+        return true
     }
 
     /// The encoded reply of `queryViewportPayload`.

@@ -23,27 +23,59 @@ struct MarkerWireEncoder {
 
     /// What the second pass writes for one marker: the submessage's size, and its id's length
     /// (cut at a NUL) and position, or (`regular`) the index of its bytes from the regular encoder.
-    private struct Planned {
+    fileprivate struct Planned {
         var size: Int
         var idCount: Int
         var position: LatLng
         var regular: Int
     }
 
+    /// The markers of a reply, sized and ready to write (`plan`, then `write(_:into:)`).
+    struct Plan {
+        fileprivate let gathered: GatheredMarkers
+        fileprivate let planned: [Planned]
+        fileprivate let regular: [[UInt8]]
+        fileprivate let tag: UInt64
+        /// Bytes `write(_:into:)` writes.
+        let byteCount: Int
+    }
+
     /// Appends the markers of `slots` as repeated field `field` (length-delimited) of the
-    /// enclosing message. Two passes: sizes first (the table read in one pass by
-    /// `MarkerLayer.gather`), then every byte written through one pointer into space appended
-    /// in one piece (appending field by field to the array checked its capacity and uniqueness
-    /// and retained the style's bytes for each of a page's thousands of fields).
+    /// enclosing message: `plan`, then `write` into uninitialised space after the bytes so far
+    /// (appending `byteCount` zeros first cost a generic append and a memset of the reply).
     mutating func append(_ slots: [MarkerSlot], field: Int, of layer: MarkerLayer, to out: inout [UInt8]) {
+        let plan = self.plan(slots, field: field, of: layer)
+        let head = out, start = head.count
+        out = [UInt8](unsafeUninitializedCapacity: start + plan.byteCount) { buffer, count in
+            if start > 0 { head.withUnsafeBufferPointer { buffer.baseAddress!.initialize(from: $0.baseAddress!, count: start) } }
+            write(plan, into: buffer.baseAddress! + start)
+            count = start + plan.byteCount
+        }
+    }
+
+    /// The markers of `slots` as repeated field `field` (length-delimited), sized: the table read
+    /// in one pass by `MarkerLayer.gather`, each marker's submessage size computed, and the rare
+    /// markers with a payload encoded by the regular encoder. `write(_:into:)` then writes every
+    /// byte through one pointer (appending field by field to an array checked its capacity and
+    /// uniqueness and retained the style's bytes for each of a page's thousands of fields), into
+    /// a reply array or straight into the network's reply buffer; it reads the plan and this
+    /// encoder's style cache, not the layer.
+    mutating func plan(_ slots: [MarkerSlot], field: Int, of layer: MarkerLayer) -> Plan {
         let gathered = layer.gather(slots)
         let tag = UInt64(field << 3 | 2)
         var regular: [[UInt8]] = []
         var plan: [Planned] = []
         plan.reserveCapacity(slots.count)
         var total = 0
+        // Positions first, in a loop of their own: each is a chain of dependent arithmetic
+        // (~100 cycles), independent from marker to marker, and a small loop body lets the
+        // processor run several markers' chains at once (in the loop below it ran about one).
+        let positions = [LatLng](unsafeUninitializedCapacity: slots.count) { out, count in
+            for (i, slot) in slots.enumerated() { out.initializeElement(at: i, to: layer.world(slot).fastLatLng) }  // == layer.position(slot), bit for bit
+            count = slots.count
+        }
         gathered.ids.withUnsafeBufferPointer { ids in
-            for (slot, basics) in zip(slots, gathered.basics) {
+            for (k, (slot, basics)) in zip(slots, gathered.basics).enumerated() {
                 var p = Planned(size: 0, idCount: 0, position: LatLng(latitude: 0, longitude: 0), regular: -1)
                 if basics.hasPayload {
                     let bytes = MarkerConversion.apiMarker(layer.record(slot)).serializedBytes()
@@ -52,7 +84,7 @@ struct MarkerWireEncoder {
                     regular.append(bytes)
                 } else {
                     p.idCount = Self.bytesBeforeNUL(ids, basics.idRange)
-                    p.position = layer.world(slot).fastLatLng  // == layer.position(slot), bit for bit
+                    p.position = positions[k]
                     p.size = Self.bodySize(idCount: p.idCount, position: p.position, zIndex: basics.zIndex,
                                            styleCount: styleRange(basics.styleIndex, of: layer).count)
                 }
@@ -60,30 +92,30 @@ struct MarkerWireEncoder {
                 plan.append(p)
             }
         }
-        // The enclosing message's bytes so far, then the markers' written into uninitialised
-        // space (appending `total` zeros first cost a generic append and a memset of the reply).
-        let head = out, start = head.count
-        out = [UInt8](unsafeUninitializedCapacity: start + total) { buffer, count in
-            if start > 0 { head.withUnsafeBufferPointer { buffer.baseAddress!.initialize(from: $0.baseAddress!, count: start) } }
-            var w = buffer.baseAddress! + start
-            gathered.ids.withUnsafeBufferPointer { ids in
-                styleBytes.withUnsafeBufferPointer { styles in
-                    for (p, basics) in zip(plan, gathered.basics) {
-                        Self.write(varint: tag, at: &w)
-                        Self.write(varint: UInt64(p.size), at: &w)
-                        if p.regular >= 0 {
-                            Self.write(regular[p.regular], at: &w)
-                            continue
-                        }
-                        let id = UnsafeBufferPointer(rebasing: ids[basics.idRange.lowerBound..<basics.idRange.lowerBound + p.idCount])
-                        Self.writeBody(p, basics, id: id, style: UnsafeBufferPointer(rebasing: styles[styleRanges[Int(basics.styleIndex)]!]),
-                                       at: &w)
+        return Plan(gathered: gathered, planned: plan, regular: regular, tag: tag, byteCount: total)
+    }
+
+    /// Writes `plan`'s markers, exactly `plan.byteCount` bytes from `start` (which need not be
+    /// initialised).
+    func write(_ plan: Plan, into start: UnsafeMutablePointer<UInt8>) {
+        var w = start
+        let tag = plan.tag, regular = plan.regular
+        plan.gathered.ids.withUnsafeBufferPointer { ids in
+            styleBytes.withUnsafeBufferPointer { styles in
+                for (p, basics) in zip(plan.planned, plan.gathered.basics) {
+                    Self.write(varint: tag, at: &w)
+                    Self.write(varint: UInt64(p.size), at: &w)
+                    if p.regular >= 0 {
+                        Self.write(regular[p.regular], at: &w)
+                        continue
                     }
+                    let id = UnsafeBufferPointer(rebasing: ids[basics.idRange.lowerBound..<basics.idRange.lowerBound + p.idCount])
+                    Self.writeBody(p, basics, id: id, style: UnsafeBufferPointer(rebasing: styles[styleRanges[Int(basics.styleIndex)]!]),
+                                   at: &w)
                 }
             }
-            precondition(w == buffer.baseAddress! + start + total, "marker encoding wrote \(w - buffer.baseAddress! - start) of \(total) bytes")
-            count = start + total
         }
+        precondition(w == start + plan.byteCount, "marker encoding wrote \(w - start) of \(plan.byteCount) bytes")
     }
 
     /// How many bytes of `ids[range]` come before its first NUL (all of them when none). Ids of
