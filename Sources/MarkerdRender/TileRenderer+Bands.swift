@@ -59,8 +59,11 @@ extension TileRenderer {
     /// CPU time, p50 / p99 in two runs: z10 6.05-6.39 / 11.34-12.70 against 7.18-7.48 /
     /// 15.30-16.04 ms, z14 2.36-2.56 / 5.32-5.39 against 2.43-2.60 / 6.24-6.36 ms, z18 0.65-0.66 /
     /// 1.17-1.18 against 0.60-0.62 / 1.09-1.17 ms, for 7-17 % more CPU in all. Not
-    /// measured through GetTile on a quiet machine yet (the machine never was), so still off here
-    /// and in markerd (`--tile-bands-above 2000` turns it on; see Benchmarks/README.md).
+    /// measured through GetTile on a quiet machine then. Measured since (two quiet pairs through
+    /// markerd, `--tile-bands-above 2000` against off): z10 p99 -18 % for about 17 % more CPU on
+    /// those calls, z14 p99 -7 to -18 %, throughput unchanged. Still off by default, because a
+    /// re-render of the same tile version may then differ by 1/255 in a few pixels depending on the
+    /// machine's load, while tile ETags are strong validators (see Benchmarks/README.md).
     public static let defaultBandsAbove = Int.max
 
     /// Counts a `render` call starting; returns how many run now (this one included), in every
