@@ -61,9 +61,10 @@ extension TileRenderer {
     /// 1.17-1.18 against 0.60-0.62 / 1.09-1.17 ms, for 7-17 % more CPU in all. Not
     /// measured through GetTile on a quiet machine then. Measured since (two quiet pairs through
     /// markerd, `--tile-bands-above 2000` against off): z10 p99 -18 % for about 17 % more CPU on
-    /// those calls, z14 p99 -7 to -18 %, throughput unchanged. Still off by default, because a
-    /// re-render of the same tile version may then differ by 1/255 in a few pixels depending on the
-    /// machine's load, while tile ETags are strong validators (see Benchmarks/README.md).
+    /// those calls, z14 p99 -7 to -18 %, throughput unchanged: markerd turns them on
+    /// (`MarkerdConfiguration.tileBandsAbove`, 2,000). The library default stays off, so that
+    /// in-process renders do not depend on the machine's load (with bands a re-render of the same
+    /// tile version may differ by 1/255 in a few pixels; the gateway's ETags are weak).
     public static let defaultBandsAbove = Int.max
 
     /// Counts a `render` call starting; returns how many run now (this one included), in every

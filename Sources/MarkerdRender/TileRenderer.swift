@@ -137,7 +137,8 @@ public struct RenderedRaster: Sendable {
 ///    at least `sweepBandsAbove` markers run as two horizontal bands on two threads when no other
 ///    render runs and a core is likely idle (`TileRenderer+SweepBands.swift`: the cut learnt from
 ///    the bands' times; each band keeps the bound, as culling is pixel-local).
-/// 5. Optionally (off by default: no gain measured, see `defaultBandsAbove`), rasters that
+/// 5. Optionally (off by default in the library, on in markerd from 2,000 draws; see
+///    `defaultBandsAbove`), rasters that
 ///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
 ///    own thread when no other render is running and the load average is below the number of

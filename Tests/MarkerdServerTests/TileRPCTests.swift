@@ -48,7 +48,7 @@ struct TileRPCTests {
     }
 
     @Test func tileBandsFlag() throws {
-        #expect(MarkerdConfiguration().tileBandsAbove == .max)
+        #expect(MarkerdConfiguration().tileBandsAbove == 2_000)
         #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "0"]).tileBandsAbove == 0)
         #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "5000"]).tileBandsAbove == 5000)
         #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "off"]).tileBandsAbove == .max)
