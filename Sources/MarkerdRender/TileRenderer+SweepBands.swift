@@ -15,8 +15,8 @@ private import Synchronization
 /// view), so the stacked raster is too. It can differ from the one-thread sweep by 1 where a draw
 /// that straddles the cut is dropped in one band and two identical draws around it then fold into
 /// one run there (`TileRenderer.draw`). Whether bands run depends on the machine (load average,
-/// other renders) and the learnt cut moves, so two renders of the same tile version can differ by
-/// 1 in such pixels (the tile cache keeps the first; the gateway's ETags are weak for this reason).
+/// other renders) and the learnt cut moves, so two renders of the same tile version can differ in
+/// such pixels (each within 1 of drawing every marker, so by at most 2) (the tile cache keeps the first; the gateway's ETags are weak for this reason).
 ///
 /// Where to cut: the work is not even over the rows (at z0 over the synthetic 10M layer, rows
 /// 0-127 took 97.6 ms and rows 128-255 45.9 ms of thread CPU, each swept alone; rows 0-95 and

@@ -184,8 +184,8 @@ public final class TileGateway: Sendable {
 
     /// The entity tag of a tile version: weak (`W/"12"`), because two renders of one version
     /// need not be byte for byte equal: a raster tile rendered in two bands (the node sweep's, or
-    /// `--tile-bands-above`; whether bands run depends on the machine's load) may differ by 1/255
-    /// in a few pixels from a one-thread render. They show the same markers, which is what a weak
+    /// `--tile-bands-above`; whether bands run depends on the machine's load) may differ in a few
+    /// pixels by 1/255 from a one-thread render (two band renders by up to 2/255). They show the same markers, which is what a weak
     /// validator promises; `If-None-Match` uses weak comparison, so 304s work as before.
     static func etag(_ version: UInt64) -> String { "W/\"\(version)\"" }
 

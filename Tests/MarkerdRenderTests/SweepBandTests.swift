@@ -67,7 +67,9 @@ import Testing
 
     /// `render` with sweep bands allowed from 0 markers (taken when no other render runs and a
     /// core is likely idle) stays within 1 of brute force, and repeated renders reuse the one
-    /// worker thread (no new thread, no deadlock across many calls).
+    /// worker thread (no new thread, no deadlock across many calls). Repeated renders need not be
+    /// byte for byte equal: whether bands run depends on the load, and the learnt cut moves
+    /// after each two-band render; each is within 1 of brute force, so two differ by at most 2.
     @Test func renderWithSweepBandsMatchesBruteForce() throws {
         var rng = SplitMix64(seed: testSeed())
         let r = TileRenderer(sweepAbove: 0, sweepBandsAbove: 0)
@@ -78,7 +80,7 @@ import Testing
         for _ in 0..<20 {
             let fast = try r.render(layer, view: view, now: now)
             #expect(maxDifference(fast.canvas.pixels, slow.pixels) <= 1)
-            if let l = last { #expect(fast.canvas.pixels == l.canvas.pixels, "renders of the same layer differ") }
+            if let l = last { #expect(maxDifference(fast.canvas.pixels, l.canvas.pixels) <= 2, "renders of the same layer differ by more than 2") }
             last = fast
         }
     }
