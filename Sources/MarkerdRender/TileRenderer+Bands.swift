@@ -133,10 +133,10 @@ extension TileRenderer {
         let cut = Self.bandCut(items, sprites, height: height)
         let (top, bottom) = Self.split(items, sprites, at: cut)
         let lower = BandThread.Result<(canvas: TileCanvas, draws: Int)>()
-        let started = BandThread.shared.start { lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut) }
-        let a = renderItems(layer, top, sprites, width: width, height: cut)
-        if started { BandThread.shared.wait() } else { lower.value = renderItems(layer, bottom, sprites, width: width, height: height - cut) }
-        let b = lower.value!
+        var upper: (canvas: TileCanvas, draws: Int)? = nil
+        BandThread.shared.run({ lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut) },
+                              alongside: { upper = renderItems(layer, top, sprites, width: width, height: cut) })
+        let a = upper!, b = lower.value!
         return (TileCanvas(stacking: a.canvas, b.canvas), a.draws + b.draws)
     }
 

@@ -284,11 +284,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { buffer in
             var w = buffer.baseAddress!
             @inline(__always) func byte(_ b: UInt8) { w.pointee = b; w += 1 }
-            @inline(__always) func varint(_ v: UInt64) {
-                var v = v
-                while v >= 0x80 { byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-                byte(UInt8(v))
-            }
+            @inline(__always) func varint(_ v: UInt64) { MarkerWireEncoder.write(varint: v, at: &w) }
             @inline(__always) func double(_ v: Double, _ tag: UInt8) {
                 guard v != 0 else { return }
                 byte(tag)

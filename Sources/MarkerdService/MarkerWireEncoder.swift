@@ -213,7 +213,8 @@ struct MarkerWireEncoder {
         w += 1
     }
 
-    @inline(__always) private static func write(varint: UInt64, at w: inout UnsafeMutablePointer<UInt8>) {
+    /// Writes `varint` as a protobuf varint at `w` and moves `w` past it (also `ClusterReplyWriter`'s).
+    @inline(__always) static func write(varint: UInt64, at w: inout UnsafeMutablePointer<UInt8>) {
         var v = varint
         while v >= 0x80 {
             write(byte: UInt8(truncatingIfNeeded: v) | 0x80, at: &w)
