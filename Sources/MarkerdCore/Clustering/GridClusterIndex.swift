@@ -877,11 +877,7 @@ public struct GridClusterIndex: Sendable {
             }
             let (cx, cy) = cellOf(p.x, p.y, target)
             guard cellIntersects(cx, cy, z: target, box) else { return }
-            if options.minPoints <= 1 {
-                out.visitCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
-            } else {
-                out.visitPoint(p)
-            }
+            emitSingle(ref, p, target: target, into: &out)
             return
         }
         let c = Int(ref)
@@ -889,17 +885,21 @@ public struct GridClusterIndex: Sendable {
             for m in members[c].sorted() where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { out.visitPoint(pointAt(m)) }
             return
         }
+        let node = GridNodeStamp(cell: Int32(c), stamp: UInt32(truncatingIfNeeded: loaded), zoom: z)
+        let levels = exactPoints ? 0 : out.blockLevels
+        if levels > 0 && z == target - levels {
+            let mask = cellInside(cx, cy, z: z, box) ? Self.fullMask(levels) : blockMask(cx, cy, z: z, levels: levels, box)
+            if out.enterBlock(node, target: target, mask: mask) { return }
+            emitBlock(ref, z: z, cx: cx, cy: cy, base: (cx << UInt32(levels), cy << UInt32(levels)), levels: levels,
+                      target: target, mask: mask, into: &out)
+            out.leaveBlock(node, target: target)
+            return
+        }
         // The output below a target cell, or below a cell wholly inside the box, does not depend on the box.
         let whole = !exactPoints && (z == target || cellInside(cx, cy, z: z, box))
-        let node = GridNodeStamp(cell: Int32(c), stamp: UInt32(truncatingIfNeeded: loaded), zoom: z)
         if whole && out.enterSubtree(node, target: target) { return }
         if z == target {
-            if Int(cells[c].count) >= options.minPoints {
-                out.visitCluster(makeCluster(ref, zoom: z),
-                                 expansionZoom: out.wantsExpansionZooms ? expansionZoom(node: ref, zoom: z) : options.maxZoom + 1)
-            } else {
-                appendAllPoints(ref, z: z, into: &out)
-            }
+            emitTarget(ref, z: z, into: &out)
         } else {
             let x = cx << 1, y = cy << 1
             let r0 = children[4 * c], r1 = children[4 * c + 1], r2 = children[4 * c + 2], r3 = children[4 * c + 3]
@@ -918,6 +918,86 @@ public struct GridClusterIndex: Sendable {
             descend(r3, x | 1, y | 1, l3, &out)
         }
         if whole { out.leaveSubtree(node, target: target) }
+    }
+
+    /// Emits the items of the stored cell `ref` of the target zoom `z`: its cluster, or its points.
+    @inline(__always)
+    private func emitTarget<V: GridClusterVisitor>(_ ref: Int32, z: Int, into out: inout V) {
+        if Int(cells[Int(ref)].count) >= options.minPoints {
+            out.visitCluster(makeCluster(ref, zoom: z),
+                             expansionZoom: out.wantsExpansionZooms ? expansionZoom(node: ref, zoom: z) : options.maxZoom + 1)
+        } else {
+            appendAllPoints(ref, z: z, into: &out)
+        }
+    }
+
+    /// Emits the single point `p` (node `ref`) alone in its cell of zoom `target`: a cluster of
+    /// one when `minPoints` is 1, else the point.
+    @inline(__always)
+    private func emitSingle<V: GridClusterVisitor>(_ ref: Int32, _ p: ClusterPoint, target: Int, into out: inout V) {
+        if options.minPoints <= 1 {
+            out.visitCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
+        } else {
+            out.visitPoint(p)
+        }
+    }
+
+    /// The mask of a block of `levels` zooms with every target cell set.
+    @inline(__always)
+    private static func fullMask(_ levels: Int) -> UInt64 { levels >= 3 ? .max : (UInt64(1) << UInt64(1 << (2 * levels))) - 1 }
+
+    /// The Morton index (x in the even bits) of the offset (dx, dy) of a target cell in its block.
+    @inline(__always)
+    static func blockIndex(_ dx: UInt32, _ dy: UInt32) -> Int {
+        var i = 0
+        for b in 0..<3 { i |= Int((dx >> UInt32(b)) & 1) << (2 * b) | Int((dy >> UInt32(b)) & 1) << (2 * b + 1) }
+        return i
+    }
+
+    /// The mask (see `GridClusterVisitor.enterBlock`) of the target cells of the block of cell
+    /// (cx, cy) at zoom z (`levels` zooms above them) that intersect `box`.
+    private func blockMask(_ cx: UInt32, _ cy: UInt32, z: Int, levels: Int, _ box: ClusterBox) -> UInt64 {
+        let side = UInt32(1) << UInt32(levels), x0 = cx << UInt32(levels), y0 = cy << UInt32(levels)
+        var xs: UInt32 = 0, ys: UInt32 = 0  // the columns and rows (bit per offset) that intersect the box
+        for d in 0..<side {
+            if cellIntersects(x0 + d, y0, z: z + levels, ClusterBox(minX: box.minX, minY: 0, maxX: box.maxX, maxY: .max)) { xs |= 1 << d }
+            if cellIntersects(x0, y0 + d, z: z + levels, ClusterBox(minX: 0, minY: box.minY, maxX: .max, maxY: box.maxY)) { ys |= 1 << d }
+        }
+        var mask: UInt64 = 0
+        for dy in 0..<side where ys >> dy & 1 != 0 {
+            for dx in 0..<side where xs >> dx & 1 != 0 { mask |= UInt64(1) << UInt64(Self.blockIndex(dx, dy)) }
+        }
+        return mask
+    }
+
+    /// Emits the items of every non-empty target cell below node `ref` (cell (cx, cy) of zoom z)
+    /// of the block whose first target cell is `base`, each after `blockChild` with its index
+    /// and whether `mask` has it (see `GridClusterVisitor.enterBlock`).
+    private func emitBlock<V: GridClusterVisitor>(_ ref: Int32, z: Int, cx: UInt32, cy: UInt32, base: (UInt32, UInt32), levels: Int,
+                                                  target: Int, mask: UInt64, into out: inout V) {
+        if out.isDone { return }
+        if ref <= -2 {
+            let p = pointAt(Self.pointID(ref))
+            let (tx, ty) = cellOf(p.x, p.y, target)
+            let i = Self.blockIndex(tx - base.0, ty - base.1)
+            out.blockChild(i, inBox: mask >> UInt64(i) & 1 != 0)
+            emitSingle(ref, p, target: target, into: &out)
+            return
+        }
+        if z == target {
+            let i = Self.blockIndex(cx - base.0, cy - base.1)
+            out.blockChild(i, inBox: mask >> UInt64(i) & 1 != 0)
+            emitTarget(ref, z: z, into: &out)
+            return
+        }
+        let c = Int(ref)
+        for q in 0..<4 {
+            let r = children[4 * c + q]
+            if r != -1 {
+                emitBlock(r, z: z + 1, cx: cx << 1 | UInt32(q & 1), cy: cy << 1 | UInt32(q >> 1), base: base, levels: levels,
+                          target: target, mask: mask, into: &out)
+            }
+        }
     }
 
     private func appendAllPoints<V: GridClusterVisitor>(_ ref: Int32, z: Int, into out: inout V) {
