@@ -64,8 +64,8 @@ final class ClusterReplyWriter: GridClusterVisitor {
     @exclusivity(unchecked) private(set) var markerPieces: [Piece] = []
     /// Whether the next fresh marker starts a new piece.
     @exclusivity(unchecked) private var markerSealed = true
-    /// The slots of the markers not found in the memo, in output order.
-    @exclusivity(unchecked) private(set) var freshSlots: [Int32] = []
+    /// The markers not found in the memo (their slots and positions), in output order.
+    @exclusivity(unchecked) private(set) var freshSlots: [ClusterPoint] = []
     /// `freshSlots` encoded (`tail(of:algorithm:)`).
     @exclusivity(unchecked) private var markerBytes: [UInt8] = []
     /// Bytes of the markers' output (the sum of `markerPieces`), known after `tail(of:algorithm:)`.
@@ -294,7 +294,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
         if fill != nil {
             fill!.markers += 1
             guard fill!.inBox else {
-                freshSlots.append(point.id)
+                freshSlots.append(point)
                 return markerSealed = true
             }
         }
@@ -304,7 +304,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
         } else {
             markerPieces[markerPieces.count - 1].count += 1
         }
-        freshSlots.append(point.id)
+        freshSlots.append(point)
         markerCount += 1
     }
 

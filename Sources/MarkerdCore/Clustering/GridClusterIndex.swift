@@ -890,8 +890,7 @@ public struct GridClusterIndex: Sendable {
         if levels > 0 && z == target - levels {
             let mask = cellInside(cx, cy, z: z, box) ? Self.fullMask(levels) : blockMask(cx, cy, z: z, levels: levels, box)
             if out.enterBlock(node, target: target, mask: mask) { return }
-            emitBlock(ref, z: z, cx: cx, cy: cy, base: (cx << UInt32(levels), cy << UInt32(levels)), levels: levels,
-                      target: target, mask: mask, into: &out)
+            emitBlock(ref, cx: cx, cy: cy, levels: levels, target: target, mask: mask, into: &out)
             out.leaveBlock(node, target: target)
             return
         }
@@ -970,32 +969,89 @@ public struct GridClusterIndex: Sendable {
         return mask
     }
 
-    /// Emits the items of every non-empty target cell below node `ref` (cell (cx, cy) of zoom z)
-    /// of the block whose first target cell is `base`, each after `blockChild` with its index
-    /// and whether `mask` has it (see `GridClusterVisitor.enterBlock`).
-    private func emitBlock<V: GridClusterVisitor>(_ ref: Int32, z: Int, cx: UInt32, cy: UInt32, base: (UInt32, UInt32), levels: Int,
-                                                  target: Int, mask: UInt64, into out: inout V) {
-        if out.isDone { return }
-        if ref <= -2 {
-            let p = pointAt(Self.pointID(ref))
-            let (tx, ty) = cellOf(p.x, p.y, target)
-            let i = Self.blockIndex(tx - base.0, ty - base.1)
-            out.blockChild(i, inBox: mask >> UInt64(i) & 1 != 0)
-            emitSingle(ref, p, target: target, into: &out)
-            return
-        }
-        if z == target {
-            let i = Self.blockIndex(cx - base.0, cy - base.1)
-            out.blockChild(i, inBox: mask >> UInt64(i) & 1 != 0)
-            emitTarget(ref, z: z, into: &out)
-            return
-        }
-        let c = Int(ref)
-        for q in 0..<4 {
-            let r = children[4 * c + q]
-            if r != -1 {
-                emitBlock(r, z: z + 1, cx: cx << 1 | UInt32(q & 1), cy: cy << 1 | UInt32(q >> 1), base: base, levels: levels,
-                          target: target, mask: mask, into: &out)
+    /// A node of a block being emitted (`emitBlock`): a stored cell or a single point, and the
+    /// Morton index of its cell within the block at the level being expanded.
+    private struct BlockNode {
+        var ref: Int32
+        var index: Int32
+    }
+
+    /// What `emitBlock` emits for one node of a block, computed before any of it is emitted: a
+    /// cluster and its expansion zoom, a point, or (`small`) a stored cell of fewer than
+    /// `minPoints` points whose points are emitted one by one.
+    private struct BlockItem {
+        enum Kind { case cluster, point, small }
+        var kind: Kind
+        var ref: Int32
+        var index: Int
+        var cluster: GridCluster
+        var expansionZoom: Int
+    }
+
+    /// Emits the items of every non-empty target cell of the block of stored cell `ref` (cell
+    /// (cx, cy) of zoom `target - levels`), each after `blockChild` with its index and whether
+    /// `mask` has it (see `GridClusterVisitor.enterBlock`). A block being written afresh reads
+    /// every node below its cell: they are read level by level (each level's child slots as
+    /// independent loads, so that their cache misses overlap), then the target cells' clusters
+    /// and expansion zooms are all computed, then emitted, instead of one miss after another
+    /// in a depth-first walk with the visitor's calls in between. At most 4^levels nodes.
+    private func emitBlock<V: GridClusterVisitor>(_ ref: Int32, cx: UInt32, cy: UInt32, levels: Int, target: Int, mask: UInt64,
+                                                  into out: inout V) {
+        let capacity = 1 << (2 * levels)
+        let base = (cx << UInt32(levels), cy << UInt32(levels))
+        let wantsZooms = out.wantsExpansionZooms
+        withUnsafeTemporaryAllocation(of: BlockNode.self, capacity: 2 * capacity) { nodes in
+            // Level by level in output order: each stored cell replaced by its non-empty children, points kept.
+            var from = nodes.baseAddress!, to = from + capacity
+            from[0] = BlockNode(ref: ref, index: 0)
+            var n = 1
+            for _ in 0..<levels {
+                var m = 0
+                for k in 0..<n {
+                    let node = from[k]
+                    if node.ref <= -2 {
+                        to[m] = node
+                        m += 1
+                        continue
+                    }
+                    let c = 4 * Int(node.ref)
+                    for q in 0..<4 where children[c + q] != -1 {
+                        to[m] = BlockNode(ref: children[c + q], index: node.index << 2 | Int32(q))
+                        m += 1
+                    }
+                }
+                swap(&from, &to)
+                n = m
+            }
+            let last = from
+            withUnsafeTemporaryAllocation(of: BlockItem.self, capacity: n) { items in
+                let empty = GridCluster(id: GridClusterID(rawValue: 0), count: 0, x: 0, y: 0, bounds: .world)
+                for k in 0..<n {
+                    let r = last[k].ref
+                    var item = BlockItem(kind: .cluster, ref: r, index: Int(last[k].index), cluster: empty, expansionZoom: options.maxZoom + 1)
+                    if r <= -2 {
+                        let p = pointAt(Self.pointID(r))
+                        let (tx, ty) = cellOf(p.x, p.y, target)
+                        item.index = Self.blockIndex(tx - base.0, ty - base.1)
+                        if options.minPoints <= 1 { item.cluster = makeCluster(r, zoom: target) } else { item.kind = .point }
+                    } else if Int(cells[Int(r)].count) >= options.minPoints {
+                        item.cluster = makeCluster(r, zoom: target)
+                        if wantsZooms { item.expansionZoom = expansionZoom(node: r, zoom: target) }
+                    } else {
+                        item.kind = .small
+                    }
+                    (items.baseAddress! + k).initialize(to: item)
+                }
+                for k in 0..<n where !out.isDone {
+                    let item = items[k]
+                    out.blockChild(item.index, inBox: mask >> UInt64(item.index) & 1 != 0)
+                    switch item.kind {
+                    case .cluster: out.visitCluster(item.cluster, expansionZoom: item.expansionZoom)
+                    case .point: out.visitPoint(pointAt(Self.pointID(item.ref)))
+                    case .small: appendAllPoints(item.ref, z: target, into: &out)
+                    }
+                }
+                items.baseAddress!.deinitialize(count: n)
             }
         }
     }
