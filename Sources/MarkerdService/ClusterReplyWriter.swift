@@ -98,11 +98,13 @@ final class ClusterReplyWriter: GridClusterVisitor {
     /// Zooms between a memoized block's cell and its target cells (see `GridClusterVisitor`):
     /// 0 without a memo, else `defaultBlockLevels` unless given.
     let blockLevels: Int
-    /// Default `blockLevels`: 1 (blocks of 2 x 2 target cells); `MARKERD_CLUSTER_BLOCK_LEVELS`
-    /// (0-3) overrides it, for measurements.
+    /// Default `blockLevels`: 2 (blocks of 4 x 4 target cells: a 1080x1920 px viewport covers
+    /// about 6 x 9 blocks); `MARKERD_CLUSTER_BLOCK_LEVELS` (0-3) overrides it, for measurements.
+    /// Larger blocks make warm answers cheaper (fewer look-ups) and cold ones dearer (a block's
+    /// cells outside the box are encoded too), and one update re-stamps more cells' output.
     static let defaultBlockLevels: Int = {
         guard let v = ProcessInfo.processInfo.environment["MARKERD_CLUSTER_BLOCK_LEVELS"].flatMap({ Int($0) }), (0...3).contains(v)
-        else { return 1 }
+        else { return 2 }
         return v
     }()
 

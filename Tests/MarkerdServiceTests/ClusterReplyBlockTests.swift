@@ -14,14 +14,18 @@ import Testing
     /// Dense random markers around a few centres (one by the antimeridian) plus some spread over
     /// the world; random boxes of many sizes around the centres at zooms 0-17 (some crossing the
     /// antimeridian, some the whole world), each asked twice, with moves, upserts and removals
-    /// every few queries. One writer per block level, each with its own memo (one of them small,
-    /// so that it is emptied along the way). Block hits, whole and partial, must happen.
-    @Test(arguments: [1, 2, 3])
-    func blocksGiveTheSameBytes(levels: Int) throws {
-        let seed = testSeed("ClusterReplyBlockTests.blocksGiveTheSameBytes.\(levels)")
+    /// every few queries. Each query is written by two writers with `levels`, each with its own
+    /// memo (one of them small, so that it is emptied along the way). Block hits, whole and
+    /// partial, must happen. `minPoints` 1 (single points are clusters) and 3 (cells of two
+    /// points give their points) as well as the default 2.
+    @Test(arguments: [(1, 2), (2, 2), (3, 2), (2, 1), (2, 3), (3, 3)])
+    func blocksGiveTheSameBytes(levels: Int, minPoints: UInt32) throws {
+        let seed = testSeed("ClusterReplyBlockTests.blocksGiveTheSameBytes.\(levels).\(minPoints)")
         var rng = SplitMix64(seed: seed)
         let s = S()
-        try s.createLayer("c", clustering: V1.ClusteringOptions(enabled: true))
+        var clustering = V1.ClusteringOptions(enabled: true)
+        clustering.minPoints = minPoints
+        try s.createLayer("c", clustering: clustering)
         let centres: [(Double, Double)] = [(48.85, 2.35), (-33.9, 151.2), (64.1, 179.97), (0.01, -0.01), (35.7, 139.7)]
         func randomPosition(_ rng: inout SplitMix64) -> (Double, Double) {
             if rng.next() % 5 == 0 { return ((rng.unit() - 0.5) * 140, (rng.unit() - 0.5) * 360) }
@@ -91,11 +95,11 @@ import Testing
                         return writer.payload(of: h.layer, algorithm: "grid")
                     } ?? nil)
                     let same = payload == expected
-                    #expect(same, "query \(q) pass \(pass) bounds \(bounds) zoom \(zoom) levels \(levels) seed \(seed)")
+                    #expect(same, "query \(q) pass \(pass) bounds \(bounds) zoom \(zoom) levels \(levels) minPoints \(minPoints) seed \(seed)")
                 }
             }
         }
         #expect(whole > 50 && partial > 50, "\(whole) whole and \(partial) partial block hits over \(replies) replies (seed \(seed))")
-        print("ClusterReplyBlockTests levels \(levels): \(whole) whole and \(partial) partial block hits over \(replies) replies (seed \(seed))")
+        print("ClusterReplyBlockTests levels \(levels) minPoints \(minPoints): \(whole) whole and \(partial) partial block hits over \(replies) replies (seed \(seed))")
     }
 }

@@ -954,19 +954,30 @@ public struct GridClusterIndex: Sendable {
     }
 
     /// The mask (see `GridClusterVisitor.enterBlock`) of the target cells of the block of cell
-    /// (cx, cy) at zoom z (`levels` zooms above them) that intersect `box`.
+    /// (cx, cy) at zoom z (`levels` zooms above them) that intersect `box`: the block's columns
+    /// and rows that meet the box's span of target cells (in x, one span or two when the box
+    /// crosses the antimeridian), crossed.
     private func blockMask(_ cx: UInt32, _ cy: UInt32, z: Int, levels: Int, _ box: ClusterBox) -> UInt64 {
-        let side = UInt32(1) << UInt32(levels), x0 = cx << UInt32(levels), y0 = cy << UInt32(levels)
-        var xs: UInt32 = 0, ys: UInt32 = 0  // the columns and rows (bit per offset) that intersect the box
-        for d in 0..<side {
-            if cellIntersects(x0 + d, y0, z: z + levels, ClusterBox(minX: box.minX, minY: 0, maxX: box.maxX, maxY: .max)) { xs |= 1 << d }
-            if cellIntersects(x0, y0 + d, z: z + levels, ClusterBox(minX: 0, minY: box.minY, maxX: .max, maxY: box.maxY)) { ys |= 1 << d }
+        let shift = UInt32(32 - (z + levels) - k)
+        let bx0 = UInt64(box.minX) >> UInt64(shift), bx1 = UInt64(box.maxX) >> UInt64(shift)
+        let by0 = UInt64(box.minY) >> UInt64(shift), by1 = UInt64(box.maxY) >> UInt64(shift)
+        let crosses = box.minX > box.maxX
+        let x0 = UInt64(cx) << UInt64(levels), y0 = UInt64(cy) << UInt64(levels)
+        var columns: UInt64 = 0, rows: UInt64 = 0, allColumns: UInt64 = 0, allRows: UInt64 = 0
+        for d in 0..<(UInt32(1) << UInt32(levels)) {
+            let ix = UInt64(1) << UInt64(Self.blockIndex(d, 0)), iy = UInt64(1) << UInt64(Self.blockIndex(0, d))
+            allColumns |= ix
+            allRows |= iy
+            let x = x0 + UInt64(d), y = y0 + UInt64(d)
+            if crosses ? (x >= bx0 || x <= bx1) : (x >= bx0 && x <= bx1) { columns |= 1 << UInt64(d) }
+            if y >= by0 && y <= by1 { rows |= 1 << UInt64(d) }
         }
-        var mask: UInt64 = 0
-        for dy in 0..<side where ys >> dy & 1 != 0 {
-            for dx in 0..<side where xs >> dx & 1 != 0 { mask |= UInt64(1) << UInt64(Self.blockIndex(dx, dy)) }
+        var inX: UInt64 = 0, inY: UInt64 = 0  // the cells of the columns, and of the rows, that meet the box
+        for d in 0..<(UInt32(1) << UInt32(levels)) {
+            if columns >> UInt64(d) & 1 != 0 { inX |= allRows << UInt64(Self.blockIndex(d, 0)) }
+            if rows >> UInt64(d) & 1 != 0 { inY |= allColumns << UInt64(Self.blockIndex(0, d)) }
         }
-        return mask
+        return inX & inY
     }
 
     /// A node of a block being emitted (`emitBlock`): a stored cell or a single point, and the
