@@ -17,8 +17,12 @@ import MarkerdCore
 /// cluster costs a copy of its ~75 bytes instead of three latitude conversions (`exp` and `atan`)
 /// and the encoding, a cached marker a copy of its bytes instead of reading seven columns of the
 /// layer's table (on a large layer, seven cache misses), and a subtree wholly inside the box
-/// costs one look-up. Recorded: the outermost subtree entered and every cell of the target zoom
-/// (each item once more inside its outer subtree). A marker's bytes may be memoized because every
+/// costs one look-up. Recorded: the outermost subtree entered and, with `blockLevels` B > 0
+/// (the default 2), every block of 2^B x 2^B cells of the target zoom that the box reaches (see
+/// `GridClusterVisitor.enterBlock`): written whole on a miss, its cells outside the box into the
+/// memo only, and on a hit the runs of its children inside the box copied from the memo (an
+/// edge of the box costs one look-up per block instead of one per cell, and a cold block fills
+/// the memo around the box for the next answers); without blocks, every cell of the target zoom. A marker's bytes may be memoized because every
 /// change of a clusterable marker's record re-stamps the cells above it (`MarkerLayer.syncCluster`,
 /// `GridClusterIndex.upsert`), and a marker whose change makes it unclusterable leaves the index.
 /// The memo keeps a subtree's output only after the walk (`tail(of:algorithm:)`), once its fresh
