@@ -107,18 +107,13 @@ extension MarkerLayer {
     /// The generation of the grid cluster index (see `GridNodeStamp`), or nil when grid clustering is off.
     public var gridClusterGeneration: UInt64? { clusters?.generation }
 
-    /// The slots of visible static markers (cluster point ids) as query slots, for the encoders that
-    /// read markers by slot (`gather(_:)`, `position(_:)`). Valid until the layer next changes.
-    public func markerSlots(_ slots: [Int32]) -> [MarkerSlot] {
-        table.x.withUnsafeBufferPointer { xs in
-            table.y.withUnsafeBufferPointer { ys in
-                table.zIndex.withUnsafeBufferPointer { zs in
-                    slots.map { s in
-                        let i = Int(s)
-                        return MarkerSlot(GridEntry(x: xs[i], y: ys[i], z: zs[i], slot: s))
-                    }
-                }
-            }
+    /// The visible static markers of `points` (cluster points: a slot and its position, as the
+    /// layer's cluster index holds them) as query slots, for the encoders that read markers by
+    /// slot (`gather(_:)`, `position(_:)`). Valid until the layer next changes.
+    public func markerSlots(_ points: [ClusterPoint]) -> [MarkerSlot] {
+        // The cluster index's positions are the table's (`syncCluster`): only the z-index is read.
+        table.zIndex.withUnsafeBufferPointer { zs in
+            points.map { p in MarkerSlot(GridEntry(x: p.x, y: p.y, z: zs[Int(p.id)], slot: p.id)) }
         }
     }
 

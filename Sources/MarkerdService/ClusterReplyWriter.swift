@@ -17,8 +17,12 @@ import MarkerdCore
 /// cluster costs a copy of its ~75 bytes instead of three latitude conversions (`exp` and `atan`)
 /// and the encoding, a cached marker a copy of its bytes instead of reading seven columns of the
 /// layer's table (on a large layer, seven cache misses), and a subtree wholly inside the box
-/// costs one look-up. Recorded: the outermost subtree entered and every cell of the target zoom
-/// (each item once more inside its outer subtree). A marker's bytes may be memoized because every
+/// costs one look-up. Recorded: the outermost subtree entered and, with `blockLevels` B > 0
+/// (the default 2), every block of 2^B x 2^B cells of the target zoom that the box reaches (see
+/// `GridClusterVisitor.enterBlock`): written whole on a miss, its cells outside the box into the
+/// memo only, and on a hit the runs of its children inside the box copied from the memo (an
+/// edge of the box costs one look-up per block instead of one per cell, and a cold block fills
+/// the memo around the box for the next answers); without blocks, every cell of the target zoom. A marker's bytes may be memoized because every
 /// change of a clusterable marker's record re-stamps the cells above it (`MarkerLayer.syncCluster`,
 /// `GridClusterIndex.upsert`), and a marker whose change makes it unclusterable leaves the index.
 /// The memo keeps a subtree's output only after the walk (`tail(of:algorithm:)`), once its fresh
@@ -64,8 +68,8 @@ final class ClusterReplyWriter: GridClusterVisitor {
     @exclusivity(unchecked) private(set) var markerPieces: [Piece] = []
     /// Whether the next fresh marker starts a new piece.
     @exclusivity(unchecked) private var markerSealed = true
-    /// The slots of the markers not found in the memo, in output order.
-    @exclusivity(unchecked) private(set) var freshSlots: [Int32] = []
+    /// The markers not found in the memo (their slots and positions), in output order.
+    @exclusivity(unchecked) private(set) var freshSlots: [ClusterPoint] = []
     /// `freshSlots` encoded (`tail(of:algorithm:)`).
     @exclusivity(unchecked) private var markerBytes: [UInt8] = []
     /// Bytes of the markers' output (the sum of `markerPieces`), known after `tail(of:algorithm:)`.
@@ -95,15 +99,72 @@ final class ClusterReplyWriter: GridClusterVisitor {
     /// Recorded subtrees to keep after the walk.
     @exclusivity(unchecked) private var pending: [PendingKeep] = []
 
+    /// Zooms between a memoized block's cell and its target cells (see `GridClusterVisitor`):
+    /// 0 without a memo, else `defaultBlockLevels` unless given.
+    let blockLevels: Int
+    /// Default `blockLevels`: 2 (blocks of 4 x 4 target cells: a 1080x1920 px viewport covers
+    /// about 6 x 9 blocks); `MARKERD_CLUSTER_BLOCK_LEVELS` (0-3) overrides it, for measurements.
+    /// Larger blocks make warm answers cheaper (fewer look-ups) and cold ones dearer (a block's
+    /// cells outside the box are encoded too), and one update re-stamps more cells' output.
+    static let defaultBlockLevels: Int = {
+        guard let v = ProcessInfo.processInfo.environment["MARKERD_CLUSTER_BLOCK_LEVELS"].flatMap({ Int($0) }), (0...3).contains(v)
+        else { return 2 }
+        return v
+    }()
+
+    /// A block being written afresh (`enterBlock` missed): every target cell's items are written
+    /// into `clusterBytes` and `freshSlots` (for the memo), only those of cells in the box into the
+    /// output.
+    private struct BlockFill {
+        var node: GridNodeStamp
+        var target: Int
+        var clusterStart: Int
+        var slotStart: Int
+        /// Where this block's child marks start in `blockMarks`.
+        var marks: Int
+        /// The first child whose end is not marked yet.
+        var next = 0
+        /// Whether the current child's items go into the output.
+        var inBox = false
+        /// Clusters and markers written for the block so far (in or out of the box).
+        var clusters = 0
+        var markers = 0
+    }
+
+    /// Where a child of a block being written ends: in `clusterBytes`, in `freshSlots`, and the
+    /// block's clusters and markers up to it.
+    private struct ChildMark {
+        var clusterEnd: Int
+        var slotEnd: Int
+        var clusters: Int
+        var markers: Int
+    }
+
+    /// Blocks answered from the memo (`enterBlock`): wholly in the box, and partly (filtered by child).
+    @exclusivity(unchecked) private(set) var wholeBlockHits = 0
+    @exclusivity(unchecked) private(set) var partialBlockHits = 0
+    @exclusivity(unchecked) private var fill: BlockFill?
+    @exclusivity(unchecked) private var blockMarks: [ChildMark] = []
+    /// Blocks written afresh, to keep after the walk.
+    @exclusivity(unchecked) private var pendingBlocks: [BlockFill] = []
+
     /// `memo`: the layer's memo, with its lock held by the caller for as long as the writer and
     /// its output are used (the output points into the memo), and already reset to the index's
     /// generation (`GridClusterMemo.prepare`); nil: no memo. `budget`: see `work` (default unlimited).
-    init(memo: GridClusterMemo?, budget: Int = .max) {
+    init(memo: GridClusterMemo?, budget: Int = .max, blockLevels: Int = ClusterReplyWriter.defaultBlockLevels) {
+        precondition((0...3).contains(blockLevels), "blockLevels must be 0...3")
         self.memo = memo
         self.memoRef = Unmanaged.passUnretained(memo ?? Self.noMemo)
         self.hasMemo = memo != nil
         self.budget = budget
+        self.blockLevels = memo == nil ? 0 : blockLevels
         clusterBytes.reserveCapacity(4096)
+        if self.blockLevels > 0 {
+            // About what a 1080x1920 px answer needs, so that the arrays are not grown piece by piece.
+            pieces.reserveCapacity(128)
+            markerPieces.reserveCapacity(64)
+            blockMarks.reserveCapacity(32 << (2 * self.blockLevels))
+        }
     }
 
     /// The payload's bytes before the `tail(of:algorithm:)` it returns (clusters and markers);
@@ -113,21 +174,98 @@ final class ClusterReplyWriter: GridClusterVisitor {
     func enterSubtree(_ node: GridNodeStamp, target: Int) -> Bool {
         guard hasMemo, !isDone else { return isDone }
         if let hit = withMemo({ $0.find(node, target: target) }) {
-            if hit.clusterBytes > 0 { pieces.append(Piece(inMemo: true, start: hit.start, count: hit.clusterBytes)) }
-            if hit.markerBytes > 0 { markerPieces.append(Piece(inMemo: true, start: hit.start + hit.clusterBytes, count: hit.markerBytes)) }
-            clusterByteCount += hit.clusterBytes
-            markerByteCount += hit.markerBytes
-            sealed = true
-            markerSealed = true
-            clusterCount += hit.clusters
-            markerCount += hit.markers
-            work += hit.markers
+            appendFromMemo(clusters: hit.start, hit.clusterBytes, markers: hit.start + hit.clusterBytes, hit.markerBytes,
+                           clusterCount: hit.clusters, markerCount: hit.markers)
             return true
         }
         sealed = true
         markerSealed = true
         recording.append((node, pieces.count, markerPieces.count, clusterCount, markerCount, recording.isEmpty || node.zoom == target))
         return false
+    }
+
+    /// Appends runs of the memo's arena to the output: `clusterBytes` bytes of `clusterCount`
+    /// clusters at `clusterStart`, `markerBytes` bytes of `markerCount` markers at `markerStart`.
+    @inline(__always)
+    private func appendFromMemo(clusters clusterStart: Int, _ clusterBytes: Int, markers markerStart: Int, _ markerBytes: Int,
+                                clusterCount: Int, markerCount: Int) {
+        if clusterBytes > 0 { pieces.append(Piece(inMemo: true, start: clusterStart, count: clusterBytes)) }
+        if markerBytes > 0 { markerPieces.append(Piece(inMemo: true, start: markerStart, count: markerBytes)) }
+        clusterByteCount += clusterBytes
+        markerByteCount += markerBytes
+        sealed = true
+        markerSealed = true
+        self.clusterCount += clusterCount
+        self.markerCount += markerCount
+        work += markerCount
+    }
+
+    func enterBlock(_ node: GridNodeStamp, target: Int, mask: UInt64) -> Bool {
+        guard !isDone else { return true }
+        let children = 1 << (2 * blockLevels)
+        if let hit = withMemo({ $0.find(node, target: target) }), hit.children >= 0 {
+            if mask == (children == 64 ? .max : (UInt64(1) << UInt64(children)) - 1) {
+                appendFromMemo(clusters: hit.start, hit.clusterBytes, markers: hit.start + hit.clusterBytes, hit.markerBytes,
+                               clusterCount: hit.clusters, markerCount: hit.markers)
+                wholeBlockHits += 1
+                return true
+            }
+            partialBlockHits += 1
+            withMemo { memo in
+                memo.withBlockChildren(hit.children, count: children) { ends in
+                    // Runs of consecutive children in the box, one piece each (children with no items never break a run).
+                    var i = 0
+                    var previous = GridClusterMemo.BlockChild(clusterEnd: 0, markerEnd: 0, clusters: 0, markers: 0)
+                    while i < children {
+                        guard mask >> UInt64(i) & 1 != 0 else {
+                            previous = ends[i]
+                            i += 1
+                            continue
+                        }
+                        let first = previous
+                        while i < children && (mask >> UInt64(i) & 1 != 0 || ends[i].clusters == previous.clusters && ends[i].markers == previous.markers) {
+                            previous = ends[i]
+                            i += 1
+                        }
+                        appendFromMemo(clusters: hit.start + Int(first.clusterEnd), Int(previous.clusterEnd - first.clusterEnd),
+                                       markers: hit.start + hit.clusterBytes + Int(first.markerEnd), Int(previous.markerEnd - first.markerEnd),
+                                       clusterCount: Int(previous.clusters - first.clusters), markerCount: Int(previous.markers - first.markers))
+                    }
+                }
+            }
+            return true
+        }
+        sealed = true
+        markerSealed = true
+        fill = BlockFill(node: node, target: target, clusterStart: clusterBytes.count, slotStart: freshSlots.count, marks: blockMarks.count)
+        blockMarks.append(contentsOf: repeatElement(ChildMark(clusterEnd: 0, slotEnd: 0, clusters: 0, markers: 0), count: children))
+        return false
+    }
+
+    /// Marks the end of the children of the block being written before `index`.
+    private func markChildren(upTo index: Int) {
+        guard var f = fill else { return }
+        let mark = ChildMark(clusterEnd: clusterBytes.count, slotEnd: freshSlots.count, clusters: f.clusters, markers: f.markers)
+        while f.next < index {
+            blockMarks[f.marks + f.next] = mark
+            f.next += 1
+        }
+        fill = f
+    }
+
+    func blockChild(_ index: Int, inBox: Bool) {
+        markChildren(upTo: index)
+        fill?.inBox = inBox
+        sealed = true
+        markerSealed = true
+    }
+
+    func leaveBlock(_ node: GridNodeStamp, target: Int) {
+        markChildren(upTo: 1 << (2 * blockLevels))
+        if let f = fill, !isDone { pendingBlocks.append(f) }
+        fill = nil
+        sealed = true
+        markerSealed = true
     }
 
     /// Calls `body` with the memo (held by `memo`), without retaining it.
@@ -148,6 +286,10 @@ final class ClusterReplyWriter: GridClusterVisitor {
         let start = clusterBytes.count
         Self.appendGridCluster(cluster, expansionZoom: expansionZoom, to: &clusterBytes)
         let count = clusterBytes.count - start
+        if fill != nil {
+            fill!.clusters += 1
+            guard fill!.inBox else { return sealed = true }
+        }
         if sealed {
             pieces.append(Piece(inMemo: false, start: start, count: count))
             sealed = false
@@ -161,13 +303,20 @@ final class ClusterReplyWriter: GridClusterVisitor {
     func visitPoint(_ point: ClusterPoint) {
         work += 1
         if isDone { return }
+        if fill != nil {
+            fill!.markers += 1
+            guard fill!.inBox else {
+                freshSlots.append(point)
+                return markerSealed = true
+            }
+        }
         if markerSealed {
             markerPieces.append(Piece(inMemo: false, start: freshSlots.count, count: 1))
             markerSealed = false
         } else {
             markerPieces[markerPieces.count - 1].count += 1
         }
-        freshSlots.append(point.id)
+        freshSlots.append(point)
         markerCount += 1
     }
 
@@ -204,6 +353,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
             markerPieces[i] = Piece(inMemo: false, start: offsets[p.start], count: offsets[p.start + p.count] - offsets[p.start])
             markerByteCount += markerPieces[i].count
         }
+        if hasMemo && !pendingBlocks.isEmpty { keepBlocks(offsets) }
         if hasMemo && !pending.isEmpty {
             // Buffers taken once for all the keeps (arrays passed per keep were retained and released each time).
             pieces.withUnsafeBufferPointer { pieces in
@@ -220,7 +370,56 @@ final class ClusterReplyWriter: GridClusterVisitor {
                 }
             }
         }
-        return V1.GetClustersResponse(layerVersion: layer.version, algorithm: algorithm).serializedBytes()
+        return Self.responseTail(layerVersion: layer.version, algorithm: algorithm)
+    }
+
+    /// The bytes of `V1.GetClustersResponse(layerVersion:algorithm:)` (fields 3 and 4, each left
+    /// out when zero or empty, as protobuf-c writes them), written by hand: the message's encoding through protobuf-c cost a few µs per
+    /// reply (`ClusterEncodingTests` compares the two).
+    static func responseTail(layerVersion: UInt64, algorithm: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(16 + algorithm.utf8.count)
+        if layerVersion != 0 {
+            out.append(0x18)
+            MarkerWireEncoder.appendVarint(layerVersion, to: &out)
+        }
+        if !algorithm.isEmpty {
+            out.append(0x22)
+            MarkerWireEncoder.appendVarint(UInt64(algorithm.utf8.count), to: &out)
+            out.append(contentsOf: algorithm.utf8)
+        }
+        return out
+    }
+
+    /// Has the memo keep the blocks written afresh: their clusters' and markers' bytes (`offsets`:
+    /// where each fresh marker's bytes start in `markerBytes`) and where each child's end.
+    private func keepBlocks(_ offsets: [Int]) {
+        let children = 1 << (2 * blockLevels)
+        var ends = [GridClusterMemo.BlockChild](repeating: GridClusterMemo.BlockChild(clusterEnd: 0, markerEnd: 0, clusters: 0, markers: 0),
+                                                count: children)
+        clusterBytes.withUnsafeBytes { clusterBytes in
+            markerBytes.withUnsafeBytes { markerBytes in
+                for b in pendingBlocks {
+                    let last = blockMarks[b.marks + children - 1]
+                    let markerStart = offsets[b.slotStart]
+                    for i in 0..<children {
+                        let m = blockMarks[b.marks + i]
+                        ends[i] = GridClusterMemo.BlockChild(clusterEnd: Int32(m.clusterEnd - b.clusterStart), markerEnd: Int32(offsets[m.slotEnd] - markerStart),
+                                                             clusters: Int32(m.clusters), markers: Int32(m.markers))
+                    }
+                    let clusters = [Piece(inMemo: false, start: b.clusterStart, count: last.clusterEnd - b.clusterStart)]
+                    let markers = [Piece(inMemo: false, start: markerStart, count: offsets[last.slotEnd] - markerStart)]
+                    clusters.withUnsafeBufferPointer { clusters in
+                        markers.withUnsafeBufferPointer { markers in
+                            ends.withUnsafeBufferPointer { ends in
+                                withMemo { $0.keep(clusters, of: clusterBytes, markers: markers, of: markerBytes, clusterCount: last.clusters,
+                                                   markerCount: last.markers, of: b.node, target: b.target, children: ends) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Writes the whole `GetClustersResponse` into `out` (`bodyByteCount + tail.count` bytes):
@@ -376,6 +575,17 @@ final class GridClusterMemo: @unchecked Sendable {
         var clusterBytes: Int32
         var markerBytes: Int32
         var start: Int
+        /// A block's (see `GridClusterVisitor`): where its children's ends start in `blockChildren`; else -1.
+        var children: Int32
+    }
+
+    /// Where a child (a target cell) of a memoized block ends, counted from the block's start:
+    /// its clusters' bytes, its markers' bytes, and the block's clusters and markers up to it.
+    struct BlockChild {
+        var clusterEnd: Int32
+        var markerEnd: Int32
+        var clusters: Int32
+        var markers: Int32
     }
 
     /// A memoized output (`find`): `clusterBytes` bytes of clusters at `start` in the arena, then
@@ -386,6 +596,8 @@ final class GridClusterMemo: @unchecked Sendable {
         var markerBytes: Int
         var clusters: Int
         var markers: Int
+        /// A block's: its children's ends (`withBlockChildren`); else -1.
+        var children: Int
     }
 
     let lock = NSLock()
@@ -399,16 +611,19 @@ final class GridClusterMemo: @unchecked Sendable {
     @exclusivity(unchecked) private var newest: [Int32] = []
     @exclusivity(unchecked) private var entries: [Entry] = []
     @exclusivity(unchecked) private var bytes: [UInt8] = []
+    /// The children's ends of the blocks kept, one run per block.
+    @exclusivity(unchecked) private var blockChildren: [BlockChild] = []
     /// Whether an output was not kept for want of room: `prepare` empties the memo.
     @exclusivity(unchecked) private var full = false
     /// Fault in the arenas' pages ahead of their use, off the reply path (see `ArenaPrefaulter`).
     @exclusivity(unchecked) private var bytesAhead = ArenaPrefaulter()
     @exclusivity(unchecked) private var entriesAhead = ArenaPrefaulter()
+    @exclusivity(unchecked) private var childrenAhead = ArenaPrefaulter()
 
     init(budgetBytes: Int = 128 << 20) { self.budgetBytes = budgetBytes }
 
     /// Approximate bytes held: the arena and the entries (not `newest`).
-    var heldBytes: Int { bytes.count + MemoryLayout<Entry>.stride * entries.count }
+    var heldBytes: Int { bytes.count + MemoryLayout<Entry>.stride * entries.count + MemoryLayout<BlockChild>.stride * blockChildren.count }
 
     /// Empties the memo when it was filled from another index (or another generation of it).
     func prepare(generation g: UInt64) {
@@ -422,6 +637,7 @@ final class GridClusterMemo: @unchecked Sendable {
         full = false
         entries.removeAll(keepingCapacity: true)
         bytes.removeAll(keepingCapacity: true)
+        blockChildren.removeAll(keepingCapacity: true)
     }
 
     /// The newest live entry of `cell`, or -1.
@@ -448,7 +664,12 @@ final class GridClusterMemo: @unchecked Sendable {
         guard i >= 0, entries[i].stamp == node.stamp else { return nil }
         let e = entries[i]
         return Hit(start: e.start, clusterBytes: Int(e.clusterBytes), markerBytes: Int(e.markerBytes),
-                   clusters: Int(e.clusterCount), markers: Int(e.markerCount))
+                   clusters: Int(e.clusterCount), markers: Int(e.markerCount), children: Int(e.children))
+    }
+
+    /// Calls `body` with the `count` children's ends of a block found by `find` (`Hit.children`).
+    func withBlockChildren<R>(_ at: Int, count: Int, _ body: (UnsafeBufferPointer<BlockChild>) -> R) -> R {
+        blockChildren.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[at ..< at + count])) }
     }
 
     /// Calls `body` with the arena (see `find`).
@@ -457,12 +678,15 @@ final class GridClusterMemo: @unchecked Sendable {
     /// Keeps the output of `node` at `target`: `clusterCount` clusters written as `pieces` (of
     /// `fresh` or of this memo's arena), then `markerCount` markers written as `markerPieces`
     /// (of `freshMarkers` or of the arena). Past `budgetBytes` nothing is kept and the memo is
-    /// emptied at the next `prepare` (not now: a reply being written points into it).
+    /// emptied at the next `prepare` (not now: a reply being written points into it). `children`:
+    /// for a block, where each of its children ends (see `BlockChild`); nil for a subtree.
     func keep(_ pieces: UnsafeBufferPointer<ClusterReplyWriter.Piece>, of fresh: UnsafeRawBufferPointer,
               markers markerPieces: UnsafeBufferPointer<ClusterReplyWriter.Piece>, of freshMarkers: UnsafeRawBufferPointer,
-              clusterCount: Int, markerCount: Int, of node: GridNodeStamp, target: Int) {
+              clusterCount: Int, markerCount: Int, of node: GridNodeStamp, target: Int,
+              children: UnsafeBufferPointer<BlockChild>? = nil) {
         let n = pieces.reduce(0) { $0 + $1.count }, m = markerPieces.reduce(0) { $0 + $1.count }
-        if heldBytes + n + m + MemoryLayout<Entry>.stride > budgetBytes {
+        let childBytes = MemoryLayout<BlockChild>.stride * (children?.count ?? 0)
+        if heldBytes + n + m + MemoryLayout<Entry>.stride + childBytes > budgetBytes {
             full = true
             return
         }
@@ -474,11 +698,19 @@ final class GridClusterMemo: @unchecked Sendable {
                                          capacity: byteCapacity)
             entriesAhead = ArenaPrefaulter(base: entries.withUnsafeMutableBufferPointer { UnsafeMutableRawPointer($0.baseAddress) },
                                            capacity: entryBytes)
+            blockChildren.reserveCapacity(budgetBytes / MemoryLayout<BlockChild>.stride)
+            childrenAhead = ArenaPrefaulter(base: blockChildren.withUnsafeMutableBufferPointer { UnsafeMutableRawPointer($0.baseAddress) },
+                                            capacity: blockChildren.capacity * MemoryLayout<BlockChild>.stride)
         }
         let c = Int(node.cell)
         if c >= newest.count { newest.append(contentsOf: repeatElement(-1, count: max(c + 1, 2 * newest.count) - newest.count)) }
         var e = Entry(cell: node.cell, stamp: node.stamp, next: -1, target: Int32(target), clusterCount: Int32(clusterCount),
-                      markerCount: Int32(markerCount), clusterBytes: Int32(n), markerBytes: Int32(m), start: bytes.count)
+                      markerCount: Int32(markerCount), clusterBytes: Int32(n), markerBytes: Int32(m), start: bytes.count,
+                      children: children == nil ? -1 : Int32(blockChildren.count))
+        if let children {
+            childrenAhead.use(upTo: (blockChildren.count + children.count) * MemoryLayout<BlockChild>.stride, owner: self)
+            blockChildren.append(contentsOf: children)
+        }
         let old = entry(node.cell, target: target)
         if old >= 0 {
             e.next = entries[old].next

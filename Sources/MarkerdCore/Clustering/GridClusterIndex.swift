@@ -877,11 +877,7 @@ public struct GridClusterIndex: Sendable {
             }
             let (cx, cy) = cellOf(p.x, p.y, target)
             guard cellIntersects(cx, cy, z: target, box) else { return }
-            if options.minPoints <= 1 {
-                out.visitCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
-            } else {
-                out.visitPoint(p)
-            }
+            emitSingle(ref, p, target: target, into: &out)
             return
         }
         let c = Int(ref)
@@ -889,17 +885,20 @@ public struct GridClusterIndex: Sendable {
             for m in members[c].sorted() where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { out.visitPoint(pointAt(m)) }
             return
         }
+        let node = GridNodeStamp(cell: Int32(c), stamp: UInt32(truncatingIfNeeded: loaded), zoom: z)
+        let levels = exactPoints ? 0 : out.blockLevels
+        if levels > 0 && z == target - levels {
+            let mask = cellInside(cx, cy, z: z, box) ? Self.fullMask(levels) : blockMask(cx, cy, z: z, levels: levels, box)
+            if out.enterBlock(node, target: target, mask: mask) { return }
+            emitBlock(ref, cx: cx, cy: cy, levels: levels, target: target, mask: mask, into: &out)
+            out.leaveBlock(node, target: target)
+            return
+        }
         // The output below a target cell, or below a cell wholly inside the box, does not depend on the box.
         let whole = !exactPoints && (z == target || cellInside(cx, cy, z: z, box))
-        let node = GridNodeStamp(cell: Int32(c), stamp: UInt32(truncatingIfNeeded: loaded), zoom: z)
         if whole && out.enterSubtree(node, target: target) { return }
         if z == target {
-            if Int(cells[c].count) >= options.minPoints {
-                out.visitCluster(makeCluster(ref, zoom: z),
-                                 expansionZoom: out.wantsExpansionZooms ? expansionZoom(node: ref, zoom: z) : options.maxZoom + 1)
-            } else {
-                appendAllPoints(ref, z: z, into: &out)
-            }
+            emitTarget(ref, z: z, into: &out)
         } else {
             let x = cx << 1, y = cy << 1
             let r0 = children[4 * c], r1 = children[4 * c + 1], r2 = children[4 * c + 2], r3 = children[4 * c + 3]
@@ -918,6 +917,154 @@ public struct GridClusterIndex: Sendable {
             descend(r3, x | 1, y | 1, l3, &out)
         }
         if whole { out.leaveSubtree(node, target: target) }
+    }
+
+    /// Emits the items of the stored cell `ref` of the target zoom `z`: its cluster, or its points.
+    @inline(__always)
+    private func emitTarget<V: GridClusterVisitor>(_ ref: Int32, z: Int, into out: inout V) {
+        if Int(cells[Int(ref)].count) >= options.minPoints {
+            out.visitCluster(makeCluster(ref, zoom: z),
+                             expansionZoom: out.wantsExpansionZooms ? expansionZoom(node: ref, zoom: z) : options.maxZoom + 1)
+        } else {
+            appendAllPoints(ref, z: z, into: &out)
+        }
+    }
+
+    /// Emits the single point `p` (node `ref`) alone in its cell of zoom `target`: a cluster of
+    /// one when `minPoints` is 1, else the point.
+    @inline(__always)
+    private func emitSingle<V: GridClusterVisitor>(_ ref: Int32, _ p: ClusterPoint, target: Int, into out: inout V) {
+        if options.minPoints <= 1 {
+            out.visitCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
+        } else {
+            out.visitPoint(p)
+        }
+    }
+
+    /// The mask of a block of `levels` zooms with every target cell set.
+    @inline(__always)
+    private static func fullMask(_ levels: Int) -> UInt64 { levels >= 3 ? .max : (UInt64(1) << UInt64(1 << (2 * levels))) - 1 }
+
+    /// The Morton index (x in the even bits) of the offset (dx, dy) of a target cell in its block.
+    @inline(__always)
+    static func blockIndex(_ dx: UInt32, _ dy: UInt32) -> Int {
+        var i = 0
+        for b in 0..<3 { i |= Int((dx >> UInt32(b)) & 1) << (2 * b) | Int((dy >> UInt32(b)) & 1) << (2 * b + 1) }
+        return i
+    }
+
+    /// The mask (see `GridClusterVisitor.enterBlock`) of the target cells of the block of cell
+    /// (cx, cy) at zoom z (`levels` zooms above them) that intersect `box`: the block's columns
+    /// and rows that meet the box's span of target cells (in x, one span or two when the box
+    /// crosses the antimeridian), crossed.
+    private func blockMask(_ cx: UInt32, _ cy: UInt32, z: Int, levels: Int, _ box: ClusterBox) -> UInt64 {
+        let shift = UInt32(32 - (z + levels) - k)
+        let bx0 = UInt64(box.minX) >> UInt64(shift), bx1 = UInt64(box.maxX) >> UInt64(shift)
+        let by0 = UInt64(box.minY) >> UInt64(shift), by1 = UInt64(box.maxY) >> UInt64(shift)
+        let crosses = box.minX > box.maxX
+        let x0 = UInt64(cx) << UInt64(levels), y0 = UInt64(cy) << UInt64(levels)
+        var columns: UInt64 = 0, rows: UInt64 = 0, allColumns: UInt64 = 0, allRows: UInt64 = 0
+        for d in 0..<(UInt32(1) << UInt32(levels)) {
+            let ix = UInt64(1) << UInt64(Self.blockIndex(d, 0)), iy = UInt64(1) << UInt64(Self.blockIndex(0, d))
+            allColumns |= ix
+            allRows |= iy
+            let x = x0 + UInt64(d), y = y0 + UInt64(d)
+            if crosses ? (x >= bx0 || x <= bx1) : (x >= bx0 && x <= bx1) { columns |= 1 << UInt64(d) }
+            if y >= by0 && y <= by1 { rows |= 1 << UInt64(d) }
+        }
+        var inX: UInt64 = 0, inY: UInt64 = 0  // the cells of the columns, and of the rows, that meet the box
+        for d in 0..<(UInt32(1) << UInt32(levels)) {
+            if columns >> UInt64(d) & 1 != 0 { inX |= allRows << UInt64(Self.blockIndex(d, 0)) }
+            if rows >> UInt64(d) & 1 != 0 { inY |= allColumns << UInt64(Self.blockIndex(0, d)) }
+        }
+        return inX & inY
+    }
+
+    /// A node of a block being emitted (`emitBlock`): a stored cell or a single point, and the
+    /// Morton index of its cell within the block at the level being expanded.
+    private struct BlockNode {
+        var ref: Int32
+        var index: Int32
+    }
+
+    /// What `emitBlock` emits for one node of a block, computed before any of it is emitted: a
+    /// cluster and its expansion zoom, a point, or (`small`) a stored cell of fewer than
+    /// `minPoints` points whose points are emitted one by one.
+    private struct BlockItem {
+        enum Kind { case cluster, point, small }
+        var kind: Kind
+        var ref: Int32
+        var index: Int
+        var cluster: GridCluster
+        var expansionZoom: Int
+    }
+
+    /// Emits the items of every non-empty target cell of the block of stored cell `ref` (cell
+    /// (cx, cy) of zoom `target - levels`), each after `blockChild` with its index and whether
+    /// `mask` has it (see `GridClusterVisitor.enterBlock`). A block being written afresh reads
+    /// every node below its cell: they are read level by level (each level's child slots as
+    /// independent loads, so that their cache misses overlap), then the target cells' clusters
+    /// and expansion zooms are all computed, then emitted, instead of one miss after another
+    /// in a depth-first walk with the visitor's calls in between. At most 4^levels nodes.
+    private func emitBlock<V: GridClusterVisitor>(_ ref: Int32, cx: UInt32, cy: UInt32, levels: Int, target: Int, mask: UInt64,
+                                                  into out: inout V) {
+        let capacity = 1 << (2 * levels)
+        let base = (cx << UInt32(levels), cy << UInt32(levels))
+        let wantsZooms = out.wantsExpansionZooms
+        withUnsafeTemporaryAllocation(of: BlockNode.self, capacity: 2 * capacity) { nodes in
+            // Level by level in output order: each stored cell replaced by its non-empty children, points kept.
+            var from = nodes.baseAddress!, to = from + capacity
+            from[0] = BlockNode(ref: ref, index: 0)
+            var n = 1
+            for _ in 0..<levels {
+                var m = 0
+                for k in 0..<n {
+                    let node = from[k]
+                    if node.ref <= -2 {
+                        to[m] = node
+                        m += 1
+                        continue
+                    }
+                    let c = 4 * Int(node.ref)
+                    for q in 0..<4 where children[c + q] != -1 {
+                        to[m] = BlockNode(ref: children[c + q], index: node.index << 2 | Int32(q))
+                        m += 1
+                    }
+                }
+                swap(&from, &to)
+                n = m
+            }
+            let last = from
+            withUnsafeTemporaryAllocation(of: BlockItem.self, capacity: n) { items in
+                let empty = GridCluster(id: GridClusterID(rawValue: 0), count: 0, x: 0, y: 0, bounds: .world)
+                for k in 0..<n {
+                    let r = last[k].ref
+                    var item = BlockItem(kind: .cluster, ref: r, index: Int(last[k].index), cluster: empty, expansionZoom: options.maxZoom + 1)
+                    if r <= -2 {
+                        let p = pointAt(Self.pointID(r))
+                        let (tx, ty) = cellOf(p.x, p.y, target)
+                        item.index = Self.blockIndex(tx - base.0, ty - base.1)
+                        if options.minPoints <= 1 { item.cluster = makeCluster(r, zoom: target) } else { item.kind = .point }
+                    } else if Int(cells[Int(r)].count) >= options.minPoints {
+                        item.cluster = makeCluster(r, zoom: target)
+                        if wantsZooms { item.expansionZoom = expansionZoom(node: r, zoom: target) }
+                    } else {
+                        item.kind = .small
+                    }
+                    (items.baseAddress! + k).initialize(to: item)
+                }
+                for k in 0..<n where !out.isDone {
+                    let item = items[k]
+                    out.blockChild(item.index, inBox: mask >> UInt64(item.index) & 1 != 0)
+                    switch item.kind {
+                    case .cluster: out.visitCluster(item.cluster, expansionZoom: item.expansionZoom)
+                    case .point: out.visitPoint(pointAt(Self.pointID(item.ref)))
+                    case .small: appendAllPoints(item.ref, z: target, into: &out)
+                    }
+                }
+                items.baseAddress!.deinitialize(count: n)
+            }
+        }
     }
 
     private func appendAllPoints<V: GridClusterVisitor>(_ ref: Int32, z: Int, into out: inout V) {
