@@ -503,9 +503,23 @@ struct GridIndex: Sendable {
     }
 
     /// Moves a marker between positions/classes and sets its z-index. In place when the leaf
-    /// stays the same; otherwise only the levels below the common ancestor change.
+    /// stays the same; otherwise only the levels below the common ancestor change. A move
+    /// within the class that keeps the z-index takes `move(_:cls:toX:y:)`'s path (no node
+    /// above the common ancestor is read).
     mutating func move(_ slot: Int32, fromX ox: UInt32, y oy: UInt32, cls oc: UInt32,
                        toX nx: UInt32, y ny: UInt32, z: Int32, cls nc: UInt32) {
+        if oc == nc {
+            let p = Int(pos[Int(slot)])
+            if entries[p].z == z { relink(at: p, cls: oc, to: GridEntry(x: nx, y: ny, z: z, slot: slot)); return }
+        }
+        moveFromRoot(slot, fromX: ox, y: oy, cls: oc, toX: nx, y: ny, z: z, cls: nc)
+    }
+
+    /// `move(_:fromX:y:cls:toX:y:z:cls:)` by a walk from the root that widens the z bounds of
+    /// the nodes it passes (any class or z-index change; tests also compare `relink`'s moves
+    /// with it).
+    mutating func moveFromRoot(_ slot: Int32, fromX ox: UInt32, y oy: UInt32, cls oc: UInt32,
+                               toX nx: UInt32, y ny: UInt32, z: Int32, cls nc: UInt32) {
         let e = GridEntry(x: nx, y: ny, z: z, slot: slot)
         if oc != nc {
             remove(slot, x: ox, y: oy, cls: oc, fromLevel: 0)
@@ -528,6 +542,38 @@ struct GridIndex: Sendable {
         }
         remove(slot, x: ox, y: oy, cls: oc, fromLevel: level)
         insert(e, cls: nc, fromLevel: level)
+    }
+
+    /// Moves a marker of class `cls` to (nx, ny), keeping its z-index: its old position and
+    /// z-index are read from its own entry (`pos[slot]`), so the caller needs neither. In place
+    /// when the leaf stays the same.
+    mutating func move(_ slot: Int32, cls: UInt32, toX nx: UInt32, y ny: UInt32) {
+        let p = Int(pos[Int(slot)])
+        relink(at: p, cls: cls, to: GridEntry(x: nx, y: ny, z: entries[p].z, slot: slot))
+    }
+
+    /// Moves the entry at `p` (of class `cls`) to `e`'s position, with `e.z` equal to its
+    /// z-index: the nodes on both positions' paths down to their deepest common level keep
+    /// their counts and (conservative) z bounds, so none of them is touched. That level
+    /// follows from the coordinates (the highest differing bit of x or y); one node look-up
+    /// there tells whether the entry's leaf lies at or above it (the node is a leaf, or absent
+    /// because the path ended above: the entry stays in its leaf and is rewritten in place)
+    /// or below (internal: the entry leaves its leaf, removed and inserted again from the next
+    /// level down, exactly as a walk from the root would).
+    @inline(__always) private mutating func relink(at p: Int, cls: UInt32, to e: GridEntry) {
+        let old = entries[p]
+        let differ = (old.x ^ e.x) | (old.y ^ e.y)
+        // Keys at level L (the top L bits of x and y) agree for L <= the leading zero bits.
+        let common = Swift.min(GridIndex.maxLevel, UInt32(differ.leadingZeroBitCount) & ~1)
+        if common < GridIndex.maxLevel {   // level 26 nodes are always leaves
+            let i = nodes.find(GridIndex.key(old.x, old.y, level: common, cls))
+            if i >= 0 && nodes[i].isInternal {
+                remove(e.slot, x: old.x, y: old.y, cls: cls, fromLevel: common + 2)
+                insert(e, cls: cls, fromLevel: common + 2)
+                return
+            }
+        }
+        entries[p] = e
     }
 
     mutating func removeAll() { self = GridIndex() }

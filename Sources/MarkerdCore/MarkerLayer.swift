@@ -264,8 +264,8 @@ public struct MarkerLayer: Sendable {
     /// Moves one marker (O(1)); does not bump the version (callers batch: see `move(_:)`).
     mutating func moveSlot(_ slot: Int32, to p: WorldPoint) {
         let s = Int(slot)
-        let cls = MarkerLayer.gridClass(table.flags[s])
-        grid.move(slot, fromX: table.x[s], y: table.y[s], cls: cls, toX: p.x, y: p.y, z: table.zIndex[s], cls: cls)
+        // The grid reads the old position and z-index from the marker's entry (one cache line).
+        grid.move(slot, cls: MarkerLayer.gridClass(table.flags[s]), toX: p.x, y: p.y)
         table.x[s] = p.x; table.y[s] = p.y
         syncCluster(slot)
     }
@@ -273,7 +273,8 @@ public struct MarkerLayer: Sendable {
     /// Moves one marker. Throws `.invalidArgument` for a bad position, `.markerNotFound`.
     /// Version + 1.
     public mutating func move(id: String, to position: LatLng) throws(MarkerdCoreError) {
-        try position.validate(field: "position (id \"\(id)\")")
+        // The field name is only built for an invalid position (formatting it costs more than a move).
+        if !position.isValid { try position.validate(field: "position (id \"\(id)\")") }
         guard let slot = table.find(id) else { throw .markerNotFound(id: id) }
         moveSlot(slot, to: WorldPoint(position))
         version &+= 1
@@ -282,7 +283,9 @@ public struct MarkerLayer: Sendable {
     /// Moves a batch (vehicle tracking). Invalid positions reject the whole batch (throws
     /// `.invalidArgument` naming `moves[i]`); unknown ids are reported. Version + 1 if any moved.
     public mutating func move(_ moves: [(id: String, position: LatLng)]) throws(MarkerdCoreError) -> MoveResult {
-        for (i, m) in moves.enumerated() { try m.position.validate(field: "moves[\(i)] (id \"\(m.id)\").position") }
+        for (i, m) in moves.enumerated() where !m.position.isValid {
+            try m.position.validate(field: "moves[\(i)] (id \"\(m.id)\").position")
+        }
         var moved = 0
         var missing: [String] = []
         for m in moves {
