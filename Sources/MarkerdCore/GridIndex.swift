@@ -229,7 +229,7 @@ struct InnerRects {
 /// memory); ordered searches (first markers in draw order) go best-first by the nodes'
 /// (z, y) bounds and stop as soon as no node can beat what they already have.
 ///
-/// Memory: 16 bytes per entry + 4 per slot + run slack (under 3/4 of a leaf's run, at least 8
+/// Memory: 16 bytes per entry + 5 per slot (`pos`, `leafLevel`) + run slack (under 3/4 of a leaf's run, at least 8
 /// entries) + 4 bytes per 8 entries of runs (free-list links) + a node per 4-64 markers
 /// (24 bytes / table load).
 struct GridIndex: Sendable {
@@ -248,6 +248,9 @@ struct GridIndex: Sendable {
     private var freeRuns = [Int32](repeating: -1, count: 32)
     /// Index into `entries` of each slot's entry.
     var pos: [UInt32] = []
+    /// Level of the leaf that lists each slot's entry (written wherever `pos` is; a hint a
+    /// move reads instead of looking nodes up, see `relink`).
+    var leafLevel: [UInt8] = []
 
     enum Class: UInt32 { case staticMarker = 0, live = 1, hidden = 2 }
 
@@ -351,6 +354,7 @@ struct GridIndex: Sendable {
         let p = GridIndex.runBase(nodes[i].head) + c
         entries[p] = e
         pos[Int(e.slot)] = UInt32(p)
+        leafLevel[Int(e.slot)] = UInt8(truncatingIfNeeded: GridIndex.level(nodes[i].key))
     }
 
     /// Removes the entry at `p` from leaf `i` (whose count was already decremented).
@@ -386,7 +390,10 @@ struct GridIndex: Sendable {
 
     mutating func insert(_ slot: Int32, x: UInt32, y: UInt32, z: Int32, cls: UInt32) {
         let s = Int(slot)
-        if pos.count <= s { pos.append(contentsOf: repeatElement(0, count: s + 1 - pos.count)) }
+        if pos.count <= s {
+            pos.append(contentsOf: repeatElement(0, count: s + 1 - pos.count))
+            leafLevel.append(contentsOf: repeatElement(0, count: s + 1 - leafLevel.count))
+        }
         insert(GridEntry(x: x, y: y, z: z, slot: slot), cls: cls, fromLevel: 0)
     }
 
@@ -504,13 +511,13 @@ struct GridIndex: Sendable {
 
     /// Moves a marker between positions/classes and sets its z-index. In place when the leaf
     /// stays the same; otherwise only the levels below the common ancestor change. A move
-    /// within the class that keeps the z-index takes `move(_:cls:toX:y:)`'s path (no node
-    /// above the common ancestor is read).
+    /// within the class that keeps the z-index takes `relink`'s path (no node above the
+    /// common ancestor is read, none at all within a leaf).
     mutating func move(_ slot: Int32, fromX ox: UInt32, y oy: UInt32, cls oc: UInt32,
                        toX nx: UInt32, y ny: UInt32, z: Int32, cls nc: UInt32) {
-        if oc == nc {
-            let p = Int(pos[Int(slot)])
-            if entries[p].z == z { relink(at: p, cls: oc, to: GridEntry(x: nx, y: ny, z: z, slot: slot)); return }
+        if oc == nc && entries[Int(pos[Int(slot)])].z == z {
+            relink(fromX: ox, y: oy, cls: oc, to: GridEntry(x: nx, y: ny, z: z, slot: slot))
+            return
         }
         moveFromRoot(slot, fromX: ox, y: oy, cls: oc, toX: nx, y: ny, z: z, cls: nc)
     }
@@ -544,42 +551,31 @@ struct GridIndex: Sendable {
         insert(e, cls: nc, fromLevel: level)
     }
 
-    /// Moves a marker of class `cls` to (nx, ny), keeping its z-index: its old position and
-    /// z-index are read from its own entry (`pos[slot]`), so the caller needs neither. In place
-    /// when the leaf stays the same.
-    mutating func move(_ slot: Int32, cls: UInt32, toX nx: UInt32, y ny: UInt32) {
-        let p = Int(pos[Int(slot)])
-        relink(at: p, cls: cls, to: GridEntry(x: nx, y: ny, z: entries[p].z, slot: slot))
-    }
-
-    /// Moves the entry at `p` (of class `cls`) to `e`'s position, with `e.z` equal to its
-    /// z-index: the nodes on both positions' paths down to their deepest common level keep
-    /// their counts and (conservative) z bounds, so none of them is touched. That level
-    /// follows from the coordinates (the highest differing bit of x or y); one node look-up
-    /// there tells whether the entry's leaf lies at or above it (the node is a leaf, or absent
-    /// because the path ended above: the entry stays in its leaf and is rewritten in place)
-    /// or below (internal: the entry leaves its leaf, removed and inserted again from the next
-    /// level down, exactly as a walk from the root would).
-    @inline(__always) private mutating func relink(at p: Int, cls: UInt32, to e: GridEntry) {
-        let old = entries[p]
-        let differ = (old.x ^ e.x) | (old.y ^ e.y)
+    /// Moves the entry of `e.slot` (of class `cls`, at (ox, oy)) to `e`'s position, `e.z` being
+    /// its z-index: the nodes on both positions' paths down to their deepest common level
+    /// keep their counts and (conservative) z bounds, so none of them is touched. That level
+    /// follows from the coordinates (the highest differing bit of x or y), and the slot's
+    /// `leafLevel` tells whether its leaf lies at or above it (the entry stays in its leaf and
+    /// is rewritten in place) or below (the node there is internal: the entry leaves its leaf,
+    /// removed and inserted again from the next level down, exactly as a walk from the root
+    /// would). No node is read for a move within a leaf.
+    @inline(__always) private mutating func relink(fromX ox: UInt32, y oy: UInt32, cls: UInt32, to e: GridEntry) {
+        let s = Int(e.slot)
+        let differ = (ox ^ e.x) | (oy ^ e.y)
         // Keys at level L (the top L bits of x and y) agree for L <= the leading zero bits.
         let common = Swift.min(GridIndex.maxLevel, UInt32(differ.leadingZeroBitCount) & ~1)
-        if common < GridIndex.maxLevel {   // level 26 nodes are always leaves
-            let i = nodes.find(GridIndex.key(old.x, old.y, level: common, cls))
-            if i >= 0 && nodes[i].isInternal {
-                remove(e.slot, x: old.x, y: old.y, cls: cls, fromLevel: common + 2)
-                insert(e, cls: cls, fromLevel: common + 2)
-                return
-            }
+        if UInt32(leafLevel[s]) > common {
+            remove(e.slot, x: ox, y: oy, cls: cls, fromLevel: common + 2)
+            insert(e, cls: cls, fromLevel: common + 2)
+            return
         }
-        entries[p] = e
+        entries[Int(pos[s])] = e
     }
 
     mutating func removeAll() { self = GridIndex() }
 
     var approximateBytes: Int {
-        nodes.approximateBytes + entries.capacity * MemoryLayout<GridEntry>.stride + blockNext.capacity * 4 + pos.capacity * 4
+        nodes.approximateBytes + entries.capacity * MemoryLayout<GridEntry>.stride + blockNext.capacity * 4 + pos.capacity * 4 + leafLevel.capacity
     }
 
     // MARK: Queries
@@ -788,6 +784,7 @@ extension GridIndex {
                     if !r.contains(x: e.x, y: e.y) { problems.append("entry of slot \(e.slot) outside its leaf") }
                     if e.z < c.minZ || e.z > c.maxZ { problems.append("entry z \(e.z) outside [\(c.minZ), \(c.maxZ)]") }
                     if e.slot < 0 || Int(e.slot) >= pos.count || entries[Int(pos[Int(e.slot)])].slot != e.slot { problems.append("pos of slot \(e.slot) wrong") }
+                    else if UInt32(leafLevel[Int(e.slot)]) != level { problems.append("leafLevel of slot \(e.slot) is \(leafLevel[Int(e.slot)]), its leaf's \(level)") }
                 }
             }
             if n != Int(c.count) { problems.append("node \(key) level \(level) counts \(c.count), holds \(n)") }

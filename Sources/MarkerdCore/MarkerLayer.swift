@@ -7,7 +7,7 @@
 ///
 /// Memory (measured in a release build, 10M markers with 12-byte ids, default pin, no
 /// attributes): see the `MarkerdBench` test and the report; the fixed columns are
-/// MarkerTable 29 B + id index ~6.7 B + grid entry 16 B + grid slot position 4 B + grid block
+/// MarkerTable 29 B + id index ~6.7 B + grid entry 16 B + grid slot position and leaf level 5 B + grid block
 /// slack and nodes (see `GridIndex`) per marker, plus the id bytes.
 public struct MarkerLayer: Sendable {
     public internal(set) var options: TilingOptions
@@ -264,8 +264,9 @@ public struct MarkerLayer: Sendable {
     /// Moves one marker (O(1)); does not bump the version (callers batch: see `move(_:)`).
     mutating func moveSlot(_ slot: Int32, to p: WorldPoint) {
         let s = Int(slot)
-        // The grid reads the old position and z-index from the marker's entry (one cache line).
-        grid.move(slot, cls: MarkerLayer.gridClass(table.flags[s]), toX: p.x, y: p.y)
+        let cls = MarkerLayer.gridClass(table.flags[s])
+        // Same class and z-index: the grid's fast path (`GridIndex.relink`, no node read within a leaf).
+        grid.move(slot, fromX: table.x[s], y: table.y[s], cls: cls, toX: p.x, y: p.y, z: table.zIndex[s], cls: cls)
         table.x[s] = p.x; table.y[s] = p.y
         syncCluster(slot)
     }

@@ -2,8 +2,8 @@ import MarkerdTestSupport
 import Testing
 @testable import MarkerdCore
 
-/// `GridIndex`'s move fast path (`relink`: `move(_:cls:toX:y:)`, and the general `move` when
-/// class and z-index stay) against the walk from the root every move took before
+/// `GridIndex`'s move fast path (`relink`, which `move` takes when class and z-index stay)
+/// against the walk from the root every move took before
 /// (`moveFromRoot`), on seeded random layers: two grids get the same inserts, removals and
 /// moves, one moving by the fast path, the other by the walk; after every batch their node
 /// tables, entries and `pos` must be identical (the fast path makes exactly the changes the
@@ -72,13 +72,8 @@ import Testing
                 let (x, y) = rng.next() % 4 == 0 ? randomPoint() : (near(m.x, jitters[Int(rng.next() % 5)]), near(m.y, jitters[Int(rng.next() % 5)]))
                 let z = op == 9 ? Int32(rng.next() % 3) - 1 : m.z
                 let cls = op == 9 && rng.next() % 2 == 0 ? UInt32(rng.next() % 3) : m.cls
-                if z == m.z && cls == m.cls {
-                    fastMoves += 1
-                    if rng.next() % 2 == 0 { fast.move(slot, cls: cls, toX: x, y: y) }
-                    else { fast.move(slot, fromX: m.x, y: m.y, cls: m.cls, toX: x, y: y, z: z, cls: cls) }
-                } else {
-                    fast.move(slot, fromX: m.x, y: m.y, cls: m.cls, toX: x, y: y, z: z, cls: cls)
-                }
+                if z == m.z && cls == m.cls { fastMoves += 1 }
+                fast.move(slot, fromX: m.x, y: m.y, cls: m.cls, toX: x, y: y, z: z, cls: cls)
                 walk.moveFromRoot(slot, fromX: m.x, y: m.y, cls: m.cls, toX: x, y: y, z: z, cls: cls)
                 m.x = x; m.y = y; m.z = z; m.cls = cls
                 markers[slot] = m
