@@ -223,8 +223,10 @@ struct InnerRects {
 /// leaves, so empty space costs nothing.
 ///
 /// Costs: insert/remove/move O(depth) hash-table steps (depth is log4 of the density, at most
-/// 14 levels; a move within one leaf rewrites the entry in place and a short move only
-/// touches the levels below the two positions' common ancestor). Counting the markers of a
+/// 14 levels; a move that keeps class and z-index finds the two positions' deepest common
+/// level from their coordinates and, with the slot's `leafLevel`, rewrites the entry in place
+/// when it stays in its leaf (no node read) or touches only the levels below that common
+/// ancestor). Counting the markers of a
 /// rectangle is O(nodes on its boundary) plus the entries of boundary leaves (contiguous
 /// memory); ordered searches (first markers in draw order) go best-first by the nodes'
 /// (z, y) bounds and stop as soon as no node can beat what they already have.
