@@ -78,7 +78,8 @@ import Testing
                 m.x = x; m.y = y; m.z = z; m.cls = cls
                 markers[slot] = m
             }
-            #expect(Self.identical(fast, walk), "seed \(seed) batch \(batch): the fast path's grid differs from the walk's")
+            let same = Self.identical(fast, walk)   // (not inside #expect, which would print both grids)
+            #expect(same, "seed \(seed) batch \(batch): the fast path's grid differs from the walk's")
             let (problems, counts) = fast.validate()
             #expect(problems.isEmpty, "seed \(seed) batch \(batch): \(problems.prefix(5))")
             #expect(counts.values.reduce(0, +) == markers.count, "seed \(seed) batch \(batch)")
