@@ -98,9 +98,9 @@ struct Options: Sendable {
                            in-process z0 render with the node sweep, best of 20),
                            citytiles (the tiles section's cold tiles rendered
                            in-process, for profiling), viewport (QueryViewport's
-                           server work in process, thread CPU time per call), or
+                           server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
-                           clusters section's calls), move (the in-process
+                           clusters section's calls), or move (the in-process
                            section's layer build and single moves only)
       --small-pages        keep this process on 4 KiB pages; by default marker-bench, like
                            markerd, restarts itself once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
