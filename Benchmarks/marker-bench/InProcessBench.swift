@@ -9,7 +9,10 @@ import MarkerdService
 /// builds the layer with the N synthetic markers, then times random small moves one by one
 /// with `move(id:to:)` (validation, id lookup, grid relink, version bump). Also renders the z0
 /// tile over all N markers in this process with each of `TileRenderer`'s culling paths (exact;
-/// within 1/255; within 1/255 with the node sweep): time, markers visited one by one, draws.
+/// within 1/255; within 1/255 with the node sweep): time, markers visited one by one, draws
+/// (`--only move`: the build and the moves only). The process runs on transparent huge pages
+/// like markerd unless `--small-pages` (see main.swift); the move row's note gives its
+/// AnonHugePages.
 struct InProcessBench {
     let options: Options
     let layer: SyntheticLayer
@@ -26,7 +29,7 @@ struct InProcessBench {
                       value: Table.rate(Double(layer.count) / build.seconds), unit: "markers/s",
                       note: String(format: "%.2f s, includes building the MarkerRecord values", build.seconds)))
 
-        try renderZoomZero(core, label: label)
+        if !options.moveOnly { try renderZoomZero(core, label: label) }
         if options.zoomZeroOnly { try serviceZoomZero(label: label) }
         if options.renderOnly { return }
 
@@ -53,7 +56,10 @@ struct InProcessBench {
         table.add(Row(size: label, measure: "in-process single move (MarkerLayer.move(id:to:)), thread CPU time",
                       value: Table.fixed(cpuNs, 0), unit: "ns/move",
                       target: Target(text: "< 2 µs", met: cpuNs < 2000),
-                      note: "\(Table.count(count)) random moves of up to ~50 m; wall clock \(Table.fixed(wallNs, 0)) ns/move"))
+                      note: "\(Table.count(count)) random moves of up to ~50 m; wall clock \(Table.fixed(wallNs, 0)) ns/move; "
+                        + "this process: \(Machine.heapPages.hasPrefix("4 KiB") ? "4 KiB pages" : "huge pages"), "
+                        + "AnonHugePages \(Table.bytes(Int(Machine.anonHugePagesBytes(pid: getpid()) ?? 0))) of VmRSS "
+                        + "\(Table.bytes(Int(Machine.residentBytes(pid: getpid()) ?? 0)))"))
         withExtendedLifetime(core) {}
     }
 

@@ -46,11 +46,18 @@ struct Options: Sendable {
     var zoomZeroOnly = false
     /// Run `CityTileBench` (`--only citytiles`: TileBench's cold tiles rendered in this process).
     var runCityTiles = false
+    /// In-process section: only the layer build and the single moves (`--only move`).
+    var moveOnly = false
+    /// Keep this process on glibc's default 4 KiB pages (`--small-pages`): do not re-execute
+    /// with transparent huge pages for the heap as markerd does (`MallocTuning.enableHugePages`).
+    /// Default false (huge pages, like markerd). Checked in main.swift before parsing.
+    var smallPages = false
     /// The one section `--only` asked for, or nil.
     var only: String? = nil {
         didSet {
             guard let only else { return }
-            runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render" || only == "z0"
+            runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render" || only == "z0" || only == "move"
+            moveOnly = only == "move"
             runTiles = only == "tiles"
             renderOnly = only == "render" || only == "z0"
             zoomZeroOnly = only == "z0"
@@ -91,9 +98,14 @@ struct Options: Sendable {
                            in-process z0 render with the node sweep, best of 20),
                            citytiles (the tiles section's cold tiles rendered
                            in-process, for profiling), viewport (QueryViewport's
-                           server work in process, thread CPU time per call), or
+                           server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
-                           clusters section's calls)
+                           clusters section's calls), or move (the in-process
+                           section's layer build and single moves only)
+      --small-pages        keep this process on 4 KiB pages; by default marker-bench, like
+                           markerd, restarts itself once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+                           (transparent huge pages for the heap, when the kernel's THP mode is
+                           "madvise"), which the in-process rows depend on at 10M markers
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -144,12 +156,13 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "viewport", "clusterwork"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "viewport", "clusterwork", "move"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }
                 o.only = section
             case "--no-tune": o.tuneLoad = false
+            case "--small-pages": o.smallPages = true
             case "--markerd": o.markerdPath = try value(arg)
             case "--data-root": o.dataRoot = try value(arg)
             case "--verbose": o.verbose = true
@@ -173,6 +186,7 @@ struct Options: Sendable {
         if let only { parts.append("--only \(only)") }
         else if skipDurability { parts.append("--skip-durability") }
         if !tuneLoad { parts.append("--no-tune") }
+        if smallPages { parts.append("--small-pages") }
         parts.append("--markerd \(markerdPath)")
         if !skipDurability { parts.append("--data-root \(dataRoot)") }
         return parts.joined(separator: " ")

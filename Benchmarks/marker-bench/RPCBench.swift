@@ -55,7 +55,8 @@ struct RPCBench {
         let idBytes = layer.averageIDBytes
         table.add(Row(size: label, measure: "markerd resident bytes per marker (VmRSS delta / N)",
                       value: Table.fixed(perMarker), unit: "B/marker",
-                      note: "VmRSS \(Table.bytes(Int(rssEmpty))) empty -> \(Table.bytes(Int(rssLoaded))) loaded"))
+                      note: "VmRSS \(Table.bytes(Int(rssEmpty))) empty -> \(Table.bytes(Int(rssLoaded))) loaded, "
+                        + "of which AnonHugePages \(Table.bytes(Int(Machine.anonHugePagesBytes(pid: server.pid) ?? 0)))"))
         let stats = try client.layerStats(Self.tiledLayer)
         table.add(Row(size: label, measure: "... minus id bytes",
                       value: Table.fixed(perMarker - idBytes), unit: "B/marker",

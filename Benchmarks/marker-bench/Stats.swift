@@ -1,4 +1,5 @@
 import Foundation
+import MarkerdServer
 
 /// Percentiles and timing helpers. Every latency in marker-bench is kept in microseconds.
 enum Stats {
@@ -104,6 +105,22 @@ enum Machine {
     /// Resident set size of process `pid` in bytes (VmRSS from /proc/PID/status), or nil.
     static func residentBytes(pid: Int32) -> UInt64? {
         procField(path: "/proc/\(pid)/status", key: "VmRSS:").map { $0 * 1024 }
+    }
+
+    /// Anonymous memory of process `pid` backed by transparent huge pages, in bytes
+    /// (AnonHugePages from /proc/PID/smaps_rollup), or nil.
+    static func anonHugePagesBytes(pid: Int32) -> UInt64? {
+        procField(path: "/proc/\(pid)/smaps_rollup", key: "AnonHugePages:").map { $0 * 1024 }
+    }
+
+    /// How this process's heap is paged, for the table header: whether GLIBC_TUNABLES asks
+    /// malloc for transparent huge pages, and the kernel's THP mode.
+    static var heapPages: String {
+        let tunables = ProcessInfo.processInfo.environment["GLIBC_TUNABLES"] ?? ""
+        let mode = MallocTuning.transparentHugePageMode() ?? "unknown"
+        if tunables.contains("glibc.malloc.hugetlb=1") { return "transparent huge pages (GLIBC_TUNABLES=\(tunables), THP mode \(mode)), as markerd's" }
+        if mode == "always" { return "transparent huge pages (THP mode always)" }
+        return "4 KiB pages (THP mode \(mode)" + (tunables.isEmpty ? "" : ", GLIBC_TUNABLES=\(tunables)") + "; markerd uses huge pages)"
     }
 
     /// CPU time (user + system) process `pid` has used so far, in seconds, or nil.

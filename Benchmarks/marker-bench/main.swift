@@ -3,6 +3,7 @@
 // See Benchmarks/README.md and `marker-bench --help`.
 import Dispatch
 import Foundation
+import MarkerdServer
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--echo-server" { Floor.runEchoServer() }
@@ -10,6 +11,10 @@ if arguments.contains("-h") || arguments.contains("--help") {
     print(Options.usage)
     exit(0)
 }
+// The same heap as markerd's: transparent huge pages (restarts this process once, same pid and
+// arguments), unless --small-pages. The in-process rows at 10M markers depend on it (every
+// random read of a table column or the grid also misses the TLB with 4 KiB pages).
+if !arguments.contains("--small-pages") { MallocTuning.enableHugePages() }
 
 let options: Options
 do {
@@ -77,6 +82,7 @@ print("""
 
 - machine: \(Machine.processors) cores (nproc), \(String(format: "%.1f", gib)) GiB memory, \(Machine.cpuModel), Linux \(Machine.kernel)
 - options: \(options.summary)
+- this process's heap (the in-process rows): \(Machine.heapPages); at the end AnonHugePages \(Table.bytes(Int(Machine.anonHugePagesBytes(pid: getpid()) ?? 0))) of VmRSS \(Table.bytes(Int(Machine.residentBytes(pid: getpid()) ?? 0)))
 - 1-minute load average \(String(format: "%.1f", loadAverageAtStart)) at the start, \(String(format: "%.1f", Machine.loadAverage ?? 0)) at the end (a shared machine: wall-clock rates move with it; CPU µs/marker and the floor ratios much less)
 - took \(String(format: "%.0f", Date().timeIntervalSince(started))) s. Latencies run from the encoded request handed to NNG to the reply bytes back (round trip + server work; the client's protobuf encode + decode is in the note), one call in flight; \
 each is compared with the bare NNG round trip of the same request/reply sizes measured in the same run ("Ratio" = p50x / p99x). \

@@ -25,6 +25,7 @@ extension GridIndex {
             for e in byClass[c] { maxSlot = Swift.max(maxSlot, e.slot) }
         }
         pos = [UInt32](repeating: 0, count: Int(maxSlot) + 1)
+        leafLevel = [UInt8](repeating: 0, count: Int(maxSlot) + 1)
         entries.reserveCapacity(total + total / 2 + GridIndex.blockSize)
         var scratch = [GridEntry](repeating: GridEntry(x: 0, y: 0, z: 0, slot: -1), count: largest)
         for c in byClass.indices where !byClass[c].isEmpty {
@@ -60,7 +61,7 @@ extension GridIndex {
         nodes[i].minZ = minZ
         nodes[i].maxZ = maxZ
         guard isInternal else {
-            fillLeaf(i, a, lo: lo, hi: hi)
+            fillLeaf(i, level: level, a, lo: lo, hi: hi)
             return
         }
         // Counting sort of the entries by child into `scratch`, then the children in order.
@@ -92,9 +93,9 @@ extension GridIndex {
         }
     }
 
-    /// Gives leaf `i` a new run holding `a[lo..<hi]`, of the size class `append` would have
-    /// grown it to.
-    private mutating func fillLeaf(_ i: Int, _ a: UnsafeMutableBufferPointer<GridEntry>, lo: Int, hi: Int) {
+    /// Gives leaf `i` (of `level`) a new run holding `a[lo..<hi]`, of the size class `append`
+    /// would have grown it to.
+    private mutating func fillLeaf(_ i: Int, level: UInt32, _ a: UnsafeMutableBufferPointer<GridEntry>, lo: Int, hi: Int) {
         let n = hi - lo
         guard n > 0 else { nodes[i].head = -1; return }
         var k: Int32 = 0
@@ -104,7 +105,10 @@ extension GridIndex {
         let base = entries.count
         entries.append(contentsOf: UnsafeBufferPointer(rebasing: a[lo..<hi]))
         entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: (GridIndex.blockSize << Int(k)) - n))
-        for j in 0..<n { pos[Int(a[lo + j].slot)] = UInt32(base + j) }
+        for j in 0..<n {
+            pos[Int(a[lo + j].slot)] = UInt32(base + j)
+            leafLevel[Int(a[lo + j].slot)] = UInt8(truncatingIfNeeded: level)
+        }
         nodes[i].head = GridIndex.runHead(block: first, sizeClass: k)
     }
 }

@@ -223,13 +223,15 @@ struct InnerRects {
 /// leaves, so empty space costs nothing.
 ///
 /// Costs: insert/remove/move O(depth) hash-table steps (depth is log4 of the density, at most
-/// 14 levels; a move within one leaf rewrites the entry in place and a short move only
-/// touches the levels below the two positions' common ancestor). Counting the markers of a
+/// 14 levels; a move that keeps class and z-index finds the two positions' deepest common
+/// level from their coordinates and, with the slot's `leafLevel`, rewrites the entry in place
+/// when it stays in its leaf (no node read) or touches only the levels below that common
+/// ancestor). Counting the markers of a
 /// rectangle is O(nodes on its boundary) plus the entries of boundary leaves (contiguous
 /// memory); ordered searches (first markers in draw order) go best-first by the nodes'
 /// (z, y) bounds and stop as soon as no node can beat what they already have.
 ///
-/// Memory: 16 bytes per entry + 4 per slot + run slack (under 3/4 of a leaf's run, at least 8
+/// Memory: 16 bytes per entry + 5 per slot (`pos`, `leafLevel`) + run slack (under 3/4 of a leaf's run, at least 8
 /// entries) + 4 bytes per 8 entries of runs (free-list links) + a node per 4-64 markers
 /// (24 bytes / table load).
 struct GridIndex: Sendable {
@@ -248,6 +250,9 @@ struct GridIndex: Sendable {
     private var freeRuns = [Int32](repeating: -1, count: 32)
     /// Index into `entries` of each slot's entry.
     var pos: [UInt32] = []
+    /// Level of the leaf that lists each slot's entry (written wherever `pos` is; a hint a
+    /// move reads instead of looking nodes up, see `relink`).
+    var leafLevel: [UInt8] = []
 
     enum Class: UInt32 { case staticMarker = 0, live = 1, hidden = 2 }
 
@@ -351,6 +356,7 @@ struct GridIndex: Sendable {
         let p = GridIndex.runBase(nodes[i].head) + c
         entries[p] = e
         pos[Int(e.slot)] = UInt32(p)
+        leafLevel[Int(e.slot)] = UInt8(truncatingIfNeeded: GridIndex.level(nodes[i].key))
     }
 
     /// Removes the entry at `p` from leaf `i` (whose count was already decremented).
@@ -386,7 +392,10 @@ struct GridIndex: Sendable {
 
     mutating func insert(_ slot: Int32, x: UInt32, y: UInt32, z: Int32, cls: UInt32) {
         let s = Int(slot)
-        if pos.count <= s { pos.append(contentsOf: repeatElement(0, count: s + 1 - pos.count)) }
+        if pos.count <= s {
+            pos.append(contentsOf: repeatElement(0, count: s + 1 - pos.count))
+            leafLevel.append(contentsOf: repeatElement(0, count: s + 1 - leafLevel.count))
+        }
         insert(GridEntry(x: x, y: y, z: z, slot: slot), cls: cls, fromLevel: 0)
     }
 
@@ -503,9 +512,23 @@ struct GridIndex: Sendable {
     }
 
     /// Moves a marker between positions/classes and sets its z-index. In place when the leaf
-    /// stays the same; otherwise only the levels below the common ancestor change.
+    /// stays the same; otherwise only the levels below the common ancestor change. A move
+    /// within the class that keeps the z-index takes `relink`'s path (no node above the
+    /// common ancestor is read, none at all within a leaf).
     mutating func move(_ slot: Int32, fromX ox: UInt32, y oy: UInt32, cls oc: UInt32,
                        toX nx: UInt32, y ny: UInt32, z: Int32, cls nc: UInt32) {
+        if oc == nc && entries[Int(pos[Int(slot)])].z == z {
+            relink(fromX: ox, y: oy, cls: oc, to: GridEntry(x: nx, y: ny, z: z, slot: slot))
+            return
+        }
+        moveFromRoot(slot, fromX: ox, y: oy, cls: oc, toX: nx, y: ny, z: z, cls: nc)
+    }
+
+    /// `move(_:fromX:y:cls:toX:y:z:cls:)` by a walk from the root that widens the z bounds of
+    /// the nodes it passes (any class or z-index change; tests also compare `relink`'s moves
+    /// with it).
+    mutating func moveFromRoot(_ slot: Int32, fromX ox: UInt32, y oy: UInt32, cls oc: UInt32,
+                               toX nx: UInt32, y ny: UInt32, z: Int32, cls nc: UInt32) {
         let e = GridEntry(x: nx, y: ny, z: z, slot: slot)
         if oc != nc {
             remove(slot, x: ox, y: oy, cls: oc, fromLevel: 0)
@@ -530,10 +553,31 @@ struct GridIndex: Sendable {
         insert(e, cls: nc, fromLevel: level)
     }
 
+    /// Moves the entry of `e.slot` (of class `cls`, at (ox, oy)) to `e`'s position, `e.z` being
+    /// its z-index: the nodes on both positions' paths down to their deepest common level
+    /// keep their counts and (conservative) z bounds, so none of them is touched. That level
+    /// follows from the coordinates (the highest differing bit of x or y), and the slot's
+    /// `leafLevel` tells whether its leaf lies at or above it (the entry stays in its leaf and
+    /// is rewritten in place) or below (the node there is internal: the entry leaves its leaf,
+    /// removed and inserted again from the next level down, exactly as a walk from the root
+    /// would). No node is read for a move within a leaf.
+    @inline(__always) private mutating func relink(fromX ox: UInt32, y oy: UInt32, cls: UInt32, to e: GridEntry) {
+        let s = Int(e.slot)
+        let differ = (ox ^ e.x) | (oy ^ e.y)
+        // Keys at level L (the top L bits of x and y) agree for L <= the leading zero bits.
+        let common = Swift.min(GridIndex.maxLevel, UInt32(differ.leadingZeroBitCount) & ~1)
+        if UInt32(leafLevel[s]) > common {
+            remove(e.slot, x: ox, y: oy, cls: cls, fromLevel: common + 2)
+            insert(e, cls: cls, fromLevel: common + 2)
+            return
+        }
+        entries[Int(pos[s])] = e
+    }
+
     mutating func removeAll() { self = GridIndex() }
 
     var approximateBytes: Int {
-        nodes.approximateBytes + entries.capacity * MemoryLayout<GridEntry>.stride + blockNext.capacity * 4 + pos.capacity * 4
+        nodes.approximateBytes + entries.capacity * MemoryLayout<GridEntry>.stride + blockNext.capacity * 4 + pos.capacity * 4 + leafLevel.capacity
     }
 
     // MARK: Queries
@@ -742,6 +786,7 @@ extension GridIndex {
                     if !r.contains(x: e.x, y: e.y) { problems.append("entry of slot \(e.slot) outside its leaf") }
                     if e.z < c.minZ || e.z > c.maxZ { problems.append("entry z \(e.z) outside [\(c.minZ), \(c.maxZ)]") }
                     if e.slot < 0 || Int(e.slot) >= pos.count || entries[Int(pos[Int(e.slot)])].slot != e.slot { problems.append("pos of slot \(e.slot) wrong") }
+                    else if UInt32(leafLevel[Int(e.slot)]) != level { problems.append("leafLevel of slot \(e.slot) is \(leafLevel[Int(e.slot)]), its leaf's \(level)") }
                 }
             }
             if n != Int(c.count) { problems.append("node \(key) level \(level) counts \(c.count), holds \(n)") }

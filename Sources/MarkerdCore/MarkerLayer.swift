@@ -7,7 +7,7 @@
 ///
 /// Memory (measured in a release build, 10M markers with 12-byte ids, default pin, no
 /// attributes): see the `MarkerdBench` test and the report; the fixed columns are
-/// MarkerTable 29 B + id index ~6.7 B + grid entry 16 B + grid slot position 4 B + grid block
+/// MarkerTable 29 B + id index ~6.7 B + grid entry 16 B + grid slot position and leaf level 5 B + grid block
 /// slack and nodes (see `GridIndex`) per marker, plus the id bytes.
 public struct MarkerLayer: Sendable {
     public internal(set) var options: TilingOptions
@@ -265,6 +265,7 @@ public struct MarkerLayer: Sendable {
     mutating func moveSlot(_ slot: Int32, to p: WorldPoint) {
         let s = Int(slot)
         let cls = MarkerLayer.gridClass(table.flags[s])
+        // Same class and z-index: the grid's fast path (`GridIndex.relink`, no node read within a leaf).
         grid.move(slot, fromX: table.x[s], y: table.y[s], cls: cls, toX: p.x, y: p.y, z: table.zIndex[s], cls: cls)
         table.x[s] = p.x; table.y[s] = p.y
         syncCluster(slot)
@@ -273,7 +274,8 @@ public struct MarkerLayer: Sendable {
     /// Moves one marker. Throws `.invalidArgument` for a bad position, `.markerNotFound`.
     /// Version + 1.
     public mutating func move(id: String, to position: LatLng) throws(MarkerdCoreError) {
-        try position.validate(field: "position (id \"\(id)\")")
+        // The field name is only built for an invalid position (formatting it costs more than a move).
+        if !position.isValid { try position.validate(field: "position (id \"\(id)\")") }
         guard let slot = table.find(id) else { throw .markerNotFound(id: id) }
         moveSlot(slot, to: WorldPoint(position))
         version &+= 1
@@ -282,7 +284,9 @@ public struct MarkerLayer: Sendable {
     /// Moves a batch (vehicle tracking). Invalid positions reject the whole batch (throws
     /// `.invalidArgument` naming `moves[i]`); unknown ids are reported. Version + 1 if any moved.
     public mutating func move(_ moves: [(id: String, position: LatLng)]) throws(MarkerdCoreError) -> MoveResult {
-        for (i, m) in moves.enumerated() { try m.position.validate(field: "moves[\(i)] (id \"\(m.id)\").position") }
+        for (i, m) in moves.enumerated() where !m.position.isValid {
+            try m.position.validate(field: "moves[\(i)] (id \"\(m.id)\").position")
+        }
         var moved = 0
         var missing: [String] = []
         for m in moves {

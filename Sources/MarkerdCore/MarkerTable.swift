@@ -118,12 +118,18 @@ struct MarkerTable: Sendable {
     private func find(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> Int32? {
         let mask = buckets.count - 1
         var i = Int(h >> bucketShift)
+        // The cell an inline id of these bytes would have (`.zero`, which no inline cell
+        // equals, for an id too long to be inline).
+        let inline = bytes.count > 0 && bytes.count <= IDCell.inlineCapacity ? IDCell(inline: bytes) : .zero
         while true {
             let b = buckets[i]
             if b == Bucket.empty { return nil }
             if Bucket.mayHold(b, hash: h) {
                 let s = Bucket.slot(b)
-                if idHash[Int(s)] == h && idEquals(s, bytes) { return s }
+                // An inline id is compared in its cell at once (no read of `idHash`, another
+                // cache miss); an arena id only when its whole hash matches too.
+                let cell = ids[Int(s)]
+                if cell.isInline ? cell == inline : idHash[Int(s)] == h && idEquals(s, bytes) { return s }
             }
             i = (i + 1) & mask
         }

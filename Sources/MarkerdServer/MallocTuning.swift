@@ -77,7 +77,7 @@ public enum MallocTuning {
     }
 
     /// The kernel's transparent huge page mode ("always", "madvise" or "never"), or nil.
-    static func transparentHugePageMode() -> String? {
+    public static func transparentHugePageMode() -> String? {
         #if os(Linux)
         guard let f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r") else { return nil }
         defer { fclose(f) }
