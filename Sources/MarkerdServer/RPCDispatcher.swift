@@ -88,8 +88,10 @@ public final class RPCDispatcher: Sendable {
     /// Each only when the layer's locks are free (try-locks). Calls `respond` with the reply's
     /// size in bytes and a function that writes the reply into a buffer of exactly that size,
     /// and returns true: the same bytes as `handle` would answer. Otherwise returns false without
-    /// calling it, and the caller hands the request to `handle`. Other requests cost a byte
-    /// search: only small bodies that name one of these methods are decoded, once.
+    /// calling it, and the caller hands the request to `handle`. The envelope is read in place
+    /// (`V1.RequestHead`: no protobuf-c unpack, no copy of the payload, which is decoded from the
+    /// request's bytes); an envelope it does not take (e.g. one with an idempotency key or auth
+    /// token) goes to `handle`. Bodies over 512 bytes are not looked at.
     ///
     /// Records the `inline` and `reply` stages (``ServerMetrics/Stage``) of what it answers.
     public func answerInline(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant,
@@ -100,12 +102,11 @@ public final class RPCDispatcher: Sendable {
             withoutActuallyEscaping(fill) { handOff(size, $0) }
             replyMicros = ServerMetrics.micros(since: start)
         }
-        guard body.count <= 512, let method = Self.inlineMethods.first(where: { Self.contains(body, $0.bytes) }),
-              let request = try? V1.Request(serializedBytes: body),
-              request.method.utf8.elementsEqual(method.bytes),
-              request.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs)))
+        guard body.count <= 512, let head = V1.RequestHead(body),
+              let method = Self.inlineMethods.first(where: { UnsafeRawBufferPointer(rebasing: body[head.method]).elementsEqual($0.bytes) }),
+              head.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(head.timeoutMs)))
         else { return false }
-        let id = request.requestID
+        let id = head.requestID, payload = UnsafeRawBufferPointer(rebasing: body[head.payload])
         /// An OK envelope around a payload of `size` bytes that `fill` writes in place.
         func respondEnveloped(_ size: Int, _ fill: @escaping (UnsafeMutableRawBufferPointer) -> Void) {
             respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
@@ -115,13 +116,13 @@ public final class RPCDispatcher: Sendable {
         var answered = false
         switch method.name {
         case "GetTile":
-            if let r = Self.payload(request, as: V1.GetTileRequest.self), let response = service.cachedTile(r) {
+            if let r = Self.payload(payload, as: V1.GetTileRequest.self), let response = service.cachedTile(r) {
                 let reply = InlineTileReply(requestID: id, response: response)
                 respond(reply.size) { reply.write(into: $0) }
                 answered = true
             }
         case "GetClusters":
-            if let r = Self.payload(request, as: V1.GetClustersRequest.self) {
+            if let r = Self.payload(payload, as: V1.GetClustersRequest.self) {
                 answered = service.inlineClustersPayload(r) { size, fill in
                     // `fill` is only called inside `respond`, which does not keep its closure.
                     withoutActuallyEscaping(fill) { fill in respondEnveloped(size, fill) }
@@ -129,24 +130,21 @@ public final class RPCDispatcher: Sendable {
             }
         case "QueryViewport":
             // The payload written straight into the reply buffer (no 80 KB payload array and copy).
-            if let r = Self.payload(request, as: V1.QueryViewportRequest.self) {
+            if let r = Self.payload(payload, as: V1.QueryViewportRequest.self) {
                 answered = service.inlineQueryViewportPayload(r, limitBudget: Self.inlinePageLimit) { size, fill in
                     // `fill` is only called inside `respond`, which does not keep its closure.
                     withoutActuallyEscaping(fill) { fill in respondEnveloped(size, fill) }
                 }
             }
         default:
-            if let payload = Self.payload(request, as: V1.HitTestRequest.self).flatMap({ service.inlineHitTestPayload($0) }) {
-                let reply = OKReplyEnvelope(requestID: id, payload: payload)
+            if let hits = Self.payload(payload, as: V1.HitTestRequest.self).flatMap({ service.inlineHitTestPayload($0) }) {
+                let reply = OKReplyEnvelope(requestID: id, payload: hits)
                 respond(reply.size) { reply.write(into: $0) }
                 answered = true
             }
         }
         if answered {
-            let micros = ServerMetrics.micros(since: receivedAt), name = Substring(method.name)
-            metrics.record(method: name, code: .ok, micros: micros)
-            metrics.record(stage: .inline, method: name, micros: micros)
-            metrics.record(stage: .reply, method: name, micros: replyMicros)
+            metrics.recordInline(method: method.name, micros: ServerMetrics.micros(since: receivedAt), replyMicros: replyMicros)
         }
         return answered
     }
@@ -163,26 +161,15 @@ public final class RPCDispatcher: Sendable {
     /// others to serve; bigger pages (up to `MarkerConversion.maxBatch`) go to a worker.
     public static let inlinePageLimit = 1_000
 
-    /// The request's payload decoded as `R`, or nil.
-    private static func payload<R: ProtoMessage>(_ request: V1.Request, as _: R.Type) -> R? {
-        request.payload.withUnsafeBytes { try? R(serializedBytes: $0) }
+    /// `payload` decoded as `R`, or nil.
+    private static func payload<R: ProtoMessage>(_ payload: UnsafeRawBufferPointer, as _: R.Type) -> R? {
+        try? R(serializedBytes: payload)
     }
 
     /// The methods `answerInline` may answer: short name and full method name's bytes.
     static let inlineMethods: [(name: String, bytes: [UInt8])] =
         ["GetTile", "GetClusters", "HitTest", "QueryViewport"].map { ($0, Array((servicePrefix + $0).utf8)) }
 
-
-    /// Whether `needle` occurs in `haystack`.
-    static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
-        guard let first = needle.first, haystack.count >= needle.count else { return false }
-        var i = 0
-        while i <= haystack.count - needle.count {
-            if haystack[i] == first && needle.indices.allSatisfy({ haystack[i + $0] == needle[$0] }) { return true }
-            i += 1
-        }
-        return false
-    }
 
     private func finish(
         method: Substring, requestID: UInt64, receivedAt: ContinuousClock.Instant,

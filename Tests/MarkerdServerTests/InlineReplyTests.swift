@@ -71,6 +71,11 @@ import Testing
         #expect(inline(timed, ago: .milliseconds(200)) == nil)
         #expect(inline(envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 30).serializedBytes())) == nil)
         #expect(inline([0xFF, 0x01, 0x02]) == nil)
+        // An envelope that `V1.RequestHead` does not read (here: with an idempotency key) goes to
+        // `handle`, which answers the same bytes.
+        let keyed = envelope("GetTile", V1.GetTileRequest(layerID: "t", z: 14, x: 8298, y: 5636).serializedBytes(), key: "k3")
+        #expect(inline(keyed) == nil)
+        #expect(handled(d, keyed).serializedBytes() == slow.serializedBytes())
     }
 
     /// Grid GetClusters answered on the network thread (`answerInline`): byte for byte what

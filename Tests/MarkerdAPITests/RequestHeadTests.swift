@@ -1,0 +1,76 @@
+import MarkerdTestSupport
+import MarkerdAPI
+import Testing
+
+/// `V1.RequestHead` (the envelope read in place by the inline path) against the full decode
+/// `V1.Request(serializedBytes:)` on seeded random envelopes, valid and mutated.
+@Suite struct RequestHeadTests {
+    /// Whenever the head reads an envelope, the full decode gives the same fields.
+    private func expectAgrees(_ wire: [UInt8], seed: UInt64, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let head = wire.withUnsafeBytes { V1.RequestHead($0) }
+        guard let head else { return false }
+        let full = try? V1.Request(serializedBytes: wire)
+        #expect(full != nil, "seed \(seed): head read \(hex(wire)) but the full decode fails", sourceLocation: sourceLocation)
+        guard let full else { return true }
+        #expect(Array(wire[head.method]) == Array(full.method.utf8), "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        #expect(head.requestID == full.requestID, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        #expect(head.timeoutMs == full.timeoutMs, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        #expect(Array(wire[head.payload]) == full.payload, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        #expect(full.idempotencyKey.isEmpty && full.authToken.isEmpty, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        return true
+    }
+
+    private static func randomRequest(_ rng: inout SplitMix64) -> V1.Request {
+        let methods = ["/markerd.v1.MarkerService/QueryViewport", "/markerd.v1.MarkerService/HitTest", "", "m"]
+        var r = V1.Request()
+        r.method = methods[Int.random(in: 0..<methods.count, using: &rng)]
+        if Bool.random(using: &rng) { r.requestID = [1, 127, 128, 300, UInt64.max, rng.next()][Int.random(in: 0..<6, using: &rng)] }
+        if Bool.random(using: &rng) { r.timeoutMs = [1, 1000, UInt32.max][Int.random(in: 0..<3, using: &rng)] }
+        if Int.random(in: 0..<4, using: &rng) == 0 { r.idempotencyKey = "key-\(rng.next() % 100)" }
+        if Int.random(in: 0..<4, using: &rng) == 0 { r.authToken = "token" }
+        r.payload = (0..<Int.random(in: 0...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        return r
+    }
+
+    @Test func agreesWithTheFullDecode() {
+        let seed = testSeed("RequestHeadTests.agreesWithTheFullDecode")
+        var rng = SplitMix64(seed: seed)
+        var plainRead = 0, plain = 0, mutatedRead = 0
+        for _ in 0..<3_000 {
+            let request = Self.randomRequest(&rng)
+            let wire = request.serializedBytes()
+            let read = expectAgrees(wire, seed: seed)
+            // A plain envelope (no key, no token) is always read.
+            if request.idempotencyKey.isEmpty && request.authToken.isEmpty {
+                plain += 1
+                if read { plainRead += 1 }
+            } else {
+                #expect(!read, "seed \(seed): read an envelope with a key or token: \(hex(wire))")
+            }
+            // Byte flips, insertions and cuts: the head either declines or agrees.
+            var mutated = wire
+            for _ in 0..<Int.random(in: 1...3, using: &rng) where !mutated.isEmpty {
+                let i = Int.random(in: 0..<mutated.count, using: &rng)
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0: mutated[i] = UInt8.random(in: 0...255, using: &rng)
+                case 1: mutated[i] ^= 1 << UInt8.random(in: 0..<8, using: &rng)
+                case 2: mutated.insert(UInt8.random(in: 0...255, using: &rng), at: i)
+                default: mutated.removeSubrange(i...)
+                }
+            }
+            if expectAgrees(mutated, seed: seed) { mutatedRead += 1 }
+        }
+        #expect(plainRead == plain, "seed \(seed): \(plain - plainRead) plain envelopes declined")
+        print("RequestHeadTests: \(plainRead) plain envelopes read, \(mutatedRead) of 3000 mutated ones read and agreed")
+    }
+
+    @Test func declinesWhatTheFullDecodeMustJudge() {
+        // Field 2 twice (protobuf-c keeps the last), an unknown field 7, field 2 as bytes, a
+        // timeout beyond UInt32, a non-ASCII method, a truncated varint.
+        for hexBytes in ["10011002", "3800", "12017a", "20808080801f", "0a01ff", "1080"] {
+            #expect(bytes(hex: hexBytes).withUnsafeBytes { V1.RequestHead($0) } == nil, "\(hexBytes)")
+        }
+        let empty = bytes(hex: "").withUnsafeBytes { V1.RequestHead($0) }
+        #expect(empty?.method.isEmpty == true && empty?.payload.isEmpty == true && empty?.requestID == 0 && empty?.timeoutMs == 0)
+    }
+}
