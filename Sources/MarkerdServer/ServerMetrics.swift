@@ -61,11 +61,15 @@ public final class ServerMetrics: Sendable {
         var latency = Histogram(bounds: ServerMetrics.bucketsMicros)
         var stages: [Stage: Histogram] = [:]
 
-        mutating func recordInline(micros: Double, replyMicros: Double) {
-            codes[V1.Code.ok.rawValue, default: 0] += 1
+        /// One finished call.
+        mutating func record(code: V1.Code, micros: Double) {
+            codes[code.rawValue, default: 0] += 1
             latency.add(micros, bounds: ServerMetrics.bucketsMicros)
-            stages[.inline, default: Histogram(bounds: ServerMetrics.stageBucketsMicros)].add(micros, bounds: ServerMetrics.stageBucketsMicros)
-            stages[.reply, default: Histogram(bounds: ServerMetrics.stageBucketsMicros)].add(replyMicros, bounds: ServerMetrics.stageBucketsMicros)
+        }
+
+        /// One stage of a call.
+        mutating func record(stage: Stage, micros: Double) {
+            stages[stage, default: Histogram(bounds: ServerMetrics.stageBucketsMicros)].add(micros, bounds: ServerMetrics.stageBucketsMicros)
         }
     }
 
@@ -76,10 +80,7 @@ public final class ServerMetrics: Sendable {
     /// Records one finished call. `method` is the short name ("UpsertMarkers") or "invalid".
     public func record(method: Substring, code: V1.Code, micros: Double) {
         let key = String(method)
-        stats.withLock { all in
-            all[key, default: MethodStats()].codes[code.rawValue, default: 0] += 1
-            all[key, default: MethodStats()].latency.add(micros, bounds: Self.bucketsMicros)
-        }
+        stats.withLock { all in all[key, default: MethodStats()].record(code: code, micros: micros) }
     }
 
     /// Records one call answered inline (`RPCDispatcher.answerInline`): OK in `micros` µs from
@@ -87,17 +88,16 @@ public final class ServerMetrics: Sendable {
     /// one mutex section (three `record` calls would take the lock three times).
     public func recordInline(method: String, micros: Double, replyMicros: Double) {
         stats.withLock { all in
-            all[method, default: MethodStats()].recordInline(micros: micros, replyMicros: replyMicros)
+            all[method, default: MethodStats()].record(code: .ok, micros: micros)
+            all[method, default: MethodStats()].record(stage: .inline, micros: micros)
+            all[method, default: MethodStats()].record(stage: .reply, micros: replyMicros)
         }
     }
 
     /// Records one `stage` of a call of `method` (short name) that took `micros` µs.
     public func record(stage: Stage, method: Substring, micros: Double) {
         let key = String(method)
-        stats.withLock { all in
-            all[key, default: MethodStats()].stages[stage, default: Histogram(bounds: Self.stageBucketsMicros)]
-                .add(micros, bounds: Self.stageBucketsMicros)
-        }
+        stats.withLock { all in all[key, default: MethodStats()].record(stage: stage, micros: micros) }
     }
 
     /// Calls of `method` (short name) whose `stage` was recorded so far.

@@ -877,7 +877,7 @@ public struct GridClusterIndex: Sendable {
             }
             let (cx, cy) = cellOf(p.x, p.y, target)
             guard cellIntersects(cx, cy, z: target, box) else { return }
-            emitSingle(ref, p, target: target, into: &out)
+            emit(item(ref, target: target, wantsZooms: false), point: p, target: target, into: &out)
             return
         }
         let c = Int(ref)
@@ -898,7 +898,7 @@ public struct GridClusterIndex: Sendable {
         let whole = !exactPoints && (z == target || cellInside(cx, cy, z: z, box))
         if whole && out.enterSubtree(node, target: target) { return }
         if z == target {
-            emitTarget(ref, z: z, into: &out)
+            emit(item(ref, target: z, wantsZooms: out.wantsExpansionZooms), target: z, into: &out)
         } else {
             let x = cx << 1, y = cy << 1
             let r0 = children[4 * c], r1 = children[4 * c + 1], r2 = children[4 * c + 2], r3 = children[4 * c + 3]
@@ -919,27 +919,37 @@ public struct GridClusterIndex: Sendable {
         if whole { out.leaveSubtree(node, target: target) }
     }
 
-    /// Emits the items of the stored cell `ref` of the target zoom `z`: its cluster, or its points.
+    /// What is emitted for node `ref` (a stored cell or a single point) alone in its cell of the
+    /// target zoom `target`: its cluster (and expansion zoom when `wantsZooms`; a single point
+    /// only when `minPoints` is 1), the point, or (`small`) a stored cell of fewer than
+    /// `minPoints` points, whose points are emitted one by one. `index`: see `NodeItem`.
     @inline(__always)
-    private func emitTarget<V: GridClusterVisitor>(_ ref: Int32, z: Int, into out: inout V) {
-        if Int(cells[Int(ref)].count) >= options.minPoints {
-            out.visitCluster(makeCluster(ref, zoom: z),
-                             expansionZoom: out.wantsExpansionZooms ? expansionZoom(node: ref, zoom: z) : options.maxZoom + 1)
+    private func item(_ ref: Int32, target: Int, wantsZooms: Bool, index: Int = 0) -> NodeItem {
+        var item = NodeItem(kind: .cluster, ref: ref, index: index, cluster: Self.noCluster, expansionZoom: options.maxZoom + 1)
+        if ref <= -2 {
+            if options.minPoints <= 1 { item.cluster = makeCluster(ref, zoom: target) } else { item.kind = .point }
+        } else if Int(cells[Int(ref)].count) >= options.minPoints {
+            item.cluster = makeCluster(ref, zoom: target)
+            if wantsZooms { item.expansionZoom = expansionZoom(node: ref, zoom: target) }
         } else {
-            appendAllPoints(ref, z: z, into: &out)
+            item.kind = .small
+        }
+        return item
+    }
+
+    /// Hands `item` (of the target zoom `target`) to the visitor; `point`: the item's point when
+    /// the caller has it already (else it is read from the index).
+    @inline(__always)
+    private func emit<V: GridClusterVisitor>(_ item: NodeItem, point: ClusterPoint? = nil, target: Int, into out: inout V) {
+        switch item.kind {
+        case .cluster: out.visitCluster(item.cluster, expansionZoom: item.expansionZoom)
+        case .point: out.visitPoint(point ?? pointAt(Self.pointID(item.ref)))
+        case .small: appendAllPoints(item.ref, z: target, into: &out)
         }
     }
 
-    /// Emits the single point `p` (node `ref`) alone in its cell of zoom `target`: a cluster of
-    /// one when `minPoints` is 1, else the point.
-    @inline(__always)
-    private func emitSingle<V: GridClusterVisitor>(_ ref: Int32, _ p: ClusterPoint, target: Int, into out: inout V) {
-        if options.minPoints <= 1 {
-            out.visitCluster(makeCluster(ref, zoom: target), expansionZoom: options.maxZoom + 1)
-        } else {
-            out.visitPoint(p)
-        }
-    }
+    /// `NodeItem.cluster` before it is set (`item(_:target:wantsZooms:index:)`).
+    private static let noCluster = GridCluster(id: GridClusterID(rawValue: 0), count: 0, x: 0, y: 0, bounds: .world)
 
     /// The mask of a block of `levels` zooms with every target cell set.
     @inline(__always)
@@ -987,10 +997,11 @@ public struct GridClusterIndex: Sendable {
         var index: Int32
     }
 
-    /// What `emitBlock` emits for one node of a block, computed before any of it is emitted: a
+    /// What is emitted for one node of the target zoom (`item(_:target:wantsZooms:index:)`): a
     /// cluster and its expansion zoom, a point, or (`small`) a stored cell of fewer than
-    /// `minPoints` points whose points are emitted one by one.
-    private struct BlockItem {
+    /// `minPoints` points whose points are emitted one by one; `index`, in a block (`emitBlock`,
+    /// which computes every node's item before it emits any), the Morton index of its target cell.
+    private struct NodeItem {
         enum Kind { case cluster, point, small }
         var kind: Kind
         var ref: Int32
@@ -1035,32 +1046,21 @@ public struct GridClusterIndex: Sendable {
                 n = m
             }
             let last = from
-            withUnsafeTemporaryAllocation(of: BlockItem.self, capacity: n) { items in
-                let empty = GridCluster(id: GridClusterID(rawValue: 0), count: 0, x: 0, y: 0, bounds: .world)
+            withUnsafeTemporaryAllocation(of: NodeItem.self, capacity: n) { items in
                 for k in 0..<n {
                     let r = last[k].ref
-                    var item = BlockItem(kind: .cluster, ref: r, index: Int(last[k].index), cluster: empty, expansionZoom: options.maxZoom + 1)
+                    var index = Int(last[k].index)
                     if r <= -2 {
+                        // A single point sits above the target zoom: its target cell follows from its position.
                         let p = pointAt(Self.pointID(r))
                         let (tx, ty) = cellOf(p.x, p.y, target)
-                        item.index = Self.blockIndex(tx - base.0, ty - base.1)
-                        if options.minPoints <= 1 { item.cluster = makeCluster(r, zoom: target) } else { item.kind = .point }
-                    } else if Int(cells[Int(r)].count) >= options.minPoints {
-                        item.cluster = makeCluster(r, zoom: target)
-                        if wantsZooms { item.expansionZoom = expansionZoom(node: r, zoom: target) }
-                    } else {
-                        item.kind = .small
+                        index = Self.blockIndex(tx - base.0, ty - base.1)
                     }
-                    (items.baseAddress! + k).initialize(to: item)
+                    (items.baseAddress! + k).initialize(to: item(r, target: target, wantsZooms: wantsZooms, index: index))
                 }
                 for k in 0..<n where !out.isDone {
-                    let item = items[k]
-                    out.blockChild(item.index, inBox: mask >> UInt64(item.index) & 1 != 0)
-                    switch item.kind {
-                    case .cluster: out.visitCluster(item.cluster, expansionZoom: item.expansionZoom)
-                    case .point: out.visitPoint(pointAt(Self.pointID(item.ref)))
-                    case .small: appendAllPoints(item.ref, z: target, into: &out)
-                    }
+                    out.blockChild(items[k].index, inBox: mask >> UInt64(items[k].index) & 1 != 0)
+                    emit(items[k], target: target, into: &out)
                 }
                 items.baseAddress!.deinitialize(count: n)
             }
