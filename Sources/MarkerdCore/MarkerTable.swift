@@ -43,7 +43,8 @@ struct MarkerTable: Sendable {
     var buckets: [UInt32] = Array(repeating: Bucket.empty, count: 16)
     var bucketShift: UInt32 = 28   // 32 - log2(buckets.count)
     var count = 0
-    private let seed: UInt64
+    /// The seed of `hash(_:)`, fixed for the table's life (`removeAll` keeps it).
+    let seed: UInt64
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed | 1 }
 
