@@ -15,6 +15,15 @@ extension GridIndex {
             for (e, cls) in items { insert(e.slot, x: e.x, y: e.y, z: e.z, cls: cls) }
             return
         }
+        // Room ahead (`Array.reserveGrowing`, 4x at a time): a slot's `pos` and `leafLevel`, and
+        // about two run entries per new entry (a run moves to one of twice the size when full).
+        let slots = 1 + Int(items.lazy.map(\.entry.slot).max()!)
+        if slots > pos.count {
+            pos.reserveGrowing(slots - pos.count)
+            leafLevel.reserveGrowing(slots - leafLevel.count)
+        }
+        entries.reserveGrowing(2 * items.count)
+        blockNext.reserveGrowing(2 * items.count / GridIndex.blockSize)
         let sorted = presorted ? items : RestoreBatch.Layout.radixSort(items.enumerated().map { k, item in
             GridIndex.insertOrderKey(x: item.entry.x, y: item.entry.y, cls: item.cls) << 32 | UInt64(k)
         }, passes: [(32, 11), (43, 11)]).map { items[Int($0)] }

@@ -26,6 +26,7 @@ extension MarkerLayer {
         let styleIndex = batch.styles.indices.map { batch.styleUses[$0] == 0 ? 0 : styles.retain(batch.styles[$0], times: batch.styleUses[$0]) }
         var createdCount = 0
         if !deferIndexes { table.reserveIndex(additional: batch.count) }
+        if table.freeHead < 0 { table.reserveColumns(additional: batch.count) }
         // New markers go into the grid after the loop, in spatial order (`GridIndex.insert(_:)`).
         // Slots created here are numbered from `firstNew` up when no freed slot is reused (else
         // no deferral), so an id repeated in the batch is seen and the pending inserts go in first.

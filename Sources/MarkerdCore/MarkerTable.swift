@@ -196,6 +196,14 @@ struct MarkerTable: Sendable {
         buckets[i] = Bucket.make(slot, hash: h)
     }
 
+    /// Grows every column ahead (`Array.reserveGrowing`: 4x at a time) so that `additional` more
+    /// slots fit without growing them again.
+    mutating func reserveColumns(additional: Int) {
+        ids.reserveGrowing(additional); idHash.reserveGrowing(additional); x.reserveGrowing(additional)
+        y.reserveGrowing(additional); zIndex.reserveGrowing(additional); flags.reserveGrowing(additional)
+        style.reserveGrowing(additional)
+    }
+
     /// Grows the id index ahead so that `additional` more ids fit without growing it again.
     mutating func reserveIndex(additional: Int) {
         while (count + additional) * 4 > buckets.count * 3 { growBuckets() }

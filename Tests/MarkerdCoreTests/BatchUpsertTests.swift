@@ -125,6 +125,27 @@ import Testing
         #expect(a.grid.validate().problems.isEmpty, "seed \(seed): grid")
     }
 
+    /// A batch grows the table's columns and the grid's per-slot arrays ahead, 4x at a time
+    /// (`Array.reserveGrowing`): a growth leaves at least four times the old capacity.
+    @Test func batchesGrowColumnsFourfold() throws {
+        let seed = testSeed("BatchUpsertTests.batchesGrowColumnsFourfold")
+        var rng = SplitMix64(seed: seed)
+        var layer = try MarkerLayer()
+        var before = layer.table.flags.capacity
+        for round in 0..<6 {
+            let all = Self.plain(500 + Int(rng.next() % 3_000), ids: { "g\(round)-\($0)" }, &rng)
+            let batch = try #require(RestoreTests.columnBatches([all])?.first)
+            _ = layer.upsert(batch, now: RestoreTests.now)
+            let t = layer.table
+            let capacities = [t.ids.capacity, t.idHash.capacity, t.x.capacity, t.y.capacity, t.zIndex.capacity, t.style.capacity, t.flags.capacity]
+            #expect(capacities.allSatisfy { $0 >= t.slotCount }, "seed \(seed) round \(round): \(capacities)")
+            if t.flags.capacity != before { #expect(t.flags.capacity >= 4 * before, "seed \(seed) round \(round): \(before) -> \(t.flags.capacity)") }
+            #expect(layer.grid.pos.capacity >= t.slotCount && layer.grid.leafLevel.capacity >= t.slotCount, "seed \(seed) round \(round)")
+            before = t.flags.capacity
+        }
+        #expect(layer.grid.validate().problems.isEmpty, "seed \(seed): grid")
+    }
+
     @Test func firstRepeatedIDMatchesBruteForce() throws {
         let seed = testSeed("BatchUpsertTests.firstRepeatedIDMatchesBruteForce")
         var rng = SplitMix64(seed: seed)
