@@ -6,7 +6,7 @@ extension GridIndex {
     /// Inserts each `items[k]` (new slots, not in the index) like `insert(_:x:y:z:cls:)`, in the
     /// order of their class and the Morton code of their level-10 cell (`insertOrderKey`; an LSD
     /// radix sort of the keys in two passes of 11 bits, `RestoreBatch.Layout.radixSort`, ties in
-    /// the given order), `touchChunk` at a time after `touchPaths`. Inserts alone give the same nodes and leaf
+    /// the given order). Inserts alone give the same nodes and leaf
     /// contents in any order (a node splits exactly when its count passes `splitAbove`, and
     /// counts only grow); only the order of the entries inside a leaf differs.
     /// `sorted`: the items already come in that order (`RestoreBatch.Layout.grid`), not sorted again.
@@ -27,58 +27,12 @@ extension GridIndex {
         let sorted = presorted ? items : RestoreBatch.Layout.radixSort(items.enumerated().map { k, item in
             GridIndex.insertOrderKey(x: item.entry.x, y: item.entry.y, cls: item.cls) << 32 | UInt64(k)
         }, passes: [(32, 11), (43, 11)]).map { items[Int($0)] }
-        var from = 0
-        while from < sorted.count {
-            let chunk = sorted[from..<Swift.min(sorted.count, from + GridIndex.touchChunk)]
-            touchPaths(chunk)
-            for (e, cls) in chunk { insert(e.slot, x: e.x, y: e.y, z: e.z, cls: cls) }
-            from = chunk.endIndex
-        }
+        for (e, cls) in sorted { insert(e.slot, x: e.x, y: e.y, z: e.z, cls: cls) }
     }
 
     /// The order of `insert(_:)`: class (2 bits) above the interleaved top 10 bits of y and x
     /// (the Morton code of the level-10 cell, 20 bits).
     @inline(__always) static func insertOrderKey(x: UInt32, y: UInt32, cls: UInt32) -> UInt64 {
         UInt64(cls) << 20 | SpatialKey.morton(x: x >> 22, y: y >> 22)
-    }
-
-    /// Items `insert(_:)` touches the paths of (`touchPaths`) before inserting them.
-    static let touchChunk = 32
-
-    /// Reads, for each of `items`, the nodes its insert will walk through and the place in its
-    /// leaf's run its entry will go, level by level across all the items: the loads of one level
-    /// do not depend on each other, so their cache misses overlap, where the inserts that follow,
-    /// one after another, would each wait for a miss per deep level and one for the run (at 10M
-    /// markers the node table and the runs are far bigger than the cache). Changes nothing
-    /// (`CacheTouch`); a node that an earlier insert will create or split is touched as it is now
-    /// or not at all, which costs only the miss it would have saved.
-    func touchPaths(_ items: ArraySlice<(entry: GridEntry, cls: UInt32)>) {
-        guard !items.isEmpty else { return }
-        var sum: UInt32 = 0
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: items.count) { active in
-            // Indices of the items whose walk is still above their leaf.
-            var n = 0
-            for k in items.indices { active[n] = k; n += 1 }
-            var level: UInt32 = 0
-            while n > 0 && level <= GridIndex.maxLevel {
-                var kept = 0
-                for j in 0..<n {
-                    let item = items[active[j]]
-                    let i = nodes.find(GridIndex.key(item.entry.x, item.entry.y, level: level, item.cls))
-                    if i < 0 { continue }
-                    let cell = nodes[i]
-                    if cell.isInternal {
-                        active[kept] = active[j]
-                        kept += 1
-                    } else if cell.head >= 0 {
-                        let capacity = GridIndex.blockSize << Int(GridIndex.runClass(cell.head))
-                        sum &+= UInt32(bitPattern: entries[GridIndex.runBase(cell.head) + Swift.min(Int(cell.count), capacity - 1)].slot)
-                    }
-                }
-                n = kept
-                level += 2
-            }
-        }
-        CacheTouch.keep(sum)
     }
 }
