@@ -1,6 +1,10 @@
 /// Upserting a batch of plain markers given in columns (`RestoreBatch`: decoded straight from an
 /// UpsertMarkersRequest or a snapshot chunk), without building a `MarkerRecord` per marker.
 extension MarkerLayer {
+    /// The seed of the layer's id hashes, fixed for the layer's life: what
+    /// `RestoreBatch.prepareLayout(idHashSeed:)` takes for a batch to be upserted into it.
+    public var idHashSeed: UInt64 { table.seed }
+
     /// Upserts like `upsert(_:now:)` would upsert `batch.record(i)` for every `i` in order (same
     /// table, grid, counters, drags, clusters and version; a repeated id is applied in order,
     /// the last one wins, counted as updated). Never fails: `RestoreBatch.append` already
@@ -22,6 +26,7 @@ extension MarkerLayer {
         let styleIndex = batch.styles.indices.map { batch.styleUses[$0] == 0 ? 0 : styles.retain(batch.styles[$0], times: batch.styleUses[$0]) }
         var createdCount = 0
         if !deferIndexes { table.reserveIndex(additional: batch.count) }
+        if table.freeHead < 0 { table.reserveColumns(additional: batch.count) }
         // New markers go into the grid after the loop, in spatial order (`GridIndex.insert(_:)`).
         // Slots created here are numbered from `firstNew` up when no freed slot is reused (else
         // no deferral), so an id repeated in the batch is seen and the pending inserts go in first.
@@ -30,10 +35,13 @@ extension MarkerLayer {
         // In that case the slots are found or created first, new ones numbered in the markers'
         // spatial order (`spatialSlots`); the loop below still applies the markers in the order
         // given (so a repeated id's last marker wins, and its first one creates it).
-        let slots = sortGrid && spatial ? spatialSlots(batch) : []
+        let (slots, layout) = sortGrid && spatial ? spatialSlots(batch) : ([], nil)
         var created = [Bool](repeating: false, count: table.slotCount - firstNew)
         var pending: [(entry: GridEntry, cls: UInt32)] = []
         if sortGrid { pending.reserveCapacity(batch.count) }
+        // With a layout and no pending inserts made early: where marker i's entry is in `pending`
+        // (-1: none), for inserting them in the layout's grid order, with no sort here.
+        var pendingAt = layout == nil ? [] : [Int32](repeating: -1, count: batch.count)
         batch.idBytes.withUnsafeBufferPointer { ids in
             batch.entries.withUnsafeBufferPointer { entries in
                 var start = 0
@@ -59,17 +67,25 @@ extension MarkerLayer {
                     if !batch.extras.isEmpty, let x = batch.extras[Int32(i)] { extra = x; f |= MarkerFlags.hasExtra }
                     if isNew {
                         createdCount += 1
-                        if sortGrid { pending.append((GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: slot), MarkerLayer.gridClass(f))) }
+                        if sortGrid {
+                            if !pendingAt.isEmpty { pendingAt[i] = Int32(pending.count) }
+                            pending.append((GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: slot), MarkerLayer.gridClass(f)))
+                        }
                     } else if Int(slot) >= firstNew && !pending.isEmpty {
                         grid.insert(pending)
                         pending.removeAll(keepingCapacity: true)
+                        pendingAt = []
                     }
                     store(slot, isNew: isNew, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
                           animation: nil, attributes: [:], extra: extra, indexGrid: !deferIndexes && !sortGrid)
                 }
             }
         }
-        grid.insert(pending)
+        if let layout, !pendingAt.isEmpty {
+            grid.insert(layout.grid.compactMap { i in pendingAt[Int(i)] < 0 ? nil : pending[Int(pendingAt[Int(i)])] }, sorted: true)
+        } else {
+            grid.insert(pending)
+        }
         if batch.count > 0 { version &+= 1 }
         return UpsertResult(created: createdCount, updated: batch.count - createdCount)
     }
@@ -81,53 +97,35 @@ extension MarkerLayer {
     /// style, id reference, id bytes: see `gather`) then touches a few neighbouring rows of
     /// each batch instead of one cache line per marker and column. Call with no freed slot to
     /// reuse (`table.freeHead < 0`): then the new slots are exactly those from `slotCount` up.
-    private mutating func spatialSlots(_ batch: RestoreBatch) -> [Int32] {
+    /// Also returns the layout used: the batch's own (`RestoreBatch.prepareLayout`) when made
+    /// for this layer's id hash seed, else one computed here.
+    private mutating func spatialSlots(_ batch: RestoreBatch) -> ([Int32], RestoreBatch.Layout?) {
         let n = batch.count
-        // LSD radix sort of (cell key << 32 | index) by the key's 32 bits, 11 + 11 + 10 per pass.
-        var items = batch.entries.enumerated().map { i, e in
-            SpatialKey.morton(x: e.world.x >> 16, y: e.world.y >> 16) << 32 | UInt64(i)
-        }
-        var scratch = items
-        for (shift, bits) in [(32, 11), (43, 11), (54, 10)] {
-            let mask = (1 << bits) - 1
-            var starts = [Int](repeating: 0, count: mask + 2)
-            for v in items { starts[Int(v >> UInt64(shift)) & mask + 1] += 1 }
-            for d in 0...mask { starts[d + 1] += starts[d] }
-            for v in items {
-                let d = Int(v >> UInt64(shift)) & mask
-                scratch[starts[d]] = v
-                starts[d] += 1
-            }
-            swap(&items, &scratch)
-        }
-        // The ids are hashed and their home buckets read `touchChunk` at a time ahead of the
-        // lookups (`MarkerTable.touchHomes`): at millions of markers each home is a cache miss.
+        let layout = batch.layout.flatMap { $0.idHashSeed == table.seed ? $0 : nil }
+            ?? RestoreBatch.Layout(batch, idHashSeed: table.seed)
+        // The home buckets of `touchChunk` ids are read ahead of their lookups
+        // (`MarkerTable.touchHomes`): at millions of markers each home is a cache miss.
         var slots = [Int32](repeating: 0, count: n)
         table.reserveIndex(additional: n)   // no growth between a chunk's touch and its lookups
-        var hashes = [UInt32](repeating: 0, count: Self.touchChunk)
-        batch.idBytes.withUnsafeBufferPointer { ids in
-            batch.entries.withUnsafeBufferPointer { entries in
-                @inline(__always) func id(_ i: Int) -> UnsafeBufferPointer<UInt8> {
-                    UnsafeBufferPointer(rebasing: ids[(i == 0 ? 0 : Int(entries[i - 1].idEnd))..<Int(entries[i].idEnd)])
-                }
-                hashes.withUnsafeMutableBufferPointer { hashes in
+        layout.ids.withUnsafeBufferPointer { ids in
+            layout.hashes.withUnsafeBufferPointer { hashes in
+                layout.idEnds.withUnsafeBufferPointer { ends in
                     var from = 0
                     while from < n {
-                        let chunk = items[from..<Swift.min(n, from + Self.touchChunk)]
-                        for (k, v) in chunk.enumerated() { hashes[k] = table.hash(id(Int(truncatingIfNeeded: v & 0xFFFF_FFFF))) }
-                        table.touchHomes(UnsafeBufferPointer(rebasing: hashes[0..<chunk.count]))
-                        for (k, v) in chunk.enumerated() {
-                            let i = Int(truncatingIfNeeded: v & 0xFFFF_FFFF)
-                            slots[i] = table.findOrInsert(bytes: id(i), hash: hashes[k]).slot
+                        let to = Swift.min(n, from + Self.touchChunk)
+                        table.touchHomes(UnsafeBufferPointer(rebasing: hashes[from..<to]))
+                        for k in from..<to {
+                            let id = UnsafeBufferPointer(rebasing: ids[(k == 0 ? 0 : Int(ends[k - 1]))..<Int(ends[k])])
+                            slots[Int(layout.spatial[k])] = table.findOrInsert(bytes: id, hash: hashes[k]).slot
                         }
-                        from += chunk.count
+                        from = to
                     }
                 }
             }
         }
-        return slots
+        return (slots, layout)
     }
 
-    /// Ids `spatialSlots` hashes and touches the home buckets of before looking them up.
+    /// Ids `spatialSlots` touches the home buckets of before looking them up.
     static let touchChunk = 32
 }

@@ -43,7 +43,8 @@ struct MarkerTable: Sendable {
     var buckets: [UInt32] = Array(repeating: Bucket.empty, count: 16)
     var bucketShift: UInt32 = 28   // 32 - log2(buckets.count)
     var count = 0
-    private let seed: UInt64
+    /// The seed of `hash(_:)`, fixed for the table's life (`removeAll` keeps it).
+    let seed: UInt64
 
     init(seed: UInt64 = UInt64.random(in: 0...UInt64.max)) { self.seed = seed | 1 }
 
@@ -193,6 +194,14 @@ struct MarkerTable: Sendable {
         var i = Int(h >> bucketShift)
         while buckets[i] != Bucket.empty { i = (i + 1) & mask }
         buckets[i] = Bucket.make(slot, hash: h)
+    }
+
+    /// Grows every column ahead (`Array.reserveGrowing`: 4x at a time) so that `additional` more
+    /// slots fit without growing them again.
+    mutating func reserveColumns(additional: Int) {
+        ids.reserveGrowing(additional); idHash.reserveGrowing(additional); x.reserveGrowing(additional)
+        y.reserveGrowing(additional); zIndex.reserveGrowing(additional); flags.reserveGrowing(additional)
+        style.reserveGrowing(additional)
     }
 
     /// Grows the id index ahead so that `additional` more ids fit without growing it again.

@@ -35,6 +35,9 @@ public struct RestoreBatch: Sendable {
     /// Non-empty extra bytes by marker index.
     public private(set) var extras: [Int32: [UInt8]] = [:]
     private var styleIndex: [IconStyle: UInt32] = [:]
+    /// Orders and id hashes computed ahead of the upsert (`prepareLayout(idHashSeed:)`); nil
+    /// until then, and again after any `append`.
+    public internal(set) var layout: Layout? = nil
 
     public init(capacity: Int = 0) {
         idBytes.reserveCapacity(capacity * 8)
@@ -67,6 +70,7 @@ public struct RestoreBatch: Sendable {
         let n = id.utf8.count
         guard n >= 1, n <= MarkerTable.maxIDBytes, position.isValid else { return false }
         id.withUTF8 { idBytes.append(contentsOf: $0) }
+        layout = nil
         entries.append(Entry(idEnd: UInt32(idBytes.count), zIndex: z, style: style,
                              flags: (visible ? Self.visible : 0) | (clickable ? Self.clickable : 0) | (draggable ? Self.draggable : 0),
                              position: position, world: WorldPoint(position)))

@@ -23,10 +23,14 @@ final class LayerHandle: @unchecked Sendable {
     var clustersInSlotOrder: Bool { options.clustering?.algorithm == "supercluster" }
     /// Raster-tile versions (see `TileVersions`). Guarded by `lock`.
     var tileVersions = TileVersions()
+    /// `layer.idHashSeed` (fixed for the layer's life), readable without the lock: bulk upserts
+    /// hash their ids before taking it (`RestoreBatch.prepareLayout`).
+    let idHashSeed: UInt64
 
     init(id: String, layer: MarkerLayer, options: V1.LayerOptions) {
         self.id = id
         self.layer = layer
+        self.idHashSeed = layer.idHashSeed
         self.options = options
     }
 

@@ -39,11 +39,15 @@ extension MarkerService {
     /// UpsertMarkers through the plain decoder: the response, or nil when the request is not
     /// plain, repeats an id, or anything else that the protobuf-c path reports as an error
     /// (then nothing was applied). The journal record holds the request's own bytes, as for
-    /// every mutation.
+    /// every mutation. The batch's orders and id hashes (`RestoreBatch.prepareLayout`) are
+    /// computed before the layer's write lock is taken, so that they overlap with another
+    /// batch being applied under it.
     func upsertPlainMarkers(_ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse? {
-        guard let (layerID, batch) = c.payload.withUnsafeBytes({ raw in
+        guard let (layerID, decoded) = c.payload.withUnsafeBytes({ raw in
             plainBatch { V1.UpsertMarkersRequest.visitPlain(raw, reserve: $0, each: $1) }
-        }), batch.firstRepeatedID() == nil else { return nil }
+        }), decoded.firstRepeatedID() == nil else { return nil }
+        var batch = decoded
+        if batch.count > 1 { batch.prepareLayout(idHashSeed: try handle(layerID).idHashSeed) }
         return try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore((0..<batch.count).lazy.map(batch.id), count: batch.count, c)
             let result = h.layer.upsert(batch, now: c.nowUnixMs, spatialSlots: !h.clustersInSlotOrder)

@@ -76,6 +76,76 @@ import Testing
         #expect(b.grid.validate().problems.isEmpty, "seed \(seed): grid")
     }
 
+    /// A batch whose layout was computed ahead (`RestoreBatch.prepareLayout`, as the service does
+    /// before taking the layer's lock) upserts exactly as one without (whose layout the layer
+    /// computes): the same slots, grid nodes and entry order; a layout for another seed is not
+    /// used. The layout's orders and hashes against brute-force sorts and hashing.
+    @Test func preparedLayoutUpsertsLikeUnprepared() throws {
+        let seed = testSeed("BatchUpsertTests.preparedLayoutUpsertsLikeUnprepared")
+        var rng = SplitMix64(seed: seed)
+        var a = try MarkerLayer()
+        var b = a, c = a
+        for round in 0..<5 {
+            // Ids new and old; the last round repeats ids within the batch (early grid inserts).
+            let all = Self.plain(3_000, ids: { i in round == 4 ? "w\(i % 2_500)" : "w\((i * 11 + round * 1_301) % 7_000)" }, &rng)
+            let plain = try #require(RestoreTests.columnBatches([all])?.first)
+            var batch = plain, other = plain
+            batch.prepareLayout(idHashSeed: a.idHashSeed)
+            other.prepareLayout(idHashSeed: a.idHashSeed &+ 2)
+            let layout = try #require(batch.layout)
+            let n = plain.count
+            let world = plain.entries.map(\.world)
+            let spatial = (0..<n).sorted { i, j in
+                let ki = SpatialKey.morton(x: world[i].x >> 16, y: world[i].y >> 16), kj = SpatialKey.morton(x: world[j].x >> 16, y: world[j].y >> 16)
+                return ki != kj ? ki < kj : i < j
+            }
+            #expect(layout.spatial.map(Int.init) == spatial, "seed \(seed) round \(round): spatial order")
+            func gridKey(_ i: Int) -> UInt64 {
+                let f = plain.entries[i].flags
+                let cls: UInt64 = f & RestoreBatch.draggable != 0 ? 1 : f & RestoreBatch.visible != 0 ? 0 : 2
+                return cls << 20 | SpatialKey.morton(x: world[i].x >> 22, y: world[i].y >> 22)
+            }
+            let grid = (0..<n).sorted { i, j in gridKey(i) != gridKey(j) ? gridKey(i) < gridKey(j) : i < j }
+            #expect(layout.grid.map(Int.init) == grid, "seed \(seed) round \(round): grid order")
+            let hashes = spatial.map { i in
+                var id = plain.id(i)
+                return id.withUTF8 { MarkerTable.hash($0, seed: a.table.seed) }
+            }
+            #expect(layout.hashes == hashes, "seed \(seed) round \(round): hashes")
+            #expect(String(decoding: layout.ids, as: UTF8.self) == spatial.map(plain.id).joined(), "seed \(seed) round \(round): ids")
+            let ra = a.upsert(batch, now: RestoreTests.now), rb = b.upsert(plain, now: RestoreTests.now)
+            let rc = c.upsert(other, now: RestoreTests.now)
+            #expect(ra == rb && ra == rc, "seed \(seed) round \(round)")
+        }
+        for (name, x) in [("unprepared", b), ("other seed", c)] {
+            #expect(a.table.ids == x.table.ids && a.table.x == x.table.x && a.table.y == x.table.y, "seed \(seed): \(name) table")
+            #expect(a.grid.entries.map(\.slot) == x.grid.entries.map(\.slot), "seed \(seed): \(name) grid entries")
+            #expect(RestoreTests.nodes(a.grid) == RestoreTests.nodes(x.grid), "seed \(seed): \(name) grid nodes")
+        }
+        #expect(a.grid.validate().problems.isEmpty, "seed \(seed): grid")
+    }
+
+    /// A batch grows the table's columns and the grid's per-slot arrays ahead, 4x at a time
+    /// (`Array.reserveGrowing`): a growth leaves at least four times the old capacity.
+    @Test func batchesGrowColumnsFourfold() throws {
+        let seed = testSeed("BatchUpsertTests.batchesGrowColumnsFourfold")
+        var rng = SplitMix64(seed: seed)
+        var layer = try MarkerLayer()
+        var before = layer.table.flags.capacity
+        for round in 0..<6 {
+            let all = Self.plain(500 + Int(rng.next() % 3_000), ids: { "g\(round)-\($0)" }, &rng)
+            let batch = try #require(RestoreTests.columnBatches([all])?.first)
+            _ = layer.upsert(batch, now: RestoreTests.now)
+            let t = layer.table
+            let capacities = [t.ids.capacity, t.idHash.capacity, t.x.capacity, t.y.capacity, t.zIndex.capacity, t.style.capacity, t.flags.capacity]
+            #expect(capacities.allSatisfy { $0 >= t.slotCount }, "seed \(seed) round \(round): \(capacities)")
+            if t.flags.capacity != before { #expect(t.flags.capacity >= 4 * before, "seed \(seed) round \(round): \(before) -> \(t.flags.capacity)") }
+            #expect(layer.grid.pos.capacity >= t.slotCount && layer.grid.leafLevel.capacity >= t.slotCount, "seed \(seed) round \(round)")
+            before = t.flags.capacity
+        }
+        #expect(layer.grid.validate().problems.isEmpty, "seed \(seed): grid")
+    }
+
     @Test func firstRepeatedIDMatchesBruteForce() throws {
         let seed = testSeed("BatchUpsertTests.firstRepeatedIDMatchesBruteForce")
         var rng = SplitMix64(seed: seed)

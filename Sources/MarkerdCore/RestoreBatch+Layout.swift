@@ -1,0 +1,85 @@
+/// The orders and id hashes a bulk upsert of a batch needs (`MarkerLayer.upsert(_:now:)` with
+/// spatial slots), computed from the batch alone, so that a caller can compute them before
+/// taking the layer's write lock (`RestoreBatch.prepareLayout(idHashSeed:)`) while another
+/// batch is being applied under it: the sorts and the hashing then take no time under the lock.
+extension RestoreBatch {
+    /// See the extension's comment. Marker `i` of the batch is the `k`-th in spatial order when
+    /// `spatial[k] == i`.
+    public struct Layout: Sendable {
+        /// The seed `hashes` were computed with (`MarkerLayer.idHashSeed`); a layer with another
+        /// seed computes its own layout.
+        public let idHashSeed: UInt64
+        /// Marker indices in the spatial order of new slots: the Morton order of their level-16
+        /// cells (about 600 m at the equator), ties in batch order.
+        let spatial: [Int32]
+        /// The id hash (`MarkerTable.hash`) of each marker, in spatial order.
+        let hashes: [UInt32]
+        /// The ids' bytes in spatial order, back to back, and where each ends.
+        let ids: [UInt8]
+        let idEnds: [UInt32]
+        /// Marker indices in the order `GridIndex.insert(_:)` inserts new entries: their grid
+        /// class, then the Morton order of their level-10 cells, ties in batch order.
+        let grid: [Int32]
+
+        init(_ batch: RestoreBatch, idHashSeed seed: UInt64) {
+            idHashSeed = seed
+            let n = batch.count
+            // LSD radix sort of (cell key << 32 | index) by the key's 32 bits, 11 + 11 + 10 per pass.
+            let spatialKeys = batch.entries.enumerated().map { i, e in
+                SpatialKey.morton(x: e.world.x >> 16, y: e.world.y >> 16) << 32 | UInt64(i)
+            }
+            let spatial = Self.radixSort(spatialKeys, passes: [(32, 11), (43, 11), (54, 10)])
+            // As `GridIndex.insert(_:)` orders new entries, by the class the marker will have.
+            let gridKeys = batch.entries.enumerated().map { i, e in
+                var f = MarkerFlags.occupied
+                if e.flags & RestoreBatch.visible != 0 { f |= MarkerFlags.visible }
+                if e.flags & RestoreBatch.draggable != 0 { f |= MarkerFlags.draggable }
+                return GridIndex.insertOrderKey(x: e.world.x, y: e.world.y, cls: MarkerLayer.gridClass(f)) << 32 | UInt64(i)
+            }
+            grid = Self.radixSort(gridKeys, passes: [(32, 11), (43, 11)])
+            var hashes = [UInt32](repeating: 0, count: n)
+            var ids = [UInt8]()
+            ids.reserveCapacity(batch.idBytes.count)
+            var idEnds = [UInt32](repeating: 0, count: n)
+            batch.idBytes.withUnsafeBufferPointer { bytes in
+                for (k, i) in spatial.enumerated() {
+                    let id = UnsafeBufferPointer(rebasing: bytes[batch.idStart(Int(i))..<Int(batch.entries[Int(i)].idEnd)])
+                    hashes[k] = MarkerTable.hash(id, seed: seed)
+                    ids.append(contentsOf: id)
+                    idEnds[k] = UInt32(ids.count)
+                }
+            }
+            self.spatial = spatial
+            self.hashes = hashes
+            self.ids = ids
+            self.idEnds = idEnds
+        }
+
+        /// The low 32 bits (indices) of `items` sorted by the bits above, least significant
+        /// digit first (`passes`: the shift and width of each digit), stable.
+        static func radixSort(_ keys: [UInt64], passes: [(shift: Int, bits: Int)]) -> [Int32] {
+            var items = keys
+            var scratch = items
+            for (shift, bits) in passes {
+                let mask = (1 << bits) - 1
+                var starts = [Int](repeating: 0, count: mask + 2)
+                for v in items { starts[Int(v >> UInt64(shift)) & mask + 1] += 1 }
+                for d in 0...mask { starts[d + 1] += starts[d] }
+                for v in items {
+                    let d = Int(v >> UInt64(shift)) & mask
+                    scratch[starts[d]] = v
+                    starts[d] += 1
+                }
+                swap(&items, &scratch)
+            }
+            return items.map { Int32(truncatingIfNeeded: $0) }
+        }
+    }
+
+    /// Computes the batch's `Layout` for a layer whose `MarkerLayer.idHashSeed` is `seed`, to be
+    /// used by that layer's `upsert(_:now:)` (which computes it under its lock otherwise).
+    /// Changes no marker of the batch.
+    public mutating func prepareLayout(idHashSeed seed: UInt64) {
+        layout = Layout(self, idHashSeed: seed)
+    }
+}
