@@ -205,31 +205,6 @@ extension TileRenderer {
         /// so this costs a few passes over it instead of sorting it (at 10M markers, the z0
         /// tile opens ~61k such parts of ~21 markers and draws from them ~88k times).
         var selects = false
-        /// A lazy row (`LazyRow`, index into the sweep's `lazies`; -1: none): the cursor holds only
-        /// its head, `pending[end - 1]`, and reads the next one from the leaf when it moves on.
-        var lazy: Int32 = -1
-    }
-
-    /// A split leaf's one-row part on `open`'s fast path (at most two device positions), read
-    /// lazily: instead of every marker of the row waiting in `pending` (at the z0 tile over 10M
-    /// markers, 1.3M markers written there for 88k visited), the cursor keeps its current head
-    /// and finds the next one, the highest (key, slot) below the last one taken at a position not
-    /// found settled, by reading the leaf's entries again (in cache: it was just read). The
-    /// markers come out in the same order as a selecting cursor's (descending key; equal keys,
-    /// which `draw` takes together, by slot), and a position found settled is dropped whole, so
-    /// the sweep draws exactly what it draws with selecting cursors. Only for split leaves: their
-    /// markers are counted by row when read (`leafCounted`), not one by one as they are dropped.
-    fileprivate struct LazyRow {
-        var node: TileSweepNode
-        /// The row's world y `y0 ... y0 + span`, the column split (world x `xb` and above: device
-        /// column `c1`, else `c0`) and the device row.
-        var y0: UInt32, span: UInt32, xb: UInt32
-        var c0: Int32, c1: Int32, row: Int32
-        /// Positions found settled (left, right): their markers are done.
-        var dead0: Bool, dead1: Bool
-        /// The last marker taken; only markers below it in (key, slot) order are left.
-        var boundKey: UInt64 = .max, boundSlot: Int32 = .max
-        var bounded = false
     }
 
     /// Parts whose markers fall on at most this many device positions (per world copy) are
@@ -305,9 +280,7 @@ extension TileRenderer {
     /// The draws that can change a pixel by more than the bound, in draw order, with their clips
     /// (as `cull`), the sprites, and the markers touching the raster (those of skipped nodes
     /// counted whole) and the markers visited one by one.
-    /// `lazyRows` false: split leaves' rows through selecting cursors instead of `LazyRow`s (the
-    /// same draws; for tests).
-    func sweep(_ layer: MarkerLayer, _ view: RasterView, now: Int64, lazyRows: Bool = true) throws(RenderError)
+    func sweep(_ layer: MarkerLayer, _ view: RasterView, now: Int64) throws(RenderError)
         -> (items: [Item], clips: [Int16], sprites: [TileSprite], markers: Int, visited: Int) {
         var placer = Placer(self, layer, view)
         var styleIndexes: [UInt32] = []
@@ -321,7 +294,6 @@ extension TileRenderer {
             fp = Footprint(box: layer.styles.maxExtents, density: view.density)
         }
         var walk = SweepWalk(renderer: self, view: view, fp: fp, placer: placer)
-        walk.lazyRows = lazyRows
         // One style in use: markers have it, their style is not read from the marker table.
         if styleIndexes.count == 1 { walk.single = styleIndexes[0] }
         try walk.run(layer, now: now)
@@ -342,11 +314,6 @@ extension TileRenderer {
         var parts: [Part] = []
         var pending: [Waiting] = []
         var cursors: [Cursor] = []
-        /// Lazy rows of the cursors (`Cursor.lazy`).
-        var lazies: [LazyRow] = []
-        /// Whether split leaves' fast-path rows are read lazily (`LazyRow`); false only to compare
-        /// with selecting cursors in tests.
-        var lazyRows = true
         /// Cursors not exhausted yet (each has one entry in the heap, or is being drawn).
         var liveCursors = 0
         /// Indexes of `parts` taken already, for reuse.
@@ -456,7 +423,7 @@ extension TileRenderer {
         /// Sorts `pending[start...]` by descending key (insertion sort: an opened part holds a few
         /// dozen markers), or with `selects` only moves the highest key first (`Cursor.selects`),
         /// and pushes a cursor over it.
-        mutating func pushCursor(from start: Int, leaf: Int32, selects: Bool = false, lazy: Int32 = -1) {
+        mutating func pushCursor(from start: Int, leaf: Int32, selects: Bool = false) {
             guard pending.count > start else { return }
             if selects {
                 selectHead(start, pending.count)
@@ -475,7 +442,7 @@ extension TileRenderer {
                 }
             }
             heap.push(Event(key: pending[start].key, ref: ~Int32(cursors.count)))
-            cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf, selects: selects, lazy: lazy))
+            cursors.append(Cursor(next: Int32(start), end: Int32(pending.count), leaf: leaf, selects: selects))
             liveCursors += 1
         }
 
@@ -514,7 +481,7 @@ extension TileRenderer {
 
         /// Moves cursor `ci` past the markers settled by now and pushes it back unless empty
         /// (every marker left in it comes before every draw in the mask).
-        mutating func advance(_ ci: Int, _ layer: MarkerLayer) {
+        mutating func advance(_ ci: Int) {
             var c = cursors[ci]
             if c.selects {
                 while c.next < c.end {
@@ -522,12 +489,6 @@ extension TileRenderer {
                     if !positionSettled(Int(m.px), Int(m.py)) {
                         heap.push(Event(key: m.key, ref: ~Int32(ci)))
                         break
-                    }
-                    if c.lazy >= 0 {
-                        // Every marker left at the head's position is settled too.
-                        if m.x >= lazies[Int(c.lazy)].xb { lazies[Int(c.lazy)].dead1 = true } else { lazies[Int(c.lazy)].dead0 = true }
-                        nextLazy(&c, layer)
-                        continue
                     }
                     dropSettled(&c)
                     if c.next < c.end { selectHead(Int(c.next), Int(c.end)) }
@@ -550,7 +511,6 @@ extension TileRenderer {
                 if liveCursors == 0 {
                     pending.removeAll(keepingCapacity: true)
                     cursors.removeAll(keepingCapacity: true)
-                    lazies.removeAll(keepingCapacity: true)
                 }
             }
         }
@@ -637,16 +597,6 @@ extension TileRenderer {
                 let xb = px1 > px0 ? TileRenderer.firstX(column: Int(px1), view, n.minX, n.maxX) : n.minX
                 let skip0 = positionSettled(Int(px0), Int(py), full: false), skip1 = positionSettled(Int(px1), Int(py), full: false)
                 let c0 = Int32(px0), c1 = Int32(px1), row = Int32(py)
-                if leaf >= 0 && lazyRows {
-                    let z = LazyRow(node: n, y0: y0, span: span, xb: xb, c0: c0, c1: c1, row: row, dead0: skip0, dead1: skip1)
-                    let (head, rowCount) = lazyHead(z, layer)
-                    if p.row != p.firstRow { leafCounted[Int(leaf)] += rowCount; markers += rowCount }
-                    guard let head else { return }
-                    lazies.append(z)
-                    pending.append(head)
-                    pushCursor(from: start, leaf: leaf, selects: true, lazy: Int32(lazies.count - 1))
-                    return
-                }
                 var skipped = 0
                 layer.withStaticEntries(inLeaf: n) { es in
                     for e in es where e.y &- y0 <= span {
@@ -674,38 +624,6 @@ extension TileRenderer {
             pushCursor(from: start, leaf: leaf, selects: fast)
         }
 
-        /// The highest marker of lazy row `z` in (key, slot) order below its bound at a position
-        /// not found settled (nil: none), and how many markers the row holds.
-        func lazyHead(_ z: LazyRow, _ layer: MarkerLayer) -> (head: Waiting?, rowCount: Int) {
-            var bestKey: UInt64 = 0, bestSlot: Int32 = 0, bestX: UInt32 = 0
-            var found = false
-            var rowCount = 0
-            layer.withStaticEntries(inLeaf: z.node) { es in
-                for e in es where e.y &- z.y0 <= z.span {
-                    rowCount += 1
-                    if e.x >= z.xb ? z.dead1 : z.dead0 { continue }
-                    let k = TileRenderer.key(z: e.z, y: e.y)
-                    if z.bounded && (k > z.boundKey || k == z.boundKey && e.slot >= z.boundSlot) { continue }
-                    if !found || k > bestKey || k == bestKey && e.slot > bestSlot {
-                        found = true; bestKey = k; bestSlot = e.slot; bestX = e.x
-                    }
-                }
-            }
-            guard found else { return (nil, rowCount) }
-            return (Waiting(key: bestKey, slot: bestSlot, x: bestX, style: .max, px: bestX >= z.xb ? z.c1 : z.c0, py: z.row), rowCount)
-        }
-
-        /// Moves lazy cursor `c` (whose head was taken or found settled) to its next head, or
-        /// past its end when there is none.
-        mutating func nextLazy(_ c: inout Cursor, _ layer: MarkerLayer) {
-            if let head = lazyHead(lazies[Int(c.lazy)], layer).head {
-                pending[Int(c.end) - 1] = head
-                c.next = c.end - 1
-            } else {
-                c.next = c.end
-            }
-        }
-
         /// Every marker with `key` (the cursors at the top of the heap, starting with `first`),
         /// unless settled by now at its position: placed (its style read only now), in draw order
         /// among themselves, then culled last first.
@@ -719,12 +637,7 @@ extension TileRenderer {
                     let w = pending[Int(cur.next)]
                     if w.key != key { break }
                     cur.next += 1
-                    if cur.lazy >= 0 {
-                        lazies[Int(cur.lazy)].boundKey = w.key
-                        lazies[Int(cur.lazy)].boundSlot = w.slot
-                        lazies[Int(cur.lazy)].bounded = true
-                        nextLazy(&cur, layer)
-                    } else if cur.selects && cur.next < cur.end { selectHead(Int(cur.next), Int(cur.end)) }
+                    if cur.selects && cur.next < cur.end { selectHead(Int(cur.next), Int(cur.end)) }
                     if unsettled(w, leaf: cur.leaf) {
                         var c = w.candidate
                         if c.style == .max { c.style = single != .max ? single : layer.staticStyle(slot: c.slot) }
@@ -747,7 +660,7 @@ extension TileRenderer {
                 if positionSettled(Int(it.x) + s.anchorX, Int(it.y) + s.anchorY) { continue }
                 TileRenderer.cullOne(it, shapes, &mask, &kept, &clips)
             }
-            for ci in taken { advance(ci, layer) }
+            for ci in taken { advance(ci) }
         }
 
         mutating func run(_ layer: MarkerLayer, now: Int64) throws(RenderError) {
