@@ -33,6 +33,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// off`): always one thread. The library's default (`TileRenderer.defaultBandsAbove`) stays
     /// off, so that in-process renders are the same whatever the load.
     public var tileBandsAbove: Int = 2_000
+    /// Node sweeps (dense rasters such as the z0 tile over millions of markers) of rasters with at
+    /// least this many static markers around them run as two bands on two threads while no other
+    /// render runs and the load average leaves a core idle (`TileRenderer.sweepBandsAbove`).
+    /// Default 2,000,000 (`TileRenderer.defaultSweepBandsAbove`); `Int.max` (`--sweep-bands-above
+    /// off`): always one thread, e.g. to measure both paths of GetTile z0 back to back.
+    public var sweepBandsAbove: Int = 2_000_000
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -67,6 +73,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                                  madvise (markerd restarts itself once with GLIBC_TUNABLES set). Default on
       --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
                                  tile renders and a core is idle. Default 2000
+      --sweep-bands-above N|off  sweep rasters with at least N static markers around them (the z0 tile
+                                 of a big layer) on two threads while no other tile renders and a
+                                 core is idle. Default 2000000
       -h, --help                 this text
       --version                  print the version
     """
@@ -123,6 +132,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                     throw ParseError(description: "--tile-bands-above takes a whole number >= 0 or off, not \"\(text)\"")
                 }
                 config.tileBandsAbove = n
+            case "--sweep-bands-above":
+                let text = try value(arg)
+                guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
+                    throw ParseError(description: "--sweep-bands-above takes a whole number >= 0 or off, not \"\(text)\"")
+                }
+                config.sweepBandsAbove = n
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {
