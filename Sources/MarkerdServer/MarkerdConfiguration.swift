@@ -94,6 +94,14 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             guard i < arguments.count else { throw ParseError(description: "\(name) needs a value") }
             return arguments[i]
         }
+        /// A whole number >= 0, or `off` (`Int.max`).
+        func countOrOff(_ name: String) throws(ParseError) -> Int {
+            let text = try value(name)
+            guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
+                throw ParseError(description: "\(name) takes a whole number >= 0 or off, not \"\(text)\"")
+            }
+            return n
+        }
         func integer(_ name: String, min: Int) throws(ParseError) -> Int {
             let text = try value(name)
             guard let n = Int(text), n >= min else {
@@ -126,18 +134,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 let text = try value(arg)
                 guard text == "on" || text == "off" else { throw ParseError(description: "--huge-pages takes on or off, not \"\(text)\"") }
                 config.hugePages = text == "on"
-            case "--tile-bands-above":
-                let text = try value(arg)
-                guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
-                    throw ParseError(description: "--tile-bands-above takes a whole number >= 0 or off, not \"\(text)\"")
-                }
-                config.tileBandsAbove = n
-            case "--sweep-bands-above":
-                let text = try value(arg)
-                guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
-                    throw ParseError(description: "--sweep-bands-above takes a whole number >= 0 or off, not \"\(text)\"")
-                }
-                config.sweepBandsAbove = n
+            case "--tile-bands-above": config.tileBandsAbove = try countOrOff(arg)
+            case "--sweep-bands-above": config.sweepBandsAbove = try countOrOff(arg)
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {
