@@ -29,6 +29,7 @@ public final class MarkerServer: Sendable {
         serviceConfig.snapshotEveryBytes = configuration.snapshotEveryBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.tileBandsAbove = configuration.tileBandsAbove
+        serviceConfig.sweepBandsAbove = configuration.sweepBandsAbove
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
         dispatcher = RPCDispatcher(service: service)
         let handler = DispatchingHandler(dispatcher: dispatcher)

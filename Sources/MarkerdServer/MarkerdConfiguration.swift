@@ -33,6 +33,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// off`): always one thread. The library's default (`TileRenderer.defaultBandsAbove`) stays
     /// off, so that in-process renders are the same whatever the load.
     public var tileBandsAbove: Int = 2_000
+    /// Node sweeps (dense rasters such as the z0 tile over millions of markers) of rasters with at
+    /// least this many static markers around them run as two bands on two threads while no other
+    /// render runs and the load average leaves a core idle (`TileRenderer.sweepBandsAbove`).
+    /// Default 2,000,000 (`TileRenderer.defaultSweepBandsAbove`); `Int.max` (`--sweep-bands-above
+    /// off`): always one thread, e.g. to measure both paths of GetTile z0 back to back.
+    public var sweepBandsAbove: Int = 2_000_000
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -67,6 +73,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                                  madvise (markerd restarts itself once with GLIBC_TUNABLES set). Default on
       --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
                                  tile renders and a core is idle. Default 2000
+      --sweep-bands-above N|off  sweep rasters with at least N static markers around them (the z0 tile
+                                 of a big layer) on two threads while no other tile renders and a
+                                 core is idle. Default 2000000
       -h, --help                 this text
       --version                  print the version
     """
@@ -84,6 +93,14 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             i += 1
             guard i < arguments.count else { throw ParseError(description: "\(name) needs a value") }
             return arguments[i]
+        }
+        /// A whole number >= 0, or `off` (`Int.max`).
+        func countOrOff(_ name: String) throws(ParseError) -> Int {
+            let text = try value(name)
+            guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
+                throw ParseError(description: "\(name) takes a whole number >= 0 or off, not \"\(text)\"")
+            }
+            return n
         }
         func integer(_ name: String, min: Int) throws(ParseError) -> Int {
             let text = try value(name)
@@ -117,12 +134,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 let text = try value(arg)
                 guard text == "on" || text == "off" else { throw ParseError(description: "--huge-pages takes on or off, not \"\(text)\"") }
                 config.hugePages = text == "on"
-            case "--tile-bands-above":
-                let text = try value(arg)
-                guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
-                    throw ParseError(description: "--tile-bands-above takes a whole number >= 0 or off, not \"\(text)\"")
-                }
-                config.tileBandsAbove = n
+            case "--tile-bands-above": config.tileBandsAbove = try countOrOff(arg)
+            case "--sweep-bands-above": config.sweepBandsAbove = try countOrOff(arg)
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

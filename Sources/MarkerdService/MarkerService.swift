@@ -25,6 +25,10 @@ public struct ServiceConfiguration: Sendable {
     /// render on two threads while no other render runs. Default `TileRenderer.defaultBandsAbove`
     /// (`Int.max`: never).
     public var tileBandsAbove: Int = TileRenderer.defaultBandsAbove
+    /// `TileRenderer.sweepBandsAbove` of the service's renderer: node sweeps of rasters with at
+    /// least this many static markers around them run as two bands on two threads while no other
+    /// render runs. Default `TileRenderer.defaultSweepBandsAbove` (2,000,000; `Int.max`: never).
+    public var sweepBandsAbove: Int = TileRenderer.defaultSweepBandsAbove
 
     public enum Fsync: Sendable {
         case always, everySecond, off
@@ -55,7 +59,7 @@ public final class MarkerService: @unchecked Sendable {
         self.journal = journal
         self.idempotency = IdempotencyCache(capacity: configuration.idempotencyCapacity)
         self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
-        self.tileRenderer = TileRenderer(bandsAbove: configuration.tileBandsAbove, images: { [icons] id in icons.icon(id)?.image })
+        self.tileRenderer = TileRenderer(bandsAbove: configuration.tileBandsAbove, sweepBandsAbove: configuration.sweepBandsAbove, images: { [icons] id in icons.icon(id)?.image })
     }
 
     /// An ephemeral service (memory only), for tests and `--ephemeral`.

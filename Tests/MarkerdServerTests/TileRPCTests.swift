@@ -53,6 +53,10 @@ struct TileRPCTests {
         #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "5000"]).tileBandsAbove == 5000)
         #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "off"]).tileBandsAbove == .max)
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-bands-above", "-1"]) }
+        #expect(MarkerdConfiguration().sweepBandsAbove == 2_000_000)
+        #expect(try MarkerdConfiguration.parse(["--sweep-bands-above", "0"]).sweepBandsAbove == 0)
+        #expect(try MarkerdConfiguration.parse(["--sweep-bands-above", "off"]).sweepBandsAbove == .max)
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--sweep-bands-above", "x"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-bands-above", "two"]) }
     }
 }
