@@ -36,11 +36,13 @@ struct ViewportBench {
             Progress.log("[\(label)] viewport: \(calls) QueryViewport calls on \(id) (after as many to warm up)")
             var cpu: [Double] = [], wall: [Double] = []
             var bytes = 0
+            var reuse = ReplyReuse()
             for (k, v) in viewports.enumerated() {
                 let request = V1.QueryViewportRequest(layerID: id, bounds: v.bounds, zoom: v.zoom)
                 let cpu0 = Machine.threadCPUSeconds
                 let (payload, elapsed) = try timed { () throws(RPCError) in try service.queryViewportPayload(request) }
                 let cpu1 = Machine.threadCPUSeconds
+                if id == "native" { try reuse.add(payload, timed: k >= calls) }
                 guard k >= calls else { continue }   // the first half warms up
                 cpu.append((cpu1 - cpu0) * 1e6)
                 wall.append(elapsed.nanos / 1e3)
@@ -52,7 +54,30 @@ struct ViewportBench {
                           unit: "µs p50 / p99",
                           note: "\(calls) calls of queryViewportPayload, mean \(Table.micros(Stats.mean(cpu))) µs; wall clock "
                               + "\(Table.micros(Stats.percentile(wall, 0.5))) / \(Table.micros(Stats.percentile(wall, 0.99))) µs; "
-                              + "mean reply \(bytes / max(1, calls)) B"))
+                              + "mean reply \(bytes / max(1, calls)) B" + (id == "native" ? "; " + reuse.note : "")))
         }
+    }
+}
+
+/// How much of the NATIVE replies' markers earlier replies (warm-up included) already held: an
+/// upper bound on what a memo of encoded markers (whatever its granularity, with unbounded
+/// memory) could answer from memory, measured on the bench's own viewports.
+struct ReplyReuse {
+    private var seen = Set<String>()
+    private var timedMarkers = 0, timedSeen = 0, calls = 0, mostlySeen = 0
+
+    mutating func add(_ payload: [UInt8], timed: Bool) throws {
+        let ids = try V1.QueryViewportResponse(serializedBytes: payload).markers.map(\.id)
+        if timed {
+            let old = ids.reduce(0) { $0 + (seen.contains($1) ? 1 : 0) }
+            timedMarkers += ids.count; timedSeen += old; calls += 1
+            if old * 10 >= ids.count * 9 { mostlySeen += 1 }
+        }
+        seen.formUnion(ids)
+    }
+
+    var note: String {
+        String(format: "%.1f %% of the timed replies' markers were in an earlier reply, %d of %d calls had >= 90 %% of theirs there; %d distinct markers over all calls",
+               100 * Double(timedSeen) / Double(max(1, timedMarkers)), mostlySeen, calls, seen.count)
     }
 }
