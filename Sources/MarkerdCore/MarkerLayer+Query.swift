@@ -20,6 +20,10 @@ public struct ViewportPage: Sendable {
     public var mode: TilingMode
     /// As `ViewportResult.markers`.
     public var slots: [MarkerSlot]
+    /// Indices in `slots` of the markers of the live grid class (draggable or animating, or
+    /// whose animation ended since the last expiry), ascending; the others are of the static
+    /// class (for `MarkerLayer.gather(_:liveAt:)`).
+    public var liveAt: [Int]
     public var staticInView: Int
     public var liveInView: Int
     public var nextPageToken: String?
@@ -233,7 +237,7 @@ extension MarkerLayer {
         var statics = tiled || staticClass == 0 ? nil
             : SpatialCursor(grid, cls: GridIndex.Class.staticMarker.rawValue, rects: area.ranges, from: after?.morton ?? 0)
         var l = 0
-        var entries: [GridEntry] = []
+        var entries: [GridEntry] = [], liveAt: [Int] = []
         entries.reserveCapacity(Swift.min(limit + 1, staticInView + liveInView + 1))
         // On the first page, all of them found = nothing more to look for.
         let wanted = after == nil ? Swift.min(limit + 1, tiled ? liveInView : staticInView + liveInView) : limit + 1
@@ -243,6 +247,7 @@ extension MarkerLayer {
                 || (s.key == liveClass[l].key && table.compareIDs(s.entry.slot, liveClass[l].entry.slot) < 0) {
                 entries.append(s.entry); statics!.advance()
             } else if l < liveClass.count {
+                liveAt.append(entries.count)
                 entries.append(liveClass[l].entry); l += 1
             } else {
                 break
@@ -251,10 +256,11 @@ extension MarkerLayer {
         var next: String? = nil
         if entries.count > limit {
             entries.removeLast()
+            if liveAt.last == entries.count { liveAt.removeLast() }
             let last = entries[entries.count - 1]
             next = SpatialKey(morton: SpatialKey.morton(x: last.x, y: last.y), id: Array(table.idBytes(last.slot))).pageToken
         }
-        return ViewportPage(mode: mode, slots: entries.map(MarkerSlot.init), staticInView: staticInView, liveInView: liveInView,
+        return ViewportPage(mode: mode, slots: entries.map(MarkerSlot.init), liveAt: liveAt, staticInView: staticInView, liveInView: liveInView,
                             nextPageToken: next, layerVersion: version)
     }
 

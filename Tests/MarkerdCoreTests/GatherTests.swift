@@ -53,4 +53,68 @@ import Testing
             }
         }
     }
+
+    /// `gather(_:liveAt:)` on viewport pages (static markers' flags not read when they are all
+    /// alike) against `gather(_:)` (every row read), and the counters behind `staticFlags`
+    /// against a scan of the table, through random upserts (clickable, attributes, visibility,
+    /// draggable and animations changing), removals, animation expiry and a clear.
+    @Test func pageGatherWithKnownStaticFlags() throws {
+        let seed = testSeed("GatherTests.pageGatherWithKnownStaticFlags")
+        print("GatherTests seed \(seed) (SEED=\(seed) replays)")
+        var rng = SplitMix64(seed: seed)
+        let now = RestoreTests.now
+        var fastPages = 0
+        for round in 0..<6 {
+            var layer = try MarkerLayer(options: TilingOptions(enabled: false))
+            let unclickable = round % 3 == 1   // all static markers unclickable: also known
+            func marker(_ i: Int, odd: Bool) -> MarkerRecord {
+                let p = LatLng(latitude: 48 + Double(rng.next() % 1000) / 1e4, longitude: 2 + Double(rng.next() % 1000) / 1e4)
+                var m = MarkerRecord(id: "g\(i)", position: p, clickable: !unclickable, draggable: rng.next() % 40 == 0)
+                if rng.next() % 50 == 0 { m.animation = MarkerAnimation(kind: .bounce, endsAtUnixMs: now + Int64(rng.next() % 3) * 1000 - 1000) }
+                if odd {
+                    switch rng.next() % 4 {
+                    case 0: m.clickable.toggle()
+                    case 1: m.attributes = ["k": "v"]
+                    case 2: m.extra = [1, 2]
+                    default: m.visible = false
+                    }
+                }
+                return m
+            }
+            _ = try layer.upsert((0..<3_000).map { marker($0, odd: false) }, now: now)
+            for step in 0..<12 {
+                switch rng.next() % 5 {
+                case 0: _ = try layer.upsert((0..<20).map { _ in marker(Int(rng.next() % 3_000), odd: true) }, now: now)
+                case 1: _ = try layer.upsert((0..<200).map { _ in marker(Int(rng.next() % 3_000), odd: false) }, now: now)
+                case 2: _ = layer.remove(ids: (0..<100).map { _ in "g\(rng.next() % 3_000)" })
+                case 3: layer.expireAnimations(now: now)
+                default: if step == 6 { layer.clear(); _ = try layer.upsert((0..<500).map { marker($0, odd: false) }, now: now) }
+                }
+                // The counters against the table.
+                var statics = Set<UInt8>()
+                var payload = false
+                for s in 0..<layer.table.slotCount {
+                    let f = layer.table.flags[s]
+                    guard f != 0, MarkerLayer.gridClass(f) == GridIndex.Class.staticMarker.rawValue else { continue }
+                    statics.insert(f & ~(MarkerFlags.hasAttributes | MarkerFlags.hasExtra))
+                    payload = payload || f & (MarkerFlags.hasAttributes | MarkerFlags.hasExtra) != 0
+                }
+                let expected: UInt8? = payload || statics.count > 1 ? nil
+                    : statics.first ?? (MarkerFlags.occupied | MarkerFlags.visible | MarkerFlags.clickable)
+                #expect(layer.staticFlags == expected, "seed \(seed) round \(round) step \(step)")
+                if layer.staticFlags != nil { fastPages += 1 }
+                for _ in 0..<4 {
+                    let w = 2 + Double(rng.next() % 900) / 1e4, s = 48 + Double(rng.next() % 900) / 1e4
+                    let page = try layer.viewportPage(bounds: GeoBounds(west: w, south: s, east: w + 0.05, north: s + 0.05),
+                                                      zoom: 14, limit: 1 + Int(rng.next() % 400), now: now)
+                    #expect(page.liveAt == page.slots.indices.filter {
+                        MarkerLayer.gridClass(layer.table.flags[Int(page.slots[$0].raw)]) == GridIndex.Class.live.rawValue
+                    }, "seed \(seed) round \(round) step \(step)")
+                    let fast = layer.gather(page.slots, liveAt: page.liveAt), full = layer.gather(page.slots)
+                    #expect(fast.basics == full.basics && fast.ids == full.ids, "seed \(seed) round \(round) step \(step)")
+                }
+            }
+        }
+        #expect(fastPages > 10)
+    }
 }
