@@ -20,10 +20,6 @@ public struct ViewportPage: Sendable {
     public var mode: TilingMode
     /// As `ViewportResult.markers`.
     public var slots: [MarkerSlot]
-    /// Indices in `slots` of the markers of the live grid class (draggable or animating, or
-    /// whose animation ended since the last expiry), ascending; the others are of the static
-    /// class (for `MarkerLayer.gather(_:liveAt:)`).
-    public var liveAt: [Int]
     public var staticInView: Int
     public var liveInView: Int
     public var nextPageToken: String?
@@ -237,7 +233,7 @@ extension MarkerLayer {
         var statics = tiled || staticClass == 0 ? nil
             : SpatialCursor(grid, cls: GridIndex.Class.staticMarker.rawValue, rects: area.ranges, from: after?.morton ?? 0)
         var l = 0
-        var entries: [GridEntry] = [], liveAt: [Int] = []
+        var entries: [GridEntry] = []
         entries.reserveCapacity(Swift.min(limit + 1, staticInView + liveInView + 1))
         // On the first page, all of them found = nothing more to look for.
         let wanted = after == nil ? Swift.min(limit + 1, tiled ? liveInView : staticInView + liveInView) : limit + 1
@@ -247,7 +243,6 @@ extension MarkerLayer {
                 || (s.key == liveClass[l].key && table.compareIDs(s.entry.slot, liveClass[l].entry.slot) < 0) {
                 entries.append(s.entry); statics!.advance()
             } else if l < liveClass.count {
-                liveAt.append(entries.count)
                 entries.append(liveClass[l].entry); l += 1
             } else {
                 break
@@ -256,11 +251,10 @@ extension MarkerLayer {
         var next: String? = nil
         if entries.count > limit {
             entries.removeLast()
-            if liveAt.last == entries.count { liveAt.removeLast() }
             let last = entries[entries.count - 1]
             next = SpatialKey(morton: SpatialKey.morton(x: last.x, y: last.y), id: Array(table.idBytes(last.slot))).pageToken
         }
-        return ViewportPage(mode: mode, slots: entries.map(MarkerSlot.init), liveAt: liveAt, staticInView: staticInView, liveInView: liveInView,
+        return ViewportPage(mode: mode, slots: entries.map(MarkerSlot.init), staticInView: staticInView, liveInView: liveInView,
                             nextPageToken: next, layerVersion: version)
     }
 
@@ -420,9 +414,6 @@ struct SpatialCursor {
     private var at = 0
     /// The leaves of the batch `peek` is filtering (kept to reuse its storage).
     private var leaves: [GridCell] = []
-    /// Storage of `sortPacked` (kept to reuse it).
-    private var packed: [UInt64] = []
-    private var scratch: [Keyed] = []
 
     /// - rects: the entries whose positions lie in one of these. from: see `SpatialWalk`.
     init(_ grid: GridIndex, cls: UInt32, rects: [CellRect], from: UInt64) {
@@ -449,11 +440,6 @@ struct SpatialCursor {
         } else {
             buffer.sort { $0.key < $1.key }
         }
-        sortTies(&buffer, table)
-    }
-
-    /// Sorts each run of equal keys of a key-sorted buffer by id.
-    private static func sortTies(_ buffer: inout [Keyed], _ table: borrowing MarkerTable) {
         var i = 0
         while i < buffer.count {
             var j = i + 1
@@ -464,51 +450,6 @@ struct SpatialCursor {
             }
             i = j
         }
-    }
-
-    /// Bits of a packed sort value (`sortPacked`) that hold the entry's index in its batch.
-    static let packedIndexBits = 10
-
-    /// `sort(_:_:)`'s result (same order), for a batch of a few leaves whose keys span less than
-    /// 2^(64 - `packedIndexBits`) (every leaf below level 5): each entry's key minus the
-    /// batch's least, shifted up, with its index in the low bits, is sorted as one 8-byte word
-    /// by insertion (the 24-byte entries moved once at the end, into `scratch`, which is then
-    /// swapped with `buffer`), instead of the 24-byte entries at each step. Falls back to
-    /// `sort(_:_:)` for a wider span or more than `insertionSortLimit` entries. `packed` and
-    /// `scratch` are storage kept across calls (their contents are overwritten).
-    static func sortPacked(_ buffer: inout [Keyed], _ table: borrowing MarkerTable, packed: inout [UInt64], scratch: inout [Keyed]) {
-        let n = buffer.count
-        guard n > 1 else { return }
-        var lo = UInt64.max, hi: UInt64 = 0
-        buffer.withUnsafeBufferPointer { b in
-            for e in b { lo = Swift.min(lo, e.key); hi = Swift.max(hi, e.key) }
-        }
-        guard n <= Swift.min(insertionSortLimit, 1 << packedIndexBits), hi - lo < 1 << UInt64(64 - packedIndexBits) else { sort(&buffer, table); return }
-        if packed.count < n { packed.append(contentsOf: repeatElement(0, count: n - packed.count)) }
-        if scratch.count < n { scratch.append(contentsOf: buffer[scratch.count..<n]) }
-        packed.withUnsafeMutableBufferPointer { p in
-            buffer.withUnsafeBufferPointer { b in
-                for i in 0..<n { p[i] = (b[i].key &- lo) << UInt64(packedIndexBits) | UInt64(i) }
-            }
-            for i in 1..<n {
-                let v = p[i]
-                var j = i
-                while j > 0 && p[j - 1] > v {
-                    p[j] = p[j - 1]
-                    j -= 1
-                }
-                p[j] = v
-            }
-            buffer.withUnsafeBufferPointer { b in
-                scratch.withUnsafeMutableBufferPointer { out in
-                    let mask = UInt64(1) << UInt64(packedIndexBits) - 1
-                    for i in 0..<n { out[i] = b[Int(p[i] & mask)] }
-                }
-            }
-        }
-        if scratch.count > n { scratch.removeLast(scratch.count - n) }
-        swap(&buffer, &scratch)
-        sortTies(&buffer, table)
     }
 
     /// Up to this many entries are sorted by insertion: a batch of leaves, each in its own key
@@ -556,7 +497,7 @@ struct SpatialCursor {
                 }
             }
             buffer.removeLast(buffer.count - kept)
-            SpatialCursor.sortPacked(&buffer, layer.table, packed: &packed, scratch: &scratch)
+            SpatialCursor.sort(&buffer, layer.table)
         }
         return buffer[at]
     }

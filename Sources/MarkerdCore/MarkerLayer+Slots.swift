@@ -69,32 +69,21 @@ extension MarkerLayer {
     /// in the first pass: no arena access at all. Ids are copied as two 8-byte words (the
     /// cell's, or an arena id of up to 16 bytes) into a buffer with 16 bytes of slack (zeroed
     /// at the end), so the copy loop has no branch on the id's length.
-    ///
-    /// `liveAt`: when given, the indices (ascending) of the slots that may be of the live grid
-    /// class, all others being of the static class; then, when every static marker has the
-    /// same flags (`staticFlags`), only the `liveAt` slots' flags are read (a cache miss per
-    /// marker saved).
-    public func gather(_ slots: [MarkerSlot], liveAt: [Int]? = nil) -> GatheredMarkers {
+    public func gather(_ slots: [MarkerSlot]) -> GatheredMarkers {
         let n = slots.count
         let sole = soleStyleIndex
-        let known = liveAt == nil ? nil : staticFlags
         var cells = [IDCell](repeating: .zero, count: n)
-        var rowFlags = [UInt8](repeating: known ?? 0, count: n)
+        var rowFlags = [UInt8](repeating: 0, count: n)
         var rowStyles = [UInt32](repeating: sole ?? 0, count: sole == nil ? n : 0)
         slots.withUnsafeBufferPointer { slots in
             cells.withUnsafeMutableBufferPointer { cells in
                 rowFlags.withUnsafeMutableBufferPointer { rowFlags in
                     table.ids.withUnsafeBufferPointer { ids in
                         table.flags.withUnsafeBufferPointer { flags in
-                            if let liveAt, known != nil {
-                                for i in 0..<n { cells[i] = ids[Int(slots[i].raw)] }
-                                for i in liveAt { rowFlags[i] = flags[Int(slots[i].raw)] }
-                            } else {
-                                for i in 0..<n {
-                                    let s = Int(slots[i].raw)
-                                    cells[i] = ids[s]
-                                    rowFlags[i] = flags[s]
-                                }
+                            for i in 0..<n {
+                                let s = Int(slots[i].raw)
+                                cells[i] = ids[s]
+                                rowFlags[i] = flags[s]
                             }
                         }
                     }

@@ -32,12 +32,6 @@ public struct MarkerLayer: Sendable {
     var staticCounter = 0
     var liveCounter = 0
     var hiddenCounter = 0
-    /// Static-class markers (visible, not draggable, not animating) that are not clickable, and
-    /// those with attributes or extra bytes: when both are 0 (or every static one is unclickable
-    /// and none has a payload), a static marker's flags are known without reading its row
-    /// (`staticFlags`).
-    var staticUnclickable = 0
-    var staticPayload = 0
 
     public init(options: TilingOptions = TilingOptions()) throws(MarkerdCoreError) {
         try options.validate()
@@ -58,20 +52,6 @@ public struct MarkerLayer: Sendable {
         if f & (MarkerFlags.draggable | MarkerFlags.animating) != 0 { liveCounter += d }
         else if f & MarkerFlags.visible != 0 { staticCounter += d }
         if f & MarkerFlags.visible == 0 { hiddenCounter += d }
-        if f & (MarkerFlags.draggable | MarkerFlags.animating | MarkerFlags.visible) == MarkerFlags.visible {
-            if f & MarkerFlags.clickable == 0 { staticUnclickable += d }
-            if f & (MarkerFlags.hasAttributes | MarkerFlags.hasExtra) != 0 { staticPayload += d }
-        }
-    }
-
-    /// The flags every static-class marker has, when they all have the same (no payload, and all
-    /// clickable or all not); nil otherwise. (A static marker is occupied, visible, neither
-    /// draggable, animating nor dragged.)
-    var staticFlags: UInt8? {
-        guard staticPayload == 0 else { return nil }
-        let base = MarkerFlags.occupied | MarkerFlags.visible
-        if staticUnclickable == 0 { return base | MarkerFlags.clickable }
-        return staticUnclickable == staticCounter ? base : nil
     }
 
     /// True while the slot's animation runs at `now`.
@@ -274,7 +254,7 @@ public struct MarkerLayer: Sendable {
         animations = [:]; animationHeap.removeAll(); attributes = [:]; extras = [:]
         drags = [:]; dragOfSlot = [:]
         clusters?.removeAll()
-        staticCounter = 0; liveCounter = 0; hiddenCounter = 0; staticUnclickable = 0; staticPayload = 0
+        staticCounter = 0; liveCounter = 0; hiddenCounter = 0
         version &+= 1
         return n
     }

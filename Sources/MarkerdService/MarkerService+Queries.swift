@@ -108,7 +108,7 @@ extension MarkerService {
                         live <= liveBudget else { return nil }
                   return try viewportPage(r, arguments, h, now) { layer, page, response in
                       var encoder = MarkerWireEncoder()
-                      let plan = encoder.plan(page.slots, liveAt: page.liveAt, field: 2, of: layer)
+                      let plan = encoder.plan(page.slots, field: 2, of: layer)
                       return (response.serializedBytes(), encoder, plan)
                   }
               })
@@ -124,7 +124,7 @@ extension MarkerService {
     private static func encodeViewport(_ layer: MarkerLayer, _ page: ViewportPage, _ response: V1.QueryViewportResponse) -> [UInt8] {
         var out = response.serializedBytes()
         var encoder = MarkerWireEncoder()
-        encoder.append(page.slots, liveAt: page.liveAt, field: 2, of: layer, to: &out)
+        encoder.append(page.slots, field: 2, of: layer, to: &out)
         return out
     }
 

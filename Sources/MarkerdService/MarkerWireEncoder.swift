@@ -43,8 +43,8 @@ struct MarkerWireEncoder {
     /// Appends the markers of `slots` as repeated field `field` (length-delimited) of the
     /// enclosing message: `plan`, then `write` into uninitialised space after the bytes so far
     /// (appending `byteCount` zeros first cost a generic append and a memset of the reply).
-    mutating func append(_ slots: [MarkerSlot], liveAt: [Int]? = nil, field: Int, of layer: MarkerLayer, to out: inout [UInt8]) {
-        let plan = self.plan(slots, liveAt: liveAt, field: field, of: layer)
+    mutating func append(_ slots: [MarkerSlot], field: Int, of layer: MarkerLayer, to out: inout [UInt8]) {
+        let plan = self.plan(slots, field: field, of: layer)
         let head = out, start = head.count
         out = [UInt8](unsafeUninitializedCapacity: start + plan.byteCount) { buffer, count in
             if start > 0 { head.withUnsafeBufferPointer { buffer.baseAddress!.initialize(from: $0.baseAddress!, count: start) } }
@@ -60,9 +60,8 @@ struct MarkerWireEncoder {
     /// uniqueness and retained the style's bytes for each of a page's thousands of fields), into
     /// a reply array or straight into the network's reply buffer; it reads the plan and this
     /// encoder's style cache, not the layer.
-    /// `liveAt`: as `MarkerLayer.gather(_:liveAt:)` (a viewport page's `ViewportPage.liveAt`).
-    mutating func plan(_ slots: [MarkerSlot], liveAt: [Int]? = nil, field: Int, of layer: MarkerLayer) -> Plan {
-        let gathered = layer.gather(slots, liveAt: liveAt)
+    mutating func plan(_ slots: [MarkerSlot], field: Int, of layer: MarkerLayer) -> Plan {
+        let gathered = layer.gather(slots)
         let tag = UInt64(field << 3 | 2)
         var regular: [[UInt8]] = []
         var plan: [Planned] = []
