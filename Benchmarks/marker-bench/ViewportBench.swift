@@ -47,12 +47,50 @@ struct ViewportBench {
                 bytes += payload.count
             }
             cpu.sort(); wall.sort()
+            // After the timed calls (decoding each reply between them would cool the caches).
+            var reuse = ReplyReuse()
+            if id == "native" {
+                for (k, v) in viewports.enumerated() {
+                    let request = V1.QueryViewportRequest(layerID: id, bounds: v.bounds, zoom: v.zoom)
+                    try reuse.add(try service.queryViewportPayload(request), timed: k >= calls, zoom: v.zoom)
+                }
+            }
             table.add(Row(size: label, measure: "in-process QueryViewport server work (\(mode)), thread CPU time",
                           value: "\(Table.micros(Stats.percentile(cpu, 0.5))) / \(Table.micros(Stats.percentile(cpu, 0.99)))",
                           unit: "µs p50 / p99",
                           note: "\(calls) calls of queryViewportPayload, mean \(Table.micros(Stats.mean(cpu))) µs; wall clock "
                               + "\(Table.micros(Stats.percentile(wall, 0.5))) / \(Table.micros(Stats.percentile(wall, 0.99))) µs; "
-                              + "mean reply \(bytes / max(1, calls)) B"))
+                              + "mean reply \(bytes / max(1, calls)) B" + (id == "native" ? "; " + reuse.note : "")))
         }
+    }
+}
+
+/// How much of the NATIVE replies' markers earlier replies (warm-up included) already held: an
+/// upper bound on what a memo of encoded markers (whatever its granularity, with unbounded
+/// memory) could answer from memory, measured on the bench's own viewports.
+struct ReplyReuse {
+    private var seen = Set<String>()
+    private var timedMarkers = 0, timedSeen = 0, calls = 0, mostlySeen = 0
+    /// Per zoom band [12, 13), [13, 14), [14, 15), [15, 16]: timed calls, and those with >= 90 % of their markers seen before.
+    private var byZoom = [(calls: Int, mostlySeen: Int)](repeating: (0, 0), count: 4)
+
+    mutating func add(_ payload: [UInt8], timed: Bool, zoom: Double) throws {
+        let ids = try V1.QueryViewportResponse(serializedBytes: payload).markers.map(\.id)
+        if timed {
+            let old = ids.reduce(0) { $0 + (seen.contains($1) ? 1 : 0) }
+            let mostly = old * 10 >= ids.count * 9
+            timedMarkers += ids.count; timedSeen += old; calls += 1
+            if mostly { mostlySeen += 1 }
+            let z = min(max(Int(zoom) - 12, 0), 3)
+            byZoom[z].calls += 1
+            if mostly { byZoom[z].mostlySeen += 1 }
+        }
+        seen.formUnion(ids)
+    }
+
+    var note: String {
+        String(format: "%.1f %% of the timed replies' markers were in an earlier reply, %d of %d calls had >= 90 %% of theirs there; %d distinct markers over all calls",
+               100 * Double(timedSeen) / Double(max(1, timedMarkers)), mostlySeen, calls, seen.count)
+            + " (calls >= 90 % / calls at zoom 12-13, 13-14, 14-15, 15-16: " + byZoom.map { "\($0.mostlySeen)/\($0.calls)" }.joined(separator: ", ") + ")"
     }
 }
