@@ -37,8 +37,8 @@ private import Glibc
 /// thread is `BandThread.shared`, one thread parked on a condition variable between jobs (it was
 /// Dispatch's, through `DispatchQueue.concurrentPerform`); the calling thread renders the top band.
 ///
-/// Nor when the machine is busy (`idleCoreLikely`: the 1-minute load average at least the number
-/// of online CPUs): then the helper thread waits in the run queue for milliseconds while the
+/// Nor when the machine is busy (`idleCoreLikely`: as many tasks runnable as there are online
+/// CPUs): then the helper thread waits in the run queue for milliseconds while the
 /// calling thread, done with its band, waits for it. Measured on the 2-core machine with a load
 /// average of 4-9 from other work: two bands gave no wall-clock gain at all on marker-bench's
 /// 10M z10 city tiles (p50 11.9 against 11.1 ms one thread, p99 longer), for 15 % more CPU.
@@ -73,15 +73,52 @@ extension TileRenderer {
 
     static func renderEnded() { rendersRunning.wrappingSubtract(1, ordering: .relaxed) }
 
-    /// True when a second thread is likely to get a core at once: the 1-minute load average is
-    /// below the number of online CPUs (true when either cannot be read). Reads /proc/loadavg
-    /// (a few µs; asked only for rasters of at least `bandsAbove` draws, which take a
-    /// millisecond or more).
+    /// True when a second thread is likely to get a core at once: fewer tasks are runnable at this
+    /// instant than there are online CPUs (the calling thread included, so at least one core is
+    /// idle). Read from /proc/loadavg's fourth field (`runnable/total`, a few µs; asked only for
+    /// rasters of at least `bandsAbove` draws or the z0 sweep, which take a millisecond or more).
+    /// Where that field cannot be read, the 1-minute load average below the CPU count decides;
+    /// when neither can be read, true.
+    ///
+    /// Until 2026-11-30 the 1-minute load average decided alone. It lags by a minute: in
+    /// marker-bench's full run it stood at 1.3-2.0 on the 2-core machine from the load and query
+    /// phases just before, while the client sat waiting for each tile, so GetTile z0 ran on one
+    /// thread (167.5 ms median) although a core was idle; the same markerd at load average 1.2
+    /// took 96.9 ms in two bands (Benchmarks/README.md, session 9).
     static func idleCoreLikely() -> Bool {
-        var load = [Double](repeating: 0, count: 1)
         let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
-        guard cpus > 0, getloadavg(&load, 1) == 1 else { return true }
+        guard cpus > 0 else { return true }
+        if let runnable = runnableTasksNow() { return idleCore(runnable: runnable, cpus: cpus) }
+        var load = [Double](repeating: 0, count: 1)
+        guard getloadavg(&load, 1) == 1 else { return true }
         return load[0] < Double(cpus)
+    }
+
+    /// The rule of `idleCoreLikely`: `runnable` tasks (the asking thread among them) leave a core
+    /// idle on `cpus` CPUs.
+    static func idleCore(runnable: Int, cpus: Int) -> Bool { runnable < cpus }
+
+    /// The number of tasks runnable now, from /proc/loadavg (nil when it cannot be read).
+    static func runnableTasksNow() -> Int? {
+        let fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { buffer -> Int? in
+            let n = read(fd, buffer.baseAddress, buffer.count)
+            guard n > 0 else { return nil }
+            return runnableTasks(loadavg: UnsafeBufferPointer(rebasing: buffer[..<n]))
+        }
+    }
+
+    /// The runnable count in the text of /proc/loadavg ("0.52 0.58 0.59 2/467 12345": the number
+    /// before the slash of the fourth field), or nil when the text is not of that form.
+    static func runnableTasks<Bytes: Collection<UInt8>>(loadavg text: Bytes) -> Int? {
+        let fields = text.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
+        guard fields.count >= 4 else { return nil }
+        let parts = fields[3].split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        guard parts.count == 2, let first = parts.first, !first.isEmpty, first.count <= 9,
+              first.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return first.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
     }
 
     /// The row at which to cut `height` rows (1 ..< height) so that the larger band holds the

@@ -14,7 +14,7 @@ private import Synchronization
 /// Each band is within 1 per channel of drawing every marker (the bound the sweep keeps for every
 /// view), so the stacked raster is too. It can differ from the one-thread sweep by 1 where a draw
 /// that straddles the cut is dropped in one band and two identical draws around it then fold into
-/// one run there (`TileRenderer.draw`). Whether bands run depends on the machine (load average,
+/// one run there (`TileRenderer.draw`). Whether bands run depends on the machine (tasks runnable,
 /// other renders) and the learnt cut moves, so two renders of the same tile version can differ in
 /// such pixels (each within 1 of drawing every marker, so by at most 2) (the tile cache keeps the first; the gateway's ETags are weak for this reason).
 ///
@@ -25,8 +25,8 @@ private import Synchronization
 /// renderer of the process (`bandCutFraction`), to where the two would have balanced if each
 /// band's work were spread evenly over its rows; halfway, against noise.
 ///
-/// Only when no other render runs in this process (`rendersRunning`) and the load average leaves
-/// a core idle (`idleCoreLikely`), as for the non-sweep bands (`TileRenderer+Bands.swift`).
+/// Only when no other render runs in this process (`rendersRunning`) and fewer tasks are runnable
+/// than there are cores (`idleCoreLikely`), as for the non-sweep bands (`TileRenderer+Bands.swift`).
 extension TileRenderer {
     /// Default `sweepBandsAbove`: rasters whose sweep estimate (`estimate`) reaches 2,000,000
     /// static markers around them (the z0 tile of a layer of that size; at 1M the one-thread z0
@@ -50,7 +50,7 @@ extension TileRenderer {
     }
 
     /// `view` through the node sweep as two bands (cut at the learnt `bandCut`, which this render
-    /// then updates), whatever else runs and whatever the load average: for benchmarks, the same
+    /// then updates), whatever else runs and whatever the machine's load: for benchmarks, the same
     /// raster as `render` within 1 per channel. Requires `.withinOne` culling and a raster at
     /// least `2 x minimumBandRows` rows high.
     public func renderSweepInTwoBands(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {

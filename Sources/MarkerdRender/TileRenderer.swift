@@ -141,7 +141,7 @@ public struct RenderedRaster: Sendable {
 ///    `defaultBandsAbove`), rasters that
 ///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
-///    own thread when no other render is running and the load average is below the number of
+///    own thread when no other render is running and fewer tasks are runnable than there are
 ///    CPUs (`TileRenderer+Bands.swift`; the second thread is `BandThread`, parked between
 ///    jobs); the two canvases are stacked before PNG encoding, except in `renderTile`, which
 ///    writes the top band's PNG rows while the bottom band still renders (`renderBandsPNG`).
@@ -212,8 +212,8 @@ public final class TileRenderer: Sendable {
     ///
     /// `bandsAbove`: rasters that collect at least this many draws (markers times the world
     /// copies their sprite touches; `.max`: never) are culled and drawn as two horizontal bands on
-    /// two threads when no other render of any renderer is running and the load average is below
-    /// the number of CPUs (see `TileRenderer+Bands.swift`; default `defaultBandsAbove`).
+    /// two threads when no other render of any renderer is running and fewer tasks are runnable
+    /// than there are CPUs (see `TileRenderer+Bands.swift`; default `defaultBandsAbove`).
     public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000,
                 bandsAbove: Int = TileRenderer.defaultBandsAbove, sweepBandsAbove: Int = TileRenderer.defaultSweepBandsAbove) {
         self.sprites = sprites

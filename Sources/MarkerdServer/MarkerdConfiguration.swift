@@ -26,8 +26,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// (`MallocTuning.enableHugePages`). Default true.
     public var hugePages: Bool = true
     /// Tiles and snapshots that collect at least this many draws are rendered as two bands on two
-    /// threads while no other render runs and the load average leaves a core idle
-    /// (`TileRenderer.bandsAbove`). Default 2,000 (about 1 ms of rendering): on a quiet 2-core
+    /// threads while no other render runs and a core is idle (fewer tasks
+    /// runnable than CPUs; `TileRenderer.bandsAbove`). Default 2,000 (about 1 ms of rendering): on a quiet 2-core
     /// machine this took about 18 % off the 10M city tiles' z10 p99 for about 17 % more CPU on
     /// those calls, throughput unchanged (Benchmarks/README.md). `Int.max` (`--tile-bands-above
     /// off`): always one thread. The library's default (`TileRenderer.defaultBandsAbove`) stays
@@ -35,7 +35,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var tileBandsAbove: Int = 2_000
     /// Node sweeps (dense rasters such as the z0 tile over millions of markers) of rasters with at
     /// least this many static markers around them run as two bands on two threads while no other
-    /// render runs and the load average leaves a core idle (`TileRenderer.sweepBandsAbove`).
+    /// render runs and a core is idle (`TileRenderer.sweepBandsAbove`).
     /// Default 2,000,000 (`TileRenderer.defaultSweepBandsAbove`); `Int.max` (`--sweep-bands-above
     /// off`): always one thread, e.g. to measure both paths of GetTile z0 back to back.
     public var sweepBandsAbove: Int = 2_000_000

@@ -225,16 +225,25 @@ import Testing
         }
     }
 
-    /// `idleCoreLikely` is "1-minute load average below the online CPUs", read from /proc
-    /// (compared when the load average did not cross the CPU count around the call).
-    @Test func idleCoreFollowsTheLoadAverage() throws {
-        func load() throws -> Double {
-            let text = try String(contentsOfFile: "/proc/loadavg", encoding: .utf8)
-            return try #require(text.split(separator: " ").first.flatMap { Double($0) })
-        }
-        let cpus = Double(ProcessInfo.processInfo.activeProcessorCount)
-        let before = try load(), got = TileRenderer.idleCoreLikely(), after = try load()
-        if (before < cpus) == (after < cpus) { #expect(got == (before < cpus), "load \(before), \(cpus) CPUs") }
+    /// `idleCoreLikely` reads the runnable count of /proc/loadavg: parsed from its text, and the
+    /// rule is "fewer runnable than CPUs".
+    @Test func idleCoreFollowsTheRunnableCount() throws {
+        func parse(_ s: String) -> Int? { TileRenderer.runnableTasks(loadavg: Array(s.utf8)) }
+        #expect(parse("0.52 0.58 0.59 2/467 12345\n") == 2)
+        #expect(parse("7.75 6.77 4.04 13/1024 999") == 13)
+        #expect(parse("0.00 0.00 0.00 1/80 1") == 1)
+        #expect(parse("0.52 0.58 0.59") == nil)
+        #expect(parse("0.52 0.58 0.59 x/467 1") == nil)
+        #expect(parse("0.52 0.58 0.59 /467 1") == nil)
+        #expect(parse("0.52 0.58 0.59 467 1") == nil)
+        #expect(parse("") == nil)
+        #expect(TileRenderer.idleCore(runnable: 1, cpus: 2))
+        #expect(!TileRenderer.idleCore(runnable: 2, cpus: 2))
+        #expect(!TileRenderer.idleCore(runnable: 5, cpus: 2))
+        #expect(TileRenderer.idleCore(runnable: 3, cpus: 4))
+        // The live file parses, and this (running) thread is among its runnable tasks.
+        let now = try #require(TileRenderer.runnableTasksNow())
+        #expect(now >= 1)
     }
 
     /// Stacking keeps every pixel of both canvases, top then bottom.
