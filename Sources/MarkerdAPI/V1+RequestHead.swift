@@ -6,7 +6,7 @@ extension V1 {
     /// Only for the plain envelope of a query: `init` returns nil (and the caller decodes with
     /// `V1.Request(serializedBytes:)`, which gives the answer or the error) for anything else:
     /// malformed bytes, an unknown field number, a field with an unexpected wire type, a field
-    /// that occurs twice, a `timeout_ms` beyond `UInt32`, a method name that is not ASCII, or a non-empty `idempotency_key` or
+    /// that occurs twice, a `timeout_ms` beyond `UInt32`, a method name that is not printable ASCII (a NUL would cut the full decode's C string short), or a non-empty `idempotency_key` or
     /// `auth_token` (strings whose UTF-8 the full decode checks). Whenever it returns a head,
     /// the full decode succeeds with the same method bytes, request id, timeout and payload
     /// (`RequestHeadTests` compares them on seeded random envelopes).
@@ -41,8 +41,10 @@ extension V1 {
                     guard wireType == 2, let r = reader.lengthDelimited() else { return nil }
                     switch field {
                     case 1:
-                        // Method names are ASCII; other bytes (maybe invalid UTF-8) take the full decode.
-                        for i in r where bytes[i] >= 0x80 { return nil }
+                        // Method names are printable ASCII; other bytes take the full decode: bytes
+                        // from 0x80 may be invalid UTF-8, and protobuf-c hands the string over as a C
+                        // string, so a NUL would cut it short there (control bytes: no method has them).
+                        for i in r where bytes[i] < 0x20 || bytes[i] >= 0x7F { return nil }
                         method = r
                     case 6: payload = r
                     default: guard r.isEmpty else { return nil }  // idempotency_key, auth_token
