@@ -59,10 +59,7 @@ extension MarkerLayer {
                         (slot, isNew) = deferIndexes ? (table.appendUnindexed(id), true) : table.findOrInsert(bytes: id)
                     }
                     start = end
-                    var f = MarkerFlags.occupied
-                    if e.flags & RestoreBatch.visible != 0 { f |= MarkerFlags.visible }
-                    if e.flags & RestoreBatch.clickable != 0 { f |= MarkerFlags.clickable }
-                    if e.flags & RestoreBatch.draggable != 0 { f |= MarkerFlags.draggable }
+                    var f = e.markerFlags
                     var extra: [UInt8] = []
                     if !batch.extras.isEmpty, let x = batch.extras[Int32(i)] { extra = x; f |= MarkerFlags.hasExtra }
                     if isNew {

@@ -31,10 +31,7 @@ extension RestoreBatch {
             let spatial = Self.radixSort(spatialKeys, passes: [(32, 11), (43, 11), (54, 10)])
             // As `GridIndex.insert(_:)` orders new entries, by the class the marker will have.
             let gridKeys = batch.entries.enumerated().map { i, e in
-                var f = MarkerFlags.occupied
-                if e.flags & RestoreBatch.visible != 0 { f |= MarkerFlags.visible }
-                if e.flags & RestoreBatch.draggable != 0 { f |= MarkerFlags.draggable }
-                return GridIndex.insertOrderKey(x: e.world.x, y: e.world.y, cls: MarkerLayer.gridClass(f)) << 32 | UInt64(i)
+                GridIndex.insertOrderKey(x: e.world.x, y: e.world.y, cls: MarkerLayer.gridClass(e.markerFlags)) << 32 | UInt64(i)
             }
             grid = Self.radixSort(gridKeys, passes: [(32, 11), (43, 11)])
             var hashes = [UInt32](repeating: 0, count: n)

@@ -24,6 +24,16 @@ public struct RestoreBatch: Sendable {
         public var flags: UInt8
         public var position: LatLng
         public var world: WorldPoint
+
+        /// The table's flags of a marker stored from this entry (`MarkerFlags`: occupied, and
+        /// visible, clickable, draggable as given; `hasExtra` is the upsert's to add).
+        @inline(__always) var markerFlags: UInt8 {
+            var f = MarkerFlags.occupied
+            if flags & RestoreBatch.visible != 0 { f |= MarkerFlags.visible }
+            if flags & RestoreBatch.clickable != 0 { f |= MarkerFlags.clickable }
+            if flags & RestoreBatch.draggable != 0 { f |= MarkerFlags.draggable }
+            return f
+        }
     }
 
     public private(set) var idBytes: [UInt8] = []

@@ -1,3 +1,5 @@
+import MarkerdService
+
 /// markerd's settings, from the command line. Every option has a default, so `markerd` alone
 /// runs a durable server on tcp://127.0.0.1:7450 with its data in ./data.
 public struct MarkerdConfiguration: Sendable, Equatable {
@@ -38,7 +40,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// render runs and a core is idle (`TileRenderer.sweepBandsAbove`).
     /// Default 2,000,000 (`TileRenderer.defaultSweepBandsAbove`); `Int.max` (`--sweep-bands-above
     /// off`): always one thread, e.g. to measure both paths of GetTile z0 back to back.
-    public var sweepBandsAbove: Int = 2_000_000
+    public var sweepBandsAbove: Int = ServiceConfiguration.defaultSweepBandsAbove
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.

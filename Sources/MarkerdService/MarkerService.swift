@@ -28,7 +28,9 @@ public struct ServiceConfiguration: Sendable {
     /// `TileRenderer.sweepBandsAbove` of the service's renderer: node sweeps of rasters with at
     /// least this many static markers around them run as two bands on two threads while no other
     /// render runs. Default `TileRenderer.defaultSweepBandsAbove` (2,000,000; `Int.max`: never).
-    public var sweepBandsAbove: Int = TileRenderer.defaultSweepBandsAbove
+    public var sweepBandsAbove: Int = ServiceConfiguration.defaultSweepBandsAbove
+    /// `TileRenderer.defaultSweepBandsAbove`, for configurations that do not import the renderer.
+    public static let defaultSweepBandsAbove = TileRenderer.defaultSweepBandsAbove
 
     public enum Fsync: Sendable {
         case always, everySecond, off
