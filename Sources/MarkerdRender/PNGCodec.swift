@@ -179,7 +179,8 @@ public enum PNGCodec {
         return [UInt8](UnsafeBufferPointer(start: out, count: len))
     }
 
-    fileprivate static func error(_ rc: Int32, _ err: [CChar]) -> RenderError {
+    /// The typed error for a shim status `rc` and its message in `err`.
+    static func error(_ rc: Int32, _ err: [CChar]) -> RenderError {
         let message = err.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let code: RenderError.Code
         switch rc {

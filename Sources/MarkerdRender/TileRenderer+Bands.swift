@@ -123,8 +123,9 @@ extension TileRenderer {
 
     /// The row at which to cut `height` rows (1 ..< height) so that the larger band holds the
     /// fewest items (an item counts in every band its sprite rows reach); with `rowWeight` > 0,
-    /// each row of the top band counts as that many more items (the PNG rows the top band's thread
-    /// writes while the bottom band renders, `renderBandsPNG`).
+    /// each row that some item covers counts as that many more items in its band (the PNG rows
+    /// each band's thread deflates, `renderBandsPNG`; rows no item reaches stay transparent, and
+    /// deflating those costs next to nothing).
     static func bandCut(_ items: [Item], _ sprites: [TileSprite], height: Int, rowWeight: Int = 0) -> Int {
         // tops[r]: items whose first row is r (clamped to 0 ... height); ends[r]: items whose
         // rows end at r (exclusive, clamped).
@@ -134,12 +135,19 @@ extension TileRenderer {
             tops[min(max(top, 0), height)] += 1
             ends[min(max(top + h, 0), height)] += 1
         }
+        // covered[s]: rows in 0 ..< s that at least one item reaches.
+        var covered = [Int](repeating: 0, count: height + 1)
+        var active = 0
+        for r in 0..<height {
+            active += tops[r] - ends[r]
+            covered[r + 1] = covered[r] + (active > 0 ? 1 : 0)
+        }
         // Cut at s: top band = items with top < s; bottom band = items with end > s.
         var best = height / 2, bestLoad = Int.max
         var above = 0, endedBy = ends[0]
         for s in 1..<height {
             above += tops[s - 1]; endedBy += ends[s]
-            let load = max(above + rowWeight * s, items.count - endedBy)
+            let load = max(above + rowWeight * covered[s], items.count - endedBy + rowWeight * (covered[height] - covered[s]))
             if load < bestLoad { bestLoad = load; best = s }
         }
         return best
@@ -177,17 +185,38 @@ extension TileRenderer {
         return (TileCanvas(stacking: a.canvas, b.canvas), a.draws + b.draws)
     }
 
-    /// `renderTile` through `renderBandsPNG` whatever `bandsAbove`, the load average and other
-    /// renders say (one thread when the band thread is busy): for benchmarks that compare the two
-    /// paths on the same tiles (`marker-bench --only citytiles`). No debug overlay; rasters that
-    /// `usesSweep` would sweep are rendered as `renderTile` renders them.
+    /// How `renderTileBands` uses the second thread for a tile.
+    enum TwoThreads {
+        /// Render and PNG on this thread.
+        case none
+        /// Two bands, each deflating its own rows (`renderBandsPNG`).
+        case bands
+        /// Render on this thread, then the PNG in two deflate segments on two threads (`encodePNGInTwo`).
+        case segments
+    }
+
+    /// `renderTile`'s choice for a raster of `draws` collected draws: `.bands` from `bandsAbove`,
+    /// `.segments` from `pngSegmentsAbove`, each only when a core is likely idle
+    /// (`idleCoreLikely`, asked only for rasters that big).
+    func twoThreads(draws: Int) -> TwoThreads {
+        if draws >= bandsAbove { return TileRenderer.idleCoreLikely() ? .bands : .none }
+        if draws >= Self.pngSegmentsAbove { return TileRenderer.idleCoreLikely() ? .segments : .none }
+        return .none
+    }
+
+    /// `renderTile` through `renderTileBands` with `path` for every tile, whatever `bandsAbove`,
+    /// the load average and other renders say (one thread when the band thread is busy): for
+    /// benchmarks that compare the paths on the same tiles (`marker-bench --only citytiles`).
+    /// No debug overlay; rasters that `usesSweep` would sweep are rendered as `renderTile`
+    /// renders them.
     ///
     /// `criticalCPU`: seconds of thread CPU time on the longer of the two threads' paths, what the
     /// call's wall-clock time would be with both threads on a core of their own throughout (this
     /// thread's CPU time, plus the part of the band thread's that this thread did not overlap with
-    /// its own work since handing the band over); on a machine busy with other work the wall clock
-    /// measures mostly the run queue. nil when rendered on one thread.
-    public func renderTileInBands(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64)
+    /// its own work since handing the job over); on a machine busy with other work the wall clock
+    /// measures mostly the run queue. nil when rendered and encoded on one thread.
+    public func renderTileInBands(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
+                                  segmentsOnly: Bool = false)
         throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?) {
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
         if usesSweep(layer, view) {
@@ -196,29 +225,34 @@ extension TileRenderer {
         }
         let start = BandThread.threadCPUSeconds()
         var overlap = BandTiming()
-        let t = try renderTileBands(layer, view, now: now, timing: &overlap) { _ in true }
+        let t = try renderTileBands(layer, view, now: now, timing: &overlap) { _ in segmentsOnly ? .segments : .bands }
         guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil) }
         let mine = BandThread.threadCPUSeconds() - start
         return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller))
     }
 
-    /// Thread CPU seconds of a pipelined two-band render (`renderBandsPNG`): the band thread's
-    /// job, and the caller's between handing it over and waiting for it (0 and 0: one thread).
+    /// Thread CPU seconds of a two-thread tile (`renderBandsPNG`, `encodePNGInTwo`): the band
+    /// thread's job, and the caller's between handing it over and waiting for it (0 and 0: one
+    /// thread).
     struct BandTiming {
         var band = 0.0
         var caller = 0.0
     }
 
-    /// Collects `view`'s items and renders them as two pipelined bands when `useBands(items)`
-    /// says so and the band thread is free, else on this thread; then the PNG (`.tile`).
+    /// Collects `view`'s items and renders them and their PNG (`.tile`) as `path(items)` says:
+    /// two bands or two PNG segments when the band thread is free, else on this thread.
     func renderTileBands(_ layer: MarkerLayer, _ view: RasterView, now: Int64, timing: inout BandTiming,
-                         useBands: (Int) -> Bool) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
+                         path: (Int) -> TwoThreads) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
         let (items, sprites, markers) = try collect(layer, view, now: now)
-        if useBands(items.count),
+        let how = path(items.count)
+        if how == .bands,
            let r = renderBandsPNG(layer, items, sprites, width: view.width, height: view.height, options: .tile, timing: &timing) {
             return (r.png, r.empty, markers)
         }
         let (canvas, _) = renderItems(layer, items, sprites, width: view.width, height: view.height)
+        if how == .segments, let png = encodePNGInTwo(canvas, options: .tile, timing: &timing) {
+            return (png, false, markers)
+        }
         return (canvas.encodePNG(options: .tile), canvas.isEmpty, markers)
     }
 
@@ -227,13 +261,15 @@ extension TileRenderer {
     /// z10 encoding about 7 µs per 256 px row, rendering about 0.3 µs per item).
     static let pngRowWeight = 20
 
-    /// Steps 1-3 as two bands and the tile's PNG (`options`), pipelined: the band thread renders
-    /// the bottom band while this thread renders the top band and then writes its rows to the
-    /// PNG (`PNGCodec.RowWriter`), then the bottom band's rows. The cut balances the top band's
-    /// items plus its PNG rows (`pngRowWeight` items each) against the bottom band's items, so
-    /// both threads finish about together. The PNG is byte for byte `encodePNG(options:)` of the
-    /// stacked canvas of `renderBands` (the same cut and bands; the shared transparent tile when
-    /// both bands are empty). nil (nothing done) when the band thread is busy or `height` < 2.
+    /// Steps 1-3 as two bands and the tile's PNG (`options`, no row filters) in two deflate
+    /// segments (`PNGCodec+Segments`): the band thread renders the bottom band and deflates its
+    /// rows (the stream's last segment) while this thread renders the top band and deflates its
+    /// rows; then this thread joins the two into the PNG. The cut balances each band's items plus
+    /// its covered rows (`pngRowWeight` items each), so both threads finish about together. The
+    /// PNG is byte for byte `PNGCodec.encodeSegmented` of the stacked canvas of `renderBands` cut
+    /// at the same row (the shared transparent tile when both bands are empty; an empty band's
+    /// segment is deflated after the wait). nil (nothing done) when the band thread is busy or
+    /// `height` < 2.
     func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
                         options: PNGEncodeOptions) -> (png: [UInt8], empty: Bool, draws: Int)? {
         var timing = BandTiming()
@@ -246,11 +282,12 @@ extension TileRenderer {
         guard height >= 2 else { return nil }
         let cut = Self.bandCut(items, sprites, height: height, rowWeight: Self.pngRowWeight)
         let (top, bottom) = Self.split(items, sprites, at: cut)
-        let lower = BandThread.Result<(canvas: TileCanvas, draws: Int)>()
+        let lower = BandThread.Result<(canvas: TileCanvas, draws: Int, segment: PNGCodec.Segment?)>()
         let bandCPU = BandThread.Result<Double>()
         guard BandThread.shared.start({
             let t0 = BandThread.threadCPUSeconds()
-            lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut)
+            let b = self.renderItems(layer, bottom, sprites, width: width, height: height - cut)
+            lower.value = (b.canvas, b.draws, b.canvas.isEmpty ? nil : b.canvas.segment(last: true, options: options))
             bandCPU.value = BandThread.threadCPUSeconds() - t0
         }) else {
             return nil
@@ -259,22 +296,84 @@ extension TileRenderer {
         defer { timing.band = bandCPU.value ?? 0 }
         let a = renderItems(layer, top, sprites, width: width, height: cut)
         // An empty top band waits for the bottom one: both empty is the shared transparent tile.
-        var writer: PNGCodec.RowWriter? = nil
-        if !a.canvas.isEmpty {
-            writer = PNGCodec.RowWriter(width: width, height: height, options: options)
-            a.canvas.pixels.withUnsafeBufferPointer { writer!.write(premultiplied: $0) }
-        }
+        let upper = a.canvas.isEmpty ? nil : a.canvas.segment(last: false, options: options)
         timing.caller = BandThread.threadCPUSeconds() - handedOver
         BandThread.shared.wait()
         let b = lower.value!
-        guard let writer else {
-            let stacked = TileCanvas(stacking: a.canvas, b.canvas)
-            return (stacked.encodePNG(options: options), stacked.isEmpty, b.draws)
+        if a.canvas.isEmpty && b.canvas.isEmpty {
+            return (TileCanvas(stacking: a.canvas, b.canvas).encodePNG(options: options), true, a.draws + b.draws)
         }
-        b.canvas.pixels.withUnsafeBufferPointer { writer.write(premultiplied: $0) }
-        return (writer.finish(), false, a.draws + b.draws)
+        let segments = [upper ?? a.canvas.segment(last: false, options: options),
+                        b.segment ?? b.canvas.segment(last: true, options: options)]
+        return (Self.joinSegments(width: width, height: height, segments, options: options), false, a.draws + b.draws)
+    }
+
+    /// The PNG of `segments` (`PNGCodec.encode(width:height:segments:options:)`), which cannot
+    /// fail here: the segments are the image's rows in order, the last one last.
+    static func joinSegments(width: Int, height: Int, _ segments: [PNGCodec.Segment], options: PNGEncodeOptions) -> [UInt8] {
+        do {
+            return try PNGCodec.encode(width: width, height: height, segments: segments, options: options)
+        } catch {
+            fatalError("PNG encoding failed: \(error.message)")
+        }
+    }
+
+    /// Smallest non-empty raster, in collected draws, whose PNG `renderTile` deflates in two
+    /// segments on two threads (`encodePNGInTwo`) when it is rendered on one thread (below
+    /// `bandsAbove`) and a core is likely idle.
+    static let pngSegmentsAbove = 300
+
+    /// `canvas`'s PNG (`options`, no row filters) in two deflate segments: the rows below
+    /// `segmentCut` on the band thread, the rows above it on this thread, joined here; byte for
+    /// byte `PNGCodec.encodeSegmented` cut at `segmentCut(canvas)`. nil (nothing done) when the
+    /// band thread is busy, the canvas is empty (the shared transparent tile is cheaper) or lower
+    /// than 2 rows.
+    func encodePNGInTwo(_ canvas: TileCanvas, options: PNGEncodeOptions, timing: inout BandTiming) -> [UInt8]? {
+        guard canvas.height >= 2, !canvas.isEmpty else { return nil }
+        let cut = Self.segmentCut(canvas)
+        let rowBytes = canvas.width * 4
+        let lower = BandThread.Result<PNGCodec.Segment>()
+        let bandCPU = BandThread.Result<Double>()
+        guard BandThread.shared.start({
+            let t0 = BandThread.threadCPUSeconds()
+            lower.value = canvas.pixels.withUnsafeBufferPointer {
+                PNGCodec.deflateSegment(premultiplied: UnsafeBufferPointer(rebasing: $0[(cut * rowBytes)...]), width: canvas.width,
+                                        last: true, options: options)
+            }
+            bandCPU.value = BandThread.threadCPUSeconds() - t0
+        }) else {
+            return nil
+        }
+        let handedOver = BandThread.threadCPUSeconds()
+        defer { timing.band = bandCPU.value ?? 0 }
+        let upper = canvas.pixels.withUnsafeBufferPointer {
+            PNGCodec.deflateSegment(premultiplied: UnsafeBufferPointer(rebasing: $0[..<(cut * rowBytes)]), width: canvas.width,
+                                    last: false, options: options)
+        }
+        timing.caller = BandThread.threadCPUSeconds() - handedOver
+        BandThread.shared.wait()
+        return Self.joinSegments(width: canvas.width, height: canvas.height, [upper, lower.value!], options: options)
+    }
+
+    /// The row (1 ..< height) that splits `canvas`'s non-transparent rows (the ones deflate has
+    /// work on) in half; half the height when there are none.
+    static func segmentCut(_ canvas: TileCanvas) -> Int {
+        let rowBytes = canvas.width * 4
+        let nonEmpty: [Int] = canvas.pixels.withUnsafeBytes { px in
+            (0..<canvas.height).filter { r in
+                var i = r * rowBytes
+                let end = i + rowBytes
+                while i + 8 <= end {
+                    if px.loadUnaligned(fromByteOffset: i, as: UInt64.self) != 0 { return true }
+                    i += 8
+                }
+                while i < end { if px[i] != 0 { return true }; i += 1 }
+                return false
+            }
+        }
+        guard !nonEmpty.isEmpty else { return canvas.height / 2 }
+        return min(max(nonEmpty[nonEmpty.count / 2], 1), canvas.height - 1)
     }
 }
-
 /// See `TileRenderer.renderStarted()`.
 private let rendersRunning = Atomic<Int>(0)
