@@ -20,13 +20,15 @@ private import Glibc
 ///
 /// The cut is where the two bands' draws balance (a draw that straddles it counts in both): a
 /// dense city often fills only one half of a tile. Only after `collect` (one thread, about 15 %
-/// of a dense z10 tile's CPU time in marker-bench's city tiles). PNG encoding (libpng, one zlib
-/// stream, so one thread) is pipelined behind the bands for tiles (`renderTile` ->
-/// `renderBandsPNG`): the calling thread renders the top band and writes its rows to the PNG
-/// (`PNGCodec.RowWriter`) while the band thread still renders the bottom band, then writes the
-/// bottom band's rows; the cut is moved up so that the top band's render plus its PNG rows
-/// balance the bottom band's render (`bandCut`'s `rowWeight`). The PNG is byte for byte the
-/// stacked canvas's.
+/// of a dense z10 tile's CPU time in marker-bench's city tiles). For tiles (`renderTile` ->
+/// `renderBandsPNG`) each band's thread also deflates its own rows as one segment of the PNG's
+/// zlib stream (`PNGCodec+Segments.swift`, as pigz does: raw deflate ended with a sync flush, the
+/// bottom band's finished), and the calling thread joins the two segments into the PNG; the cut
+/// balances each band's render plus its PNG rows (`bandCut`'s `rowWeight`). Until 2026-11-30 the
+/// PNG was one zlib stream written by the calling thread, the top band's rows while the bottom
+/// band rendered, then the bottom band's (`PNGCodec.RowWriter`), so the whole deflate ran on one
+/// thread. Tiles that collect fewer draws than `bandsAbove` but at least `pngSegmentsAbove`
+/// render on one thread and deflate their PNG in two segments on two threads (`encodePNGInTwo`).
 ///
 /// Bands only pay off when the other core is idle, so they are used only while no other render
 /// runs in this process (`rendersRunning`, counting `render` and `renderTile` calls, the latter
