@@ -74,10 +74,10 @@ struct CityTileBench {
                 func inBands() throws {
                     for k in 0..<2 {
                         let cpuB = Machine.processCPUSeconds
-                        let (b, bandsElapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?) in
+                        let (b, bandsElapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?, callerLead: Double?) in
                             try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0, segmentsOnly: k == 1)
                         }
-                        twoThreads[k].add(cpu: (Machine.processCPUSeconds - cpuB) * 1e6, wall: bandsElapsed.micros, critical: b.criticalCPU, bytes: b.png.count)
+                        twoThreads[k].add(cpu: (Machine.processCPUSeconds - cpuB) * 1e6, wall: bandsElapsed.micros, critical: b.criticalCPU, lead: b.callerLead, bytes: b.png.count)
                     }
                 }
                 if i % 2 == 0 { try inBands() }
@@ -120,9 +120,9 @@ struct CityTileBench {
                 table.add(Row(size: label, measure: "in-process cold city tile z\(z), \(path), wall / process CPU / critical-path thread CPU",
                               value: "\(Table.fixed(bw.p50 / 1000, 2)) / \(Table.fixed(bw.p99 / 1000, 2)); \(Table.fixed(bc.p50 / 1000, 2)) / \(Table.fixed(bc.p99 / 1000, 2)); \(Table.fixed(crit.p50 / 1000, 2)) / \(Table.fixed(crit.p99 / 1000, 2))",
                               unit: "ms p50 / p99; CPU p50 / p99; critical p50 / p99",
-                              note: String(format: "the same tiles, each rendered this way just before (even tiles) or after (odd) the one-thread row's call (%d of them on one thread: the band thread was busy, or an empty tile); critical path: the longer thread's CPU time (the wall clock with an idle core for each thread; compare with the one-thread CPU); wall mean %.2f ms, CPU mean %.2f ms; PNG %@ mean (%+.2f %% against one thread's); loadavg %.1f",
+                              note: String(format: "the same tiles, each rendered this way just before (even tiles) or after (odd) the one-thread row's call (%d of them on one thread: the band thread was busy, or an empty tile); critical path: the longer thread's CPU time (the wall clock with an idle core for each thread; compare with the one-thread CPU); wall mean %.2f ms, CPU mean %.2f ms; PNG %@ mean (%+.2f %% against one thread's); %@; loadavg %.1f",
                                            s.oneThread, bw.mean / 1000, bc.mean / 1000, Table.bytes(s.bytes / tiles.count),
-                                           bytes > 0 ? (Double(s.bytes) / Double(bytes) - 1) * 100 : 0, Machine.loadAverage ?? 0)))
+                                           bytes > 0 ? (Double(s.bytes) / Double(bytes) - 1) * 100 : 0, s.leadSummary, Machine.loadAverage ?? 0)))
             }
             let split = Self.encodings.enumerated().map { k, e in
                 let s = LatencySummary(samplesMicros: encodeCPU[k])
@@ -140,12 +140,24 @@ struct CityTileBench {
 /// Samples of one two-thread path in `CityTileBench` (µs; PNG bytes summed).
 private struct TwoThreadSamples {
     var wall: [Double] = [], cpu: [Double] = [], critical: [Double] = []
+    /// The calling thread's CPU time after the hand-over minus the band thread's (µs; > 0: the
+    /// calling thread's share was the longer).
+    var lead: [Double] = []
     /// Calls done on one thread (band thread busy, or nothing for a second thread to do).
     var oneThread = 0
     var bytes = 0
 
-    mutating func add(cpu c: Double, wall w: Double, critical: Double?, bytes b: Int) {
+    mutating func add(cpu c: Double, wall w: Double, critical: Double?, lead: Double?, bytes b: Int) {
         cpu.append(c); wall.append(w); bytes += b
         if let critical { self.critical.append(critical * 1e6) } else { oneThread += 1 }
+        if let lead { self.lead.append(lead * 1e6) }
+    }
+
+    /// "the calling thread's lead p10 / p50 / p90 ... ms": how balanced the two threads were.
+    var leadSummary: String {
+        let s = lead.sorted()
+        guard !s.isEmpty else { return "no two-thread call" }
+        let p = { (q: Double) in Table.fixed(s[min(s.count - 1, Int(Double(s.count) * q))] / 1000, 2) }
+        return "the calling thread's CPU after the hand-over minus the band thread's job p1 / p10 / p50 / p90 / p99 \(p(0.01)) / \(p(0.1)) / \(p(0.5)) / \(p(0.9)) / \(p(0.99)) ms"
     }
 }

@@ -216,21 +216,24 @@ extension TileRenderer {
     /// call's wall-clock time would be with both threads on a core of their own throughout (this
     /// thread's CPU time, plus the part of the band thread's that this thread did not overlap with
     /// its own work since handing the job over); on a machine busy with other work the wall clock
-    /// measures mostly the run queue. nil when rendered and encoded on one thread.
+    /// measures mostly the run queue. `callerLead`: the calling thread's CPU seconds from handing
+    /// the job over to waiting for it, minus the band thread's job (> 0: the top band's share was
+    /// the longer one, the band thread idled at the end). Both nil when rendered and encoded on
+    /// one thread.
     public func renderTileInBands(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
                                   segmentsOnly: Bool = false)
-        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?) {
+        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?, callerLead: Double?) {
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
         if usesSweep(layer, view) {
             let t = try renderTile(layer, tile: tile, tileSize: tileSize, density: density, now: now)
-            return (t.png, t.empty, t.markers, nil)
+            return (t.png, t.empty, t.markers, nil, nil)
         }
         let start = BandThread.threadCPUSeconds()
         var overlap = BandTiming()
         let t = try renderTileBands(layer, view, now: now, timing: &overlap) { _ in segmentsOnly ? .segments : .bands }
-        guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil) }
+        guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil, nil) }
         let mine = BandThread.threadCPUSeconds() - start
-        return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller))
+        return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller), overlap.caller - overlap.band)
     }
 
     /// Thread CPU seconds of a two-thread tile (`renderBandsPNG`, `encodePNGInTwo`): the band
