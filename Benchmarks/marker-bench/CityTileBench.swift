@@ -64,21 +64,21 @@ struct CityTileBench {
             var wall: [Double] = [], cpu: [Double] = [], renderCPU: [Double] = [], sweepCPU: [Double] = []
             var encodeCPU = [[Double]](repeating: [], count: Self.encodings.count), encodeBytes = [Int](repeating: 0, count: Self.encodings.count)
             var markers = 0, bytes = 0
-            var bandsWall: [Double] = [], bandsCPU: [Double] = [], bandsCritical: [Double] = []
-            var oneThread = 0  // bands calls rendered on one thread (band thread busy)
+            // [0]: two bands, each deflating its rows; [1]: one-thread render, PNG in two segments on two threads.
+            var twoThreads = [TwoThreadSamples(), TwoThreadSamples()]
             var colours: [Int] = []  // distinct premultiplied RGBA values per canvas
             for (i, t) in tiles.enumerated() {
-                // The two-band pipelined path on the same tile, before the one-thread call for every
+                // The two-thread paths on the same tile, before the one-thread call for every
                 // other tile and after it for the rest (so that neither finds the tile's data in
                 // cache more often).
                 func inBands() throws {
-                    let cpuB = Machine.processCPUSeconds
-                    let (b, bandsElapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?) in
-                        try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0)
+                    for k in 0..<2 {
+                        let cpuB = Machine.processCPUSeconds
+                        let (b, bandsElapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?, callerLead: Double?) in
+                            try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0, segmentsOnly: k == 1)
+                        }
+                        twoThreads[k].add(cpu: (Machine.processCPUSeconds - cpuB) * 1e6, wall: bandsElapsed.micros, critical: b.criticalCPU, lead: b.callerLead, bytes: b.png.count)
                     }
-                    bandsCPU.append((Machine.processCPUSeconds - cpuB) * 1e6)
-                    bandsWall.append(bandsElapsed.micros)
-                    if let c = b.criticalCPU { bandsCritical.append(c * 1e6) } else { oneThread += 1 }
                 }
                 if i % 2 == 0 { try inBands() }
                 let cpu0 = Machine.processCPUSeconds
@@ -111,13 +111,19 @@ struct CityTileBench {
                           unit: "ms p50 / p99; CPU p50 / p99",
                           note: String(format: "%d tiles (TileBench's cold walk); wall mean %.2f ms, CPU mean %.2f ms; most markers in a tile %d; PNG %@ mean; loadavg %.1f",
                                        tiles.count, w.mean / 1000, c.mean / 1000, markers, Table.bytes(bytes / tiles.count), Machine.loadAverage ?? 0)))
-            let bw = LatencySummary(samplesMicros: bandsWall), bc = LatencySummary(samplesMicros: bandsCPU)
-            let crit = LatencySummary(samplesMicros: bandsCritical.isEmpty ? [0] : bandsCritical)
-            table.add(Row(size: label, measure: "in-process cold city tile z\(z), two bands pipelined (TileRenderer.renderTileInBands: bottom band on the band thread, top band's PNG rows written meanwhile), wall / process CPU / critical-path thread CPU",
-                          value: "\(Table.fixed(bw.p50 / 1000, 2)) / \(Table.fixed(bw.p99 / 1000, 2)); \(Table.fixed(bc.p50 / 1000, 2)) / \(Table.fixed(bc.p99 / 1000, 2)); \(Table.fixed(crit.p50 / 1000, 2)) / \(Table.fixed(crit.p99 / 1000, 2))",
-                          unit: "ms p50 / p99; CPU p50 / p99; critical p50 / p99",
-                          note: String(format: "the same tiles, each rendered this way just before (even tiles) or after (odd) the one-thread row's call (%d of them on one thread: the band thread was busy); critical path: the longer thread's CPU time (the wall clock with an idle core for each thread; compare with the one-thread CPU); wall mean %.2f ms, CPU mean %.2f ms; loadavg %.1f",
-                                       oneThread, bw.mean / 1000, bc.mean / 1000, Machine.loadAverage ?? 0)))
+            let paths = ["two bands (TileRenderer.renderBandsPNG: bottom band rendered and deflated on the band thread, top band rendered and deflated meanwhile, segments joined)",
+                         "one-thread render, PNG in two deflate segments on two threads (TileRenderer.encodePNGInTwo)"]
+            for (k, path) in paths.enumerated() {
+                let s = twoThreads[k]
+                let bw = LatencySummary(samplesMicros: s.wall), bc = LatencySummary(samplesMicros: s.cpu)
+                let crit = LatencySummary(samplesMicros: s.critical.isEmpty ? [0] : s.critical)
+                table.add(Row(size: label, measure: "in-process cold city tile z\(z), \(path), wall / process CPU / critical-path thread CPU",
+                              value: "\(Table.fixed(bw.p50 / 1000, 2)) / \(Table.fixed(bw.p99 / 1000, 2)); \(Table.fixed(bc.p50 / 1000, 2)) / \(Table.fixed(bc.p99 / 1000, 2)); \(Table.fixed(crit.p50 / 1000, 2)) / \(Table.fixed(crit.p99 / 1000, 2))",
+                              unit: "ms p50 / p99; CPU p50 / p99; critical p50 / p99",
+                              note: String(format: "the same tiles, each rendered this way just before (even tiles) or after (odd) the one-thread row's call (%d of them on one thread: the band thread was busy, or an empty tile); critical path: the longer thread's CPU time (the wall clock with an idle core for each thread; compare with the one-thread CPU); wall mean %.2f ms, CPU mean %.2f ms; PNG %@ mean (%+.2f %% against one thread's); %@; loadavg %.1f",
+                                           s.oneThread, bw.mean / 1000, bc.mean / 1000, Table.bytes(s.bytes / tiles.count),
+                                           bytes > 0 ? (Double(s.bytes) / Double(bytes) - 1) * 100 : 0, s.leadSummary, Machine.loadAverage ?? 0)))
+            }
             let split = Self.encodings.enumerated().map { k, e in
                 let s = LatencySummary(samplesMicros: encodeCPU[k])
                 return "\(e.0) \(Table.fixed(s.p50 / 1000, 2)) / \(Table.fixed(s.p99 / 1000, 2)) ms, \(Table.bytes(encodeBytes[k] / tiles.count))"
@@ -128,5 +134,30 @@ struct CityTileBench {
                           note: "the same tiles; \(Self.colourSummary(colours)); with the node sweep for every tile (sweepAbove 0) \(Table.fixed(sc.p50 / 1000, 2)) / \(Table.fixed(sc.p99 / 1000, 2)) ms; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
         }
         withExtendedLifetime(core) {}
+    }
+}
+
+/// Samples of one two-thread path in `CityTileBench` (µs; PNG bytes summed).
+private struct TwoThreadSamples {
+    var wall: [Double] = [], cpu: [Double] = [], critical: [Double] = []
+    /// The calling thread's CPU time after the hand-over minus the band thread's (µs; > 0: the
+    /// calling thread's share was the longer).
+    var lead: [Double] = []
+    /// Calls done on one thread (band thread busy, or nothing for a second thread to do).
+    var oneThread = 0
+    var bytes = 0
+
+    mutating func add(cpu c: Double, wall w: Double, critical: Double?, lead: Double?, bytes b: Int) {
+        cpu.append(c); wall.append(w); bytes += b
+        if let critical { self.critical.append(critical * 1e6) } else { oneThread += 1 }
+        if let lead { self.lead.append(lead * 1e6) }
+    }
+
+    /// "the calling thread's lead p10 / p50 / p90 ... ms": how balanced the two threads were.
+    var leadSummary: String {
+        let s = lead.sorted()
+        guard !s.isEmpty else { return "no two-thread call" }
+        let p = { (q: Double) in Table.fixed(s[min(s.count - 1, Int(Double(s.count) * q))] / 1000, 2) }
+        return "the calling thread's CPU after the hand-over minus the band thread's job p1 / p10 / p50 / p90 / p99 \(p(0.01)) / \(p(0.1)) / \(p(0.5)) / \(p(0.9)) / \(p(0.99)) ms"
     }
 }

@@ -360,6 +360,17 @@ static void cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t wi
     for (; x < width; x++, src += 4, dst += 4) cpng_unpremultiply_pixel(src, dst);
 }
 
+// Checks the zlib parameters shared by the writer and the segments.
+static int cpng_check_zlib(int level, int strategy, int mem_level, char *err, size_t err_cap) {
+    if (level < -1 || level > 9)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib level %d", level);
+    if (strategy < -1 || strategy > Z_FIXED)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib strategy %d", strategy);
+    if (mem_level != -1 && (mem_level < 1 || mem_level > MAX_MEM_LEVEL))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib memory level %d", mem_level);
+    return CPNG_OK;
+}
+
 struct cpng_writer {
     cpng_ctx ctx;
     png_structp png;
@@ -395,12 +406,8 @@ int cpng_writer_begin(uint32_t width, uint32_t height, int level, int strategy, 
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
     if (width == 0 || height == 0 || width > 0x7FFFFFFFu || height > 0x7FFFFFFFu)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
-    if (level < -1 || level > 9)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib level %d", level);
-    if (strategy < -1 || strategy > Z_FIXED)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib strategy %d", strategy);
-    if (mem_level != -1 && (mem_level < 1 || mem_level > MAX_MEM_LEVEL))
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib memory level %d", mem_level);
+    int zrc = cpng_check_zlib(level, strategy, mem_level, err, err_cap);
+    if (zrc != CPNG_OK) return zrc;
     if (filters < -1 || filters > 0xFF || (filters > 0 && (filters & 0x07) != 0))
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid filter set 0x%x", filters);
 
@@ -523,6 +530,210 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
         return rc;
     }
     return cpng_writer_finish(w, out, out_len, err, err_cap);
+}
+
+// Output of a raw deflate stream, grown by doubling.
+typedef struct {
+    z_stream zs;
+    uint8_t *buf;
+    size_t cap;
+} cpng_deflater;
+
+// Deflates `n` bytes at `in` with `flush` until zlib has taken all of them (and, for Z_FINISH,
+// ended the stream; for Z_SYNC_FLUSH, flushed with output space left over, which is when zlib
+// says the flush is complete). CPNG_E_NO_MEMORY when the output cannot grow.
+static int cpng_deflate_feed(cpng_deflater *d, const uint8_t *in, size_t n, int flush) {
+    d->zs.next_in = (Bytef *)in;
+    d->zs.avail_in = (uInt)n;
+    for (;;) {
+        if (d->zs.avail_out == 0) {
+            size_t used = d->cap;
+            if (d->cap > SIZE_MAX / 2 || d->cap * 2 - used > UINT32_MAX) return CPNG_E_NO_MEMORY;
+            uint8_t *grown = (uint8_t *)realloc(d->buf, d->cap * 2);
+            if (grown == NULL) return CPNG_E_NO_MEMORY;
+            d->buf = grown;
+            d->cap *= 2;
+            d->zs.next_out = grown + used;
+            d->zs.avail_out = (uInt)(d->cap - used);
+        }
+        int rc = deflate(&d->zs, flush);
+        if (rc == Z_STREAM_ERROR) return CPNG_E_CORRUPT;
+        if (flush == Z_FINISH) {
+            if (rc == Z_STREAM_END) return CPNG_OK;
+        } else if (d->zs.avail_in == 0 && d->zs.avail_out != 0) {
+            return CPNG_OK;
+        }
+    }
+}
+
+// adler32 after `n` more zero bytes: the sum s1 stays, s2 grows by n * s1.
+static uint32_t cpng_adler32_zeros(uint32_t adler, size_t n) {
+    uint64_t s1 = adler & 0xFFFFu, s2 = adler >> 16;
+    s2 = (s2 + (uint64_t)(n % 65521u) * s1) % 65521u;
+    return (uint32_t)((s2 << 16) | s1);
+}
+
+int cpng_deflate_segment(const uint8_t *pixels, uint32_t width, uint32_t rows, size_t stride,
+                         int level, int strategy, int mem_level, int flags, int last, size_t size_hint,
+                         cpng_segment *seg, char *err, size_t err_cap) {
+    if (seg) memset(seg, 0, sizeof *seg);
+    if (seg == NULL || (pixels == NULL && rows > 0))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (width == 0 || width > 0x3FFFFFFEu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid width %u", width);
+    if (stride / 4 < width)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
+    int rc = cpng_check_zlib(level, strategy, mem_level, err, err_cap);
+    if (rc != CPNG_OK) return rc;
+
+    const size_t row_bytes = (size_t)width * 4;
+    const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
+    cpng_deflater d;
+    memset(&d, 0, sizeof d);
+    d.cap = size_hint > 0 && size_hint < UINT32_MAX ? size_hint : 16384;
+    d.buf = (uint8_t *)malloc(d.cap);
+    uint8_t *scratch = (uint8_t *)calloc(1 + row_bytes, 1);  // filter byte 0, then the row
+    if (d.buf == NULL || scratch == NULL) {
+        free(d.buf);
+        free(scratch);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    }
+    if (deflateInit2(&d.zs, level, Z_DEFLATED, -15, mem_level > 0 ? mem_level : 8,
+                     strategy >= 0 ? strategy : Z_DEFAULT_STRATEGY) != Z_OK) {
+        free(d.buf);
+        free(scratch);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory (deflateInit2)");
+    }
+    d.zs.next_out = d.buf;
+    d.zs.avail_out = (uInt)d.cap;
+
+    uint32_t adler = 1;
+    int scratch_zero = 1;  // scratch holds a row of zeros
+    for (uint32_t y = 0; y < rows && rc == CPNG_OK; y++) {
+        const uint8_t *row = pixels + (size_t)y * stride;
+        if (premultiplied && cpng_is_zero(row, row_bytes)) {
+            // A fully transparent row is its own straight-alpha form.
+            if (!scratch_zero) memset(scratch + 1, 0, row_bytes);
+            scratch_zero = 1;
+            adler = cpng_adler32_zeros(adler, 1 + row_bytes);
+        } else {
+            if (premultiplied) cpng_unpremultiply_row(row, scratch + 1, width);
+            else memcpy(scratch + 1, row, row_bytes);
+            scratch_zero = 0;
+            adler = (uint32_t)adler32(adler, scratch, (uInt)(1 + row_bytes));
+        }
+        rc = cpng_deflate_feed(&d, scratch, 1 + row_bytes, Z_NO_FLUSH);
+    }
+    if (rc == CPNG_OK) rc = cpng_deflate_feed(&d, NULL, 0, last ? Z_FINISH : Z_SYNC_FLUSH);
+    size_t len = d.cap - d.zs.avail_out;
+    deflateEnd(&d.zs);
+    free(scratch);
+    if (rc != CPNG_OK) {
+        free(d.buf);
+        return cpng_fail(err, err_cap, rc, rc == CPNG_E_NO_MEMORY ? "out of memory" : "deflate failed");
+    }
+    seg->data = d.buf;
+    seg->len = len;
+    seg->raw_len = (size_t)rows * (1 + row_bytes);
+    seg->adler = adler;
+    seg->rows = rows;
+    seg->last = last ? 1 : 0;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
+void cpng_segment_free(cpng_segment *seg) {
+    if (seg == NULL) return;
+    free(seg->data);
+    memset(seg, 0, sizeof *seg);
+}
+
+int cpng_encode_segments(uint32_t width, uint32_t height, int level, int strategy, const cpng_segment *segments,
+                         size_t count, size_t size_hint, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
+    if (out) *out = NULL;
+    if (out_len) *out_len = 0;
+    if (out == NULL || out_len == NULL || segments == NULL || count == 0)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer or no segment");
+    if (width == 0 || height == 0 || width > 0x3FFFFFFEu || height > 0x7FFFFFFFu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
+    int rc = cpng_check_zlib(level, strategy, -1, err, err_cap);
+    if (rc != CPNG_OK) return rc;
+    const size_t row_raw = 1 + (size_t)width * 4;
+    uint64_t rows = 0, idat = 2 + 4;
+    uint32_t adler = 1;
+    for (size_t i = 0; i < count; i++) {
+        const cpng_segment *s = &segments[i];
+        if ((s->data == NULL && s->len > 0) || s->raw_len != (size_t)s->rows * row_raw || s->last != (i + 1 == count))
+            return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT,
+                             "segment %zu of %zu: inconsistent (rows %u, raw %zu, last %d)", i, count, s->rows,
+                             s->raw_len, s->last);
+        rows += s->rows;
+        idat += s->len;
+        adler = (uint32_t)adler32_combine(adler, s->adler, (z_off_t)s->raw_len);
+    }
+    if (rows != height)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "segments hold %llu of %u rows",
+                         (unsigned long long)rows, height);
+    if (idat > 0x7FFFFFFFu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "IDAT of %llu bytes", (unsigned long long)idat);
+
+    // zlib's header for these settings (deflate.c): CMF 0x78 (deflate, 32 KiB window), FLEVEL,
+    // FCHECK making CMF * 256 + FLG a multiple of 31.
+    int lvl = level < 0 ? 6 : level;
+    int level_flags = (strategy >= Z_HUFFMAN_ONLY || lvl < 2) ? 0 : lvl < 6 ? 1 : lvl == 6 ? 2 : 3;
+    unsigned header = (0x78u << 8) | ((unsigned)level_flags << 6);
+    header += 31 - header % 31;
+    const uint8_t head[2] = {(uint8_t)(header >> 8), (uint8_t)header};
+    const uint8_t trailer[4] = {(uint8_t)(adler >> 24), (uint8_t)(adler >> 16), (uint8_t)(adler >> 8), (uint8_t)adler};
+
+    cpng_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.err = err;
+    ctx.err_cap = err_cap;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, cpng_error_fn, cpng_warning_fn);
+    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    png_infop info = png_create_info_struct(png);
+    ctx.out_cap = size_hint > (size_t)idat + 64 ? size_hint : (size_t)idat + 64;  // + signature, IHDR, IEND
+    ctx.out = (uint8_t *)malloc(ctx.out_cap);
+    if (info == NULL || ctx.out == NULL) {
+        png_destroy_write_struct(&png, info ? &info : NULL);
+        free(ctx.out);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    }
+    if (setjmp(ctx.jmp)) {
+        png_destroy_write_struct(&png, &info);
+        free(ctx.out);
+        if (ctx.no_memory) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+        return CPNG_E_CORRUPT;  // message already in err
+    }
+    png_set_write_fn(png, &ctx, cpng_write_fn, cpng_flush_fn);
+    png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    png_write_chunk_start(png, (png_const_bytep) "IDAT", (size_t)idat);
+    png_write_chunk_data(png, head, 2);
+    for (size_t i = 0; i < count; i++)
+        if (segments[i].len > 0) png_write_chunk_data(png, segments[i].data, segments[i].len);
+    png_write_chunk_data(png, trailer, 4);
+    png_write_chunk_end(png);
+    png_write_chunk(png, (png_const_bytep) "IEND", NULL, 0);
+    png_destroy_write_struct(&png, &info);
+    *out = ctx.out;
+    *out_len = ctx.out_len;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
+int cpng_inflate_zlib(const uint8_t *data, size_t len, uint8_t *out, size_t expected, char *err, size_t err_cap) {
+    if ((data == NULL && len > 0) || (out == NULL && expected > 0))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    uLongf got = (uLongf)expected;
+    int rc = uncompress(out, &got, data, (uLong)len);
+    if (rc != Z_OK) return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "zlib: %s (%d)", zError(rc), rc);
+    if (got != expected)
+        return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "zlib: %lu bytes, expected %zu", (unsigned long)got, expected);
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
 }
 
 int cpng_encode_transparent(uint32_t width, uint32_t height, uint8_t **out, size_t *out_len,

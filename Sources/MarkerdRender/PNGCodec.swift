@@ -106,7 +106,8 @@ public enum PNGCodec {
 
     /// Writes a premultiplied image as an 8-bit RGBA PNG (straight alpha) a band of rows at a time,
     /// top to bottom: the same bytes as `encode` of the whole image with the same options, for a
-    /// caller that has the top rows before the bottom ones (`TileRenderer`'s two bands). Traps on
+    /// caller that has the top rows before the bottom ones (`cpng_encode_rgba8` goes through the
+    /// same C writer; two-band tiles deflate in segments instead, `PNGCodec+Segments.swift`). Traps on
     /// misuse (more rows than the image has, `finish` before the last row) and when memory runs out.
     /// Used by one thread at a time.
     final class RowWriter {
@@ -179,7 +180,8 @@ public enum PNGCodec {
         return [UInt8](UnsafeBufferPointer(start: out, count: len))
     }
 
-    fileprivate static func error(_ rc: Int32, _ err: [CChar]) -> RenderError {
+    /// The typed error for a shim status `rc` and its message in `err`.
+    static func error(_ rc: Int32, _ err: [CChar]) -> RenderError {
         let message = err.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         let code: RenderError.Code
         switch rc {

@@ -204,4 +204,10 @@ public struct TileCanvas: Sendable {
             PNGCodec.encode(premultiplied: px, width: width, height: height, options: options)
         }
     }
+
+    /// All rows as one deflate segment of a PNG (`PNGCodec.deflateSegment`; `last`: the image's
+    /// bottom rows), for a PNG joined from several canvases stacked (`TileRenderer.renderBandsPNG`).
+    func segment(last: Bool, options: PNGEncodeOptions) -> PNGCodec.Segment {
+        pixels.withUnsafeBufferPointer { PNGCodec.deflateSegment(premultiplied: $0, width: width, last: last, options: options) }
+    }
 }

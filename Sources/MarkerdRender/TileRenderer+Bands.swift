@@ -20,13 +20,15 @@ private import Glibc
 ///
 /// The cut is where the two bands' draws balance (a draw that straddles it counts in both): a
 /// dense city often fills only one half of a tile. Only after `collect` (one thread, about 15 %
-/// of a dense z10 tile's CPU time in marker-bench's city tiles). PNG encoding (libpng, one zlib
-/// stream, so one thread) is pipelined behind the bands for tiles (`renderTile` ->
-/// `renderBandsPNG`): the calling thread renders the top band and writes its rows to the PNG
-/// (`PNGCodec.RowWriter`) while the band thread still renders the bottom band, then writes the
-/// bottom band's rows; the cut is moved up so that the top band's render plus its PNG rows
-/// balance the bottom band's render (`bandCut`'s `rowWeight`). The PNG is byte for byte the
-/// stacked canvas's.
+/// of a dense z10 tile's CPU time in marker-bench's city tiles). For tiles (`renderTile` ->
+/// `renderBandsPNG`) each band's thread also deflates its own rows as one segment of the PNG's
+/// zlib stream (`PNGCodec+Segments.swift`, as pigz does: raw deflate ended with a sync flush, the
+/// bottom band's finished), and the calling thread joins the two segments into the PNG; the cut
+/// balances each band's render plus its PNG rows (`bandCut`'s `rowWeight`). Until 2026-11-30 the
+/// PNG was one zlib stream written by the calling thread, the top band's rows while the bottom
+/// band rendered, then the bottom band's (`PNGCodec.RowWriter`), so the whole deflate ran on one
+/// thread. Tiles that collect fewer draws than `bandsAbove` but at least `pngSegmentsAbove`
+/// render on one thread and deflate their PNG in two segments on two threads (`encodePNGInTwo`).
 ///
 /// Bands only pay off when the other core is idle, so they are used only while no other render
 /// runs in this process (`rendersRunning`, counting `render` and `renderTile` calls, the latter
@@ -123,8 +125,9 @@ extension TileRenderer {
 
     /// The row at which to cut `height` rows (1 ..< height) so that the larger band holds the
     /// fewest items (an item counts in every band its sprite rows reach); with `rowWeight` > 0,
-    /// each row of the top band counts as that many more items (the PNG rows the top band's thread
-    /// writes while the bottom band renders, `renderBandsPNG`).
+    /// each row that some item covers counts as that many more items in its band (the PNG rows
+    /// each band's thread deflates, `renderBandsPNG`; rows no item reaches stay transparent, and
+    /// deflating those costs next to nothing).
     static func bandCut(_ items: [Item], _ sprites: [TileSprite], height: Int, rowWeight: Int = 0) -> Int {
         // tops[r]: items whose first row is r (clamped to 0 ... height); ends[r]: items whose
         // rows end at r (exclusive, clamped).
@@ -134,12 +137,19 @@ extension TileRenderer {
             tops[min(max(top, 0), height)] += 1
             ends[min(max(top + h, 0), height)] += 1
         }
+        // covered[s]: rows in 0 ..< s that at least one item reaches.
+        var covered = [Int](repeating: 0, count: height + 1)
+        var active = 0
+        for r in 0..<height {
+            active += tops[r] - ends[r]
+            covered[r + 1] = covered[r] + (active > 0 ? 1 : 0)
+        }
         // Cut at s: top band = items with top < s; bottom band = items with end > s.
         var best = height / 2, bestLoad = Int.max
         var above = 0, endedBy = ends[0]
         for s in 1..<height {
             above += tops[s - 1]; endedBy += ends[s]
-            let load = max(above + rowWeight * s, items.count - endedBy)
+            let load = max(above + rowWeight * covered[s], items.count - endedBy + rowWeight * (covered[height] - covered[s]))
             if load < bestLoad { bestLoad = load; best = s }
         }
         return best
@@ -177,48 +187,77 @@ extension TileRenderer {
         return (TileCanvas(stacking: a.canvas, b.canvas), a.draws + b.draws)
     }
 
-    /// `renderTile` through `renderBandsPNG` whatever `bandsAbove`, the load average and other
-    /// renders say (one thread when the band thread is busy): for benchmarks that compare the two
-    /// paths on the same tiles (`marker-bench --only citytiles`). No debug overlay; rasters that
-    /// `usesSweep` would sweep are rendered as `renderTile` renders them.
+    /// How `renderTileBands` uses the second thread for a tile.
+    enum TwoThreads {
+        /// Render and PNG on this thread.
+        case none
+        /// Two bands, each deflating its own rows (`renderBandsPNG`).
+        case bands
+        /// Render on this thread, then the PNG in two deflate segments on two threads (`encodePNGInTwo`).
+        case segments
+    }
+
+    /// `renderTile`'s choice for a raster of `draws` collected draws: `.bands` from `bandsAbove`,
+    /// `.segments` from `pngSegmentsAbove`, each only when a core is likely idle
+    /// (`idleCoreLikely`, asked only for rasters that big).
+    func twoThreads(draws: Int) -> TwoThreads {
+        if draws >= bandsAbove { return TileRenderer.idleCoreLikely() ? .bands : .none }
+        if draws >= Self.pngSegmentsAbove { return TileRenderer.idleCoreLikely() ? .segments : .none }
+        return .none
+    }
+
+    /// `renderTile` through `renderTileBands` with `path` for every tile, whatever `bandsAbove`,
+    /// the load average and other renders say (one thread when the band thread is busy): for
+    /// benchmarks that compare the paths on the same tiles (`marker-bench --only citytiles`).
+    /// No debug overlay; rasters that `usesSweep` would sweep are rendered as `renderTile`
+    /// renders them.
     ///
     /// `criticalCPU`: seconds of thread CPU time on the longer of the two threads' paths, what the
     /// call's wall-clock time would be with both threads on a core of their own throughout (this
     /// thread's CPU time, plus the part of the band thread's that this thread did not overlap with
-    /// its own work since handing the band over); on a machine busy with other work the wall clock
-    /// measures mostly the run queue. nil when rendered on one thread.
-    public func renderTileInBands(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64)
-        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?) {
+    /// its own work since handing the job over); on a machine busy with other work the wall clock
+    /// measures mostly the run queue. `callerLead`: the calling thread's CPU seconds from handing
+    /// the job over to waiting for it, minus the band thread's job (> 0: the top band's share was
+    /// the longer one, the band thread idled at the end). Both nil when rendered and encoded on
+    /// one thread.
+    public func renderTileInBands(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
+                                  segmentsOnly: Bool = false)
+        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?, callerLead: Double?) {
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
         if usesSweep(layer, view) {
             let t = try renderTile(layer, tile: tile, tileSize: tileSize, density: density, now: now)
-            return (t.png, t.empty, t.markers, nil)
+            return (t.png, t.empty, t.markers, nil, nil)
         }
         let start = BandThread.threadCPUSeconds()
         var overlap = BandTiming()
-        let t = try renderTileBands(layer, view, now: now, timing: &overlap) { _ in true }
-        guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil) }
+        let t = try renderTileBands(layer, view, now: now, timing: &overlap) { _ in segmentsOnly ? .segments : .bands }
+        guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil, nil) }
         let mine = BandThread.threadCPUSeconds() - start
-        return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller))
+        return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller), overlap.caller - overlap.band)
     }
 
-    /// Thread CPU seconds of a pipelined two-band render (`renderBandsPNG`): the band thread's
-    /// job, and the caller's between handing it over and waiting for it (0 and 0: one thread).
+    /// Thread CPU seconds of a two-thread tile (`renderBandsPNG`, `encodePNGInTwo`): the band
+    /// thread's job, and the caller's between handing it over and waiting for it (0 and 0: one
+    /// thread).
     struct BandTiming {
         var band = 0.0
         var caller = 0.0
     }
 
-    /// Collects `view`'s items and renders them as two pipelined bands when `useBands(items)`
-    /// says so and the band thread is free, else on this thread; then the PNG (`.tile`).
+    /// Collects `view`'s items and renders them and their PNG (`.tile`) as `path(items)` says:
+    /// two bands or two PNG segments when the band thread is free, else on this thread.
     func renderTileBands(_ layer: MarkerLayer, _ view: RasterView, now: Int64, timing: inout BandTiming,
-                         useBands: (Int) -> Bool) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
+                         path: (Int) -> TwoThreads) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
         let (items, sprites, markers) = try collect(layer, view, now: now)
-        if useBands(items.count),
+        let how = path(items.count)
+        if how == .bands,
            let r = renderBandsPNG(layer, items, sprites, width: view.width, height: view.height, options: .tile, timing: &timing) {
             return (r.png, r.empty, markers)
         }
         let (canvas, _) = renderItems(layer, items, sprites, width: view.width, height: view.height)
+        if how == .segments, let png = encodePNGInTwo(canvas, options: .tile, timing: &timing) {
+            return (png, false, markers)
+        }
         return (canvas.encodePNG(options: .tile), canvas.isEmpty, markers)
     }
 
@@ -227,13 +266,15 @@ extension TileRenderer {
     /// z10 encoding about 7 µs per 256 px row, rendering about 0.3 µs per item).
     static let pngRowWeight = 20
 
-    /// Steps 1-3 as two bands and the tile's PNG (`options`), pipelined: the band thread renders
-    /// the bottom band while this thread renders the top band and then writes its rows to the
-    /// PNG (`PNGCodec.RowWriter`), then the bottom band's rows. The cut balances the top band's
-    /// items plus its PNG rows (`pngRowWeight` items each) against the bottom band's items, so
-    /// both threads finish about together. The PNG is byte for byte `encodePNG(options:)` of the
-    /// stacked canvas of `renderBands` (the same cut and bands; the shared transparent tile when
-    /// both bands are empty). nil (nothing done) when the band thread is busy or `height` < 2.
+    /// Steps 1-3 as two bands and the tile's PNG (`options`, no row filters) in two deflate
+    /// segments (`PNGCodec+Segments`): the band thread renders the bottom band and deflates its
+    /// rows (the stream's last segment) while this thread renders the top band and deflates its
+    /// rows; then this thread joins the two into the PNG. The cut balances each band's items plus
+    /// its covered rows (`pngRowWeight` items each), so both threads finish about together. The
+    /// PNG is byte for byte `PNGCodec.encodeSegmented` of the stacked canvas of `renderBands` cut
+    /// at the same row (the shared transparent tile when both bands are empty; an empty band's
+    /// segment is deflated after the wait). nil (nothing done) when the band thread is busy or
+    /// `height` < 2.
     func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
                         options: PNGEncodeOptions) -> (png: [UInt8], empty: Bool, draws: Int)? {
         var timing = BandTiming()
@@ -246,11 +287,12 @@ extension TileRenderer {
         guard height >= 2 else { return nil }
         let cut = Self.bandCut(items, sprites, height: height, rowWeight: Self.pngRowWeight)
         let (top, bottom) = Self.split(items, sprites, at: cut)
-        let lower = BandThread.Result<(canvas: TileCanvas, draws: Int)>()
+        let lower = BandThread.Result<(canvas: TileCanvas, draws: Int, segment: PNGCodec.Segment?)>()
         let bandCPU = BandThread.Result<Double>()
         guard BandThread.shared.start({
             let t0 = BandThread.threadCPUSeconds()
-            lower.value = self.renderItems(layer, bottom, sprites, width: width, height: height - cut)
+            let b = self.renderItems(layer, bottom, sprites, width: width, height: height - cut)
+            lower.value = (b.canvas, b.draws, b.canvas.isEmpty ? nil : b.canvas.segment(last: true, options: options))
             bandCPU.value = BandThread.threadCPUSeconds() - t0
         }) else {
             return nil
@@ -259,22 +301,84 @@ extension TileRenderer {
         defer { timing.band = bandCPU.value ?? 0 }
         let a = renderItems(layer, top, sprites, width: width, height: cut)
         // An empty top band waits for the bottom one: both empty is the shared transparent tile.
-        var writer: PNGCodec.RowWriter? = nil
-        if !a.canvas.isEmpty {
-            writer = PNGCodec.RowWriter(width: width, height: height, options: options)
-            a.canvas.pixels.withUnsafeBufferPointer { writer!.write(premultiplied: $0) }
-        }
+        let upper = a.canvas.isEmpty ? nil : a.canvas.segment(last: false, options: options)
         timing.caller = BandThread.threadCPUSeconds() - handedOver
         BandThread.shared.wait()
         let b = lower.value!
-        guard let writer else {
-            let stacked = TileCanvas(stacking: a.canvas, b.canvas)
-            return (stacked.encodePNG(options: options), stacked.isEmpty, b.draws)
+        if a.canvas.isEmpty && b.canvas.isEmpty {
+            return (TileCanvas(stacking: a.canvas, b.canvas).encodePNG(options: options), true, a.draws + b.draws)
         }
-        b.canvas.pixels.withUnsafeBufferPointer { writer.write(premultiplied: $0) }
-        return (writer.finish(), false, a.draws + b.draws)
+        let segments = [upper ?? a.canvas.segment(last: false, options: options),
+                        b.segment ?? b.canvas.segment(last: true, options: options)]
+        return (Self.joinSegments(width: width, height: height, segments, options: options), false, a.draws + b.draws)
+    }
+
+    /// The PNG of `segments` (`PNGCodec.encode(width:height:segments:options:)`), which cannot
+    /// fail here: the segments are the image's rows in order, the last one last.
+    static func joinSegments(width: Int, height: Int, _ segments: [PNGCodec.Segment], options: PNGEncodeOptions) -> [UInt8] {
+        do {
+            return try PNGCodec.encode(width: width, height: height, segments: segments, options: options)
+        } catch {
+            fatalError("PNG encoding failed: \(error.message)")
+        }
+    }
+
+    /// Smallest non-empty raster, in collected draws, whose PNG `renderTile` deflates in two
+    /// segments on two threads (`encodePNGInTwo`) when it is rendered on one thread (below
+    /// `bandsAbove`) and a core is likely idle.
+    static let pngSegmentsAbove = 300
+
+    /// `canvas`'s PNG (`options`, no row filters) in two deflate segments: the rows below
+    /// `segmentCut` on the band thread, the rows above it on this thread, joined here; byte for
+    /// byte `PNGCodec.encodeSegmented` cut at `segmentCut(canvas)`. nil (nothing done) when the
+    /// band thread is busy, the canvas is empty (the shared transparent tile is cheaper) or lower
+    /// than 2 rows.
+    func encodePNGInTwo(_ canvas: TileCanvas, options: PNGEncodeOptions, timing: inout BandTiming) -> [UInt8]? {
+        guard canvas.height >= 2, !canvas.isEmpty else { return nil }
+        let cut = Self.segmentCut(canvas)
+        let rowBytes = canvas.width * 4
+        let lower = BandThread.Result<PNGCodec.Segment>()
+        let bandCPU = BandThread.Result<Double>()
+        guard BandThread.shared.start({
+            let t0 = BandThread.threadCPUSeconds()
+            lower.value = canvas.pixels.withUnsafeBufferPointer {
+                PNGCodec.deflateSegment(premultiplied: UnsafeBufferPointer(rebasing: $0[(cut * rowBytes)...]), width: canvas.width,
+                                        last: true, options: options)
+            }
+            bandCPU.value = BandThread.threadCPUSeconds() - t0
+        }) else {
+            return nil
+        }
+        let handedOver = BandThread.threadCPUSeconds()
+        defer { timing.band = bandCPU.value ?? 0 }
+        let upper = canvas.pixels.withUnsafeBufferPointer {
+            PNGCodec.deflateSegment(premultiplied: UnsafeBufferPointer(rebasing: $0[..<(cut * rowBytes)]), width: canvas.width,
+                                    last: false, options: options)
+        }
+        timing.caller = BandThread.threadCPUSeconds() - handedOver
+        BandThread.shared.wait()
+        return Self.joinSegments(width: canvas.width, height: canvas.height, [upper, lower.value!], options: options)
+    }
+
+    /// The row (1 ..< height) that splits `canvas`'s non-transparent rows (the ones deflate has
+    /// work on) in half; half the height when there are none.
+    static func segmentCut(_ canvas: TileCanvas) -> Int {
+        let rowBytes = canvas.width * 4
+        let nonEmpty: [Int] = canvas.pixels.withUnsafeBytes { px in
+            (0..<canvas.height).filter { r in
+                var i = r * rowBytes
+                let end = i + rowBytes
+                while i + 8 <= end {
+                    if px.loadUnaligned(fromByteOffset: i, as: UInt64.self) != 0 { return true }
+                    i += 8
+                }
+                while i < end { if px[i] != 0 { return true }; i += 1 }
+                return false
+            }
+        }
+        guard !nonEmpty.isEmpty else { return canvas.height / 2 }
+        return min(max(nonEmpty[nonEmpty.count / 2], 1), canvas.height - 1)
     }
 }
-
 /// See `TileRenderer.renderStarted()`.
 private let rendersRunning = Atomic<Int>(0)

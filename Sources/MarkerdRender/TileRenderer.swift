@@ -143,9 +143,11 @@ public struct RenderedRaster: Sendable {
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
 ///    own thread when no other render is running and fewer tasks are runnable than there are
 ///    CPUs (`TileRenderer+Bands.swift`; the second thread is `BandThread`, parked between
-///    jobs); the two canvases are stacked before PNG encoding, except in `renderTile`, which
-///    writes the top band's PNG rows while the bottom band still renders (`renderBandsPNG`).
-///    Culling is pixel-local, so each band keeps the bound.
+///    jobs); the two canvases are stacked before PNG encoding, except in `renderTile`, where
+///    each band's thread deflates its own rows as one segment of the PNG's zlib stream
+///    (`renderBandsPNG`, `PNGCodec+Segments.swift`). Culling is pixel-local, so each band keeps
+///    the bound. Tiles of `pngSegmentsAbove` draws up to `bandsAbove` render on one thread and
+///    deflate their PNG in two segments on two threads (`encodePNGInTwo`), under the same tests.
 ///
 /// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
 /// it is settled already), so in a dense tile, where a kept pin mostly shows a few rows at its
@@ -387,12 +389,10 @@ public final class TileRenderer: Sendable {
         let running = TileRenderer.renderStarted()
         defer { TileRenderer.renderEnded() }
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
-        // Step 5 with the PNG pipelined behind the top band (`renderBandsPNG`).
+        // Step 5, the PNG deflated in two segments on two threads (`renderBandsPNG`, `encodePNGInTwo`).
         if running == 1 && !debugOverlay && bandsAbove < Int.max && !usesSweep(layer, view) {
             var timing = BandTiming()
-            return try renderTileBands(layer, view, now: now, timing: &timing) { items in
-                items >= self.bandsAbove && TileRenderer.idleCoreLikely()
-            }
+            return try renderTileBands(layer, view, now: now, timing: &timing) { self.twoThreads(draws: $0) }
         }
         var r = try render(layer, view, now: now, alone: running == 1)
         if debugOverlay {

@@ -91,12 +91,13 @@ import Testing
                 TileRenderer.Item(slot: Int32(i), x: 0, y: Int32(Int(rng.next() % UInt64(height + 80)) - 40),
                                   sprite: Int32(rng.next() % 3), zIndex: 0, copy: 0, worldY: 0)
             }
-            // Half the rounds weigh the top band's rows too (`renderBandsPNG`'s PNG rows).
+            // Half the rounds weigh each band's covered rows too (`renderBandsPNG`'s PNG rows).
             let rowWeight = round % 2 == 0 ? 0 : Int(rng.next() % 30)
+            let covered = (0..<height).map { r in items.contains { Int($0.y) <= r && r < Int($0.y) + sprites[Int($0.sprite)].height } }
             func load(_ s: Int) -> Int {
                 let top = items.filter { Int($0.y) < s }.count
                 let bottom = items.filter { Int($0.y) + sprites[Int($0.sprite)].height > s }.count
-                return max(top + rowWeight * s, bottom)
+                return max(top + rowWeight * covered[..<s].filter { $0 }.count, bottom + rowWeight * covered[s...].filter { $0 }.count)
             }
             let cut = TileRenderer.bandCut(items, sprites, height: height, rowWeight: rowWeight)
             try #require(cut >= 1 && cut < height, "round \(round): cut \(cut) outside 1..<\(height)")
@@ -138,10 +139,11 @@ import Testing
         print("bands (\(culling)): \(items) draws collected, worst difference \(worst)")
     }
 
-    /// The pipelined two-band tile (`renderBandsPNG`: the bottom band on the band thread, the
-    /// top band's PNG rows written while it renders) is byte for byte the PNG of the same two
-    /// bands rendered one after the other and stacked, decodes to within the renderer's
-    /// tolerance of brute force, and is the shared transparent tile when nothing shows.
+    /// The two-band tile (`renderBandsPNG`: each band rendered and deflated as one PNG segment on
+    /// its own thread) is byte for byte the segmented PNG (`PNGCodec.encodeSegmented`, one
+    /// thread) of the same two bands rendered one after the other and stacked, cut at the same
+    /// row; decodes to exactly the stacked canvas and to within the renderer's tolerance of brute
+    /// force; and is the shared transparent tile when nothing shows.
     @Test(arguments: [TileRenderer.Culling.exact, .withinOne])
     func pipelinedBandsPNGMatchesStackedBands(culling: TileRenderer.Culling) throws {
         var rng = SplitMix64(seed: testSeed())
@@ -166,7 +168,11 @@ import Testing
                 let a = r.renderItems(layer, top, c.sprites, width: view.width, height: cut)
                 let b = r.renderItems(layer, bottom, c.sprites, width: view.width, height: view.height - cut)
                 let stacked = TileCanvas(stacking: a.canvas, b.canvas)
-                #expect(got.png == stacked.encodePNG(options: .tile), "round \(round) tile \(tile) \(view)")
+                let segmented = stacked.isEmpty ? stacked.encodePNG(options: .tile) : try stacked.pixels.withUnsafeBufferPointer {
+                    try PNGCodec.encodeSegmented(premultiplied: $0, width: view.width, height: view.height, cuts: [cut], options: .tile)
+                }
+                #expect(got.png == segmented, "round \(round) tile \(tile) \(view)")
+                #expect(try PNGCodec.decode(got.png, maxWidth: 4096, maxHeight: 4096, maxBytes: 64 << 20).pixels == stacked.pixels)
                 #expect(got.empty == stacked.isEmpty && got.draws == a.draws + b.draws)
                 if got.empty { empty += 1; #expect(got.png == TransparentTile.shared(size: view.width)) }
                 let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
@@ -177,12 +183,53 @@ import Testing
         #expect(empty > 0, "no empty tile was tried")
     }
 
+    /// A canvas's PNG in two segments on two threads (`encodePNGInTwo`) is byte for byte the
+    /// segmented PNG cut at `segmentCut` made on one thread and decodes to exactly the canvas;
+    /// `segmentCut` halves the non-transparent rows (counted directly); empty canvases are left
+    /// to the shared transparent tile (nil).
+    @Test func pngInTwoSegmentsMatchesOneThread() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer(.exact)
+        var tried = 0
+        for round in 0..<6 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: 100 + Int(rng.next() % 600), center: center, spreadDegrees: [0.005, 0.05, 0.5][round % 3], rng: &rng, now: now)
+            for k in 0..<3 {
+                let far = LatLng(latitude: center.latitude > 0 ? center.latitude - 20 : center.latitude + 20, longitude: center.longitude)
+                let tile = TileID.containing(k == 2 ? far : center, zoom: 4 + Int(rng.next() % 12))
+                let view = RasterView.tile(tile, tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 2))
+                let c = try r.collect(layer, view, now: now)
+                let canvas = r.renderItems(layer, c.items, c.sprites, width: view.width, height: view.height).canvas
+                let rowBytes = view.width * 4
+                let nonEmpty = (0..<view.height).filter { y in canvas.pixels[(y * rowBytes)..<((y + 1) * rowBytes)].contains { $0 != 0 } }
+                let cut = TileRenderer.segmentCut(canvas)
+                #expect(cut >= 1 && cut < view.height)
+                if !nonEmpty.isEmpty && cut > 1 && cut < view.height - 1 {
+                    let above = nonEmpty.filter { $0 < cut }.count
+                    #expect(abs(above - (nonEmpty.count - above)) <= 1, "round \(round): cut \(cut) leaves \(above) of \(nonEmpty.count) non-empty rows above")
+                }
+                var timing = TileRenderer.BandTiming()
+                var got: [UInt8]? = nil
+                // nil while another test's render holds the band thread: try again (not for an empty canvas).
+                repeat { got = r.encodePNGInTwo(canvas, options: .tile, timing: &timing) } while got == nil && !canvas.isEmpty
+                guard let got else { #expect(canvas.isEmpty); continue }
+                tried += 1
+                let oneThread = try canvas.pixels.withUnsafeBufferPointer {
+                    try PNGCodec.encodeSegmented(premultiplied: $0, width: view.width, height: view.height, cuts: [cut], options: .tile)
+                }
+                #expect(got == oneThread, "round \(round) tile \(tile) \(view)")
+                #expect(try PNGCodec.decode(got, maxWidth: 4096, maxHeight: 4096, maxBytes: 64 << 20).pixels == canvas.pixels)
+            }
+        }
+        #expect(tried > 0, "no non-empty canvas was tried")
+    }
+
     /// `renderTile` with bands from 0 draws up decodes to within the tolerance of brute force
     /// (pipelined when the load average leaves a core idle, else on one thread).
     @Test func renderTileWithBandsMatchesBruteForce() throws {
         var rng = SplitMix64(seed: testSeed())
-        let r = TileRenderer(bandsAbove: 0)
-        for round in 0..<4 {
+        // Bands from 0 draws; and bands never, the PNG in two segments from `pngSegmentsAbove` draws.
+        for (round, r) in [TileRenderer(bandsAbove: 0), TileRenderer(bandsAbove: Int.max - 1)].flatMap({ [$0, $0] }).enumerated() {
             let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
             let layer = try randomLayer(count: 1000, center: center, spreadDegrees: 0.05, rng: &rng, now: now)
             let tile = TileID.containing(center, zoom: 10)
@@ -214,8 +261,8 @@ import Testing
     /// running, as with the service's concurrent requests) stays within tolerance of brute force.
     @Test func renderWithBandsMatchesBruteForce() throws {
         var rng = SplitMix64(seed: testSeed())
-        let r = TileRenderer(bandsAbove: 0)
-        for round in 0..<4 {
+        // Bands from 0 draws; and bands never, the PNG in two segments from `pngSegmentsAbove` draws.
+        for (round, r) in [TileRenderer(bandsAbove: 0), TileRenderer(bandsAbove: Int.max - 1)].flatMap({ [$0, $0] }).enumerated() {
             let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
             let layer = try randomLayer(count: 1000, center: center, spreadDegrees: 0.05, rng: &rng, now: now)
             let view = RasterView.tile(TileID.containing(center, zoom: 10), tileSize: 256, density: 1)

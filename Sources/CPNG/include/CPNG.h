@@ -134,6 +134,57 @@ int cpng_writer_finish(cpng_writer *writer, uint8_t **out, size_t *out_len, char
 /// Frees a writer without finishing it (NULL is fine).
 void cpng_writer_free(cpng_writer *writer);
 
+/// One segment of a PNG's IDAT zlib stream, deflated on its own (cpng_deflate_segment): raw deflate
+/// (no zlib header) of a run of whole filtered rows, ended with Z_SYNC_FLUSH (byte-aligned, so the
+/// next segment's blocks can follow it) or, for the image's last segment, Z_FINISH. Segments of
+/// consecutive rows, deflated on different threads, are joined into one PNG by cpng_encode_segments
+/// (as pigz joins its blocks). Free `data` with cpng_segment_free.
+typedef struct {
+    /// `len` bytes of raw deflate (malloc'd).
+    uint8_t *data;
+    size_t len;
+    /// Filtered bytes the segment holds: rows * (1 + width * 4).
+    size_t raw_len;
+    /// adler32 of those filtered bytes (starting from 1), for the stream's trailer.
+    uint32_t adler;
+    /// Rows the segment holds.
+    uint32_t rows;
+    /// 1 when ended with Z_FINISH (must be the last segment), 0 with Z_SYNC_FLUSH.
+    int last;
+} cpng_segment;
+
+/// Deflates `rows` rows of an RGBA8 image `width` pixels wide (`stride` bytes apart) into `*seg`,
+/// each row as PNG filter type 0 (None): the byte 0, then the row (un-premultiplied with
+/// CPNG_ENCODE_PREMULTIPLIED in `flags`, rows of zero bytes as they are, as cpng_encode_rgba8).
+/// `level`, `strategy` and `mem_level` are cpng_encode_rgba8's (strategy -1: Z_DEFAULT_STRATEGY,
+/// libpng's choice without filters); window 32 KiB. `last`: end with Z_FINISH (the image's last
+/// rows) instead of Z_SYNC_FLUSH. `rows` may be 0 (an empty block, a few bytes). The output starts
+/// at `size_hint` bytes (0: a guess) and doubles as needed. On failure `*seg` is zeroed.
+int cpng_deflate_segment(const uint8_t *pixels, uint32_t width, uint32_t rows, size_t stride,
+                         int level, int strategy, int mem_level, int flags, int last, size_t size_hint,
+                         cpng_segment *seg, char *err, size_t err_cap);
+
+/// Writes the PNG whose IDAT stream is `count` segments of one `width` x `height` RGBA8 image,
+/// top to bottom: libpng writes the signature and IHDR (as cpng_encode_rgba8 does), then one IDAT
+/// chunk holding the 2-byte zlib header (32 KiB window, FLEVEL from the segments' `level` and
+/// `strategy` as zlib sets it, valid FCHECK), the
+/// segments back to back and the big-endian adler32 of all the filtered bytes (the segments'
+/// adlers combined), then IEND; libpng computes the CRCs. The segments must hold `height` rows in
+/// all, only the last one with `last` set (else CPNG_E_INVALID_ARGUMENT). The segments stay the
+/// caller's. Output as cpng_encode_rgba8.
+int cpng_encode_segments(uint32_t width, uint32_t height, int level, int strategy, const cpng_segment *segments, size_t count,
+                         size_t size_hint, uint8_t **out, size_t *out_len, char *err, size_t err_cap);
+
+/// Frees a segment's data and zeroes it (NULL is fine).
+void cpng_segment_free(cpng_segment *seg);
+
+/// Inflates a zlib stream (header, deflate data, adler32 trailer) of exactly `expected` bytes
+/// with zlib's `uncompress`, independently of libpng: for checking IDAT streams in tests.
+/// CPNG_E_CORRUPT when zlib rejects the stream (bad header, data or adler32) or its length
+/// differs; `out` must hold `expected` bytes.
+int cpng_inflate_zlib(const uint8_t *data, size_t len, uint8_t *out, size_t expected,
+                      char *err, size_t err_cap);
+
 /// Encodes a fully transparent width x height image as compactly as PNG allows: 1-bit gray with a
 /// tRNS entry making gray 0 transparent, zlib level 9 (about 100 bytes for 512 x 512, against
 /// about 1 KiB as RGBA8). Decoders expand it to RGBA (0, 0, 0, 0). Output as cpng_encode_rgba8.
