@@ -113,8 +113,8 @@ struct InProcessBench {
         if options.zoomZeroOnly { try sweepBands(core, view, label: label) }
     }
 
-    /// The z0 render with the node sweep on one thread and as two bands on two threads
-    /// (`TileRenderer.renderSweepInTwoBands`, taken here whatever the load), 20 renders each,
+    /// The z0 render with the node sweep on one thread and in strips shared by two threads
+    /// (`TileRenderer.renderSweepShared`, taken here whatever the load), 20 renders each,
     /// alternating: wall clock median and best, process CPU median per render. Two threads only
     /// gain wall-clock time while the other core is idle: the row gives the load average.
     private func sweepBands(_ core: MarkerLayer, _ view: RasterView, label: String) throws {
@@ -127,7 +127,7 @@ struct InProcessBench {
             let two = i % 2
             let cpu0 = Machine.processCPUSeconds
             let (r, elapsed) = try timed { () throws(RenderError) -> RenderedRaster in
-                two == 1 ? try renderer.renderSweepInTwoBands(core, view: view, now: 0) : try renderer.render(core, view: view, now: 0)
+                two == 1 ? try renderer.renderSweepShared(core, view: view, now: 0) : try renderer.render(core, view: view, now: 0)
             }
             cpu[two].append(Machine.processCPUSeconds - cpu0)
             wall[two].append(elapsed.micros / 1000)
@@ -139,27 +139,31 @@ struct InProcessBench {
         // Each band's own work, swept one after the other on this thread (each band is the
         // raster of its rows, so `render` on it is exactly what its thread does): thread CPU,
         // best of 20 each. On an idle second core the two-band wall clock is about the larger.
-        for cut in [view.height / 2, view.height * 3 / 8] {
-            var top = view, bottom = view
-            top.height = cut
-            bottom.originY += Int64(cut)
-            bottom.height -= cut
-            var bestBand = [Double.infinity, .infinity]
+        let h = view.height, m = h * 3 / 8
+        for cuts in [[0, h / 2, h], [0, m, h], [0, m / 2, m, m + (h - m) / 2, h]] {
+            let strips = (0..<cuts.count - 1).map { i -> RasterView in
+                var v = view
+                v.originY += Int64(cuts[i])
+                v.height = cuts[i + 1] - cuts[i]
+                return v
+            }
+            var best = [Double](repeating: .infinity, count: strips.count)
             for _ in 0..<20 {
-                for (b, v) in [top, bottom].enumerated() {
+                for (b, v) in strips.enumerated() {
                     let cpu0 = Machine.threadCPUSeconds
                     _ = try renderer.render(core, view: v, now: 0)
-                    bestBand[b] = min(bestBand[b], Machine.threadCPUSeconds - cpu0)
+                    best[b] = min(best[b], Machine.threadCPUSeconds - cpu0)
                 }
             }
-            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, each of two bands alone (rows 0-\(cut - 1) / \(cut)-\(view.height - 1)), thread CPU time",
-                          value: "\(Table.fixed(bestBand[0] * 1000, 1)) / \(Table.fixed(bestBand[1] * 1000, 1))", unit: "ms (best of 20)",
-                          note: "the larger is the two-band render's critical path on an idle core"))
+            let rows = (0..<strips.count).map { "\(cuts[$0])-\(cuts[$0 + 1] - 1)" }.joined(separator: " / ")
+            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, each of \(strips.count) strips alone (rows \(rows)), thread CPU time",
+                          value: best.map { Table.fixed($0 * 1000, 1) }.joined(separator: " / "), unit: "ms (best of 20)",
+                          note: "sum \(Table.fixed(best.reduce(0, +) * 1000, 1)) ms (the strips' overlap: compare the one-thread render); with two strips the larger is the critical path on an idle core"))
         }
         let load1 = Machine.loadAverage ?? 0
         for two in 0...1 {
             let w = wall[two].sorted(), c = cpu[two].sorted()
-            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, \(two == 1 ? "two bands on two threads" : "one thread"), wall clock",
+            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, \(two == 1 ? "strips shared by two threads" : "one thread"), wall clock",
                           value: Table.fixed(w[w.count / 2], 1), unit: "ms (median of \(w.count))",
                           note: String(format: "best %.1f ms; process CPU median %.1f ms per render; %d draws; loadavg %.1f-%.1f",
                                        w.first!, c[c.count / 2] * 1000, draws[two], min(load0, load1), max(load0, load1))))

@@ -134,9 +134,10 @@ public struct RenderedRaster: Sendable {
 ///    position alone when the footprint placed there is settled (remembered per position, as
 ///    settling only grows), so markers stacked on busy positions cost a grid entry read, not a
 ///    style lookup, a heap entry and a mask test. Sweeps of rasters around which the grid counts
-///    at least `sweepBandsAbove` markers run as two horizontal bands on two threads when no other
-///    render runs and a core is likely idle (`TileRenderer+SweepBands.swift`: the cut learnt from
-///    the bands' times; each band keeps the bound, as culling is pixel-local).
+///    at least `sweepBandsAbove` markers run as horizontal strips shared by this thread and the
+///    band thread when no other render runs (`TileRenderer+SweepBands.swift`: claimed from both
+///    ends, the middle cut learnt from the strips' times; each strip keeps the bound, as culling
+///    is pixel-local).
 /// 5. Optionally (off by default in the library, on in markerd from 2,000 draws; see
 ///    `defaultBandsAbove`), rasters that
 ///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
@@ -185,8 +186,9 @@ public final class TileRenderer: Sendable {
     public let sweepAbove: Int
     /// See `init(sprites:culling:sweepAbove:bandsAbove:)`.
     public let bandsAbove: Int
-    /// Rasters taking the sweep whose estimate reaches this many markers are swept as two bands
-    /// on two threads when no other render runs (`TileRenderer+SweepBands.swift`; `.max`: never).
+    /// Rasters taking the sweep whose estimate reaches this many markers are swept in strips
+    /// shared with the band thread when no other render runs (`TileRenderer+SweepBands.swift`;
+    /// `.max`: never, one thread).
     public let sweepBandsAbove: Int
     /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
     /// rounding of positions and anchors, and pin sprites' minimum size of 4 px.

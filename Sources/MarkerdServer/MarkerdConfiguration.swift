@@ -36,8 +36,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// off, so that in-process renders are the same whatever the load.
     public var tileBandsAbove: Int = 2_000
     /// Node sweeps (dense rasters such as the z0 tile over millions of markers) of rasters with at
-    /// least this many static markers around them run as two bands on two threads while no other
-    /// render runs and a core is idle (`TileRenderer.sweepBandsAbove`).
+    /// least this many static markers around them run as strips shared by two threads while no
+    /// other render runs (`TileRenderer.sweepBandsAbove`; the second thread takes strips when it
+    /// gets a core, so no load test is needed).
     /// Default 2,000,000 (`TileRenderer.defaultSweepBandsAbove`); `Int.max` (`--sweep-bands-above
     /// off`): always one thread, e.g. to measure both paths of GetTile z0 back to back.
     public var sweepBandsAbove: Int = ServiceConfiguration.defaultSweepBandsAbove
@@ -76,8 +77,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
                                  tile renders and a core is idle. Default 2000
       --sweep-bands-above N|off  sweep rasters with at least N static markers around them (the z0 tile
-                                 of a big layer) on two threads while no other tile renders and a
-                                 core is idle. Default 2000000
+                                 of a big layer) in strips shared by two threads while no other tile
+                                 renders. Default 2000000
       -h, --help                 this text
       --version                  print the version
     """

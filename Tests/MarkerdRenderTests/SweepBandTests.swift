@@ -2,11 +2,15 @@ import MarkerdCore
 @testable import MarkerdRender
 import MarkerdTestSupport
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
-/// The node sweep as two bands on two threads (`TileRenderer.renderSweepBands`): every band is
-/// swept like a raster of its own, so the stacked picture stays within 1 per channel of brute
-/// force and of the one-thread sweep, whatever the cut.
+/// The node sweep in strips shared by two threads (`TileRenderer.renderSweepStrips`, two bands
+/// being the case of one cut): every strip is swept like a raster of its own, so the stacked
+/// picture stays within 1 per channel of brute force and of the one-thread sweep, whatever the
+/// cuts and whichever thread sweeps which strip.
 @Suite struct SweepBandTests {
     let now: Int64 = 1_700_000_000_000
 
@@ -47,14 +51,22 @@ import Testing
                 let view = RasterView.tile(TileID.containing(p, zoom: z), tileSize: rng.next() % 3 == 0 ? 512 : 256,
                                            density: 1 + Int(rng.next() % 3))
                 let cut = [1, view.height - 1, view.height / 2, 1 + Int(rng.next() % UInt64(view.height - 1))][k == 0 ? Int(round) % 4 : 3]
+                // Two bands, or 3-6 strips at random rows (the first and last rows among them at times).
+                var cuts = [0, cut, view.height]
+                if rng.next() % 2 == 0 {
+                    var rows = Set([cut])
+                    for _ in 0..<(1 + rng.next() % 4) { rows.insert(rng.next() % 4 == 0 ? view.height - 1 : 1 + Int(rng.next() % UInt64(view.height - 1))) }
+                    cuts = [0] + rows.sorted() + [view.height]
+                }
                 let one = try r.renderSweepBand(layer, view, now: now)
-                let bands = try r.renderSweepBands(layer, view, now: now, cut: cut)
+                let bands = cuts.count == 3 ? try r.renderSweepBands(layer, view, now: now, cut: cut)
+                    : try r.renderSweepStrips(layer, view, now: now, cuts: cuts)
                 let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
                 #expect(bands.canvas.width == view.width && bands.canvas.height == view.height)
-                #expect(bands.canvas.isEmpty == one.canvas.isEmpty, "round \(round) \(view) cut \(cut): emptiness differs")
+                #expect(bands.canvas.isEmpty == one.canvas.isEmpty, "round \(round) \(view) cuts \(cuts): emptiness differs")
                 let diff = maxDifference(bands.canvas.pixels, slow.pixels), diffOne = maxDifference(bands.canvas.pixels, one.canvas.pixels)
-                #expect(diff <= 1, "round \(round) \(view) cut \(cut): bands differ from brute force by \(diff)")
-                #expect(diffOne <= 1, "round \(round) \(view) cut \(cut): bands differ from one thread by \(diffOne)")
+                #expect(diff <= 1, "round \(round) \(view) cuts \(cuts): bands differ from brute force by \(diff)")
+                #expect(diffOne <= 1, "round \(round) \(view) cuts \(cuts): bands differ from one thread by \(diffOne)")
                 // Each band counts at least the markers it draws; both count what one thread
                 // counts (straddling markers twice), capped at the layer's size.
                 #expect(bands.markers >= one.markers || bands.markers == layer.count, "markers \(bands.markers) against \(one.markers)")
@@ -65,11 +77,11 @@ import Testing
         print("sweep bands: \(rasters) rasters, worst difference \(worst) from brute force, \(worstOne) from one thread")
     }
 
-    /// `render` with sweep bands allowed from 0 markers (taken when no other render runs and a
-    /// core is likely idle) stays within 1 of brute force, and repeated renders reuse the one
-    /// worker thread (no new thread, no deadlock across many calls). Repeated renders need not be
-    /// byte for byte equal: whether bands run depends on the load, and the learnt cut moves
-    /// after each two-band render; each is within 1 of brute force, so two differ by at most 2.
+    /// `render` with shared sweep strips from 0 markers (taken when no other render runs) stays
+    /// within 1 of brute force, and repeated renders reuse the one worker thread (no new thread,
+    /// no deadlock across many calls). Repeated renders need not be byte for byte equal: which
+    /// thread sweeps which strip depends on timing, and the learnt cut moves after each render;
+    /// each is within 1 of brute force, so two differ by at most 2.
     @Test func renderWithSweepBandsMatchesBruteForce() throws {
         var rng = SplitMix64(seed: testSeed())
         let r = TileRenderer(sweepAbove: 0, sweepBandsAbove: 0)
@@ -85,30 +97,72 @@ import Testing
         }
     }
 
-    /// The learnt cut moves halfway to where bands whose time is spread evenly over their rows
-    /// would balance: computed directly for random cuts and times, and it stays put when they
-    /// balance already; `bandCut` keeps `minimumBandRows` from either edge.
+    /// The learnt middle cut moves halfway to where strips whose time is spread evenly over
+    /// their rows would balance: against a bisection oracle for random cuts and times, it stays
+    /// put when the work balances already there, and `sweepStripCuts` keeps every strip at least
+    /// `minimumBandRows` high with the middle among its cuts.
     @Test func learntCutMovesHalfwayToBalance() {
         var rng = SplitMix64(seed: testSeed())
         for _ in 0..<1000 {
-            let h = 64 + Int(rng.next() % 1000), cut = 16 + Int(rng.next() % UInt64(h - 32))
-            let top = 0.001 + rng.unit(), bottom = 0.001 + rng.unit()
-            let f = Double(TileRenderer.learntCutFraction(cut: cut, height: h, top: top, bottom: bottom)) / 65536
-            // Oracle: the row b in 0...h where the evenly spread work of both bands splits in two halves.
+            let h = 64 + Int(rng.next() % 1000)
+            var rows = Set<Int>()
+            for _ in 0..<(1 + rng.next() % 4) { rows.insert(1 + Int(rng.next() % UInt64(h - 1))) }
+            let cuts = [0] + rows.sorted() + [h]
+            let middle = cuts[1 + Int(rng.next() % UInt64(cuts.count - 2))]
+            let seconds = (0..<cuts.count - 1).map { _ in rng.next() % 5 == 0 ? 0 : 0.001 + rng.unit() }
+            let f = Double(TileRenderer.learntCutFraction(cuts: cuts, seconds: seconds, middle: middle)) / 65536
+            // Oracle: the row b in 0...h where the evenly spread work of the strips splits in two halves.
+            let total = seconds.reduce(0, +)
             func work(above b: Double) -> Double {
-                b <= Double(cut) ? top * b / Double(cut) : top + bottom * (b - Double(cut)) / Double(h - cut)
+                var w = 0.0
+                for i in seconds.indices {
+                    let lo = Double(cuts[i]), hi = Double(cuts[i + 1])
+                    w += seconds[i] * min(max((b - lo) / (hi - lo), 0), 1)
+                }
+                return w
             }
             var lo = 0.0, hi = Double(h)
-            for _ in 0..<60 { let m = (lo + hi) / 2; if work(above: m) < (top + bottom) / 2 { lo = m } else { hi = m } }
-            let expected = min(max((Double(cut) + lo) / 2 / Double(h), 0.05), 0.95)
-            #expect(abs(f - expected) < 1e-4, "h \(h) cut \(cut) top \(top) bottom \(bottom): \(f) against \(expected)")
+            for _ in 0..<60 { let m = (lo + hi) / 2; if work(above: m) < total / 2 { lo = m } else { hi = m } }
+            let expected = min(max((total > 0 ? (Double(middle) + lo) / 2 : Double(middle)) / Double(h), 0.05), 0.95)
+            #expect(abs(f - expected) < 1e-3, "cuts \(cuts) middle \(middle) seconds \(seconds): \(f) against \(expected)")
         }
-        let even = Double(TileRenderer.learntCutFraction(cut: 100, height: 256, top: 0.06, bottom: 0.06)) / 65536 * 256
-        #expect(abs(even - 100) < 0.01, "balanced bands moved the cut to \(even)")
-        for h in [32, 33, 256, 1536] {
-            let c = TileRenderer.bandCut(height: h)
-            #expect(c >= TileRenderer.minimumBandRows && c <= h - TileRenderer.minimumBandRows)
+        let even = Double(TileRenderer.learntCutFraction(cuts: [0, 50, 100, 178, 256], seconds: [0.03, 0.03, 0.03, 0.03], middle: 100)) / 65536 * 256
+        #expect(abs(even - 100) < 0.01, "balanced strips moved the cut to \(even)")
+        for h in [32, 33, 63, 64, 256, 1536] {
+            let m = TileRenderer.bandCut(height: h)
+            #expect(m >= TileRenderer.minimumBandRows && m <= h - TileRenderer.minimumBandRows)
+            for middle in [TileRenderer.minimumBandRows, m, h - TileRenderer.minimumBandRows] {
+                let cuts = TileRenderer.sweepStripCuts(height: h, middle: middle)
+                #expect(cuts.first == 0 && cuts.last == h && cuts.contains(middle), "height \(h) middle \(middle): \(cuts)")
+                #expect(zip(cuts, cuts.dropFirst()).allSatisfy { $1 - $0 >= TileRenderer.minimumBandRows }, "height \(h) middle \(middle): \(cuts)")
+                #expect(cuts.count == 3 + (middle >= 32 ? 1 : 0) + (h - middle >= 32 ? 1 : 0), "height \(h) middle \(middle): \(cuts)")
+            }
         }
+    }
+
+    /// Strips claimed by two threads are each swept exactly once: with the band thread held busy
+    /// by another caller's job, the calling thread sweeps every strip itself and the picture is
+    /// the same as when the band thread helps.
+    @Test func stripsWithABusyBandThreadAreAllSweptHere() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = TileRenderer(sweepAbove: 0, bandsAbove: .max, sweepBandsAbove: .max)
+        let layer = try Self.denseLayer(&rng, count: 8_000, edge: false, now: now)
+        let view = RasterView.tile(TileID(z: 0, x: 0, y: 0)!, tileSize: 256, density: 1)
+        let cuts = [0, 40, 96, 176, 256]
+        let shared = try r.renderSweepStrips(layer, view, now: now, cuts: cuts)
+        // Hold the band thread: its job waits until the strips are done.
+        final class Gate: Sendable { let open = Atomic<Bool>(false) }
+        let gate = Gate()
+        // (Other tests may be using the band thread: wait for it.)
+        while !BandThread.shared.start({ while !gate.open.load(ordering: .acquiring) { sched_yield() } }) { sched_yield() }
+        let alone = try r.renderSweepStrips(layer, view, now: now, cuts: cuts)
+        gate.open.store(true, ordering: .releasing)
+        BandThread.shared.wait()
+        let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
+        #expect(maxDifference(alone.canvas.pixels, slow.pixels) <= 1)
+        #expect(maxDifference(shared.canvas.pixels, slow.pixels) <= 1)
+        #expect(alone.draws == shared.draws && alone.visited == shared.visited && alone.markers == shared.markers)
+        #expect(alone.canvas.pixels == shared.canvas.pixels, "the same strips swept by other threads gave other pixels")
     }
 
     /// The worker runs jobs of concurrent callers without losing or mixing any: a busy worker
