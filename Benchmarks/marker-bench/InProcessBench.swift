@@ -181,7 +181,11 @@ struct InProcessBench {
     /// then with those after 1,000 batches of 1,000 small moves (`MoveMarkers` as RPCBench sends
     /// them before the full run's z0 row: whether moved markers' grid entries slow the sweep).
     private func serviceZoomZero(label: String) throws {
-        let service = MarkerService()
+        // No kept canvases: every render from scratch (markerd patches its kept z0 canvas after a
+        // small change, measured by TileBench's second z0 row).
+        var configuration = ServiceConfiguration()
+        configuration.sweptCanvasBytes = 0
+        let service = MarkerService(configuration: configuration)
         let id = "z0"
         Progress.log("[\(label)] in-process: loading a MarkerService layer for GetTile z0")
         try InProcessService.load(service, layer.apiMarkers(), into: id, options: nil)
@@ -216,7 +220,7 @@ struct InProcessBench {
             cpu.sort()
             wall.sort()
             let setting = (tuned ? ", markerd's malloc settings" : "") + (moved ? ", after 1M small moves" : "")
-            table.add(Row(size: label, measure: "in-process GetTile z0 (MarkerService.getTile after a move, no network\(setting)), process CPU time",
+            table.add(Row(size: label, measure: "in-process GetTile z0 (MarkerService.getTile after a move, from scratch, no network\(setting)), process CPU time",
                           value: Table.fixed(cpu[cpu.count / 2] * 1000, 1), unit: "ms (median of \(cpu.count))",
                           note: String(format: "min %.1f ms, max %.1f ms; wall clock median %.1f ms (min %.1f); PNG %@; loadavg %.1f",
                                        cpu.first! * 1000, cpu.last! * 1000, wall[wall.count / 2], wall.first!, Table.bytes(png),

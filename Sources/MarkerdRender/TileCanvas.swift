@@ -40,6 +40,22 @@ public struct TileCanvas: Sendable {
         isEmpty = top.isEmpty && bottom.isEmpty
     }
 
+    /// Replaces the pixels under `patch`, placed with its top-left pixel at (`x`, `y`) and lying
+    /// wholly inside this canvas, by `patch`'s (no compositing). `isEmpty` stays exact.
+    mutating func paste(_ patch: TileCanvas, atX x: Int, y: Int) {
+        precondition(x >= 0 && y >= 0 && x + patch.width <= width && y + patch.height <= height,
+                     "patch \(patch.width)x\(patch.height) at (\(x), \(y)) outside \(width)x\(height)")
+        let rowBytes = patch.width * 4, stride = width * 4
+        pixels.withUnsafeMutableBytes { dst in
+            patch.pixels.withUnsafeBytes { src in
+                for r in 0..<patch.height {
+                    (dst.baseAddress! + (y + r) * stride + x * 4).copyMemory(from: src.baseAddress! + r * rowBytes, byteCount: rowBytes)
+                }
+            }
+        }
+        if !patch.isEmpty { isEmpty = false } else if !isEmpty { isEmpty = pixels.allSatisfy { $0 == 0 } }
+    }
+
     /// Makes the canvas fully transparent again, keeping its memory.
     public mutating func clear() {
         if isEmpty { return }

@@ -31,6 +31,13 @@ public struct ServiceConfiguration: Sendable {
     public var sweepBandsAbove: Int = ServiceConfiguration.defaultSweepBandsAbove
     /// `TileRenderer.defaultSweepBandsAbove`, for configurations that do not import the renderer.
     public static let defaultSweepBandsAbove = TileRenderer.defaultSweepBandsAbove
+    /// `TileRenderer.sweepAbove` of the service's renderer: rasters with at least this many static
+    /// markers around them take the node sweep, and their canvases are kept to be patched after
+    /// small changes (`SweptCanvases`). Default 500,000 (the renderer's).
+    public var tileSweepAbove: Int = 500_000
+    /// Bytes of swept rasters' canvases kept for patching (`SweptCanvases`, LRU). Default 64 MiB;
+    /// 0: none kept, every swept raster is rendered from scratch.
+    public var sweptCanvasBytes: Int = 64 << 20
 
     public enum Fsync: Sendable {
         case always, everySecond, off
@@ -55,13 +62,17 @@ public final class MarkerService: @unchecked Sendable {
     /// Raster tiles: the cache and the renderer (see MarkerService+Tiles.swift).
     public let tileCache: TileCache
     let tileRenderer: TileRenderer
+    /// Canvases of swept rasters, patched after small changes (see MarkerService+SweptTiles.swift).
+    let sweptCanvases: SweptCanvases
 
     init(configuration: ServiceConfiguration, journal: Journal?) {
         self.configuration = configuration
         self.journal = journal
         self.idempotency = IdempotencyCache(capacity: configuration.idempotencyCapacity)
         self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
-        self.tileRenderer = TileRenderer(bandsAbove: configuration.tileBandsAbove, sweepBandsAbove: configuration.sweepBandsAbove, images: { [icons] id in icons.icon(id)?.image })
+        self.tileRenderer = TileRenderer(sweepAbove: configuration.tileSweepAbove, bandsAbove: configuration.tileBandsAbove,
+                                         sweepBandsAbove: configuration.sweepBandsAbove, images: { [icons] id in icons.icon(id)?.image })
+        self.sweptCanvases = SweptCanvases(capacityBytes: configuration.sweptCanvasBytes)
     }
 
     /// An ephemeral service (memory only), for tests and `--ephemeral`.

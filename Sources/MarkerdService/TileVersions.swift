@@ -34,6 +34,13 @@ struct TileVersions: Sendable {
     let salt: UInt64
     /// Sequence of the layer's creation or last clear: every tile changed then.
     private(set) var base: UInt64 = 0
+    /// The latest changes' footprints (`mark`), oldest first, with their sequence numbers, for
+    /// `changes(after:)`: between `recentLimit` and twice that many.
+    private var recent: [(seq: UInt64, footprint: IconFootprint)] = []
+    /// `recent` holds every change whose sequence number is above this one.
+    private var recentFrom: UInt64 = 0
+    /// Changes kept for `changes(after:)` (at least; up to twice as many).
+    static let recentLimit = 64
     private var dense: [[UInt64]]
     private var sparse: [SeqTable]
 
@@ -45,6 +52,7 @@ struct TileVersions: Sendable {
         let n = TileVersions.instances.add(1, ordering: .relaxed).newValue
         salt = TileVersions.mix(TileVersions.processEpoch &+ n &* 0x9E37_79B9_7F4A_7C15)
         self.base = base
+        recentFrom = base
         dense = (0...TileVersions.denseZooms).map { [UInt64](repeating: 0, count: 1 << (2 * $0)) }
         sparse = (TileVersions.denseZooms + 1...TileVersions.bucketZoom).map { _ in SeqTable() }
     }
@@ -52,12 +60,27 @@ struct TileVersions: Sendable {
     /// Every tile changes (the layer was cleared).
     mutating func reset(seq: UInt64) {
         base = seq
+        recent.removeAll(keepingCapacity: true)
+        recentFrom = max(recentFrom, seq)
         for z in dense.indices { for i in dense[z].indices { dense[z][i] = 0 } }
         for i in sparse.indices { sparse[i] = SeqTable() }
     }
 
+    /// The footprints of every change after sequence number `seq` (in the order marked), or nil
+    /// when some of them are no longer kept (more than `recentLimit` since, or a reset).
+    func changes(after seq: UInt64) -> [IconFootprint]? {
+        guard seq >= recentFrom else { return nil }
+        return recent.lazy.filter { $0.seq > seq }.map(\.footprint)
+    }
+
     /// Records a change at `seq` whose icon footprint is `f`.
     mutating func mark(_ f: IconFootprint, seq: UInt64) {
+        recent.append((seq, f))
+        if recent.count >= 2 * TileVersions.recentLimit {
+            let dropped = recent.count - TileVersions.recentLimit
+            recentFrom = max(recentFrom, recent[dropped - 1].seq)
+            recent.removeFirst(dropped)
+        }
         let m = TileRenderer.marginPx
         let l = (f.extents.left + m) / 256, r = (f.extents.right + m) / 256
         let u = (f.extents.up + m) / 256, d = (f.extents.down + m) / 256

@@ -1,0 +1,92 @@
+import MarkerdAPI
+import MarkerdCore
+import MarkerdRender
+@testable import MarkerdService
+import MarkerdTestSupport
+import Testing
+
+/// GetTile of swept rasters patched from the kept canvas (`SweptCanvases`): after random small
+/// changes (moves, new markers, removals, hidden markers) the patched tiles match tiles rendered
+/// from scratch by a service that keeps no canvas (each within 1 of brute force, so within 2 of
+/// each other); many changes at once, a bulk upsert and a clear fall back to a render from
+/// scratch; the patch path really ran.
+@Suite struct SweptTileTests {
+    static func service(keepCanvases: Bool) -> MarkerService {
+        var c = ServiceConfiguration()
+        c.tileSweepAbove = 0
+        c.sweptCanvasBytes = keepCanvases ? 64 << 20 : 0
+        return MarkerService(configuration: c)
+    }
+
+    @Test func patchedTilesMatchTilesFromScratch() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let patching = Self.service(keepCanvases: true), scratch = Self.service(keepCanvases: false)
+        let services = [patching, scratch]
+        func apply<Resp: ProtoMessage>(_ kind: MutationKind, _ req: some ProtoMessage, _ response: Resp.Type) throws {
+            for s in services { try mutate(s, kind, req, as: response) }
+        }
+        for s in services { try makeLayer(s, "a") }
+        func spot() -> (Double, Double) { ((rng.unit() - 0.5) * 120, (rng.unit() - 0.5) * 358) }
+        var ids: [String] = []
+        var batch: [V1.Marker] = []
+        for i in 0..<3000 {
+            let (lat, lon) = i % 3 == 0 ? spot() : (40 + (rng.unit() - 0.5) * 8, 10 + (rng.unit() - 0.5) * 8)
+            batch.append(marker("m\(i)", lat, lon)); ids.append("m\(i)")
+        }
+        for s in services { try upsert(s, "a", batch) }
+        let tiles: [(z: UInt32, x: UInt32, y: UInt32, size: UInt32, density: UInt32)] = [(0, 0, 0, 256, 1), (1, 1, 0, 512, 2), (2, 2, 1, 256, 1)]
+        func check(_ step: String) throws {
+            for t in tiles {
+                let a = try tile(patching, "a", t.z, t.x, t.y, size: t.size, density: t.density)
+                let b = try tile(scratch, "a", t.z, t.x, t.y, size: t.size, density: t.density)
+                #expect(a.empty == b.empty, "\(step) \(t): emptiness differs")
+                let pa = try PNGCodec.decode(a.png, maxWidth: 2048, maxHeight: 2048, maxBytes: 64 << 20)
+                let pb = try PNGCodec.decode(b.png, maxWidth: 2048, maxHeight: 2048, maxBytes: 64 << 20)
+                let diff = zip(pa.pixels, pb.pixels).reduce(0) { max($0, abs(Int($1.0) - Int($1.1))) }
+                #expect(pa.width == pb.width && diff <= 2, "\(step) \(t): patched tile differs from one rendered from scratch by \(diff)")
+            }
+        }
+        try check("loaded")
+        for step in 0..<12 {
+            switch step {
+            case 5:
+                // More footprints than `TileVersions` keeps: from scratch.
+                var mv = V1.MoveMarkersRequest(); mv.layerID = "a"
+                mv.moves = (0..<80).map { k in V1.MarkerMove(id: ids[k * 7], position: V1.LatLng(latitude: 40, longitude: Double(k) / 10)) }
+                try apply(.moveMarkers, mv, V1.MoveMarkersResponse.self)
+            case 9:
+                var clear = V1.ClearLayerRequest(); clear.layerID = "a"
+                try apply(.clearLayer, clear, V1.ClearLayerResponse.self)
+                batch = (0..<500).map { i in let (lat, lon) = spot(); return marker("c\(i)", lat, lon) }
+                for s in services { try upsert(s, "a", batch) }
+                ids = batch.map(\.id)
+            default:
+                for _ in 0..<(1 + rng.next() % 3) {
+                    let i = Int(rng.next() % UInt64(ids.count)), (lat, lon) = spot()
+                    switch rng.next() % 4 {
+                    case 0:
+                        var rm = V1.RemoveMarkersRequest(); rm.layerID = "a"; rm.ids = [ids[i]]
+                        try apply(.removeMarkers, rm, V1.RemoveMarkersResponse.self)
+                        ids.swapAt(i, ids.count - 1); ids.removeLast()
+                    case 1:
+                        let id = "n\(step)-\(rng.next())"
+                        for s in services { try upsert(s, "a", [marker(id, lat, lon)]) }
+                        ids.append(id)
+                    case 2:
+                        let visible = rng.next() % 2 == 0
+                        for s in services { try upsert(s, "a", [marker(ids[i], lat, lon) { $0.visible = visible }]) }
+                    default:
+                        var mv = V1.MoveMarkersRequest(); mv.layerID = "a"
+                        mv.moves = [V1.MarkerMove(id: ids[i], position: V1.LatLng(latitude: lat, longitude: lon))]
+                        try apply(.moveMarkers, mv, V1.MoveMarkersResponse.self)
+                    }
+                }
+            }
+            try check("step \(step)")
+        }
+        let (patched, fromScratch) = patching.sweptCanvases.counts
+        #expect(patched >= 20, "only \(patched) patched renders (\(fromScratch) from scratch)")
+        #expect(fromScratch >= 9, "\(fromScratch) renders from scratch: the first three, after many moves and after the clear")
+        #expect(scratch.sweptCanvases.counts == (0, 0))
+    }
+}
