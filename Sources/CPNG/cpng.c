@@ -648,6 +648,18 @@ void cpng_segment_free(cpng_segment *seg) {
     memset(seg, 0, sizeof *seg);
 }
 
+
+// `*ctx` zeroed with `err` set, and a libpng write struct reporting to it (NULL: out of memory)
+// with its info struct in `*info` (NULL when that failed; the caller checks). `ctx` must stay at
+// its address while libpng uses it.
+static png_structp cpng_create_write(cpng_ctx *ctx, png_infop *info, char *err, size_t err_cap) {
+    memset(ctx, 0, sizeof *ctx);
+    ctx->err = err;
+    ctx->err_cap = err_cap;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ctx, cpng_error_fn, cpng_warning_fn);
+    *info = png != NULL ? png_create_info_struct(png) : NULL;
+    return png;
+}
 int cpng_encode_segments(uint32_t width, uint32_t height, int level, int strategy, const cpng_segment *segments,
                          size_t count, size_t size_hint, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
     if (out) *out = NULL;
@@ -687,12 +699,9 @@ int cpng_encode_segments(uint32_t width, uint32_t height, int level, int strateg
     const uint8_t trailer[4] = {(uint8_t)(adler >> 24), (uint8_t)(adler >> 16), (uint8_t)(adler >> 8), (uint8_t)adler};
 
     cpng_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.err = err;
-    ctx.err_cap = err_cap;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, cpng_error_fn, cpng_warning_fn);
+    png_infop info = NULL;
+    png_structp png = cpng_create_write(&ctx, &info, err, err_cap);
     if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    png_infop info = png_create_info_struct(png);
     ctx.out_cap = size_hint > (size_t)idat + 64 ? size_hint : (size_t)idat + 64;  // + signature, IHDR, IEND
     ctx.out = (uint8_t *)malloc(ctx.out_cap);
     if (info == NULL || ctx.out == NULL) {
@@ -746,12 +755,9 @@ int cpng_encode_transparent(uint32_t width, uint32_t height, uint8_t **out, size
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
 
     cpng_ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.err = err;
-    ctx.err_cap = err_cap;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ctx, cpng_error_fn, cpng_warning_fn);
+    png_infop info = NULL;
+    png_structp png = cpng_create_write(&ctx, &info, err, err_cap);
     if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    png_infop info = png_create_info_struct(png);
     size_t row_bytes = ((size_t)width + 7) / 8;
     uint8_t *row = (uint8_t *)calloc(row_bytes, 1);
     ctx.out = (uint8_t *)malloc(4096);
