@@ -191,16 +191,8 @@ struct InProcessBench {
         try InProcessService.load(service, layer.apiMarkers(), into: id, options: nil)
         let draggable = Set(layer.draggable)
         var next = layer.count - 1
-        for (tuned, moved) in [(false, false), (true, false), (true, true)] {
-            if tuned && !moved && !MallocTuning.apply() { break }
-            if moved {
-                Progress.log("[\(label)] in-process: 1,000 batches of 1,000 small moves")
-                var rng = SeededRNG(seed: options.seed &+ 41)
-                for _ in 0..<1000 {
-                    let batch = V1.MoveMarkersRequest(layerID: id, moves: layer.randomAPIMoves(1000, &rng))
-                    try InProcessService.mutate(service, .moveMarkers, batch.serializedBytes())
-                }
-            }
+        // 9 times: one static marker moved to the world's centre, then GetTile z0 timed.
+        func renders(_ service: MarkerService) throws -> (cpu: [Double], wall: [Double], png: Int) {
             var cpu: [Double] = [], wall: [Double] = []
             var png = 0
             for _ in 0..<9 {
@@ -217,15 +209,35 @@ struct InProcessBench {
                 png = r.png.count
             }
             if options.verbose { Progress.log("[\(label)] GetTile z0 in process, process CPU (ms): " + cpu.map { Table.fixed($0 * 1000, 1) }.joined(separator: " ")) }
-            cpu.sort()
-            wall.sort()
-            let setting = (tuned ? ", markerd's malloc settings" : "") + (moved ? ", after 1M small moves" : "")
-            table.add(Row(size: label, measure: "in-process GetTile z0 (MarkerService.getTile after a move, from scratch, no network\(setting)), process CPU time",
-                          value: Table.fixed(cpu[cpu.count / 2] * 1000, 1), unit: "ms (median of \(cpu.count))",
+            return (cpu.sorted(), wall.sorted(), png)
+        }
+        func row(_ measure: String, _ r: (cpu: [Double], wall: [Double], png: Int)) {
+            table.add(Row(size: label, measure: measure, value: Table.fixed(r.cpu[r.cpu.count / 2] * 1000, 1), unit: "ms (median of \(r.cpu.count))",
                           note: String(format: "min %.1f ms, max %.1f ms; wall clock median %.1f ms (min %.1f); PNG %@; loadavg %.1f",
-                                       cpu.first! * 1000, cpu.last! * 1000, wall[wall.count / 2], wall.first!, Table.bytes(png),
+                                       r.cpu.first! * 1000, r.cpu.last! * 1000, r.wall[r.wall.count / 2], r.wall.first!, Table.bytes(r.png),
                                        Machine.loadAverage ?? 0)))
         }
+        for (tuned, moved) in [(false, false), (true, false), (true, true)] {
+            if tuned && !moved && !MallocTuning.apply() { break }
+            if moved {
+                Progress.log("[\(label)] in-process: 1,000 batches of 1,000 small moves")
+                var rng = SeededRNG(seed: options.seed &+ 41)
+                for _ in 0..<1000 {
+                    let batch = V1.MoveMarkersRequest(layerID: id, moves: layer.randomAPIMoves(1000, &rng))
+                    try InProcessService.mutate(service, .moveMarkers, batch.serializedBytes())
+                }
+            }
+            let setting = (tuned ? ", markerd's malloc settings" : "") + (moved ? ", after 1M small moves" : "")
+            row("in-process GetTile z0 (MarkerService.getTile after a move, from scratch, no network\(setting)), process CPU time", try renders(service))
+        }
         withExtendedLifetime(service) {}
+        // A service that keeps the canvas (markerd's default): the first render from scratch,
+        // the next 8 patched (the moved marker's two windows).
+        let patching = MarkerService()
+        Progress.log("[\(label)] in-process: loading a MarkerService layer that keeps swept canvases")
+        try InProcessService.load(patching, layer.apiMarkers(), into: id, options: nil)
+        row("in-process GetTile z0 (MarkerService.getTile after a move, the kept canvas patched: all but the first of 9, no network), process CPU time",
+            try renders(patching))
+        withExtendedLifetime(patching) {}
     }
 }
