@@ -3,6 +3,7 @@ private import Glibc
 #elseif canImport(Darwin)
 private import Darwin
 #endif
+private import Synchronization
 
 /// One extra thread for the second band of `TileRenderer`'s two-band renders, parked on a
 /// condition variable between jobs, instead of Dispatch's worker pool (with
@@ -24,6 +25,16 @@ final class BandThread: @unchecked Sendable {
     final class Result<T>: @unchecked Sendable {
         var value: T?
         init() {}
+    }
+
+    /// A job that either of two threads may do, whichever takes it first: the band thread when it
+    /// starts, or the caller when it finds the band thread has not started yet (so a caller never
+    /// waits for a band thread that got no core).
+    final class Claim: Sendable {
+        private let taken = Atomic<Bool>(false)
+        init() {}
+        /// True for the first caller only.
+        func take() -> Bool { !taken.exchange(true, ordering: .acquiringAndReleasing) }
     }
 
     /// This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID; 0 if it cannot be read).

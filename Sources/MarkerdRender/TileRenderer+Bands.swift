@@ -100,6 +100,27 @@ extension TileRenderer {
     /// idle on `cpus` CPUs.
     static func idleCore(runnable: Int, cpus: Int) -> Bool { runnable < cpus }
 
+    /// `renderTile`'s test for its two-thread paths, which never wait for a band thread that has
+    /// not started (the calling thread then does the band thread's part itself, `BandThread.Claim`):
+    /// at most one task runnable besides the asking thread on a 2-CPU machine, one per CPU in
+    /// general (`secondCore`); the load average where /proc/loadavg's count cannot be read.
+    ///
+    /// Why not `idleCoreLikely` (fewer runnable than CPUs): probed in markerd on the quiet
+    /// machine during marker-bench's cold 10M tiles (one call in flight), it said no for 8-29 %
+    /// of the z4 and z10 tiles, with 2-3 tasks runnable at that instant (markerd's and the
+    /// client's network threads finishing the hand-over), so those densest tiles, which make the
+    /// p99, ran on one thread. With the claim a wrong yes costs the split (about 15 % more CPU on
+    /// a dense tile), never a wait.
+    static func secondCoreLikely() -> Bool {
+        let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        guard cpus > 0 else { return true }
+        if let runnable = runnableTasksNow() { return secondCore(runnable: runnable, cpus: cpus) }
+        return idleCoreLikely()
+    }
+
+    /// The rule of `secondCoreLikely`: at most `cpus` tasks runnable, the asking thread among them.
+    static func secondCore(runnable: Int, cpus: Int) -> Bool { runnable <= cpus }
+
     /// The number of tasks runnable now, from /proc/loadavg (nil when it cannot be read).
     static func runnableTasksNow() -> Int? {
         let fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC)
@@ -201,8 +222,8 @@ extension TileRenderer {
     /// `.segments` from `pngSegmentsAbove`, each only when a core is likely idle
     /// (`idleCoreLikely`, asked only for rasters that big).
     func twoThreads(draws: Int) -> TwoThreads {
-        if draws >= bandsAbove { return TileRenderer.idleCoreLikely() ? .bands : .none }
-        if draws >= Self.pngSegmentsAbove { return TileRenderer.idleCoreLikely() ? .segments : .none }
+        if draws >= bandsAbove { return TileRenderer.secondCoreLikely() ? .bands : .none }
+        if draws >= Self.pngSegmentsAbove { return TileRenderer.secondCoreLikely() ? .segments : .none }
         return .none
     }
 
@@ -289,10 +310,15 @@ extension TileRenderer {
         let (top, bottom) = Self.split(items, sprites, at: cut)
         let lower = BandThread.Result<(canvas: TileCanvas, draws: Int, segment: PNGCodec.Segment?)>()
         let bandCPU = BandThread.Result<Double>()
-        guard BandThread.shared.start({
-            let t0 = BandThread.threadCPUSeconds()
+        let bottomJob = BandThread.Claim()
+        @Sendable func renderBottom() {
             let b = self.renderItems(layer, bottom, sprites, width: width, height: height - cut)
             lower.value = (b.canvas, b.draws, b.canvas.isEmpty ? nil : b.canvas.segment(last: true, options: options))
+        }
+        guard BandThread.shared.start({
+            guard bottomJob.take() else { return }
+            let t0 = BandThread.threadCPUSeconds()
+            renderBottom()
             bandCPU.value = BandThread.threadCPUSeconds() - t0
         }) else {
             return nil
@@ -303,6 +329,8 @@ extension TileRenderer {
         // An empty top band waits for the bottom one: both empty is the shared transparent tile.
         let upper = a.canvas.isEmpty ? nil : a.canvas.segment(last: false, options: options)
         timing.caller = BandThread.threadCPUSeconds() - handedOver
+        // The band thread has not started the bottom band yet (no core for it): do it here.
+        if bottomJob.take() { renderBottom() }
         BandThread.shared.wait()
         let b = lower.value!
         if a.canvas.isEmpty && b.canvas.isEmpty {
@@ -339,12 +367,17 @@ extension TileRenderer {
         let rowBytes = canvas.width * 4
         let lower = BandThread.Result<PNGCodec.Segment>()
         let bandCPU = BandThread.Result<Double>()
-        guard BandThread.shared.start({
-            let t0 = BandThread.threadCPUSeconds()
+        let lowerJob = BandThread.Claim()
+        @Sendable func deflateLower() {
             lower.value = canvas.pixels.withUnsafeBufferPointer {
                 PNGCodec.deflateSegment(premultiplied: UnsafeBufferPointer(rebasing: $0[(cut * rowBytes)...]), width: canvas.width,
                                         last: true, options: options)
             }
+        }
+        guard BandThread.shared.start({
+            guard lowerJob.take() else { return }
+            let t0 = BandThread.threadCPUSeconds()
+            deflateLower()
             bandCPU.value = BandThread.threadCPUSeconds() - t0
         }) else {
             return nil
@@ -356,6 +389,7 @@ extension TileRenderer {
                                     last: false, options: options)
         }
         timing.caller = BandThread.threadCPUSeconds() - handedOver
+        if lowerJob.take() { deflateLower() }
         BandThread.shared.wait()
         return Self.joinSegments(width: canvas.width, height: canvas.height, [upper, lower.value!], options: options)
     }

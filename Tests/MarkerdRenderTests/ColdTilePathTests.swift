@@ -274,6 +274,21 @@ import Testing
 
     /// `idleCoreLikely` reads the runnable count of /proc/loadavg: parsed from its text, and the
     /// rule is "fewer runnable than CPUs".
+    /// A `BandThread.Claim` raced by the band thread and the caller (as `renderBandsPNG` and
+    /// `encodePNGInTwo` race for the band thread's part) is taken exactly once, whichever wins.
+    @Test func claimIsTakenOnce() {
+        final class Tally: Sendable { let band = Atomic<Int>(0), here = Atomic<Int>(0) }
+        let tally = Tally()
+        for _ in 0..<2000 {
+            let claim = BandThread.Claim()
+            let started = BandThread.shared.start { if claim.take() { tally.band.wrappingAdd(1, ordering: .relaxed) } }
+            if claim.take() { tally.here.wrappingAdd(1, ordering: .relaxed) }
+            if started { BandThread.shared.wait() }
+        }
+        #expect(tally.band.load(ordering: .relaxed) + tally.here.load(ordering: .relaxed) == 2000)
+        print("claims: band thread \(tally.band.load(ordering: .relaxed)), caller \(tally.here.load(ordering: .relaxed))")
+    }
+
     @Test func idleCoreFollowsTheRunnableCount() throws {
         func parse(_ s: String) -> Int? { TileRenderer.runnableTasks(loadavg: Array(s.utf8)) }
         #expect(parse("0.52 0.58 0.59 2/467 12345\n") == 2)
@@ -288,6 +303,10 @@ import Testing
         #expect(!TileRenderer.idleCore(runnable: 2, cpus: 2))
         #expect(!TileRenderer.idleCore(runnable: 5, cpus: 2))
         #expect(TileRenderer.idleCore(runnable: 3, cpus: 4))
+        // renderTile's two-thread paths allow one other runnable task per CPU.
+        #expect(TileRenderer.secondCore(runnable: 2, cpus: 2))
+        #expect(!TileRenderer.secondCore(runnable: 3, cpus: 2))
+        #expect(TileRenderer.secondCore(runnable: 4, cpus: 4) && !TileRenderer.secondCore(runnable: 5, cpus: 4))
         // The live file parses, and this (running) thread is among its runnable tasks.
         let now = try #require(TileRenderer.runnableTasksNow())
         #expect(now >= 1)
