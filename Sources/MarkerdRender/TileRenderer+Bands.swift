@@ -44,6 +44,10 @@ private import Glibc
 /// calling thread, done with its band, waits for it. Measured on the 2-core machine with a load
 /// average of 4-9 from other work: two bands gave no wall-clock gain at all on marker-bench's
 /// 10M z10 city tiles (p50 11.9 against 11.1 ms one thread, p99 longer), for 15 % more CPU.
+/// `renderTile`'s paths (`renderBandsPNG`, `encodePNGInTwo`) no longer wait for a band thread
+/// that has not started: the calling thread, done with its part, takes the band thread's part
+/// if that is still unclaimed (`BandThread.Claim`), so they ask the looser `secondCoreLikely`
+/// (one other runnable task per CPU allowed; see there for the probe behind it).
 extension TileRenderer {
     /// Default `bandsAbove`: `Int.max`, off. Measured through GetTile on a quiet 2-core machine
     /// (load average about 1, 10M markers, bands from 2,000 draws): the z10 city tiles gained
@@ -219,8 +223,8 @@ extension TileRenderer {
     }
 
     /// `renderTile`'s choice for a raster of `draws` collected draws: `.bands` from `bandsAbove`,
-    /// `.segments` from `pngSegmentsAbove`, each only when a core is likely idle
-    /// (`idleCoreLikely`, asked only for rasters that big).
+    /// `.segments` from `pngSegmentsAbove`, each only when a second core is likely to be free
+    /// soon (`secondCoreLikely`, asked only for rasters that big).
     func twoThreads(draws: Int) -> TwoThreads {
         if draws >= bandsAbove { return TileRenderer.secondCoreLikely() ? .bands : .none }
         if draws >= Self.pngSegmentsAbove { return TileRenderer.secondCoreLikely() ? .segments : .none }

@@ -143,7 +143,9 @@ public struct RenderedRaster: Sendable {
 ///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
 ///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
 ///    own thread when no other render is running and fewer tasks are runnable than there are
-///    CPUs (`TileRenderer+Bands.swift`; the second thread is `BandThread`, parked between
+///    CPUs (in `renderTile`: at most one other per CPU, as the calling thread takes the band
+///    thread's part when that has not started) (`TileRenderer+Bands.swift`; the second thread
+///    is `BandThread`, parked between
 ///    jobs); the two canvases are stacked before PNG encoding, except in `renderTile`, where
 ///    each band's thread deflates its own rows as one segment of the PNG's zlib stream
 ///    (`renderBandsPNG`, `PNGCodec+Segments.swift`). Culling is pixel-local, so each band keeps
