@@ -82,6 +82,17 @@ final class BandThread: @unchecked Sendable {
         return true
     }
 
+    /// `start` for a job that either thread may do (`claim`): the band thread runs `job` only if
+    /// it takes the claim first, and then puts its thread CPU seconds in `seconds`.
+    func start(claimed claim: Claim, seconds: Result<Double>, _ job: @escaping @Sendable () -> Void) -> Bool {
+        start {
+            guard claim.take() else { return }
+            let t0 = BandThread.threadCPUSeconds()
+            job()
+            seconds.value = BandThread.threadCPUSeconds() - t0
+        }
+    }
+
     /// Runs `other` on the band thread and `here` on the calling thread, and returns when both
     /// have finished; both on this thread, `here` first, when the band thread is busy or cannot be
     /// started (never waits for another caller's job).

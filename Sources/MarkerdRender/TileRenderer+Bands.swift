@@ -319,14 +319,7 @@ extension TileRenderer {
             let b = self.renderItems(layer, bottom, sprites, width: width, height: height - cut)
             lower.value = (b.canvas, b.draws, b.canvas.isEmpty ? nil : b.canvas.segment(last: true, options: options))
         }
-        guard BandThread.shared.start({
-            guard bottomJob.take() else { return }
-            let t0 = BandThread.threadCPUSeconds()
-            renderBottom()
-            bandCPU.value = BandThread.threadCPUSeconds() - t0
-        }) else {
-            return nil
-        }
+        guard BandThread.shared.start(claimed: bottomJob, seconds: bandCPU, renderBottom) else { return nil }
         let handedOver = BandThread.threadCPUSeconds()
         defer { timing.band = bandCPU.value ?? 0 }
         let a = renderItems(layer, top, sprites, width: width, height: cut)
@@ -378,14 +371,7 @@ extension TileRenderer {
                                         last: true, options: options)
             }
         }
-        guard BandThread.shared.start({
-            guard lowerJob.take() else { return }
-            let t0 = BandThread.threadCPUSeconds()
-            deflateLower()
-            bandCPU.value = BandThread.threadCPUSeconds() - t0
-        }) else {
-            return nil
-        }
+        guard BandThread.shared.start(claimed: lowerJob, seconds: bandCPU, deflateLower) else { return nil }
         let handedOver = BandThread.threadCPUSeconds()
         defer { timing.band = bandCPU.value ?? 0 }
         let upper = canvas.pixels.withUnsafeBufferPointer {
