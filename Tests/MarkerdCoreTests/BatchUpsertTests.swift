@@ -16,6 +16,12 @@ import Testing
         }
     }
 
+    /// `plain` markers and the same markers as one column batch (`RestoreTests.columnBatches`).
+    static func plainBatch(_ n: Int, ids: (Int) -> String, _ rng: inout SplitMix64) throws -> (records: [MarkerRecord], batch: RestoreBatch) {
+        let records = plain(n, ids: ids, &rng)
+        return (records, try #require(RestoreTests.columnBatches([records])?.first))
+    }
+
     @Test func columnBatchesUpsertLikeRecords() throws {
         let seed = testSeed("BatchUpsertTests.columnBatchesUpsertLikeRecords")
         var rng = SplitMix64(seed: seed)
@@ -57,8 +63,7 @@ import Testing
         var a = try MarkerLayer()
         var b = a, c = a
         for round in 0..<4 {
-            let all = Self.plain(2_000, ids: { i in "v\((i * 13 + round * 977) % 5_000)" }, &rng)
-            let batch = try #require(RestoreTests.columnBatches([all])?.first)
+            let (all, batch) = try Self.plainBatch(2_000, ids: { i in "v\((i * 13 + round * 977) % 5_000)" }, &rng)
             let first = b.table.slotCount
             let newIDs = all.map(\.id).filter { a.marker(id: $0) == nil }
             let ra = try a.upsert(all, now: RestoreTests.now)
@@ -87,8 +92,7 @@ import Testing
         var b = a, c = a
         for round in 0..<5 {
             // Ids new and old; the last round repeats ids within the batch (early grid inserts).
-            let all = Self.plain(3_000, ids: { i in round == 4 ? "w\(i % 2_500)" : "w\((i * 11 + round * 1_301) % 7_000)" }, &rng)
-            let plain = try #require(RestoreTests.columnBatches([all])?.first)
+            let (all, plain) = try Self.plainBatch(3_000, ids: { i in round == 4 ? "w\(i % 2_500)" : "w\((i * 11 + round * 1_301) % 7_000)" }, &rng)
             var batch = plain, other = plain
             batch.prepareLayout(idHashSeed: a.idHashSeed)
             other.prepareLayout(idHashSeed: a.idHashSeed &+ 2)
@@ -133,8 +137,7 @@ import Testing
         var layer = try MarkerLayer()
         var before = layer.table.flags.capacity
         for round in 0..<6 {
-            let all = Self.plain(500 + Int(rng.next() % 3_000), ids: { "g\(round)-\($0)" }, &rng)
-            let batch = try #require(RestoreTests.columnBatches([all])?.first)
+            let (_, batch) = try Self.plainBatch(500 + Int(rng.next() % 3_000), ids: { "g\(round)-\($0)" }, &rng)
             _ = layer.upsert(batch, now: RestoreTests.now)
             let t = layer.table
             let capacities = [t.ids.capacity, t.idHash.capacity, t.x.capacity, t.y.capacity, t.zIndex.capacity, t.style.capacity, t.flags.capacity]
