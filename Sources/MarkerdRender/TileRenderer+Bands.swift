@@ -91,10 +91,14 @@ extension TileRenderer {
     /// phases just before, while the client sat waiting for each tile, so GetTile z0 ran on one
     /// thread (167.5 ms median) although a core was idle; the same markerd at load average 1.2
     /// took 96.9 ms in two bands (Benchmarks/README.md, session 9).
-    static func idleCoreLikely() -> Bool {
+    static func idleCoreLikely() -> Bool { coreTest(idleCore) }
+
+    /// `rule(runnable tasks now, online CPUs)`; where the runnable count cannot be read, the
+    /// 1-minute load average below the CPU count; when neither can be read, true.
+    private static func coreTest(_ rule: (_ runnable: Int, _ cpus: Int) -> Bool) -> Bool {
         let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         guard cpus > 0 else { return true }
-        if let runnable = runnableTasksNow() { return idleCore(runnable: runnable, cpus: cpus) }
+        if let runnable = runnableTasksNow() { return rule(runnable, cpus) }
         var load = [Double](repeating: 0, count: 1)
         guard getloadavg(&load, 1) == 1 else { return true }
         return load[0] < Double(cpus)
@@ -115,12 +119,7 @@ extension TileRenderer {
     /// client's network threads finishing the hand-over), so those densest tiles, which make the
     /// p99, ran on one thread. With the claim a wrong yes costs the split (about 15 % more CPU on
     /// a dense tile), never a wait.
-    static func secondCoreLikely() -> Bool {
-        let cpus = sysconf(Int32(_SC_NPROCESSORS_ONLN))
-        guard cpus > 0 else { return true }
-        if let runnable = runnableTasksNow() { return secondCore(runnable: runnable, cpus: cpus) }
-        return idleCoreLikely()
-    }
+    static func secondCoreLikely() -> Bool { coreTest(secondCore) }
 
     /// The rule of `secondCoreLikely`: at most `cpus` tasks runnable, the asking thread among them.
     static func secondCore(runnable: Int, cpus: Int) -> Bool { runnable <= cpus }

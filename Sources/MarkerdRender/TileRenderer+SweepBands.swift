@@ -122,13 +122,6 @@ extension TileRenderer {
         return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
     }
 
-    /// The raster as two bands, rows `0 ..< cut` and `cut ..< height` (`0 < cut < view.height`),
-    /// shared as `renderSweepStrips` shares strips.
-    func renderSweepBands(_ layer: MarkerLayer, _ view: RasterView, now: Int64, cut: Int) throws(RenderError) -> RenderedRaster {
-        precondition(cut > 0 && cut < view.height, "band cut \(cut) outside 1 ..< \(view.height)")
-        return try renderSweepStrips(layer, view, now: now, cuts: [0, cut, view.height])
-    }
-
     /// The raster cut into strips at `cuts` (strictly ascending, from 0 to `view.height`), each
     /// swept by whichever thread claims it first: this thread from the top down, `BandThread`'s
     /// from the bottom up (this thread sweeps them all when the band thread is busy with another
@@ -178,13 +171,14 @@ extension TileRenderer {
 /// are done (`BandThread.run` returns after the band thread's job has finished).
 private final class StripJob: @unchecked Sendable {
     let count: Int
-    private let claimed = Atomic<UInt64>(0)
+    private let claims: [BandThread.Claim]
     let results: UnsafeMutablePointer<Result<RenderedRaster, RenderError>?>
     let seconds: UnsafeMutablePointer<Double>
 
     init(count: Int) {
-        precondition(count >= 1 && count <= 64, "\(count) strips")
+        precondition(count >= 1, "\(count) strips")
         self.count = count
+        claims = (0..<count).map { _ in BandThread.Claim() }
         results = .allocate(capacity: count)
         results.initialize(repeating: nil, count: count)
         seconds = .allocate(capacity: count)
@@ -198,10 +192,7 @@ private final class StripJob: @unchecked Sendable {
     }
 
     /// Claims strip `i`: true for the first caller only.
-    func claim(_ i: Int) -> Bool {
-        let bit = UInt64(1) << UInt64(i)
-        return claimed.bitwiseOr(bit, ordering: .acquiringAndReleasing).oldValue & bit == 0
-    }
+    func claim(_ i: Int) -> Bool { claims[i].take() }
 }
 
 /// The learnt middle cut of shared sweeps (`TileRenderer.bandCut`), in 1/65536 of the raster's

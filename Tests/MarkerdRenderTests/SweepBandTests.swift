@@ -59,8 +59,7 @@ import Testing
                     cuts = [0] + rows.sorted() + [view.height]
                 }
                 let one = try r.renderSweepBand(layer, view, now: now)
-                let bands = cuts.count == 3 ? try r.renderSweepBands(layer, view, now: now, cut: cut)
-                    : try r.renderSweepStrips(layer, view, now: now, cuts: cuts)
+                let bands = try r.renderSweepStrips(layer, view, now: now, cuts: cuts)
                 let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
                 #expect(bands.canvas.width == view.width && bands.canvas.height == view.height)
                 #expect(bands.canvas.isEmpty == one.canvas.isEmpty, "round \(round) \(view) cuts \(cuts): emptiness differs")
