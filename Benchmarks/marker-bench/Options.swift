@@ -48,6 +48,8 @@ struct Options: Sendable {
     var runCityTiles = false
     /// In-process section: only the layer build and the single moves (`--only move`).
     var moveOnly = false
+    /// Run `ApplyBench` (`--only apply`: the load's batch upserts in this process).
+    var runApply = false
     /// Keep this process on glibc's default 4 KiB pages (`--small-pages`): do not re-execute
     /// with transparent huge pages for the heap as markerd does (`MallocTuning.enableHugePages`).
     /// Default false (huge pages, like markerd). Checked in main.swift before parsing.
@@ -58,6 +60,7 @@ struct Options: Sendable {
             guard let only else { return }
             runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render" || only == "z0" || only == "move"
             moveOnly = only == "move"
+            runApply = only == "apply"
             runTiles = only == "tiles"
             renderOnly = only == "render" || only == "z0"
             zoomZeroOnly = only == "z0"
@@ -100,8 +103,10 @@ struct Options: Sendable {
                            in-process, for profiling), viewport (QueryViewport's
                            server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
-                           clusters section's calls), or move (the in-process
-                           section's layer build and single moves only)
+                           clusters section's calls), move (the in-process
+                           section's layer build and single moves only), or
+                           apply (the RPC load's batch upserts in process, thread
+                           CPU per marker under the write lock and outside it)
       --small-pages        keep this process on 4 KiB pages; by default marker-bench, like
                            markerd, restarts itself once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
                            (transparent huge pages for the heap, when the kernel's THP mode is
@@ -156,7 +161,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "viewport", "clusterwork", "move"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "viewport", "clusterwork", "move", "apply"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

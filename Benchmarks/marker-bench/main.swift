@@ -54,6 +54,7 @@ func runAll() throws -> Table {
         if options.runTiles { try TileBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run() }
         if options.runCityTiles { try CityTileBench(options: options, layer: layer, table: table).run() }
         if options.runInProcess { try InProcessBench(options: options, layer: layer, table: table).run() }
+        if options.runApply { try ApplyBench(layer: layer, table: table).run() }
         if !options.skipDurability {
             try DurabilityBench(options: options, layer: layer, markers: markers, table: table).run()
         }
@@ -66,6 +67,7 @@ func runAll() throws -> Table {
 
 let started = Date()
 let loadAverageAtStart = Machine.loadAverage ?? 0
+let freshMemoryAtStart = Machine.freshMemoryRate()
 let table: Table
 do {
     table = try runAll()
@@ -83,6 +85,7 @@ print("""
 - machine: \(Machine.processors) cores (nproc), \(String(format: "%.1f", gib)) GiB memory, \(Machine.cpuModel), Linux \(Machine.kernel)
 - options: \(options.summary)
 - this process's heap (the in-process rows): \(Machine.heapPages); at the end AnonHugePages \(Table.bytes(Int(Machine.anonHugePagesBytes(pid: getpid()) ?? 0))) of VmRSS \(Table.bytes(Int(Machine.residentBytes(pid: getpid()) ?? 0)))
+- fresh memory (256 MiB newly mapped and written, huge pages advised) faulted in at \(freshMemoryAtStart.map { String(format: "%.2f", $0) } ?? "?") GB/s at the start, \(Machine.freshMemoryRate().map { String(format: "%.2f", $0) } ?? "?") GB/s at the end (this VM: 0.5-0.8 GB/s for memory the guest had not used yet, 2.3-5.8 GB/s after; loads and renders that grow the heap slow down with it)
 - 1-minute load average \(String(format: "%.1f", loadAverageAtStart)) at the start, \(String(format: "%.1f", Machine.loadAverage ?? 0)) at the end (a shared machine: wall-clock rates move with it; CPU µs/marker and the floor ratios much less)
 - took \(String(format: "%.0f", Date().timeIntervalSince(started))) s. Latencies run from the encoded request handed to NNG to the reply bytes back (round trip + server work; the client's protobuf encode + decode is in the note), one call in flight; \
 each is compared with the bare NNG round trip of the same request/reply sizes measured in the same run ("Ratio" = p50x / p99x). \

@@ -689,17 +689,36 @@ struct GridIndex: Sendable {
 
     /// Calls `body` with every entry of class `cls` whose position lies in `rect`.
     func forEach(cls: UInt32, rect: CellRect, _ body: (GridEntry) -> Void) {
+        _ = forEach(cls: cls, rect: rect, visitingAtMost: .max, body)
+    }
+
+    /// `forEach(cls:rect:_:)` that stops before the entry that would make more than `budget`
+    /// visits; false when it stopped there (`body` has then seen exactly `budget` entries), true
+    /// when it visited every entry in `rect`.
+    func forEach(cls: UInt32, rect: CellRect, visitingAtMost budget: Int, _ body: (GridEntry) -> Void) -> Bool {
         let r = root(cls)
-        guard r >= 0 else { return }
+        guard r >= 0 else { return true }
         var stack: [Int] = [r]
+        var left = budget
         while let i = stack.popLast() {
             let c = nodes[i]
             if c.isInternal {
                 forEachChild(c, { rect.intersects($0) }) { j, _ in stack.append(j) }
             } else {
-                forEachEntry(c) { e in if rect.contains(x: e.x, y: e.y) { body(e) } }
+                guard c.count > 0 else { continue }
+                let base = GridIndex.runBase(c.head)
+                let complete = entries.withUnsafeBufferPointer { es in
+                    for k in base..<base + Int(c.count) where rect.contains(x: es[k].x, y: es[k].y) {
+                        if left == 0 { return false }
+                        left -= 1
+                        body(es[k])
+                    }
+                    return true
+                }
+                if !complete { return false }
             }
         }
+        return true
     }
 
     /// A node waiting in an ordered search's queue (least `prio` first).

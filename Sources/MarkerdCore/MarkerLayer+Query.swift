@@ -198,6 +198,18 @@ extension MarkerLayer {
     /// `queryViewport` with the page as slots (same arguments, errors and order).
     public func viewportPage(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
                              pageToken: String? = nil, now: Int64) throws(MarkerdCoreError) -> ViewportPage {
+        // No budget: never nil.
+        try viewportPage(bounds: bounds, zoom: zoom, density: density, limit: limit, pageToken: pageToken, now: now,
+                         liveBudget: .max)!
+    }
+
+    /// `viewportPage(bounds:zoom:density:limit:pageToken:now:)`, or nil when the live class
+    /// (draggable or animating markers, ended animations included) holds more than `liveBudget`
+    /// markers in the searched cells (`viewportLiveClassCount` > `liveBudget`), found while the
+    /// query visits them: it stops there, so a bounded caller (markerd's network thread) pays at
+    /// most `liveBudget` of those visits, without counting them in a walk of its own first.
+    public func viewportPage(bounds: GeoBounds, zoom: Double, density: Double = 1, limit: Int = 1000,
+                             pageToken: String? = nil, now: Int64, liveBudget: Int) throws(MarkerdCoreError) -> ViewportPage? {
         try bounds.validate()
         try Mercator.validate(zoom: zoom, density: density)
         if limit < 1 || limit > 100_000 { throw .invalidArgument(field: "limit", reason: "\(limit) is not within 1...100000") }
@@ -214,9 +226,11 @@ extension MarkerLayer {
         // collected on the way, to be sorted: that class is visited whole for its counts anyway.
         var staticClass = 0, liveInView = 0, ended = 0
         var liveClass: [SpatialCursor.Keyed] = []
+        var liveBudgetLeft = liveBudget
         for r in area.ranges {
-            staticClass += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e, area) }
-            grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
+            var visited = 0
+            let complete = grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r, visitingAtMost: liveBudgetLeft) { e in
+                visited += 1
                 guard table.flags[Int(e.slot)] & MarkerFlags.visible != 0, inView(e) else { return }
                 let live = isLive(e.slot)
                 if live { liveInView += 1 } else { ended += 1 }
@@ -224,6 +238,9 @@ extension MarkerLayer {
                 let key = SpatialKey.morton(x: e.x, y: e.y)
                 if filter.isAfter(e, key: key, table) { liveClass.append((key, e)) }
             }
+            guard complete else { return nil }
+            liveBudgetLeft -= visited
+            staticClass += grid.count(cls: GridIndex.Class.staticMarker.rawValue, rect: r, inner: area.inner) { e in iconOverlaps(e, area) }
         }
         let staticInView = staticClass + ended
         SpatialCursor.sort(&liveClass, table)

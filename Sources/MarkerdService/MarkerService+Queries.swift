@@ -85,7 +85,8 @@ extension MarkerService {
     /// the reply's bytes go straight into it, no payload array) and returns true when the
     /// request is valid, the layer exists, its read lock is free, no animation is due, and the
     /// work is bounded: at most `liveBudget` live-class markers lie in the searched cells
-    /// (`MarkerLayer.viewportLiveClassCount`: the query visits them all) and the page is TILED
+    /// (`MarkerLayer.viewportLiveClassCount`: the query visits them all, and stops after
+    /// `liveBudget` of them, `MarkerLayer.viewportPage(...liveBudget:)`) and the page is TILED
     /// (live markers only, so at most that many) or a NATIVE page of at most `limitBudget`
     /// markers. Static markers are counted per grid node, so the rest of the work follows the
     /// viewport's edge, not its markers. Returns false without calling `write` otherwise (also
@@ -103,10 +104,8 @@ extension MarkerService {
         typealias Planned = (head: [UInt8], encoder: MarkerWireEncoder, plan: MarkerWireEncoder.Plan)
         guard let arguments = try? viewportArguments(r),
               let (head, encoder, plan) = readIfFree(r.layerID, { (h, now) throws(RPCError) -> Planned? in
-                  guard arguments.limit <= limitBudget || h.layer.mode(now: now) == .tiled,
-                        let live = try? h.layer.viewportLiveClassCount(bounds: arguments.bounds, zoom: r.zoom, density: arguments.density),
-                        live <= liveBudget else { return nil }
-                  return try viewportPage(r, arguments, h, now) { layer, page, response in
+                  guard arguments.limit <= limitBudget || h.layer.mode(now: now) == .tiled else { return nil }
+                  return try viewportPage(r, arguments, h, now, liveBudget: liveBudget) { layer, page, response in
                       var encoder = MarkerWireEncoder()
                       let plan = encoder.plan(page.slots, field: 2, of: layer)
                       return (response.serializedBytes(), encoder, plan)
@@ -144,20 +143,23 @@ extension MarkerService {
     private func viewport<T>(_ r: V1.QueryViewportRequest,
                              _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T {
         let arguments = try viewportArguments(r)
-        return try read(r.layerID) { (h, now) throws(RPCError) in try viewportPage(r, arguments, h, now, finish) }
+        return try read(r.layerID) { (h, now) throws(RPCError) in try viewportPage(r, arguments, h, now, liveBudget: .max, finish)! }
     }
 
     /// The query on `h` (its read lock held) at `now` (Unix ms), passed to `finish`.
+    /// The page and the response's head, passed to `finish`; nil when more than `liveBudget`
+    /// live-class markers lie in the searched cells (`MarkerLayer.viewportPage(...liveBudget:)`;
+    /// never with `.max`).
     private func viewportPage<T>(_ r: V1.QueryViewportRequest, _ a: (bounds: GeoBounds, density: Double, limit: Int),
-                                 _ h: LayerHandle, _ now: Int64,
-                                 _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T {
+                                 _ h: LayerHandle, _ now: Int64, liveBudget: Int,
+                                 _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T? {
         // One copy of the layer out of the handle (each `h.layer` is one: a retain and release
         // of each of its arrays).
         let layer = h.layer
-        let page = try mapCoreError { () throws(MarkerdCoreError) in
+        guard let page = try mapCoreError({ () throws(MarkerdCoreError) in
             try layer.viewportPage(bounds: a.bounds, zoom: r.zoom, density: a.density, limit: a.limit,
-                                   pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now)
-        }
+                                   pageToken: r.pageToken.isEmpty ? nil : r.pageToken, now: now, liveBudget: liveBudget)
+        }) else { return nil }
         var response = V1.QueryViewportResponse()
         response.mode = page.mode == .tiled ? .tiled : .native
         response.staticInView = UInt64(page.staticInView)

@@ -321,6 +321,52 @@ struct OracleModel {
         }
     }
 
+    /// `viewportPage(...liveBudget:)` is nil exactly when the live class holds more than the
+    /// budget in the searched cells (`viewportLiveClassCount`, counted on its own), and otherwise
+    /// the page without a budget: budgets 0, the count - 1, the count and the count + 1, on
+    /// seeded layers with many draggable and animating markers (some ended), across the
+    /// antimeridian (which searches two rectangles), in both modes.
+    @Test func liveBudgetStopsExactlyAtTheLiveClassCount() throws {
+        let seed = testSeed("OracleTests.liveBudget")
+        var rng = SplitMix64(seed: seed)
+        var stopped = 0, answered = 0
+        for round in 0..<4 {
+            var model = OracleModel(options: TilingOptions(enabled: round % 2 == 1, minMarkerCount: 50))
+            var layer = try MarkerLayer(options: model.options)
+            let batch = (0..<2_000).map { i -> MarkerRecord in
+                var m = randomMarker("b\(i)", &rng, now: 0)
+                if i % 3 == 0 { m.draggable = true }
+                if round >= 2 && i % 50 == 1 { m.position.longitude = Double.random(in: 178...180, using: &rng) }
+                return m
+            }
+            _ = try layer.upsert(batch, now: 0)
+            for m in batch { model.markers[m.id] = m }
+            for query in 0..<30 {
+                let zoom = [2.0, 5, 8, 12, 15].randomElement(using: &rng)!
+                var b = randomBounds(&rng, zoom: zoom, model: model)
+                if query % 5 == 0 { b = GeoBounds(west: 170, south: b.south, east: -170, north: b.north) }
+                let now = Int64(Int.random(in: 0...2_000, using: &rng))
+                let count = try layer.viewportLiveClassCount(bounds: b, zoom: zoom)
+                let full = try layer.viewportPage(bounds: b, zoom: zoom, limit: 200, now: now)
+                for budget in Set([0, max(0, count - 1), count, count + 1]) {
+                    let note = "seed \(seed) round \(round) query \(query) \(b) z\(zoom): \(count) live-class, budget \(budget)"
+                    let page = try layer.viewportPage(bounds: b, zoom: zoom, limit: 200, now: now, liveBudget: budget)
+                    if count > budget {
+                        let refused = page == nil
+                        #expect(refused, "\(note)")
+                        stopped += 1
+                    } else {
+                        let page = try #require(page, "\(note)")
+                        #expect(page.slots == full.slots && page.staticInView == full.staticInView && page.liveInView == full.liveInView
+                                && page.nextPageToken == full.nextPageToken && page.mode == full.mode, "\(note)")
+                        answered += 1
+                    }
+                }
+            }
+        }
+        #expect(stopped > 20 && answered > 20, "seed \(seed): \(stopped) stopped, \(answered) answered")
+    }
+
     @Test func malformedPageTokensAreRejected() throws {
         let layer = try MarkerLayer()
         let b = GeoBounds(west: -2, south: -2, east: 2, north: 2)
