@@ -3,13 +3,16 @@ SWIFT ?= swift
 DATA_DIR ?= ./data
 ARGS ?=
 
-.PHONY: run test build release deps test-deps protos check-protos bench clean
+.PHONY: run test build release deps test-deps bench-deps protos check-protos bench clean
 
 deps:
 	@scripts/install-deps.sh
 
 test-deps:
 	@scripts/install-deps.sh --test
+
+bench-deps:
+	@scripts/install-deps.sh --bench
 
 build: deps
 	$(SWIFT) build
@@ -30,7 +33,7 @@ test: test-deps
 protos:
 	scripts/gen-protos.sh
 
-bench: release
+bench: release bench-deps
 	.build/release/marker-bench $(ARGS)
 
 clean:

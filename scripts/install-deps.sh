@@ -2,6 +2,8 @@
 # Installs what markerd needs on Debian 12 beyond the Swift toolchain, only if it is missing.
 #   scripts/install-deps.sh          Debian packages for building and running
 #   scripts/install-deps.sh --test   also the Python packages the tests use (reference client)
+#   scripts/install-deps.sh --bench  also pysupercluster, which marker-bench's clusters section
+#                                    compares markerd with (its rows say so when it is missing)
 set -euo pipefail
 pkgs=(libnng-dev libprotobuf-c-dev protobuf-c-compiler libpng-dev zlib1g-dev libcairo2-dev libfreetype-dev fonts-dejavu-core pkg-config)
 missing=()
@@ -25,5 +27,14 @@ if [ "${1:-}" = "--test" ]; then
   if ! python3 -c "import mapbox_vector_tile" 2>/dev/null; then
     echo "install-deps: pip installing mapbox-vector-tile"
     python3 -m pip install -q --disable-pip-version-check --no-deps mapbox-vector-tile
+  fi
+fi
+if [ "${1:-}" = "--bench" ]; then
+  # pysupercluster 0.7.7 has no wheel and builds only the legacy way, against numpy already
+  # installed (PEP 517 build isolation would hide it).
+  if ! python3 -c "import pysupercluster" 2>/dev/null; then
+    echo "install-deps: pip installing pysupercluster (and numpy, setuptools, wheel to build it)"
+    python3 -m pip install -q --disable-pip-version-check numpy setuptools wheel
+    python3 -m pip install -q --disable-pip-version-check --no-use-pep517 --no-build-isolation pysupercluster
   fi
 fi
