@@ -150,10 +150,10 @@ enum Machine {
     /// How fast the kernel hands this process fresh memory: a new anonymous mapping of
     /// `bytes` (transparent huge pages advised, as markerd's heap), one byte written per 4 KiB,
     /// in GB/s (faulting in and zeroing included), or nil if the mapping failed. Bulk loads
-    /// and big renders grow the heap by hundreds of MB, and on this VM fresh guest memory was
-    /// seen to fault in at 0.5-0.8 GB/s the first time the guest used it and 2.3-5.8 GB/s
-    /// after, so this figure, read at the start and the end of a run, tells which state the
-    /// host was in.
+    /// and big renders grow the heap by hundreds of MB, and on this VM (a Firecracker guest)
+    /// fresh memory was seen to fault in at 0.2-0.8 GB/s when the guest had not used it
+    /// recently and 2.3-5.8 GB/s when it had just been freed, so this figure, read at the start
+    /// and the end of a run, tells which state the host was in.
     static func freshMemoryRate(bytes: Int = 256 << 20) -> Double? {
         guard let p = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), p != MAP_FAILED else { return nil }
         defer { munmap(p, bytes) }

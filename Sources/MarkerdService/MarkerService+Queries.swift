@@ -146,10 +146,9 @@ extension MarkerService {
         return try read(r.layerID) { (h, now) throws(RPCError) in try viewportPage(r, arguments, h, now, liveBudget: .max, finish)! }
     }
 
-    /// The query on `h` (its read lock held) at `now` (Unix ms), passed to `finish`.
-    /// The page and the response's head, passed to `finish`; nil when more than `liveBudget`
-    /// live-class markers lie in the searched cells (`MarkerLayer.viewportPage(...liveBudget:)`;
-    /// never with `.max`).
+    /// The query on `h` (its read lock held) at `now` (Unix ms): the page and the response's head,
+    /// passed to `finish`; nil when more than `liveBudget` live-class markers lie in the searched
+    /// cells (`MarkerLayer.viewportPage(...liveBudget:)`; never with `.max`).
     private func viewportPage<T>(_ r: V1.QueryViewportRequest, _ a: (bounds: GeoBounds, density: Double, limit: Int),
                                  _ h: LayerHandle, _ now: Int64, liveBudget: Int,
                                  _ finish: (MarkerLayer, ViewportPage, V1.QueryViewportResponse) -> T) throws(RPCError) -> T? {
