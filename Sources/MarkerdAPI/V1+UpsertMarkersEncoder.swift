@@ -5,37 +5,49 @@ extension V1.UpsertMarkersRequest {
     /// `animation` or `attributes`, no string containing a NUL byte, which protobuf-c would cut)
     /// and returns nil for anything else: then use `serializedBytes()`.
     public func serializedPlainBytes() -> [UInt8]? {
-        var size = PlainWriter.stringField(layerID)
-        for m in markers {
-            guard m.animation == nil, m.attributes.isEmpty, let n = Self.plainSize(m) else { return nil }
-            size += PlainWriter.lengthDelimited(n)
-        }
-        guard layerID.utf8.firstIndex(of: 0) == nil else { return nil }
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            var w = PlainWriter(buffer.baseAddress!)
-            w.string(1, layerID)
-            for m in markers {
-                w.key(2, 2)
-                w.varint(UInt64(Self.plainSize(m)!))
-                Self.write(m, &w)
+        Self.serializedPlainBytes(layerID: layerID, markers: markers[...])
+    }
+
+    /// `serializedPlainBytes()` of a request of `layerID` and `markers`, without building that
+    /// request: the markers are read in place, not copied into one (`BulkLoader` sends slices of
+    /// its caller's array). Nil for what `serializedPlainBytes()` does not handle.
+    public static func serializedPlainBytes(layerID: String, markers: ArraySlice<V1.Marker>) -> [UInt8]? {
+        guard !PlainWriter.hasNUL(layerID) else { return nil }
+        return markers.withUnsafeBufferPointer { ms -> [UInt8]? in
+            // Each marker's size is measured once: it is the length written before the marker.
+            var sizes = [Int](repeating: 0, count: ms.count)
+            var size = PlainWriter.stringField(layerID)
+            for i in ms.indices {
+                guard let n = plainSize(ms[i]) else { return nil }
+                sizes[i] = n
+                size += PlainWriter.lengthDelimited(n)
             }
-            count = w.written(from: buffer.baseAddress!)
-            precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
+            return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+                var w = PlainWriter(buffer.baseAddress!)
+                w.string(1, layerID)
+                for i in ms.indices {
+                    w.key(2, 2)
+                    w.varint(UInt64(sizes[i]))
+                    write(ms[i], &w)
+                }
+                count = w.written(from: buffer.baseAddress!)
+                precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
+            }
         }
     }
 
-    /// A plain marker's encoded size (without its key and length), or nil when a string holds
-    /// a NUL byte.
+    /// A plain marker's encoded size (without its key and length), or nil when it is not plain
+    /// (an `animation` or `attributes`) or a string holds a NUL byte.
     private static func plainSize(_ m: V1.Marker) -> Int? {
+        guard m.animation == nil, m.attributes.isEmpty, !PlainWriter.hasNUL(m.id) else { return nil }
         var n = PlainWriter.stringField(m.id)
-        guard m.id.utf8.firstIndex(of: 0) == nil else { return nil }
         if let p = m.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
         switch m.icon {
         case .pin(let pin)?:
-            guard pin.label?.utf8.firstIndex(of: 0) == nil else { return nil }
+            if let label = pin.label, PlainWriter.hasNUL(label) { return nil }
             n += PlainWriter.lengthDelimited(pinSize(pin))
         case .iconID(let id)?:
-            guard id.utf8.firstIndex(of: 0) == nil else { return nil }
+            guard !PlainWriter.hasNUL(id) else { return nil }
             n += PlainWriter.lengthDelimited(id.utf8.count)
         case nil:
             break
@@ -115,6 +127,12 @@ private struct PlainWriter {
     init(_ start: UnsafeMutablePointer<UInt8>) { at = start }
 
     func written(from start: UnsafeMutablePointer<UInt8>) -> Int { at - start }
+
+    /// Whether `s` holds a NUL byte (protobuf-c cuts strings there). Reads the UTF-8 in place
+    /// (a generic search of `utf8` walked small strings byte by byte through their view).
+    @inline(__always) static func hasNUL(_ s: String) -> Bool {
+        s.utf8.withContiguousStorageIfAvailable { $0.contains(0) } ?? s.utf8.contains(0)
+    }
 
     static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
 

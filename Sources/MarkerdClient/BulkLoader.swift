@@ -52,7 +52,7 @@ public struct BulkLoader: Sendable {
                 state.next += 1
                 state.lock.unlock()
                 do {
-                    let r = try client.upsertMarkers(layerID, Array(markers[range]))
+                    let r = try client.upsertMarkers(layerID, markers[range])
                     state.lock.lock()
                     state.sent += range.count
                     state.created += Int(r.created)

@@ -37,12 +37,16 @@ extension MarkerdClient {
     }
 
     public func upsertMarkers(_ layerID: String, _ markers: [V1.Marker], idempotencyKey: String? = nil) throws(ClientError) -> V1.UpsertMarkersResponse {
-        var req = V1.UpsertMarkersRequest()
-        req.layerID = layerID
-        req.markers = markers
+        try upsertMarkers(layerID, markers[...], idempotencyKey: idempotencyKey)
+    }
+
+    /// `upsertMarkers` of a slice, sent without copying the markers (a bulk load's batch of its
+    /// caller's array).
+    public func upsertMarkers(_ layerID: String, _ markers: ArraySlice<V1.Marker>, idempotencyKey: String? = nil) throws(ClientError) -> V1.UpsertMarkersResponse {
         // Plain markers (most bulk loads) are encoded without protobuf-c: the same bytes, cheaper.
-        return try call("UpsertMarkers", payload: req.serializedPlainBytes() ?? req.serializedBytes(),
-                        idempotencyKey: idempotencyKey ?? Self.newIdempotencyKey())
+        let payload = V1.UpsertMarkersRequest.serializedPlainBytes(layerID: layerID, markers: markers)
+            ?? V1.UpsertMarkersRequest(layerID: layerID, markers: Array(markers)).serializedBytes()
+        return try call("UpsertMarkers", payload: payload, idempotencyKey: idempotencyKey ?? Self.newIdempotencyKey())
     }
 
     public func removeMarkers(_ layerID: String, ids: [String], idempotencyKey: String? = nil) throws(ClientError) -> V1.RemoveMarkersResponse {
