@@ -15,13 +15,27 @@ extension MarkerLayer {
     ///   rather than in the batch's order (default true). Slot order is the order of
     ///   `forEachMarker` and of snapshot clustering's input, and supercluster's clusters depend on
     ///   their input order: a layer clustered that way passes false to keep the order given.
-    public mutating func upsert(_ batch: RestoreBatch, now: Int64, spatialSlots: Bool = true) -> UpsertResult {
-        upsert(batch, now: now, deferIndexes: false, spatialSlots: spatialSlots)
+    ///
+    /// - alongside: a way to run work on a second thread (`ConcurrentWork`). With it, a batch of
+    ///   at least `concurrentUpsertAbove` markers that are likely all new (no id of a sample of
+    ///   them is in the layer) has its grid inserts made on the second thread while this one
+    ///   files the ids and columns, numbering each new marker's slot ahead as it will be if all
+    ///   are new. When some are not, those grid inserts are taken out again and the batch goes
+    ///   on as without it. Either way the layer ends up as without it; with all new, exactly so
+    ///   (same slots, grid nodes and entry order).
+    public mutating func upsert(_ batch: RestoreBatch, now: Int64, spatialSlots: Bool = true,
+                                alongside helper: (any ConcurrentWork)? = nil) -> UpsertResult {
+        upsert(batch, now: now, deferIndexes: false, spatialSlots: spatialSlots, alongside: helper)
     }
+
+    /// Batches of at least this many markers take `upsert(_:now:spatialSlots:alongside:)`'s
+    /// second thread (4,096: below that the hand-over costs more than it saves).
+    public static let concurrentUpsertAbove = 4096
 
     /// `upsert(_:now:spatialSlots:)`, or with `deferIndexes` (see MarkerLayer+Restore.swift) every
     /// marker in a new slot that neither the id index nor the grid lists yet, in the batch's order.
-    mutating func upsert(_ batch: RestoreBatch, now: Int64, deferIndexes: Bool, spatialSlots spatial: Bool = true) -> UpsertResult {
+    mutating func upsert(_ batch: RestoreBatch, now: Int64, deferIndexes: Bool, spatialSlots spatial: Bool = true,
+                         alongside helper: (any ConcurrentWork)? = nil) -> UpsertResult {
         // Styles in order of first use, as marker-by-marker retains would number them.
         let styleIndex = batch.styles.indices.map { batch.styleUses[$0] == 0 ? 0 : styles.retain(batch.styles[$0], times: batch.styleUses[$0]) }
         var createdCount = 0
@@ -35,7 +49,19 @@ extension MarkerLayer {
         // In that case the slots are found or created first, new ones numbered in the markers'
         // spatial order (`spatialSlots`); the loop below still applies the markers in the order
         // given (so a repeated id's last marker wins, and its first one creates it).
-        let (slots, layout) = sortGrid && spatial ? spatialSlots(batch) : ([], nil)
+        var slots: [Int32] = [], layout: RestoreBatch.Layout? = nil
+        if sortGrid && spatial, let helper, batch.count >= Self.concurrentUpsertAbove,
+           let prepared = batch.layout, prepared.idHashSeed == table.seed, likelyAllNew(prepared) {
+            switch concurrentSlotsAndGrid(batch, prepared, firstNew: firstNew, styleIndex: styleIndex, helper) {
+            case .done:
+                version &+= 1
+                return UpsertResult(created: batch.count, updated: 0)
+            case .notAllNew(let s):
+                (slots, layout) = (s, prepared)
+            }
+        } else if sortGrid && spatial {
+            (slots, layout) = spatialSlots(batch)
+        }
         var created = [Bool](repeating: false, count: table.slotCount - firstNew)
         var pending: [(entry: GridEntry, cls: UInt32)] = []
         if sortGrid { pending.reserveCapacity(batch.count) }
@@ -125,4 +151,103 @@ extension MarkerLayer {
 
     /// Ids `spatialSlots` touches the home buckets of before looking them up.
     static let touchChunk = 32
+
+    /// Ids of a batch `likelyAllNew` looks up.
+    static let newSample = 16
+
+    /// Whether none of `newSample` ids spread over the batch (its layout's spatial order) is in
+    /// the layer: the gate of the concurrent upsert, whose grid inserts are wasted (and undone)
+    /// when some id is. True at once for an empty layer.
+    private func likelyAllNew(_ layout: RestoreBatch.Layout) -> Bool {
+        let n = layout.spatial.count
+        guard table.count > 0, n > 0 else { return true }
+        return layout.ids.withUnsafeBufferPointer { ids in
+            for j in 0..<Self.newSample {
+                let k = j * n / Self.newSample
+                let start = k == 0 ? 0 : Int(layout.idEnds[k - 1])
+                let id = UnsafeBufferPointer(rebasing: ids[start..<Int(layout.idEnds[k])])
+                if table.find(bytes: id, hash: layout.hashes[k]) != nil { return false }
+            }
+            return true
+        }
+    }
+
+    private enum ConcurrentUpsert {
+        /// Every marker was new: the batch is applied (but for the version).
+        case done
+        /// Some were not: the grid is as before; the ids are filed, with these slots (as
+        /// `spatialSlots` returns them); the rest of the upsert is still to be done.
+        case notAllNew([Int32])
+    }
+
+    /// The concurrent upsert (see `upsert(_:now:spatialSlots:alongside:)`): the grid moves out of
+    /// the layer to `helper`'s thread, which inserts every marker's entry in the layout's grid
+    /// order with the slot it gets if all are new (the k-th in spatial order: `firstNew` + k,
+    /// as `spatialSlots` numbers them); this thread files the ids (`spatialSlots`) and, when
+    /// they were all new, stores the columns. When some were not, the entries are removed again.
+    private mutating func concurrentSlotsAndGrid(_ batch: RestoreBatch, _ layout: RestoreBatch.Layout, firstNew: Int,
+                                                 styleIndex: [UInt32], _ helper: any ConcurrentWork) -> ConcurrentUpsert {
+        let n = batch.count
+        var moved = grid
+        grid = GridIndex()
+        var slots: [Int32] = []
+        var allNew = false
+        withUnsafeMutablePointer(to: &moved) { g in
+            helper.run({
+                slots = spatialSlots(batch).0
+                allNew = table.slotCount == firstNew + n
+                if allNew { storeNew(batch, slots: slots, styleIndex: styleIndex) }
+            }, alongside: {
+                g.pointee.insert(Self.predictedEntries(batch, layout, firstNew: firstNew), sorted: true)
+            })
+        }
+        grid = moved
+        if allNew { return .done }
+        for (k, i) in layout.spatial.enumerated() {
+            let e = batch.entries[Int(i)]
+            grid.remove(Int32(firstNew + k), x: e.world.x, y: e.world.y, cls: MarkerLayer.gridClass(Self.flags(batch, Int(i))))
+        }
+        return .notAllNew(slots)
+    }
+
+    /// Every marker's grid entry in `layout.grid` order, each with the slot it gets when all
+    /// are new (the k-th in `layout.spatial` order: `firstNew` + k).
+    private static func predictedEntries(_ batch: RestoreBatch, _ layout: RestoreBatch.Layout,
+                                         firstNew: Int) -> [(entry: GridEntry, cls: UInt32)] {
+        var slotOf = [Int32](repeating: 0, count: batch.count)
+        for (k, i) in layout.spatial.enumerated() { slotOf[Int(i)] = Int32(firstNew + k) }
+        return layout.grid.map { i in
+            let e = batch.entries[Int(i)]
+            return (GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: slotOf[Int(i)]),
+                    MarkerLayer.gridClass(flags(batch, Int(i))))
+        }
+    }
+
+    /// Marker `i`'s flags as `upsert` stores them.
+    @inline(__always) private static func flags(_ batch: RestoreBatch, _ i: Int) -> UInt8 {
+        var f = batch.entries[i].markerFlags
+        if !batch.extras.isEmpty, batch.extras[Int32(i)] != nil { f |= MarkerFlags.hasExtra }
+        return f
+    }
+
+    /// `upsert`'s loop for a batch whose markers all got new slots (`slots`) with their grid
+    /// entries inserted already: the columns, counters and extras.
+    private mutating func storeNew(_ batch: RestoreBatch, slots: [Int32], styleIndex: [UInt32]) {
+        for (i, e) in batch.entries.enumerated() {
+            var f = e.markerFlags
+            var extra: [UInt8] = []
+            if !batch.extras.isEmpty, let x = batch.extras[Int32(i)] { extra = x; f |= MarkerFlags.hasExtra }
+            store(slots[i], isNew: true, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
+                  animation: nil, attributes: [:], extra: extra, indexGrid: false)
+        }
+    }
+}
+
+/// Runs two pieces of work at once, on two threads, and returns when both are done: what
+/// `MarkerLayer.upsert(_:now:spatialSlots:alongside:)` hands its grid inserts to. The core
+/// starts no threads; the service gives one of its own.
+public protocol ConcurrentWork: Sendable {
+    /// Runs `here` on the calling thread and `there` on another one (or on the calling thread
+    /// too, after `here`, when no other one has started it by then); returns when both are done.
+    func run(_ here: () -> Void, alongside there: () -> Void)
 }

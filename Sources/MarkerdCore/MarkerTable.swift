@@ -116,7 +116,7 @@ struct MarkerTable: Sendable {
         return id.withUTF8 { find(bytes: $0, hash: hash($0)) }
     }
 
-    private func find(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> Int32? {
+    func find(bytes: UnsafeBufferPointer<UInt8>, hash h: UInt32) -> Int32? {
         let mask = buckets.count - 1
         var i = Int(h >> bucketShift)
         // The cell an inline id of these bytes would have (`.zero`, which no inline cell

@@ -50,7 +50,7 @@ extension MarkerService {
         if batch.count > 1 { batch.prepareLayout(idHashSeed: try handle(layerID).idHashSeed) }
         return try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore((0..<batch.count).lazy.map(batch.id), count: batch.count, c)
-            let result = h.layer.upsert(batch, now: c.nowUnixMs, spatialSlots: !h.clustersInSlotOrder)
+            let result = h.layer.upsert(batch, now: c.nowUnixMs, spatialSlots: !h.clustersInSlotOrder, alongside: writeHelper)
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(batch) }, c)
             return try upserted(result, h, c)
         }

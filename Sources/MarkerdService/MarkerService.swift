@@ -64,6 +64,8 @@ public final class MarkerService: @unchecked Sendable {
     let tileRenderer: TileRenderer
     /// Canvases of swept rasters, patched after small changes (see MarkerService+SweptTiles.swift).
     let sweptCanvases: SweptCanvases
+    /// The second thread of bulk upserts of new markers (see `WriteHelper`).
+    let writeHelper = WriteHelper()
 
     init(configuration: ServiceConfiguration, journal: Journal?) {
         self.configuration = configuration

@@ -83,4 +83,39 @@ import Testing
         sb.approximateBytes = 0
         #expect(sa == sb, "seed \(seed)")
     }
+
+    /// Batches big enough for the write helper's second thread (`MarkerLayer.concurrentUpsertAbove`):
+    /// all new, and with a few ids already in the layer (the grid inserts made ahead are
+    /// undone), against the protobuf-c path, which files marker by marker.
+    @Test func bigBatchesAgreeWithProtobufC() throws {
+        let seed = testSeed("PlainUpsertTests.bigBatchesAgreeWithProtobufC")
+        var rng = SplitMix64(seed: seed)
+        let fast = try Self.service(), slow = try Self.service()
+        var ids: [String] = []
+        for round in 0..<4 {
+            let n = MarkerLayer.concurrentUpsertAbove + Int(rng.next() % 3_000)
+            let old = round < 2 ? 0 : 1 + Int(rng.next() % 5)
+            let markers = (0..<n).map { i -> V1.Marker in
+                let id = i < old ? ids[Int(rng.next() % UInt64(ids.count))] : "b\(round)-\(i)"
+                return marker(id, Double.random(in: -80...80, using: &rng), Double.random(in: -180...180, using: &rng)) { m in
+                    m.zIndex = Int32(rng.next() % 3)
+                    if rng.next() % 50 == 0 { m.draggable = true }
+                    if rng.next() % 40 == 0 { m.visible = false }
+                }
+            }
+            let unique = Array(Dictionary(markers.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a }).values).shuffled(using: &rng)
+            ids += unique.map(\.id).filter { $0.hasPrefix("b\(round)-") }
+            let request = V1.UpsertMarkersRequest(layerID: "a", markers: unique).serializedBytes()
+            let a = Self.send(fast, request)
+            #expect(a == Self.send(slow, request + [0x78, 0x01]), "seed \(seed) round \(round)")
+            #expect(a.hasPrefix("ok"), "seed \(seed) round \(round): \(a)")
+        }
+        let ha = fast.layers.withLock { $0["a"]! }, hb = slow.layers.withLock { $0["a"]! }
+        for id in ids { #expect(ha.layer.marker(id: id) == hb.layer.marker(id: id), "seed \(seed): \(id)") }
+        var sa = ha.layer.stats(now: 0), sb = hb.layer.stats(now: 0)
+        sa.approximateBytes = 0
+        sb.approximateBytes = 0
+        #expect(sa == sb, "seed \(seed)")
+        #expect(ha.layer.grid.validate().problems.isEmpty, "seed \(seed): grid")
+    }
 }

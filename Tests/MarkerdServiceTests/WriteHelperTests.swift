@@ -1,0 +1,29 @@
+import Foundation
+@testable import MarkerdService
+import Synchronization
+import Testing
+
+/// `WriteHelper.run`: each of the two pieces of work runs exactly once, `run` returns only
+/// when both are done, and the second piece is taken by whichever thread gets to it first.
+@Suite struct WriteHelperTests {
+    @Test func eachPartRunsOnceAndRunWaitsForBoth() {
+        let helper = WriteHelper()
+        let here = Atomic<Int>(0), there = Atomic<Int>(0), onHelper = Atomic<Int>(0)
+        let caller = Thread.current
+        for k in 0..<2_000 {
+            var written = 0   // written by `there`, read after `run`: needs run's happens-before
+            helper.run({
+                here.add(1, ordering: .relaxed)
+                if k % 3 == 0 { for _ in 0..<200 { _ = Thread.current } }   // sometimes slower than the hand-over
+            }, alongside: {
+                there.add(1, ordering: .relaxed)
+                if Thread.current != caller { onHelper.add(1, ordering: .relaxed) }
+                written = k + 1
+            })
+            #expect(written == k + 1, "round \(k): run returned before `there` was done")
+        }
+        #expect(here.load(ordering: .relaxed) == 2_000 && there.load(ordering: .relaxed) == 2_000)
+        // Both ways happen on two cores; on one, the caller may take every job.
+        if ProcessInfo.processInfo.activeProcessorCount > 1 { #expect(onHelper.load(ordering: .relaxed) > 0) }
+    }
+}
