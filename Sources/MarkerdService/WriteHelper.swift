@@ -13,7 +13,7 @@ import Synchronization
 /// `run` never waits for a thread that has not started: the job is claimed once, by the helper
 /// thread when it gets there first, else by the caller when it is done with its own part (then
 /// the caller runs both in turn, as without a helper).
-final class WriteHelper: ConcurrentWork {
+public final class WriteHelper: ConcurrentWork {
     private let queue = DispatchQueue(label: "markerd.write-helper", qos: .userInitiated)
 
     /// One hand-over: `body` is claimed once (`state` 0 -> 1) and marked done (1 -> 2) by the
@@ -30,7 +30,9 @@ final class WriteHelper: ConcurrentWork {
         func claim() -> Bool { state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged }
     }
 
-    func run(_ here: () -> Void, alongside there: () -> Void) {
+    public init() {}
+
+    public func run(_ here: () -> Void, alongside there: () -> Void) {
         withoutActuallyEscaping(there) { there in
             let job = Job(there)
             queue.async {
