@@ -44,14 +44,18 @@ import Testing
         return (records, batch)
     }
 
+    /// A test's seed and generator, two equal empty layers (one to upsert into without the
+    /// second thread, one with it) and a runner.
+    static func start(_ name: String, _ mode: Runner.Mode) throws -> (UInt64, SplitMix64, MarkerLayer, MarkerLayer, Runner) {
+        let seed = testSeed(name)
+        let layer = try MarkerLayer(options: TilingOptions(minMarkerCount: 100))
+        return (seed, SplitMix64(seed: seed), layer, layer, Runner(mode))
+    }
+
     /// New markers only, batch after batch into a growing layer: the same layer exactly.
     @Test(arguments: [Runner.Mode.concurrent, .thereFirst, .hereFirst])
     func allNewGivesTheSameLayer(mode: Runner.Mode) throws {
-        let seed = testSeed("ConcurrentUpsertTests.allNewGivesTheSameLayer")
-        var rng = SplitMix64(seed: seed)
-        var a = try MarkerLayer(options: TilingOptions(minMarkerCount: 100))
-        var b = a
-        let runner = Runner(mode)
+        var (seed, rng, a, b, runner) = try Self.start("ConcurrentUpsertTests.allNewGivesTheSameLayer", mode)
         for round in 0..<6 {
             let n = MarkerLayer.concurrentUpsertAbove + Int(rng.next() % 6_000)
             let (_, batch) = try Self.prepared(n, ids: { "n\(round)-\($0)" }, seed: a.idHashSeed, &rng)
@@ -76,11 +80,7 @@ import Testing
     /// grid inserts made ahead are undone; the layer answers as without the second thread.
     @Test(arguments: [Runner.Mode.concurrent, .thereFirst, .hereFirst])
     func notAllNewAnswersTheSame(mode: Runner.Mode) throws {
-        let seed = testSeed("ConcurrentUpsertTests.notAllNewAnswersTheSame")
-        var rng = SplitMix64(seed: seed)
-        var a = try MarkerLayer(options: TilingOptions(minMarkerCount: 100))
-        var b = a
-        let runner = Runner(mode)
+        var (seed, rng, a, b, runner) = try Self.start("ConcurrentUpsertTests.notAllNewAnswersTheSame", mode)
         var all: [String] = []
         // Into the empty layer: 50 ids repeated (not sampled, so the grid is filled ahead and undone).
         let n0 = MarkerLayer.concurrentUpsertAbove + 1_000
