@@ -85,9 +85,7 @@ extension MarkerLayer {
                         (slot, isNew) = deferIndexes ? (table.appendUnindexed(id), true) : table.findOrInsert(bytes: id)
                     }
                     start = end
-                    var f = e.markerFlags
-                    var extra: [UInt8] = []
-                    if !batch.extras.isEmpty, let x = batch.extras[Int32(i)] { extra = x; f |= MarkerFlags.hasExtra }
+                    let (f, extra) = Self.flagsAndExtra(batch, i)
                     if isNew {
                         createdCount += 1
                         if sortGrid {
@@ -205,7 +203,7 @@ extension MarkerLayer {
         if allNew { return .done }
         for (k, i) in layout.spatial.enumerated() {
             let e = batch.entries[Int(i)]
-            grid.remove(Int32(firstNew + k), x: e.world.x, y: e.world.y, cls: MarkerLayer.gridClass(Self.flags(batch, Int(i))))
+            grid.remove(Int32(firstNew + k), x: e.world.x, y: e.world.y, cls: MarkerLayer.gridClass(Self.flagsAndExtra(batch, Int(i)).0))
         }
         return .notAllNew(slots)
     }
@@ -219,24 +217,22 @@ extension MarkerLayer {
         return layout.grid.map { i in
             let e = batch.entries[Int(i)]
             return (GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: slotOf[Int(i)]),
-                    MarkerLayer.gridClass(flags(batch, Int(i))))
+                    MarkerLayer.gridClass(flagsAndExtra(batch, Int(i)).0))
         }
     }
 
-    /// Marker `i`'s flags as `upsert` stores them.
-    @inline(__always) private static func flags(_ batch: RestoreBatch, _ i: Int) -> UInt8 {
-        var f = batch.entries[i].markerFlags
-        if !batch.extras.isEmpty, batch.extras[Int32(i)] != nil { f |= MarkerFlags.hasExtra }
-        return f
+    /// Marker `i`'s flags as `upsert` stores them, and its extra bytes.
+    @inline(__always) private static func flagsAndExtra(_ batch: RestoreBatch, _ i: Int) -> (UInt8, [UInt8]) {
+        let f = batch.entries[i].markerFlags
+        guard !batch.extras.isEmpty, let x = batch.extras[Int32(i)] else { return (f, []) }
+        return (f | MarkerFlags.hasExtra, x)
     }
 
     /// `upsert`'s loop for a batch whose markers all got new slots (`slots`) with their grid
     /// entries inserted already: the columns, counters and extras.
     private mutating func storeNew(_ batch: RestoreBatch, slots: [Int32], styleIndex: [UInt32]) {
         for (i, e) in batch.entries.enumerated() {
-            var f = e.markerFlags
-            var extra: [UInt8] = []
-            if !batch.extras.isEmpty, let x = batch.extras[Int32(i)] { extra = x; f |= MarkerFlags.hasExtra }
+            let (f, extra) = Self.flagsAndExtra(batch, i)
             store(slots[i], isNew: true, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
                   animation: nil, attributes: [:], extra: extra, indexGrid: false)
         }

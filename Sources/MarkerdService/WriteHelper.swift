@@ -16,8 +16,8 @@ import Synchronization
 public final class WriteHelper: ConcurrentWork {
     private let queue = DispatchQueue(label: "markerd.write-helper", qos: .userInitiated)
 
-    /// One hand-over: `body` is claimed once (`state` 0 -> 1) and marked done (1 -> 2) by the
-    /// helper thread; the caller that claims it runs it itself.
+    /// One hand-over: `body` is claimed once (`state` 0 -> 1), by the helper thread (which then
+    /// signals `done`) or by the caller (which then runs it itself).
     private final class Job: @unchecked Sendable {
         let state = Atomic<Int>(0)
         let done = DispatchSemaphore(value: 0)
@@ -39,7 +39,6 @@ public final class WriteHelper: ConcurrentWork {
                 guard job.claim() else { return }
                 job.body!()
                 job.body = nil
-                job.state.store(2, ordering: .releasing)
                 job.done.signal()
             }
             here()
