@@ -44,13 +44,13 @@ struct ApplyBench {
             func helpedUpsert() {
                 let t = ContinuousClock.now
                 _ = helped.upsert(other, now: 0, alongside: helper)
-                helpedWall += Self.seconds(since: t)
+                helpedWall += (ContinuousClock.now - t).seconds
             }
             if (start / Self.batchSize) % 2 == 1 { helpedUpsert() }
             let cpu2 = Machine.threadCPUSeconds
             let t = ContinuousClock.now
             _ = core.upsert(batch, now: 0)
-            serialWall += Self.seconds(since: t)
+            serialWall += (ContinuousClock.now - t).seconds
             let cpu3 = Machine.threadCPUSeconds
             if (start / Self.batchSize) % 2 == 0 { helpedUpsert() }
             prepareCPU += cpu1 - cpu0
@@ -72,10 +72,5 @@ struct ApplyBench {
         table.add(Row(size: label, measure: "in-process batch upserts, wall: one thread -> with WriteHelper (grid inserts on a second thread)",
                       value: String(format: "%.0f -> %.0f", serialWall * 1e9 / n, helpedWall * 1e9 / n), unit: "ns/marker",
                       note: String(format: "%.2fx the one-thread time; the same batches into two layers, in turn", helpedWall / serialWall)))
-    }
-
-    static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let d = ContinuousClock.now - start
-        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }
