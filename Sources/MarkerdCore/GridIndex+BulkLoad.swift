@@ -40,7 +40,7 @@ extension GridIndex {
 
     /// Creates node `key` (of `level`) for the entries `a[lo..<hi]` and, recursively, its subtree
     /// (`scratch[lo..<hi]` is free to use; either range may be left reordered).
-    private mutating func buildNode(_ a: UnsafeMutableBufferPointer<GridEntry>, _ scratch: UnsafeMutableBufferPointer<GridEntry>,
+    mutating func buildNode(_ a: UnsafeMutableBufferPointer<GridEntry>, _ scratch: UnsafeMutableBufferPointer<GridEntry>,
                                     lo: Int, hi: Int, key: UInt64, level: UInt32) {
         let n = hi - lo
         var minZ = Int32.max, maxZ = Int32.min

@@ -83,6 +83,32 @@ struct GridCellTable: Sendable {
         }
     }
 
+    /// `find(_:)` of each of `keys` into `found` (-1: absent), in two passes like
+    /// `find(all:into:)`: the home cells of all of them are read first, so that their cache
+    /// misses overlap. For a few hundred keys at a time (the first reads stay in cache).
+    func find(_ keys: UnsafeBufferPointer<UInt64>, into found: UnsafeMutableBufferPointer<Int>) {
+        let mask = cells.count - 1
+        cells.withUnsafeBufferPointer { cs in
+            withUnsafeTemporaryAllocation(of: UInt64.self, capacity: keys.count) { first in
+                for m in keys.indices {
+                    let h = home(keys[m])
+                    found[m] = h
+                    first[m] = cs[h].key
+                }
+                for m in keys.indices {
+                    let key = keys[m]
+                    var i = found[m], k = first[m]
+                    while k != key {
+                        if k == GridCellTable.emptyKey { i = -1; break }
+                        i = (i + 1) & mask
+                        k = cs[i].key
+                    }
+                    found[m] = i
+                }
+            }
+        }
+    }
+
     @inline(__always) subscript(i: Int) -> GridCell {
         get { cells[i] }
         _modify { yield &cells[i] }
@@ -309,7 +335,7 @@ struct GridIndex: Sendable {
     @inline(__always) static func runClass(_ head: Int32) -> Int32 { head >> runBlockBits }
 
     /// A free run of class `k`, as a leaf `head`.
-    private mutating func allocateRun(sizeClass k: Int32) -> Int32 {
+    mutating func allocateRun(sizeClass k: Int32) -> Int32 {
         let f = freeRuns[Int(k)]
         if f >= 0 {
             freeRuns[Int(k)] = blockNext[Int(f)]
@@ -322,7 +348,7 @@ struct GridIndex: Sendable {
         return GridIndex.runHead(block: b, sizeClass: k)
     }
 
-    private mutating func freeRun(_ head: Int32) {
+    mutating func freeRun(_ head: Int32) {
         guard head >= 0 else { return }
         let k = Int(GridIndex.runClass(head)), b = head & (1 << GridIndex.runBlockBits - 1)
         blockNext[Int(b)] = freeRuns[k]
@@ -330,7 +356,7 @@ struct GridIndex: Sendable {
     }
 
     /// Moves the first `n` entries of leaf `i`'s run into a new run of class `k`.
-    private mutating func relocate(leaf i: Int, count n: Int, sizeClass k: Int32) {
+    mutating func relocate(leaf i: Int, count n: Int, sizeClass k: Int32) {
         let old = nodes[i].head
         let new = allocateRun(sizeClass: k)
         let from = GridIndex.runBase(old), to = GridIndex.runBase(new)
@@ -419,7 +445,7 @@ struct GridIndex: Sendable {
         }
     }
 
-    private mutating func setChildBit(_ parent: UInt64, _ bit: Int, _ on: Bool) {
+    mutating func setChildBit(_ parent: UInt64, _ bit: Int, _ on: Bool) {
         let p = nodes.find(parent)
         precondition(p >= 0, "grid parent missing")
         var mask = nodes[p].childMask

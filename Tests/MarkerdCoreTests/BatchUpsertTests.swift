@@ -170,20 +170,34 @@ import Testing
         var rng = SplitMix64(seed: seed)
         var a = GridIndex(), b = GridIndex()
         var slot: Int32 = 0
-        for round in 0..<6 {
-            let n = Int(rng.next() % 6_000)
+        var listed: [(entry: GridEntry, cls: UInt32)] = []
+        for round in 0..<8 {
+            // Batches below and above `levelwiseInsertAbove`, into a grid that already holds
+            // entries (appends to old leaves, old leaves that split) and lost some (freed runs).
+            let n = Int(rng.next() % (round % 2 == 0 ? 6_000 : UInt64(2 * GridIndex.levelwiseInsertAbove)))
             let items = (0..<n).map { i -> (entry: GridEntry, cls: UInt32) in
                 // Dense spots (deep splits), exact duplicates, and spread.
                 let spot = UInt32(truncatingIfNeeded: rng.next() % 5) &* 0x3000_0000
                 let x = i % 3 == 0 ? UInt32(truncatingIfNeeded: rng.next()) : spot &+ UInt32(rng.next() % (i % 3 == 1 ? 4_000 : 1))
                 let y = i % 3 == 0 ? UInt32(truncatingIfNeeded: rng.next()) : spot &+ UInt32(rng.next() % 4_000)
                 defer { slot += 1 }
-                return (GridEntry(x: x, y: y, z: Int32(rng.next() % 7) - 3, slot: slot), UInt32(rng.next() % 3))
+                // z-indices from a wide range: leaves whose removed entries held the extremes keep wider
+                // bounds than their entries have, which a split narrows again.
+                return (GridEntry(x: x, y: y, z: Int32(rng.next() % 61) - 30, slot: slot), UInt32(rng.next() % 3))
             }
             for (e, cls) in items { a.insert(e.slot, x: e.x, y: e.y, z: e.z, cls: cls) }
             b.insert(items)
             #expect(b.validate().problems.isEmpty, "seed \(seed) round \(round)")
             #expect(RestoreTests.nodes(a) == RestoreTests.nodes(b), "seed \(seed) round \(round): nodes differ")
+            listed += items
+            listed.shuffle(using: &rng)
+            for (e, cls) in listed.suffix(listed.count / 4) {
+                a.remove(e.slot, x: e.x, y: e.y, cls: cls)
+                b.remove(e.slot, x: e.x, y: e.y, cls: cls)
+            }
+            listed.removeLast(listed.count / 4)
+            #expect(b.validate().problems.isEmpty, "seed \(seed) round \(round) after removals")
+            #expect(RestoreTests.nodes(a) == RestoreTests.nodes(b), "seed \(seed) round \(round): nodes differ after removals")
         }
     }
 }
