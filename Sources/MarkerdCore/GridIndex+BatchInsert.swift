@@ -13,11 +13,11 @@ extension GridIndex {
     /// Inserts each `items[k]` (new slots, not in the index) like `insert(_:x:y:z:cls:)`: the
     /// result has the same nodes (keys, leaf or internal, child masks, counts, z bounds) and the
     /// same entries per leaf as inserting them one by one in any order. Inside a leaf, the new
-    /// entries follow the old ones in the order of their class and the Morton code of their
-    /// level-10 cell (`insertOrderKey`; an LSD radix sort of the keys in two passes of 11 bits,
-    /// `RestoreBatch.Layout.radixSort`, ties in the given order), as one-by-one inserts in that
-    /// order would list them; only the run layout (which blocks each leaf's run takes) differs.
-    /// `sorted`: the items already come in that order (`RestoreBatch.Layout.grid`), not sorted again.
+    /// entries follow the old ones in spatial order (`insertOrderKey`: the Morton order of their
+    /// level-16 cells, an LSD radix sort, `RestoreBatch.Layout.radixSort`, ties in the given
+    /// order), as one-by-one inserts in that order would list them; only the run layout (which
+    /// blocks each leaf's run takes) differs.
+    /// `sorted`: the items already come in that order (`RestoreBatch.Layout.spatial`), not sorted again.
     mutating func insert(_ items: [(entry: GridEntry, cls: UInt32)], sorted presorted: Bool = false) {
         guard items.count > 1 else {
             for (e, cls) in items { insert(e.slot, x: e.x, y: e.y, z: e.z, cls: cls) }
@@ -33,8 +33,8 @@ extension GridIndex {
         entries.reserveGrowing(2 * items.count)
         blockNext.reserveGrowing(2 * items.count / GridIndex.blockSize)
         let sorted = presorted ? items : RestoreBatch.Layout.radixSort(items.enumerated().map { k, item in
-            GridIndex.insertOrderKey(x: item.entry.x, y: item.entry.y, cls: item.cls) << 32 | UInt64(k)
-        }, passes: [(32, 11), (43, 11)]).map { items[Int($0)] }
+            GridIndex.insertOrderKey(x: item.entry.x, y: item.entry.y) << 32 | UInt64(k)
+        }, passes: [(32, 11), (43, 11), (54, 10)]).map { items[Int($0)] }
         if sorted.count < Self.levelwiseInsertAbove {
             for (e, cls) in sorted { insert(e.slot, x: e.x, y: e.y, z: e.z, cls: cls) }
         } else {
@@ -46,10 +46,12 @@ extension GridIndex {
         }
     }
 
-    /// The order of `insert(_:)`: class (2 bits) above the interleaved top 10 bits of y and x
-    /// (the Morton code of the level-10 cell, 20 bits).
-    @inline(__always) static func insertOrderKey(x: UInt32, y: UInt32, cls: UInt32) -> UInt64 {
-        UInt64(cls) << 20 | SpatialKey.morton(x: x >> 22, y: y >> 22)
+    /// The order of `insert(_:)`: the interleaved top 16 bits of y and x (the Morton code of
+    /// the level-16 cell, 32 bits), as `RestoreBatch.Layout.spatial` orders a batch. In that
+    /// order the entries of each node down to level 16 lie next to each other, so
+    /// `insertLevelwise` hands them on to the children without moving them.
+    @inline(__always) static func insertOrderKey(x: UInt32, y: UInt32) -> UInt64 {
+        SpatialKey.morton(x: x >> 16, y: y >> 16)
     }
 
     /// A node `insertLevelwise` reaches, with the new entries of its subtree: `lo..<hi` of the
@@ -63,8 +65,8 @@ extension GridIndex {
     /// `insert(_:sorted:)` for new entries (slots below `pos.count`), level by level from the
     /// roots: each node reached is looked up once (side by side with the others of its level,
     /// `GridCellTable.find(_:into:)`), counts its new entries and widens its z bounds by theirs;
-    /// an internal node hands them on to its children (a stable counting sort into the other of
-    /// two buffers, so a child's entries keep their order), a leaf appends them to its run (moved
+    /// an internal node hands them on to its children (`handOn`: in spatial order they are
+    /// grouped by child already; a child's entries keep their order), a leaf appends them to its run (moved
     /// once to the size class they need). What would change the node table (a node absent so far,
     /// built whole by `buildNode`; a leaf passing `splitAbove`, whose old and new entries go into
     /// new children) waits until the level's look-ups are used. The nodes and leaf contents are
@@ -74,7 +76,7 @@ extension GridIndex {
     private mutating func insertLevelwise(_ items: [(entry: GridEntry, cls: UInt32)]) {
         let n = items.count
         var cur = [GridEntry](repeating: GridEntry(x: 0, y: 0, z: 0, slot: -1), count: n)
-        var other = cur
+        var scratch = cur
         // Level 0: the roots, one per class (a stable counting sort by class).
         var reach: [Reach] = []
         do {
@@ -102,7 +104,7 @@ extension GridIndex {
             var deeper: [Reach] = [], absent: [Reach] = [], splitting: [Reach] = []
             deeper.reserveCapacity(reach.count * 2)
             cur.withUnsafeMutableBufferPointer { a in
-                other.withUnsafeMutableBufferPointer { b in
+                scratch.withUnsafeMutableBufferPointer { b in
                     var from = 0
                     while from < reach.count {
                         let to = Swift.min(reach.count, from + Self.lookupChunk)
@@ -145,7 +147,6 @@ extension GridIndex {
                     }
                 }
             }
-            swap(&cur, &other)
             reach = deeper
             level += 2
         }
@@ -164,10 +165,29 @@ extension GridIndex {
         Int((key >> 28) & 3) << 2 | Int((key >> 2) & 3)
     }
 
-    /// Moves `a[lo..<hi]` (entries of the internal node `key`) into `b[lo..<hi]` grouped by child,
-    /// in order within each child (a counting sort), and lists the children reached.
+    /// Groups `a[lo..<hi]` (entries of the internal node `key`) by child, in order within each
+    /// child, and lists the children reached with their ranges. Entries in spatial order
+    /// (`insertOrderKey`) are grouped already down to level 16: then nothing moves. Else a
+    /// counting sort through `b[lo..<hi]` (scratch) groups them.
     private func handOn(_ a: UnsafeMutableBufferPointer<GridEntry>, _ b: UnsafeMutableBufferPointer<GridEntry>,
                         lo: Int, hi: Int, key: UInt64, childLevel: UInt32, into deeper: inout [Reach]) {
+        var grouped = true
+        let listed = deeper.count
+        var last = GridIndex.childBit(a[lo].x, a[lo].y, level: childLevel), start = lo
+        for k in lo + 1..<hi {
+            let bit = GridIndex.childBit(a[k].x, a[k].y, level: childLevel)
+            if bit != last {
+                if bit < last { grouped = false; break }
+                deeper.append(Reach(key: GridIndex.childKey(key, last), lo: Int32(start), hi: Int32(k)))
+                last = bit
+                start = k
+            }
+        }
+        if grouped {
+            deeper.append(Reach(key: GridIndex.childKey(key, last), lo: Int32(start), hi: Int32(hi)))
+            return
+        }
+        deeper.removeSubrange(listed...)    // not grouped: the children listed so far are listed again below
         var counts = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &counts) { raw in
             let count = raw.bindMemory(to: Int.self)
@@ -185,6 +205,7 @@ extension GridIndex {
                 b[count[bit]] = e
                 count[bit] += 1
             }
+            for k in lo..<hi { a[k] = b[k] }
         }
     }
 
@@ -231,7 +252,7 @@ extension GridIndex {
             scratch.withUnsafeMutableBufferPointer { y in
                 handOn(x, y, lo: 0, hi: x.count, key: r.key, childLevel: level + 2, into: &children)
                 for c in children {
-                    buildNode(y, x, lo: Int(c.lo), hi: Int(c.hi), key: c.key, level: level + 2)
+                    buildNode(x, y, lo: Int(c.lo), hi: Int(c.hi), key: c.key, level: level + 2)
                     mask |= 1 << UInt32(GridIndex.childBit(of: c.key))
                 }
             }

@@ -66,7 +66,7 @@ extension MarkerLayer {
         var pending: [(entry: GridEntry, cls: UInt32)] = []
         if sortGrid { pending.reserveCapacity(batch.count) }
         // With a layout and no pending inserts made early: where marker i's entry is in `pending`
-        // (-1: none), for inserting them in the layout's grid order, with no sort here.
+        // (-1: none), for inserting them in the layout's spatial order, with no sort here.
         var pendingAt = layout == nil ? [] : [Int32](repeating: -1, count: batch.count)
         batch.idBytes.withUnsafeBufferPointer { ids in
             batch.entries.withUnsafeBufferPointer { entries in
@@ -103,7 +103,7 @@ extension MarkerLayer {
             }
         }
         if let layout, !pendingAt.isEmpty {
-            grid.insert(layout.grid.compactMap { i in pendingAt[Int(i)] < 0 ? nil : pending[Int(pendingAt[Int(i)])] }, sorted: true)
+            grid.insert(layout.spatial.compactMap { i in pendingAt[Int(i)] < 0 ? nil : pending[Int(pendingAt[Int(i)])] }, sorted: true)
         } else {
             grid.insert(pending)
         }
@@ -179,7 +179,7 @@ extension MarkerLayer {
     }
 
     /// The concurrent upsert (see `upsert(_:now:spatialSlots:alongside:)`): the grid moves out of
-    /// the layer to `helper`'s thread, which inserts every marker's entry in the layout's grid
+    /// the layer to `helper`'s thread, which inserts every marker's entry in the layout's spatial
     /// order with the slot it gets if all are new (the k-th in spatial order: `firstNew` + k,
     /// as `spatialSlots` numbers them); this thread files the ids (`spatialSlots`) and, when
     /// they were all new, stores the columns. When some were not, the entries are removed again.
@@ -208,15 +208,13 @@ extension MarkerLayer {
         return .notAllNew(slots)
     }
 
-    /// Every marker's grid entry in `layout.grid` order, each with the slot it gets when all
-    /// are new (the k-th in `layout.spatial` order: `firstNew` + k).
+    /// Every marker's grid entry in `layout.spatial` order, each with the slot it gets when all
+    /// are new (the k-th in that order: `firstNew` + k).
     private static func predictedEntries(_ batch: RestoreBatch, _ layout: RestoreBatch.Layout,
                                          firstNew: Int) -> [(entry: GridEntry, cls: UInt32)] {
-        var slotOf = [Int32](repeating: 0, count: batch.count)
-        for (k, i) in layout.spatial.enumerated() { slotOf[Int(i)] = Int32(firstNew + k) }
-        return layout.grid.map { i in
+        layout.spatial.enumerated().map { k, i in
             let e = batch.entries[Int(i)]
-            return (GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: slotOf[Int(i)]),
+            return (GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: Int32(firstNew + k)),
                     MarkerLayer.gridClass(flagsAndExtra(batch, Int(i)).0))
         }
     }

@@ -10,16 +10,14 @@ extension RestoreBatch {
         /// seed computes its own layout.
         public let idHashSeed: UInt64
         /// Marker indices in the spatial order of new slots: the Morton order of their level-16
-        /// cells (about 600 m at the equator), ties in batch order.
+        /// cells (about 600 m at the equator), ties in batch order. Also the order in which
+        /// `GridIndex.insert(_:sorted:)` takes new entries (`GridIndex.insertOrderKey`).
         let spatial: [Int32]
         /// The id hash (`MarkerTable.hash`) of each marker, in spatial order.
         let hashes: [UInt32]
         /// The ids' bytes in spatial order, back to back, and where each ends.
         let ids: [UInt8]
         let idEnds: [UInt32]
-        /// Marker indices in the order `GridIndex.insert(_:)` inserts new entries: their grid
-        /// class, then the Morton order of their level-10 cells, ties in batch order.
-        let grid: [Int32]
 
         init(_ batch: RestoreBatch, idHashSeed seed: UInt64) {
             idHashSeed = seed
@@ -29,11 +27,6 @@ extension RestoreBatch {
                 SpatialKey.morton(x: e.world.x >> 16, y: e.world.y >> 16) << 32 | UInt64(i)
             }
             let spatial = Self.radixSort(spatialKeys, passes: [(32, 11), (43, 11), (54, 10)])
-            // As `GridIndex.insert(_:)` orders new entries, by the class the marker will have.
-            let gridKeys = batch.entries.enumerated().map { i, e in
-                GridIndex.insertOrderKey(x: e.world.x, y: e.world.y, cls: MarkerLayer.gridClass(e.markerFlags)) << 32 | UInt64(i)
-            }
-            grid = Self.radixSort(gridKeys, passes: [(32, 11), (43, 11)])
             var hashes = [UInt32](repeating: 0, count: n)
             var ids = [UInt8]()
             ids.reserveCapacity(batch.idBytes.count)

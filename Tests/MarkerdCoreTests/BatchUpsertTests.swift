@@ -104,13 +104,6 @@ import Testing
                 return ki != kj ? ki < kj : i < j
             }
             #expect(layout.spatial.map(Int.init) == spatial, "seed \(seed) round \(round): spatial order")
-            func gridKey(_ i: Int) -> UInt64 {
-                let f = plain.entries[i].flags
-                let cls: UInt64 = f & RestoreBatch.draggable != 0 ? 1 : f & RestoreBatch.visible != 0 ? 0 : 2
-                return cls << 20 | SpatialKey.morton(x: world[i].x >> 22, y: world[i].y >> 22)
-            }
-            let grid = (0..<n).sorted { i, j in gridKey(i) != gridKey(j) ? gridKey(i) < gridKey(j) : i < j }
-            #expect(layout.grid.map(Int.init) == grid, "seed \(seed) round \(round): grid order")
             let hashes = spatial.map { i in
                 var id = plain.id(i)
                 return id.withUTF8 { MarkerTable.hash($0, seed: a.table.seed) }
