@@ -93,22 +93,31 @@ extension GridIndex {
         }
     }
 
-    /// Gives leaf `i` (of `level`) a new run holding `a[lo..<hi]`, of the size class `append`
-    /// would have grown it to.
+    /// Gives leaf `i` (of `level`) a run holding `a[lo..<hi]`, of the size class `append`
+    /// would have grown it to: a free run of that class if there is one (a bulk insert into a
+    /// grid that freed runs, see `insertLevelwise`), else a new one at the end.
     private mutating func fillLeaf(_ i: Int, level: UInt32, _ a: UnsafeMutableBufferPointer<GridEntry>, lo: Int, hi: Int) {
         let n = hi - lo
         guard n > 0 else { nodes[i].head = -1; return }
         var k: Int32 = 0
         while GridIndex.blockSize << Int(k) < n { k += 1 }
-        let first = Int32(blockNext.count)
-        blockNext.append(contentsOf: repeatElement(-1, count: 1 << Int(k)))
-        let base = entries.count
-        entries.append(contentsOf: UnsafeBufferPointer(rebasing: a[lo..<hi]))
-        entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: (GridIndex.blockSize << Int(k)) - n))
+        let head: Int32
+        let base: Int
+        if hasFreeRun(sizeClass: k) {
+            head = allocateRun(sizeClass: k)
+            base = GridIndex.runBase(head)
+            for j in 0..<n { entries[base + j] = a[lo + j] }
+        } else {
+            head = GridIndex.runHead(block: Int32(blockNext.count), sizeClass: k)
+            blockNext.append(contentsOf: repeatElement(-1, count: 1 << Int(k)))
+            base = entries.count
+            entries.append(contentsOf: UnsafeBufferPointer(rebasing: a[lo..<hi]))
+            entries.append(contentsOf: repeatElement(GridEntry(x: 0, y: 0, z: 0, slot: -1), count: (GridIndex.blockSize << Int(k)) - n))
+        }
         for j in 0..<n {
             pos[Int(a[lo + j].slot)] = UInt32(base + j)
             leafLevel[Int(a[lo + j].slot)] = UInt8(truncatingIfNeeded: level)
         }
-        nodes[i].head = GridIndex.runHead(block: first, sizeClass: k)
+        nodes[i].head = head
     }
 }

@@ -334,6 +334,9 @@ struct GridIndex: Sendable {
     /// Size class of a leaf's run (`head` >= 0).
     @inline(__always) static func runClass(_ head: Int32) -> Int32 { head >> runBlockBits }
 
+    /// Whether a freed run of class `k` waits for reuse.
+    func hasFreeRun(sizeClass k: Int32) -> Bool { freeRuns[Int(k)] >= 0 }
+
     /// A free run of class `k`, as a leaf `head`.
     mutating func allocateRun(sizeClass k: Int32) -> Int32 {
         let f = freeRuns[Int(k)]
