@@ -55,7 +55,7 @@ extension GridIndex {
     }
 
     /// A node `insertLevelwise` reaches, with the new entries of its subtree: `lo..<hi` of the
-    /// level's entry buffer.
+    /// batch's entry buffer (grouped by node at each level, see `handOn`).
     private struct Reach {
         var key: UInt64
         var lo: Int32
