@@ -58,52 +58,42 @@ struct GridCellTable: Sendable {
     }
 
     /// The indices of the present ones of `keys` (in order; absent keys are skipped), in two
-    /// passes: first the key in each one's home cell is read (loads that do not depend on each
-    /// other, so their cache misses overlap), then each is looked up, starting with that key.
+    /// passes (`lookUp`).
     func find(all keys: [UInt64], into found: inout [Int]) {
         found.removeAll(keepingCapacity: true)
         guard !keys.isEmpty else { return }
-        let mask = cells.count - 1
-        cells.withUnsafeBufferPointer { cs in
-            withUnsafeTemporaryAllocation(of: (home: Int, key: UInt64).self, capacity: keys.count) { first in
-                for (m, key) in keys.enumerated() {
-                    let h = home(key)
-                    first[m] = (h, cs[h].key)
-                }
-                for (m, key) in keys.enumerated() {
-                    var (i, k) = first[m]
-                    while k != key {
-                        if k == GridCellTable.emptyKey { break }
-                        i = (i + 1) & mask
-                        k = cs[i].key
-                    }
-                    if k == key { found.append(i) }
-                }
-            }
+        keys.withUnsafeBufferPointer { ks in
+            lookUp(ks.count, key: { ks[$0] }) { _, i in if i >= 0 { found.append(i) } }
         }
     }
 
-    /// `find(_:)` of each of `keys` into `found` (-1: absent), in two passes like
-    /// `find(all:into:)`: the home cells of all of them are read first, so that their cache
-    /// misses overlap. For a few hundred keys at a time (the first reads stay in cache).
+    /// `find(_:)` of each of `keys` into `found` (-1: absent), in two passes (`lookUp`). For a
+    /// few hundred keys at a time (the first reads stay in cache).
     func find(_ keys: UnsafeBufferPointer<UInt64>, into found: UnsafeMutableBufferPointer<Int>) {
+        lookUp(keys.count, key: { keys[$0] }) { m, i in found[m] = i }
+    }
+
+    /// Looks up `count` keys (`key(m)`, m in 0..<count) and calls `body(m, index or -1)` for each
+    /// in order, in two passes: first the key in each one's home cell is read (loads that do not
+    /// depend on each other, so their cache misses overlap), then each is looked up, starting
+    /// with that key.
+    @inline(__always) private func lookUp(_ count: Int, key: (Int) -> UInt64, _ body: (Int, Int) -> Void) {
         let mask = cells.count - 1
         cells.withUnsafeBufferPointer { cs in
-            withUnsafeTemporaryAllocation(of: UInt64.self, capacity: keys.count) { first in
-                for m in keys.indices {
-                    let h = home(keys[m])
-                    found[m] = h
-                    first[m] = cs[h].key
+            withUnsafeTemporaryAllocation(of: (home: Int, key: UInt64).self, capacity: count) { first in
+                for m in 0..<count {
+                    let h = home(key(m))
+                    first[m] = (h, cs[h].key)
                 }
-                for m in keys.indices {
-                    let key = keys[m]
-                    var i = found[m], k = first[m]
-                    while k != key {
+                for m in 0..<count {
+                    let want = key(m)
+                    var (i, k) = first[m]
+                    while k != want {
                         if k == GridCellTable.emptyKey { i = -1; break }
                         i = (i + 1) & mask
                         k = cs[i].key
                     }
-                    found[m] = i
+                    body(m, i)
                 }
             }
         }
