@@ -29,6 +29,14 @@ struct LatencySummary: Sendable {
     var p50: Double
     var p99: Double
     var mean: Double
+    var max: Double
+    /// Samples of at least `stallMicros`: on this machine's loopback a round trip takes well under
+    /// half a millisecond, so these are mostly the host's stalls. When they reach 1 % of the
+    /// samples, the p99 is one of them.
+    var stalls: Int
+
+    /// The threshold of `stalls`: 1 ms.
+    static let stallMicros = 1000.0
 
     /// Summarises latencies in microseconds (any order). `samplesMicros` must be non-empty.
     init(samplesMicros: [Double]) {
@@ -37,6 +45,8 @@ struct LatencySummary: Sendable {
         p50 = Stats.percentile(sorted, 0.50)
         p99 = Stats.percentile(sorted, 0.99)
         mean = Stats.mean(sorted)
+        max = sorted.last ?? 0
+        stalls = sorted.count - (sorted.firstIndex(where: { $0 >= LatencySummary.stallMicros }) ?? sorted.count)
     }
 }
 
