@@ -61,10 +61,9 @@ final class Table {
                     target: ((_ p99Ratio: Double) -> Target)? = nil, note: String = "") {
         let sizes = s.timedSizes == s.sizes ? "" : "; timed calls' median sizes \(s.timedSizes)"
         let codec = "client protobuf encode + decode (not in the latency) \(Self.micros(s.clientCodec.p50)) / \(Self.micros(s.clientCodec.p99)) µs"
-        // How many calls of each series took a millisecond or more (host stalls, mostly): the two
-        // series are interleaved, so a p99 ratio far off with many such calls on one side only is
-        // a matter of which side the stalls hit.
-        let stalls = "calls >= 1 ms \(s.latency.stalls) of \(s.latency.samples) (floor \(s.floor.stalls)), max \(Self.micros(s.latency.max)) µs (floor \(Self.micros(s.floor.max)))"
+        // The two series are interleaved: a p99 ratio far off with many stalls on one side only
+        // (`LatencySummary.stalls`) is a matter of which side they hit.
+        let stalls = "calls >= \(Self.micros(LatencySummary.stallMicros)) µs \(s.latency.stalls) of \(s.latency.samples) (floor \(s.floor.stalls)), max \(Self.micros(s.latency.max)) µs (floor \(Self.micros(s.floor.max)))"
         addLatency(size: size, measure: measure, s.latency, floor: s.floor, floorSizes: s.sizes, target: target,
                    note: (note.isEmpty ? "" : note + "; ") + codec + sizes + "; " + stalls)
     }
