@@ -160,42 +160,43 @@ struct CoverageMask {
     func uncovered(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
         let r0 = max(0, -y), r1 = min(shape.height, height - y)
         if r0 >= r1 { return false }
-        let start = clips.count
-        var first = -1, last = -1
-        // Per canvas block row under the draw, the blocks under the union of its rows' spans are
-        // tested first (`blockBits`): when all are settled whole, so is every pixel of those rows'
-        // spans, and the rows are passed over at once.
-        let shift = CoverageMask.blockShift, size = CoverageMask.blockSize
-        let blockSpans = shape.blocks + 2 * (y & (size - 1)) * shape.blockRows
-        bits.withUnsafeBufferPointer { w in
-        blockBits.withUnsafeBufferPointer { b in
-        freeInRow.withUnsafeBufferPointer { free in
-            for br in ((y + r0) >> shift)...((y + r1 - 1) >> shift) {
-                let j = br - y >> shift
-                let blo = max(x + Int(data[blockSpans + 2 * j]), 0), bhi = min(x + Int(data[blockSpans + 2 * j + 1]), width)
-                guard blo < bhi, CoverageMask.firstClear(b, row: br * blockWordsPerRow, blo >> shift, (bhi - 1) >> shift + 1) != nil else { continue }
-                for r in max(r0, br << shift - y)..<min(r1, (br + 1) << shift - y) where free[y + r] != 0 {
-                    let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
-                    let row = (y + r) * wordsPerRow
-                    guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else { continue }
-                    if first < 0 {
-                        // Room for every row from here on; trimmed below (appending per row costs more).
-                        first = r
-                        clips.append(contentsOf: repeatElement(0, count: 2 + 2 * (r1 - r)))
+        // The clip is built in a scratch buffer and appended once (appending per row, or writing
+        // into the array row by row, costs a uniqueness check each).
+        return withUnsafeTemporaryAllocation(of: Int16.self, capacity: 2 + 2 * (r1 - r0)) { out in
+            var first = -1, last = -1
+            // Per canvas block row under the draw, the blocks under the union of its rows' spans are
+            // tested first (`blockBits`): when all are settled whole, so is every pixel of those rows'
+            // spans, and the rows are passed over at once.
+            let shift = CoverageMask.blockShift, size = CoverageMask.blockSize
+            let blockSpans = shape.blocks + 2 * (y & (size - 1)) * shape.blockRows
+            bits.withUnsafeBufferPointer { w in
+            blockBits.withUnsafeBufferPointer { b in
+            freeInRow.withUnsafeBufferPointer { free in
+                for br in ((y + r0) >> shift)...((y + r1 - 1) >> shift) {
+                    let j = br - y >> shift
+                    let blo = max(x + Int(data[blockSpans + 2 * j]), 0), bhi = min(x + Int(data[blockSpans + 2 * j + 1]), width)
+                    guard blo < bhi, CoverageMask.firstClear(b, row: br * blockWordsPerRow, blo >> shift, (bhi - 1) >> shift + 1) != nil else { continue }
+                    for r in max(r0, br << shift - y)..<min(r1, (br + 1) << shift - y) where free[y + r] != 0 {
+                        let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
+                        let row = (y + r) * wordsPerRow
+                        guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else { continue }
+                        if first < 0 { first = r }
+                        // Rows since the last one with an uncovered pixel get an empty range.
+                        var gap = last < 0 ? r : last + 1
+                        while gap < r { out[2 + 2 * (gap - first)] = 0; out[3 + 2 * (gap - first)] = 0; gap += 1 }
+                        last = r
+                        out[2 + 2 * (r - first)] = Int16(a - x)
+                        out[3 + 2 * (r - first)] = Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x)
                     }
-                    last = r
-                    let at = start + 2 + 2 * (r - first)
-                    clips[at] = Int16(a - x); clips[at + 1] = Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x)
                 }
             }
+            }
+            }
+            guard first >= 0 else { return false }
+            out[0] = Int16(first); out[1] = Int16(last + 1)
+            clips.append(contentsOf: UnsafeBufferPointer(rebasing: out[0..<(2 + 2 * (last + 1 - first))]))
+            return true
         }
-        }
-        }
-        guard first >= 0 else { return false }
-        // Rows between first and last without an uncovered pixel kept their (0, 0); drop the rest.
-        clips.removeSubrange((start + 2 + 2 * (last + 1 - first))...)
-        clips[start] = Int16(first); clips[start + 1] = Int16(last + 1)
-        return true
     }
 
     /// The bit of `settledAt[index]` for a draw of `shape` with its top-left at (`x`, `y`), or
@@ -314,25 +315,24 @@ struct CoverageMask {
                 if slo >= shi { continue }
                 let wrow = shape.weights + r * shape.width - x
                 let lrow = (y + r) * canvasWidth
-                var cx = slo
-                while cx < shi {
-                    let word = w[row + cx >> 6] >> UInt64(cx & 63)
-                    if word & 1 != 0 {
-                        // Jump over the settled run in this word.
-                        let run = (~word).trailingZeroBitCount
-                        cx += run == 64 ? 64 : run
-                        continue
-                    }
-                    let k = Int(weights[wrow + cx])
-                    if k != 255 {
-                        let t = next[k << 8 | Int(lv[lrow + cx])]
+                // Word by word: the pixels not settled yet are the clear bits.
+                let wa = slo >> 6, wb = (shi - 1) >> 6
+                for k in wa...wb {
+                    var free = ~w[row + k] & CoverageMask.mask(k == wa ? slo & 63 : 0, k == wb ? (shi - 1) & 63 : 63)
+                    var settle: UInt64 = 0
+                    while free != 0 {
+                        let cx = k << 6 | free.trailingZeroBitCount
+                        free &= free &- 1
+                        let kw = Int(weights[wrow + cx])
+                        if kw == 255 { continue }
+                        let t = next[kw << 8 | Int(lv[lrow + cx])]
                         lv[lrow + cx] = t
                         if t == 255 {
-                            w[row + cx >> 6] |= UInt64(1) << UInt64(cx & 63); newlySet += 1
+                            settle |= UInt64(1) << UInt64(cx & 63)
                             setLo = min(setLo, cx); setHi = max(setHi, cx + 1)
                         }
                     }
-                    cx += 1
+                    if settle != 0 { w[row + k] |= settle; newlySet += settle.nonzeroBitCount }
                 }
                 if newlySet > 0 { setTop = min(setTop, y + r); setBottom = max(setBottom, y + r) }
                 free[y + r] -= Int32(newlySet)

@@ -138,59 +138,90 @@ public struct TileCanvas: Sendable {
             return
         }
         if times < 1 { return }
+        let (w, h) = (width, height)
+        let drew = sprite.pixels.withUnsafeBytes { src in
+            sprite.rowSpans.withUnsafeBufferPointer { spans in
+                pixels.withUnsafeMutableBytes { dst in
+                    TileCanvas.composite(SpritePixels(pixels: src.baseAddress, spans: spans.isEmpty ? nil : spans.baseAddress,
+                                                      width: sprite.width, height: sprite.height),
+                                         onto: dst, width: w, height: h, atX: x, y: y, times: times, clipAt: clip)
+                }
+            }
+        }
+        if drew { isEmpty = false }
+    }
+
+    /// A sprite's premultiplied RGBA8 rows and row spans (`RGBAImage.rowSpans`; nil: every row
+    /// whole) as pointers, valid as long as the storage they point into.
+    struct SpritePixels {
+        var pixels: UnsafeRawPointer?
+        var spans: UnsafePointer<Int32>?
+        var width: Int
+        var height: Int
+    }
+
+    /// Gives `body` the canvas's pixel bytes to composite onto (`composite`); `body` returns
+    /// whether it changed a pixel. For loops of many draws: one exclusive access to the storage,
+    /// not one (and a uniqueness check) per draw.
+    mutating func withCompositing(_ body: (UnsafeMutableRawBufferPointer) -> Bool) {
+        if pixels.withUnsafeMutableBytes(body) { isEmpty = false }
+    }
+
+    /// `draw(sprite:atX:y:times:clip:)` on the `width x height` canvas bytes `dst`; returns
+    /// whether a sprite pixel with alpha > 0 landed (`isEmpty` is the caller's).
+    @inline(__always)
+    static func composite(_ sprite: SpritePixels, onto dst: UnsafeMutableRawBufferPointer, width: Int, height: Int,
+                          atX x: Int, y: Int, times: Int, clipAt clip: UnsafeBufferPointer<Int16>?) -> Bool {
+        if times < 1 { return false }
         let sw = sprite.width
         let sh = sprite.height
-        if sw == 0 || sh == 0 || x >= width || y >= height || x <= -sw || y <= -sh { return }
+        guard let src = sprite.pixels, sw > 0, sh > 0, x < width, y < height, x > -sw, y > -sh else { return false }
         let sx0 = max(0, -x), sx1 = min(sw, width - x)
         var sy0 = max(0, -y), sy1 = min(sh, height - y)
         var clipRows = 0
         if let clip {
             clipRows = Int(clip[0])
             sy0 = max(sy0, clipRows); sy1 = min(sy1, Int(clip[1]))
-            if sy0 >= sy1 { return }
+            if sy0 >= sy1 { return false }
         }
-        let canvasWidth = width
         var drew = false
-        sprite.pixels.withUnsafeBytes { src in
-            sprite.rowSpans.withUnsafeBufferPointer { spans in
-                pixels.withUnsafeMutableBytes { dst in
-                    for sy in sy0..<sy1 {
-                        var lo = sx0, hi = sx1
-                        if !spans.isEmpty {
-                            lo = max(lo, Int(spans[2 * sy])); hi = min(hi, Int(spans[2 * sy + 1]))
-                        }
-                        if let clip {
-                            let c = 2 + 2 * (sy - clipRows)
-                            lo = max(lo, Int(clip[c])); hi = min(hi, Int(clip[c + 1]))
-                        }
-                        if lo >= hi { continue }
-                        let srcRow = sy * sw * 4
-                        let dstRow = ((y + sy) * canvasWidth + x) * 4
-                        for sx in lo..<hi {
-                            let s = src.loadUnaligned(fromByteOffset: srcRow + sx * 4, as: UInt32.self)
-                            let a = s >> 24
-                            if a == 0 { continue }
-                            drew = true
-                            let offset = dstRow + sx * 4
-                            if a == 255 {
-                                dst.storeBytes(of: s, toByteOffset: offset, as: UInt32.self)
-                                continue
-                            }
-                            var d = dst.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
-                            var n = 0
-                            while n < times {
-                                let next = s &+ TileCanvas.scale(d, by: 255 - a)
-                                if next == d { break }
-                                d = next
-                                n += 1
-                            }
-                            dst.storeBytes(of: d, toByteOffset: offset, as: UInt32.self)
-                        }
+        for sy in sy0..<sy1 {
+            var lo = sx0, hi = sx1
+            if let spans = sprite.spans {
+                lo = max(lo, Int(spans[2 * sy])); hi = min(hi, Int(spans[2 * sy + 1]))
+            }
+            if let clip {
+                let c = 2 + 2 * (sy - clipRows)
+                lo = max(lo, Int(clip[c])); hi = min(hi, Int(clip[c + 1]))
+            }
+            if lo >= hi { continue }
+            let srcRow = src + sy * sw * 4
+            let dstRow = dst.baseAddress! + ((y + sy) * width + x) * 4
+            for sx in lo..<hi {
+                let s = srcRow.loadUnaligned(fromByteOffset: sx * 4, as: UInt32.self)
+                let a = s >> 24
+                if a == 0 { continue }
+                drew = true
+                if a == 255 {
+                    dstRow.storeBytes(of: s, toByteOffset: sx * 4, as: UInt32.self)
+                    continue
+                }
+                var d = dstRow.loadUnaligned(fromByteOffset: sx * 4, as: UInt32.self)
+                if times == 1 {
+                    d = s &+ TileCanvas.scale(d, by: 255 - a)
+                } else {
+                    var n = 0
+                    while n < times {
+                        let next = s &+ TileCanvas.scale(d, by: 255 - a)
+                        if next == d { break }
+                        d = next
+                        n += 1
                     }
                 }
+                dstRow.storeBytes(of: d, toByteOffset: sx * 4, as: UInt32.self)
             }
         }
-        if drew { isEmpty = false }
+        return drew
     }
 
     /// Each byte of `p` times `k / 255`, rounded to nearest, exactly; two bytes per 32-bit lane

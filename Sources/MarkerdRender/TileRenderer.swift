@@ -360,26 +360,48 @@ public final class TileRenderer: Sendable {
     /// the compositions performed.
     static func draw(_ kept: [Item], _ clips: [Int16], _ sprites: [TileSprite], on canvas: inout TileCanvas) -> Int {
         var draws = 0
-        // Buffers, not arrays: no reference counting per draw (a dense tile keeps thousands).
-        let images = sprites.map(\.image)
-        kept.withUnsafeBufferPointer { kept in
-        clips.withUnsafeBufferPointer { clips in
-        images.withUnsafeBufferPointer { images in
-            var i = 0
-            while i < kept.count {
-                let it = kept[i]
-                var j = i + 1
-                while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
-                // The run's last draw was culled first, against the fewest covered pixels: its clip
-                // spans hold every pixel any draw of the run still needs (the rest of them differ
-                // only by the run's own opaque pixels, which one draw sets as well as many).
-                canvas.draw(sprite: images[Int(it.sprite)], atX: Int(it.x), y: Int(it.y), times: j - i,
-                            clipAt: UnsafeBufferPointer(rebasing: clips[Int(kept[j - 1].clip)...]))
-                draws += 1
-                i = j
+        // Every sprite's pixels and spans in two flat arrays (a few KB), so that the loop holds
+        // plain pointers: no reference counting or uniqueness check per draw (a dense tile keeps
+        // thousands).
+        var pixels: [UInt8] = [], spans: [Int32] = []
+        var at: [(pixels: Int, spans: Int)] = []
+        for s in sprites {
+            at.append((pixels.count, s.image.rowSpans.isEmpty ? -1 : spans.count))
+            pixels += s.image.pixels; spans += s.image.rowSpans
+        }
+        let (width, height) = (canvas.width, canvas.height)
+        canvas.withCompositing { dst in
+            var drew = false
+            kept.withUnsafeBufferPointer { kept in
+            clips.withUnsafeBufferPointer { clips in
+            pixels.withUnsafeBytes { px in
+            spans.withUnsafeBufferPointer { sp in
+                let refs = zip(sprites, at).map { s, a in
+                    TileCanvas.SpritePixels(pixels: px.baseAddress.map { $0 + a.pixels }, spans: a.spans < 0 ? nil : sp.baseAddress! + a.spans,
+                                            width: s.image.width, height: s.image.height)
+                }
+                refs.withUnsafeBufferPointer { refs in
+                    var i = 0
+                    while i < kept.count {
+                        let it = kept[i]
+                        var j = i + 1
+                        while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
+                        // The run's last draw was culled first, against the fewest covered pixels: its clip
+                        // spans hold every pixel any draw of the run still needs (the rest of them differ
+                        // only by the run's own opaque pixels, which one draw sets as well as many).
+                        if TileCanvas.composite(refs[Int(it.sprite)], onto: dst, width: width, height: height, atX: Int(it.x), y: Int(it.y),
+                                                times: j - i, clipAt: UnsafeBufferPointer(rebasing: clips[Int(kept[j - 1].clip)...])) {
+                            drew = true
+                        }
+                        draws += 1
+                        i = j
+                    }
+                }
             }
-        }
-        }
+            }
+            }
+            }
+            return drew
         }
         return draws
     }
