@@ -115,10 +115,11 @@ public struct RenderedRaster: Sendable {
 ///    whatever of the prefix is drawn (which is why a settled pixel inside a clip, or in one of
 ///    two neighbouring tiles only, may differ from brute force, by at most 1).
 /// 3. What is left is drawn bottom up; a run of identical draws (same sprite, same pixel) is
-///    drawn with `TileCanvas.draw(sprite:atX:y:times:clip:)`, which stops per pixel at the fixed
-///    point (identical to drawing it that many times - repeated semi-transparent draws are not
-///    idempotent, so they are never merged into one), clipped by the run's last draw (culled
-///    first, against the fewest settled pixels: the others need a subset of its pixels).
+///    drawn as `TileCanvas.draw(sprite:atX:y:times:clip:)` draws it (`TileCanvas.composite`),
+///    which stops per pixel at the fixed point (identical to drawing it that many times -
+///    repeated semi-transparent draws are not idempotent, so they are never merged into one),
+///    clipped by the run's last draw (culled first, against the fewest settled pixels: the
+///    others need a subset of its pixels).
 /// 4. Dense rasters (`sweepAbove`; `.withinOne` only) do not collect every marker first: a sweep
 ///    (`TileRenderer+Sweep.swift`) walks the static grid's nodes and the markers of opened leaves
 ///    in one heap by the draw order's bound (z-index, world y; a node at its largest z-index and
