@@ -357,13 +357,37 @@ public final class TileRenderer: Sendable {
         return (canvas, draws)
     }
 
+    /// `draw`'s limit for copying the sprites into one buffer: bytes of sprite pixels and spans per
+    /// kept draw (a pin sprite is 9 KB at density 1; a dense z10 tile keeps thousands of draws).
+    static let packBytesPerDraw = 256
+
     /// Step 3: draws the culled items (in draw order), a run of identical draws at once; returns
     /// the compositions performed.
     static func draw(_ kept: [Item], _ clips: [Int16], _ sprites: [TileSprite], on canvas: inout TileCanvas) -> Int {
         var draws = 0
-        // Every sprite's pixels and spans in two flat arrays (a few KB), so that the loop holds
-        // plain pointers: no reference counting or uniqueness check per draw (a dense tile keeps
-        // thousands).
+        // Every sprite's pixels and spans in two flat arrays, so that the loop holds plain
+        // pointers: no reference counting or uniqueness check per draw (a dense tile keeps
+        // thousands). Only where the copy is small beside the draws (at most `packBytesPerDraw`
+        // bytes of sprites per kept draw): big image icons in a sparse raster are drawn from
+        // their own storage, one draw at a time.
+        var spriteBytes = 0
+        for s in sprites { spriteBytes += s.image.pixels.count + 4 * s.image.rowSpans.count }
+        if spriteBytes > packBytesPerDraw * kept.count {
+            let images = sprites.map(\.image)
+            var i = 0
+            while i < kept.count {
+                let it = kept[i]
+                var j = i + 1
+                while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
+                clips.withUnsafeBufferPointer { clips in
+                    canvas.draw(sprite: images[Int(it.sprite)], atX: Int(it.x), y: Int(it.y), times: j - i,
+                                clipAt: UnsafeBufferPointer(rebasing: clips[Int(kept[j - 1].clip)...]))
+                }
+                draws += 1
+                i = j
+            }
+            return draws
+        }
         var pixels: [UInt8] = [], spans: [Int32] = []
         var at: [(pixels: Int, spans: Int)] = []
         for s in sprites {
