@@ -67,53 +67,7 @@ public struct TileCanvas: Sendable {
     /// outside the canvas). Only the part inside the canvas is drawn, so a sprite crossing a tile
     /// edge is drawn partially on each neighbouring tile and the halves meet seamlessly.
     public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int) {
-        let sw = sprite.width
-        let sh = sprite.height
-        // Reject before computing anything that could overflow for extreme positions.
-        if sw == 0 || sh == 0 || x >= width || y >= height || x <= -sw || y <= -sh { return }
-        let sx0 = max(0, -x)
-        let sx1 = min(sw, width - x)
-        let sy0 = max(0, -y)
-        let sy1 = min(sh, height - y)
-        let canvasWidth = width
-        var drew = false
-        sprite.pixels.withUnsafeBytes { src in
-            sprite.rowSpans.withUnsafeBufferPointer { spans in
-                pixels.withUnsafeMutableBytes { dst in
-                    for sy in sy0..<sy1 {
-                        var lo = sx0
-                        var hi = sx1
-                        if !spans.isEmpty {
-                            lo = max(lo, Int(spans[2 * sy]))
-                            hi = min(hi, Int(spans[2 * sy + 1]))
-                            if lo >= hi { continue }
-                        }
-                        let srcRow = sy * sw * 4
-                        let dstRow = ((y + sy) * canvasWidth + x) * 4
-                        var sx = lo
-                        while sx < hi {
-                            let s = src.loadUnaligned(fromByteOffset: srcRow + sx * 4, as: UInt32.self)
-                            let a = s >> 24
-                            if a == 0 {
-                                sx += 1
-                                continue
-                            }
-                            drew = true
-                            let offset = dstRow + sx * 4
-                            if a == 255 {
-                                dst.storeBytes(of: s, toByteOffset: offset, as: UInt32.self)
-                            } else {
-                                let d = dst.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
-                                dst.storeBytes(of: s &+ TileCanvas.scale(d, by: 255 - a),
-                                               toByteOffset: offset, as: UInt32.self)
-                            }
-                            sx += 1
-                        }
-                    }
-                }
-            }
-        }
-        if drew { isEmpty = false }
+        draw(sprite: sprite, atX: x, y: y, times: 1, clipAt: nil)
     }
 
     /// Composites `sprite` `times` times in a row at the same place: exactly what `times` calls of
@@ -133,10 +87,6 @@ public struct TileCanvas: Sendable {
     /// the renderer's loop passes its clips this way, without an array slice (and its reference
     /// count traffic) per draw.
     mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int, clipAt clip: UnsafeBufferPointer<Int16>?) {
-        if times <= 1 && clip == nil {
-            if times == 1 { draw(sprite: sprite, atX: x, y: y) }
-            return
-        }
         if times < 1 { return }
         let (w, h) = (width, height)
         let drew = sprite.pixels.withUnsafeBytes { src in

@@ -364,7 +364,6 @@ public final class TileRenderer: Sendable {
     /// Step 3: draws the culled items (in draw order), a run of identical draws at once; returns
     /// the compositions performed.
     static func draw(_ kept: [Item], _ clips: [Int16], _ sprites: [TileSprite], on canvas: inout TileCanvas) -> Int {
-        var draws = 0
         // Every sprite's pixels and spans in two flat arrays, so that the loop holds plain
         // pointers: no reference counting or uniqueness check per draw (a dense tile keeps
         // thousands). Only where the copy is small beside the draws (at most `packBytesPerDraw`
@@ -374,19 +373,9 @@ public final class TileRenderer: Sendable {
         for s in sprites { spriteBytes += s.image.pixels.count + 4 * s.image.rowSpans.count }
         if spriteBytes > packBytesPerDraw * kept.count {
             let images = sprites.map(\.image)
-            var i = 0
-            while i < kept.count {
-                let it = kept[i]
-                var j = i + 1
-                while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
-                clips.withUnsafeBufferPointer { clips in
-                    canvas.draw(sprite: images[Int(it.sprite)], atX: Int(it.x), y: Int(it.y), times: j - i,
-                                clipAt: UnsafeBufferPointer(rebasing: clips[Int(kept[j - 1].clip)...]))
-                }
-                draws += 1
-                i = j
+            return forEachRun(kept, clips) { it, times, clip in
+                canvas.draw(sprite: images[Int(it.sprite)], atX: Int(it.x), y: Int(it.y), times: times, clipAt: clip)
             }
-            return draws
         }
         var pixels: [UInt8] = [], spans: [Int32] = []
         var at: [(pixels: Int, spans: Int)] = []
@@ -395,10 +384,9 @@ public final class TileRenderer: Sendable {
             pixels += s.image.pixels; spans += s.image.rowSpans
         }
         let (width, height) = (canvas.width, canvas.height)
+        var draws = 0
         canvas.withCompositing { dst in
             var drew = false
-            kept.withUnsafeBufferPointer { kept in
-            clips.withUnsafeBufferPointer { clips in
             pixels.withUnsafeBytes { px in
             spans.withUnsafeBufferPointer { sp in
                 let refs = zip(sprites, at).map { s, a in
@@ -406,29 +394,43 @@ public final class TileRenderer: Sendable {
                                             width: s.image.width, height: s.image.height)
                 }
                 refs.withUnsafeBufferPointer { refs in
-                    var i = 0
-                    while i < kept.count {
-                        let it = kept[i]
-                        var j = i + 1
-                        while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
-                        // The run's last draw was culled first, against the fewest covered pixels: its clip
-                        // spans hold every pixel any draw of the run still needs (the rest of them differ
-                        // only by the run's own opaque pixels, which one draw sets as well as many).
-                        if TileCanvas.composite(refs[Int(it.sprite)], onto: dst, width: width, height: height, atX: Int(it.x), y: Int(it.y),
-                                                times: j - i, clipAt: UnsafeBufferPointer(rebasing: clips[Int(kept[j - 1].clip)...])) {
+                    draws = forEachRun(kept, clips) { it, times, clip in
+                        if TileCanvas.composite(refs[Int(it.sprite)], onto: dst, width: width, height: height,
+                                                atX: Int(it.x), y: Int(it.y), times: times, clipAt: clip) {
                             drew = true
                         }
-                        draws += 1
-                        i = j
                     }
                 }
-            }
-            }
             }
             }
             return drew
         }
         return draws
+    }
+
+    /// Calls `body` for each run of identical kept draws (same sprite, same pixel) in order, with
+    /// the run's first item, its length and the clip to draw it with; returns the number of runs.
+    /// The run's last draw was culled first, against the fewest covered pixels: its clip spans
+    /// hold every pixel any draw of the run still needs (the rest of them differ only by the
+    /// run's own opaque pixels, which one draw sets as well as many).
+    @inline(__always)
+    private static func forEachRun(_ kept: [Item], _ clips: [Int16],
+                                   _ body: (Item, Int, UnsafeBufferPointer<Int16>) -> Void) -> Int {
+        var runs = 0
+        kept.withUnsafeBufferPointer { kept in
+        clips.withUnsafeBufferPointer { clips in
+            var i = 0
+            while i < kept.count {
+                let it = kept[i]
+                var j = i + 1
+                while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
+                body(it, j - i, UnsafeBufferPointer(rebasing: clips[Int(kept[j - 1].clip)...]))
+                runs += 1
+                i = j
+            }
+        }
+        }
+        return runs
     }
 
     /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`); an empty tile is the
