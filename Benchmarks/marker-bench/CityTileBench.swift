@@ -18,7 +18,7 @@ struct CityTileBench {
 
     /// PNG settings compared on the rendered tiles (the first is `PNGEncodeOptions.tile`).
     static let encodings: [(String, PNGEncodeOptions)] = [
-        ("tile (level 2, no filter, memory level 7)", .tile), ("memory level 8", PNGEncodeOptions(level: 2, memoryLevel: 8)),
+        ("tile (PixelDeflater)", .tile), ("zlib level 2, no filter, memory level 7 (tileZlib)", .tileZlib), ("memory level 8", PNGEncodeOptions(level: 2, memoryLevel: 8)),
         ("memory level 6", PNGEncodeOptions(level: 2, memoryLevel: 6)), ("level 1", PNGEncodeOptions(level: 1, memoryLevel: 7)),
         ("level 6", PNGEncodeOptions(level: 6, memoryLevel: 7)),
         ("Z_RLE", PNGEncodeOptions(level: 1, strategy: .rle)),

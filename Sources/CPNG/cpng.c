@@ -648,6 +648,56 @@ void cpng_segment_free(cpng_segment *seg) {
     memset(seg, 0, sizeof *seg);
 }
 
+int cpng_filter_rows(const uint8_t *pixels, uint32_t width, uint32_t rows, size_t stride, int flags,
+                     uint8_t *out, size_t out_cap, uint32_t *adler_out, char *err, size_t err_cap) {
+    if (out == NULL || adler_out == NULL || (pixels == NULL && rows > 0))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (width == 0 || width > 0x3FFFFFFEu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid width %u", width);
+    if (stride / 4 < width)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
+    const size_t row_bytes = (size_t)width * 4;
+    if (out_cap / (1 + row_bytes) < rows)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "output of %zu bytes < %u filtered rows", out_cap, rows);
+    const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
+    uint32_t adler = 1;
+    for (uint32_t y = 0; y < rows; y++) {
+        const uint8_t *row = pixels + (size_t)y * stride;
+        uint8_t *dst = out + (size_t)y * (1 + row_bytes);
+        dst[0] = 0;  // filter type None
+        if (premultiplied && cpng_is_zero(row, row_bytes)) {
+            memset(dst + 1, 0, row_bytes);
+            adler = cpng_adler32_zeros(adler, 1 + row_bytes);
+        } else {
+            if (premultiplied) cpng_unpremultiply_row(row, dst + 1, width);
+            else memcpy(dst + 1, row, row_bytes);
+            adler = (uint32_t)adler32(adler, dst, (uInt)(1 + row_bytes));
+        }
+    }
+    *adler_out = adler;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
+int cpng_segment_from(const uint8_t *data, size_t len, uint32_t width, uint32_t rows, uint32_t adler, int last,
+                      cpng_segment *seg, char *err, size_t err_cap) {
+    if (seg) memset(seg, 0, sizeof *seg);
+    if (seg == NULL || (data == NULL && len > 0))
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+    if (width == 0 || width > 0x3FFFFFFEu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid width %u", width);
+    seg->data = (uint8_t *)malloc(len > 0 ? len : 1);
+    if (seg->data == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    if (len > 0) memcpy(seg->data, data, len);
+    seg->len = len;
+    seg->raw_len = (size_t)rows * (1 + (size_t)width * 4);
+    seg->adler = adler;
+    seg->rows = rows;
+    seg->last = last ? 1 : 0;
+    if (err != NULL && err_cap > 0) err[0] = '\0';
+    return CPNG_OK;
+}
+
 
 // `*ctx` zeroed with `err` set, and a libpng write struct reporting to it (NULL: out of memory)
 // with its info struct in `*info` (NULL when that failed; the caller checks). `ctx` must stay at

@@ -40,6 +40,24 @@ extension PNGCodec {
         precondition(options.filters.isEmpty || options.filters == .unfiltered, "segments are written with filter None only")
         let segment = Segment()
         var err = [CChar](repeating: 0, count: 256)
+        if options.deflater == .pixel {
+            let rows = px.count / stride, filtered = rows * (1 + stride)
+            var adler: UInt32 = 1
+            let rc = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(filtered, 1)) { buf in
+                err.withUnsafeMutableBufferPointer { e -> Int32 in
+                    let rc = cpng_filter_rows(px.baseAddress, UInt32(width), UInt32(rows), stride, Int32(CPNG_ENCODE_PREMULTIPLIED),
+                                              buf.baseAddress, filtered, &adler, e.baseAddress, e.count)
+                    if rc != 0 { return rc }
+                    let deflated = PixelDeflater.deflate(UnsafeBufferPointer(rebasing: buf[0..<filtered]), rowBytes: 1 + stride, last: last)
+                    return deflated.withUnsafeBufferPointer { d in
+                        cpng_segment_from(d.baseAddress, d.count, UInt32(width), UInt32(rows), adler, last ? 1 : 0, &segment.raw,
+                                          e.baseAddress, e.count)
+                    }
+                }
+            }
+            if rc != 0 { fatalError("PNG encoding failed: \(error(rc, err).message)") }
+            return segment
+        }
         let rc = err.withUnsafeMutableBufferPointer { e in
             cpng_deflate_segment(px.baseAddress, UInt32(width), UInt32(px.count / stride), stride, Int32(options.level),
                                  options.strategy.rawValue, Int32(options.memoryLevel), Int32(CPNG_ENCODE_PREMULTIPLIED),

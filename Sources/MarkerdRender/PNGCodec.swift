@@ -87,6 +87,12 @@ public enum PNGCodec {
     static func encode(premultiplied px: UnsafeBufferPointer<UInt8>, width: Int, height: Int,
                        options: PNGEncodeOptions, sizeHint: Int = 0) -> [UInt8] {
         precondition(width > 0 && height > 0 && px.count == width * height * 4, "cannot encode a \(width)x\(height) image")
+        if options.deflater == .pixel {
+            // One segment of every row (the same container as the two-thread paths).
+            do { return try encodeSegmented(premultiplied: px, width: width, height: height, cuts: [], options: options) } catch {
+                fatalError("PNG encoding failed: \(error.message)")
+            }
+        }
         var out: UnsafeMutablePointer<UInt8>? = nil
         var len = 0
         var err = [CChar](repeating: 0, count: 256)
@@ -108,8 +114,8 @@ public enum PNGCodec {
     /// top to bottom: the same bytes as `encode` of the whole image with the same options, for a
     /// caller that has the top rows before the bottom ones (`cpng_encode_rgba8` goes through the
     /// same C writer; two-band tiles deflate in segments instead, `PNGCodec+Segments.swift`). Traps on
-    /// misuse (more rows than the image has, `finish` before the last row) and when memory runs out.
-    /// Used by one thread at a time.
+    /// misuse (more rows than the image has, `finish` before the last row, a deflater other than
+    /// zlib's) and when memory runs out. Used by one thread at a time.
     final class RowWriter {
         let width: Int, height: Int
         /// Rows written so far.
@@ -119,6 +125,7 @@ public enum PNGCodec {
         init(width: Int, height: Int, options: PNGEncodeOptions, sizeHint: Int = 0) {
             precondition(width > 0 && height > 0 && width <= Int(Int32.max) && height <= Int(Int32.max),
                          "cannot encode a \(width)x\(height) image")
+            precondition(options.deflater == .zlib, "RowWriter deflates with zlib only")
             self.width = width; self.height = height
             var err = [CChar](repeating: 0, count: 256)
             let filters: Int32 = options.filters.isEmpty ? 0 : options.filters.rawValue

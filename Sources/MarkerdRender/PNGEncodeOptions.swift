@@ -31,6 +31,16 @@ public enum PNGCompressionStrategy: Int32, Sendable, Hashable, CaseIterable {
     case fixed = 4
 }
 
+/// Which deflate encoder writes the PNG's IDAT stream.
+public enum PNGDeflater: Sendable, Hashable {
+    /// zlib's `deflate`, with `PNGEncodeOptions`' level, strategy and memory level.
+    case zlib
+    /// `PixelDeflater`: greedy matches of 4 bytes or more through a one-entry hash table or one
+    /// row up, one block with its own Huffman codes; level, strategy and memory level are not
+    /// used (the zlib header says level 1's "fast"), filters must be none.
+    case pixel
+}
+
 /// How `PNGCodec.encode` compresses. Output is always 8-bit RGBA, non-interlaced.
 ///
 /// The default, zlib level 6 with no row filters, was chosen by measurement
@@ -60,6 +70,8 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     /// entries and a symbol buffer of 2^(memoryLevel + 6)); smaller is less memory to clear and
     /// to miss in cache per encoding, with shorter deflate blocks. zlib's default is 8.
     public var memoryLevel: Int
+    /// The deflate encoder (default zlib).
+    public var deflater: PNGDeflater = .zlib
 
     /// `level` is clamped to 0...9 and `memoryLevel` to 1...9. Defaults: level 6, no filters,
     /// libpng's strategy (which is Z_DEFAULT_STRATEGY without filters), memory level 8 (zlib's).
@@ -73,7 +85,20 @@ public struct PNGEncodeOptions: Sendable, Hashable {
 
     /// Level 6, no filters: the measured best trade-off for marker tiles.
     public static let `default` = PNGEncodeOptions()
-    /// What `TileRenderer.renderTile` uses: level 2, no filters, zlib memory level 7. On dense tiles level 6 is far
+    /// What tiles use (`TileRenderer.renderTile`, its two-thread paths, the z0 sweep's tiles):
+    /// `pixel`, since 2026-12-01. Measured on 10M city tiles (`marker-bench --only citytiles`,
+    /// 500 tiles per zoom, each canvas encoded each way; CPU p50 / p99 and mean bytes):
+    ///
+    ///                      z10                      z14                      z18
+    ///     tileZlib         1.71 / 3.31 ms 36.3 KB   1.41 / 2.34 ms 29.4 KB   0.55 / 0.89 ms 3.7 KB
+    ///     zlib level 1     1.58 / 3.06 ms 38.4 KB   1.33 / 2.17 ms 31.2 KB   0.54 / 0.83 ms 3.7 KB
+    ///     pixel            0.94 / 1.73 ms 41.7 KB   0.85 / 1.41 ms 33.4 KB   0.24 / 0.53 ms 3.4 KB
+    ///
+    /// About half the CPU time of zlib's settings for 14-15 % more bytes on dense tiles (8 % fewer
+    /// on sparse ones): a cold tile's budget (5 ms p99 at z >= 10) is the tighter limit.
+    public static let tile = pixel
+    /// The tiles' zlib settings until 2026-12-01 (`tile` before `pixel`): level 2, no filters,
+    /// zlib memory level 7. On dense tiles level 6 is far
     /// slower than on the sparse one above; measured on tiles of marker-bench's synthetic layer
     /// (1M default pins, tiles at city centres, 256 px, CPU time per tile, mean of 30 tiles):
     ///
@@ -120,7 +145,13 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     /// z14 is 15-20 % faster, z18 25-30 %; z10 (dense, few empty rows, deflate-bound) does not
     /// move. Memory level 9 was 10-25 % slower than 8, 5 no better than 6; a smaller zlib window
     /// (13-14 bits instead of 15) was slower, not faster: fewer long matches, 5-30 % more bytes.
-    public static let tile = PNGEncodeOptions(level: 2, memoryLevel: 7)
+    public static let tileZlib = PNGEncodeOptions(level: 2, memoryLevel: 7)
+    /// `PixelDeflater` (`PNGDeflater.pixel`), no filters.
+    public static let pixel: PNGEncodeOptions = {
+        var o = PNGEncodeOptions(level: 1)
+        o.deflater = .pixel
+        return o
+    }()
     /// Level 1, no filters: about half the time of `default`, 25-85% larger.
     public static let fast = PNGEncodeOptions(level: 1)
     /// Level 9, no filters: a little smaller at about 10x the time; for images encoded once.

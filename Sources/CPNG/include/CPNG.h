@@ -178,6 +178,21 @@ int cpng_encode_segments(uint32_t width, uint32_t height, int level, int strateg
 /// Frees a segment's data and zeroes it (NULL is fine).
 void cpng_segment_free(cpng_segment *seg);
 
+/// Writes `rows` rows of an RGBA8 image `width` pixels wide (`stride` bytes apart) as PNG filter
+/// type 0 (None) to `out` (at least rows * (1 + width * 4) bytes, `out_cap`): per row the byte 0,
+/// then the row, un-premultiplied with CPNG_ENCODE_PREMULTIPLIED in `flags` (rows of zero bytes
+/// as they are), as cpng_deflate_segment filters them; `*adler_out` gets the adler32 of all the
+/// bytes written (starting from 1). For a deflater other than zlib's (`PixelDeflater`).
+int cpng_filter_rows(const uint8_t *pixels, uint32_t width, uint32_t rows, size_t stride, int flags,
+                     uint8_t *out, size_t out_cap, uint32_t *adler_out, char *err, size_t err_cap);
+
+/// Makes `*seg` a segment of `rows` filtered rows of an image `width` pixels wide from `len`
+/// bytes of raw deflate at `data` (copied; ended byte-aligned as a sync flush leaves it, or, with
+/// `last`, by a final block) and the adler32 of the filtered bytes: a segment deflated by a
+/// deflater other than zlib's, for cpng_encode_segments. On failure `*seg` is zeroed.
+int cpng_segment_from(const uint8_t *data, size_t len, uint32_t width, uint32_t rows, uint32_t adler, int last,
+                      cpng_segment *seg, char *err, size_t err_cap);
+
 /// Inflates a zlib stream (header, deflate data, adler32 trailer) of exactly `expected` bytes
 /// with zlib's `uncompress`, independently of libpng: for checking IDAT streams in tests.
 /// CPNG_E_CORRUPT when zlib rejects the stream (bad header, data or adler32) or its length
