@@ -60,8 +60,9 @@ enum PixelDeflater {
         defer { symbols.deallocate() }
         var litFreq = [Int](repeating: 0, count: 286), distFreq = [Int](repeating: 0, count: 30)
         let count = match(input, rowBytes: rowBytes, into: symbols, &litFreq, &distFreq)
-        // Worst case: every byte a literal of at most 15 bits, plus the header and the end.
-        var writer = BitWriter(capacity: n * 2 + 1024)
+        // At most 48 bits a symbol (a match: 15 + 5 and 15 + 13), the header (under 400 bytes)
+        // and the end.
+        var writer = BitWriter(capacity: 6 * count + 1024)
         defer { writer.deallocate() }
         if count > 0 {
             litFreq[256] = 1
@@ -204,19 +205,23 @@ enum PixelDeflater {
         length.withUnsafeBufferPointer { len in
         distance.withUnsafeBufferPointer { dist in
         distanceCode.withUnsafeBufferPointer { dcode in
-            for k in 0..<count {
-                let s = symbols[k]
-                if s < 256 {
-                    let e = lit[Int(s)]
-                    w.put(e & 0xFFFF_FFFF, Int(e >> 32))
-                    continue
+            // The bit buffer in locals (the writer's stores could alias its fields); its room
+            // was sized for 48 bits a symbol.
+            w.emit(symbols: count) { put in
+                for k in 0..<count {
+                    let s = symbols[k]
+                    if s < 256 {
+                        let e = lit[Int(s)]
+                        put(e & 0xFFFF_FFFF, e >> 32)
+                        continue
+                    }
+                    let l = len[Int(s >> 15 & 0xFF)]
+                    put(l & 0xFFFF_FFFF, l >> 32)
+                    let d = Int(s & 0x7FFF)
+                    let e = dist[Int(dcode[d < 256 ? d : 256 + d >> 7])]
+                    let bits = e >> 24 & 0xFF
+                    put(e & 0xFF_FFFF | UInt64(d + 1 - Int(e >> 32 & 0xFFFF)) << bits, bits + (e >> 48))
                 }
-                let l = len[Int(s >> 15 & 0xFF)]
-                w.put(l & 0xFFFF_FFFF, Int(l >> 32))
-                let d = Int(s & 0x7FFF)
-                let e = dist[Int(dcode[d < 256 ? d : 256 + d >> 7])]
-                let bits = e >> 24 & 0xFF
-                w.put(e & 0xFF_FFFF | UInt64(d + 1 - Int(e >> 32 & 0xFFFF)) << bits, Int(bits + (e >> 48)))
             }
         }
         }
@@ -316,6 +321,23 @@ enum PixelDeflater {
                 UnsafeMutableRawPointer(start + at).storeBytes(of: UInt32(truncatingIfNeeded: acc).littleEndian, as: UInt32.self)
                 at += 4; acc >>= 32; bits -= 32
             }
+        }
+
+        /// Runs `body` with a `put(value, bits)` that keeps the bit buffer in locals and does not
+        /// check the room: the caller's `symbols` at most 48 bits each must fit (checked once).
+        mutating func emit(symbols: Int, _ body: (_ put: (UInt64, UInt64) -> Void) -> Void) {
+            precondition(at + 6 * symbols + 8 <= capacity, "deflate output over its bound")
+            var acc = self.acc, bits = UInt64(self.bits), at = self.at
+            let out = UnsafeMutableRawPointer(start)
+            body { value, count in
+                acc |= value << bits
+                bits += count
+                if bits >= 32 {
+                    out.storeBytes(of: UInt32(truncatingIfNeeded: acc).littleEndian, toByteOffset: at, as: UInt32.self)
+                    at += 4; acc >>= 32; bits -= 32
+                }
+            }
+            self.acc = acc; self.bits = Int(bits); self.at = at
         }
 
         /// Pads with zero bits to a byte boundary.

@@ -156,8 +156,11 @@ extension TileRenderer {
         // tops[r]: items whose first row is r (clamped to 0 ... height); ends[r]: items whose
         // rows end at r (exclusive, clamped).
         var tops = [Int](repeating: 0, count: height + 1), ends = [Int](repeating: 0, count: height + 1)
+        // The sprites' heights apart: reading one from the sprites array per item costs reference
+        // counting.
+        let heights = sprites.map(\.height)
         for it in items {
-            let top = Int(it.y), h = sprites[Int(it.sprite)].height
+            let top = Int(it.y), h = heights[Int(it.sprite)]
             tops[min(max(top, 0), height)] += 1
             ends[min(max(top + h, 0), height)] += 1
         }
@@ -182,12 +185,13 @@ extension TileRenderer {
     /// The collected items of the two bands cut at row `cut`: the top band's as they are, the
     /// bottom band's moved up by `cut` rows (an item whose sprite straddles the cut is in both).
     static func split(_ items: [Item], _ sprites: [TileSprite], at cut: Int) -> (top: [Item], bottom: [Item]) {
+        let heights = sprites.map(\.height)  // as in `bandCut`
         var upper: [Item] = [], lower: [Item] = []
         upper.reserveCapacity(items.count / 2 + items.count / 8)
         lower.reserveCapacity(items.count / 2 + items.count / 8)
         for it in items {
             if Int(it.y) < cut { upper.append(it) }
-            if Int(it.y) + sprites[Int(it.sprite)].height > cut {
+            if Int(it.y) + heights[Int(it.sprite)] > cut {
                 var b = it
                 b.y -= Int32(cut)
                 lower.append(b)
