@@ -60,7 +60,8 @@ enum PixelDeflater {
         defer { symbols.deallocate() }
         var litFreq = [Int](repeating: 0, count: 286), distFreq = [Int](repeating: 0, count: 30)
         let count = match(input, rowBytes: rowBytes, into: symbols, &litFreq, &distFreq)
-        // At most 48 bits a symbol (a match: 15 + 5 and 15 + 13), the header (under 400 bytes)
+        // At most 48 bits a symbol (a match: 15 + 5 and 15 + 13), the header (under 600 bytes:
+        // 316 code lengths of at most 14 bits each, and 74 bits more)
         // and the end.
         var writer = BitWriter(capacity: 6 * count + 1024)
         defer { writer.deallocate() }
