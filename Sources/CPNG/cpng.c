@@ -573,17 +573,25 @@ static uint32_t cpng_adler32_zeros(uint32_t adler, size_t n) {
     return (uint32_t)((s2 << 16) | s1);
 }
 
+// Checks a segment's or filter's arguments: a width libpng takes and, unless `stride` is 0, a
+// stride of at least a row.
+static int cpng_check_rows(uint32_t width, size_t stride, char *err, size_t err_cap) {
+    if (width == 0 || width > 0x3FFFFFFEu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid width %u", width);
+    if (stride != 0 && stride / 4 < width)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
+    return CPNG_OK;
+}
+
 int cpng_deflate_segment(const uint8_t *pixels, uint32_t width, uint32_t rows, size_t stride,
                          int level, int strategy, int mem_level, int flags, int last, size_t size_hint,
                          cpng_segment *seg, char *err, size_t err_cap) {
     if (seg) memset(seg, 0, sizeof *seg);
     if (seg == NULL || (pixels == NULL && rows > 0))
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    if (width == 0 || width > 0x3FFFFFFEu)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid width %u", width);
-    if (stride / 4 < width)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
-    int rc = cpng_check_zlib(level, strategy, mem_level, err, err_cap);
+    int rc = cpng_check_rows(width, stride, err, err_cap);
+    if (rc != CPNG_OK) return rc;
+    rc = cpng_check_zlib(level, strategy, mem_level, err, err_cap);
     if (rc != CPNG_OK) return rc;
 
     const size_t row_bytes = (size_t)width * 4;
@@ -652,10 +660,8 @@ int cpng_filter_rows(const uint8_t *pixels, uint32_t width, uint32_t rows, size_
                      uint8_t *out, size_t out_cap, uint32_t *adler_out, char *err, size_t err_cap) {
     if (out == NULL || adler_out == NULL || (pixels == NULL && rows > 0))
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    if (width == 0 || width > 0x3FFFFFFEu)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid width %u", width);
-    if (stride / 4 < width)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
+    int rc = cpng_check_rows(width, stride, err, err_cap);
+    if (rc != CPNG_OK) return rc;
     const size_t row_bytes = (size_t)width * 4;
     if (out_cap / (1 + row_bytes) < rows)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "output of %zu bytes < %u filtered rows", out_cap, rows);
@@ -684,8 +690,8 @@ int cpng_segment_from(const uint8_t *data, size_t len, uint32_t width, uint32_t 
     if (seg) memset(seg, 0, sizeof *seg);
     if (seg == NULL || (data == NULL && len > 0))
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    if (width == 0 || width > 0x3FFFFFFEu)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid width %u", width);
+    int rc = cpng_check_rows(width, 0, err, err_cap);
+    if (rc != CPNG_OK) return rc;
     seg->data = (uint8_t *)malloc(len > 0 ? len : 1);
     if (seg->data == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
     if (len > 0) memcpy(seg->data, data, len);
