@@ -35,8 +35,8 @@ public enum PNGCompressionStrategy: Int32, Sendable, Hashable, CaseIterable {
 public enum PNGDeflater: Sendable, Hashable {
     /// zlib's `deflate`, with `PNGEncodeOptions`' level, strategy and memory level.
     case zlib
-    /// `PixelDeflater`: greedy matches of 4 bytes or more through a one-entry hash table or one
-    /// row up, one block with its own Huffman codes; level, strategy and memory level are not
+    /// `PixelDeflater`: greedy matches of 4 bytes or more among the last two positions of the same
+    /// hashed bytes and one row up, one block with its own Huffman codes; level, strategy and memory level are not
     /// used (the zlib header says level 1's "fast"), filters must be none.
     case pixel
 }
@@ -92,10 +92,19 @@ public struct PNGEncodeOptions: Sendable, Hashable {
     ///                      z10                      z14                      z18
     ///     tileZlib         1.71 / 3.31 ms 36.3 KB   1.41 / 2.34 ms 29.4 KB   0.55 / 0.89 ms 3.7 KB
     ///     zlib level 1     1.58 / 3.06 ms 38.4 KB   1.33 / 2.17 ms 31.2 KB   0.54 / 0.83 ms 3.7 KB
-    ///     pixel            0.94 / 1.73 ms 41.7 KB   0.85 / 1.41 ms 33.4 KB   0.24 / 0.53 ms 3.4 KB
+    ///     pixel, 1 entry   0.94 / 1.73 ms 41.7 KB   0.85 / 1.41 ms 33.4 KB   0.24 / 0.53 ms 3.4 KB
     ///
-    /// About half the CPU time of zlib's settings for 14-15 % more bytes on dense tiles (8 % fewer
-    /// on sparse ones): a cold tile's budget (5 ms p99 at z >= 10) is the tighter limit.
+    /// With one position per hash (the first version) about half the CPU time of zlib's settings
+    /// for 14-15 % more bytes on dense tiles (8 % fewer on sparse ones). Two positions per hash
+    /// (the deflater now), alternating with one in later runs, ratios to `tileZlib` in the same run:
+    ///
+    ///                      z10                      z14                      z18
+    ///     pixel, 1 entry   0.51x / 0.52x 41.7 KB    0.56x / 0.58x 33.4 KB    0.37x / 0.51x 3.4 KB
+    ///     pixel, 2 entries 0.52-0.53x / 0.52-0.53x  0.59-0.60x / 0.57-0.58x  0.40x / 0.56x
+    ///                      39.1 KB                  29.7 KB                  3.3 KB
+    ///
+    /// 4-5 % more time for 6 % (z10) and 11 % (z14) fewer bytes: within 8 % of zlib's bytes, at
+    /// about half its time. A cold tile's budget (5 ms p99 at z >= 10) is the tighter limit.
     public static let tile = pixel
     /// The tiles' zlib settings until 2026-12-01 (`tile` before `pixel`): level 2, no filters,
     /// zlib memory level 7. On dense tiles level 6 is far

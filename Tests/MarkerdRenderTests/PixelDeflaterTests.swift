@@ -29,6 +29,12 @@ import Testing
             let filler = (0..<(gap - block.count)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             out.append(("a block again after \(gap) bytes", block + filler + block))
         }
+        // The older of a hash's two positions gives the longer match: 4 bytes followed by a long
+        // tail, the same 4 bytes followed by something else, then the 4 bytes with the long tail.
+        let key = (0..<4).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let tail = (0..<40).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let filler = (0..<10).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        out.append(("the older candidate longer", key + tail + filler + key + filler + key + tail + filler))
         // Few distinct values (long codes and short ones), runs of every length around 3...258.
         var runs: [UInt8] = []
         for len in [1, 2, 3, 4, 5, 8, 9, 10, 11, 130, 257, 258, 259, 260, 600] {
