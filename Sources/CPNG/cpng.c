@@ -573,6 +573,25 @@ static uint32_t cpng_adler32_zeros(uint32_t adler, size_t n) {
     return (uint32_t)((s2 << 16) | s1);
 }
 
+// One row as PNG filter type None into `dst` (1 + width * 4 bytes: the byte 0, then the row,
+// un-premultiplied when `premultiplied`; a row of zero bytes is its own straight-alpha form);
+// returns `adler` updated with those bytes. `*dst_zero` says whether dst's row bytes are all 0
+// already (then a transparent row is not written again) and is updated.
+static uint32_t cpng_filter_row(const uint8_t *row, uint8_t *dst, uint32_t width, int premultiplied, int *dst_zero,
+                                uint32_t adler) {
+    const size_t row_bytes = (size_t)width * 4;
+    dst[0] = 0;
+    if (premultiplied && cpng_is_zero(row, row_bytes)) {
+        if (!*dst_zero) memset(dst + 1, 0, row_bytes);
+        *dst_zero = 1;
+        return cpng_adler32_zeros(adler, 1 + row_bytes);
+    }
+    if (premultiplied) cpng_unpremultiply_row(row, dst + 1, width);
+    else memcpy(dst + 1, row, row_bytes);
+    *dst_zero = 0;
+    return (uint32_t)adler32(adler, dst, (uInt)(1 + row_bytes));
+}
+
 // Checks a segment's or filter's arguments: a width libpng takes and, unless `stride` is 0, a
 // stride of at least a row.
 static int cpng_check_rows(uint32_t width, size_t stride, char *err, size_t err_cap) {
@@ -618,18 +637,7 @@ int cpng_deflate_segment(const uint8_t *pixels, uint32_t width, uint32_t rows, s
     uint32_t adler = 1;
     int scratch_zero = 1;  // scratch holds a row of zeros
     for (uint32_t y = 0; y < rows && rc == CPNG_OK; y++) {
-        const uint8_t *row = pixels + (size_t)y * stride;
-        if (premultiplied && cpng_is_zero(row, row_bytes)) {
-            // A fully transparent row is its own straight-alpha form.
-            if (!scratch_zero) memset(scratch + 1, 0, row_bytes);
-            scratch_zero = 1;
-            adler = cpng_adler32_zeros(adler, 1 + row_bytes);
-        } else {
-            if (premultiplied) cpng_unpremultiply_row(row, scratch + 1, width);
-            else memcpy(scratch + 1, row, row_bytes);
-            scratch_zero = 0;
-            adler = (uint32_t)adler32(adler, scratch, (uInt)(1 + row_bytes));
-        }
+        adler = cpng_filter_row(pixels + (size_t)y * stride, scratch, width, premultiplied, &scratch_zero, adler);
         rc = cpng_deflate_feed(&d, scratch, 1 + row_bytes, Z_NO_FLUSH);
     }
     if (rc == CPNG_OK) rc = cpng_deflate_feed(&d, NULL, 0, last ? Z_FINISH : Z_SYNC_FLUSH);
@@ -668,17 +676,8 @@ int cpng_filter_rows(const uint8_t *pixels, uint32_t width, uint32_t rows, size_
     const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
     uint32_t adler = 1;
     for (uint32_t y = 0; y < rows; y++) {
-        const uint8_t *row = pixels + (size_t)y * stride;
-        uint8_t *dst = out + (size_t)y * (1 + row_bytes);
-        dst[0] = 0;  // filter type None
-        if (premultiplied && cpng_is_zero(row, row_bytes)) {
-            memset(dst + 1, 0, row_bytes);
-            adler = cpng_adler32_zeros(adler, 1 + row_bytes);
-        } else {
-            if (premultiplied) cpng_unpremultiply_row(row, dst + 1, width);
-            else memcpy(dst + 1, row, row_bytes);
-            adler = (uint32_t)adler32(adler, dst, (uInt)(1 + row_bytes));
-        }
+        int zero = 0;  // the output is not cleared
+        adler = cpng_filter_row(pixels + (size_t)y * stride, out + (size_t)y * (1 + row_bytes), width, premultiplied, &zero, adler);
     }
     *adler_out = adler;
     if (err != NULL && err_cap > 0) err[0] = '\0';
