@@ -190,10 +190,10 @@ enum PixelDeflater {
         w.put(final ? 1 : 0, 1); w.put(2, 2)
         w.put(UInt64(hlit - 257), 5); w.put(UInt64(hdist - 1), 5); w.put(UInt64(hclen - 4), 4)
         for k in 0..<hclen { w.put(UInt64(clLengths[codeLengthOrder[k]]), 3) }
-        let extraBits = [16: 2, 17: 3, 18: 7]
         for r in runs {
             w.put(UInt64(clCodes[r.symbol]), Int(clLengths[r.symbol]))
-            if let e = extraBits[r.symbol] { w.put(UInt64(r.extra), e) }
+            // Symbols 16, 17 and 18 carry 2, 3 and 7 extra bits.
+            if r.symbol >= 16 { w.put(UInt64(r.extra), [2, 3, 7][r.symbol - 16]) }
         }
 
         // The symbols. Per literal its code and length; per match length (3...258) its length
