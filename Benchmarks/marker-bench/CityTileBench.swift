@@ -64,18 +64,20 @@ struct CityTileBench {
             var wall: [Double] = [], cpu: [Double] = [], renderCPU: [Double] = [], sweepCPU: [Double] = []
             var encodeCPU = [[Double]](repeating: [], count: Self.encodings.count), encodeBytes = [Int](repeating: 0, count: Self.encodings.count)
             var markers = 0, bytes = 0
-            // [0]: two bands, each deflating its rows; [1]: one-thread render, PNG in two segments on two threads.
-            var twoThreads = [TwoThreadSamples(), TwoThreadSamples()]
+            // [0]: two bands, each collecting its markers and deflating its rows; [1]: one-thread
+            // render, PNG in two segments on two threads; [2]: two bands from the tile's items.
+            var twoThreads = [TwoThreadSamples(), TwoThreadSamples(), TwoThreadSamples()]
             var colours: [Int] = []  // distinct premultiplied RGBA values per canvas
             for (i, t) in tiles.enumerated() {
                 // The two-thread paths on the same tile, before the one-thread call for every
                 // other tile and after it for the rest (so that neither finds the tile's data in
                 // cache more often).
                 func inBands() throws {
-                    for k in 0..<2 {
+                    for k in 0..<3 {
                         let cpuB = Machine.processCPUSeconds
                         let (b, bandsElapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?, callerLead: Double?) in
-                            try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0, segmentsOnly: k == 1)
+                            try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0, segmentsOnly: k == 1,
+                                                           collectInBandsFrom: k == 2 ? .max : 2_000)
                         }
                         twoThreads[k].add(cpu: (Machine.processCPUSeconds - cpuB) * 1e6, wall: bandsElapsed.micros, critical: b.criticalCPU, lead: b.callerLead, bytes: b.png.count)
                     }
@@ -111,8 +113,9 @@ struct CityTileBench {
                           unit: "ms p50 / p99; CPU p50 / p99",
                           note: String(format: "%d tiles (TileBench's cold walk); wall mean %.2f ms, CPU mean %.2f ms; most markers in a tile %d; PNG %@ mean; loadavg %.1f",
                                        tiles.count, w.mean / 1000, c.mean / 1000, markers, Table.bytes(bytes / tiles.count), Machine.loadAverage ?? 0)))
-            let paths = ["two bands (TileRenderer.renderBandsPNG: bottom band rendered and deflated on the band thread, top band rendered and deflated meanwhile, segments joined)",
-                         "one-thread render, PNG in two deflate segments on two threads (TileRenderer.encodePNGInTwo)"]
+            let paths = ["two bands, each collecting its own markers from 2,000 estimated (TileRenderer.renderBandsCollecting: cut from grid node counts, bottom band collected, rendered and deflated on the band thread, top band meanwhile, segments joined; as markerd)",
+                         "one-thread render, PNG in two deflate segments on two threads (TileRenderer.encodePNGInTwo)",
+                         "two bands from the tile's items (TileRenderer.renderBandsPNG: collected and split on the calling thread, then as above; before 2026-12-01)"]
             for (k, path) in paths.enumerated() {
                 let s = twoThreads[k]
                 let bw = LatencySummary(samplesMicros: s.wall), bc = LatencySummary(samplesMicros: s.cpu)

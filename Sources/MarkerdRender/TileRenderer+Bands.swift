@@ -155,7 +155,7 @@ extension TileRenderer {
     static func bandCut(_ items: [Item], _ sprites: [TileSprite], height: Int, rowWeight: Int = 0) -> Int {
         // tops[r]: items whose first row is r (clamped to 0 ... height); ends[r]: items whose
         // rows end at r (exclusive, clamped).
-        var tops = [Int](repeating: 0, count: height + 1), ends = [Int](repeating: 0, count: height + 1)
+        var tops = [Double](repeating: 0, count: height + 1), ends = [Double](repeating: 0, count: height + 1)
         // The sprites' heights apart: reading one from the sprites array per item costs reference
         // counting.
         let heights = sprites.map(\.height)
@@ -164,19 +164,27 @@ extension TileRenderer {
             tops[min(max(top, 0), height)] += 1
             ends[min(max(top + h, 0), height)] += 1
         }
+        return bandCut(tops: tops, ends: ends, count: Double(items.count), height: height, rowWeight: Double(rowWeight))
+    }
+
+    /// `bandCut` of items given as counts per row (whole items, or the estimates of
+    /// `bandEstimate`): `tops[r]` items start at row r, `ends[r]` end there (exclusive), both
+    /// clamped to 0 ... height (`height + 1` entries each); `count` items in all.
+    static func bandCut(tops: [Double], ends: [Double], count: Double, height: Int, rowWeight: Double) -> Int {
         // covered[s]: rows in 0 ..< s that at least one item reaches.
-        var covered = [Int](repeating: 0, count: height + 1)
-        var active = 0
+        var covered = [Double](repeating: 0, count: height + 1)
+        var active = 0.0
         for r in 0..<height {
             active += tops[r] - ends[r]
-            covered[r + 1] = covered[r] + (active > 0 ? 1 : 0)
+            // (Estimates add fractions: a row counts as covered from half an item.)
+            covered[r + 1] = covered[r] + (active >= 0.5 ? 1 : 0)
         }
         // Cut at s: top band = items with top < s; bottom band = items with end > s.
-        var best = height / 2, bestLoad = Int.max
-        var above = 0, endedBy = ends[0]
+        var best = height / 2, bestLoad = Double.infinity
+        var above = 0.0, endedBy = ends[0]
         for s in 1..<height {
             above += tops[s - 1]; endedBy += ends[s]
-            let load = max(above + rowWeight * covered[s], items.count - endedBy + rowWeight * (covered[height] - covered[s]))
+            let load = max(above + rowWeight * covered[s], count - endedBy + rowWeight * (covered[height] - covered[s]))
             if load < bestLoad { bestLoad = load; best = s }
         }
         return best
@@ -248,8 +256,12 @@ extension TileRenderer {
     /// the job over to waiting for it, minus the band thread's job (> 0: the top band's share was
     /// the longer one, the band thread idled at the end). Both nil when rendered and encoded on
     /// one thread.
+    ///
+    /// `collectInBandsFrom`: rasters whose grid counts estimate at least this many markers have
+    /// each band collect its own (`renderBandsCollecting`; default 2,000, markerd's
+    /// `--tile-bands-above`); `.max`: every band starts from the tile's items (`renderBandsPNG`).
     public func renderTileInBands(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
-                                  segmentsOnly: Bool = false)
+                                  segmentsOnly: Bool = false, collectInBandsFrom: Int = 2_000)
         throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?, callerLead: Double?) {
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
         if usesSweep(layer, view) {
@@ -258,7 +270,9 @@ extension TileRenderer {
         }
         let start = BandThread.threadCPUSeconds()
         var overlap = BandTiming()
-        let t = try renderTileBands(layer, view, now: now, timing: &overlap) { _ in segmentsOnly ? .segments : .bands }
+        let from = segmentsOnly ? Int.max : collectInBandsFrom
+        let t = try renderTileBands(layer, view, now: now, collectInBandsFrom: from, around: from == .max ? 0 : staticAround(layer, view, atLeast: from),
+                                    timing: &overlap) { _ in segmentsOnly ? .segments : .bands }
         guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil, nil) }
         let mine = BandThread.threadCPUSeconds() - start
         return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller), overlap.caller - overlap.band)
@@ -274,8 +288,21 @@ extension TileRenderer {
 
     /// Collects `view`'s items and renders them and their PNG (`.tile`) as `path(items)` says:
     /// two bands or two PNG segments when the band thread is free, else on this thread.
-    func renderTileBands(_ layer: MarkerLayer, _ view: RasterView, now: Int64, timing: inout BandTiming,
+    /// Rasters whose grid counts estimate at least `collectInBandsFrom` markers (`bandEstimate`)
+    /// and that `path` sends to two bands are cut where the estimate balances the bands, and each
+    /// band collects its own markers (`renderBandsCollecting`); the others are collected first.
+    /// `around`: `staticAround(layer, view, atLeast:)` with `atLeast` >= `collectInBandsFrom`, the
+    /// coarse upper bound tested first, so that sparse tiles do not walk the nodes down to 16 px.
+    func renderTileBands(_ layer: MarkerLayer, _ view: RasterView, now: Int64, collectInBandsFrom: Int, around: Int,
+                         timing: inout BandTiming,
                          path: (Int) -> TwoThreads) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
+        // Dense tiles (`TileRenderer+BandCollect.swift`).
+        if collectInBandsFrom < Int.max, around >= collectInBandsFrom,
+           let e = bandEstimate(layer, view, rowWeight: Self.pngRowWeight), e.markers >= Double(collectInBandsFrom),
+           path(Int(e.markers)) == .bands,
+           let r = try renderBandsCollecting(layer, view, now: now, cut: e.cut, options: .tile, timing: &timing) {
+            return r
+        }
         let (items, sprites, markers) = try collect(layer, view, now: now)
         let how = path(items.count)
         if how == .bands,

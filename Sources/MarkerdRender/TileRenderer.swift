@@ -311,7 +311,10 @@ public final class TileRenderer: Sendable {
     }
 
     /// The markers to draw, as items with the sprite's top-left relative to the canvas.
-    func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
+    /// `markers` counts those whose sprite touches the canvas and starts at row `countFromRow` or
+    /// below (a band's markers that do not reach the band above it, `renderBandsCollecting`).
+    func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64,
+                 countFromRow: Int = .min) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
         var items: [Item] = []
         var placer = Placer(self, layer, view)
         var markers = 0
@@ -326,7 +329,7 @@ public final class TileRenderer: Sendable {
                                   marginPx: TileRenderer.marginPx, now: now, readStyles: styles != 1) { c in
             var c = c
             if c.style == .max { c.style = single }
-            if placer.place(c, into: &items) { markers += 1 }
+            if placer.place(c, into: &items) && (countFromRow == .min || Int(items[items.count - 1].y) >= countFromRow) { markers += 1 }
         }
         if let failure = placer.failure { throw failure }
         return (items, placer.sprites, markers)
@@ -443,9 +446,15 @@ public final class TileRenderer: Sendable {
         defer { TileRenderer.renderEnded() }
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
         // Step 5, the PNG deflated in two segments on two threads (`renderBandsPNG`, `encodePNGInTwo`).
-        if running == 1 && !debugOverlay && bandsAbove < Int.max && !usesSweep(layer, view) {
-            var timing = BandTiming()
-            return try renderTileBands(layer, view, now: now, timing: &timing) { self.twoThreads(draws: $0) }
+        if running == 1 && !debugOverlay && bandsAbove < Int.max {
+            // One walk of the grid's nodes for both tests: `usesSweep`'s and `renderTileBands`'s
+            // (`estimate` stops at `atLeast`, which is at least either threshold).
+            let around = staticAround(layer, view, atLeast: max(sweepAbove, bandsAbove))
+            if !(culling == .withinOne && layer.staticSweepRoot != nil && around >= sweepAbove) {
+                var timing = BandTiming()
+                return try renderTileBands(layer, view, now: now, collectInBandsFrom: bandsAbove, around: around,
+                                           timing: &timing) { self.twoThreads(draws: $0) }
+            }
         }
         var r = try render(layer, view, now: now, alone: running == 1)
         if debugOverlay {

@@ -183,6 +183,99 @@ import Testing
         #expect(empty > 0, "no empty tile was tried")
     }
 
+    /// Bands that collect their own markers (`renderBandsCollecting`: each band a view of its
+    /// rows, walked and placed on its own thread) give byte for byte the PNG of the tile's items
+    /// split at the same cut (`split`, each band rendered, `PNGCodec.encodeSegmented`), count each
+    /// marker once (as one `collect` of the whole tile does), and the shared transparent tile when
+    /// nothing shows; at random cuts, on dense random layers (several icon sizes and anchors,
+    /// z-indexes, ended animations, near the antimeridian too).
+    @Test(arguments: [TileRenderer.Culling.exact, .withinOne])
+    func bandsCollectingMatchTheSplitItems(culling: TileRenderer.Culling) throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer(culling)
+        var empty = 0, straddling = 0
+        for round in 0..<6 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: 600 + Int(rng.next() % 800), center: center, spreadDegrees: [0.005, 0.05, 0.5][round % 3], rng: &rng, now: now)
+            for k in 0..<3 {
+                let far = LatLng(latitude: center.latitude > 0 ? center.latitude - 20 : center.latitude + 20, longitude: center.longitude)
+                let tile = k == 2 ? TileID.containing(far, zoom: 14) : TileID.containing(center, zoom: 4 + Int(rng.next() % 9))
+                let view = RasterView.tile(tile, tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 3))
+                let cut = 1 + Int(rng.next() % UInt64(view.height - 1))
+                var timing = TileRenderer.BandTiming()
+                // nil while another test's render holds the band thread: try again.
+                var result: (png: [UInt8], empty: Bool, markers: Int)? = nil
+                while result == nil { result = try r.renderBandsCollecting(layer, view, now: now, cut: cut, options: .tile, timing: &timing) }
+                let got = result!
+                let c = try r.collect(layer, view, now: now)
+                let (top, bottom) = TileRenderer.split(c.items, c.sprites, at: cut)
+                straddling += top.count + bottom.count - c.items.count
+                let a = r.renderItems(layer, top, c.sprites, width: view.width, height: cut)
+                let b = r.renderItems(layer, bottom, c.sprites, width: view.width, height: view.height - cut)
+                let stacked = TileCanvas(stacking: a.canvas, b.canvas)
+                let segmented = stacked.isEmpty ? stacked.encodePNG(options: .tile) : try stacked.pixels.withUnsafeBufferPointer {
+                    try PNGCodec.encodeSegmented(premultiplied: $0, width: view.width, height: view.height, cuts: [cut], options: .tile)
+                }
+                #expect(got.png == segmented, "round \(round) tile \(tile) \(view) cut \(cut)")
+                #expect(got.empty == stacked.isEmpty, "round \(round) tile \(tile): emptiness")
+                #expect(got.markers == c.markers, "round \(round) tile \(tile) cut \(cut): \(got.markers) markers, one collect finds \(c.markers)")
+                if got.empty { empty += 1; #expect(got.png == TransparentTile.shared(size: view.width)) }
+            }
+        }
+        #expect(empty > 0, "no empty tile was tried")
+        #expect(straddling > 0, "no draw straddled a cut")
+    }
+
+    /// `bandEstimate` (grid node counts, no marker read) on dense tiles of one icon (the estimate
+    /// assumes the layer's largest one), markers in Gaussian clusters as in cities: within 10 % of
+    /// the markers `collect` finds, and its cut leaves the larger band (items plus `pngRowWeight`
+    /// per covered row, as `bandCut` counts) within 10 % of the best cut's, counted from the items.
+    @Test func bandEstimateFollowsTheMarkers() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer(.withinOne)
+        var tried = 0
+        for round in 0..<12 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
+            // Two clusters of 6,000-12,000 (so that items, not covered rows, weigh most, as in a
+            // dense city tile), sigma 0.005-0.04 degrees, plus a few markers spread over the area.
+            var layer = try MarkerLayer()
+            var records: [MarkerRecord] = []
+            for c in 0..<2 {
+                let sigma = 0.005 + rng.unit() * 0.035
+                let cLat = center.latitude + (rng.unit() - 0.5) * 0.1, cLon = center.longitude + (rng.unit() - 0.5) * 0.1
+                for i in 0..<(6000 + Int(rng.next() % 6000)) {
+                    // Box-Muller.
+                    let rad = (-2 * Foundation.log(max(rng.unit(), 1e-12))).squareRoot(), t = 2 * Double.pi * rng.unit()
+                    records.append(MarkerRecord(id: "c\(c)-\(i)", position: LatLng(latitude: cLat + sigma * rad * Foundation.cos(t),
+                                                                                   longitude: cLon + sigma * rad * Foundation.sin(t))))
+                }
+            }
+            for i in 0..<300 {
+                records.append(MarkerRecord(id: "s\(i)", position: LatLng(latitude: center.latitude + (rng.unit() - 0.5) * 0.4,
+                                                                          longitude: center.longitude + (rng.unit() - 0.5) * 0.4)))
+            }
+            _ = try layer.upsert(records, now: now)
+            let view = RasterView.tile(TileID.containing(center, zoom: 9 + Int(rng.next() % 3)), tileSize: 256, density: 1 + Int(rng.next() % 2))
+            let c = try r.collect(layer, view, now: now)
+            guard c.markers >= 500 else { continue }
+            tried += 1
+            let e = try #require(r.bandEstimate(layer, view, rowWeight: TileRenderer.pngRowWeight))
+            let ratio = e.markers / Double(c.markers)
+            #expect(ratio > 0.9 && ratio < 1.1, "round \(round) \(view): estimate \(e.markers), collected \(c.markers)")
+            let heights = c.sprites.map(\.height), w = TileRenderer.pngRowWeight
+            let covered = (0..<view.height).map { row in c.items.contains { Int($0.y) <= row && row < Int($0.y) + heights[Int($0.sprite)] } }
+            func load(_ s: Int) -> Int {
+                let top = c.items.filter { Int($0.y) < s }.count
+                let bottom = c.items.filter { Int($0.y) + heights[Int($0.sprite)] > s }.count
+                return max(top + w * covered[..<s].filter { $0 }.count, bottom + w * covered[s...].filter { $0 }.count)
+            }
+            let best = load(TileRenderer.bandCut(c.items, c.sprites, height: view.height, rowWeight: w))
+            #expect(Double(load(e.cut)) <= 1.1 * Double(best), "round \(round) \(view): estimated cut \(e.cut) loads \(load(e.cut)), the best \(best)")
+            print("bandEstimate round \(round): \(c.markers) markers, estimate \(Int(e.markers)); cut load \(load(e.cut)) against \(best)")
+        }
+        #expect(tried >= 6, "only \(tried) dense tiles")
+    }
+
     /// A canvas's PNG in two segments on two threads (`encodePNGInTwo`) is byte for byte the
     /// segmented PNG cut at `segmentCut` made on one thread and decodes to exactly the canvas;
     /// `segmentCut` halves the non-transparent rows (counted directly); empty canvases are left
