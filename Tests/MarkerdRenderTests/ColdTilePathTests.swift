@@ -164,16 +164,10 @@ import Testing
                 while result == nil { result = r.renderBandsPNG(layer, c.items, c.sprites, width: view.width, height: view.height, options: .tile) }
                 let got = result!
                 let cut = TileRenderer.bandCut(c.items, c.sprites, height: view.height, rowWeight: TileRenderer.pngRowWeight)
-                let (top, bottom) = TileRenderer.split(c.items, c.sprites, at: cut)
-                let a = r.renderItems(layer, top, c.sprites, width: view.width, height: cut)
-                let b = r.renderItems(layer, bottom, c.sprites, width: view.width, height: view.height - cut)
-                let stacked = TileCanvas(stacking: a.canvas, b.canvas)
-                let segmented = stacked.isEmpty ? stacked.encodePNG(options: .tile) : try stacked.pixels.withUnsafeBufferPointer {
-                    try PNGCodec.encodeSegmented(premultiplied: $0, width: view.width, height: view.height, cuts: [cut], options: .tile)
-                }
+                let (segmented, stacked, draws) = try Self.splitBandsPNG(r, layer, c.items, c.sprites, view, cut: cut)
                 #expect(got.png == segmented, "round \(round) tile \(tile) \(view)")
                 #expect(try PNGCodec.decode(got.png, maxWidth: 4096, maxHeight: 4096, maxBytes: 64 << 20).pixels == stacked.pixels)
-                #expect(got.empty == stacked.isEmpty && got.draws == a.draws + b.draws)
+                #expect(got.empty == stacked.isEmpty && got.draws == draws)
                 if got.empty { empty += 1; #expect(got.png == TransparentTile.shared(size: view.width)) }
                 let slow = try bruteForce(layer, view, now: now, sprites: r.sprites)
                 let decoded = try PNGCodec.decode(got.png, maxWidth: 4096, maxHeight: 4096, maxBytes: 64 << 20)
@@ -181,6 +175,21 @@ import Testing
             }
         }
         #expect(empty > 0, "no empty tile was tried")
+    }
+
+    /// The two bands of `items` cut at `cut` (`split`), rendered one after the other on this
+    /// thread and stacked, with their segmented PNG (`PNGCodec.encodeSegmented`; the shared
+    /// transparent tile's encoding when empty) and the draws performed.
+    static func splitBandsPNG(_ r: TileRenderer, _ layer: MarkerLayer, _ items: [TileRenderer.Item], _ sprites: [TileSprite],
+                              _ view: RasterView, cut: Int) throws -> (png: [UInt8], stacked: TileCanvas, draws: Int) {
+        let (top, bottom) = TileRenderer.split(items, sprites, at: cut)
+        let a = r.renderItems(layer, top, sprites, width: view.width, height: cut)
+        let b = r.renderItems(layer, bottom, sprites, width: view.width, height: view.height - cut)
+        let stacked = TileCanvas(stacking: a.canvas, b.canvas)
+        let png = stacked.isEmpty ? stacked.encodePNG(options: .tile) : try stacked.pixels.withUnsafeBufferPointer {
+            try PNGCodec.encodeSegmented(premultiplied: $0, width: view.width, height: view.height, cuts: [cut], options: .tile)
+        }
+        return (png, stacked, a.draws + b.draws)
     }
 
     /// Bands that collect their own markers (`renderBandsCollecting`: each band a view of its
@@ -210,12 +219,7 @@ import Testing
                 let c = try r.collect(layer, view, now: now)
                 let (top, bottom) = TileRenderer.split(c.items, c.sprites, at: cut)
                 straddling += top.count + bottom.count - c.items.count
-                let a = r.renderItems(layer, top, c.sprites, width: view.width, height: cut)
-                let b = r.renderItems(layer, bottom, c.sprites, width: view.width, height: view.height - cut)
-                let stacked = TileCanvas(stacking: a.canvas, b.canvas)
-                let segmented = stacked.isEmpty ? stacked.encodePNG(options: .tile) : try stacked.pixels.withUnsafeBufferPointer {
-                    try PNGCodec.encodeSegmented(premultiplied: $0, width: view.width, height: view.height, cuts: [cut], options: .tile)
-                }
+                let (segmented, stacked, _) = try Self.splitBandsPNG(r, layer, c.items, c.sprites, view, cut: cut)
                 #expect(got.png == segmented, "round \(round) tile \(tile) \(view) cut \(cut)")
                 #expect(got.empty == stacked.isEmpty, "round \(round) tile \(tile): emptiness")
                 #expect(got.markers == c.markers, "round \(round) tile \(tile) cut \(cut): \(got.markers) markers, one collect finds \(c.markers)")
