@@ -127,11 +127,7 @@ extension TileRenderer {
         if bottomJob.take() { renderBottom() }
         BandThread.shared.wait()
         let a = try upper.get(), b = try lower.value!.get()
-        if a.canvas.isEmpty && b.canvas.isEmpty {
-            return (TileCanvas(stacking: a.canvas, b.canvas).encodePNG(options: options), true, a.markers + b.markers)
-        }
-        let segments = [a.segment ?? a.canvas.segment(last: false, options: options),
-                        b.segment ?? b.canvas.segment(last: true, options: options)]
-        return (Self.joinSegments(width: width, height: height, segments, options: options), false, a.markers + b.markers)
+        let png = Self.joinBands(a.canvas, a.segment, b.canvas, b.segment, width: width, height: height, options: options)
+        return (png.png, png.empty, a.markers + b.markers)
     }
 }

@@ -360,12 +360,21 @@ extension TileRenderer {
         if bottomJob.take() { renderBottom() }
         BandThread.shared.wait()
         let b = lower.value!
-        if a.canvas.isEmpty && b.canvas.isEmpty {
-            return (TileCanvas(stacking: a.canvas, b.canvas).encodePNG(options: options), true, a.draws + b.draws)
+        let png = Self.joinBands(a.canvas, upper, b.canvas, b.segment, width: width, height: height, options: options)
+        return (png.png, png.empty, a.draws + b.draws)
+    }
+
+    /// The tile's PNG (`options`) from its two bands' canvases and the segments already deflated
+    /// (nil: deflated here, an empty band's after the wait): the shared transparent tile
+    /// (`empty`) when both bands are empty, else the two segments joined.
+    static func joinBands(_ top: TileCanvas, _ topSegment: PNGCodec.Segment?, _ bottom: TileCanvas, _ bottomSegment: PNGCodec.Segment?,
+                          width: Int, height: Int, options: PNGEncodeOptions) -> (png: [UInt8], empty: Bool) {
+        if top.isEmpty && bottom.isEmpty {
+            return (TileCanvas(stacking: top, bottom).encodePNG(options: options), true)
         }
-        let segments = [upper ?? a.canvas.segment(last: false, options: options),
-                        b.segment ?? b.canvas.segment(last: true, options: options)]
-        return (Self.joinSegments(width: width, height: height, segments, options: options), false, a.draws + b.draws)
+        let segments = [topSegment ?? top.segment(last: false, options: options),
+                        bottomSegment ?? bottom.segment(last: true, options: options)]
+        return (joinSegments(width: width, height: height, segments, options: options), false)
     }
 
     /// The PNG of `segments` (`PNGCodec.encode(width:height:segments:options:)`), which cannot
