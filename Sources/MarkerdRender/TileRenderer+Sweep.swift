@@ -72,7 +72,13 @@ extension TileRenderer {
     /// Whether `render` takes the sweep (see `init(sprites:culling:sweepAbove:)`).
     public func usesSweep(_ layer: MarkerLayer, _ view: RasterView) -> Bool {
         guard culling == .withinOne, let root = layer.staticSweepRoot else { return false }
-        return TileRenderer.estimate(layer, root, view, atLeast: sweepAbove) >= sweepAbove
+        return usesSweep(layer, around: TileRenderer.estimate(layer, root, view, atLeast: sweepAbove))
+    }
+
+    /// `usesSweep` from `around`, the view's `staticAround(layer, view, atLeast:)` with `atLeast`
+    /// >= `sweepAbove` (one walk of the nodes for this test and another threshold's).
+    func usesSweep(_ layer: MarkerLayer, around: Int) -> Bool {
+        culling == .withinOne && layer.staticSweepRoot != nil && around >= sweepAbove
     }
 
     /// An upper bound of the static markers around `view` (widened by half its size each way),

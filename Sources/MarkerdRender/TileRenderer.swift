@@ -450,7 +450,7 @@ public final class TileRenderer: Sendable {
             // One walk of the grid's nodes for both tests: `usesSweep`'s and `renderTileBands`'s
             // (`estimate` stops at `atLeast`, which is at least either threshold).
             let around = staticAround(layer, view, atLeast: max(sweepAbove, bandsAbove))
-            if !(culling == .withinOne && layer.staticSweepRoot != nil && around >= sweepAbove) {
+            if !usesSweep(layer, around: around) {
                 var timing = BandTiming()
                 return try renderTileBands(layer, view, now: now, collectInBandsFrom: bandsAbove, around: around,
                                            timing: &timing) { self.twoThreads(draws: $0) }
