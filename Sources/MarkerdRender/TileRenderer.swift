@@ -150,7 +150,10 @@ public struct RenderedRaster: Sendable {
 ///    jobs); the two canvases are stacked before PNG encoding, except in `renderTile`, where
 ///    each band's thread deflates its own rows as one segment of the PNG's zlib stream
 ///    (`renderBandsPNG`, `PNGCodec+Segments.swift`). Culling is pixel-local, so each band keeps
-///    the bound. Tiles of `pngSegmentsAbove` draws up to `bandsAbove` render on one thread and
+///    the bound. In `renderTile`, a tile whose grid node counts estimate at least `bandsAbove`
+///    markers is cut before any marker is read (`bandEstimate`), and each band collects its own
+///    markers on its own thread (`renderBandsCollecting`, `TileRenderer+BandCollect.swift`: the
+///    same PNG as collecting first and splitting, without the serial collect). Tiles of `pngSegmentsAbove` draws up to `bandsAbove` render on one thread and
 ///    deflate their PNG in two segments on two threads (`encodePNGInTwo`), under the same tests.
 ///
 /// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
