@@ -12,6 +12,20 @@ import Testing
 @Suite struct ColdTilePathTests {
     let now: Int64 = 1_700_000_000_000
 
+    /// Round `round`'s dense random layer (`randomLayer`): `markers` to `markers + upTo - 1`
+    /// markers spread 0.005, 0.05 or 0.5 degrees (by round) around a random center, which lies on
+    /// the antimeridian every third round when `antimeridian`; and a point 20 degrees of latitude
+    /// away from the center, where a z14 tile shows no marker.
+    func roundLayer(_ round: Int, markers: Int, upTo: Int = 800, antimeridian: Bool = true,
+                    _ rng: inout SplitMix64) throws -> (center: LatLng, far: LatLng, layer: MarkerLayer) {
+        let center = LatLng(latitude: (rng.unit() - 0.5) * 140,
+                            longitude: antimeridian && round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
+        let layer = try randomLayer(count: markers + Int(rng.next() % UInt64(upTo)), center: center,
+                                    spreadDegrees: [0.005, 0.05, 0.5][round % 3], rng: &rng, now: now)
+        let far = LatLng(latitude: center.latitude > 0 ? center.latitude - 20 : center.latitude + 20, longitude: center.longitude)
+        return (center, far, layer)
+    }
+
     /// `cullExact`'s row memo (`SettledRows`: a draw's test stops at the row from which a draw
     /// of the same sprite at the same position was settled) keeps exactly the draws and clips of
     /// testing every row, on dense random layers where many markers share positions.
@@ -116,9 +130,7 @@ import Testing
         let r = makeRenderer(culling)
         var worst = 0, items = 0
         for round in 0..<6 {
-            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
-            let spread = [0.005, 0.05, 0.5][round % 3]
-            let layer = try randomLayer(count: 800 + Int(rng.next() % 800), center: center, spreadDegrees: spread, rng: &rng, now: now)
+            let (center, _, layer) = try roundLayer(round, markers: 800, &rng)
             for _ in 0..<3 {
                 let tile = TileID.containing(center, zoom: 4 + Int(rng.next() % 9))
                 let size = rng.next() % 3 == 0 ? 512 : 256
@@ -150,11 +162,9 @@ import Testing
         let r = makeRenderer(culling)
         var empty = 0
         for round in 0..<6 {
-            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
-            let layer = try randomLayer(count: 600 + Int(rng.next() % 800), center: center, spreadDegrees: [0.005, 0.05, 0.5][round % 3], rng: &rng, now: now)
+            let (center, far, layer) = try roundLayer(round, markers: 600, &rng)
             for k in 0..<3 {
                 // The last tile of each round lies far from the markers: both bands empty.
-                let far = LatLng(latitude: center.latitude > 0 ? center.latitude - 20 : center.latitude + 20, longitude: center.longitude)
                 let tile = k == 2 ? TileID.containing(far, zoom: 14)
                     : TileID.containing(center, zoom: 4 + Int(rng.next() % 9))
                 let view = RasterView.tile(tile, tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 3))
@@ -204,10 +214,8 @@ import Testing
         let r = makeRenderer(culling)
         var empty = 0, straddling = 0
         for round in 0..<6 {
-            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
-            let layer = try randomLayer(count: 600 + Int(rng.next() % 800), center: center, spreadDegrees: [0.005, 0.05, 0.5][round % 3], rng: &rng, now: now)
+            let (center, far, layer) = try roundLayer(round, markers: 600, &rng)
             for k in 0..<3 {
-                let far = LatLng(latitude: center.latitude > 0 ? center.latitude - 20 : center.latitude + 20, longitude: center.longitude)
                 let tile = k == 2 ? TileID.containing(far, zoom: 14) : TileID.containing(center, zoom: 4 + Int(rng.next() % 9))
                 let view = RasterView.tile(tile, tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 3))
                 let c = try r.collect(layer, view, now: now)
@@ -305,10 +313,8 @@ import Testing
         let r = makeRenderer(.exact)
         var tried = 0
         for round in 0..<6 {
-            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
-            let layer = try randomLayer(count: 100 + Int(rng.next() % 600), center: center, spreadDegrees: [0.005, 0.05, 0.5][round % 3], rng: &rng, now: now)
+            let (center, far, layer) = try roundLayer(round, markers: 100, upTo: 600, antimeridian: false, &rng)
             for k in 0..<3 {
-                let far = LatLng(latitude: center.latitude > 0 ? center.latitude - 20 : center.latitude + 20, longitude: center.longitude)
                 let tile = TileID.containing(k == 2 ? far : center, zoom: 4 + Int(rng.next() % 12))
                 let view = RasterView.tile(tile, tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 2))
                 let c = try r.collect(layer, view, now: now)
