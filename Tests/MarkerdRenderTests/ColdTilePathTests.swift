@@ -253,7 +253,7 @@ import Testing
     @Test func bandEstimateFollowsTheMarkers() throws {
         var rng = SplitMix64(seed: testSeed())
         let r = makeRenderer(.withinOne)
-        var tried = 0, dense = 0
+        var tried = 0, dense = 0, excess: [Double] = []
         for round in 0..<12 {
             let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: (rng.unit() - 0.5) * 340)
             // Two clusters of 6,000-12,000 (so that items, not covered rows, weigh most, as in a
@@ -290,18 +290,26 @@ import Testing
                 return max(top + w * covered[..<s].filter { $0 }.count, bottom + w * covered[s...].filter { $0 }.count)
             }
             let best = load(TileRenderer.bandCut(c.items, c.sprites, height: view.height, rowWeight: w))
-            // The cut is held to 10 % on dense tiles only (5,000 markers, 2.5 times the band
-            // gate's 2,000), where items outweigh covered rows: on sparser tiles the rows the
-            // estimate guesses from node counts weigh as much as the items, and a cut 12 % off
-            // (seen at 3,363 markers on a 512 px tile) costs well under a millisecond.
+            // The estimated cut's load over the best cut's, on dense tiles (5,000 markers, 2.5
+            // times the band gate's 2,000). On sparser tiles the covered rows, which the estimate
+            // guesses from node counts, weigh as much as the items; so do the 512 rows of a 512 px
+            // tile at density 2, where one tile of 14,130 markers was 11.5 % over
+            // (SEED=892443893). A tile that far off costs a fraction of a millisecond; a cut
+            // that ignores the markers costs much more. So each dense tile is held to 25 % and
+            // their mean to 5 %: seeds 1-90 gave 11.5 % at most and means of about 1-1.5 %;
+            // cutting through the middle instead gave means of 16-22 % (seeds 1-3).
             if c.markers >= 5_000 {
                 dense += 1
-                #expect(Double(load(e.cut)) <= 1.1 * Double(best), "round \(round) \(view): estimated cut \(e.cut) loads \(load(e.cut)), the best \(best)")
+                let over = Double(load(e.cut)) / Double(best) - 1
+                excess.append(over)
+                #expect(over <= 0.25, "round \(round) \(view): estimated cut \(e.cut) loads \(load(e.cut)), the best \(best)")
             }
             print("bandEstimate round \(round): \(c.markers) markers, estimate \(Int(e.markers)); cut load \(load(e.cut)) against \(best)")
         }
-        print("bandEstimate: \(tried) tiles of 500 markers or more, \(dense) of 5,000")
+        let mean = excess.reduce(0, +) / Double(max(1, excess.count))
+        print("bandEstimate: \(tried) tiles of 500 markers or more, \(dense) of 5,000; their cut loads over the best by \(mean * 100) % on average, \((excess.max() ?? 0) * 100) % at most")
         #expect(tried >= 6 && dense >= 4, "only \(tried) tiles of 500 markers, \(dense) of 5,000")
+        #expect(mean <= 0.05, "the estimated cuts load \(mean * 100) % over the best on average")
     }
 
     /// A canvas's PNG in two segments on two threads (`encodePNGInTwo`) is byte for byte the
