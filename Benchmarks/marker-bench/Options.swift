@@ -46,6 +46,9 @@ struct Options: Sendable {
     var zoomZeroOnly = false
     /// Run `CityTileBench` (`--only citytiles`: TileBench's cold tiles rendered in this process).
     var runCityTiles = false
+    /// Run `DenseTileBench` (`--only densetiles`: the densest z10 city tiles, rendered again and
+    /// again in this process, for comparing builds).
+    var runDenseTiles = false
     /// In-process section: only the layer build and the single moves (`--only move`).
     var moveOnly = false
     /// Run `ApplyBench` (`--only apply`: the load's batch upserts in this process).
@@ -65,6 +68,7 @@ struct Options: Sendable {
             renderOnly = only == "render" || only == "z0"
             zoomZeroOnly = only == "z0"
             runCityTiles = only == "citytiles"
+            runDenseTiles = only == "densetiles"
             runClusters = only == "clusters"
             runViewport = only == "viewport"
             runClusterWork = only == "clusterwork"
@@ -100,7 +104,10 @@ struct Options: Sendable {
                            renders only, node sweep only), z0 (only the
                            in-process z0 render with the node sweep, best of 20),
                            citytiles (the tiles section's cold tiles rendered
-                           in-process, for profiling), viewport (QueryViewport's
+                           in-process, for profiling), densetiles (the 8
+                           densest of those z10 tiles, each rendered 21 times
+                           per path: thread CPU of the fastest and median
+                           repetition, for comparing builds), viewport (QueryViewport's
                            server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
                            clusters section's calls), move (the in-process
@@ -161,7 +168,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "viewport", "clusterwork", "move", "apply"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "densetiles", "viewport", "clusterwork", "move", "apply"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -53,6 +53,7 @@ func runAll() throws -> Table {
         }
         if options.runTiles { try TileBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run() }
         if options.runCityTiles { try CityTileBench(options: options, layer: layer, table: table).run() }
+        if options.runDenseTiles { try DenseTileBench(options: options, layer: layer, table: table).run() }
         if options.runInProcess { try InProcessBench(options: options, layer: layer, table: table).run() }
         if options.runApply { try ApplyBench(layer: layer, table: table).run() }
         if !options.skipDurability {

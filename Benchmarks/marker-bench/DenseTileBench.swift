@@ -1,0 +1,76 @@
+import Foundation
+import MarkerdCore
+import MarkerdRender
+
+/// The densest z10 tiles of `CityTileBench`'s walk, each rendered again and again in this process
+/// (`--only densetiles`): an instrument for comparing two builds' CPU work on the tiles that set
+/// the cold z10 p99, on a host whose wall clock and even per-call CPU time move by 5-10 % from
+/// one run to the next. Per path, the thread CPU time of each tile's fastest repetition (its
+/// work with warm caches and no preemption) and of its median one, summed over the tiles.
+/// These are warm figures by design (the same tile over and over): compare them between builds
+/// measured in the same run, not with the cold rows.
+struct DenseTileBench {
+    let options: Options
+    let layer: SyntheticLayer
+    let table: Table
+
+    /// Tiles measured (the densest of the walk's distinct z10 tiles) and repetitions per tile and path.
+    static let tileCount = 8, repetitions = 21
+
+    func run() throws {
+        let label = Table.count(layer.count)
+        Progress.log("[\(label)] dense tiles: building MarkerLayer with \(label) markers")
+        let (core, _) = try layer.coreLayer()
+        let renderer = TileRenderer()
+        // CityTileBench's walk (its first 500 tiles per zoom, the warm pass's draws skipped): the z10 tiles.
+        var rng = SeededRNG(seed: options.seed &+ 40)
+        var walked: [TileID] = []
+        for z in TileBench.zooms {
+            let tiles = (0..<500).map { _ in layer.tileNearCity(zoom: z, &rng) }
+            for _ in 0..<options.queries { _ = rng.next() }
+            if z == 10 { walked = tiles; break }
+        }
+        var seen = Set<String>(), distinct: [(tile: TileID, markers: Int)] = []
+        for t in walked where seen.insert("\(t.z)/\(t.x)/\(t.y)").inserted {
+            let r = try renderer.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
+            distinct.append((t, r.markers))
+        }
+        let dense = distinct.sorted { $0.markers > $1.markers }.prefix(Self.tileCount)
+        Progress.log("[\(label)] dense tiles: the \(dense.count) densest of \(distinct.count) distinct z10 tiles, \(dense.map { String($0.markers) }.joined(separator: ", ")) markers; \(Self.repetitions) repetitions each")
+        // Per path: per tile, the thread CPU µs of every repetition.
+        var paths: [(name: String, samples: [[Double]])] = [
+            ("render alone (TileRenderer.render), one thread", []),
+            ("render + PNG (TileRenderer.renderTile), one thread", []),
+            ("render + PNG in two bands (TileRenderer.renderTileInBands, as markerd), critical-path thread CPU", []),
+            ("render + PNG in two bands, both threads' CPU", []),
+        ]
+        for (t, _) in dense {
+            var s = [[Double]](repeating: [], count: paths.count)
+            for _ in 0..<Self.repetitions {
+                // The paths in turn, so that a slow spell of the host falls on all of them.
+                var c0 = Machine.threadCPUSeconds
+                _ = try renderer.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
+                s[0].append((Machine.threadCPUSeconds - c0) * 1e6)
+                c0 = Machine.threadCPUSeconds
+                _ = try renderer.renderTile(core, tile: t, tileSize: 256, density: 1, now: 0)
+                s[1].append((Machine.threadCPUSeconds - c0) * 1e6)
+                c0 = Machine.threadCPUSeconds
+                let p0 = Machine.processCPUSeconds
+                let b = try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0)
+                // One thread when the band thread was busy: its own CPU time is the critical path.
+                s[2].append((b.criticalCPU ?? (Machine.threadCPUSeconds - c0)) * 1e6)
+                s[3].append((Machine.processCPUSeconds - p0) * 1e6)
+            }
+            for k in paths.indices { paths[k].samples.append(s[k]) }
+        }
+        for p in paths {
+            let mins = p.samples.map { $0.min() ?? 0 }
+            let medians = p.samples.map { LatencySummary(samplesMicros: $0).p50 }
+            table.add(Row(size: label, measure: "in-process densest z10 city tiles, \(p.name), sum over the tiles of each tile's fastest / median repetition",
+                          value: "\(Table.fixed(mins.reduce(0, +) / 1000, 2)) / \(Table.fixed(medians.reduce(0, +) / 1000, 2))",
+                          unit: "ms thread CPU",
+                          note: "\(dense.count) tiles x \(Self.repetitions) repetitions (warm: compare builds in one run, not with the cold rows); per tile fastest ms: \(mins.map { Table.fixed($0 / 1000, 2) }.joined(separator: ", ")); loadavg \(Table.fixed(Machine.loadAverage ?? 0, 1))"))
+        }
+        withExtendedLifetime(core) {}
+    }
+}
