@@ -43,6 +43,7 @@ struct DenseTileBench {
             ("render + PNG (TileRenderer.renderTile), one thread", []),
             ("render + PNG in two bands (TileRenderer.renderTileInBands, as markerd), critical-path thread CPU", []),
             ("render + PNG in two bands, both threads' CPU", []),
+            ("the grid walk alone (MarkerLayer.forEachStaticMarker over the tile and its margins, as a render's collect walks it; after the other paths, so with what they left in the caches)", []),
         ]
         for (t, _) in dense {
             var s = [[Double]](repeating: [], count: paths.count)
@@ -60,6 +61,15 @@ struct DenseTileBench {
                 // One thread when the band thread was busy: its own CPU time is the critical path.
                 s[2].append((b.criticalCPU ?? (Machine.threadCPUSeconds - c0)) * 1e6)
                 s[3].append((Machine.processCPUSeconds - p0) * 1e6)
+                c0 = Machine.threadCPUSeconds
+                var found = 0
+                // The search of `TileRenderer.collect` (one style in use: the style column is not read).
+                let v = RasterView.tile(t, tileSize: 256, density: 1)
+                core.forEachStaticMarker(viewX: [(Double(v.originX) / v.scale, Double(v.originX + Int64(v.width)) / v.scale)],
+                                         viewY0: Double(v.originY) / v.scale, viewY1: Double(v.originY + Int64(v.height)) / v.scale,
+                                         unitsPerPx: v.unitsPerPx, marginPx: TileRenderer.marginPx, now: 0, readStyles: false) { _ in found += 1 }
+                s[4].append((Machine.threadCPUSeconds - c0) * 1e6)
+                precondition(found > 0, "the walk found no marker in tile \(t)")
             }
             for k in paths.indices { paths[k].samples.append(s[k]) }
         }
