@@ -3,12 +3,13 @@ import MarkerdCore
 import MarkerdRender
 
 /// The densest z10 tiles of `CityTileBench`'s walk, each rendered again and again in this process
-/// (`--only densetiles`): an instrument for comparing two builds' CPU work on the tiles that set
-/// the cold z10 p99, on a host whose wall clock and even per-call CPU time move by 5-10 % from
-/// one run to the next. Per path, the thread CPU time of each tile's fastest repetition (its
-/// work with warm caches and no preemption) and of its median one, summed over the tiles.
-/// These are warm figures by design (the same tile over and over): compare them between builds
-/// measured in the same run, not with the cold rows.
+/// (`--only densetiles`): an instrument for the CPU work on the tiles that set the cold z10 p99.
+/// Per path, the thread CPU time of each tile's fastest repetition (its work with warm caches and
+/// no preemption) and of its median one, summed over the tiles. The paths take turns within
+/// every repetition, so they can be compared within one run. Between runs, even of the same build,
+/// the sums moved by up to 14 % on session 19's host, so two builds are compared only over several
+/// alternating runs. These are warm figures by design (the same tile over and over): do not
+/// compare them with the cold rows.
 struct DenseTileBench {
     let options: Options
     let layer: SyntheticLayer

@@ -47,7 +47,7 @@ struct Options: Sendable {
     /// Run `CityTileBench` (`--only citytiles`: TileBench's cold tiles rendered in this process).
     var runCityTiles = false
     /// Run `DenseTileBench` (`--only densetiles`: the densest z10 city tiles, rendered again and
-    /// again in this process, for comparing builds).
+    /// again in this process by each path in turn).
     var runDenseTiles = false
     /// In-process section: only the layer build and the single moves (`--only move`).
     var moveOnly = false
@@ -107,7 +107,7 @@ struct Options: Sendable {
                            in-process, for profiling), densetiles (the 8
                            densest of those z10 tiles, each rendered 21 times
                            per path: thread CPU of the fastest and median
-                           repetition, for comparing builds), viewport (QueryViewport's
+                           repetition, for comparing paths), viewport (QueryViewport's
                            server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
                            clusters section's calls), move (the in-process
