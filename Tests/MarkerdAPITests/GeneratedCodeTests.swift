@@ -19,7 +19,7 @@ func generatedCodeIsFresh() throws {
     func files(_ base: URL) -> [String] {
         (fm.enumerator(atPath: base.path)?.compactMap { $0 as? String } ?? [])
             .filter { !$0.hasSuffix("/") && (fm.fileExists(atPath: base.appendingPathComponent($0).path)) }
-            .filter { name in var d: ObjCBool = false; fm.fileExists(atPath: base.appendingPathComponent(name).path, isDirectory: &d); return !d.boolValue }
+            .filter { name in var d: ObjCBool = false; return fm.fileExists(atPath: base.appendingPathComponent(name).path, isDirectory: &d) && !d.boolValue }
             .sorted()
     }
     let expected = files(out)

@@ -92,7 +92,7 @@ import Testing
         var b = a, c = a
         for round in 0..<5 {
             // Ids new and old; the last round repeats ids within the batch (early grid inserts).
-            let (all, plain) = try Self.plainBatch(3_000, ids: { i in round == 4 ? "w\(i % 2_500)" : "w\((i * 11 + round * 1_301) % 7_000)" }, &rng)
+            let (_, plain) = try Self.plainBatch(3_000, ids: { i in round == 4 ? "w\(i % 2_500)" : "w\((i * 11 + round * 1_301) % 7_000)" }, &rng)
             var batch = plain, other = plain
             batch.prepareLayout(idHashSeed: a.idHashSeed)
             other.prepareLayout(idHashSeed: a.idHashSeed &+ 2)

@@ -217,7 +217,7 @@ import Testing
         var c = try Self.upserted([Array(all.prefix(100))])
         var d = c
         _ = try c.upsert(batches[0], now: Self.now)
-        _ = try d.restore(columns[0], now: Self.now)
+        _ = d.restore(columns[0], now: Self.now)
         try Self.compareAnswers(c, d, ids: all.map(\.id), &rng, "seed \(seed) used layer")
     }
 

@@ -63,7 +63,7 @@ import Testing
         var rng = SplitMix64(seed: seed)
         var layer = try MarkerLayer()
         var now: Int64 = 1_000_000
-        try layer.upsert((0..<50).map { Self.randomRecord("pre\($0)", &rng, now: now) }, now: now)
+        _ = try layer.upsert((0..<50).map { Self.randomRecord("pre\($0)", &rng, now: now) }, now: now)
         layer.enableGridClusters(Self.options) // built from existing markers, then incremental
         Self.check(layer, now: now, &rng, "after enable")
         let ids = (0..<300).map { "m\($0)" }
@@ -73,7 +73,7 @@ import Testing
             switch rng.next() % 100 {
             case 0..<40:
                 let n = 1 + Int(rng.next() % 5)
-                try layer.upsert((0..<n).map { _ in Self.randomRecord(ids[Int(rng.next() % 300)], &rng, now: now) }, now: now)
+                _ = try layer.upsert((0..<n).map { _ in Self.randomRecord(ids[Int(rng.next() % 300)], &rng, now: now) }, now: now)
             case 40..<60:
                 let moves = (0..<(1 + Int(rng.next() % 4))).map { _ in
                     (id: ids[Int(rng.next() % 300)], position: LatLng(latitude: rng.unit() * 170 - 85, longitude: rng.unit() * 360 - 180))
@@ -110,7 +110,7 @@ import Testing
         var layer = try MarkerLayer()
         layer.enableGridClusters(Self.options)
         let p = LatLng(latitude: 10, longitude: 10)
-        try layer.upsert([MarkerRecord(id: "a", position: p), MarkerRecord(id: "b", position: p,
+        _ = try layer.upsert([MarkerRecord(id: "a", position: p), MarkerRecord(id: "b", position: p,
                           animation: MarkerAnimation(kind: .bounce, endsAtUnixMs: 2000)),
                           MarkerRecord(id: "h", position: p, visible: false),
                           MarkerRecord(id: "d", position: p, draggable: true)], now: 1000)
