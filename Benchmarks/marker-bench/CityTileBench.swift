@@ -44,6 +44,20 @@ struct CityTileBench {
         return "distinct premultiplied colours per canvas p50 / p99 / max \(p(0.5)) / \(p(0.99)) / \(sorted.last!), \(sorted.filter { $0 <= 256 }.count) of \(sorted.count) canvases <= 256 (an indexed-colour PNG)"
     }
 
+    /// The cold tiles of `TileBench` at zoom `zoom` (one of `TileBench.zooms`; the first 500, 100
+    /// with `--quick`): its walk replayed, one generator through every zoom in turn (so the same
+    /// tiles, repeats included), with the one number TileBench's warm pass draws per timed call.
+    static func walkTiles(_ layer: SyntheticLayer, _ options: Options, zoom: Int) -> [TileID] {
+        let calls = options.quick ? 100 : min(options.queries, 500)
+        var rng = SeededRNG(seed: options.seed &+ 40)
+        for z in TileBench.zooms {
+            let tiles = (0..<calls).map { _ in layer.tileNearCity(zoom: z, &rng) }
+            if z == zoom { return tiles }
+            for _ in 0..<options.queries { _ = rng.next() }
+        }
+        return []
+    }
+
     func run() throws {
         let label = Table.count(layer.count)
         Progress.log("[\(label)] city tiles: building MarkerLayer with \(label) markers")
@@ -51,15 +65,9 @@ struct CityTileBench {
         let renderer = TileRenderer()
         // The node sweep for every tile (`sweepAbove` 0; the default takes it from 500,000 markers around the tile).
         let sweeping = TileRenderer(sweepAbove: 0)
-        let calls = options.quick ? 100 : min(options.queries, 500)
-        // TileBench's walk: one generator through every zoom in turn (so the same tiles, repeats included).
-        var rng = SeededRNG(seed: options.seed &+ 40)
-        for z in TileBench.zooms {
-            let tiles = (0..<calls).map { _ in layer.tileNearCity(zoom: z, &rng) }
-            // TileBench's warm pass draws one number per timed call.
-            for _ in 0..<options.queries { _ = rng.next() }
-            // z4 (not a target zoom, and 60x slower) is walked, not rendered.
-            if z < 10 { continue }
+        // z4 (not a target zoom, and 60x slower) is not rendered.
+        for z in TileBench.zooms where z >= 10 {
+            let tiles = Self.walkTiles(layer, options, zoom: z)
             Progress.log("[\(label)] city tiles: z\(z), \(tiles.count) tiles")
             var wall: [Double] = [], cpu: [Double] = [], renderCPU: [Double] = [], sweepCPU: [Double] = []
             var encodeCPU = [[Double]](repeating: [], count: Self.encodings.count), encodeBytes = [Int](repeating: 0, count: Self.encodings.count)

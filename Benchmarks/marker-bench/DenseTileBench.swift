@@ -23,14 +23,7 @@ struct DenseTileBench {
         Progress.log("[\(label)] dense tiles: building MarkerLayer with \(label) markers")
         let (core, _) = try layer.coreLayer()
         let renderer = TileRenderer()
-        // CityTileBench's walk (its first 500 tiles per zoom, the warm pass's draws skipped): the z10 tiles.
-        var rng = SeededRNG(seed: options.seed &+ 40)
-        var walked: [TileID] = []
-        for z in TileBench.zooms {
-            let tiles = (0..<500).map { _ in layer.tileNearCity(zoom: z, &rng) }
-            for _ in 0..<options.queries { _ = rng.next() }
-            if z == 10 { walked = tiles; break }
-        }
+        let walked = CityTileBench.walkTiles(layer, options, zoom: 10)
         var seen = Set<String>(), distinct: [(tile: TileID, markers: Int)] = []
         for t in walked where seen.insert("\(t.z)/\(t.x)/\(t.y)").inserted {
             let r = try renderer.render(core, view: .tile(t, tileSize: 256, density: 1), now: 0)
