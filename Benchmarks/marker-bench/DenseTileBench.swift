@@ -73,7 +73,7 @@ struct DenseTileBench {
             table.add(Row(size: label, measure: "in-process densest z10 city tiles, \(p.name), sum over the tiles of each tile's fastest / median repetition",
                           value: "\(Table.fixed(mins.reduce(0, +) / 1000, 2)) / \(Table.fixed(medians.reduce(0, +) / 1000, 2))",
                           unit: "ms thread CPU",
-                          note: "\(dense.count) tiles x \(Self.repetitions) repetitions (warm: compare builds in one run, not with the cold rows); per tile fastest ms: \(mins.map { Table.fixed($0 / 1000, 2) }.joined(separator: ", ")); loadavg \(Table.fixed(Machine.loadAverage ?? 0, 1))"))
+                          note: "\(dense.count) tiles x \(Self.repetitions) repetitions (warm: compare paths within one run, builds over several alternating runs, never with the cold rows); per tile fastest ms: \(mins.map { Table.fixed($0 / 1000, 2) }.joined(separator: ", ")); loadavg \(Table.fixed(Machine.loadAverage ?? 0, 1))"))
         }
         withExtendedLifetime(core) {}
     }
