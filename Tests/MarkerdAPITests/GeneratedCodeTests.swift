@@ -18,8 +18,8 @@ func generatedCodeIsFresh() throws {
     let fm = FileManager.default
     func files(_ base: URL) -> [String] {
         (fm.enumerator(atPath: base.path)?.compactMap { $0 as? String } ?? [])
-            .filter { !$0.hasSuffix("/") && (fm.fileExists(atPath: base.appendingPathComponent($0).path)) }
-            .filter { name in var d: ObjCBool = false; return fm.fileExists(atPath: base.appendingPathComponent(name).path, isDirectory: &d) && !d.boolValue }
+            .filter { name in var d: ObjCBool = false
+                return !name.hasSuffix("/") && fm.fileExists(atPath: base.appendingPathComponent(name).path, isDirectory: &d) && !d.boolValue }
             .sorted()
     }
     let expected = files(out)
