@@ -497,6 +497,11 @@ public final class TileRenderer: Sendable {
     func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (items: [Item], clips: [Int16]) {
         if items.isEmpty { return ([], []) }
         var mask = CoverageMask(width: width, height: height, exact: culling == .exact)
+        return Self.cullExact(Self.inDrawOrder(layer, items), sprites, &mask)
+    }
+
+    /// Step 1 of the type's documentation: `items` (not empty) sorted in the exact draw order.
+    static func inDrawOrder(_ layer: MarkerLayer, _ items: [Item]) -> [Item] {
         // Ranks of the z-indexes present.
         var zs: [Int32: Int] = [:]
         var seenZ = items[0].zIndex
@@ -506,7 +511,7 @@ public final class TileRenderer: Sendable {
         let zsorted = zs.keys.sorted()
         guard zsorted.count < 65536 else {
             // Rare (more than 65535 z-indexes in one raster): a comparison sort.
-            return Self.cullExact(items.sorted { TileRenderer.less(layer, $0, $1) }, sprites, &mask)
+            return items.sorted { TileRenderer.less(layer, $0, $1) }
         }
         for (r, z) in zsorted.enumerated() { zs[z] = r }
         // Step 1: (z-index rank, world y) orders everything but markers with the same z-index and
@@ -536,7 +541,7 @@ public final class TileRenderer: Sendable {
             }
             s = t
         }
-        return Self.cullExact(sorted, sprites, &mask)
+        return sorted
     }
 
     /// Items in draw order: keeps those not covered by later ones, each with its clip
