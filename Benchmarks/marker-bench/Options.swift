@@ -107,7 +107,8 @@ struct Options: Sendable {
                            in-process, for profiling), densetiles (the 8
                            densest of those z10 tiles, each rendered 21 times
                            per path: thread CPU of the fastest and median
-                           repetition, for comparing paths), viewport (QueryViewport's
+                           repetition, for comparing paths, and the one-thread
+                           render's steps), viewport (QueryViewport's
                            server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
                            clusters section's calls), move (the in-process
