@@ -21,10 +21,7 @@ import Testing
                 let view = RasterView.tile(TileID.containing(center, zoom: Int(rng.next() % 12)), tileSize: 256, density: 1 + Int(rng.next() % 3))
                 let plain = try r.render(layer, view: view, now: now)
                 let (timed, phases) = try r.renderTimingPhases(layer, view: view, now: now)
-                // (`maxDifference`, not `==` on the pixel arrays: a failed `#expect` on two arrays of a
-                // million bytes diffs them element by element for minutes.)
-                let diff = maxDifference(timed.canvas.pixels, plain.canvas.pixels)
-                #expect(diff == 0, "round \(round) view \(view): differs by \(diff)")
+                #expect(byteMismatch(timed.canvas.pixels, plain.canvas.pixels) == nil, "round \(round) view \(view)")
                 #expect(timed.markers == plain.markers && timed.draws == plain.draws)
                 #expect(phases.collect >= 0 && phases.sort >= 0 && phases.cull >= 0 && phases.draw >= 0)
                 drawn += timed.draws

@@ -145,7 +145,7 @@ import Testing
         try s.upsert("sc", (0..<500).map { S.marker("m\($0)", lat: (rng.unit() - 0.5) * 10, lng: (rng.unit() - 0.5) * 10) })
         for z in 0..<8 {
             let request = V1.GetClustersRequest(layerID: "sc", bounds: S.world, zoom: Double(z))
-            #expect(try s.service.getClustersPayload(request) == s.service.getClusters(request).serializedBytes())
+            #expect(try byteMismatch(s.service.getClustersPayload(request), s.service.getClusters(request).serializedBytes()) == nil)
         }
     }
 }

@@ -99,7 +99,7 @@ import Testing
                         expected.append(UInt8(n))
                         expected += bytes
                     }
-                    #expect(payload == expected)
+                    #expect(byteMismatch(payload, expected) == nil)
                     pagesChecked += 1
                     markersChecked += regular.markers.count
                     if regular.nextPageToken.isEmpty { break }
