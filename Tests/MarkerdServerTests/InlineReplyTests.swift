@@ -118,7 +118,7 @@ import Testing
             let b = envelope("GetClusters", r.serializedBytes(), id: rng.next())
             let first = inline(b)
             let expected = handled(d, b).serializedBytes()
-            if let first { #expect(first == expected) }
+            if let first { #expect(byteMismatch(first, expected) == nil) }
             #expect(inline(b) == expected, "request \(i)")
         }
         // Thousands of unclustered markers: never inline. Unknown layers and supercluster layers neither.
