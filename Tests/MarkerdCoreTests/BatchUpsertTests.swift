@@ -103,20 +103,20 @@ import Testing
                 let ki = SpatialKey.morton(x: world[i].x >> 16, y: world[i].y >> 16), kj = SpatialKey.morton(x: world[j].x >> 16, y: world[j].y >> 16)
                 return ki != kj ? ki < kj : i < j
             }
-            #expect(layout.spatial.map(Int.init) == spatial, "seed \(seed) round \(round): spatial order")
+            #expect(mismatch(layout.spatial.map(Int.init), spatial) == nil, "seed \(seed) round \(round): spatial order")
             let hashes = spatial.map { i in
                 var id = plain.id(i)
                 return id.withUTF8 { MarkerTable.hash($0, seed: a.table.seed) }
             }
-            #expect(layout.hashes == hashes, "seed \(seed) round \(round): hashes")
-            #expect(String(decoding: layout.ids, as: UTF8.self) == spatial.map(plain.id).joined(), "seed \(seed) round \(round): ids")
+            #expect(mismatch(layout.hashes, hashes) == nil, "seed \(seed) round \(round): hashes")
+            #expect(mismatch(String(decoding: layout.ids, as: UTF8.self), spatial.map(plain.id).joined()) == nil, "seed \(seed) round \(round): ids")
             let ra = a.upsert(batch, now: RestoreTests.now), rb = b.upsert(plain, now: RestoreTests.now)
             let rc = c.upsert(other, now: RestoreTests.now)
             #expect(ra == rb && ra == rc, "seed \(seed) round \(round)")
         }
         for (name, x) in [("unprepared", b), ("other seed", c)] {
             #expect(a.table.ids == x.table.ids && a.table.x == x.table.x && a.table.y == x.table.y, "seed \(seed): \(name) table")
-            #expect(a.grid.entries.map(\.slot) == x.grid.entries.map(\.slot), "seed \(seed): \(name) grid entries")
+            #expect(mismatch(a.grid.entries.map(\.slot), x.grid.entries.map(\.slot)) == nil, "seed \(seed): \(name) grid entries")
             #expect(RestoreTests.nodes(a.grid) == RestoreTests.nodes(x.grid), "seed \(seed): \(name) grid nodes")
         }
         #expect(a.grid.validate().problems.isEmpty, "seed \(seed): grid")

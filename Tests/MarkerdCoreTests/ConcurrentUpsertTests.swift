@@ -67,7 +67,7 @@ import Testing
         #expect(a.table.ids == b.table.ids && a.table.idHash == b.table.idHash && a.table.x == b.table.x
                 && a.table.y == b.table.y && a.table.zIndex == b.table.zIndex && a.table.flags == b.table.flags
                 && a.table.style == b.table.style && a.table.buckets == b.table.buckets, "seed \(seed): table")
-        #expect(a.grid.entries.map(\.slot) == b.grid.entries.map(\.slot), "seed \(seed): grid entries")
+        #expect(mismatch(a.grid.entries.map(\.slot), b.grid.entries.map(\.slot)) == nil, "seed \(seed): grid entries")
         #expect(a.grid.pos == b.grid.pos && a.grid.leafLevel == b.grid.leafLevel, "seed \(seed): grid positions")
         #expect(RestoreTests.nodes(a.grid) == RestoreTests.nodes(b.grid), "seed \(seed): grid nodes")
         #expect(b.grid.validate().problems.isEmpty, "seed \(seed): grid")

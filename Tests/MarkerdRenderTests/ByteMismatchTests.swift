@@ -1,7 +1,7 @@
 import MarkerdTestSupport
 import Testing
 
-/// `byteMismatch`, the expectation helper for big buffers.
+/// `byteMismatch` and `mismatch`, the expectation helpers for big buffers and long arrays.
 @Suite struct ByteMismatchTests {
     @Test func sameBytesGiveNil() {
         #expect(byteMismatch([UInt8](), [UInt8]()) == nil)
@@ -15,6 +15,14 @@ import Testing
         #expect(byteMismatch([1, 2] as [UInt8], [1, 2, 0xFF] as [UInt8]) == "lengths 2 and 3; the first 2 bytes are the same")
         #expect(byteMismatch([0xAB, 2, 3] as [UInt8], [0xCD] as [UInt8])
                 == "lengths 3 and 1; first difference at offset 0: 0xAB against 0xCD; 1 of the first 1 bytes differ")
+    }
+
+    @Test func otherElements() {
+        #expect(mismatch([Int32](), [Int32]()) == nil)
+        #expect(mismatch(["a", "b"], ["a", "b"]) == nil)
+        #expect(mismatch([3, 1, 2] as [Int32], [3, 2, 1] as [Int32])
+                == "lengths 3 and 3; first difference at offset 1: 1 against 2; 2 of the first 3 elements differ")
+        #expect(mismatch(["x"], ["x", "y"]) == "lengths 1 and 2; the first 1 elements are the same")
     }
 
     /// What the helper is for: two different 1 MiB buffers fail at once.

@@ -240,7 +240,7 @@ struct ClusterTestService {
             let p = Self.pixel(m.position!.latitude, m.position!.longitude)
             return "point @\(p.0),\(p.1)"
         }
-        #expect(got.sorted() == expected.sorted())
+        #expect(mismatch(got.sorted(), expected.sorted()) == nil)
         #expect(r.clusters.reduce(0) { $0 + Int($1.count) } + r.markers.count == features.count)
 
         // leaves / children / expansion zoom agree with the core index on the same input
