@@ -30,7 +30,7 @@ extension TileRenderer {
         let t1 = BandThread.threadCPUSeconds()
         let sorted = items.isEmpty ? [] : Self.inDrawOrder(layer, items)
         let t2 = BandThread.threadCPUSeconds()
-        var mask = CoverageMask(width: view.width, height: view.height, exact: culling == .exact)
+        var mask = coverageMask(width: view.width, height: view.height)
         let (kept, clips) = sorted.isEmpty ? ([], []) : Self.cullExact(sorted, sprites, &mask)
         let t3 = BandThread.threadCPUSeconds()
         var canvas = TileCanvas(width: view.width, height: view.height)

@@ -496,8 +496,13 @@ public final class TileRenderer: Sendable {
     /// with their clip spans (see `cullExact`).
     func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (items: [Item], clips: [Int16]) {
         if items.isEmpty { return ([], []) }
-        var mask = CoverageMask(width: width, height: height, exact: culling == .exact)
+        var mask = coverageMask(width: width, height: height)
         return Self.cullExact(Self.inDrawOrder(layer, items), sprites, &mask)
+    }
+
+    /// A fresh mask for step 2 of a `width x height` raster, counting settled pixels as `culling` says.
+    func coverageMask(width: Int, height: Int) -> CoverageMask {
+        CoverageMask(width: width, height: height, exact: culling == .exact)
     }
 
     /// Step 1 of the type's documentation: `items` (not empty) sorted in the exact draw order.
