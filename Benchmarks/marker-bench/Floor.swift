@@ -45,7 +45,15 @@ enum Floor {
             exit(1)
         }
         FileHandle.standardOutput.write("listening \(server.boundURLs[0])\n".data(using: .utf8)!)
-        withExtendedLifetime(server) { dispatchMain() }
+        // Ends with its parent: a marker-bench killed without stopping its children (SIGKILL, or
+        // SIGPIPE when its output went to a pipe that closed early) would otherwise leave this
+        // server running, as orphans of such runs were found here.
+        let parent = getppid()
+        let watch = DispatchSource.makeTimerSource(queue: .global())
+        watch.schedule(deadline: .now() + 1, repeating: 1)
+        watch.setEventHandler { if getppid() != parent { exit(0) } }
+        watch.resume()
+        withExtendedLifetime((server, watch)) { dispatchMain() }
     }
 
     /// A client of a running echo server process.

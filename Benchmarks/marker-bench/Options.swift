@@ -49,6 +49,8 @@ struct Options: Sendable {
     /// Run `DenseTileBench` (`--only densetiles`: the densest z10 city tiles, rendered again and
     /// again in this process by each path in turn).
     var runDenseTiles = false
+    /// Run `OneCityBench` (`--only onecity`: one city's z10 tile, no 10M layer, no child process).
+    var runOneCity = false
     /// In-process section: only the layer build and the single moves (`--only move`).
     var moveOnly = false
     /// Run `ApplyBench` (`--only apply`: the load's batch upserts in this process).
@@ -69,6 +71,7 @@ struct Options: Sendable {
             zoomZeroOnly = only == "z0"
             runCityTiles = only == "citytiles"
             runDenseTiles = only == "densetiles"
+            runOneCity = only == "onecity"
             runClusters = only == "clusters"
             runViewport = only == "viewport"
             runClusterWork = only == "clusterwork"
@@ -108,7 +111,10 @@ struct Options: Sendable {
                            densest of those z10 tiles, each rendered 21 times
                            per path: thread CPU of the fastest and median
                            repetition, for comparing paths, and the one-thread
-                           render's steps), viewport (QueryViewport's
+                           render's steps), onecity (one city of 23,333
+                       markers built in this process, its z10 tile rendered
+                       21 times by step; no markerd, no floor: quick, and
+                       small enough for valgrind), viewport (QueryViewport's
                            server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
                            clusters section's calls), move (the in-process
@@ -169,7 +175,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "densetiles", "viewport", "clusterwork", "move", "apply"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -40,6 +40,10 @@ let signalSources = [SIGINT, SIGTERM].map { sig in
 
 func runAll() throws -> Table {
     let table = Table()
+    if options.runOneCity {
+        try OneCityBench(repetitions: 21, seed: options.seed, table: table).run()
+        return table
+    }
     let echoBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let floor = try Floor.Client(executable: echoBinary, echo: options.verbose)
     defer { floor.stop() }
