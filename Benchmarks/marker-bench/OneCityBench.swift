@@ -15,8 +15,8 @@ import MarkerdRender
 /// is doing) as well as quick timings; see Benchmarks/README.md, session 21.
 struct OneCityBench {
     static let markers = 23_333, sigmaKm = 4.0, centre = LatLng(latitude: 40, longitude: 10)
-    /// Renders timed. Under callgrind the run takes about 1 s of native time per render.
-    let repetitions: Int
+    /// Renders timed, as `DenseTileBench` times each tile (under callgrind the whole run takes about 16 s).
+    static let repetitions = DenseTileBench.repetitions
     let seed: UInt64
     let table: Table
 
@@ -36,10 +36,10 @@ struct OneCityBench {
         }
         let view = RasterView.tile(tile, tileSize: 256, density: 1)
         let renderer = TileRenderer()
-        Progress.log("one city: \(Self.markers) markers, sigma \(Self.sigmaKm) km, tile \(tile.z)/\(tile.x)/\(tile.y), \(repetitions) renders")
+        Progress.log("one city: \(Self.markers) markers, sigma \(Self.sigmaKm) km, tile \(tile.z)/\(tile.x)/\(tile.y), \(Self.repetitions) renders")
         var steps: [RenderPhaseTimes] = [], totals: [Double] = []
         var last: RenderedRaster? = nil
-        for _ in 0..<repetitions {
+        for _ in 0..<Self.repetitions {
             let (raster, phases) = try renderer.renderTimingPhases(layer, view: view, now: 0)
             steps.append(phases)
             totals.append((phases.collect + phases.sort + phases.cull + phases.draw) * 1e6)
@@ -47,7 +47,7 @@ struct OneCityBench {
         }
         let median = { (key: KeyPath<RenderPhaseTimes, Double>) in LatencySummary(samplesMicros: steps.map { $0[keyPath: key] * 1e6 }).p50 }
         let summary = LatencySummary(samplesMicros: totals)
-        let note = "\(repetitions) renders of tile \(tile.z)/\(tile.x)/\(tile.y) on one thread; markers \(last?.markers ?? 0), draws \(last?.draws ?? 0); loadavg \(Table.fixed(Machine.loadAverage ?? 0, 1))"
+        let note = "\(Self.repetitions) renders of tile \(tile.z)/\(tile.x)/\(tile.y) on one thread; markers \(last?.markers ?? 0), draws \(last?.draws ?? 0); loadavg \(Table.fixed(Machine.loadAverage ?? 0, 1))"
         table.add(Row(size: Table.count(Self.markers),
                       measure: "in-process one city (\(Self.markers) markers, sigma \(Table.fixed(Self.sigmaKm, 0)) km), its z10 tile, render alone by step (TileRenderer.renderTimingPhases): collect / sort / cull / draw, median",
                       value: [\RenderPhaseTimes.collect, \.sort, \.cull, \.draw].map { Table.fixed(median($0) / 1000, 2) }.joined(separator: " / "),

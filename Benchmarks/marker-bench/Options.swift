@@ -112,9 +112,9 @@ struct Options: Sendable {
                            per path: thread CPU of the fastest and median
                            repetition, for comparing paths, and the one-thread
                            render's steps), onecity (one city of 23,333
-                       markers built in this process, its z10 tile rendered
-                       21 times by step; no markerd, no floor: quick, and
-                       small enough for valgrind), viewport (QueryViewport's
+                           markers built in this process, its z10 tile rendered
+                           21 times by step; no markerd, no floor: quick, and
+                           small enough for valgrind), viewport (QueryViewport's
                            server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
                            clusters section's calls), move (the in-process

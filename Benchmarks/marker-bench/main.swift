@@ -41,7 +41,7 @@ let signalSources = [SIGINT, SIGTERM].map { sig in
 func runAll() throws -> Table {
     let table = Table()
     if options.runOneCity {
-        try OneCityBench(repetitions: 21, seed: options.seed, table: table).run()
+        try OneCityBench(seed: options.seed, table: table).run()
         return table
     }
     let echoBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
