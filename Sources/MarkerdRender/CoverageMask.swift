@@ -30,49 +30,166 @@
 /// has no uncovered pixel), at about one word test per 8 rows. In a dense tile most of the canvas
 /// is settled early, but its rows seldom whole (the sparse edges of a city keep them open), so
 /// the row counts (`freeInRow`) alone left thousands of pins tested row by row.
+///
+/// Layout (`Storage`): every bit row has a guard word on either side whose bits are all set, and
+/// the bits of the last word past the canvas's width are set too (outside the canvas counts as
+/// settled). A row test then reads the 64 columns from any column on as one word shifted from
+/// two (`chunk`), with no clipping, and compares it with the sprite row's own bit masks
+/// (`Shapes`: its non-transparent, opaque and partly transparent pixels, 64 columns a word from
+/// its left edge). Block rows are laid out the same way, and a draw's block row is tested
+/// against a mask of the blocks its pixels meet, made per sprite for each of the 8 x 8 phases
+/// of its position (`Shapes.Shape.blockMasks`): for a pin at density 1, one word test per block
+/// row and one per pixel row. The tables are manually allocated, copied on write (one
+/// uniqueness check per `uncovered` or `add`), so that the per-draw tests touch no
+/// reference-counted storage. On the densest z10 tile of `marker-bench --only onecity` these
+/// tests cost 0.81x the instructions of the previous array-based mask for the whole render
+/// (callgrind, session 22).
 struct CoverageMask {
     let width: Int
     let height: Int
+    /// Real words per bit row (`width / 64` rounded up); a row takes `stride` = this + 2 words.
     let wordsPerRow: Int
     let exact: Bool
-    /// One bit per pixel: settled.
-    private(set) var bits: [UInt64]
-    /// Per canvas row: how many of its pixels are not settled (0: the row's tests need not look
-    /// at its bits; in a dense raster most rows a draw covers are settled whole).
-    private(set) var freeInRow: [Int32]
-    /// Per pixel `T` (see the type's documentation), meaningful while the bit is clear; empty when `exact`.
-    private(set) var levels: [UInt8]
-    /// One bit per block of `blockSize x blockSize` pixels (block rows of `blockWordsPerRow`
-    /// words): set when every pixel of the block is settled (pixels outside the canvas count as
-    /// settled). Kept up to date by `add`; lets `uncovered` pass over a whole block row of a
-    /// draw with a word test or two when the blocks under it are settled whole, instead of
-    /// testing its rows one by one (in a dense tile most draws are settled except at a few rows).
-    private(set) var blockBits: [UInt64]
     let blockWordsPerRow: Int
+    /// Block columns (`width / blockSize` rounded up) and block rows.
+    let blockColumns: Int, blockRows: Int
+    private var store: Storage
+    /// `store`'s tables and strides, held here so that the tests read them without touching
+    /// the class (set again when `unique` copies it).
+    private var bits: UnsafeMutablePointer<UInt64>
+    private var blocks: UnsafeMutablePointer<UInt64>
+    private var free: UnsafeMutablePointer<Int32>
+    private var levels: UnsafeMutablePointer<UInt8>
+    private var memo: UnsafeMutablePointer<UnsafeMutablePointer<UInt64>?>
+    private let stride: Int, blockStride: Int
+
     /// Side of a block in pixels, 8 (`blockShift` = log2; `refreshBlocks` takes one byte of a
     /// row word per block).
     static let blockShift = 3, blockSize = 1 << blockShift
-    /// Per shape index (the first `memoShapes`, allocated on first use): one bit per top-left
-    /// position (`x` in `-shape.width ..< width`, `y` in `-shape.height ..< height`) where a draw
-    /// of the shape was found to have no uncovered pixel (`uncovered` false). Settling only
-    /// grows, so such a position stays fully settled and a later draw there (earlier in draw
-    /// order) is left out with one bit test (`knownSettled`).
-    private var settledAt: [[UInt64]] = []
     /// Shapes with a position memo; draws of other shapes are always tested pixel by pixel.
     static let memoShapes = 64
+
+    /// The mask's tables, allocated once (see the type's documentation).
+    private final class Storage {
+        let stride: Int, blockStride: Int
+        let bitCount: Int, levelCount: Int, blockCount: Int, height: Int
+        /// One bit per pixel (set: settled), `height` rows of `stride` words; the first word of a
+        /// row is its left guard.
+        let bits: UnsafeMutablePointer<UInt64>
+        /// Per row: how many of its pixels are not settled.
+        let free: UnsafeMutablePointer<Int32>
+        /// Per pixel `T` (see the type's documentation), meaningful while the bit is clear; no
+        /// entries when `exact`.
+        let levels: UnsafeMutablePointer<UInt8>
+        /// One bit per block (set: settled whole), laid out as `bits`.
+        let blocks: UnsafeMutablePointer<UInt64>
+        /// Per shape index (the first `memoShapes`, allocated on first use): one bit per top-left
+        /// position (`x` in `-shape.width ..< width`, `y` in `-shape.height ..< height`) where a
+        /// draw of the shape was found to have no uncovered pixel. Settling only grows, so such a
+        /// position stays fully settled and a later draw there (earlier in draw order) is left
+        /// out with one bit test (`knownSettled`).
+        let memo: UnsafeMutablePointer<UnsafeMutablePointer<UInt64>?>
+        let memoWords: UnsafeMutablePointer<Int>
+        /// Where `uncovered` builds a clip (2 + 2 per sprite row), grown on demand.
+        private var scratchBuffer: UnsafeMutablePointer<Int16>
+        private var scratchRows: Int
+
+        /// The scratch buffer with room for a clip of `rows` rows.
+        @inline(__always) func scratch(rows: Int) -> UnsafeMutablePointer<Int16> {
+            if rows > scratchRows { growScratch(rows) }
+            return scratchBuffer
+        }
+
+        private func growScratch(_ rows: Int) {
+            scratchBuffer.deallocate()
+            scratchRows = max(rows, 2 * scratchRows)
+            scratchBuffer = .allocate(capacity: 2 + 2 * scratchRows)
+        }
+
+        init(stride: Int, height: Int, levelCount: Int, blockStride: Int, blockRows: Int) {
+            self.stride = stride; self.blockStride = blockStride; self.height = height
+            bitCount = stride * height; self.levelCount = levelCount; blockCount = blockStride * blockRows
+            bits = .allocate(capacity: max(1, bitCount))
+            free = .allocate(capacity: max(1, height))
+            levels = .allocate(capacity: max(1, levelCount))
+            blocks = .allocate(capacity: max(1, blockCount))
+            memo = .allocate(capacity: CoverageMask.memoShapes)
+            memo.initialize(repeating: nil, count: CoverageMask.memoShapes)
+            memoWords = .allocate(capacity: CoverageMask.memoShapes)
+            memoWords.initialize(repeating: 0, count: CoverageMask.memoShapes)
+            scratchRows = 256
+            scratchBuffer = .allocate(capacity: 2 + 2 * scratchRows)
+        }
+
+        func copy() -> Storage {
+            let c = Storage(stride: stride, height: height, levelCount: levelCount, blockStride: blockStride,
+                            blockRows: blockCount / max(1, blockStride))
+            c.bits.initialize(from: bits, count: bitCount)
+            c.free.initialize(from: free, count: height)
+            c.levels.initialize(from: levels, count: levelCount)
+            c.blocks.initialize(from: blocks, count: blockCount)
+            for i in 0..<CoverageMask.memoShapes {
+                guard let m = memo[i] else { continue }
+                let n = memoWords[i]
+                let p = UnsafeMutablePointer<UInt64>.allocate(capacity: n)
+                p.initialize(from: m, count: n)
+                c.memo[i] = p; c.memoWords[i] = n
+            }
+            return c
+        }
+
+        deinit {
+            bits.deallocate(); free.deallocate(); levels.deallocate(); blocks.deallocate()
+            for i in 0..<CoverageMask.memoShapes { memo[i]?.deallocate() }
+            memo.deallocate(); memoWords.deallocate(); scratchBuffer.deallocate()
+        }
+    }
 
     init(width: Int, height: Int, exact: Bool = false) {
         self.width = width
         self.height = height
         self.exact = exact
         wordsPerRow = (width + 63) >> 6
-        bits = [UInt64](repeating: 0, count: wordsPerRow * height)
-        freeInRow = [Int32](repeating: Int32(width), count: height)
-        levels = exact ? [] : [UInt8](repeating: 1, count: width * height)
-        let blockColumns = (width + CoverageMask.blockSize - 1) >> CoverageMask.blockShift
+        blockColumns = (width + CoverageMask.blockSize - 1) >> CoverageMask.blockShift
+        blockRows = (height + CoverageMask.blockSize - 1) >> CoverageMask.blockShift
         blockWordsPerRow = (blockColumns + 63) >> 6
-        blockBits = [UInt64](repeating: 0, count: blockWordsPerRow * ((height + CoverageMask.blockSize - 1) >> CoverageMask.blockShift))
+        let store = Storage(stride: wordsPerRow + 2, height: height, levelCount: exact ? 0 : width * height,
+                            blockStride: blockWordsPerRow + 2, blockRows: blockRows)
+        CoverageMask.fill(store.bits, rows: height, columns: width, wordsPerRow: wordsPerRow)
+        CoverageMask.fill(store.blocks, rows: blockRows, columns: blockColumns, wordsPerRow: blockWordsPerRow)
+        store.free.initialize(repeating: Int32(width), count: height)
+        store.levels.initialize(repeating: 1, count: store.levelCount)
+        self.store = store
+        bits = store.bits; blocks = store.blocks; free = store.free; levels = store.levels; memo = store.memo
+        stride = store.stride; blockStride = store.blockStride
     }
+
+    /// Clear bits for `columns` per row, set bits for the guard words and past the last column.
+    private static func fill(_ p: UnsafeMutablePointer<UInt64>, rows: Int, columns: Int, wordsPerRow: Int) {
+        let stride = wordsPerRow + 2
+        let past: UInt64 = columns & 63 == 0 ? 0 : ~0 << UInt64(columns & 63)
+        for r in 0..<rows {
+            let row = p + r * stride
+            row.initialize(to: ~0)
+            (row + 1).initialize(repeating: 0, count: wordsPerRow)
+            (row + stride - 1).initialize(to: ~0)
+            if wordsPerRow > 0 { row[wordsPerRow] |= past }
+        }
+    }
+
+    /// Makes the storage this mask's own before a change (copy on write).
+    @inline(__always) private mutating func unique() {
+        if isKnownUniquelyReferenced(&store) { return }
+        store = store.copy()
+        bits = store.bits; blocks = store.blocks; free = store.free; levels = store.levels; memo = store.memo
+    }
+
+    /// `nextLevel` in memory that is never freed, read through a pointer (no array access per pixel).
+    nonisolated(unsafe) static let levelTable: UnsafePointer<UInt8> = {
+        let p = UnsafeMutablePointer<UInt8>.allocate(capacity: 65536)
+        p.initialize(from: nextLevel, count: 65536)
+        return UnsafePointer(p)
+    }()
 
     /// `min(255, floor(255 x T / k))` at `k << 8 | T` (`k = 0`: 255).
     static let nextLevel: [UInt8] = {
@@ -85,7 +202,8 @@ struct CoverageMask {
     /// reference-counted storage): per sprite, 2 x height numbers of non-transparent spans
     /// (`RGBAImage.rowSpans`, or the full width) and 2 x height of longest opaque runs
     /// (`TileSprite.opaque`) in `data`, per block phase the union of the spans of each block
-    /// row (`blocks`), and `255 - alpha` of every pixel in `weights`.
+    /// row (`blocks`), `255 - alpha` of every pixel in `weights`, and per row three bit masks
+    /// of `words` words each in `masks`.
     struct Shapes {
         struct Shape {
             var width: Int
@@ -103,17 +221,73 @@ struct CoverageMask {
             var blockRows: Int
             /// Offset into `weights`.
             var weights: Int
+            /// Words per row of each bit mask: `width / 64` rounded up. Bit `b` of word `j` is
+            /// sprite column `64 j + b`.
+            var words: Int
+            /// Offsets into `masks` of the rows' masks (`words` words per row): pixels with
+            /// alpha > 0, with alpha 255, and with alpha in 1 ... 254.
+            var visibleMasks: Int
+            var opaqueMasks: Int
+            var partialMasks: Int
+            /// Offset into `masks` of the block masks (-1: none, sprites over `blockMaskMaxSize` px):
+            /// for a draw at canvas column `x`, row `y`, per phase `p = y & 7`, `q = x & 7` and
+            /// block row `j` (as for `blocks`), `blockWords` words whose bit `i` of word `w` is
+            /// set when a non-transparent pixel of those sprite rows lies in canvas block column
+            /// `(x >> blockShift) + 64 w + i`, at `blockMasks + ((p x 8 + q) x blockRows + j) x blockWords`.
+            var blockMasks: Int
+            var blockWords: Int
         }
         private(set) var shapes: [Shape] = []
         private(set) var data: [Int32] = []
         private(set) var weights: [UInt8] = []
+        private(set) var masks: [UInt64] = []
 
-        init(_ sprites: [TileSprite]) {
-            for s in sprites { append(s) }
+        /// Base addresses of `data`, `weights` and `masks`, valid inside `withPointers`.
+        struct Pointers {
+            let data: UnsafePointer<Int32>
+            let weights: UnsafePointer<UInt8>
+            let masks: UnsafePointer<UInt64>
         }
 
-        /// Adds a sprite's rows as the next shape.
+        init(_ sprites: [TileSprite]) {
+            box = Box([], [], [])
+            pointers = Pointers(data: box.data, weights: box.weights, masks: box.masks)
+            for s in sprites { add(s) }
+            publish()
+        }
+
+        /// Base addresses of the tables: a copy of them that lives as long as this value (made
+        /// again by `append`), so that a draw's tests reach them with no closure or retain.
+        private(set) var pointers: Pointers
+        private var box: Box
+
+        /// Manually allocated copies of the tables.
+        private final class Box {
+            let data: UnsafeMutablePointer<Int32>
+            let weights: UnsafeMutablePointer<UInt8>
+            let masks: UnsafeMutablePointer<UInt64>
+
+            init(_ d: [Int32], _ w: [UInt8], _ m: [UInt64]) {
+                data = .allocate(capacity: max(1, d.count)); data.initialize(from: d + [0], count: max(1, d.count))
+                weights = .allocate(capacity: max(1, w.count)); weights.initialize(from: w + [0], count: max(1, w.count))
+                masks = .allocate(capacity: max(1, m.count)); masks.initialize(from: m + [0], count: max(1, m.count))
+            }
+
+            deinit { data.deallocate(); weights.deallocate(); masks.deallocate() }
+        }
+
+        private mutating func publish() {
+            box = Box(data, weights, masks)
+            pointers = Pointers(data: box.data, weights: box.weights, masks: box.masks)
+        }
+
+        /// Adds a sprite's rows as the next shape (`pointers` change).
         mutating func append(_ s: TileSprite) {
+            add(s)
+            publish()
+        }
+
+        private mutating func add(_ s: TileSprite) {
             let spans = data.count
             if s.image.rowSpans.isEmpty {
                 for _ in 0..<s.height { data.append(0); data.append(Int32(s.width)) }
@@ -137,70 +311,236 @@ struct CoverageMask {
             let w = weights.count
             weights.reserveCapacity(w + s.width * s.height)
             for i in 0..<(s.width * s.height) { weights.append(255 - s.image.pixels[4 * i + 3]) }
-            shapes.append(Shape(width: s.width, height: s.height, spans: spans, opaque: opaque, blocks: blocks,
-                                blockRows: s.height >> CoverageMask.blockShift + 2, weights: w))
-        }
-    }
-
-    @inline(__always) private static func mask(_ a: Int, _ b: Int) -> UInt64 {
-        // Bits a...b (inclusive) of one word, 0 <= a <= b < 64.
-        let hi: UInt64 = b == 63 ? ~0 : (UInt64(1) << UInt64(b + 1)) &- 1
-        return hi & ~((UInt64(1) << UInt64(a)) &- 1)
-    }
-
-    /// Says where a draw of `shape` with its top-left at (`x`, `y`) is still needed. A pixel
-    /// counts as uncovered when it lies inside the canvas and in its row's span (from the row's
-    /// first to its last non-transparent pixel, so a superset of the non-transparent ones) and its
-    /// bit is clear. Appends to `clips` the range of sprite rows `r0 ..< r1` with an uncovered
-    /// pixel, then per row of it the sprite columns from its first to its last uncovered pixel
-    /// (`r0, r1, lo0, hi0, lo1, hi1, ...`; a row without one gets an empty range). Pixels left
-    /// out are transparent or get an opaque pixel from a later draw, as do covered pixels inside
-    /// the ranges, so not drawing them changes nothing. Returns false (and appends nothing) when
-    /// no pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16.
-    func uncovered(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
-        let r0 = max(0, -y), r1 = min(shape.height, height - y)
-        if r0 >= r1 { return false }
-        // The clip is built in a scratch buffer and appended once (appending per row, or writing
-        // into the array row by row, costs a uniqueness check each).
-        return withUnsafeTemporaryAllocation(of: Int16.self, capacity: 2 + 2 * (r1 - r0)) { out in
-            var first = -1, last = -1
-            // Per canvas block row under the draw, the blocks under the union of its rows' spans are
-            // tested first (`blockBits`): when all are settled whole, so is every pixel of those rows'
-            // spans, and the rows are passed over at once.
-            let shift = CoverageMask.blockShift, size = CoverageMask.blockSize
-            let blockSpans = shape.blocks + 2 * (y & (size - 1)) * shape.blockRows
-            bits.withUnsafeBufferPointer { w in
-            blockBits.withUnsafeBufferPointer { b in
-            freeInRow.withUnsafeBufferPointer { free in
-                for br in ((y + r0) >> shift)...((y + r1 - 1) >> shift) {
-                    let j = br - y >> shift
-                    let blo = max(x + Int(data[blockSpans + 2 * j]), 0), bhi = min(x + Int(data[blockSpans + 2 * j + 1]), width)
-                    guard blo < bhi, CoverageMask.firstClear(b, row: br * blockWordsPerRow, blo >> shift, (bhi - 1) >> shift + 1) != nil else { continue }
-                    for r in max(r0, br << shift - y)..<min(r1, (br + 1) << shift - y) where free[y + r] != 0 {
-                        let lo = max(x + Int(data[shape.spans + 2 * r]), 0), hi = min(x + Int(data[shape.spans + 2 * r + 1]), width)
-                        let row = (y + r) * wordsPerRow
-                        guard lo < hi, let a = CoverageMask.firstClear(w, row: row, lo, hi) else { continue }
-                        if first < 0 { first = r }
-                        // Rows since the last one with an uncovered pixel get an empty range.
-                        var gap = last < 0 ? r : last + 1
-                        while gap < r { out[2 + 2 * (gap - first)] = 0; out[3 + 2 * (gap - first)] = 0; gap += 1 }
-                        last = r
-                        out[2 + 2 * (r - first)] = Int16(a - x)
-                        out[3 + 2 * (r - first)] = Int16(CoverageMask.lastClear(w, row: row, lo, hi) + 1 - x)
+            let words = (s.width + 63) >> 6
+            let visible = masks.count, opaqueMasks = visible + words * s.height, partial = opaqueMasks + words * s.height
+            masks.append(contentsOf: repeatElement(0, count: 3 * words * s.height))
+            s.image.pixels.withUnsafeBufferPointer { px in
+                for r in 0..<s.height {
+                    for c in 0..<s.width {
+                        let a = px[4 * (r * s.width + c) + 3]
+                        if a == 0 { continue }
+                        let bit = UInt64(1) << UInt64(c & 63), k = r * words + c >> 6
+                        masks[visible + k] |= bit
+                        masks[(a == 255 ? opaqueMasks : partial) + k] |= bit
                     }
                 }
             }
+            let blockRows = s.height >> CoverageMask.blockShift + 2
+            var blockMasks = -1, blockWords = 0
+            if s.width <= CoverageMask.blockMaskMaxSize && s.height <= CoverageMask.blockMaskMaxSize {
+                (blockMasks, blockWords) = appendBlockMasks(visible: visible, width: s.width, height: s.height, blockRows: blockRows)
             }
+            shapes.append(Shape(width: s.width, height: s.height, spans: spans, opaque: opaque, blocks: blocks,
+                                blockRows: blockRows, weights: w, words: words,
+                                visibleMasks: visible, opaqueMasks: opaqueMasks, partialMasks: partial,
+                                blockMasks: blockMasks, blockWords: blockWords))
+        }
+
+        /// Appends the block masks of a sprite whose row masks start at `visible` (see
+        /// `Shape.blockMasks`); returns their offset and words per mask.
+        private mutating func appendBlockMasks(visible: Int, width: Int, height: Int, blockRows: Int) -> (Int, Int) {
+            let size = CoverageMask.blockSize, words = (width + 63) >> 6
+            // Block columns reached from phase 7: (7 + width - 1) / 8 + 1 at most.
+            let blockWords = ((width + 6) >> CoverageMask.blockShift + 1 + 63) >> 6
+            let at = masks.count
+            masks.append(contentsOf: repeatElement(0, count: size * size * blockRows * blockWords))
+            var union = [UInt64](repeating: 0, count: words)
+            for p in 0..<size {
+                for j in 0..<blockRows {
+                    for k in 0..<words { union[k] = 0 }
+                    let first = max(0, j * size - p)
+                    for r in first..<max(first, min(height, (j + 1) * size - p)) {
+                        for k in 0..<words { union[k] |= masks[visible + r * words + k] }
+                    }
+                    for q in 0..<size {
+                        let base = at + ((p * size + q) * blockRows + j) * blockWords
+                        for k in 0..<words where union[k] != 0 {
+                            // Columns 64 k + c sit at q + 64 k + c from the block column of x:
+                            // blocks 8 k + (q + c) / 8, from the two halves of the shifted word.
+                            let lo = union[k] << UInt64(q), hi = q == 0 ? 0 : union[k] >> UInt64(64 - q)
+                            for (half, v) in [(0, lo), (1, hi)] where v != 0 {
+                                let block = 8 * k + 8 * half
+                                masks[base + block >> 6] |= CoverageMask.anyPerByte(v) << UInt64(block & 63)
+                            }
+                        }
+                    }
+                }
             }
-            guard first >= 0 else { return false }
-            out[0] = Int16(first); out[1] = Int16(last + 1)
-            clips.append(contentsOf: UnsafeBufferPointer(rebasing: out[0..<(2 + 2 * (last + 1 - first))]))
-            return true
+            return (at, blockWords)
         }
     }
 
-    /// The bit of `settledAt[index]` for a draw of `shape` with its top-left at (`x`, `y`), or
-    /// nil when the position lies outside the memo (no pixel on the canvas, or too many shapes).
+    /// Sprites at most this many px wide and high get block masks (`Shape.blockMasks`; 8 x 8
+    /// phases of them: bigger image icons would make them costly to build for each raster).
+    static let blockMaskMaxSize = 256
+
+    /// Per byte of `v`, whether it has a set bit: 8 bits, byte 0 first.
+    @inline(__always) static func anyPerByte(_ v: UInt64) -> UInt64 {
+        var v = v
+        v |= v >> 4; v |= v >> 2; v |= v >> 1
+        return ((v & 0x0101_0101_0101_0101) &* 0x0102_0408_1020_4080) >> 56
+    }
+
+    /// Bits `a ..< b` of a word, clamped to `0 ... 64` (0 when empty).
+    @inline(__always) static func rangeMask(_ a: Int, _ b: Int) -> UInt64 {
+        let lo = max(a, 0), hi = min(b, 64)
+        if lo >= hi { return 0 }
+        let top: UInt64 = hi == 64 ? ~0 : (UInt64(1) &<< UInt64(hi)) &- 1
+        return top & ~((UInt64(1) &<< UInt64(lo)) &- 1)
+    }
+
+    /// The 64 bits of columns `c ..< c + 64` of a row laid out as `bits` (`row`: its left guard
+    /// word; `columns`: the row's columns); columns outside the row read as set.
+    @inline(__always) static func chunk(_ row: UnsafePointer<UInt64>, _ c: Int, columns: Int) -> UInt64 {
+        if c <= -64 || c >= columns { return ~0 }
+        let p = c &+ 64, k = p &>> 6, s = UInt64(p & 63)
+        return row[k] &>> s | (row[k &+ 1] &<< 1) &<< (63 &- s)
+    }
+
+    /// Sets in a row laid out as `bits` the bits of `m` placed at column `c` (every bit of `m`
+    /// must lie on the row); returns how many were clear.
+    @inline(__always) static func deposit(_ row: UnsafeMutablePointer<UInt64>, _ c: Int, _ m: UInt64) -> Int {
+        let p = c &+ 64, k = p &>> 6, s = UInt64(p & 63)
+        let lo = m &<< s, hi = (m &>> 1) &>> (63 &- s)
+        let n = (lo & ~row[k]).nonzeroBitCount &+ (hi & ~row[k &+ 1]).nonzeroBitCount
+        row[k] |= lo
+        row[k &+ 1] |= hi
+        return n
+    }
+
+    /// True when every bit of columns `a ... b` (inclusive, any integers) of a row laid out as
+    /// `bits` is set.
+    @inline(__always) static func allSet(_ row: UnsafePointer<UInt64>, _ a: Int, _ b: Int, columns: Int) -> Bool {
+        var c = a
+        while c <= b {
+            let n = b - c + 1
+            let m: UInt64 = n >= 64 ? ~0 : (UInt64(1) &<< UInt64(n)) &- 1
+            if ~chunk(row, c, columns: columns) & m != 0 { return false }
+            c += 64
+        }
+        return true
+    }
+
+    /// Says where a draw of `shape` with its top-left at (`x`, `y`) is still needed. A pixel
+    /// counts as uncovered when it lies inside the canvas, has alpha > 0 and its bit is clear.
+    /// Appends to `clips` the range of sprite rows `r0 ..< r1` with an uncovered pixel, then per
+    /// row of it the sprite columns from its first to its last uncovered pixel (`r0, r1, lo0,
+    /// hi0, lo1, hi1, ...`; a row without one gets an empty range). Pixels left out are
+    /// transparent or get an opaque pixel from a later draw, as do covered pixels inside the
+    /// ranges, so not drawing them changes nothing. Returns false (and appends nothing) when no
+    /// pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16.
+    mutating func uncovered(_ shape: Shapes.Shape, _ p: Shapes.Pointers, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
+        let r0 = max(0, 0 &- y), r1 = min(shape.height, height &- y)
+        if r0 >= r1 || x >= width || x &+ shape.width <= 0 { return false }
+        // The clip is built in the storage's scratch buffer and appended once (appending per
+        // row, or writing into the array row by row, costs a uniqueness check each).
+        unique()
+        let out = store.scratch(rows: r1 &- r0)
+        var first = -1, last = -1
+        let shift = CoverageMask.blockShift, size = CoverageMask.blockSize
+        let bits = UnsafePointer(bits), blocks = UnsafePointer(blocks)
+        let stride = stride, blockStride = blockStride
+        let width = width, blockColumns = blockColumns, words = shape.words
+        let visible = p.masks + shape.visibleMasks
+        let yBlock = y &>> shift, xBlock = x &>> shift
+        let blockWords = shape.blockWords
+        let yPhase: Int = y & (size &- 1), xPhase: Int = x & (size &- 1)
+
+        let rowK = (x &+ 64) &>> 6, rowShiftLo = UInt64((x &+ 64) & 63), rowShiftHi = 63 &- rowShiftLo
+
+        /// Tests the draw's rows in canvas block row `br` (one of its blocks is not settled whole).
+        @inline(__always) func testRows(_ br: Int) {
+            var r = max(r0, br &<< shift &- y)
+            let rowEnd = min(r1, (br &+ 1) &<< shift &- y)
+            while r < rowEnd {
+                defer { r &+= 1 }
+                let row = bits + (y &+ r) &* stride, m = visible + r &* words
+                var a = -1, b = 0
+                if words == 1 {
+                    // The draw touches the canvas and is at most 64 px wide: its columns start
+                    // within one word of the canvas (`chunk` without its range test).
+                    let u = ~(row[rowK] &>> rowShiftLo | (row[rowK &+ 1] &<< 1) &<< rowShiftHi) & m[0]
+                    if u == 0 { continue }
+                    a = u.trailingZeroBitCount; b = 64 &- u.leadingZeroBitCount
+                } else {
+                    var k = 0
+                    while k < words {
+                        let u = ~CoverageMask.chunk(row, x &+ k &<< 6, columns: width) & m[k]
+                        if u != 0 {
+                            if a < 0 { a = k &<< 6 &+ u.trailingZeroBitCount }
+                            b = k &<< 6 &+ 64 &- u.leadingZeroBitCount
+                        }
+                        k &+= 1
+                    }
+                    if a < 0 { continue }
+                }
+                if first < 0 { first = r }
+                // Rows since the last one with an uncovered pixel get an empty range.
+                var gap = last < 0 ? r : last &+ 1
+                while gap < r { out[2 &+ 2 &* (gap &- first)] = 0; out[3 &+ 2 &* (gap &- first)] = 0; gap &+= 1 }
+                last = r
+                out[2 &+ 2 &* (r &- first)] = Int16(truncatingIfNeeded: a)
+                out[3 &+ 2 &* (r &- first)] = Int16(truncatingIfNeeded: b)
+            }
+        }
+
+        // Per canvas block row under the draw, the blocks under its pixels are tested first:
+        // when all are settled whole, so is every pixel of the draw in that block row, and its
+        // rows are passed over at once (in a dense tile, most of them).
+        var br = (y &+ r0) &>> shift
+        let lastBlockRow = (y &+ r1 &- 1) &>> shift
+        if shape.blockMasks >= 0 {
+            // The block masks of this phase, from block row `br` on.
+            let phase: Int = yPhase &* size &+ xPhase
+            var m = p.masks + (shape.blockMasks &+ (phase &* shape.blockRows &+ br &- yBlock) &* blockWords)
+            var blockRow = blocks + br &* blockStride
+            if blockWords == 1 && lastBlockRow &- br < 64 {
+                // A block row's test in a few instructions: the draw touches the canvas and is at
+                // most 256 px wide, so its block columns start within one word of the canvas
+                // (`chunk` without its range test), and the rows to test are gathered in a word.
+                let at = xBlock &+ 64, k = at &>> 6, shiftLo = UInt64(at & 63), shiftHi = 63 &- shiftLo
+                var open: UInt64 = 0, i: UInt64 = 0
+                let first = br
+                while br <= lastBlockRow {
+                    let settled = blockRow[k] &>> shiftLo | (blockRow[k &+ 1] &<< 1) &<< shiftHi
+                    open |= (~settled & m[0] != 0 ? 1 : 0) &<< i
+                    br &+= 1; i &+= 1; m += 1; blockRow += blockStride
+                }
+                while open != 0 {
+                    testRows(first &+ open.trailingZeroBitCount)
+                    open &= open &- 1
+                }
+            } else {
+                while br <= lastBlockRow {
+                    var w = 0
+                    while w < blockWords {
+                        if ~CoverageMask.chunk(blockRow, xBlock &+ w &<< 6, columns: blockColumns) & m[w] != 0 { testRows(br); break }
+                        w &+= 1
+                    }
+                    br &+= 1; m += blockWords; blockRow += blockStride
+                }
+            }
+        } else {
+            // The union of each block row's spans (sprites without block masks).
+            let blockSpans = p.data + (shape.blocks &+ 2 &* yPhase &* shape.blockRows)
+            while br <= lastBlockRow {
+                let j = br &- yBlock
+                let lo = Int(blockSpans[2 &* j]), hi = Int(blockSpans[2 &* j &+ 1])
+                if lo < hi && !CoverageMask.allSet(blocks + br &* blockStride, (x &+ lo) &>> shift, (x &+ hi &- 1) &>> shift,
+                                                   columns: blockColumns) {
+                    testRows(br)
+                }
+                br &+= 1
+            }
+        }
+        guard first >= 0 else { return false }
+        out[0] = Int16(truncatingIfNeeded: first); out[1] = Int16(truncatingIfNeeded: last &+ 1)
+        clips.append(contentsOf: UnsafeBufferPointer(start: out, count: 2 &+ 2 &* (last &+ 1 &- first)))
+        return true
+    }
+
+    /// The bit of the memo of shape `index` for a draw of `shape` with its top-left at (`x`,
+    /// `y`), or nil when the position lies outside the memo (no pixel on the canvas, or too many shapes).
     @inline(__always) private func memoBit(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) -> Int? {
         guard index < CoverageMask.memoShapes, x > -shape.width, x < width, y > -shape.height, y < height else { return nil }
         return (y + shape.height) * (width + shape.width) + x + shape.width
@@ -209,167 +549,144 @@ struct CoverageMask {
     /// True when a draw of shape `index` at (`x`, `y`) was already found fully settled
     /// (`markSettled`): it has no uncovered pixel now either.
     @inline(__always) func knownSettled(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) -> Bool {
-        guard index < settledAt.count, let b = memoBit(index, shape, x: x, y: y) else { return false }
-        let words = settledAt[index]
-        return !words.isEmpty && words[b >> 6] >> UInt64(b & 63) & 1 != 0
+        guard let b = memoBit(index, shape, x: x, y: y), let words = memo[index] else { return false }
+        return words[b >> 6] >> UInt64(b & 63) & 1 != 0
     }
 
     /// Remembers that a draw of shape `index` at (`x`, `y`) has no uncovered pixel.
     mutating func markSettled(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) {
         guard let b = memoBit(index, shape, x: x, y: y) else { return }
-        if settledAt.count <= index { settledAt.append(contentsOf: repeatElement([], count: index + 1 - settledAt.count)) }
-        if settledAt[index].isEmpty {
-            settledAt[index] = [UInt64](repeating: 0, count: ((width + shape.width) * (height + shape.height + 1) + 63) / 64)
+        unique()
+        if memo[index] == nil {
+            let n = ((width + shape.width) * (height + shape.height + 1) + 63) / 64
+            let p = UnsafeMutablePointer<UInt64>.allocate(capacity: n)
+            p.initialize(repeating: 0, count: n)
+            memo[index] = p; store.memoWords[index] = n
         }
-        settledAt[index][b >> 6] |= UInt64(1) << UInt64(b & 63)
+        memo[index]![b >> 6] |= UInt64(1) << UInt64(b & 63)
     }
 
     /// True when every pixel of canvas row `row` in columns `lo ..< hi` (clipped to the canvas) is settled.
     func settled(row: Int, _ lo: Int, _ hi: Int) -> Bool {
-        let a = max(lo, 0), b = min(hi, width)
-        if a >= b || row < 0 || row >= height || freeInRow[row] == 0 { return true }
-        return bits.withUnsafeBufferPointer { CoverageMask.firstClear($0, row: row * wordsPerRow, a, b) == nil }
+        if lo >= hi || row < 0 || row >= height || free[row] == 0 { return true }
+        return CoverageMask.allSet(bits + row * stride, lo, hi - 1, columns: width)
     }
 
-    /// The first pixel in `lo ..< hi` of a row whose bit is clear, or nil.
-    @inline(__always) private static func firstClear(_ w: UnsafeBufferPointer<UInt64>, row: Int, _ lo: Int, _ hi: Int) -> Int? {
-        var k = lo >> 6
-        let wb = (hi - 1) >> 6
-        while k <= wb {
-            var free = ~w[row + k]
-            if k == lo >> 6 { free &= ~((UInt64(1) << UInt64(lo & 63)) &- 1) }
-            if k == wb { free &= mask(0, (hi - 1) & 63) }
-            if free != 0 { return k << 6 + free.trailingZeroBitCount }
-            k += 1
-        }
-        return nil
+    /// Whether pixel (`x`, `y`) of the canvas is settled.
+    func isSettled(x: Int, y: Int) -> Bool {
+        bits[y * stride + 1 + x >> 6] >> UInt64(x & 63) & 1 != 0
     }
 
-    /// The last pixel in `lo ..< hi` of a row whose bit is clear (one must exist).
-    @inline(__always) private static func lastClear(_ w: UnsafeBufferPointer<UInt64>, row: Int, _ lo: Int, _ hi: Int) -> Int {
-        var k = (hi - 1) >> 6
-        let wa = lo >> 6
-        while k >= wa {
-            var free = ~w[row + k]
-            if k == (hi - 1) >> 6 { free &= mask(0, (hi - 1) & 63) }
-            if k == wa { free &= ~((UInt64(1) << UInt64(lo & 63)) &- 1) }
-            if free != 0 { return k << 6 + 63 - free.leadingZeroBitCount }
-            k -= 1
+    /// Pixel (`x`, `y`)'s `T` (meaningful while it is not settled; 255 in `exact` masks).
+    func level(x: Int, y: Int) -> Int { exact ? 255 : Int(levels[y * width + x]) }
+
+    /// How many pixels of canvas row `row` are not settled.
+    func freeInRow(_ row: Int) -> Int { Int(free[row]) }
+
+    /// Whether block (`bx`, `by`) (`blockSize` px square) is marked settled whole.
+    func blockSettled(bx: Int, by: Int) -> Bool {
+        blocks[by * blockStride + 1 + bx >> 6] >> UInt64(bx & 63) & 1 != 0
+    }
+
+    /// The settled bits, levels and row counts of the canvas, for comparing two masks in tests.
+    var state: (bits: [Bool], levels: [UInt8], free: [Int32]) {
+        var b = [Bool](), l = [UInt8]()
+        for y in 0..<height {
+            for x in 0..<width {
+                let s = isSettled(x: x, y: y)
+                b.append(s); l.append(s || exact ? 0 : levels[y * width + x])
+            }
         }
-        preconditionFailure("lastClear without a clear bit")
+        return (b, l, (0..<height).map { free[$0] })
     }
 
     /// Adds a draw of `shape` with its top-left at (`x`, `y`) (the next one down the draw order):
-    /// its opaque runs settle their pixels; unless `exact`, every other non-transparent pixel
-    /// updates its `T`, and settles at 255.
-    mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, _ weights: UnsafeBufferPointer<UInt8>, x: Int, y: Int) {
-        add(shape, data, weights, x: x, y: y, clip: nil)
+    /// its opaque pixels settle; unless `exact`, every other non-transparent pixel updates its
+    /// `T`, and settles at 255.
+    mutating func add(_ shape: Shapes.Shape, _ p: Shapes.Pointers, x: Int, y: Int) {
+        add(shape, p, x: x, y: y, clip: nil)
     }
 
     /// `add` limited to `clip`, what `uncovered` appended for this draw at this mask (`r0, r1,
     /// lo0, hi0, ...`): the same result, as every pixel of the draw outside its clip is already
     /// settled (nothing to add there), but only the clip's rows and columns are visited.
-    mutating func add(_ shape: Shapes.Shape, _ data: UnsafeBufferPointer<Int32>, _ weights: UnsafeBufferPointer<UInt8>, x: Int, y: Int,
-                      clip: UnsafeBufferPointer<Int16>?) {
-        var r0 = max(0, -y), r1 = min(shape.height, height - y)
+    mutating func add(_ shape: Shapes.Shape, _ p: Shapes.Pointers, x: Int, y: Int, clip: UnsafeBufferPointer<Int16>?) {
+        var r0 = max(0, 0 &- y), r1 = min(shape.height, height &- y)
         if let clip { r0 = max(r0, Int(clip[0])); r1 = min(r1, Int(clip[1])) }
         if r0 >= r1 { return }
-        let wpr = wordsPerRow, canvasWidth = width, exact = exact
+        unique()
+        let stride = stride, bits = bits, free = free, lv = levels, next = CoverageMask.levelTable
+        let canvasWidth = width, exact = exact, words = shape.words, spriteWidth = shape.width
+        let opaque = p.masks + shape.opaqueMasks, partial = p.masks + shape.partialMasks
+        let weights = p.weights + shape.weights
+        let clipRows = clip.map { $0.baseAddress! + (2 &- 2 &* Int($0[0])) }
         // Canvas rows and columns where bits were set (for `refreshBlocks`).
         var setTop = Int.max, setBottom = Int.min, setLo = Int.max, setHi = Int.min
-        CoverageMask.nextLevel.withUnsafeBufferPointer { next in
-        levels.withUnsafeMutableBufferPointer { lv in
-        freeInRow.withUnsafeMutableBufferPointer { free in
-        bits.withUnsafeMutableBufferPointer { w in
-            for r in r0..<r1 where free[y + r] != 0 {
-                let row = (y + r) * wpr
-                // Bits set in this row (counted off `freeInRow` at the end of the row).
-                var newlySet = 0
-                // The row's columns to visit: inside the canvas and the clip.
-                var cl = 0, ch = canvasWidth
-                if let clip {
-                    let c = 2 + 2 * (r - Int(clip[0]))
-                    cl = max(0, x + Int(clip[c])); ch = min(canvasWidth, x + Int(clip[c + 1]))
-                    if cl >= ch { continue }
-                }
-                let lo = max(x + Int(data[shape.opaque + 2 * r]), cl), hi = min(x + Int(data[shape.opaque + 2 * r + 1]), ch)
-                if lo < hi {
-                    let wa = lo >> 6, wb = (hi - 1) >> 6
-                    var k = wa
-                    while k <= wb {
-                        let m = CoverageMask.mask(k == wa ? lo & 63 : 0, k == wb ? (hi - 1) & 63 : 63)
-                        newlySet += (m & ~w[row + k]).nonzeroBitCount
-                        w[row + k] |= m
-                        k += 1
-                    }
-                }
-                if newlySet > 0 {
-                    setTop = min(setTop, y + r); setBottom = max(setBottom, y + r)
-                    setLo = min(setLo, lo); setHi = max(setHi, hi)
-                }
-                free[y + r] -= Int32(newlySet)
-                newlySet = 0
+        var r = r0
+        while r < r1 {
+            defer { r &+= 1 }
+            // The row's columns to visit: inside the canvas and the clip.
+            var cl = max(0, x), ch = min(canvasWidth, x &+ spriteWidth)
+            if let clipRows {
+                cl = max(cl, x &+ Int(clipRows[2 &* r])); ch = min(ch, x &+ Int(clipRows[2 &* r &+ 1]))
+            }
+            if cl >= ch { continue }
+            let canvasRow = y &+ r
+            let row = bits + canvasRow &* stride
+            // Bits set in this row (counted off `free` at the end of the row).
+            var newlySet = 0
+            var k = 0
+            while k < words {
+                defer { k &+= 1 }
+                let base = x &+ k &<< 6
+                let inside = CoverageMask.rangeMask(cl &- base, ch &- base)
+                if inside == 0 { continue }
+                let om = opaque[r &* words &+ k] & inside
+                if om != 0 { newlySet &+= CoverageMask.deposit(row, base, om) }
                 if exact { continue }
                 // The other non-transparent pixels not settled yet.
-                let slo = max(x + Int(data[shape.spans + 2 * r]), cl), shi = min(x + Int(data[shape.spans + 2 * r + 1]), ch)
-                if slo >= shi { continue }
-                let wrow = shape.weights + r * shape.width - x
-                let lrow = (y + r) * canvasWidth
-                // Word by word: the pixels not settled yet are the clear bits.
-                let wa = slo >> 6, wb = (shi - 1) >> 6
-                for k in wa...wb {
-                    var free = ~w[row + k] & CoverageMask.mask(k == wa ? slo & 63 : 0, k == wb ? (shi - 1) & 63 : 63)
-                    var settle: UInt64 = 0
-                    while free != 0 {
-                        let cx = k << 6 | free.trailingZeroBitCount
-                        free &= free &- 1
-                        let kw = Int(weights[wrow + cx])
-                        if kw == 255 { continue }
-                        let t = next[kw << 8 | Int(lv[lrow + cx])]
-                        lv[lrow + cx] = t
-                        if t == 255 {
-                            settle |= UInt64(1) << UInt64(cx & 63)
-                            setLo = min(setLo, cx); setHi = max(setHi, cx + 1)
-                        }
-                    }
-                    if settle != 0 { w[row + k] |= settle; newlySet += settle.nonzeroBitCount }
+                var open = partial[r &* words &+ k] & inside & ~CoverageMask.chunk(row, base, columns: canvasWidth)
+                if open == 0 { continue }
+                var settle: UInt64 = 0
+                let wrow = weights + (r &* spriteWidth &+ k &<< 6), lrow = lv + (canvasRow &* canvasWidth &+ base)
+                while open != 0 {
+                    let b = open.trailingZeroBitCount
+                    open &= open &- 1
+                    let t = next[Int(wrow[b]) &<< 8 | Int(lrow[b])]
+                    lrow[b] = t
+                    if t == 255 { settle |= UInt64(1) &<< UInt64(b) }
                 }
-                if newlySet > 0 { setTop = min(setTop, y + r); setBottom = max(setBottom, y + r) }
-                free[y + r] -= Int32(newlySet)
+                if settle != 0 { newlySet &+= CoverageMask.deposit(row, base, settle) }
+            }
+            if newlySet > 0 {
+                free[canvasRow] &-= Int32(truncatingIfNeeded: newlySet)
+                setTop = min(setTop, canvasRow); setBottom = max(setBottom, canvasRow)
+                setLo = min(setLo, cl); setHi = max(setHi, ch)
             }
         }
-        }
-        }
-        }
-        if setTop <= setBottom { refreshBlocks(rows: setTop, setBottom + 1, columns: setLo, setHi) }
+        if setTop <= setBottom { refreshBlocks(rows: setTop, setBottom &+ 1, columns: setLo, setHi) }
     }
 
     /// Sets the bits of `blockBits` whose blocks meet canvas rows `top ..< bottom` and columns
     /// `lo ..< hi` and are settled whole now: per block row, the AND of its rows' words (rows
-    /// and columns outside the canvas as settled), then per byte (one block) whether it is all ones.
+    /// outside the canvas left out, columns outside it set), then per byte (one block) whether it
+    /// is all ones.
     private mutating func refreshBlocks(rows top: Int, _ bottom: Int, columns lo: Int, _ hi: Int) {
         let shift = CoverageMask.blockShift
-        let wpr = wordsPerRow, bwpr = blockWordsPerRow, canvasHeight = height
-        // Bits of the last word that lie outside the canvas.
-        let outside: UInt64 = width & 63 == 0 ? 0 : ~CoverageMask.mask(0, (width - 1) & 63)
-        let lastWord = (width - 1) >> 6
-        bits.withUnsafeBufferPointer { w in
-        blockBits.withUnsafeMutableBufferPointer { b in
-            for br in (top >> shift)...((bottom - 1) >> shift) {
-                let rowEnd = min(canvasHeight, (br + 1) << shift)
-                for k in (lo >> 6)...((hi - 1) >> 6) {
-                    var all: UInt64 = ~0
-                    for row in (br << shift)..<rowEnd { all &= w[row * wpr + k] }
-                    if k == lastWord { all |= outside }
-                    if all == 0 { continue }
-                    // Per byte: bit 0 set when all 8 bits are (blockSize 8: one byte per block).
-                    all &= all >> 4; all &= all >> 2; all &= all >> 1
-                    let packed = ((all & 0x0101_0101_0101_0101) &* 0x0102_0408_1020_4080) >> 56
-                    let first = k << (6 - shift)
-                    b[br * bwpr + first >> 6] |= packed << UInt64(first & 63)
-                }
+        let stride = stride, blockStride = blockStride, canvasHeight = height
+        let bits = bits, blocks = blocks
+        for br in (top >> shift)...((bottom - 1) >> shift) {
+            let rowEnd = min(canvasHeight, (br + 1) << shift)
+            for k in (lo >> 6)...((hi - 1) >> 6) {
+                var all: UInt64 = ~0
+                for row in (br << shift)..<rowEnd { all &= bits[row * stride + 1 + k] }
+                if all == 0 { continue }
+                // Per byte: bit 0 set when all 8 bits are (blockSize 8: one byte per block).
+                all &= all >> 4; all &= all >> 2; all &= all >> 1
+                let packed = ((all & 0x0101_0101_0101_0101) &* 0x0102_0408_1020_4080) >> 56
+                let first = k << (6 - shift)
+                blocks[br * blockStride + 1 + first >> 6] |= packed << UInt64(first & 63)
             }
-        }
         }
     }
 }

@@ -578,14 +578,23 @@ public final class TileRenderer: Sendable {
     /// row down too, and its test (`CoverageMask.uncovered`) stops at that row: in a dense tile,
     /// markers stacked on one position and kept for their top rows cost a few rows each, not the
     /// sprite's height.
-    struct SettledRows {
+    final class SettledRows {
         /// Rasters with fewer items do without (`cullExact`).
         static let minItems = 1024
         let width: Int, height: Int
         /// Per shape (allocated on first use): 0 unknown, else the row plus 1.
-        private var rows: [[UInt16]] = []
+        private let rows: UnsafeMutablePointer<UnsafeMutablePointer<UInt16>?>
 
-        init(width: Int, height: Int) { self.width = width; self.height = height }
+        init(width: Int, height: Int) {
+            self.width = width; self.height = height
+            rows = .allocate(capacity: CoverageMask.memoShapes)
+            rows.initialize(repeating: nil, count: CoverageMask.memoShapes)
+        }
+
+        deinit {
+            for s in 0..<CoverageMask.memoShapes { rows[s]?.deallocate() }
+            rows.deallocate()
+        }
 
         @inline(__always) private func index(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int) -> Int? {
             guard s < CoverageMask.memoShapes, shape.height < Int(UInt16.max), x > -shape.width, x < width,
@@ -595,17 +604,21 @@ public final class TileRenderer: Sendable {
 
         /// The rows of shape `s` at (`x`, `y`) that may still hold a pixel not settled: `0 ..< bound`.
         @inline(__always) func bound(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int) -> Int {
-            guard s < rows.count, let i = index(s, shape, x: x, y: y), !rows[s].isEmpty else { return shape.height }
-            let r = rows[s][i]
+            guard let i = index(s, shape, x: x, y: y), let table = rows[s] else { return shape.height }
+            let r = table[i]
             return r == 0 ? shape.height : Int(r) - 1
         }
 
         /// Records that shape `s` at (`x`, `y`) is settled from row `row` down.
-        mutating func set(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int, row: Int) {
+        func set(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int, row: Int) {
             guard let i = index(s, shape, x: x, y: y) else { return }
-            if rows.count <= s { rows.append(contentsOf: repeatElement([], count: s + 1 - rows.count)) }
-            if rows[s].isEmpty { rows[s] = [UInt16](repeating: 0, count: (width + shape.width) * (height + shape.height)) }
-            rows[s][i] = UInt16(row + 1)
+            if rows[s] == nil {
+                let n = (width + shape.width) * (height + shape.height)
+                let table = UnsafeMutablePointer<UInt16>.allocate(capacity: n)
+                table.initialize(repeating: 0, count: n)
+                rows[s] = table
+            }
+            rows[s]![i] = UInt16(row + 1)
         }
     }
 
@@ -631,21 +644,18 @@ public final class TileRenderer: Sendable {
         // Rows from `bound` down are settled: the test stops there (same answer, same clip).
         var tested = shape
         tested.height = rows?.bound(s, shape, x: Int(it.x), y: Int(it.y)) ?? shape.height
-        shapes.data.withUnsafeBufferPointer { data in
-            let at = clips.count
-            if !mask.uncovered(tested, data, x: Int(it.x), y: Int(it.y), into: &clips) {
-                mask.markSettled(s, shape, x: Int(it.x), y: Int(it.y))
-                return
-            }
-            rows?.set(s, shape, x: Int(it.x), y: Int(it.y), row: Int(clips[at + 1]))
-            it.clip = Int32(at)
-            kept.append(it)
-            // Only the clip's pixels can change (the rest of the draw is settled).
-            shapes.weights.withUnsafeBufferPointer { weights in
-                clips.withUnsafeBufferPointer { c in
-                    mask.add(shape, data, weights, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
-                }
-            }
+        let p = shapes.pointers
+        let at = clips.count
+        if !mask.uncovered(tested, p, x: Int(it.x), y: Int(it.y), into: &clips) {
+            mask.markSettled(s, shape, x: Int(it.x), y: Int(it.y))
+            return
+        }
+        rows?.set(s, shape, x: Int(it.x), y: Int(it.y), row: Int(clips[at + 1]))
+        it.clip = Int32(at)
+        kept.append(it)
+        // Only the clip's pixels can change (the rest of the draw is settled).
+        clips.withUnsafeBufferPointer { c in
+            mask.add(shape, p, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
         }
     }
 }

@@ -111,12 +111,13 @@ import Testing
             let shapes = CoverageMask.Shapes(sprites)
             // Draws in reverse draw order (as the renderer adds them), per pixel the alphas.
             var alphas = [[UInt8]](repeating: [], count: width * height)
-            shapes.data.withUnsafeBufferPointer { data in
-                shapes.weights.withUnsafeBufferPointer { weights in
+            let data = shapes.pointers
+            do {
+                do {
                     for _ in 0..<Int(rng.next() % 30) {
                         let k = Int(rng.next() % 3), s = sprites[k]
                         let x = Int(rng.next() % UInt64(width + 60)) - 50, y = Int(rng.next() % UInt64(height + 30)) - 20
-                        mask.add(shapes.shapes[k], data, weights, x: x, y: y)
+                        mask.add(shapes.shapes[k], data, x: x, y: y)
                         for r in 0..<s.height where y + r >= 0 && y + r < height {
                             for c in 0..<s.width where x + c >= 0 && x + c < width {
                                 alphas[(y + r) * width + x + c].insert(s.image.pixels[(r * s.width + c) * 4 + 3], at: 0)
@@ -128,9 +129,9 @@ import Testing
             for py in 0..<height {
                 for px in 0..<width {
                     let t = Self.level(alphas[py * width + px])
-                    let bit = mask.bits[py * mask.wordsPerRow + px >> 6] >> UInt64(px & 63) & 1 == 1
+                    let bit = mask.isSettled(x: px, y: py)
                     #expect(bit == (t == 255), "round \(round) pixel (\(px), \(py)): T \(t), bit \(bit)")
-                    if !bit { #expect(Int(mask.levels[py * width + px]) == t, "round \(round) pixel (\(px), \(py))") }
+                    if !bit { #expect(mask.level(x: px, y: py) == t, "round \(round) pixel (\(px), \(py))") }
                 }
             }
             Self.expectRowCounts(mask, "round \(round)")
@@ -142,11 +143,11 @@ import Testing
     /// Returns how many blocks are settled whole.
     @discardableResult
     static func expectRowCounts(_ mask: CoverageMask, _ context: String) -> Int {
-        func bit(_ px: Int, _ py: Int) -> Bool { mask.bits[py * mask.wordsPerRow + px >> 6] >> UInt64(px & 63) & 1 == 1 }
+        func bit(_ px: Int, _ py: Int) -> Bool { mask.isSettled(x: px, y: py) }
         for py in 0..<mask.height {
             var clear = 0
             for px in 0..<mask.width where !bit(px, py) { clear += 1 }
-            #expect(Int(mask.freeInRow[py]) == clear, "\(context) row \(py): \(mask.freeInRow[py]) counted, \(clear) clear")
+            #expect(mask.freeInRow(py) == clear, "\(context) row \(py): \(mask.freeInRow(py)) counted, \(clear) clear")
         }
         let size = CoverageMask.blockSize
         var whole = 0
@@ -156,7 +157,7 @@ import Testing
                 for py in (by * size)..<min(mask.height, (by + 1) * size) {
                     for px in (bx * size)..<min(mask.width, (bx + 1) * size) where !bit(px, py) { all = false }
                 }
-                let marked = mask.blockBits[by * mask.blockWordsPerRow + bx >> 6] >> UInt64(bx & 63) & 1 == 1
+                let marked = mask.blockSettled(bx: bx, by: by)
                 #expect(marked == all, "\(context) block (\(bx), \(by)): marked \(marked), settled whole \(all)")
                 if all { whole += 1 }
             }
@@ -177,19 +178,20 @@ import Testing
             let sprites = (0..<3).map { _ in ClippedDrawTests.randomSprite(&rng) }
             let shapes = CoverageMask.Shapes(sprites)
             var clips: [Int16] = []
-            shapes.data.withUnsafeBufferPointer { data in
-                shapes.weights.withUnsafeBufferPointer { weights in
+            let data = shapes.pointers
+            do {
+                do {
                     for step in 0..<Int(rng.next() % 60) {
                         let k = Int(rng.next() % 3)
                         let x = Int(rng.next() % UInt64(width + 60)) - 50, y = Int(rng.next() % UInt64(height + 30)) - 20
-                        whole.add(shapes.shapes[k], data, weights, x: x, y: y)
+                        whole.add(shapes.shapes[k], data, x: x, y: y)
                         let at = clips.count
                         if clipped.uncovered(shapes.shapes[k], data, x: x, y: y, into: &clips) {
                             clips.withUnsafeBufferPointer { c in
-                                clipped.add(shapes.shapes[k], data, weights, x: x, y: y, clip: UnsafeBufferPointer(rebasing: c[at...]))
+                                clipped.add(shapes.shapes[k], data, x: x, y: y, clip: UnsafeBufferPointer(rebasing: c[at...]))
                             }
                         }
-                        #expect(whole.bits == clipped.bits && whole.levels == clipped.levels && whole.freeInRow == clipped.freeInRow,
+                        #expect(whole.state == clipped.state,
                                 "round \(round) draw \(step) at (\(x), \(y))")
                     }
                 }
