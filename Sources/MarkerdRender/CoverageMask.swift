@@ -200,17 +200,13 @@ struct CoverageMask {
 
     /// The row data of many sprites in flat arrays (so the per-draw tests touch no
     /// reference-counted storage): per sprite, 2 x height numbers of non-transparent spans
-    /// (`RGBAImage.rowSpans`, or the full width) and 2 x height of longest opaque runs
-    /// (`TileSprite.opaque`) in `data`, per block phase the union of the spans of each block
-    /// row (`blocks`), `255 - alpha` of every pixel in `weights`, and per row three bit masks
-    /// of `words` words each in `masks`.
+    /// (`RGBAImage.rowSpans`, or the full width) in `data` and, after them, per block phase the
+    /// union of the spans of each block row (`blocks`), `255 - alpha` of every pixel in `weights`, and
+    /// per row three bit masks of `words` words each in `masks` (with the block masks).
     struct Shapes {
         struct Shape {
             var width: Int
             var height: Int
-            /// Offsets into `data`.
-            var spans: Int
-            var opaque: Int
             /// Offset into `data` of the block rows' spans: for a draw at canvas row `y`, phase
             /// `p = y & (blockSize - 1)`, the sprite rows in canvas block row `(y >> blockShift) + j`
             /// are `max(0, j x blockSize - p) ..< min(height, (j + 1) x blockSize - p)`; the union
@@ -294,8 +290,6 @@ struct CoverageMask {
             } else {
                 data.append(contentsOf: s.image.rowSpans)
             }
-            let opaque = data.count
-            data.append(contentsOf: s.opaque)
             let blocks = data.count
             let size = CoverageMask.blockSize
             for p in 0..<size {
@@ -330,7 +324,7 @@ struct CoverageMask {
             if s.width <= CoverageMask.blockMaskMaxSize && s.height <= CoverageMask.blockMaskMaxSize {
                 (blockMasks, blockWords) = appendBlockMasks(visible: visible, width: s.width, height: s.height, blockRows: blockRows)
             }
-            shapes.append(Shape(width: s.width, height: s.height, spans: spans, opaque: opaque, blocks: blocks,
+            shapes.append(Shape(width: s.width, height: s.height, blocks: blocks,
                                 blockRows: blockRows, weights: w, words: words,
                                 visibleMasks: visible, opaqueMasks: opaqueMasks, partialMasks: partial,
                                 blockMasks: blockMasks, blockWords: blockWords))

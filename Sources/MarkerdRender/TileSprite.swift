@@ -1,9 +1,9 @@
 import MarkerdCore
 private import Synchronization
 
-/// An icon as drawn into raster tiles at one density: premultiplied pixels, the offset from the
-/// sprite's top-left pixel corner to the marker's position, and per row the longest run of fully
-/// opaque pixels (what the renderer may treat as covering whatever lies below).
+/// An icon as drawn into raster tiles at one density: premultiplied pixels and the offset from the
+/// sprite's top-left pixel corner to the marker's position (what covers what below it is worked
+/// out from the pixels' alpha, `CoverageMask.Shapes`).
 ///
 /// Geometry (device px, density d): the sprite is the icon's box `round(w*d) x round(h*d)`
 /// (pins: `S x S` with `S = round(48 x scale x d)`, see `PinStyle.render(density:)`), and its
@@ -16,8 +16,6 @@ public struct TileSprite: Sendable {
     public let image: RGBAImage
     public let anchorX: Int
     public let anchorY: Int
-    /// Per row y: `opaque[2y] ..< opaque[2y+1]`, the longest run of alpha-255 pixels (may be empty).
-    let opaque: [Int32]
     /// True when no pixel has alpha > 0.
     public let isBlank: Bool
 
@@ -25,21 +23,6 @@ public struct TileSprite: Sendable {
         self.image = image
         self.anchorX = anchorX
         self.anchorY = anchorY
-        var runs = [Int32](repeating: 0, count: 2 * image.height)
-        image.pixels.withUnsafeBufferPointer { px in
-            for y in 0..<image.height {
-                var best = (0, 0), start = -1
-                for x in 0...image.width {
-                    let opaque = x < image.width && px[(y * image.width + x) * 4 + 3] == 255
-                    if opaque { if start < 0 { start = x } } else if start >= 0 {
-                        if x - start > best.1 - best.0 { best = (start, x) }
-                        start = -1
-                    }
-                }
-                runs[2 * y] = Int32(best.0); runs[2 * y + 1] = Int32(best.1)
-            }
-        }
-        opaque = runs
         isBlank = image.isFullyTransparent
     }
 

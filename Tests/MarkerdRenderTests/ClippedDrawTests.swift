@@ -36,7 +36,7 @@ import Testing
             func clear(_ cx: Int, _ cy: Int) -> Bool { !mask.isSettled(x: cx, y: cy) }
             let data = shapes.pointers
             do {
-                // Cover random parts with the sprites' opaque runs (every other round densely,
+                // Cover random parts with the sprites' opaque pixels (every other round densely,
                 // so that many blocks are settled whole: `uncovered` passes over them).
                 for _ in 0..<Int(rng.next() % (round % 2 == 0 ? 12 : 400)) {
                     let k = Int(rng.next() % 4)
