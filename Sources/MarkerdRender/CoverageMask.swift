@@ -198,141 +198,126 @@ struct CoverageMask {
         return t
     }()
 
-    /// The row data of many sprites in flat arrays (so the per-draw tests touch no
-    /// reference-counted storage): per sprite, 2 x height numbers of non-transparent spans
-    /// (`RGBAImage.rowSpans`, or the full width) in `data` and, after them, per block phase the
-    /// union of the spans of each block row (`blocks`), `255 - alpha` of every pixel in `weights`, and
-    /// per row three bit masks of `words` words each in `masks` (with the block masks).
+    /// The shapes of a raster's sprites, in its sprite indexes' order (`shapes[i]` is sprite `i`'s
+    /// `TileSprite.shape`); keeps the sprites' tables alive while the mask reads them.
     struct Shapes {
+        /// What the mask reads of one sprite, all in tables its `SpriteShape` owns (so the
+        /// per-draw tests touch no reference-counted storage).
         struct Shape {
             var width: Int
             var height: Int
-            /// Offset into `data` of the block rows' spans: for a draw at canvas row `y`, phase
-            /// `p = y & (blockSize - 1)`, the sprite rows in canvas block row `(y >> blockShift) + j`
-            /// are `max(0, j x blockSize - p) ..< min(height, (j + 1) x blockSize - p)`; the union
-            /// of their spans (`lo`, `hi`; empty: `lo >= hi`) is at `blocks + 2 x (p x blockRows + j)`.
-            var blocks: Int
+            /// The block rows' spans: for a draw at canvas row `y`, phase `p = y & (blockSize - 1)`,
+            /// the sprite rows in canvas block row `(y >> blockShift) + j` are
+            /// `max(0, j x blockSize - p) ..< min(height, (j + 1) x blockSize - p)`; the union of
+            /// their spans (`lo`, `hi`; empty: `lo >= hi`) is at `blockSpans + 2 x (p x blockRows + j)`.
+            var blockSpans: UnsafePointer<Int32>
             /// Block rows per phase: the sprite's `height / blockSize + 2` (enough for any phase;
             /// stays when `height` is lowered to test fewer rows).
             var blockRows: Int
-            /// Offset into `weights`.
-            var weights: Int
+            /// `255 - alpha` of every pixel, row by row.
+            var weights: UnsafePointer<UInt8>
             /// Words per row of each bit mask: `width / 64` rounded up. Bit `b` of word `j` is
             /// sprite column `64 j + b`.
             var words: Int
-            /// Offsets into `masks` of the rows' masks (`words` words per row): pixels with
-            /// alpha > 0, with alpha 255, and with alpha in 1 ... 254.
-            var visibleMasks: Int
-            var opaqueMasks: Int
-            var partialMasks: Int
-            /// Offset into `masks` of the block masks (-1: none, sprites over `blockMaskMaxSize` px):
-            /// for a draw at canvas column `x`, row `y`, per phase `p = y & 7`, `q = x & 7` and
-            /// block row `j` (as for `blocks`), `blockWords` words whose bit `i` of word `w` is
-            /// set when a non-transparent pixel of those sprite rows lies in canvas block column
+            /// The rows' masks (`words` words per row): pixels with alpha > 0, with alpha 255, and
+            /// with alpha in 1 ... 254.
+            var visibleMasks: UnsafePointer<UInt64>
+            var opaqueMasks: UnsafePointer<UInt64>
+            var partialMasks: UnsafePointer<UInt64>
+            /// The block masks (nil for sprites over `blockMaskMaxSize` px): for a draw at canvas
+            /// column `x`, row `y`, per phase `p = y & 7`, `q = x & 7` and block row `j` (as for
+            /// `blockSpans`), `blockWords` words whose bit `i` of word `w` is set when a
+            /// non-transparent pixel of those sprite rows lies in canvas block column
             /// `(x >> blockShift) + 64 w + i`, at `blockMasks + ((p x 8 + q) x blockRows + j) x blockWords`.
-            var blockMasks: Int
+            var blockMasks: UnsafePointer<UInt64>?
             var blockWords: Int
         }
         private(set) var shapes: [Shape] = []
-        private(set) var data: [Int32] = []
-        private(set) var weights: [UInt8] = []
-        private(set) var masks: [UInt64] = []
-
-        /// Base addresses of `data`, `weights` and `masks`, valid inside `withPointers`.
-        struct Pointers {
-            let data: UnsafePointer<Int32>
-            let weights: UnsafePointer<UInt8>
-            let masks: UnsafePointer<UInt64>
-        }
+        private var owners: [SpriteShape] = []
 
         init(_ sprites: [TileSprite]) {
-            box = Box([], [], [])
-            pointers = Pointers(data: box.data, weights: box.weights, masks: box.masks)
-            for s in sprites { add(s) }
-            publish()
+            for s in sprites { append(s) }
         }
 
-        /// Base addresses of the tables: a copy of them that lives as long as this value (made
-        /// again by `append`), so that a draw's tests reach them with no closure or retain.
-        private(set) var pointers: Pointers
-        private var box: Box
-
-        /// Manually allocated copies of the tables.
-        private final class Box {
-            let data: UnsafeMutablePointer<Int32>
-            let weights: UnsafeMutablePointer<UInt8>
-            let masks: UnsafeMutablePointer<UInt64>
-
-            init(_ d: [Int32], _ w: [UInt8], _ m: [UInt64]) {
-                data = .allocate(capacity: max(1, d.count)); data.initialize(from: d + [0], count: max(1, d.count))
-                weights = .allocate(capacity: max(1, w.count)); weights.initialize(from: w + [0], count: max(1, w.count))
-                masks = .allocate(capacity: max(1, m.count)); masks.initialize(from: m + [0], count: max(1, m.count))
-            }
-
-            deinit { data.deallocate(); weights.deallocate(); masks.deallocate() }
-        }
-
-        private mutating func publish() {
-            box = Box(data, weights, masks)
-            pointers = Pointers(data: box.data, weights: box.weights, masks: box.masks)
-        }
-
-        /// Adds a sprite's rows as the next shape (`pointers` change).
+        /// Adds a sprite's shape as the next one.
         mutating func append(_ s: TileSprite) {
-            add(s)
-            publish()
+            owners.append(s.shape)
+            shapes.append(s.shape.shape)
         }
+    }
 
-        private mutating func add(_ s: TileSprite) {
-            let spans = data.count
-            if s.image.rowSpans.isEmpty {
-                for _ in 0..<s.height { data.append(0); data.append(Int32(s.width)) }
+    /// The tables of one sprite's `Shapes.Shape`, made once when the sprite is made
+    /// (`TileSprite.shape`), not for each raster. Immutable after `init`.
+    final class SpriteShape: @unchecked Sendable {
+        let shape: Shapes.Shape
+        private let data: UnsafeMutablePointer<Int32>
+        private let weights: UnsafeMutablePointer<UInt8>
+        private let masks: UnsafeMutablePointer<UInt64>
+
+        init(_ image: RGBAImage) {
+            let width = image.width, height = image.height
+            // The rows' spans, then per phase the union of each block row's spans.
+            var data: [Int32] = []
+            if image.rowSpans.isEmpty {
+                for _ in 0..<height { data.append(0); data.append(Int32(width)) }
             } else {
-                data.append(contentsOf: s.image.rowSpans)
+                data.append(contentsOf: image.rowSpans)
             }
-            let blocks = data.count
-            let size = CoverageMask.blockSize
+            let size = CoverageMask.blockSize, blockRows = height >> CoverageMask.blockShift + 2
+            let blockSpans = data.count
             for p in 0..<size {
-                for j in 0..<(s.height >> CoverageMask.blockShift + 2) {
+                for j in 0..<blockRows {
                     var lo = Int32.max, hi = Int32.min
                     let first = max(0, j * size - p)
-                    for r in first..<max(first, min(s.height, (j + 1) * size - p)) where data[spans + 2 * r] < data[spans + 2 * r + 1] {
-                        lo = min(lo, data[spans + 2 * r]); hi = max(hi, data[spans + 2 * r + 1])
+                    for r in first..<max(first, min(height, (j + 1) * size - p)) where data[2 * r] < data[2 * r + 1] {
+                        lo = min(lo, data[2 * r]); hi = max(hi, data[2 * r + 1])
                     }
                     data.append(lo); data.append(hi)
                 }
             }
-            let w = weights.count
-            weights.reserveCapacity(w + s.width * s.height)
-            for i in 0..<(s.width * s.height) { weights.append(255 - s.image.pixels[4 * i + 3]) }
-            let words = (s.width + 63) >> 6
-            let visible = masks.count, opaqueMasks = visible + words * s.height, partial = opaqueMasks + words * s.height
-            masks.append(contentsOf: repeatElement(0, count: 3 * words * s.height))
-            s.image.pixels.withUnsafeBufferPointer { px in
-                for r in 0..<s.height {
-                    for c in 0..<s.width {
-                        let a = px[4 * (r * s.width + c) + 3]
+            let weights = (0..<(width * height)).map { 255 - image.pixels[4 * $0 + 3] }
+            let words = (width + 63) >> 6
+            let opaque = words * height, partial = 2 * words * height
+            var masks = [UInt64](repeating: 0, count: 3 * words * height)
+            image.pixels.withUnsafeBufferPointer { px in
+                for r in 0..<height {
+                    for c in 0..<width {
+                        let a = px[4 * (r * width + c) + 3]
                         if a == 0 { continue }
                         let bit = UInt64(1) << UInt64(c & 63), k = r * words + c >> 6
-                        masks[visible + k] |= bit
-                        masks[(a == 255 ? opaqueMasks : partial) + k] |= bit
+                        masks[k] |= bit
+                        masks[(a == 255 ? opaque : partial) + k] |= bit
                     }
                 }
             }
-            let blockRows = s.height >> CoverageMask.blockShift + 2
             var blockMasks = -1, blockWords = 0
-            if s.width <= CoverageMask.blockMaskMaxSize && s.height <= CoverageMask.blockMaskMaxSize {
-                (blockMasks, blockWords) = appendBlockMasks(visible: visible, width: s.width, height: s.height, blockRows: blockRows)
+            if width <= CoverageMask.blockMaskMaxSize && height <= CoverageMask.blockMaskMaxSize {
+                (blockMasks, blockWords) = SpriteShape.appendBlockMasks(&masks, width: width, height: height, blockRows: blockRows)
             }
-            shapes.append(Shape(width: s.width, height: s.height, blocks: blocks,
-                                blockRows: blockRows, weights: w, words: words,
-                                visibleMasks: visible, opaqueMasks: opaqueMasks, partialMasks: partial,
-                                blockMasks: blockMasks, blockWords: blockWords))
+            self.data = SpriteShape.copy(data)
+            self.weights = SpriteShape.copy(weights)
+            self.masks = SpriteShape.copy(masks)
+            shape = Shapes.Shape(width: width, height: height, blockSpans: self.data + blockSpans, blockRows: blockRows,
+                                 weights: self.weights, words: words, visibleMasks: self.masks, opaqueMasks: self.masks + opaque,
+                                 partialMasks: self.masks + partial, blockMasks: blockMasks < 0 ? nil : UnsafePointer(self.masks + blockMasks),
+                                 blockWords: blockWords)
         }
 
-        /// Appends the block masks of a sprite whose row masks start at `visible` (see
-        /// `Shape.blockMasks`); returns their offset and words per mask.
-        private mutating func appendBlockMasks(visible: Int, width: Int, height: Int, blockRows: Int) -> (Int, Int) {
+        deinit { data.deallocate(); weights.deallocate(); masks.deallocate() }
+
+        /// `a` in a buffer of its own (at least one element, so that it has an address).
+        private static func copy<T: FixedWidthInteger>(_ a: [T]) -> UnsafeMutablePointer<T> {
+            let p = UnsafeMutablePointer<T>.allocate(capacity: max(1, a.count))
+            a.withUnsafeBufferPointer { b in
+                if let base = b.baseAddress, !b.isEmpty { p.initialize(from: base, count: b.count) } else { p.initialize(to: 0) }
+            }
+            return p
+        }
+
+        /// Appends to `masks` (whose first `3 x words x height` words are the rows' masks, the
+        /// visible ones first) the block masks of the sprite (see `Shape.blockMasks`); returns
+        /// their offset and words per mask.
+        private static func appendBlockMasks(_ masks: inout [UInt64], width: Int, height: Int, blockRows: Int) -> (Int, Int) {
             let size = CoverageMask.blockSize, words = (width + 63) >> 6
             // Block columns reached from phase 7: (7 + width - 1) / 8 + 1 at most.
             let blockWords = ((width + 6) >> CoverageMask.blockShift + 1 + 63) >> 6
@@ -344,7 +329,7 @@ struct CoverageMask {
                     for k in 0..<words { union[k] = 0 }
                     let first = max(0, j * size - p)
                     for r in first..<max(first, min(height, (j + 1) * size - p)) {
-                        for k in 0..<words { union[k] |= masks[visible + r * words + k] }
+                        for k in 0..<words { union[k] |= masks[r * words + k] }
                     }
                     for q in 0..<size {
                         let base = at + ((p * size + q) * blockRows + j) * blockWords
@@ -352,9 +337,9 @@ struct CoverageMask {
                             // Columns 64 k + c sit at q + 64 k + c from the block column of x:
                             // blocks 8 k + (q + c) / 8, from the two halves of the shifted word.
                             let lo = union[k] << UInt64(q), hi = q == 0 ? 0 : union[k] >> UInt64(64 - q)
-                            for (half, v) in [(0, lo), (1, hi)] where v != 0 {
-                                let block = 8 * k + 8 * half
-                                masks[base + block >> 6] |= CoverageMask.anyPerByte(v) << UInt64(block & 63)
+                            masks[base + (8 * k) >> 6] |= CoverageMask.anyPerByte(lo) << UInt64((8 * k) & 63)
+                            if hi != 0 {
+                                masks[base + (8 * k + 8) >> 6] |= CoverageMask.anyPerByte(hi) << UInt64((8 * k + 8) & 63)
                             }
                         }
                     }
@@ -365,7 +350,7 @@ struct CoverageMask {
     }
 
     /// Sprites at most this many px wide and high get block masks (`Shape.blockMasks`; 8 x 8
-    /// phases of them: bigger image icons would make them costly to build for each raster).
+    /// phases of them: bigger image icons would hold megabytes of them).
     static let blockMaskMaxSize = 256
 
     /// Per byte of `v`, whether it has a set bit: 8 bits, byte 0 first.
@@ -423,7 +408,7 @@ struct CoverageMask {
     /// transparent or get an opaque pixel from a later draw, as do covered pixels inside the
     /// ranges, so not drawing them changes nothing. Returns false (and appends nothing) when no
     /// pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16.
-    mutating func uncovered(_ shape: Shapes.Shape, _ p: Shapes.Pointers, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
+    mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
         let r0 = max(0, 0 &- y), r1 = min(shape.height, height &- y)
         if r0 >= r1 || x >= width || x &+ shape.width <= 0 { return false }
         // The clip is built in the storage's scratch buffer and appended once (appending per
@@ -435,7 +420,7 @@ struct CoverageMask {
         let bits = UnsafePointer(bits), blocks = UnsafePointer(blocks)
         let stride = stride, blockStride = blockStride
         let width = width, blockColumns = blockColumns, words = shape.words
-        let visible = p.masks + shape.visibleMasks
+        let visible = shape.visibleMasks
         let yBlock = y &>> shift, xBlock = x &>> shift
         let blockWords = shape.blockWords
         let yPhase: Int = y & (size &- 1), xPhase: Int = x & (size &- 1)
@@ -483,10 +468,10 @@ struct CoverageMask {
         // rows are passed over at once (in a dense tile, most of them).
         var br = (y &+ r0) &>> shift
         let lastBlockRow = (y &+ r1 &- 1) &>> shift
-        if shape.blockMasks >= 0 {
+        if let blockMasks = shape.blockMasks {
             // The block masks of this phase, from block row `br` on.
             let phase: Int = yPhase &* size &+ xPhase
-            var m = p.masks + (shape.blockMasks &+ (phase &* shape.blockRows &+ br &- yBlock) &* blockWords)
+            var m = blockMasks + (phase &* shape.blockRows &+ br &- yBlock) &* blockWords
             var blockRow = blocks + br &* blockStride
             if blockWords == 1 && lastBlockRow &- br < 64 {
                 // A block row's test in a few instructions: the draw touches the canvas and is at
@@ -516,7 +501,7 @@ struct CoverageMask {
             }
         } else {
             // The union of each block row's spans (sprites without block masks).
-            let blockSpans = p.data + (shape.blocks &+ 2 &* yPhase &* shape.blockRows)
+            let blockSpans = shape.blockSpans + 2 &* yPhase &* shape.blockRows
             while br <= lastBlockRow {
                 let j = br &- yBlock
                 let lo = Int(blockSpans[2 &* j]), hi = Int(blockSpans[2 &* j &+ 1])
@@ -597,22 +582,21 @@ struct CoverageMask {
     /// Adds a draw of `shape` with its top-left at (`x`, `y`) (the next one down the draw order):
     /// its opaque pixels settle; unless `exact`, every other non-transparent pixel updates its
     /// `T`, and settles at 255.
-    mutating func add(_ shape: Shapes.Shape, _ p: Shapes.Pointers, x: Int, y: Int) {
-        add(shape, p, x: x, y: y, clip: nil)
+    mutating func add(_ shape: Shapes.Shape, x: Int, y: Int) {
+        add(shape, x: x, y: y, clip: nil)
     }
 
     /// `add` limited to `clip`, what `uncovered` appended for this draw at this mask (`r0, r1,
     /// lo0, hi0, ...`): the same result, as every pixel of the draw outside its clip is already
     /// settled (nothing to add there), but only the clip's rows and columns are visited.
-    mutating func add(_ shape: Shapes.Shape, _ p: Shapes.Pointers, x: Int, y: Int, clip: UnsafeBufferPointer<Int16>?) {
+    mutating func add(_ shape: Shapes.Shape, x: Int, y: Int, clip: UnsafeBufferPointer<Int16>?) {
         var r0 = max(0, 0 &- y), r1 = min(shape.height, height &- y)
         if let clip { r0 = max(r0, Int(clip[0])); r1 = min(r1, Int(clip[1])) }
         if r0 >= r1 { return }
         unique()
         let stride = stride, bits = bits, free = free, lv = levels, next = CoverageMask.levelTable
         let canvasWidth = width, exact = exact, words = shape.words, spriteWidth = shape.width
-        let opaque = p.masks + shape.opaqueMasks, partial = p.masks + shape.partialMasks
-        let weights = p.weights + shape.weights
+        let opaque = shape.opaqueMasks, partial = shape.partialMasks, weights = shape.weights
         let clipRows = clip.map { $0.baseAddress! + (2 &- 2 &* Int($0[0])) }
         // Canvas rows and columns where bits were set (for `refreshBlocks`).
         var setTop = Int.max, setBottom = Int.min, setLo = Int.max, setHi = Int.min

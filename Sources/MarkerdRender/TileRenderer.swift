@@ -644,9 +644,8 @@ public final class TileRenderer: Sendable {
         // Rows from `bound` down are settled: the test stops there (same answer, same clip).
         var tested = shape
         tested.height = rows?.bound(s, shape, x: Int(it.x), y: Int(it.y)) ?? shape.height
-        let p = shapes.pointers
         let at = clips.count
-        if !mask.uncovered(tested, p, x: Int(it.x), y: Int(it.y), into: &clips) {
+        if !mask.uncovered(tested, x: Int(it.x), y: Int(it.y), into: &clips) {
             mask.markSettled(s, shape, x: Int(it.x), y: Int(it.y))
             return
         }
@@ -655,7 +654,7 @@ public final class TileRenderer: Sendable {
         kept.append(it)
         // Only the clip's pixels can change (the rest of the draw is settled).
         clips.withUnsafeBufferPointer { c in
-            mask.add(shape, p, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
+            mask.add(shape, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
         }
     }
 }

@@ -34,20 +34,19 @@ import Testing
             let sprites = (0..<4).map { _ in Self.randomSprite(&rng) }
             let shapes = CoverageMask.Shapes(sprites)
             func clear(_ cx: Int, _ cy: Int) -> Bool { !mask.isSettled(x: cx, y: cy) }
-            let data = shapes.pointers
             do {
                 // Cover random parts with the sprites' opaque pixels (every other round densely,
                 // so that many blocks are settled whole: `uncovered` passes over them).
                 for _ in 0..<Int(rng.next() % (round % 2 == 0 ? 12 : 400)) {
                     let k = Int(rng.next() % 4)
-                    mask.add(shapes.shapes[k], data, x: Int(rng.next() % UInt64(width + 80)) - 60, y: Int(rng.next() % UInt64(height + 40)) - 30)
+                    mask.add(shapes.shapes[k], x: Int(rng.next() % UInt64(width + 80)) - 60, y: Int(rng.next() % UInt64(height + 40)) - 30)
                 }
                 wholeBlocks += CullingBoundTests.expectRowCounts(mask, "round \(round)")
                 let k = Int(rng.next() % 4)
                 let s = sprites[k]
                 let x = Int(rng.next() % UInt64(width + 100)) - 90, y = Int(rng.next() % UInt64(height + 100)) - 60
                 var clips: [Int16] = [7]
-                let any = mask.uncovered(shapes.shapes[k], data, x: x, y: y, into: &clips)
+                let any = mask.uncovered(shapes.shapes[k], x: x, y: y, into: &clips)
                 // Brute force: per row, the uncovered non-transparent pixels.
                 var needed: [(Int, Int)?] = []
                 for r in 0..<s.height {

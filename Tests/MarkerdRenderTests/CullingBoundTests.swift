@@ -111,13 +111,12 @@ import Testing
             let shapes = CoverageMask.Shapes(sprites)
             // Draws in reverse draw order (as the renderer adds them), per pixel the alphas.
             var alphas = [[UInt8]](repeating: [], count: width * height)
-            let data = shapes.pointers
             do {
                 do {
                     for _ in 0..<Int(rng.next() % 30) {
                         let k = Int(rng.next() % 3), s = sprites[k]
                         let x = Int(rng.next() % UInt64(width + 60)) - 50, y = Int(rng.next() % UInt64(height + 30)) - 20
-                        mask.add(shapes.shapes[k], data, x: x, y: y)
+                        mask.add(shapes.shapes[k], x: x, y: y)
                         for r in 0..<s.height where y + r >= 0 && y + r < height {
                             for c in 0..<s.width where x + c >= 0 && x + c < width {
                                 alphas[(y + r) * width + x + c].insert(s.image.pixels[(r * s.width + c) * 4 + 3], at: 0)
@@ -178,17 +177,16 @@ import Testing
             let sprites = (0..<3).map { _ in ClippedDrawTests.randomSprite(&rng) }
             let shapes = CoverageMask.Shapes(sprites)
             var clips: [Int16] = []
-            let data = shapes.pointers
             do {
                 do {
                     for step in 0..<Int(rng.next() % 60) {
                         let k = Int(rng.next() % 3)
                         let x = Int(rng.next() % UInt64(width + 60)) - 50, y = Int(rng.next() % UInt64(height + 30)) - 20
-                        whole.add(shapes.shapes[k], data, x: x, y: y)
+                        whole.add(shapes.shapes[k], x: x, y: y)
                         let at = clips.count
-                        if clipped.uncovered(shapes.shapes[k], data, x: x, y: y, into: &clips) {
+                        if clipped.uncovered(shapes.shapes[k], x: x, y: y, into: &clips) {
                             clips.withUnsafeBufferPointer { c in
-                                clipped.add(shapes.shapes[k], data, x: x, y: y, clip: UnsafeBufferPointer(rebasing: c[at...]))
+                                clipped.add(shapes.shapes[k], x: x, y: y, clip: UnsafeBufferPointer(rebasing: c[at...]))
                             }
                         }
                         #expect(whole.state == clipped.state,

@@ -227,7 +227,7 @@ import Testing
         for i in 0..<2000 {
             // A pin every tenth footprint: the mask settles gradually.
             if i % 10 == 0 {
-                mask.add(shapes.shapes[0], shapes.pointers, x: pick(&rng, 190) - 40, y: pick(&rng, 150) - 60)
+                mask.add(shapes.shapes[0], x: pick(&rng, 190) - 40, y: pick(&rng, 150) - 60)
             }
             let rows = 1 + pick(&rng, 40), top = pick(&rng, 160) - 60, x = pick(&rng, 230) - 40
             var lo: [Int] = [], hi: [Int] = []
