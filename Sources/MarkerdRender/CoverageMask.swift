@@ -41,9 +41,9 @@
 /// of its position (`Shapes.Shape.blockMasks`): for a pin at density 1, one word test per block
 /// row and one per pixel row. The tables are manually allocated, copied on write (one
 /// uniqueness check per `uncovered` or `add`), so that the per-draw tests touch no
-/// reference-counted storage. On the densest z10 tile of `marker-bench --only onecity` these
-/// tests cost 0.81x the instructions of the previous array-based mask for the whole render
-/// (callgrind, session 22).
+/// reference-counted storage. A sprite's tables are made once, with the sprite
+/// (`TileSprite.shape`). On the z10 tile of `marker-bench --only onecity` the whole render took
+/// 0.79x the instructions it took with the previous array-based mask (callgrind, session 22).
 struct CoverageMask {
     let width: Int
     let height: Int
