@@ -1,10 +1,13 @@
 /// One marker as the grid lists it: its position and z-index inline (so that scanning a cell
 /// touches contiguous memory, not the marker table) and its slot.
-struct GridEntry: Sendable {
-    var x: UInt32
-    var y: UInt32
-    var z: Int32
-    var slot: Int32
+public struct GridEntry: Sendable {
+    /// World position (units of 2^-32 of the world's width).
+    public internal(set) var x: UInt32
+    public internal(set) var y: UInt32
+    /// The marker's z-index.
+    public internal(set) var z: Int32
+    /// The marker's slot (`TileCandidate.slot`).
+    public internal(set) var slot: Int32
 }
 
 /// One node of the grid (see `GridIndex`).
@@ -738,6 +741,36 @@ struct GridIndex: Sendable {
             }
         }
         return true
+    }
+
+    /// `forEach(cls:rect:_:)` a leaf at a time: `body` gets the entries of each leaf that lie in
+    /// `rect`, as one buffer. A leaf wholly inside `rect` is handed over as its run in `entries`;
+    /// one across the edge of `rect` is first copied to `scratch`, only its entries inside.
+    /// `body` must not change the grid.
+    func forEachRun(cls: UInt32, rect: CellRect, scratch: inout [GridEntry], _ body: (UnsafeBufferPointer<GridEntry>) -> Void) {
+        let r = root(cls)
+        guard r >= 0 else { return }
+        var stack: [(Int, CellRect)] = [(r, GridIndex.rect(nodes[r].key))]
+        stack.reserveCapacity(64)
+        entries.withUnsafeBufferPointer { es in
+            while let (i, cr) = stack.popLast() {
+                let c = nodes[i]
+                if c.isInternal {
+                    forEachChild(c, { rect.intersects($0) }) { j, jr in stack.append((j, jr)) }
+                    continue
+                }
+                guard c.count > 0 else { continue }
+                let base = GridIndex.runBase(c.head)
+                let run = UnsafeBufferPointer(rebasing: es[base..<base + Int(c.count)])
+                if rect.contains(cr) {
+                    body(run)
+                } else {
+                    scratch.removeAll(keepingCapacity: true)
+                    for e in run where rect.holds(e.x, e.y) { scratch.append(e) }
+                    if !scratch.isEmpty { scratch.withUnsafeBufferPointer(body) }
+                }
+            }
+        }
     }
 
     /// A node waiting in an ordered search's queue (least `prio` first).

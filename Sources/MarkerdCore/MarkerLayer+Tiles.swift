@@ -46,7 +46,7 @@ extension MarkerLayer {
         if area.ranges.isEmpty { return }
         var covered = 0.0
         for r in area.ranges { covered += (Double(r.x1) - Double(r.x0) + 1) * (Double(r.y1) - Double(r.y0) + 1) }
-        if table.count > 200_000 && covered >= SearchArea.world * SearchArea.world / 16 {
+        if table.count > Self.scanAboveMarkers && covered >= SearchArea.world * SearchArea.world / 16 {
             scanStatic(area.ranges, now: now, body)
             return
         }
@@ -60,6 +60,63 @@ extension MarkerLayer {
             }
         }
     }
+
+    /// `forEachStaticMarker(viewX:viewY0:viewY1:unitsPerPx:marginPx:now:readStyles:_:)` for callers
+    /// that place markers in bulk: the same markers, in no particular order, handed to `body` in
+    /// runs of grid entries (world position, z-index, slot) instead of one `TileCandidate` per
+    /// call. Entries carry no style: with one style in use it is that one, else read
+    /// `staticStyle(slot:)`. A run is only valid during its call; `body` must not change the
+    /// layer.
+    ///
+    /// Cost: as `forEachStaticMarker`, without a call per marker. A grid leaf wholly inside the
+    /// widened view is handed over as stored; other markers are copied to a buffer first.
+    public func forEachStaticRun(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx: Double,
+                                 marginPx: Double, now: Int64, _ body: (UnsafeBufferPointer<GridEntry>) -> Void) {
+        forEachStaticRun(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx, marginPx: marginPx, now: now,
+                         scanAbove: Self.scanAboveMarkers, body)
+    }
+
+    /// `forEachStaticRun`, scanning the marker table for wide views when the layer holds more
+    /// than `scanAbove` markers (tests lower it).
+    func forEachStaticRun(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx: Double,
+                          marginPx: Double, now: Int64, scanAbove: Int, _ body: (UnsafeBufferPointer<GridEntry>) -> Void) {
+        var e = styles.maxExtents
+        e.left += marginPx; e.right += marginPx; e.up += marginPx; e.down += marginPx
+        let area = SearchArea(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx, maxExtents: e)
+        if area.ranges.isEmpty { return }
+        var covered = 0.0
+        for r in area.ranges { covered += (Double(r.x1) - Double(r.x0) + 1) * (Double(r.y1) - Double(r.y0) + 1) }
+        var buffer: [GridEntry] = []
+        buffer.reserveCapacity(Self.runBufferSize)
+        func flush() {
+            if !buffer.isEmpty { buffer.withUnsafeBufferPointer(body) }
+            buffer.removeAll(keepingCapacity: true)
+        }
+        func add(_ c: TileCandidate) {
+            buffer.append(GridEntry(x: c.x, y: c.y, z: c.zIndex, slot: c.slot))
+            if buffer.count == Self.runBufferSize { flush() }
+        }
+        if table.count > scanAbove && covered >= SearchArea.world * SearchArea.world / 16 {
+            scanStatic(area.ranges, now: now, add)
+            flush()
+            return
+        }
+        for r in area.ranges {
+            grid.forEachRun(cls: GridIndex.Class.staticMarker.rawValue, rect: r, scratch: &buffer, body)
+            buffer.removeAll(keepingCapacity: true)
+            grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
+                if isStatic(e.slot, now: now) { add(candidate(e.slot)) }
+            }
+            flush()
+        }
+    }
+
+    /// Layers above this many markers are scanned, not searched, for views that cover at least
+    /// 1/16 of the world (`forEachStaticMarker`, `forEachStaticRun`).
+    static let scanAboveMarkers = 200_000
+
+    /// Entries per run that `forEachStaticRun` copies before handing them over.
+    static let runBufferSize = 512
 
     /// Static markers of a raster tile's area (see `forEachStaticMarker(viewX:...)`); `tileSize`
     /// 256 or 512 sets the px scale.

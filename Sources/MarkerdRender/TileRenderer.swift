@@ -63,6 +63,25 @@ public struct RasterView: Sendable, Hashable {
         return Double(t) > v ? t - 1 : t
     }
 
+    /// The scale as `n / 2^shift` with a whole odd `n` below 2^20 and `shift` in 0...32 (every
+    /// tile: `n x 2^(32 - shift) = tileSize x density x 2^z`), and `half` = 2^(shift - 1) (0 when
+    /// `shift` is 0); else nil. Then `pixelX` and `pixelY` are `pixel(_:)` of the world
+    /// coordinate plus the origin, exactly: the Double products they round are exact.
+    var integerScale: (n: Int64, shift: Int64, half: Int64)? {
+        let m = scale * 4_294_967_296.0
+        guard m >= 1, m < 9_007_199_254_740_992.0, m == m.rounded(.down) else { return nil }
+        let whole = UInt64(m), zeros = Swift.min(32, whole.trailingZeroBitCount)
+        guard whole >> UInt64(zeros) < 1 << 20 else { return nil }
+        let shift = Int64(32 - zeros)
+        return (Int64(whole >> UInt64(zeros)), shift, shift > 0 ? 1 << (shift - 1) : 0)
+    }
+
+    /// `floor(w x n / 2^shift + 0.5)` for a world coordinate `w` (|w| < 2^34) and an
+    /// `integerScale` (n, shift, half): the device px before subtracting the origin.
+    @inline(__always) static func pixel(_ w: Int64, n: Int64, shift: Int64, half: Int64) -> Int64 {
+        (w &* n &+ half) &>> shift
+    }
+
     /// The world copies (-1, 0, 1) whose sprites can touch the canvas: those whose device-pixel
     /// span, widened each way by 4096 px (more than any sprite: icons up to 1024 px, times
     /// density 3), meets the canvas.
@@ -316,8 +335,10 @@ public final class TileRenderer: Sendable {
     /// The markers to draw, as items with the sprite's top-left relative to the canvas.
     /// `markers` counts those whose sprite touches the canvas and starts at row `countFromRow` or
     /// below (a band's markers that do not reach the band above it, `renderBandsCollecting`).
+    /// `bulk` (default true): with one style in use, `collectOneStyle`; false, a call per marker
+    /// whatever the styles (what tests compare `collectOneStyle` with).
     func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64,
-                 countFromRow: Int = .min) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
+                 countFromRow: Int = .min, bulk: Bool = true) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
         var items: [Item] = []
         var placer = Placer(self, layer, view)
         var markers = 0
@@ -327,12 +348,82 @@ public final class TileRenderer: Sendable {
         // read per marker of a big layer) is not read.
         var only: UInt32? = nil, styles = 0
         layer.styles.forEachInUse { i, _ in only = i; styles += 1 }
+        if bulk && styles == 1 {
+            return try collectOneStyle(layer, view, style: only!, now: now, countFromRow: countFromRow, x0: x0, x1: x1, y0: y0, y1: y1)
+        }
         let single: UInt32 = styles == 1 ? only! : .max
         layer.forEachStaticMarker(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
                                   marginPx: TileRenderer.marginPx, now: now, readStyles: styles != 1) { c in
             var c = c
             if c.style == .max { c.style = single }
             if placer.place(c, into: &items) && (countFromRow == .min || Int(items[items.count - 1].y) >= countFromRow) { markers += 1 }
+        }
+        if let failure = placer.failure { throw failure }
+        return (items, placer.sprites, markers)
+    }
+
+    /// `collect` when every marker has the same style (`style`): the grid's runs of entries
+    /// (`MarkerLayer.forEachStaticRun`) placed in a loop without a call per marker, each run's
+    /// items appended at once. The same items in the same order as `Placer.place` per marker.
+    func collectOneStyle(_ layer: MarkerLayer, _ view: RasterView, style: UInt32, now: Int64, countFromRow: Int,
+                         x0: Double, x1: Double, y0: Double, y1: Double) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
+        var placer = Placer(self, layer, view)
+        // The sprite is made when the first marker comes (as `Placer.place` makes it): a view
+        // without markers makes none, and throws nothing.
+        var sprite: (index: Int32, g: (anchorX: Int64, anchorY: Int64, width: Int64, height: Int64, blank: Bool))? = nil
+        let w = Int64(view.width), h = Int64(view.height)
+        let copies = placer.copies
+        let oneCopy = copies == 0...0
+        // Integer arithmetic where it is exact (every tile), the Double formula otherwise.
+        let exact = view.integerScale
+        var items: [Item] = []
+        var markers = 0
+        var capacity = 256
+        var scratch = UnsafeMutablePointer<Item>.allocate(capacity: capacity)
+        defer { scratch.deallocate() }
+        layer.forEachStaticRun(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
+                               marginPx: TileRenderer.marginPx, now: now) { run in
+            if sprite == nil {
+                guard let i = placer.sprite(style: style) else { return }
+                sprite = (i, placer.geometry[Int(i)])
+            }
+            let (sIndex, g) = sprite!
+            if g.blank { return }
+            let topOffset = view.originY &+ g.anchorY, leftOffset = view.originX &+ g.anchorX
+            let most = run.count * copies.count
+            if most > capacity {
+                scratch.deallocate()
+                capacity = Swift.max(most, 2 * capacity)
+                scratch = .allocate(capacity: capacity)
+            }
+            var n = 0
+            for e in run {
+                let top = (exact.map { RasterView.pixel(Int64(e.y), n: $0.n, shift: $0.shift, half: $0.half) } ?? view.pixelY(e.y) &+ view.originY) &- topOffset
+                if top >= h || top &+ g.height <= 0 { continue }
+                var touched = false
+                if oneCopy {
+                    let left = (exact.map { RasterView.pixel(Int64(e.x), n: $0.n, shift: $0.shift, half: $0.half) } ?? view.pixelX(e.x, copy: 0) &+ view.originX) &- leftOffset
+                    if left >= w || left &+ g.width <= 0 { continue }
+                    (scratch + n).initialize(to: Item(slot: e.slot, x: Int32(truncatingIfNeeded: left), y: Int32(truncatingIfNeeded: top),
+                                                      sprite: sIndex, zIndex: e.z, copy: 0, worldY: e.y))
+                    n &+= 1
+                    touched = true
+                } else {
+                    for k in copies {
+                        let left = view.pixelX(e.x, copy: k) &- g.anchorX
+                        if left >= w || left &+ g.width <= 0 { continue }
+                        (scratch + n).initialize(to: Item(slot: e.slot, x: Int32(truncatingIfNeeded: left), y: Int32(truncatingIfNeeded: top),
+                                                          sprite: sIndex, zIndex: e.z, copy: Int32(k), worldY: e.y))
+                        n &+= 1
+                        touched = true
+                    }
+                }
+                if touched && top >= countFromRow { markers &+= 1 }
+            }
+            if n > 0 {
+                if items.capacity < items.count + n { items.reserveCapacity(Swift.max(items.count + n, 2 * items.capacity)) }
+                items.append(contentsOf: UnsafeBufferPointer(start: scratch, count: n))
+            }
         }
         if let failure = placer.failure { throw failure }
         return (items, placer.sprites, markers)

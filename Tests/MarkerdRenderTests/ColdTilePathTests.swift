@@ -56,6 +56,71 @@ import Testing
         #expect(stacked > 1000, "only \(stacked) draws shared a position")
     }
 
+    /// With one style in use, `collect` places the grid's runs in bulk (`collectOneStyle`): the
+    /// same items in the same order, and the same marker count, as a call per marker. Tiles at
+    /// every zoom around dense and spread layers (a third on the antimeridian: two world copies),
+    /// bands counted from a row, and snapshots at fractional zooms (the Double rounding).
+    @Test func oneStyleCollectMatchesPerMarker() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer()
+        var items = 0, copies = 0, views = 0
+        for round in 0..<18 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 3 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: 300 + Int(rng.next() % 600), center: center, spreadDegrees: [0.005, 0.05, 0.5][round % 3],
+                                    rng: &rng, now: now, oneStyle: round % 6)
+            for _ in 0..<8 {
+                let view: RasterView
+                switch rng.next() % 3 {
+                case 0:
+                    view = .snapshot(center: center, zoom: 4 + rng.unit() * 14, width: 64 + Int(rng.next() % 400),
+                                     height: 64 + Int(rng.next() % 400), density: 1 + Int(rng.next() % 3))
+                default:
+                    // Low zooms on the antimeridian: markers drawn in two world copies.
+                    let z = round % 3 == 0 && rng.next() % 2 == 0 ? Int(rng.next() % 3) : Int(rng.next() % 19)
+                    view = .tile(TileID.containing(center, zoom: z), tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 3))
+                }
+                let from = rng.next() % 2 == 0 ? Int.min : Int(rng.next() % UInt64(view.height))
+                let bulk = try r.collect(layer, view, now: now, countFromRow: from)
+                let each = try r.collect(layer, view, now: now, countFromRow: from, bulk: false)
+                func key(_ it: TileRenderer.Item) -> [Int64] {
+                    [Int64(it.slot), Int64(it.x), Int64(it.y), Int64(it.sprite), Int64(it.zIndex), Int64(it.copy), Int64(it.worldY)]
+                }
+                #expect(bulk.items.map(key) == each.items.map(key), "round \(round) view \(view): items differ")
+                #expect(bulk.markers == each.markers, "round \(round) view \(view): \(bulk.markers) markers against \(each.markers)")
+                #expect(bulk.sprites.map(\.width) == each.sprites.map(\.width))
+                items += bulk.items.count; copies += bulk.items.filter { $0.copy != 0 }.count; views += 1
+            }
+        }
+        #expect(items > 10_000 && copies > 0, "only \(items) items, \(copies) in other world copies")
+        print("one-style collect: \(views) views, \(items) items, \(copies) in other world copies")
+    }
+
+    /// `RasterView.integerScale` and `pixel`: every tile's scale is n / 2^shift (2^0 for 512 px
+    /// at density 2 and z22), and the integer
+    /// rounding equals `pixelX` / `pixelY` (Double) for any world position and copy; other
+    /// scales have none.
+    @Test func integerPixelsMatchDoublePixels() {
+        var rng = SplitMix64(seed: testSeed())
+        for _ in 0..<3000 {
+            let z = Int(rng.next() % 23), n = UInt32(1) << UInt32(z)
+            let tile = TileID(z: z, x: UInt32(rng.next() % UInt64(n)), y: UInt32(rng.next() % UInt64(n)))!
+            let size = rng.next() % 2 == 0 ? 256 : 512, density = 1 + Int(rng.next() % 3)
+            let view = RasterView.tile(tile, tileSize: size, density: density)
+            guard let s = view.integerScale else { Issue.record("tile \(tile) \(size) d\(density): no integer scale"); continue }
+            #expect(s.n << (32 - s.shift) == Int64(size * density) << Int64(z), "tile \(tile) \(size) d\(density): \(s)")
+            for _ in 0..<20 {
+                let x = UInt32(truncatingIfNeeded: rng.next()), y = UInt32(truncatingIfNeeded: rng.next())
+                #expect(RasterView.pixel(Int64(y), n: s.n, shift: s.shift, half: s.half) - view.originY == view.pixelY(y), "tile \(tile): y \(y)")
+                for k in -1...1 {
+                    let w = Int64(x) + Int64(k) << 32
+                    #expect(RasterView.pixel(w, n: s.n, shift: s.shift, half: s.half) - view.originX == view.pixelX(x, copy: k), "tile \(tile): x \(x) copy \(k)")
+                }
+            }
+        }
+        let snapshot = RasterView.snapshot(center: LatLng(latitude: 10, longitude: 20), zoom: 7.3, width: 300, height: 200, density: 2)
+        #expect(snapshot.integerScale == nil)
+    }
+
     /// `RadixSort.order` is the stable sort by key: small and large key ranges, few and many
     /// distinct keys, below and above the comparison-sort cutoff.
     @Test func radixSortIsStableSortByKey() {

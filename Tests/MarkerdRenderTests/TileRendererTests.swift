@@ -71,7 +71,10 @@ func maxDifference(_ a: [UInt8], _ b: [UInt8]) -> Int {
     return m
 }
 
-func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout SplitMix64, now: Int64) throws -> MarkerLayer {
+/// `oneStyle`: every marker gets `styles[oneStyle]` (of the six below), the layer's only style in
+/// use (`TileRenderer.collectOneStyle`); nil (default): a random style each.
+func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout SplitMix64, now: Int64,
+                 oneStyle: Int? = nil) throws -> MarkerLayer {
     var layer = try MarkerLayer()
     let styles: [IconStyle] = [
         .defaultPin,
@@ -88,7 +91,7 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
         if lon > 180 { lon -= 360 }
         if lon < -180 { lon += 360 }
         var m = MarkerRecord(id: "m\(i)", position: LatLng(latitude: lat, longitude: lon),
-                             style: styles[Int(rng.next() % UInt64(styles.count))],
+                             style: styles[oneStyle ?? Int(rng.next() % UInt64(styles.count))],
                              zIndex: Int32(rng.next() % 3))
         switch rng.next() % 20 {
         case 0: m.visible = false
@@ -131,7 +134,9 @@ func randomLayer(count: Int, center: LatLng, spreadDegrees: Double, rng: inout S
             let r = makeRenderer(sweepAbove: round % 2 == 0 ? 0 : .max)
             let center = LatLng(latitude: (rng.unit() - 0.5) * 120, longitude: round % 4 == 0 ? 179.99 : (rng.unit() - 0.5) * 340)
             let spread = [0.02, 0.2, 2, 30][round % 4]
-            let layer = try randomLayer(count: 150 + Int(rng.next() % 400), center: center, spreadDegrees: spread, rng: &rng, now: now)
+            // Every third round one style (the collect's bulk path, `collectOneStyle`).
+            let layer = try randomLayer(count: 150 + Int(rng.next() % 400), center: center, spreadDegrees: spread, rng: &rng, now: now,
+                                        oneStyle: round % 3 == 1 ? Int(rng.next() % 6) : nil)
             for _ in 0..<6 {
                 let z = Int(rng.next() % 14)
                 var tile = TileID.containing(center, zoom: z)
