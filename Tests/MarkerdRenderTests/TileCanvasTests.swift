@@ -55,6 +55,31 @@ import Testing
         }
     }
 
+    /// Rows of every length from 0 to 13 px (four pixels at a time, then one by one), random
+    /// premultiplied sources over random premultiplied destinations (transparent, opaque and in
+    /// between), at every offset in a 16 px canvas row: each pixel is the oracle's source-over.
+    @Test func rowsOfAnyLengthMatchTheOracle() {
+        var rng = SplitMix64(seed: testSeed())
+        func pixel() -> SIMD4<UInt8> {
+            let a: UInt8 = [0, 255, UInt8(truncatingIfNeeded: rng.next())][Int(rng.next() % 3)]
+            return SIMD4(UInt8(rng.next() % (UInt64(a) + 1)), UInt8(rng.next() % (UInt64(a) + 1)), UInt8(rng.next() % (UInt64(a) + 1)), a)
+        }
+        for round in 0..<3000 {
+            let n = round % 14, x = Int(rng.next() % UInt64(16 - n + 1))
+            let dst = (0..<16).map { _ in pixel() }, src = (0..<max(n, 1)).map { _ in pixel() }
+            var canvas = TileCanvas(width: 16, height: 1)
+            canvas.draw(sprite: RGBAImage(width: 16, height: 1, pixels: dst.flatMap { [$0[0], $0[1], $0[2], $0[3]] }), atX: 0, y: 0)
+            let before = canvas.image
+            if n > 0 {
+                canvas.draw(sprite: RGBAImage(width: n, height: 1, pixels: src.flatMap { [$0[0], $0[1], $0[2], $0[3]] }), atX: x, y: 0)
+            }
+            for c in 0..<16 {
+                let expected = c >= x && c < x + n ? sourceOverOracle(src[c - x], before[c, 0]) : before[c, 0]
+                #expect(canvas.image[c, 0] == expected, "round \(round): \(n) px at \(x), column \(c)")
+            }
+        }
+    }
+
     /// A 4x4 opaque sprite whose pixel (sx, sy) is (sx * 10 + 1, sy * 10 + 1, 7, 255).
     static let marked: RGBAImage = {
         var px = [UInt8]()
