@@ -110,19 +110,24 @@ extension TileRenderer {
 
     /// `renderTile`'s test for its two-thread paths, which never wait for a band thread that has
     /// not started (the calling thread then does the band thread's part itself, `BandThread.Claim`):
-    /// at most one task runnable besides the asking thread on a 2-CPU machine, one per CPU in
-    /// general (`secondCore`); the load average where /proc/loadavg's count cannot be read.
+    /// at most two tasks runnable per CPU, the asking thread among them (`secondCore`); the load
+    /// average where /proc/loadavg's count cannot be read. Only one render at a time takes the band
+    /// thread (`renderStarted`), so this only turns bands down on a machine busy with other work.
     ///
-    /// Why not `idleCoreLikely` (fewer runnable than CPUs): probed in markerd on the quiet
-    /// machine during marker-bench's cold 10M tiles (one call in flight), it said no for 8-29 %
-    /// of the z4 and z10 tiles, with 2-3 tasks runnable at that instant (markerd's and the
-    /// client's network threads finishing the hand-over), so those densest tiles, which make the
-    /// p99, ran on one thread. With the claim a wrong yes costs the split (about 15 % more CPU on
-    /// a dense tile), never a wait.
+    /// Why so loose: the count is a snapshot that catches threads about to block. Probed in
+    /// markerd on the quiet machine during marker-bench's cold 10M tiles (one call in flight),
+    /// fewer runnable than CPUs (`idleCoreLikely`) said no for 8-29 % of the z4 and z10 tiles, with
+    /// 2-3 tasks runnable at that instant (markerd's and the client's network threads finishing
+    /// the hand-over). Until 2026-12-02 the rule was at most one per CPU; with bands taken for
+    /// every such tile instead, the cold z10 p99 was lower in 5 of 5 alternating runs (4.37-5.68
+    /// against 5.90-6.93 ms, 10M markers, Benchmarks/README.md, session 23), at the same tiles
+    /// per second with 2 and 4 calls in flight; with this rule, three runs gave 4.80-5.95 ms. A
+    /// wrong yes costs the split (about 15 % more CPU on a dense tile), never a wait.
     static func secondCoreLikely() -> Bool { coreTest(secondCore) }
 
-    /// The rule of `secondCoreLikely`: at most `cpus` tasks runnable, the asking thread among them.
-    static func secondCore(runnable: Int, cpus: Int) -> Bool { runnable <= cpus }
+    /// The rule of `secondCoreLikely`: at most two tasks runnable per CPU, the asking thread
+    /// among them.
+    static func secondCore(runnable: Int, cpus: Int) -> Bool { runnable <= 2 * cpus }
 
     /// The number of tasks runnable now, from /proc/loadavg (nil when it cannot be read).
     static func runnableTasksNow() -> Int? {

@@ -32,8 +32,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// (`MallocTuning.enableHugePages`). Default true.
     public var hugePages: Bool = true
     /// Tiles and snapshots that collect at least this many draws are rendered as two bands on two
-    /// threads while no other render runs and a core is idle (fewer tasks
-    /// runnable than CPUs; `TileRenderer.bandsAbove`). Default 2,000 (about 1 ms of rendering): on a quiet 2-core
+    /// threads while no other render runs (`TileRenderer.bandsAbove`): tiles while at most two tasks
+    /// per CPU are runnable (`TileRenderer.secondCoreLikely`), snapshots while a core is idle (fewer
+    /// runnable than CPUs). Default 2,000 (about 1 ms of rendering): on a quiet 2-core
     /// machine this took about 18 % off the 10M city tiles' z10 p99 for about 17 % more CPU on
     /// those calls, throughput unchanged (Benchmarks/README.md). `Int.max` (`--tile-bands-above
     /// off`): always one thread. The library's default (`TileRenderer.defaultBandsAbove`) stays
@@ -81,7 +82,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --huge-pages on|off        back the heap with transparent huge pages when the kernel's mode is
                                  madvise (markerd restarts itself once with GLIBC_TUNABLES set). Default on
       --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
-                                 tile renders and a core is idle. Default 2000
+                                 tile renders and the CPUs are not oversubscribed. Default 2000
       --sweep-bands-above N|off  sweep rasters with at least N static markers around them (the z0 tile
                                  of a big layer) in strips shared by two threads while no other tile
                                  renders. Default 2000000

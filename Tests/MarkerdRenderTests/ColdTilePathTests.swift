@@ -495,10 +495,10 @@ import Testing
         #expect(!TileRenderer.idleCore(runnable: 2, cpus: 2))
         #expect(!TileRenderer.idleCore(runnable: 5, cpus: 2))
         #expect(TileRenderer.idleCore(runnable: 3, cpus: 4))
-        // renderTile's two-thread paths allow one other runnable task per CPU.
-        #expect(TileRenderer.secondCore(runnable: 2, cpus: 2))
-        #expect(!TileRenderer.secondCore(runnable: 3, cpus: 2))
-        #expect(TileRenderer.secondCore(runnable: 4, cpus: 4) && !TileRenderer.secondCore(runnable: 5, cpus: 4))
+        // renderTile's two-thread paths allow two runnable tasks per CPU.
+        #expect(TileRenderer.secondCore(runnable: 3, cpus: 2) && TileRenderer.secondCore(runnable: 4, cpus: 2))
+        #expect(!TileRenderer.secondCore(runnable: 5, cpus: 2))
+        #expect(TileRenderer.secondCore(runnable: 8, cpus: 4) && !TileRenderer.secondCore(runnable: 9, cpus: 4))
         // The live file parses, and this (running) thread is among its runnable tasks.
         let now = try #require(TileRenderer.runnableTasksNow())
         #expect(now >= 1)
