@@ -40,17 +40,13 @@ extension MarkerLayer {
     /// style, e.g. only one is in use; see `staticStyle(slot:)`). Default true.
     public func forEachStaticMarker(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx: Double,
                                     marginPx: Double, now: Int64, readStyles: Bool = true, _ body: (TileCandidate) -> Void) {
-        var e = styles.maxExtents
-        e.left += marginPx; e.right += marginPx; e.up += marginPx; e.down += marginPx
-        let area = SearchArea(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx, maxExtents: e)
-        if area.ranges.isEmpty { return }
-        var covered = 0.0
-        for r in area.ranges { covered += (Double(r.x1) - Double(r.x0) + 1) * (Double(r.y1) - Double(r.y0) + 1) }
-        if table.count > Self.scanAboveMarkers && covered >= SearchArea.world * SearchArea.world / 16 {
-            scanStatic(area.ranges, now: now, body)
+        let (ranges, scan) = staticSearch(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx,
+                                          marginPx: marginPx, scanAbove: Self.scanAboveMarkers)
+        if scan {
+            scanStatic(ranges, now: now, body)
             return
         }
-        for r in area.ranges {
+        for r in ranges {
             // The entry carries position and z-index: only the style comes from the table.
             grid.forEach(cls: GridIndex.Class.staticMarker.rawValue, rect: r) { e in
                 body(TileCandidate(slot: e.slot, x: e.x, y: e.y, style: readStyles ? table.style[Int(e.slot)] : .max, zIndex: e.z))
@@ -80,12 +76,8 @@ extension MarkerLayer {
     /// than `scanAbove` markers (tests lower it).
     func forEachStaticRun(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx: Double,
                           marginPx: Double, now: Int64, scanAbove: Int, _ body: (UnsafeBufferPointer<GridEntry>) -> Void) {
-        var e = styles.maxExtents
-        e.left += marginPx; e.right += marginPx; e.up += marginPx; e.down += marginPx
-        let area = SearchArea(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx, maxExtents: e)
-        if area.ranges.isEmpty { return }
-        var covered = 0.0
-        for r in area.ranges { covered += (Double(r.x1) - Double(r.x0) + 1) * (Double(r.y1) - Double(r.y0) + 1) }
+        let (ranges, scan) = staticSearch(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx,
+                                          marginPx: marginPx, scanAbove: scanAbove)
         var buffer: [GridEntry] = []
         buffer.reserveCapacity(Self.runBufferSize)
         func flush() {
@@ -96,12 +88,12 @@ extension MarkerLayer {
             buffer.append(GridEntry(x: c.x, y: c.y, z: c.zIndex, slot: c.slot))
             if buffer.count == Self.runBufferSize { flush() }
         }
-        if table.count > scanAbove && covered >= SearchArea.world * SearchArea.world / 16 {
-            scanStatic(area.ranges, now: now, add)
+        if scan {
+            scanStatic(ranges, now: now, add)
             flush()
             return
         }
-        for r in area.ranges {
+        for r in ranges {
             grid.forEachRun(cls: GridIndex.Class.staticMarker.rawValue, rect: r, scratch: &buffer, body)
             buffer.removeAll(keepingCapacity: true)
             grid.forEach(cls: GridIndex.Class.live.rawValue, rect: r) { e in
@@ -109,6 +101,19 @@ extension MarkerLayer {
             }
             flush()
         }
+    }
+
+    /// The search rectangles of a view widened by the largest icon extent plus `marginPx` (empty:
+    /// nothing to visit), and whether to scan the marker table instead of the grid: the layer holds
+    /// more than `scanAbove` markers and the rectangles cover at least 1/16 of the world.
+    private func staticSearch(viewX: [(Double, Double)], viewY0: Double, viewY1: Double, unitsPerPx: Double,
+                              marginPx: Double, scanAbove: Int) -> (ranges: [CellRect], scan: Bool) {
+        var e = styles.maxExtents
+        e.left += marginPx; e.right += marginPx; e.up += marginPx; e.down += marginPx
+        let area = SearchArea(viewX: viewX, viewY0: viewY0, viewY1: viewY1, unitsPerPx: unitsPerPx, maxExtents: e)
+        var covered = 0.0
+        for r in area.ranges { covered += (Double(r.x1) - Double(r.x0) + 1) * (Double(r.y1) - Double(r.y0) + 1) }
+        return (area.ranges, !area.ranges.isEmpty && table.count > scanAbove && covered >= SearchArea.world * SearchArea.world / 16)
     }
 
     /// Layers above this many markers are scanned, not searched, for views that cover at least
