@@ -183,8 +183,7 @@ public struct TileCanvas: Sendable {
     /// `d = s + scale(d, by: 255 - alpha(s))` for each, which leaves `d` as it is under a
     /// transparent source pixel and sets it to `s` under an opaque one. Four pixels per step in
     /// 16-bit lanes of two channels each (`scale`'s arithmetic, eight lanes at a time), the last
-    /// one to three one by one. True when
-    /// a source pixel has alpha > 0.
+    /// one to three one by one. True when a source pixel has alpha > 0.
     @inline(__always)
     static func compositeRow(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, count: Int) -> Bool {
         var i = 0

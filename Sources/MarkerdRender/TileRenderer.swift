@@ -339,9 +339,6 @@ public final class TileRenderer: Sendable {
     /// whatever the styles (what tests compare `collectOneStyle` with).
     func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64,
                  countFromRow: Int = .min, bulk: Bool = true) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
-        var items: [Item] = []
-        var placer = Placer(self, layer, view)
-        var markers = 0
         let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + Int64(view.width)) / view.scale
         let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + Int64(view.height)) / view.scale
         // With one style in use every marker has it: the marker table's style column (a random
@@ -351,6 +348,9 @@ public final class TileRenderer: Sendable {
         if bulk && styles == 1 {
             return try collectOneStyle(layer, view, style: only!, now: now, countFromRow: countFromRow, x0: x0, x1: x1, y0: y0, y1: y1)
         }
+        var items: [Item] = []
+        var placer = Placer(self, layer, view)
+        var markers = 0
         let single: UInt32 = styles == 1 ? only! : .max
         layer.forEachStaticMarker(viewX: [(x0, x1)], viewY0: y0, viewY1: y1, unitsPerPx: view.unitsPerPx,
                                   marginPx: TileRenderer.marginPx, now: now, readStyles: styles != 1) { c in
