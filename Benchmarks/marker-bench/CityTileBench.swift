@@ -92,7 +92,7 @@ struct CityTileBench {
                 }
                 if i % 2 == 0 { try inBands() }
                 let cpu0 = Machine.processCPUSeconds
-                let (r, elapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int) in
+                let (r, elapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, canvas: TileCanvas?) in
                     try renderer.renderTile(core, tile: t, tileSize: 256, density: 1, now: 0)
                 }
                 cpu.append((Machine.processCPUSeconds - cpu0) * 1e6)

@@ -184,7 +184,7 @@ struct InProcessBench {
         // No kept canvases: every render from scratch (markerd patches its kept z0 canvas after a
         // small change, measured by TileBench's second z0 row).
         var configuration = ServiceConfiguration()
-        configuration.sweptCanvasBytes = 0
+        configuration.keptCanvasBytes = 0
         let service = MarkerService(configuration: configuration)
         let id = "z0"
         Progress.log("[\(label)] in-process: loading a MarkerService layer for GetTile z0")

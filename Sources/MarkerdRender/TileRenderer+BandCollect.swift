@@ -99,8 +99,10 @@ extension TileRenderer {
     /// segments joined on this thread: byte for byte `renderBandsPNG` of the tile's items at
     /// `cut`. `markers` counts each marker once (a straddling one in the top band). nil (nothing
     /// done) when the band thread is busy. Throws when a sprite cannot be drawn (either band).
+    /// `bands`: the two bands' canvases (the top one `cut` rows high).
     func renderBandsCollecting(_ layer: MarkerLayer, _ view: RasterView, now: Int64, cut: Int, options: PNGEncodeOptions,
-                               timing: inout BandTiming) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int)? {
+                               timing: inout BandTiming)
+        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, bands: (top: TileCanvas, bottom: TileCanvas))? {
         precondition(cut >= 1 && cut < view.height, "cut \(cut) outside 1..<\(view.height)")
         let width = view.width, height = view.height
         let topView = Self.band(view, rows: 0..<cut), bottomView = Self.band(view, rows: cut..<height)
@@ -134,6 +136,6 @@ extension TileRenderer {
         BandThread.shared.wait()
         let a = try upper.get(), b = try lower.value!.get()
         let png = Self.joinBands(a.canvas, a.segment, b.canvas, b.segment, width: width, height: height, options: options)
-        return (png.png, png.empty, a.markers + b.markers)
+        return (png.png, png.empty, a.markers + b.markers, (a.canvas, b.canvas))
     }
 }

@@ -277,7 +277,7 @@ extension TileRenderer {
         var overlap = BandTiming()
         let from = segmentsOnly ? Int.max : collectInBandsFrom
         let t = try renderTileBands(layer, view, now: now, collectInBandsFrom: from, around: from == .max ? 0 : staticAround(layer, view, atLeast: from),
-                                    timing: &overlap) { _ in segmentsOnly ? .segments : .bands }
+                                    keepCanvasFrom: .max, timing: &overlap) { _ in segmentsOnly ? .segments : .bands }
         guard overlap.band > 0 else { return (t.png, t.empty, t.markers, nil, nil) }
         let mine = BandThread.threadCPUSeconds() - start
         return (t.png, t.empty, t.markers, mine + max(0, overlap.band - overlap.caller), overlap.caller - overlap.band)
@@ -298,27 +298,29 @@ extension TileRenderer {
     /// band collects its own markers (`renderBandsCollecting`); the others are collected first.
     /// `around`: `staticAround(layer, view, atLeast:)` with `atLeast` >= `collectInBandsFrom`, the
     /// coarse upper bound tested first, so that sparse tiles do not walk the nodes down to 16 px.
+    /// `keepCanvasFrom`: as `renderTile`'s (the raster too, from this many markers).
     func renderTileBands(_ layer: MarkerLayer, _ view: RasterView, now: Int64, collectInBandsFrom: Int, around: Int,
-                         timing: inout BandTiming,
-                         path: (Int) -> TwoThreads) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
+                         keepCanvasFrom: Int, timing: inout BandTiming, path: (Int) -> TwoThreads)
+        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, canvas: TileCanvas?) {
         // Dense tiles (`TileRenderer+BandCollect.swift`).
         if collectInBandsFrom < Int.max, around >= collectInBandsFrom,
            let e = bandEstimate(layer, view, rowWeight: Self.pngRowWeight), e.markers >= Double(collectInBandsFrom),
            path(Int(e.markers)) == .bands,
            let r = try renderBandsCollecting(layer, view, now: now, cut: e.cut, options: .tile, timing: &timing) {
-            return r
+            return (r.png, r.empty, r.markers, r.markers >= keepCanvasFrom ? TileCanvas(stacking: r.bands.top, r.bands.bottom) : nil)
         }
         let (items, sprites, markers) = try collect(layer, view, now: now)
         let how = path(items.count)
         if how == .bands,
            let r = renderBandsPNG(layer, items, sprites, width: view.width, height: view.height, options: .tile, timing: &timing) {
-            return (r.png, r.empty, markers)
+            return (r.png, r.empty, markers, markers >= keepCanvasFrom ? TileCanvas(stacking: r.bands.top, r.bands.bottom) : nil)
         }
         let (canvas, _) = renderItems(layer, items, sprites, width: view.width, height: view.height)
+        let kept = markers >= keepCanvasFrom ? canvas : nil
         if how == .segments, let png = encodePNGInTwo(canvas, options: .tile, timing: &timing) {
-            return (png, false, markers)
+            return (png, false, markers, kept)
         }
-        return (canvas.encodePNG(options: .tile), canvas.isEmpty, markers)
+        return (canvas.encodePNG(options: .tile), canvas.isEmpty, markers, kept)
     }
 
     /// `bandCut`'s `rowWeight` in `renderBandsPNG`: a row of PNG encoding costs about as much as
@@ -336,14 +338,16 @@ extension TileRenderer {
     /// segment is deflated after the wait). nil (nothing done) when the band thread is busy or
     /// `height` < 2.
     func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
-                        options: PNGEncodeOptions) -> (png: [UInt8], empty: Bool, draws: Int)? {
+                        options: PNGEncodeOptions) -> (png: [UInt8], empty: Bool, draws: Int, bands: (top: TileCanvas, bottom: TileCanvas))? {
         var timing = BandTiming()
         return renderBandsPNG(layer, items, sprites, width: width, height: height, options: options, timing: &timing)
     }
 
-    /// `renderBandsPNG`, with the threads' CPU times in `timing`.
+    /// `renderBandsPNG`, with the threads' CPU times in `timing`. `bands`: the two bands' canvases
+    /// (the top one `cut` rows high).
     func renderBandsPNG(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int,
-                        options: PNGEncodeOptions, timing: inout BandTiming) -> (png: [UInt8], empty: Bool, draws: Int)? {
+                        options: PNGEncodeOptions, timing: inout BandTiming)
+        -> (png: [UInt8], empty: Bool, draws: Int, bands: (top: TileCanvas, bottom: TileCanvas))? {
         guard height >= 2 else { return nil }
         let cut = Self.bandCut(items, sprites, height: height, rowWeight: Self.pngRowWeight)
         let (top, bottom) = Self.split(items, sprites, at: cut)
@@ -366,7 +370,7 @@ extension TileRenderer {
         BandThread.shared.wait()
         let b = lower.value!
         let png = Self.joinBands(a.canvas, upper, b.canvas, b.segment, width: width, height: height, options: options)
-        return (png.png, png.empty, a.draws + b.draws)
+        return (png.png, png.empty, a.draws + b.draws, (a.canvas, b.canvas))
     }
 
     /// The tile's PNG (`options`) from its two bands' canvases and the segments already deflated

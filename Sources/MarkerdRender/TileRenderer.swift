@@ -534,11 +534,18 @@ public final class TileRenderer: Sendable {
     /// shared `TransparentTile`. `debugOverlay` draws the tile's border and "z/x/y entries=N".
     /// Counts as one render for the bands' test (`renderStarted`) until the PNG is encoded, so
     /// that another tile's render does not take a second thread from this tile's encoding.
+    ///
+    /// `keepCanvasFrom`: when at least this many markers touch the tile (`markers`), `canvas` is
+    /// the rendered raster too (the two bands stacked when it was rendered in two), for patching
+    /// it after a small change (`renderPatched`); else nil. Default `.max`: never. Never with
+    /// `debugOverlay` (the overlay is not part of the markers' raster).
     public func renderTile(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
-                           debugOverlay: Bool = false) throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int) {
+                           debugOverlay: Bool = false, keepCanvasFrom: Int = .max)
+        throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, canvas: TileCanvas?) {
         let running = TileRenderer.renderStarted()
         defer { TileRenderer.renderEnded() }
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
+        let keepFrom = debugOverlay ? Int.max : keepCanvasFrom
         // Step 5, the PNG deflated in two segments on two threads (`renderBandsPNG`, `encodePNGInTwo`).
         if running == 1 && !debugOverlay && bandsAbove < Int.max {
             // One walk of the grid's nodes for both tests: `usesSweep`'s and `renderTileBands`'s
@@ -547,16 +554,32 @@ public final class TileRenderer: Sendable {
             if !usesSweep(layer, around: around) {
                 var timing = BandTiming()
                 return try renderTileBands(layer, view, now: now, collectInBandsFrom: bandsAbove, around: around,
-                                           timing: &timing) { self.twoThreads(draws: $0) }
+                                           keepCanvasFrom: keepFrom, timing: &timing) { self.twoThreads(draws: $0) }
             }
         }
         var r = try render(layer, view, now: now, alone: running == 1)
+        let kept = r.markers >= keepFrom ? r.canvas : nil
         if debugOverlay {
             let overlay = try DebugOverlay.image(width: r.canvas.width, height: r.canvas.height, density: density,
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")
             r.canvas.draw(sprite: overlay, atX: 0, y: 0)
         }
-        return (r.canvas.encodePNG(options: .tile), r.canvas.isEmpty, r.markers)
+        return (r.canvas.encodePNG(options: .tile), r.canvas.isEmpty, r.markers, kept)
+    }
+
+    /// A tile's PNG (`PNGEncodeOptions.tile`) from its canvas (a patched one: `renderPatched`),
+    /// as `renderTile` encodes a raster it rendered on one thread: in two deflate segments on two
+    /// threads when no other tile renders, the canvas has at least 2 rows and is not empty, and a
+    /// second core is likely free (`encodePNGInTwo`); else on this thread. The same bytes either
+    /// way as far as any decoder is concerned (one zlib stream of the same rows).
+    public func encodeTilePNG(_ canvas: TileCanvas) -> [UInt8] {
+        let running = TileRenderer.renderStarted()
+        defer { TileRenderer.renderEnded() }
+        if running == 1 && bandsAbove < Int.max && !canvas.isEmpty && TileRenderer.secondCoreLikely() {
+            var timing = BandTiming()
+            if let png = encodePNGInTwo(canvas, options: .tile, timing: &timing) { return png }
+        }
+        return canvas.encodePNG(options: .tile)
     }
 
     /// Sorts `items[range]` in the exact draw order (`less`): insertion sort for short runs (ties

@@ -28,7 +28,7 @@ public final class MarkerServer: Sendable {
         }
         serviceConfig.snapshotEveryBytes = configuration.snapshotEveryBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
-        serviceConfig.sweptCanvasBytes = configuration.sweptCanvasBytes
+        serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
         serviceConfig.tileBandsAbove = configuration.tileBandsAbove
         serviceConfig.sweepBandsAbove = configuration.sweepBandsAbove
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)

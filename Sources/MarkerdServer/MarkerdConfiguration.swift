@@ -24,10 +24,11 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var httpAddress: String? = nil
     /// Rendered raster tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
     public var tileCacheBytes: Int = 256 << 20
-    /// Bytes of dense rasters' canvases (the z0-z4 tiles of layers with millions of markers)
-    /// kept so that after a small change only the changed markers' windows are rendered again
-    /// (`ServiceConfiguration.sweptCanvasBytes`). Default 64 MiB; 0: always from scratch.
-    public var sweptCanvasBytes: Int = 64 << 20
+    /// Bytes of dense rasters' canvases (the z0-z4 tiles of layers with millions of markers, and
+    /// every tile at least 10,000 markers touch) kept so that after a small change only the
+    /// changed markers' windows are rendered again (`ServiceConfiguration.keptCanvasBytes`).
+    /// Default 64 MiB; 0: always from scratch. `--swept-canvas-bytes` is an older name of its flag.
+    public var keptCanvasBytes: Int = 64 << 20
     /// Back the heap with transparent huge pages where the kernel only gives them on request
     /// (`MallocTuning.enableHugePages`). Default true.
     public var hugePages: Bool = true
@@ -77,8 +78,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --http HOST:PORT           serve the HTTP tile gateway, /metrics and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
       --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
-      --swept-canvas-bytes N     canvases of dense tiles (z0 over millions of markers) kept to re-render only
-                                 what changed. Default 67108864 (64 MiB); 0 = always from scratch
+      --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers
+                                 or more) kept to re-render only what changed after a small change.
+                                 Default 67108864 (64 MiB); 0 = always from scratch
       --huge-pages on|off        back the heap with transparent huge pages when the kernel's mode is
                                  madvise (markerd restarts itself once with GLIBC_TUNABLES set). Default on
       --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
@@ -140,7 +142,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 config.fsync = policy
             case "--snapshot-every-bytes": config.snapshotEveryBytes = try integer(arg, min: 0)
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
-            case "--swept-canvas-bytes": config.sweptCanvasBytes = try integer(arg, min: 0)
+            case "--kept-canvas-bytes", "--swept-canvas-bytes": config.keptCanvasBytes = try integer(arg, min: 0)
             case "--huge-pages":
                 let text = try value(arg)
                 guard text == "on" || text == "off" else { throw ParseError(description: "--huge-pages takes on or off, not \"\(text)\"") }

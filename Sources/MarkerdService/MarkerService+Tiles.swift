@@ -28,8 +28,8 @@ extension MarkerService {
             let overlay = h.options.tiling?.debugOverlay ?? false
             let rendered = try tileCache.tile(key) { () throws(RPCError) -> TileCache.Tile in
                 do {
-                    if !overlay, let swept = try renderSweptTile(h, tile: tile, tileSize: key.tileSize, density: density, now: now) {
-                        return swept
+                    if !overlay, let kept = try renderKeptTile(h, tile: tile, tileSize: key.tileSize, density: density, now: now) {
+                        return kept
                     }
                     let t = try tileRenderer.renderTile(h.layer, tile: tile, tileSize: key.tileSize, density: density,
                                                         now: now, debugOverlay: overlay)

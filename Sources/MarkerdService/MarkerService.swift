@@ -33,11 +33,17 @@ public struct ServiceConfiguration: Sendable {
     public static let defaultSweepBandsAbove = TileRenderer.defaultSweepBandsAbove
     /// `TileRenderer.sweepAbove` of the service's renderer: rasters with at least this many static
     /// markers around them take the node sweep, and their canvases are kept to be patched after
-    /// small changes (`SweptCanvases`). Default 500,000 (the renderer's).
+    /// small changes (`KeptCanvases`). Default 500,000 (the renderer's).
     public var tileSweepAbove: Int = 500_000
-    /// Bytes of swept rasters' canvases kept for patching (`SweptCanvases`, LRU). Default 64 MiB;
-    /// 0: none kept, every swept raster is rendered from scratch.
-    public var sweptCanvasBytes: Int = 64 << 20
+    /// Bytes of dense rasters' canvases kept for patching (`KeptCanvases`, LRU; 4 bytes per device
+    /// pixel: 256 KiB per 256 px tile at density 1). Default 64 MiB; 0: none kept, every tile is
+    /// rendered from scratch.
+    public var keptCanvasBytes: Int = 64 << 20
+    /// Tiles that at least this many static markers touch keep their canvas (`KeptCanvases`),
+    /// besides the rasters that take the node sweep. Default 10,000: a tile that dense takes a
+    /// millisecond or more to render from scratch (`marker-bench --only tiles`), a moved marker's
+    /// windows a tenth of that; `Int.max`: swept rasters only.
+    public var keepCanvasFrom: Int = 10_000
 
     public enum Fsync: Sendable {
         case always, everySecond, off
@@ -62,8 +68,8 @@ public final class MarkerService: @unchecked Sendable {
     /// Raster tiles: the cache and the renderer (see MarkerService+Tiles.swift).
     public let tileCache: TileCache
     let tileRenderer: TileRenderer
-    /// Canvases of swept rasters, patched after small changes (see MarkerService+SweptTiles.swift).
-    let sweptCanvases: SweptCanvases
+    /// Canvases of dense rasters, patched after small changes (see MarkerService+KeptCanvases.swift).
+    let keptCanvases: KeptCanvases
     /// The second thread of bulk upserts of new markers (see `WriteHelper`).
     let writeHelper = WriteHelper()
 
@@ -74,7 +80,7 @@ public final class MarkerService: @unchecked Sendable {
         self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
         self.tileRenderer = TileRenderer(sweepAbove: configuration.tileSweepAbove, bandsAbove: configuration.tileBandsAbove,
                                          sweepBandsAbove: configuration.sweepBandsAbove, images: { [icons] id in icons.icon(id)?.image })
-        self.sweptCanvases = SweptCanvases(capacityBytes: configuration.sweptCanvasBytes)
+        self.keptCanvases = KeptCanvases(capacityBytes: configuration.keptCanvasBytes)
     }
 
     /// An ephemeral service (memory only), for tests and `--ephemeral`.

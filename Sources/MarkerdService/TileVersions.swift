@@ -40,7 +40,7 @@ struct TileVersions: Sendable {
     /// `recent` holds every change whose sequence number is above this one.
     private var recentFrom: UInt64 = 0
     /// Changes kept for `changes(after:)` (at least; up to twice as many).
-    static let recentLimit = 64
+    static let recentLimit = 256
     private var dense: [[UInt64]]
     private var sparse: [SeqTable]
 

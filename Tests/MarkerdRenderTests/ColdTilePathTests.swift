@@ -235,12 +235,14 @@ import Testing
                 let view = RasterView.tile(tile, tileSize: rng.next() % 3 == 0 ? 512 : 256, density: 1 + Int(rng.next() % 3))
                 let c = try r.collect(layer, view, now: now)
                 // nil while another test's render holds the band thread: try again.
-                var result: (png: [UInt8], empty: Bool, draws: Int)? = nil
+                var result: (png: [UInt8], empty: Bool, draws: Int, bands: (top: TileCanvas, bottom: TileCanvas))? = nil
                 while result == nil { result = r.renderBandsPNG(layer, c.items, c.sprites, width: view.width, height: view.height, options: .tile) }
                 let got = result!
                 let cut = TileRenderer.bandCut(c.items, c.sprites, height: view.height, rowWeight: TileRenderer.pngRowWeight)
                 let (segmented, stacked, draws) = try Self.splitBandsPNG(r, layer, c.items, c.sprites, view, cut: cut)
                 #expect(byteMismatch(got.png, segmented) == nil, "round \(round) tile \(tile) \(view)")
+                // The bands handed back (what markerd keeps to patch) are the ones encoded.
+                #expect(got.bands.top.height == cut && byteMismatch(TileCanvas(stacking: got.bands.top, got.bands.bottom).pixels, stacked.pixels) == nil)
                 #expect(try byteMismatch(PNGCodec.decode(got.png, maxWidth: 4096, maxHeight: 4096, maxBytes: 64 << 20).pixels, stacked.pixels) == nil)
                 #expect(got.empty == stacked.isEmpty && got.draws == draws)
                 if got.empty { empty += 1; #expect(got.png == TransparentTile.shared(size: view.width)) }
@@ -295,13 +297,14 @@ import Testing
                 }
                 var timing = TileRenderer.BandTiming()
                 // nil while another test's render holds the band thread: try again.
-                var result: (png: [UInt8], empty: Bool, markers: Int)? = nil
+                var result: (png: [UInt8], empty: Bool, markers: Int, bands: (top: TileCanvas, bottom: TileCanvas))? = nil
                 while result == nil { result = try r.renderBandsCollecting(layer, view, now: now, cut: cut, options: .tile, timing: &timing) }
                 let got = result!
                 let (top, bottom) = TileRenderer.split(c.items, c.sprites, at: cut)
                 straddling += top.count + bottom.count - c.items.count
                 let (segmented, stacked, _) = try Self.splitBandsPNG(r, layer, c.items, c.sprites, view, cut: cut)
                 #expect(byteMismatch(got.png, segmented) == nil, "round \(round) tile \(tile) \(view) cut \(cut)")
+                #expect(got.bands.top.height == cut && byteMismatch(TileCanvas(stacking: got.bands.top, got.bands.bottom).pixels, stacked.pixels) == nil)
                 #expect(got.empty == stacked.isEmpty, "round \(round) tile \(tile): emptiness")
                 #expect(got.markers == c.markers, "round \(round) tile \(tile) cut \(cut): \(got.markers) markers, one collect finds \(c.markers)")
                 if got.empty { empty += 1; #expect(got.png == TransparentTile.shared(size: view.width)) }

@@ -56,8 +56,9 @@ struct TileRPCTests {
         #expect(MarkerdConfiguration().sweepBandsAbove == 2_000_000)
         #expect(try MarkerdConfiguration.parse(["--sweep-bands-above", "0"]).sweepBandsAbove == 0)
         #expect(try MarkerdConfiguration.parse(["--sweep-bands-above", "off"]).sweepBandsAbove == .max)
-        #expect(try MarkerdConfiguration.parse([]).sweptCanvasBytes == 64 << 20)
-        #expect(try MarkerdConfiguration.parse(["--swept-canvas-bytes", "0"]).sweptCanvasBytes == 0)
+        #expect(try MarkerdConfiguration.parse([]).keptCanvasBytes == 64 << 20)
+        #expect(try MarkerdConfiguration.parse(["--kept-canvas-bytes", "4096"]).keptCanvasBytes == 4096)
+        #expect(try MarkerdConfiguration.parse(["--swept-canvas-bytes", "0"]).keptCanvasBytes == 0)
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--swept-canvas-bytes", "-1"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--sweep-bands-above", "x"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-bands-above", "two"]) }

@@ -5,22 +5,47 @@ import MarkerdRender
 import MarkerdTestSupport
 import Testing
 
-/// GetTile of swept rasters patched from the kept canvas (`SweptCanvases`): after random small
+/// GetTile of dense rasters patched from the kept canvas (`KeptCanvases`): after random small
 /// changes (moves, new markers, removals, hidden markers) the patched tiles match tiles rendered
 /// from scratch by a service that keeps no canvas (each within 1 of brute force, so within 2 of
 /// each other); many changes at once, a bulk upsert and a clear fall back to a render from
-/// scratch; the patch path really ran.
-@Suite struct SweptTileTests {
-    static func service(keepCanvases: Bool) -> MarkerService {
+/// scratch; the patch path really ran. Once for rasters that take the node sweep, once for tiles
+/// kept for their marker count (`keepCanvasFrom`), rendered on one thread and in two bands.
+@Suite struct KeptCanvasesTests {
+    /// `sweep`: every raster takes the node sweep; else none does, and tiles of 100 markers or
+    /// more keep their canvas. `bandsAbove`: the renderer's `tileBandsAbove`.
+    static func service(keepCanvases: Bool, sweep: Bool, bandsAbove: Int = 2_000) -> MarkerService {
         var c = ServiceConfiguration()
-        c.tileSweepAbove = 0
-        c.sweptCanvasBytes = keepCanvases ? 64 << 20 : 0
+        c.tileSweepAbove = sweep ? 0 : .max
+        c.keepCanvasFrom = sweep ? .max : 100
+        c.tileBandsAbove = bandsAbove
+        c.keptCanvasBytes = keepCanvases ? 64 << 20 : 0
         return MarkerService(configuration: c)
     }
 
-    @Test func patchedTilesMatchTilesFromScratch() throws {
+    @Test func patchedSweptTilesMatchTilesFromScratch() throws {
+        try patchedTilesMatchTilesFromScratch(Self.service(keepCanvases: true, sweep: true), Self.service(keepCanvases: false, sweep: true),
+                                              tiles: [(0, 0, 0, 256, 1), (1, 1, 0, 512, 2), (2, 2, 1, 256, 1)])
+    }
+
+    /// Tiles around the dense spot at (40, 10) (z4-z6, a few hundred to 2,000 markers each), and
+    /// the z0 tile; the bands path keeps the two bands stacked.
+    @Test(arguments: [0, Int.max]) func patchedDenseTilesMatchTilesFromScratch(bandsAbove: Int) throws {
+        let patching = Self.service(keepCanvases: true, sweep: false, bandsAbove: bandsAbove)
+        let scratch = Self.service(keepCanvases: false, sweep: false, bandsAbove: bandsAbove)
+        var tiles: [(z: UInt32, x: UInt32, y: UInt32, size: UInt32, density: UInt32)] = [(0, 0, 0, 256, 1)]
+        for z: UInt32 in 4...6 {
+            let t = TileID.containing(LatLng(latitude: 40, longitude: 10), zoom: Int(z))
+            tiles.append((z, t.x, t.y, z == 5 ? 512 : 256, z == 6 ? 2 : 1))
+        }
+        try patchedTilesMatchTilesFromScratch(patching, scratch, tiles: tiles, changesNearSpot: true)
+    }
+
+    /// `changesNearSpot`: the small changes put markers in the dense spot (else anywhere).
+    func patchedTilesMatchTilesFromScratch(_ patching: MarkerService, _ scratch: MarkerService,
+                                           tiles: [(z: UInt32, x: UInt32, y: UInt32, size: UInt32, density: UInt32)],
+                                           changesNearSpot: Bool = false) throws {
         var rng = SplitMix64(seed: testSeed())
-        let patching = Self.service(keepCanvases: true), scratch = Self.service(keepCanvases: false)
         let services = [patching, scratch]
         func apply<Resp: ProtoMessage>(_ kind: MutationKind, _ req: some ProtoMessage, _ response: Resp.Type) throws {
             for s in services { try mutate(s, kind, req, as: response) }
@@ -34,7 +59,6 @@ import Testing
             batch.append(marker("m\(i)", lat, lon)); ids.append("m\(i)")
         }
         for s in services { try upsert(s, "a", batch) }
-        let tiles: [(z: UInt32, x: UInt32, y: UInt32, size: UInt32, density: UInt32)] = [(0, 0, 0, 256, 1), (1, 1, 0, 512, 2), (2, 2, 1, 256, 1)]
         func check(_ step: String) throws {
             for t in tiles {
                 let a = try tile(patching, "a", t.z, t.x, t.y, size: t.size, density: t.density)
@@ -50,9 +74,11 @@ import Testing
         for step in 0..<12 {
             switch step {
             case 5:
-                // More footprints than `TileVersions` keeps: from scratch.
+                // More footprints than `TileVersions` keeps (two per move): from scratch.
                 var mv = V1.MoveMarkersRequest(); mv.layerID = "a"
-                mv.moves = (0..<80).map { k in V1.MarkerMove(id: ids[k * 7], position: V1.LatLng(latitude: 40, longitude: Double(k) / 10)) }
+                mv.moves = (0..<(TileVersions.recentLimit + 16)).map { k in
+                    V1.MarkerMove(id: ids[k * 7], position: V1.LatLng(latitude: 40, longitude: Double(k) / 40))
+                }
                 try apply(.moveMarkers, mv, V1.MoveMarkersResponse.self)
             case 9:
                 var clear = V1.ClearLayerRequest(); clear.layerID = "a"
@@ -62,7 +88,8 @@ import Testing
                 ids = batch.map(\.id)
             default:
                 for _ in 0..<(1 + rng.next() % 3) {
-                    let i = Int(rng.next() % UInt64(ids.count)), (lat, lon) = spot()
+                    let i = Int(rng.next() % UInt64(ids.count))
+                    let (lat, lon) = changesNearSpot ? (40 + (rng.unit() - 0.5) * 6, 10 + (rng.unit() - 0.5) * 6) : spot()
                     switch rng.next() % 4 {
                     case 0:
                         var rm = V1.RemoveMarkersRequest(); rm.layerID = "a"; rm.ids = [ids[i]]
@@ -84,9 +111,9 @@ import Testing
             }
             try check("step \(step)")
         }
-        let (patched, fromScratch) = patching.sweptCanvases.counts
+        let (patched, fromScratch) = patching.keptCanvases.counts
         #expect(patched >= 20, "only \(patched) patched renders (\(fromScratch) from scratch)")
-        #expect(fromScratch >= 9, "\(fromScratch) renders from scratch: the first three, after many moves and after the clear")
-        #expect(scratch.sweptCanvases.counts == (0, 0))
+        #expect(fromScratch >= 9, "\(fromScratch) renders from scratch: the first ones, after many moves and after the clear")
+        #expect(scratch.keptCanvases.counts == (0, 0))
     }
 }
