@@ -62,6 +62,8 @@ struct CoverageMask {
     private var levels: UnsafeMutablePointer<UInt8>
     private var memo: UnsafeMutablePointer<UnsafeMutablePointer<UInt64>?>
     private let stride: Int, blockStride: Int
+    /// `levelTable`, read once here rather than through its lazy global on every `add`.
+    private let nextLevels: UnsafePointer<UInt8> = CoverageMask.levelTable
 
     /// Side of a block in pixels, 8 (`blockShift` = log2; `refreshBlocks` takes one byte of a
     /// row word per block).
@@ -518,31 +520,49 @@ struct CoverageMask {
         return true
     }
 
-    /// The bit of the memo of shape `index` for a draw of `shape` with its top-left at (`x`,
-    /// `y`), or nil when the position lies outside the memo (no pixel on the canvas, or too many shapes).
-    @inline(__always) private func memoBit(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) -> Int? {
-        guard index < CoverageMask.memoShapes, x > -shape.width, x < width, y > -shape.height, y < height else { return nil }
-        return (y + shape.height) * (width + shape.width) + x + shape.width
+    /// The position of a draw of shape `index` (`shape`) with its top-left at (`x`, `y`) in the
+    /// per-position tables (this mask's memo, `TileRenderer.SettledRows`): `(y + shape.height) x
+    /// (width + shape.width) + x + shape.width`, or -1 when it lies outside them (no pixel on the
+    /// canvas, or `index` not below `memoShapes`). Wrapping arithmetic: the canvas and the sprites
+    /// are far below 2^31 px.
+    @inline(__always) func memoPosition(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) -> Int {
+        let w = shape.width, h = shape.height
+        guard index < CoverageMask.memoShapes, x &+ w > 0, x < width, y &+ h > 0, y < height else { return -1 }
+        return (y &+ h) &* (width &+ w) &+ x &+ w
+    }
+
+    /// True when a draw of shape `index` at memo position `position` (`memoPosition`, not -1) was
+    /// already found fully settled (`markSettled`): it has no uncovered pixel now either.
+    @inline(__always) func knownSettled(_ index: Int, at position: Int) -> Bool {
+        guard let words = memo[index] else { return false }
+        return words[position &>> 6] &>> UInt64(position & 63) & 1 != 0
     }
 
     /// True when a draw of shape `index` at (`x`, `y`) was already found fully settled
     /// (`markSettled`): it has no uncovered pixel now either.
     @inline(__always) func knownSettled(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) -> Bool {
-        guard let b = memoBit(index, shape, x: x, y: y), let words = memo[index] else { return false }
-        return words[b >> 6] >> UInt64(b & 63) & 1 != 0
+        let b = memoPosition(index, shape, x: x, y: y)
+        return b >= 0 && knownSettled(index, at: b)
     }
 
     /// Remembers that a draw of shape `index` at (`x`, `y`) has no uncovered pixel.
     mutating func markSettled(_ index: Int, _ shape: Shapes.Shape, x: Int, y: Int) {
-        guard let b = memoBit(index, shape, x: x, y: y) else { return }
+        let b = memoPosition(index, shape, x: x, y: y)
+        if b >= 0 { markSettled(index, shape, at: b) }
+    }
+
+    /// `markSettled` at memo position `b` (`memoPosition` of the draw, not -1).
+    @inline(__always) mutating func markSettled(_ index: Int, _ shape: Shapes.Shape, at b: Int) {
         unique()
-        if memo[index] == nil {
-            let n = ((width + shape.width) * (height + shape.height + 1) + 63) / 64
-            let p = UnsafeMutablePointer<UInt64>.allocate(capacity: n)
-            p.initialize(repeating: 0, count: n)
-            memo[index] = p; store.memoWords[index] = n
-        }
-        memo[index]![b >> 6] |= UInt64(1) << UInt64(b & 63)
+        if memo[index] == nil { allocateMemo(index, shape) }
+        memo[index]![b &>> 6] |= UInt64(1) &<< UInt64(b & 63)
+    }
+
+    private mutating func allocateMemo(_ index: Int, _ shape: Shapes.Shape) {
+        let n = ((width + shape.width) * (height + shape.height + 1) + 63) / 64
+        let p = UnsafeMutablePointer<UInt64>.allocate(capacity: n)
+        p.initialize(repeating: 0, count: n)
+        memo[index] = p; store.memoWords[index] = n
     }
 
     /// True when every pixel of canvas row `row` in columns `lo ..< hi` (clipped to the canvas) is settled.
@@ -594,7 +614,7 @@ struct CoverageMask {
         if let clip { r0 = max(r0, Int(clip[0])); r1 = min(r1, Int(clip[1])) }
         if r0 >= r1 { return }
         unique()
-        let stride = stride, bits = bits, free = free, lv = levels, next = CoverageMask.levelTable
+        let stride = stride, bits = bits, free = free, lv = levels, next = nextLevels
         let canvasWidth = width, exact = exact, words = shape.words, spriteWidth = shape.width
         let opaque = shape.opaqueMasks, partial = shape.partialMasks, weights = shape.weights
         let clipRows = clip.map { $0.baseAddress! + (2 &- 2 &* Int($0[0])) }

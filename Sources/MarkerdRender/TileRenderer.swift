@@ -710,29 +710,26 @@ public final class TileRenderer: Sendable {
             rows.deallocate()
         }
 
-        @inline(__always) private func index(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int) -> Int? {
-            guard s < CoverageMask.memoShapes, shape.height < Int(UInt16.max), x > -shape.width, x < width,
-                  y > -shape.height, y < height else { return nil }
-            return (y + shape.height) * (width + shape.width) + x + shape.width
+        /// The rows of shape `s` (`height` rows high) at memo position `position`
+        /// (`CoverageMask.memoPosition`, not -1) that may still hold a pixel not settled: `0 ..< bound`.
+        @inline(__always) func bound(_ s: Int, at position: Int, height: Int) -> Int {
+            guard let table = rows[s] else { return height }
+            let r = Int(table[position])
+            return r == 0 ? height : r &- 1
         }
 
-        /// The rows of shape `s` at (`x`, `y`) that may still hold a pixel not settled: `0 ..< bound`.
-        @inline(__always) func bound(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int) -> Int {
-            guard let i = index(s, shape, x: x, y: y), let table = rows[s] else { return shape.height }
-            let r = table[i]
-            return r == 0 ? shape.height : Int(r) - 1
+        /// Records that shape `s` (`shape`) at memo position `position` (not -1) is settled from
+        /// row `row` down.
+        @inline(__always) func set(_ s: Int, _ shape: CoverageMask.Shapes.Shape, at position: Int, row: Int) {
+            if rows[s] == nil { allocate(s, shape) }
+            rows[s]![position] = UInt16(truncatingIfNeeded: row &+ 1)
         }
 
-        /// Records that shape `s` at (`x`, `y`) is settled from row `row` down.
-        func set(_ s: Int, _ shape: CoverageMask.Shapes.Shape, x: Int, y: Int, row: Int) {
-            guard let i = index(s, shape, x: x, y: y) else { return }
-            if rows[s] == nil {
-                let n = (width + shape.width) * (height + shape.height)
-                let table = UnsafeMutablePointer<UInt16>.allocate(capacity: n)
-                table.initialize(repeating: 0, count: n)
-                rows[s] = table
-            }
-            rows[s]![i] = UInt16(row + 1)
+        private func allocate(_ s: Int, _ shape: CoverageMask.Shapes.Shape) {
+            let n = (width + shape.width) * (height + shape.height)
+            let table = UnsafeMutablePointer<UInt16>.allocate(capacity: n)
+            table.initialize(repeating: 0, count: n)
+            rows[s] = table
         }
     }
 
@@ -751,45 +748,57 @@ public final class TileRenderer: Sendable {
     @inline(__always)
     static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16],
                         rows: inout SettledRows?) {
-        var it = item
-        let s = Int(it.sprite)
+        let s = Int(item.sprite), x = Int(item.x), y = Int(item.y)
         let shape = shapes.shapes[s]
-        if mask.knownSettled(s, shape, x: Int(it.x), y: Int(it.y)) { return }
+        // One position in both per-position tables (the memo and `rows`).
+        let position = mask.memoPosition(s, shape, x: x, y: y)
+        if position >= 0 && mask.knownSettled(s, at: position) { return }
         // Rows from `bound` down are settled: the test stops there (same answer, same clip).
         var tested = shape
-        tested.height = rows?.bound(s, shape, x: Int(it.x), y: Int(it.y)) ?? shape.height
+        // (Optional chaining, not `if let`: binding the class would retain it for every draw.)
+        if position >= 0 { tested.height = rows?.bound(s, at: position, height: shape.height) ?? shape.height }
         let at = clips.count
-        if !mask.uncovered(tested, x: Int(it.x), y: Int(it.y), into: &clips) {
-            mask.markSettled(s, shape, x: Int(it.x), y: Int(it.y))
+        if !mask.uncovered(tested, x: x, y: y, into: &clips) {
+            if position >= 0 { mask.markSettled(s, shape, at: position) }
             return
         }
-        rows?.set(s, shape, x: Int(it.x), y: Int(it.y), row: Int(clips[at + 1]))
-        it.clip = Int32(at)
+        if position >= 0 { rows?.set(s, shape, at: position, row: Int(clips[at &+ 1])) }
+        var it = item
+        it.clip = Int32(truncatingIfNeeded: at)
         kept.append(it)
         // Only the clip's pixels can change (the rest of the draw is settled).
         clips.withUnsafeBufferPointer { c in
-            mask.add(shape, x: Int(it.x), y: Int(it.y), clip: UnsafeBufferPointer(rebasing: c[at...]))
+            mask.add(shape, x: x, y: y, clip: UnsafeBufferPointer(rebasing: c[at...]))
         }
     }
 }
 
 /// Stable LSD radix sort of 64-bit keys; returns the permutation. Sorts `key - min` by digits of
 /// at most 12 bits, as few as the keys' range needs (a z10 tile's world ys: two passes over 4,096
-/// counters, not four over 65,536).
+/// counters, not four over 65,536). When the range and the index fit in 64 bits together (a
+/// tile's keys always do), each key is packed with its index into one word that the passes move
+/// (`packedOrder`: one sequential read per pass, every pass's counts in one read up front);
+/// otherwise the passes move indexes and read the keys through them.
 enum RadixSort {
     static func order(_ keys: [UInt64]) -> [Int32] {
         let n = keys.count
-        var idx = [Int32](unsafeUninitializedCapacity: n) { b, c in
-            for i in 0..<n { b[i] = Int32(i) }
-            c = n
-        }
         if n < 2048 {
+            var idx = [Int32](unsafeUninitializedCapacity: n) { b, c in
+                for i in 0..<n { b[i] = Int32(i) }
+                c = n
+            }
             idx.sort { keys[Int($0)] < keys[Int($1)] }
             return idx
         }
         var lo = UInt64.max, hi = UInt64.min
         for k in keys { lo = min(lo, k); hi = max(hi, k) }
         let bits = 64 - (hi - lo).leadingZeroBitCount
+        let indexBits = 64 - UInt64(n - 1).leadingZeroBitCount
+        if bits + indexBits <= 64 { return packedOrder(keys, lo: lo, bits: bits, indexBits: indexBits) }
+        var idx = [Int32](unsafeUninitializedCapacity: n) { b, c in
+            for i in 0..<n { b[i] = Int32(i) }
+            c = n
+        }
         if bits == 0 { return idx }
         let passes = (bits + 11) / 12, digitBits = (bits + passes - 1) / passes
         let digitMask = (UInt64(1) << UInt64(digitBits)) - 1
@@ -816,5 +825,54 @@ enum RadixSort {
             }
         }
         return idx
+    }
+
+    /// `order` when `bits` (the width of `max - lo`) plus `indexBits` (of `count - 1`) is at
+    /// most 64: sorts the words `(key - lo) << indexBits | index` by their key bits.
+    static func packedOrder(_ keys: [UInt64], lo: UInt64, bits: Int, indexBits: Int) -> [Int32] {
+        let n = keys.count
+        let a = UnsafeMutablePointer<UInt64>.allocate(capacity: n), b = UnsafeMutablePointer<UInt64>.allocate(capacity: n)
+        defer { a.deallocate(); b.deallocate() }
+        let shift0 = UInt64(indexBits)
+        keys.withUnsafeBufferPointer { k in
+            for i in 0..<n { a[i] = (k[i] &- lo) &<< shift0 | UInt64(truncatingIfNeeded: i) }
+        }
+        if bits > 0 {
+            let passes = (bits + 11) / 12, digitBits = (bits + passes - 1) / passes
+            let buckets = 1 << digitBits, digitMask = UInt64(buckets - 1)
+            let counts = UnsafeMutablePointer<Int>.allocate(capacity: passes * buckets)
+            defer { counts.deallocate() }
+            counts.initialize(repeating: 0, count: passes * buckets)
+            for i in 0..<n {
+                let v = a[i] &>> shift0
+                for p in 0..<passes { counts[p &* buckets &+ Int(truncatingIfNeeded: (v &>> UInt64(p &* digitBits)) & digitMask)] &+= 1 }
+            }
+            var src = a, dst = b
+            for p in 0..<passes {
+                let c = counts + p &* buckets
+                // A digit every key shares leaves the order as it is.
+                var sum = 0, shared = false
+                for d in 0..<buckets {
+                    let k = c[d]
+                    if k == n { shared = true; break }
+                    c[d] = sum; sum &+= k
+                }
+                if shared { continue }
+                let shift = shift0 &+ UInt64(p &* digitBits)
+                for i in 0..<n {
+                    let v = src[i]
+                    let d = Int(truncatingIfNeeded: (v &>> shift) & digitMask)
+                    dst[c[d]] = v
+                    c[d] &+= 1
+                }
+                swap(&src, &dst)
+            }
+            if src != a { a.update(from: src, count: n) }
+        }
+        let indexMask = shift0 == 64 ? UInt64.max : (UInt64(1) &<< shift0) &- 1
+        return [Int32](unsafeUninitializedCapacity: n) { out, c in
+            for i in 0..<n { out[i] = Int32(truncatingIfNeeded: a[i] & indexMask) }
+            c = n
+        }
     }
 }
