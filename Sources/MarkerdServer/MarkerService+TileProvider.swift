@@ -35,6 +35,8 @@ public struct ServiceTileProvider: TileProvider {
         return (Int(l?.options?.tiling?.tileSize ?? 256), l?.version ?? 0)
     }
 
+    public func tileRenderCounts() -> TileRenderCounts? { service.tileRenderCounts }
+
     public func layers() -> [LayerSummary] {
         service.listLayers(V1.ListLayersRequest()).layers.map(Self.summary)
     }

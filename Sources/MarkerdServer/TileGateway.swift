@@ -291,6 +291,12 @@ public final class TileGateway: Sendable {
         for l in layers { out += "markerd_layer_version{layer=\"\(Self.label(l.id))\"} \(l.version)\n" }
         out += "# HELP markerd_layer_tiled 1 when the layer serves static markers as raster tiles.\n# TYPE markerd_layer_tiled gauge\n"
         for l in layers { out += "markerd_layer_tiled{layer=\"\(Self.label(l.id))\"} \(l.mode == "tiled" ? 1 : 0)\n" }
+        if let r = provider.tileRenderCounts() {
+            out += "# HELP markerd_tile_renders_total Raster tiles rendered (tile cache misses of GetTile and the gateway; cluster tiles not counted): from scratch, or patched from a kept canvas.\n# TYPE markerd_tile_renders_total counter\n"
+            out += "markerd_tile_renders_total{how=\"from_scratch\"} \(r.fromScratch)\nmarkerd_tile_renders_total{how=\"patched\"} \(r.patched)\n"
+            out += "# HELP markerd_kept_canvas_bytes Bytes of dense tiles' canvases kept for patching (--kept-canvas-bytes).\n# TYPE markerd_kept_canvas_bytes gauge\n"
+            out += "markerd_kept_canvas_bytes \(r.keptCanvasBytes)\n"
+        }
         let counts = requestCounts.withLock { $0 }
         out += "# HELP markerd_http_requests_total HTTP gateway requests by route and status.\n# TYPE markerd_http_requests_total counter\n"
         for (route, byStatus) in counts.sorted(by: { $0.key < $1.key }) {

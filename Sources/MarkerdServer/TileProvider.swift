@@ -32,6 +32,13 @@ public protocol TileProvider: Sendable {
 
     /// The markers under a point, topmost first (HitTest).
     func hitTest(_ query: HitTestQuery) throws(RPCError) -> HitTestResult
+
+    /// How tiles were rendered so far (/metrics); nil when the provider does not count them.
+    func tileRenderCounts() -> TileRenderCounts?
+}
+
+extension TileProvider {
+    public func tileRenderCounts() -> TileRenderCounts? { nil }
 }
 
 /// One layer in ``TileProvider/layers()``.

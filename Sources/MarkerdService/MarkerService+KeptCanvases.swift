@@ -77,6 +77,9 @@ final class KeptCanvases: Sendable {
 
     /// Kept rasters rendered so far: patched, and from scratch.
     var counts: (patched: Int, fromScratch: Int) { state.withLock { ($0.patched, $0.fromScratch) } }
+
+    /// Bytes of the canvases kept now.
+    var bytes: Int { state.withLock { $0.bytes } }
 }
 
 extension MarkerService {
@@ -94,8 +97,10 @@ extension MarkerService {
         if let kept = keptCanvases.canvas(key), let changed = h.tileVersions.changes(after: kept.version),
            let canvas = try tileRenderer.renderPatched(h.layer, view: view, base: kept.canvas, changed: changed, now: now) {
             keptCanvases.store(key, canvas, version: version, patched: true)
+            tileRenders.patched.add(1, ordering: .relaxed)
             return TileCache.Tile(png: tileRenderer.encodeTilePNG(canvas), empty: canvas.isEmpty)
         }
+        tileRenders.fromScratch.add(1, ordering: .relaxed)
         if tileRenderer.usesSweep(h.layer, view) {
             let canvas = try tileRenderer.render(h.layer, view: view, now: now).canvas
             keptCanvases.store(key, canvas, version: version, patched: false)
@@ -105,5 +110,34 @@ extension MarkerService {
                                             keepCanvasFrom: configuration.keepCanvasFrom)
         if let canvas = t.canvas { keptCanvases.store(key, canvas, version: version, patched: false) }
         return TileCache.Tile(png: t.png, empty: t.empty)
+    }
+}
+
+/// How GetTile's marker rasters were rendered since the service started (tiles the cache could
+/// not answer; cluster tiles not counted), for /metrics.
+public struct TileRenderCounts: Sendable, Equatable {
+    /// Rendered from scratch.
+    public var fromScratch: Int
+    /// Patched from a kept canvas (`KeptCanvases`): only the changed markers' windows rendered.
+    public var patched: Int
+    /// Bytes of dense tiles' canvases kept now (at most `ServiceConfiguration.keptCanvasBytes`).
+    public var keptCanvasBytes: Int
+
+    public init(fromScratch: Int, patched: Int, keptCanvasBytes: Int) {
+        self.fromScratch = fromScratch; self.patched = patched; self.keptCanvasBytes = keptCanvasBytes
+    }
+}
+
+/// The counters behind `TileRenderCounts`.
+final class TileRenderCounters: Sendable {
+    let fromScratch = Atomic<Int>(0)
+    let patched = Atomic<Int>(0)
+}
+
+extension MarkerService {
+    /// GetTile's renders so far, and the bytes of the canvases kept now (see `TileRenderCounts`).
+    public var tileRenderCounts: TileRenderCounts {
+        TileRenderCounts(fromScratch: tileRenders.fromScratch.load(ordering: .relaxed),
+                         patched: tileRenders.patched.load(ordering: .relaxed), keptCanvasBytes: keptCanvases.bytes)
     }
 }

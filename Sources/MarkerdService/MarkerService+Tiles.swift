@@ -33,6 +33,7 @@ extension MarkerService {
                     }
                     let t = try tileRenderer.renderTile(h.layer, tile: tile, tileSize: key.tileSize, density: density,
                                                         now: now, debugOverlay: overlay)
+                    tileRenders.fromScratch.add(1, ordering: .relaxed)
                     return TileCache.Tile(png: t.png, empty: t.empty)
                 } catch {
                     throw .internal("rendering tile \(tile.z)/\(tile.x)/\(tile.y) failed: \(error)")

@@ -70,6 +70,8 @@ public final class MarkerService: @unchecked Sendable {
     let tileRenderer: TileRenderer
     /// Canvases of dense rasters, patched after small changes (see MarkerService+KeptCanvases.swift).
     let keptCanvases: KeptCanvases
+    /// GetTile's renders, from scratch and patched (`tileRenderCounts`).
+    let tileRenders = TileRenderCounters()
     /// The second thread of bulk upserts of new markers (see `WriteHelper`).
     let writeHelper = WriteHelper()
 

@@ -301,6 +301,8 @@ struct TileGatewayTests {
         #expect(m.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8")
         #expect(m.text.contains("markerd_rpc_calls_total{method=\"QueryViewport\",code=\"OK\"} 1"))
         #expect(m.text.contains("markerd_layer_markers{layer=\"cities\"} 3"))
+        // A provider that does not count renders has no render metrics.
+        #expect(!m.text.contains("markerd_tile_renders_total"))
         #expect(m.text.contains("markerd_layer_version{layer=\"big\"} 1"))
         #expect(m.text.contains("markerd_layer_tiled{layer=\"cities\"} 1"))
         #expect(m.text.contains("markerd_http_requests_total{route=\"tile\",status=\"200\"} 1"))
@@ -433,6 +435,10 @@ struct MarkerServerGatewayTests {
         let metrics = try RawHTTP.request(port: port, "GET", "/metrics")
         #expect(metrics.text.contains("markerd_rpc_calls_total{method=\"CreateLayer\",code=\"OK\"} 1"))
         #expect(metrics.text.contains("markerd_layer_markers{layer=\"pins\"} 2"))
+        // The one tile rendered (two markers: nothing kept, nothing patched).
+        #expect(metrics.text.contains("markerd_tile_renders_total{how=\"from_scratch\"} 1\n"))
+        #expect(metrics.text.contains("markerd_tile_renders_total{how=\"patched\"} 0\n"))
+        #expect(metrics.text.contains("markerd_kept_canvas_bytes 0\n"))
     }
 
     @Test func httpPortInUseFailsStartCleanly() throws {

@@ -115,5 +115,9 @@ import Testing
         #expect(patched >= 20, "only \(patched) patched renders (\(fromScratch) from scratch)")
         #expect(fromScratch >= 9, "\(fromScratch) renders from scratch: the first ones, after many moves and after the clear")
         #expect(scratch.keptCanvases.counts == (0, 0))
+        // What /metrics shows: every render of the patching service, and the bytes it keeps.
+        let shown = patching.tileRenderCounts
+        #expect(shown.patched == patched && shown.fromScratch >= fromScratch && shown.keptCanvasBytes > 0)
+        #expect(scratch.tileRenderCounts.patched == 0 && scratch.tileRenderCounts.keptCanvasBytes == 0)
     }
 }
