@@ -411,6 +411,20 @@ struct CoverageMask {
     /// ranges, so not drawing them changes nothing. Returns false (and appends nothing) when no
     /// pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16.
     mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
+        uncovered(shape, x: x, y: y, into: &clips, adding: nil)
+    }
+
+    /// `uncovered`, then `add(drawn, x: x, y: y, clip:)` with the clip it appended (when it
+    /// appended one), in one pass: each row is added as soon as its span is known. The same
+    /// result as the two calls: a row's test reads that row's bits only, which no earlier row's
+    /// addition changes, and the block bits are refreshed once at the end as `add` does.
+    /// `tested` is `drawn` with `height` lowered to skip rows known to be settled (or `drawn`).
+    mutating func uncoveredThenAdd(_ tested: Shapes.Shape, _ drawn: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
+        uncovered(tested, x: x, y: y, into: &clips, adding: drawn)
+    }
+
+    @inline(__always)
+    private mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16], adding drawn: Shapes.Shape?) -> Bool {
         let r0 = max(0, 0 &- y), r1 = min(shape.height, height &- y)
         if r0 >= r1 || x >= width || x &+ shape.width <= 0 { return false }
         // The clip is built in the storage's scratch buffer and appended once (appending per
@@ -428,6 +442,8 @@ struct CoverageMask {
         let yPhase: Int = y & (size &- 1), xPhase: Int = x & (size &- 1)
 
         let rowK = (x &+ 64) &>> 6, rowShiftLo = UInt64((x &+ 64) & 63), rowShiftHi = 63 &- rowShiftLo
+        // With `drawn`: the canvas rows and columns where bits were set (for `refreshBlocks`).
+        var added = AddedArea()
 
         /// Tests the draw's rows in canvas block row `br` (one of its blocks is not settled whole).
         @inline(__always) func testRows(_ br: Int) {
@@ -462,6 +478,10 @@ struct CoverageMask {
                 last = r
                 out[2 &+ 2 &* (r &- first)] = Int16(truncatingIfNeeded: a)
                 out[3 &+ 2 &* (r &- first)] = Int16(truncatingIfNeeded: b)
+                if let drawn {
+                    let cl = max(0, x &+ a), ch = min(width, x &+ b)
+                    if cl < ch { addRow(drawn, x: x, y: y, row: r, columns: cl, ch, into: &added) }
+                }
             }
         }
 
@@ -515,6 +535,7 @@ struct CoverageMask {
             }
         }
         guard first >= 0 else { return false }
+        if added.top <= added.bottom { refreshBlocks(rows: added.top, added.bottom &+ 1, columns: added.lo, added.hi) }
         out[0] = Int16(truncatingIfNeeded: first); out[1] = Int16(truncatingIfNeeded: last &+ 1)
         clips.append(contentsOf: UnsafeBufferPointer(start: out, count: 2 &+ 2 &* (last &+ 1 &- first)))
         return true
@@ -614,55 +635,67 @@ struct CoverageMask {
         if let clip { r0 = max(r0, Int(clip[0])); r1 = min(r1, Int(clip[1])) }
         if r0 >= r1 { return }
         unique()
-        let stride = stride, bits = bits, free = free, lv = levels, next = nextLevels
-        let canvasWidth = width, exact = exact, words = shape.words, spriteWidth = shape.width
-        let opaque = shape.opaqueMasks, partial = shape.partialMasks, weights = shape.weights
         let clipRows = clip.map { $0.baseAddress! + (2 &- 2 &* Int($0[0])) }
-        // Canvas rows and columns where bits were set (for `refreshBlocks`).
-        var setTop = Int.max, setBottom = Int.min, setLo = Int.max, setHi = Int.min
+        var added = AddedArea()
         var r = r0
         while r < r1 {
             defer { r &+= 1 }
             // The row's columns to visit: inside the canvas and the clip.
-            var cl = max(0, x), ch = min(canvasWidth, x &+ spriteWidth)
+            var cl = max(0, x), ch = min(width, x &+ shape.width)
             if let clipRows {
                 cl = max(cl, x &+ Int(clipRows[2 &* r])); ch = min(ch, x &+ Int(clipRows[2 &* r &+ 1]))
             }
-            if cl >= ch { continue }
-            let canvasRow = y &+ r
-            let row = bits + canvasRow &* stride
-            // Bits set in this row (counted off `free` at the end of the row).
-            var newlySet = 0
-            var k = 0
-            while k < words {
-                defer { k &+= 1 }
-                let base = x &+ k &<< 6
-                let inside = CoverageMask.rangeMask(cl &- base, ch &- base)
-                if inside == 0 { continue }
-                let om = opaque[r &* words &+ k] & inside
-                if om != 0 { newlySet &+= CoverageMask.deposit(row, base, om) }
-                if exact { continue }
-                // The other non-transparent pixels not settled yet.
-                var open = partial[r &* words &+ k] & inside & ~CoverageMask.chunk(row, base, columns: canvasWidth)
-                if open == 0 { continue }
-                var settle: UInt64 = 0
-                let wrow = weights + (r &* spriteWidth &+ k &<< 6), lrow = lv + (canvasRow &* canvasWidth &+ base)
-                while open != 0 {
-                    let b = open.trailingZeroBitCount
-                    open &= open &- 1
-                    let t = next[Int(wrow[b]) &<< 8 | Int(lrow[b])]
-                    lrow[b] = t
-                    if t == 255 { settle |= UInt64(1) &<< UInt64(b) }
-                }
-                if settle != 0 { newlySet &+= CoverageMask.deposit(row, base, settle) }
-            }
-            if newlySet > 0 {
-                free[canvasRow] &-= Int32(truncatingIfNeeded: newlySet)
-                setTop = min(setTop, canvasRow); setBottom = max(setBottom, canvasRow)
-                setLo = min(setLo, cl); setHi = max(setHi, ch)
-            }
+            if cl < ch { addRow(shape, x: x, y: y, row: r, columns: cl, ch, into: &added) }
         }
-        if setTop <= setBottom { refreshBlocks(rows: setTop, setBottom &+ 1, columns: setLo, setHi) }
+        if added.top <= added.bottom { refreshBlocks(rows: added.top, added.bottom &+ 1, columns: added.lo, added.hi) }
+    }
+
+    /// Canvas rows and columns where `addRow` set bits (empty: `top > bottom`).
+    struct AddedArea {
+        var top = Int.max, bottom = Int.min, lo = Int.max, hi = Int.min
+    }
+
+    /// Adds sprite row `r` of a draw of `shape` at (`x`, `y`) in canvas columns `cl ..< ch`
+    /// (inside the canvas and the draw's columns, not empty; the row inside the canvas): its
+    /// opaque pixels settle; unless `exact`, its other non-transparent pixels not settled yet
+    /// update their `T`, and settle at 255. Rows and columns where bits were set go to `added`.
+    /// The storage must be this mask's own (`unique`).
+    @inline(__always)
+    private func addRow(_ shape: Shapes.Shape, x: Int, y: Int, row r: Int, columns cl: Int, _ ch: Int, into added: inout AddedArea) {
+        let canvasWidth = width, words = shape.words, spriteWidth = shape.width
+        let canvasRow = y &+ r
+        let row = bits + canvasRow &* stride
+        // Bits set in this row (counted off `free` at the end of the row).
+        var newlySet = 0
+        var k = 0
+        while k < words {
+            defer { k &+= 1 }
+            let base = x &+ k &<< 6
+            let inside = CoverageMask.rangeMask(cl &- base, ch &- base)
+            if inside == 0 { continue }
+            let om = shape.opaqueMasks[r &* words &+ k] & inside
+            if om != 0 { newlySet &+= CoverageMask.deposit(row, base, om) }
+            if exact { continue }
+            // The other non-transparent pixels not settled yet.
+            var open = shape.partialMasks[r &* words &+ k] & inside & ~CoverageMask.chunk(row, base, columns: canvasWidth)
+            if open == 0 { continue }
+            var settle: UInt64 = 0
+            let wrow = shape.weights + (r &* spriteWidth &+ k &<< 6), lrow = levels + (canvasRow &* canvasWidth &+ base)
+            let next = nextLevels
+            while open != 0 {
+                let b = open.trailingZeroBitCount
+                open &= open &- 1
+                let t = next[Int(wrow[b]) &<< 8 | Int(lrow[b])]
+                lrow[b] = t
+                if t == 255 { settle |= UInt64(1) &<< UInt64(b) }
+            }
+            if settle != 0 { newlySet &+= CoverageMask.deposit(row, base, settle) }
+        }
+        if newlySet > 0 {
+            free[canvasRow] &-= Int32(truncatingIfNeeded: newlySet)
+            added.top = min(added.top, canvasRow); added.bottom = max(added.bottom, canvasRow)
+            added.lo = min(added.lo, cl); added.hi = max(added.hi, ch)
+        }
     }
 
     /// Sets the bits of `blockBits` whose blocks meet canvas rows `top ..< bottom` and columns

@@ -758,7 +758,9 @@ public final class TileRenderer: Sendable {
         // (Optional chaining, not `if let`: binding the class would retain it for every draw.)
         if position >= 0 { tested.height = rows?.bound(s, at: position, height: shape.height) ?? shape.height }
         let at = clips.count
-        if !mask.uncovered(tested, x: x, y: y, into: &clips) {
+        // The draw's clip, added to the mask as it is found (only the clip's pixels can change:
+        // the rest of the draw is settled).
+        if !mask.uncoveredThenAdd(tested, shape, x: x, y: y, into: &clips) {
             if position >= 0 { mask.markSettled(s, shape, at: position) }
             return
         }
@@ -766,10 +768,6 @@ public final class TileRenderer: Sendable {
         var it = item
         it.clip = Int32(truncatingIfNeeded: at)
         kept.append(it)
-        // Only the clip's pixels can change (the rest of the draw is settled).
-        clips.withUnsafeBufferPointer { c in
-            mask.add(shape, x: x, y: y, clip: UnsafeBufferPointer(rebasing: c[at...]))
-        }
     }
 }
 

@@ -84,6 +84,44 @@ import Testing
         #expect(wholeBlocks > 1000, "only \(wholeBlocks) blocks settled whole")
     }
 
+    /// `uncoveredThenAdd` (the cull's one pass) against `uncovered` then `add` with the clip it
+    /// appended: the same clip, and the same mask after (bits, levels, row counts, block bits), on
+    /// masks settled at random, exact and not, with the tested rows cut short as the row memo does.
+    @Test func uncoveredThenAddMatchesTwoPasses() throws {
+        var rng = SplitMix64(seed: testSeed())
+        var kept = 0, dropped = 0
+        for round in 0..<300 {
+            let width = [1, 63, 64, 65, 130, 256][round % 6], height = 1 + Int(rng.next() % 80)
+            var a = CoverageMask(width: width, height: height, exact: round % 5 == 0)
+            let shapes = CoverageMask.Shapes((0..<4).map { _ in Self.randomSprite(&rng) })
+            for _ in 0..<Int(rng.next() % (round % 2 == 0 ? 12 : 300)) {
+                a.add(shapes.shapes[Int(rng.next() % 4)], x: Int(rng.next() % UInt64(width + 80)) - 60,
+                      y: Int(rng.next() % UInt64(height + 40)) - 30)
+            }
+            var b = a
+            // A few draws in a row, each on the mask the previous ones left.
+            for step in 0..<4 {
+                let drawn = shapes.shapes[Int(rng.next() % 4)]
+                var tested = drawn
+                if rng.next() % 3 == 0 { tested.height = Int(rng.next() % UInt64(drawn.height + 1)) }
+                let x = Int(rng.next() % UInt64(width + 100)) - 90, y = Int(rng.next() % UInt64(height + 100)) - 60
+                var clipsA: [Int16] = [7], clipsB: [Int16] = [7]
+                let anyA = a.uncovered(tested, x: x, y: y, into: &clipsA)
+                if anyA { clipsA.withUnsafeBufferPointer { a.add(drawn, x: x, y: y, clip: UnsafeBufferPointer(rebasing: $0[1...])) } }
+                let anyB = b.uncoveredThenAdd(tested, drawn, x: x, y: y, into: &clipsB)
+                if anyA { kept += 1 } else { dropped += 1 }
+                #expect(anyA == anyB && clipsA == clipsB, "round \(round) step \(step): clips \(clipsA) against \(clipsB)")
+                let sa = a.state, sb = b.state
+                #expect(sa.bits == sb.bits && sa.levels == sb.levels && sa.free == sb.free, "round \(round) step \(step): masks differ")
+                let blocks = (0..<a.blockRows).allSatisfy { by in
+                    (0..<a.blockColumns).allSatisfy { bx in a.blockSettled(bx: bx, by: by) == b.blockSettled(bx: bx, by: by) }
+                }
+                #expect(blocks, "round \(round) step \(step): block bits differ")
+            }
+        }
+        #expect(kept > 100 && dropped > 100, "kept \(kept), dropped \(dropped): both kinds of draw not tried enough")
+    }
+
     /// Dense layers where most draws are clipped: pins of several sizes and colours (opaque and
     /// semi-transparent), labels, image icons with off-centre anchors, three z-indexes, near the
     /// antimeridian too; tiles from z0 to z12 at every density and both sizes equal brute force
