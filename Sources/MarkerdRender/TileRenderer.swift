@@ -867,7 +867,7 @@ enum RadixSort {
             }
             if src != a { a.update(from: src, count: n) }
         }
-        let indexMask = shift0 == 64 ? UInt64.max : (UInt64(1) &<< shift0) &- 1
+        let indexMask = (UInt64(1) &<< shift0) &- 1  // indexBits < 64: there are fewer than 2^63 keys
         return [Int32](unsafeUninitializedCapacity: n) { out, c in
             for i in 0..<n { out[i] = Int32(truncatingIfNeeded: a[i] & indexMask) }
             c = n

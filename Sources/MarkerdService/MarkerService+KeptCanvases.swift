@@ -7,7 +7,8 @@ import Synchronization
 /// the rasters that take the node sweep (the z0-z4 tiles of layers with millions of markers; a
 /// z0 tile over 10M markers takes 130-150 ms of CPU from scratch, a moved marker's two windows a
 /// few ms), and every other tile that at least `ServiceConfiguration.keepCanvasFrom` markers
-/// touch (the z10 tiles of a city: 3-8 ms from scratch, a window and the PNG 1-2 ms).
+/// touch (a city's z10 tile: 4-5 ms from scratch at p50 through markerd, about 2 ms patched
+/// after a marker moved in; `marker-bench --only tiles`, session 24).
 ///
 /// Keyed by layer, its `TileVersions` instance (salt), tile and size; each entry remembers the
 /// layer version it shows. The changes since then come from `TileVersions.changes(after:)`,
@@ -34,7 +35,6 @@ final class KeptCanvases: Sendable {
         var entries: [Key: Entry] = [:]
         var bytes = 0
         var clock: UInt64 = 0
-        var patched = 0, fromScratch = 0
     }
 
     let capacityBytes: Int
@@ -54,12 +54,10 @@ final class KeptCanvases: Sendable {
     }
 
     /// Keeps `canvas` for `key` as the raster at layer `version` (replacing an older one), then
-    /// drops the least recently used canvases beyond `capacityBytes`. `patched`: counted in
-    /// `counts`.
-    func store(_ key: Key, _ canvas: TileCanvas, version: UInt64, patched: Bool) {
+    /// drops the least recently used canvases beyond `capacityBytes`.
+    func store(_ key: Key, _ canvas: TileCanvas, version: UInt64) {
         let bytes = canvas.width * canvas.height * 4
         state.withLock { s in
-            if patched { s.patched += 1 } else { s.fromScratch += 1 }
             guard bytes <= capacityBytes else { return }
             if let old = s.entries[key] {
                 guard old.version <= version else { return }
@@ -74,9 +72,6 @@ final class KeptCanvases: Sendable {
             }
         }
     }
-
-    /// Kept rasters rendered so far: patched, and from scratch.
-    var counts: (patched: Int, fromScratch: Int) { state.withLock { ($0.patched, $0.fromScratch) } }
 
     /// Bytes of the canvases kept now.
     var bytes: Int { state.withLock { $0.bytes } }
@@ -96,19 +91,19 @@ extension MarkerService {
         let version = h.layer.version
         if let kept = keptCanvases.canvas(key), let changed = h.tileVersions.changes(after: kept.version),
            let canvas = try tileRenderer.renderPatched(h.layer, view: view, base: kept.canvas, changed: changed, now: now) {
-            keptCanvases.store(key, canvas, version: version, patched: true)
+            keptCanvases.store(key, canvas, version: version)
             tileRenders.patched.add(1, ordering: .relaxed)
             return TileCache.Tile(png: tileRenderer.encodeTilePNG(canvas), empty: canvas.isEmpty)
         }
         tileRenders.fromScratch.add(1, ordering: .relaxed)
         if tileRenderer.usesSweep(h.layer, view) {
             let canvas = try tileRenderer.render(h.layer, view: view, now: now).canvas
-            keptCanvases.store(key, canvas, version: version, patched: false)
+            keptCanvases.store(key, canvas, version: version)
             return TileCache.Tile(png: canvas.encodePNG(options: .tile), empty: canvas.isEmpty)
         }
         let t = try tileRenderer.renderTile(h.layer, tile: tile, tileSize: tileSize, density: density, now: now,
                                             keepCanvasFrom: configuration.keepCanvasFrom)
-        if let canvas = t.canvas { keptCanvases.store(key, canvas, version: version, patched: false) }
+        if let canvas = t.canvas { keptCanvases.store(key, canvas, version: version) }
         return TileCache.Tile(png: t.png, empty: t.empty)
     }
 }
