@@ -644,21 +644,35 @@ public final class TileRenderer: Sendable {
             count = items.count
         }
         let order = RadixSort.order(keys)
-        var sorted = order.map { items[Int($0)] }
-        var s = 0
-        while s < order.count {
-            let k = keys[Int(order[s])]
-            var t = s + 1
-            while t < order.count && keys[Int(order[t])] == k { t += 1 }
-            if t - s > 1 {
-                // Mostly the world copies of one marker (no need to look at the layer).
-                if sorted[s..<t].allSatisfy({ $0.slot == sorted[s].slot }) {
-                    sorted[s..<t].sort { $0.copy < $1.copy }
-                } else {
-                    Self.sortInDrawOrder(&sorted, s..<t, layer)
+        let n = order.count
+        var sorted = [Item](unsafeUninitializedCapacity: n) { out, count in
+            items.withUnsafeBufferPointer { src in
+                order.withUnsafeBufferPointer { o in
+                    for i in 0..<n { (out.baseAddress! + i).initialize(to: src[Int(o[i])]) }
                 }
             }
-            s = t
+            count = n
+        }
+        // The runs of equal keys (same z-index and world y), found on the sorted items: a
+        // sequential read, not one of `keys` through `order` per item.
+        var ties: [Range<Int>] = []
+        sorted.withUnsafeBufferPointer { p in
+            var s = 0
+            while s < n {
+                let z = p[s].zIndex, y = p[s].worldY
+                var t = s &+ 1
+                while t < n && p[t].worldY == y && p[t].zIndex == z { t &+= 1 }
+                if t &- s > 1 { ties.append(s..<t) }
+                s = t
+            }
+        }
+        for r in ties {
+            // Mostly the world copies of one marker (no need to look at the layer).
+            if sorted[r].allSatisfy({ $0.slot == sorted[r.lowerBound].slot }) {
+                sorted[r].sort { $0.copy < $1.copy }
+            } else {
+                Self.sortInDrawOrder(&sorted, r, layer)
+            }
         }
         return sorted
     }

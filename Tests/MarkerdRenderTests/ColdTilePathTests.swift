@@ -26,6 +26,31 @@ import Testing
         return (center, far, layer)
     }
 
+    /// Step 1 (`inDrawOrder`: the radix sort by z-index rank and world y, then each run of equal
+    /// keys sorted exactly) gives the exact draw order (`TileRenderer.less`) on random layers
+    /// with stacked duplicates (equal keys of different markers, three z-indexes) and world
+    /// copies on the antimeridian, below and above the radix sort's 2,048 items.
+    @Test func drawOrderMatchesComparisonSort() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = makeRenderer()
+        var ties = 0, copies = 0, large = 0
+        for round in 0..<8 {
+            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 2 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
+            let layer = try randomLayer(count: round < 4 ? 600 : 4000, center: center, spreadDegrees: 0.05, rng: &rng, now: now)
+            let view = RasterView.tile(TileID.containing(center, zoom: 8), tileSize: 256, density: 1)
+            let items = try r.collect(layer, view, now: now).items
+            let expected = items.sorted { TileRenderer.less(layer, $0, $1) }
+            let got = TileRenderer.inDrawOrder(layer, items)
+            func key(_ it: TileRenderer.Item) -> [Int32] { [it.slot, it.copy] }
+            #expect(got.map(key) == expected.map(key), "round \(round): \(items.count) items")
+            ties += zip(expected, expected.dropFirst()).filter { $0.zIndex == $1.zIndex && $0.worldY == $1.worldY && $0.slot != $1.slot }.count
+            copies += items.filter { $0.copy != 0 }.count
+            if items.count >= 2048 { large += 1 }
+        }
+        #expect(ties > 100, "only \(ties) neighbours shared a key")
+        #expect(copies > 0 && large == 4, "\(copies) world copies, \(large) rounds of 2,048 items or more")
+    }
+
     /// `cullExact`'s row memo (`SettledRows`: a draw's test stops at the row from which a draw
     /// of the same sprite at the same position was settled) keeps exactly the draws and clips of
     /// testing every row, on dense random layers where many markers share positions.
