@@ -119,6 +119,9 @@ struct TileBench {
         var sizes: Floor.Sizes? = nil
         Progress.log("[\(label)] GetTile cold z\(z): \(coldCalls) calls")
         var firstMicros: [Double] = [], bumpedMicros: [Double] = []
+        // The host's speed against the issue's machine, just before (z >= 10: the target's zooms).
+        let host = z >= 10 ? HostReference.measure() : nil
+        if let host { table.add(host.row(when: "before cold z\(z)")) }
         for _ in 0..<coldCalls {
             let t = layer.tileNearCity(zoom: z, &rng)
             let first = asked.insert(t).inserted
@@ -152,6 +155,7 @@ struct TileBench {
                                    Table.bytes(bytes.reduce(0, +) / max(1, bytes.count)), cpu * 1000 / Double(micros.count),
                                    Machine.loadAverage ?? 0))
         if z >= 10 { row.target = Target(text: "p99 < 5 ms (z >= 10)", met: s.p99 < 5000) }
+        if let host { row.note += "; p99 \(host.scaled(s.p99))" }
         table.add(row)
         return (tiles, Double(bytes.reduce(0, +)) / Double(max(1, bytes.count)))
     }
@@ -196,6 +200,9 @@ struct TileBench {
         for scratch in [true, false] {
             var micros: [Double] = [], cpu: [Double] = []
             var png = 0
+            // The host's speed just before the row with a target.
+            let host = scratch ? HostReference.measure() : nil
+            if let host { table.add(host.row(when: "before z0")) }
             Progress.log("[\(label)] GetTile z0: \(z0Runs) renders \(scratch ? "from scratch" : "after one marker moved")")
             for run in 0..<z0Runs {
                 if scratch { try mover.scatter(client, count: 300, seed: options.seed &+ 900 &+ UInt64(run)) } else { try mover.bump(client, into: world) }
@@ -208,7 +215,7 @@ struct TileBench {
             let sorted = micros.sorted()
             let note = String(format: "%d renders: min %.1f ms, max %.1f ms; markerd CPU %.0f ms per render (median); PNG %@; loadavg %.1f",
                               micros.count, sorted.first! / 1000, sorted.last! / 1000, cpu.sorted()[cpu.count / 2] * 1000,
-                              Table.bytes(png), Machine.loadAverage ?? 0)
+                              Table.bytes(png), Machine.loadAverage ?? 0) + (host.map { "; median \($0.scaled(Stats.percentile(sorted, 0.5)))" } ?? "")
             if scratch {
                 table.add(Row(size: label, measure: "GetTile z0 over all N markers, 256 px d1, from scratch (300 markers moved first)",
                               value: Table.fixed(Stats.percentile(sorted, 0.5) / 1000, 1), unit: "ms median",
