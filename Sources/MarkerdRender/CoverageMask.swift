@@ -92,22 +92,6 @@ struct CoverageMask {
         /// out with one bit test (`knownSettled`).
         let memo: UnsafeMutablePointer<UnsafeMutablePointer<UInt64>?>
         let memoWords: UnsafeMutablePointer<Int>
-        /// Where `uncovered` builds a clip (2 + 2 per sprite row), grown on demand.
-        private var scratchBuffer: UnsafeMutablePointer<Int16>
-        private var scratchRows: Int
-
-        /// The scratch buffer with room for a clip of `rows` rows.
-        @inline(__always) func scratch(rows: Int) -> UnsafeMutablePointer<Int16> {
-            if rows > scratchRows { growScratch(rows) }
-            return scratchBuffer
-        }
-
-        private func growScratch(_ rows: Int) {
-            scratchBuffer.deallocate()
-            scratchRows = max(rows, 2 * scratchRows)
-            scratchBuffer = .allocate(capacity: 2 + 2 * scratchRows)
-        }
-
         init(stride: Int, height: Int, levelCount: Int, blockStride: Int, blockRows: Int) {
             self.stride = stride; self.blockStride = blockStride; self.height = height
             bitCount = stride * height; self.levelCount = levelCount; blockCount = blockStride * blockRows
@@ -119,8 +103,6 @@ struct CoverageMask {
             memo.initialize(repeating: nil, count: CoverageMask.memoShapes)
             memoWords = .allocate(capacity: CoverageMask.memoShapes)
             memoWords.initialize(repeating: 0, count: CoverageMask.memoShapes)
-            scratchRows = 256
-            scratchBuffer = .allocate(capacity: 2 + 2 * scratchRows)
         }
 
         func copy() -> Storage {
@@ -143,7 +125,7 @@ struct CoverageMask {
         deinit {
             bits.deallocate(); free.deallocate(); levels.deallocate(); blocks.deallocate()
             for i in 0..<CoverageMask.memoShapes { memo[i]?.deallocate() }
-            memo.deallocate(); memoWords.deallocate(); scratchBuffer.deallocate()
+            memo.deallocate(); memoWords.deallocate()
         }
     }
 
@@ -411,7 +393,9 @@ struct CoverageMask {
     /// ranges, so not drawing them changes nothing. Returns false (and appends nothing) when no
     /// pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16.
     mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
-        uncovered(shape, x: x, y: y, into: &clips, adding: nil)
+        var buffer = ClipBuffer(capacity: 2 &+ 2 &* shape.height)
+        defer { clips.append(contentsOf: UnsafeBufferPointer(start: buffer.base, count: buffer.count)) }
+        return uncovered(shape, x: x, y: y, into: &buffer, adding: nil)
     }
 
     /// `uncovered`, then `add(drawn, x: x, y: y, clip:)` with the clip it appended (when it
@@ -419,18 +403,17 @@ struct CoverageMask {
     /// result as the two calls: a row's test reads that row's bits only, which no earlier row's
     /// addition changes, and the block bits are refreshed once at the end as `add` does.
     /// `tested` is `drawn` with `height` lowered to skip rows known to be settled (or `drawn`).
-    mutating func uncoveredThenAdd(_ tested: Shapes.Shape, _ drawn: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
+    mutating func uncoveredThenAdd(_ tested: Shapes.Shape, _ drawn: Shapes.Shape, x: Int, y: Int, into clips: inout ClipBuffer) -> Bool {
         uncovered(tested, x: x, y: y, into: &clips, adding: drawn)
     }
 
     @inline(__always)
-    private mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16], adding drawn: Shapes.Shape?) -> Bool {
+    private mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout ClipBuffer, adding drawn: Shapes.Shape?) -> Bool {
         let r0 = max(0, 0 &- y), r1 = min(shape.height, height &- y)
         if r0 >= r1 || x >= width || x &+ shape.width <= 0 { return false }
-        // The clip is built in the storage's scratch buffer and appended once (appending per
-        // row, or writing into the array row by row, costs a uniqueness check each).
         unique()
-        let out = store.scratch(rows: r1 &- r0)
+        // The clip is written in place at the end of `clips`, and counted when it is complete.
+        let out = clips.reserve(2 &+ 2 &* (r1 &- r0))
         var first = -1, last = -1
         let shift = CoverageMask.blockShift, size = CoverageMask.blockSize
         let bits = UnsafePointer(bits), blocks = UnsafePointer(blocks)
@@ -537,7 +520,7 @@ struct CoverageMask {
         guard first >= 0 else { return false }
         if added.top <= added.bottom { refreshBlocks(rows: added.top, added.bottom &+ 1, columns: added.lo, added.hi) }
         out[0] = Int16(truncatingIfNeeded: first); out[1] = Int16(truncatingIfNeeded: last &+ 1)
-        clips.append(contentsOf: UnsafeBufferPointer(start: out, count: 2 &+ 2 &* (last &+ 1 &- first)))
+        clips.commit(2 &+ 2 &* (last &+ 1 &- first))
         return true
     }
 

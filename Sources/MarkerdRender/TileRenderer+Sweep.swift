@@ -304,7 +304,7 @@ extension TileRenderer {
         if styleIndexes.count == 1 { walk.single = styleIndexes[0] }
         try walk.run(layer, now: now)
         walk.kept.reverse()
-        return (walk.kept, walk.clips, walk.placer.sprites, walk.markers, walk.visited)
+        return (walk.kept, walk.clips.array, walk.placer.sprites, walk.markers, walk.visited)
     }
 
     /// The state of one sweep (`sweep`), in one struct so that its mutable parts are reached
@@ -331,7 +331,8 @@ extension TileRenderer {
         var heap = EventHeap()
         /// Leaf parts taken and to be read (`openAll`).
         var opening: [Part] = []
-        var kept: [Item] = [], clips: [Int16] = [], batch: [Item] = []
+        var kept: [Item] = [], batch: [Item] = []
+        var clips = ClipBuffer(capacity: 0)
         var markers = 0, visited = 0
         /// The style of every marker when only one is in use (`UInt32.max`: read per marker).
         var single = UInt32.max

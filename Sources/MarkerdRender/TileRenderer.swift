@@ -686,17 +686,16 @@ public final class TileRenderer: Sendable {
     static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask,
                           settledRows: Bool? = nil) -> (items: [Item], clips: [Int16]) {
         var kept: [Item] = []
-        var clips: [Int16] = []
         // Room for the usual case without regrowing (a dense z10 tile keeps about 40 % of its
         // draws, with a few clip rows each); reserved memory is not touched until used.
         kept.reserveCapacity(items.count)
-        clips.reserveCapacity(items.count * 16)
+        var clips = ClipBuffer(capacity: items.count * 16)
         let shapes = CoverageMask.Shapes(sprites)
         var rows: SettledRows? = settledRows ?? (items.count >= SettledRows.minItems)
             ? SettledRows(width: mask.width, height: mask.height) : nil
         for it in items.reversed() { cullOne(it, shapes, &mask, &kept, &clips, rows: &rows) }
         kept.reverse()
-        return (kept, clips)
+        return (kept, clips.array)
     }
 
     /// Per sprite position (top-left `x` in `-shape.width ..< width`, `y` in
@@ -752,7 +751,7 @@ public final class TileRenderer: Sendable {
     /// fully settled is remembered (`CoverageMask.markSettled`), so that later draws of the same
     /// sprite there (stacked markers) cost one bit test.
     @inline(__always)
-    static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16]) {
+    static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout ClipBuffer) {
         var none: SettledRows? = nil
         cullOne(item, shapes, &mask, &kept, &clips, rows: &none)
     }
@@ -760,7 +759,7 @@ public final class TileRenderer: Sendable {
     /// `cullOne`, testing only the rows `rows` does not know to be settled, and recording the
     /// end of the clip's rows there.
     @inline(__always)
-    static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout [Int16],
+    static func cullOne(_ item: Item, _ shapes: CoverageMask.Shapes, _ mask: inout CoverageMask, _ kept: inout [Item], _ clips: inout ClipBuffer,
                         rows: inout SettledRows?) {
         let s = Int(item.sprite), x = Int(item.x), y = Int(item.y)
         let shape = shapes.shapes[s]

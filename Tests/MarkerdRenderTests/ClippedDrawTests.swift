@@ -105,12 +105,14 @@ import Testing
                 var tested = drawn
                 if rng.next() % 3 == 0 { tested.height = Int(rng.next() % UInt64(drawn.height + 1)) }
                 let x = Int(rng.next() % UInt64(width + 100)) - 90, y = Int(rng.next() % UInt64(height + 100)) - 60
-                var clipsA: [Int16] = [7], clipsB: [Int16] = [7]
+                var clipsA: [Int16] = [7], clipsB = ClipBuffer(capacity: 1)
+                clipsB.reserve(1)[0] = 7
+                clipsB.commit(1)
                 let anyA = a.uncovered(tested, x: x, y: y, into: &clipsA)
                 if anyA { clipsA.withUnsafeBufferPointer { a.add(drawn, x: x, y: y, clip: UnsafeBufferPointer(rebasing: $0[1...])) } }
                 let anyB = b.uncoveredThenAdd(tested, drawn, x: x, y: y, into: &clipsB)
                 if anyA { kept += 1 } else { dropped += 1 }
-                #expect(anyA == anyB && clipsA == clipsB, "round \(round) step \(step): clips \(clipsA) against \(clipsB)")
+                #expect(anyA == anyB && clipsA == clipsB.array, "round \(round) step \(step): clips \(clipsA) against \(clipsB.array)")
                 let sa = a.state, sb = b.state
                 #expect(sa.bits == sb.bits && sa.levels == sb.levels && sa.free == sb.free, "round \(round) step \(step): masks differ")
                 let blocks = (0..<a.blockRows).allSatisfy { by in
@@ -151,5 +153,24 @@ import Testing
             }
         }
         print("clipped tiles (\(culling), sweep above \(sweepAbove)): \(markers) markers, \(draws) draws, worst difference \(worst)")
+    }
+
+    /// `ClipBuffer` keeps what was committed across growth, in order, and leaves out what was
+    /// reserved and written but not committed.
+    @Test func clipBufferGrowsAndCommits() {
+        var rng = SplitMix64(seed: testSeed())
+        var buffer = ClipBuffer(capacity: 0)
+        var expected: [Int16] = []
+        for _ in 0..<500 {
+            let n = 1 + Int(rng.next() % 90)
+            let out = buffer.reserve(n)
+            for i in 0..<n { out[i] = Int16(truncatingIfNeeded: rng.next()) }
+            if rng.next() % 4 != 0 {
+                buffer.commit(n)
+                expected += (0..<n).map { out[$0] }
+            }
+        }
+        #expect(buffer.count == expected.count && buffer.array == expected)
+        #expect(expected.count > 64 * 100, "only \(expected.count) values: the buffer never grew far")
     }
 }
