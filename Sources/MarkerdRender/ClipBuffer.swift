@@ -40,11 +40,11 @@ struct ClipBuffer {
     @inline(__always) subscript(i: Int) -> Int16 { base[i] }
 
     private mutating func grow(_ needed: Int) {
-        let bigger = Storage(capacity: Swift.max(needed, 2 * capacity))
+        capacity = Swift.max(needed, 2 * capacity)
+        let bigger = Storage(capacity: capacity)
         bigger.base.initialize(from: base, count: count)
         storage = bigger
         base = bigger.base
-        capacity = Swift.max(needed, 2 * capacity)
     }
 
     /// The committed values.
