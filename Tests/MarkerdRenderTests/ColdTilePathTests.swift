@@ -34,11 +34,13 @@ import Testing
         var rng = SplitMix64(seed: testSeed())
         let r = makeRenderer()
         var ties = 0, copies = 0, large = 0
-        for round in 0..<8 {
-            let center = LatLng(latitude: (rng.unit() - 0.5) * 140, longitude: round % 2 == 0 ? -179.995 : (rng.unit() - 0.5) * 340)
-            let layer = try randomLayer(count: round < 4 ? 600 : 4000, center: center, spreadDegrees: 0.05, rng: &rng, now: now)
-            let view = RasterView.tile(TileID.containing(center, zoom: 8), tileSize: 256, density: 1)
-            let items = try r.collect(layer, view, now: now).items
+        for round in 0..<9 {
+            let (center, _, layer) = try roundLayer(round, markers: round < 4 ? 600 : 4000, upTo: 200, &rng)
+            // Antimeridian rounds (markers just east of -180): the world's last z8 tile, where
+            // they show as copies from the next world; else a z6 tile holding the whole spread.
+            let tile = round % 3 == 0 ? TileID.containing(LatLng(latitude: center.latitude, longitude: 179.9999), zoom: 8)
+                : TileID.containing(center, zoom: 6)
+            let items = try r.collect(layer, RasterView.tile(tile, tileSize: 256, density: 1), now: now).items
             let expected = items.sorted { TileRenderer.less(layer, $0, $1) }
             let got = TileRenderer.inDrawOrder(layer, items)
             func key(_ it: TileRenderer.Item) -> [Int32] { [it.slot, it.copy] }
@@ -48,7 +50,7 @@ import Testing
             if items.count >= 2048 { large += 1 }
         }
         #expect(ties > 100, "only \(ties) neighbours shared a key")
-        #expect(copies > 0 && large == 4, "\(copies) world copies, \(large) rounds of 2,048 items or more")
+        #expect(copies > 0 && large >= 4, "\(copies) world copies, \(large) rounds of 2,048 items or more")
     }
 
     /// `cullExact`'s row memo (`SettledRows`: a draw's test stops at the row from which a draw
