@@ -391,7 +391,9 @@ struct CoverageMask {
     /// hi0, lo1, hi1, ...`; a row without one gets an empty range). Pixels left out are
     /// transparent or get an opaque pixel from a later draw, as do covered pixels inside the
     /// ranges, so not drawing them changes nothing. Returns false (and appends nothing) when no
-    /// pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16.
+    /// pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16. (This form,
+    /// for tests, appends to an array; the renderer's cull writes into a `ClipBuffer` through
+    /// `uncoveredThenAdd`, without a buffer per call.)
     mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
         var buffer = ClipBuffer(capacity: 2 &+ 2 &* shape.height)
         defer { clips.append(contentsOf: UnsafeBufferPointer(start: buffer.base, count: buffer.count)) }
