@@ -4,7 +4,8 @@ import MarkerdRender
 
 /// `--only onecity`: one Gaussian city the size of a city of the 10M layer, built in this
 /// process in well under a second, and the z10 tile over its centre rendered again and again
-/// on one thread (`TileRenderer.renderTimingPhases`: collect, sort, cull, draw).
+/// on one thread (`TileRenderer.renderTimingPhases`: collect, sort, cull, draw), then its canvas
+/// encoded as GetTile encodes it (`PNGEncodeOptions.tile`, one thread) as often.
 ///
 /// The densest z10 tiles of the 10M layer (`--only densetiles`) need the 10M layer built first,
 /// about a minute here and far too long under valgrind. This layer holds one of them: 23,333
@@ -52,6 +53,36 @@ struct OneCityBench {
                       measure: "in-process one city (\(Self.markers) markers, sigma \(Table.fixed(Self.sigmaKm, 0)) km), its z10 tile, render alone by step (TileRenderer.renderTimingPhases): collect / sort / cull / draw, median",
                       value: [\RenderPhaseTimes.collect, \.sort, \.cull, \.draw].map { Table.fixed(median($0) / 1000, 2) }.joined(separator: " / "),
                       unit: "ms thread CPU", note: note))
+        // The PNG of the last canvas, as GetTile encodes a tile on one thread.
+        var pngTimes: [Double] = [], pngBytes = 0
+        if let canvas = last?.canvas {
+            for _ in 0..<Self.repetitions {
+                let c0 = Machine.threadCPUSeconds
+                pngBytes = canvas.encodePNG(options: .tile).count
+                pngTimes.append((Machine.threadCPUSeconds - c0) * 1e6)
+            }
+        }
+        let png = LatencySummary(samplesMicros: pngTimes)
+        table.add(Row(size: Table.count(Self.markers),
+                      measure: "in-process one city, its z10 tile's PNG (PNGEncodeOptions.tile, one thread), fastest / median",
+                      value: "\(Table.fixed((pngTimes.min() ?? 0) / 1000, 2)) / \(Table.fixed(png.p50 / 1000, 2))",
+                      unit: "ms thread CPU", note: "\(Self.repetitions) encodings of the last render's canvas; \(Table.fixed(Double(pngBytes) / 1024, 1)) KB"))
+        // The whole tile as GetTile makes it: on one thread, and in two bands (as markerd).
+        var oneThread: [Double] = [], bandsBoth: [Double] = [], bandsCritical: [Double] = []
+        for _ in 0..<Self.repetitions {
+            let c0 = Machine.threadCPUSeconds
+            _ = try renderer.renderTile(layer, tile: tile, tileSize: 256, density: 1, now: 0)
+            oneThread.append((Machine.threadCPUSeconds - c0) * 1e6)
+            let p0 = Machine.processCPUSeconds
+            let t = try renderer.renderTileInBands(layer, tile: tile, tileSize: 256, density: 1, now: 0)
+            bandsBoth.append((Machine.processCPUSeconds - p0) * 1e6)
+            bandsCritical.append((t.criticalCPU ?? .nan) * 1e6)
+        }
+        let ms = { (v: [Double]) in "\(Table.fixed((v.min() ?? 0) / 1000, 2)) / \(Table.fixed(LatencySummary(samplesMicros: v).p50 / 1000, 2))" }
+        table.add(Row(size: Table.count(Self.markers),
+                      measure: "in-process one city, its z10 tile, render + PNG: one thread (renderTile) / two bands (renderTileInBands, as markerd): both threads / critical path; fastest / median each",
+                      value: "\(ms(oneThread)); \(ms(bandsBoth)); \(ms(bandsCritical))",
+                      unit: "ms CPU", note: "\(Self.repetitions) of each, alternating; both threads: process CPU time"))
         table.add(Row(size: Table.count(Self.markers),
                       measure: "in-process one city, its z10 tile, render alone (the four steps), fastest / median",
                       value: "\(Table.fixed((totals.min() ?? 0) / 1000, 2)) / \(Table.fixed(summary.p50 / 1000, 2))",

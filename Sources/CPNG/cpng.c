@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 typedef struct {
     jmp_buf jmp;
@@ -566,6 +569,50 @@ static int cpng_deflate_feed(cpng_deflater *d, const uint8_t *in, size_t n, int 
     }
 }
 
+// adler32 (RFC 1950) of `len` more bytes, as zlib's adler32() gives it. With SSE2 (every x86-64)
+// 16 bytes a step: s1 gains the block's byte sum (_mm_sad_epu8), s2 gains 16 times the s1 before
+// the block plus the bytes weighted 16 ... 1 (_mm_madd_epi16 of the bytes widened to 16 bits),
+// summed in 32-bit lanes for at most 5,552 bytes (zlib's NMAX: no lane can overflow) and then
+// reduced modulo 65521 in 64 bits. zlib 1.2.13's own loop is scalar, 16 bytes unrolled: about 3.6
+// instructions a byte, this one under 1 (a dense 256 px tile's PNG filters 262 KB of rows).
+uint32_t cpng_adler32(uint32_t adler, const uint8_t *buf, size_t len) {
+    const uint32_t base = 65521;
+    uint64_t s1 = adler & 0xFFFF, s2 = adler >> 16;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    const __m128i first8 = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9), last8 = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
+    while (len >= 16) {
+        size_t blocks = (len < 5552 ? len : 5552) / 16;
+        len -= blocks * 16;
+        // sums: byte sums since the chunk's start; prefix: those sums before each block, added up.
+        __m128i sums = zero, prefix = zero, weighted = zero;
+        for (size_t k = 0; k < blocks; k++, buf += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)buf);
+            prefix = _mm_add_epi32(prefix, sums);
+            sums = _mm_add_epi32(sums, _mm_sad_epu8(v, zero));
+            weighted = _mm_add_epi32(weighted, _mm_madd_epi16(_mm_unpacklo_epi8(v, zero), first8));
+            weighted = _mm_add_epi32(weighted, _mm_madd_epi16(_mm_unpackhi_epi8(v, zero), last8));
+        }
+        uint32_t a[4], p[4], w[4];
+        _mm_storeu_si128((__m128i *)a, sums);
+        _mm_storeu_si128((__m128i *)p, prefix);
+        _mm_storeu_si128((__m128i *)w, weighted);
+        s2 += 16 * ((uint64_t)blocks * s1 + (uint64_t)p[0] + p[1] + p[2] + p[3]) + (uint64_t)w[0] + w[1] + w[2] + w[3];
+        s1 += (uint64_t)a[0] + a[1] + a[2] + a[3];
+        s1 %= base;
+        s2 %= base;
+    }
+#endif
+    while (len > 0) {
+        size_t n = len < 5552 ? len : 5552;
+        len -= n;
+        while (n--) { s1 += *buf++; s2 += s1; }
+        s1 %= base;
+        s2 %= base;
+    }
+    return (uint32_t)(s2 << 16 | s1);
+}
+
 // adler32 after `n` more zero bytes: the sum s1 stays, s2 grows by n * s1.
 static uint32_t cpng_adler32_zeros(uint32_t adler, size_t n) {
     uint64_t s1 = adler & 0xFFFFu, s2 = adler >> 16;
@@ -589,7 +636,7 @@ static uint32_t cpng_filter_row(const uint8_t *row, uint8_t *dst, uint32_t width
     if (premultiplied) cpng_unpremultiply_row(row, dst + 1, width);
     else memcpy(dst + 1, row, row_bytes);
     *dst_zero = 0;
-    return (uint32_t)adler32(adler, dst, (uInt)(1 + row_bytes));
+    return cpng_adler32(adler, dst, 1 + row_bytes);
 }
 
 // Checks a segment's or filter's arguments: a width libpng takes and, unless `stride` is 0, a

@@ -121,4 +121,12 @@ extension PNGCodec {
         if rc != 0 { throw error(rc, err) }
         return out
     }
+
+    /// The adler32 (RFC 1950) of `bytes` continued from `start` (1 for a new stream), as the
+    /// segments' trailers take it from the filtered rows (`cpng_adler32`, SSE2 where built for
+    /// x86-64): for tests.
+    static func adler32(_ bytes: [UInt8], start: UInt32 = 1) -> UInt32 {
+        bytes.withUnsafeBufferPointer { cpng_adler32(start, $0.baseAddress, $0.count) }
+    }
+
 }

@@ -96,49 +96,50 @@ enum PixelDeflater {
         litFreq.withUnsafeMutableBufferPointer { lf in
         distFreq.withUnsafeMutableBufferPointer { df in
             @inline(__always) func load32(_ i: Int) -> UInt32 { raw.loadUnaligned(fromByteOffset: i, as: UInt32.self) }
-            // Equal bytes at `a` and `b` (a < b), up to `limit`.
+            // Equal bytes at `a` and `b` (a < b), up to `limit`. (Wrapping arithmetic here and
+            // below: every index is below the input's count, far from overflowing.)
             @inline(__always) func common(_ a: Int, _ b: Int, _ limit: Int) -> Int {
                 var k = 0
-                while k + 8 <= limit {
-                    let x = raw.loadUnaligned(fromByteOffset: a + k, as: UInt64.self) ^ raw.loadUnaligned(fromByteOffset: b + k, as: UInt64.self)
-                    if x != 0 { return k + x.trailingZeroBitCount >> 3 }
-                    k += 8
+                while k &+ 8 <= limit {
+                    let x = raw.loadUnaligned(fromByteOffset: a &+ k, as: UInt64.self) ^ raw.loadUnaligned(fromByteOffset: b &+ k, as: UInt64.self)
+                    if x != 0 { return k &+ x.trailingZeroBitCount &>> 3 }
+                    k &+= 8
                 }
-                while k < limit && p[a + k] == p[b + k] { k += 1 }
+                while k < limit && p[a &+ k] == p[b &+ k] { k &+= 1 }
                 return k
             }
             var i = 0
-            while i + 4 <= n {
+            while i &+ 4 <= n {
                 let v = load32(i)
-                let h = Int((v &* 2_654_435_761) >> UInt32(32 - hashBits))
-                let candidate = Int(table[2 * h]), older = Int(table[2 * h + 1])
-                table[2 * h + 1] = Int32(truncatingIfNeeded: candidate)
-                table[2 * h] = Int32(truncatingIfNeeded: i)
-                let limit = min(maxMatch, n - i) - 4
+                let h = Int((v &* 2_654_435_761) &>> UInt32(32 &- hashBits))
+                let candidate = Int(table[2 &* h]), older = Int(table[2 &* h &+ 1])
+                table[2 &* h &+ 1] = Int32(truncatingIfNeeded: candidate)
+                table[2 &* h] = Int32(truncatingIfNeeded: i)
+                let limit = min(maxMatch, n &- i) &- 4
                 var length = 0, distance = 0
-                if i - candidate <= window && load32(candidate) == v {
-                    length = 4 + common(candidate + 4, i + 4, limit); distance = i - candidate
+                if i &- candidate <= window && load32(candidate) == v {
+                    length = 4 &+ common(candidate &+ 4, i &+ 4, limit); distance = i &- candidate
                 }
-                if length < maxMatch && i - older <= window && load32(older) == v {
-                    let l = 4 + common(older + 4, i + 4, limit)
-                    if l > length { length = l; distance = i - older }
+                if length < maxMatch && i &- older <= window && load32(older) == v {
+                    let l = 4 &+ common(older &+ 4, i &+ 4, limit)
+                    if l > length { length = l; distance = i &- older }
                 }
-                if above > 0 && i >= above && length < maxMatch && i - above != candidate && load32(i - above) == v {
-                    let l = 4 + common(i - above + 4, i + 4, limit)
+                if above > 0 && i >= above && length < maxMatch && i &- above != candidate && load32(i &- above) == v {
+                    let l = 4 &+ common(i &- above &+ 4, i &+ 4, limit)
                     if l > length { length = l; distance = above }
                 }
                 if length > 0 {
-                    symbols[count] = 1 << 31 | UInt32(length - 3) << 15 | UInt32(distance - 1)
-                    lf[257 + Int(lcode[length - 3])] += 1
-                    let d = distance - 1
-                    df[Int(dcode[d < 256 ? d : 256 + d >> 7])] += 1
-                    i += length
+                    symbols[count] = 1 << 31 | UInt32(truncatingIfNeeded: length &- 3) &<< 15 | UInt32(truncatingIfNeeded: distance &- 1)
+                    lf[257 &+ Int(lcode[length &- 3])] &+= 1
+                    let d = distance &- 1
+                    df[Int(dcode[d < 256 ? d : 256 &+ d &>> 7])] &+= 1
+                    i &+= length
                 } else {
                     symbols[count] = UInt32(p[i])
-                    lf[Int(p[i])] += 1
-                    i += 1
+                    lf[Int(p[i])] &+= 1
+                    i &+= 1
                 }
-                count += 1
+                count &+= 1
             }
             while i < n {
                 symbols[count] = UInt32(p[i]); lf[Int(p[i])] += 1
@@ -214,24 +215,7 @@ enum PixelDeflater {
         length.withUnsafeBufferPointer { len in
         distance.withUnsafeBufferPointer { dist in
         distanceCode.withUnsafeBufferPointer { dcode in
-            // The bit buffer in locals (the writer's stores could alias its fields); its room
-            // was sized for 48 bits a symbol.
-            w.emit(symbols: count) { put in
-                for k in 0..<count {
-                    let s = symbols[k]
-                    if s < 256 {
-                        let e = lit[Int(s)]
-                        put(e & 0xFFFF_FFFF, e >> 32)
-                        continue
-                    }
-                    let l = len[Int(s >> 15 & 0xFF)]
-                    put(l & 0xFFFF_FFFF, l >> 32)
-                    let d = Int(s & 0x7FFF)
-                    let e = dist[Int(dcode[d < 256 ? d : 256 + d >> 7])]
-                    let bits = e >> 24 & 0xFF
-                    put(e & 0xFF_FFFF | UInt64(d + 1 - Int(e >> 32 & 0xFFFF)) << bits, bits + (e >> 48))
-                }
-            }
+            w.emit(symbols, count, literals: lit, lengths: len, distances: dist, distanceCode: dcode)
         }
         }
         }
@@ -332,19 +316,42 @@ enum PixelDeflater {
             }
         }
 
-        /// Runs `body` with a `put(value, bits)` that keeps the bit buffer in locals and does not
-        /// check the room: the caller's `symbols` at most 48 bits each must fit (checked once).
-        mutating func emit(symbols: Int, _ body: (_ put: (UInt64, UInt64) -> Void) -> Void) {
-            precondition(at + 6 * symbols + 8 <= capacity, "deflate output over its bound")
+        /// Writes `count` symbols (`deflate`'s form: a literal byte, or 1 << 31 | (length - 3) << 15
+        /// | (distance - 1)) with the block's tables: per literal its code | length << 32; per match
+        /// length (3 ... 258, at length - 3) its length code's Huffman code with the extra bits
+        /// above it | the total bits << 32; per distance code its Huffman code | code length << 24
+        /// | base << 32 | extra bits << 48; `distanceCode` as `PixelDeflater.distanceCode`. The bit
+        /// buffer stays in locals (the stores could alias the writer's fields), with wrapping
+        /// shifts (every count is below 64), and the room is checked once: at most 48 bits a symbol.
+        mutating func emit(_ symbols: UnsafeMutablePointer<UInt32>, _ count: Int, literals: UnsafeBufferPointer<UInt64>,
+                           lengths: UnsafeBufferPointer<UInt64>, distances: UnsafeBufferPointer<UInt64>,
+                           distanceCode: UnsafeBufferPointer<UInt8>) {
+            precondition(at + 6 * count + 8 <= capacity, "deflate output over its bound")
             var acc = self.acc, bits = UInt64(self.bits), at = self.at
             let out = UnsafeMutableRawPointer(start)
-            body { value, count in
-                acc |= value << bits
-                bits += count
+            @inline(__always) func put(_ value: UInt64, _ n: UInt64) {
+                acc |= value &<< bits
+                bits &+= n
                 if bits >= 32 {
                     out.storeBytes(of: UInt32(truncatingIfNeeded: acc).littleEndian, toByteOffset: at, as: UInt32.self)
-                    at += 4; acc >>= 32; bits -= 32
+                    at &+= 4; acc &>>= 32; bits &-= 32
                 }
+            }
+            var k = 0
+            while k < count {
+                let s = symbols[k]
+                k &+= 1
+                if s < 256 {
+                    let e = literals[Int(s)]
+                    put(e & 0xFFFF_FFFF, e &>> 32)
+                    continue
+                }
+                let l = lengths[Int(s &>> 15 & 0xFF)]
+                put(l & 0xFFFF_FFFF, l &>> 32)
+                let d = Int(s & 0x7FFF)
+                let e = distances[Int(distanceCode[d < 256 ? d : 256 &+ d &>> 7])]
+                let codeBits = e &>> 24 & 0xFF
+                put(e & 0xFF_FFFF | UInt64(truncatingIfNeeded: d &+ 1 &- Int(e &>> 32 & 0xFFFF)) &<< codeBits, codeBits &+ (e &>> 48))
             }
             self.acc = acc; self.bits = Int(bits); self.at = at
         }

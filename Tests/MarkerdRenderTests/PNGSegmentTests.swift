@@ -29,6 +29,28 @@ import Testing
         return b << 16 | a
     }
 
+    /// The shim's adler32 (16 bytes a step, reduced every 5,552 bytes) equals the direct sum on
+    /// every length around its steps and its reduction, on random bytes and on 0xFF bytes (the
+    /// largest sums), continued from a start other than 1 and in two parts.
+    @Test func adler32MatchesTheDirectSum() {
+        var rng = SplitMix64(seed: testSeed())
+        let lengths = Array(0...70) + [5_535, 5_551, 5_552, 5_553, 5_568, 11_104, 11_121, 65_536, 262_401]
+        for n in lengths {
+            for (what, bytes) in [("random", (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }),
+                                  ("0xFF", [UInt8](repeating: 0xFF, count: n))] {
+                #expect(PNGCodec.adler32(bytes) == Self.adler32(bytes), "\(what), \(n) bytes")
+                let cut = Int.random(in: 0...n, using: &rng)
+                let continued = PNGCodec.adler32(Array(bytes[cut...]), start: PNGCodec.adler32(Array(bytes[..<cut])))
+                #expect(continued == Self.adler32(bytes), "\(what), \(n) bytes cut at \(cut)")
+            }
+        }
+        // A start whose sums are just below the modulus.
+        let start: UInt32 = 65_520 << 16 | 65_520, bytes = [UInt8](repeating: 0xFF, count: 20_000)
+        var a: UInt32 = 65_520, b: UInt32 = 65_520
+        for x in bytes { a = (a + UInt32(x)) % 65521; b = (b + a) % 65521 }
+        #expect(PNGCodec.adler32(bytes, start: start) == b << 16 | a)
+    }
+
     /// A random premultiplied image whose rows are each fully transparent, fully opaque or of
     /// random alpha (`randomImage`'s pixels).
     static func randomRows(width: Int, height: Int, using rng: inout SplitMix64) -> RGBAImage {

@@ -178,6 +178,10 @@ int cpng_encode_segments(uint32_t width, uint32_t height, int level, int strateg
 /// Frees a segment's data and zeroes it (NULL is fine).
 void cpng_segment_free(cpng_segment *seg);
 
+/// adler32 (RFC 1950) of `len` bytes at `buf` continued from `adler` (1 to start), as zlib's
+/// adler32() gives it; SSE2 16 bytes a step where the compiler targets it.
+uint32_t cpng_adler32(uint32_t adler, const uint8_t *buf, size_t len);
+
 /// Writes `rows` rows of an RGBA8 image `width` pixels wide (`stride` bytes apart) as PNG filter
 /// type 0 (None) to `out` (at least rows * (1 + width * 4) bytes, `out_cap`): per row the byte 0,
 /// then the row, un-premultiplied with CPNG_ENCODE_PREMULTIPLIED in `flags` (rows of zero bytes
