@@ -128,5 +128,4 @@ extension PNGCodec {
     static func adler32(_ bytes: [UInt8], start: UInt32 = 1) -> UInt32 {
         bytes.withUnsafeBufferPointer { cpng_adler32(start, $0.baseAddress, $0.count) }
     }
-
 }

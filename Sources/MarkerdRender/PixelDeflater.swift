@@ -6,7 +6,10 @@
 /// of zlib's level 2 (the filtering and adler32 included), for up to 8 % more bytes on dense tiles
 /// and fewer on sparse ones (`PNGEncodeOptions.tile`, measured there). Its working memory is
 /// allocated per call: a 128 KiB hash table, 4 bytes per input byte for the symbols and 6 bytes
-/// per symbol for the output.
+/// per symbol for the output. On the 23,333-pin z10 tile of `marker-bench --only onecity` (262 KB of
+/// filtered rows, 33k symbols) the matching takes about 125 instructions a symbol and the output
+/// about 50 (callgrind, 2026-12-02; before the loops used wrapping arithmetic and wrote the
+/// output without a closure, 152 and 63).
 ///
 /// The output is raw deflate that any inflater reads (zlib's `uncompress` checks every test's
 /// streams). It ends byte-aligned: after a final block when `last`, else after an empty stored
