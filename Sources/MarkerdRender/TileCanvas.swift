@@ -135,18 +135,21 @@ public struct TileCanvas: Sendable {
             if sy0 >= sy1 { return false }
         }
         var drew = false
+        // Wrapping arithmetic for the rows' offsets: the canvas and the sprite are far below
+        // 2^31 px, and the rows and columns are clipped to both above.
+        let base = dst.baseAddress!
         for sy in sy0..<sy1 {
             var lo = sx0, hi = sx1
             if let spans = sprite.spans {
-                lo = max(lo, Int(spans[2 * sy])); hi = min(hi, Int(spans[2 * sy + 1]))
+                lo = max(lo, Int(spans[2 &* sy])); hi = min(hi, Int(spans[2 &* sy &+ 1]))
             }
             if let clip {
-                let c = 2 + 2 * (sy - clipRows)
-                lo = max(lo, Int(clip[c])); hi = min(hi, Int(clip[c + 1]))
+                let c = 2 &+ 2 &* (sy &- clipRows)
+                lo = max(lo, Int(clip[c])); hi = min(hi, Int(clip[c &+ 1]))
             }
             if lo >= hi { continue }
-            let srcRow = src + sy * sw * 4
-            let dstRow = dst.baseAddress! + ((y + sy) * width + x) * 4
+            let srcRow = src.advanced(by: sy &* sw &* 4)
+            let dstRow = base.advanced(by: ((y &+ sy) &* width &+ x) &* 4)
             if times == 1 {
                 // Four pixels at a time, the rest one by one (the same arithmetic).
                 if TileCanvas.compositeRow(dstRow + lo &* 4, srcRow + lo &* 4, count: hi &- lo) { drew = true }
