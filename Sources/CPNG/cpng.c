@@ -573,12 +573,12 @@ static int cpng_deflate_feed(cpng_deflater *d, const uint8_t *in, size_t n, int 
 // 16 bytes a step: s1 gains the block's byte sum (_mm_sad_epu8), s2 gains 16 times the s1 before
 // the block plus the bytes weighted 16 ... 1 (_mm_madd_epi16 of the bytes widened to 16 bits),
 // summed in 32-bit lanes for at most 5,552 bytes (zlib's NMAX: no lane can overflow) and then
-// reduced modulo 65521 in 64 bits. zlib 1.2.13's own loop is scalar, 16 bytes unrolled: about 3.6
+// reduced modulo 65521 in 64 bits; the last bytes go to zlib. zlib 1.2.13's own loop is scalar, 16 bytes unrolled: about 3.6
 // instructions a byte, this one under 1 (a dense 256 px tile's PNG filters 262 KB of rows).
 uint32_t cpng_adler32(uint32_t adler, const uint8_t *buf, size_t len) {
-    const uint32_t base = 65521;
     uint64_t s1 = adler & 0xFFFF, s2 = adler >> 16;
 #if defined(__SSE2__)
+    const uint32_t base = 65521;
     const __m128i zero = _mm_setzero_si128();
     const __m128i first8 = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9), last8 = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
     while (len >= 16) {
@@ -603,14 +603,8 @@ uint32_t cpng_adler32(uint32_t adler, const uint8_t *buf, size_t len) {
         s2 %= base;
     }
 #endif
-    while (len > 0) {
-        size_t n = len < 5552 ? len : 5552;
-        len -= n;
-        while (n--) { s1 += *buf++; s2 += s1; }
-        s1 %= base;
-        s2 %= base;
-    }
-    return (uint32_t)(s2 << 16 | s1);
+    // The rest (under 16 bytes with SSE2, else all of it): zlib's own loop.
+    return (uint32_t)adler32_z((uLong)(s2 << 16 | s1), buf, (z_size_t)len);
 }
 
 // adler32 after `n` more zero bytes: the sum s1 stays, s2 grows by n * s1.
