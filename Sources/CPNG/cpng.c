@@ -249,6 +249,12 @@ int cpng_decode_rgba8(const uint8_t *data, size_t len, size_t max_bytes, uint32_
         png_error(png, "out of memory");
     }
     for (uint32_t y = 0; y < h; y++) rows[y] = pixels + (size_t)y * row_bytes;
+    // libpng 1.6 reports a zlib error (a wrong adler32, data after the image) as an error while
+    // it inflates a row, but as a benign error, a warning by default on read, when it finishes
+    // the stream after the last row; which of the two a damaged file meets depends on where its
+    // bits fall. From here on benign errors are errors, so the verdict does not. (The header
+    // chunks above stay lenient: odd gAMA or cHRM values in an icon are not worth refusing it.)
+    png_set_benign_errors(png, 0);
     png_read_image(png, rows);
     png_read_end(png, NULL);
 

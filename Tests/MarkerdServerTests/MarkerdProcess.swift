@@ -7,9 +7,15 @@ final class MarkerdProcess {
     let url: String
     let stderrPipe = Pipe()
 
-    /// The markerd binary: $MARKERD_BIN, or .build/debug/markerd next to this checkout.
+    /// The markerd binary: $MARKERD_BIN; else the one built beside the running test bundle (so an
+    /// optimised test build runs an optimised markerd); else .build/debug or .build/release of
+    /// this checkout.
     static var binary: String {
         if let b = ProcessInfo.processInfo.environment["MARKERD_BIN"] { return b }
+        if let dir = Bundle.main.executableURL?.deletingLastPathComponent() {
+            let path = dir.appendingPathComponent("markerd").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         for config in ["debug", "release"] {
             let path = root.appendingPathComponent(".build/\(config)/markerd").path
