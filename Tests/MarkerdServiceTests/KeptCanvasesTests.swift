@@ -72,7 +72,15 @@ import Testing
         }
         try check("loaded")
         for step in 0..<12 {
+            let patchedBefore = patching.tileRenderCounts.patched
             switch step {
+            case 4:
+                // One new marker inside every tile here (each keeps its canvas: the sweep, or
+                // hundreds of markers): one small window each, so every tile is patched. (How
+                // many the random steps patch depends on where their changes fall: a window
+                // of the z0 raster is a large share of it.)
+                for s in services { try upsert(s, "a", [marker("probe", 40.1, 10.1)]) }
+                ids.append("probe")
             case 5:
                 // More footprints than `TileVersions` keeps (two per move): from scratch.
                 var mv = V1.MoveMarkersRequest(); mv.layerID = "a"
@@ -110,10 +118,14 @@ import Testing
                 }
             }
             try check("step \(step)")
+            if step == 4 {
+                #expect(patching.tileRenderCounts.patched - patchedBefore == tiles.count,
+                        "one new marker: \(patching.tileRenderCounts.patched - patchedBefore) of \(tiles.count) tiles patched")
+            }
         }
         // The renders as /metrics shows them, and the bytes kept.
         let counts = patching.tileRenderCounts
-        #expect(counts.patched >= 20, "only \(counts.patched) patched renders (\(counts.fromScratch) from scratch)")
+        #expect(counts.patched >= tiles.count, "only \(counts.patched) patched renders (\(counts.fromScratch) from scratch)")
         #expect(counts.fromScratch >= 9, "\(counts.fromScratch) renders from scratch: the first ones, after many moves and after the clear")
         #expect(counts.keptCanvasBytes > 0)
         let none = scratch.tileRenderCounts
