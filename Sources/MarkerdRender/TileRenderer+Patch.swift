@@ -55,7 +55,8 @@ extension TileRenderer {
     /// The windows `renderPatched` renders for `changed` in `view`: each footprint's extents
     /// plus `marginPx` (times the density, rounded out, plus 2 px for the rounding of positions
     /// and anchors) around its device pixel, for each world copy (`RasterView.copies`), clipped
-    /// to the raster; empty ones left out, duplicates once.
+    /// to the raster; empty ones left out, and windows merged where that covers no more pixels
+    /// (`insertMerging`).
     static func patchWindows(_ changed: [IconFootprint], _ view: RasterView) -> [PixelWindow] {
         var out: [PixelWindow] = []
         let d = Double(view.density), m = marginPx
@@ -68,10 +69,33 @@ extension TileRenderer {
                 let x0 = max(px - Int64(left), 0), x1 = min(px + Int64(right) + 1, Int64(view.width))
                 let y0 = max(py - Int64(up), 0), y1 = min(py + Int64(down) + 1, Int64(view.height))
                 guard x0 < x1, y0 < y1 else { continue }
-                let w = PixelWindow(x: Int(x0), y: Int(y0), width: Int(x1 - x0), height: Int(y1 - y0))
-                if !out.contains(w) { out.append(w) }
+                insertMerging(PixelWindow(x: Int(x0), y: Int(y0), width: Int(x1 - x0), height: Int(y1 - y0)), into: &out)
             }
         }
         return out
+    }
+
+    /// Adds `w` to `windows`, merged first with every window whose bounding box with it covers
+    /// no more pixels than the two apart (a duplicate, one inside the other, or a large overlap:
+    /// a marker moved a few pixels, a stack changing together), so that the overlap is not
+    /// rendered twice and counts once against `patchAreaLimit`. Any window may be rendered again
+    /// (a pixel's value depends only on the draws over it), so a merged window is as good as
+    /// the two. Every merge removes a window: O(n) per merge, O(n^2) in all.
+    static func insertMerging(_ w: PixelWindow, into windows: inout [PixelWindow]) {
+        var w = w, i = 0
+        while i < windows.count {
+            let o = windows[i]
+            let x0 = min(w.x, o.x), y0 = min(w.y, o.y)
+            let x1 = max(w.x + w.width, o.x + o.width), y1 = max(w.y + w.height, o.y + o.height)
+            if (x1 - x0) * (y1 - y0) <= w.width * w.height + o.width * o.height {
+                w = PixelWindow(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+                windows.swapAt(i, windows.count - 1)
+                windows.removeLast()
+                i = 0  // the larger window may now merge with one passed over
+            } else {
+                i += 1
+            }
+        }
+        windows.append(w)
     }
 }

@@ -96,4 +96,55 @@ import Testing
         #expect(patches > 20, "only \(patches) patched renders (\(declined) declined)")
         print("sweep patches: \(patches) patched rasters, \(declined) declined, worst difference \(worst) from brute force")
     }
+
+    /// `patchWindows` merges windows only where that covers no more pixels: against each
+    /// footprint's own windows (the oracle), the merged windows lie inside the raster, cover
+    /// every pixel of them, and cover no more pixels in all than they do. A marker moved 3 px
+    /// gets one window, the bounding box of its two; two markers far apart keep two.
+    @Test func patchWindowsCoverEveryFootprintAndMergeOverlaps() {
+        var rng = SplitMix64(seed: testSeed())
+        let pin = IconExtents(left: 24, right: 24, up: 48, down: 0), square = IconExtents(left: 6, right: 6, up: 6, down: 6)
+        var mergedAway = 0
+        for _ in 0..<300 {
+            let view = RasterView.tile(TileID(z: Int(rng.next() % 2), x: 0, y: 0)!, tileSize: rng.next() % 2 == 0 ? 256 : 512,
+                                       density: 1 + Int(rng.next() % 3))
+            // Footprints around a few spots (a spread of 2^27 world units is 8 px at z0, density 1), some anywhere.
+            let spots = (0..<(1 + rng.next() % 3)).map { _ in WorldPoint(x: UInt32(truncatingIfNeeded: rng.next()), y: UInt32(truncatingIfNeeded: rng.next())) }
+            var footprints: [IconFootprint] = []
+            for _ in 0..<(1 + rng.next() % 16) {
+                let p: WorldPoint
+                if rng.next() % 4 == 0 {
+                    p = WorldPoint(x: UInt32(truncatingIfNeeded: rng.next()), y: UInt32(truncatingIfNeeded: rng.next()))
+                } else {
+                    let c = spots[Int(rng.next() % UInt64(spots.count))]
+                    p = WorldPoint(x: c.x &+ UInt32(truncatingIfNeeded: rng.next() % (1 << 27)),
+                                   y: c.y &+ UInt32(truncatingIfNeeded: rng.next() % (1 << 27)))
+                }
+                footprints.append(IconFootprint(position: p, extents: rng.next() % 3 == 0 ? square : pin))
+            }
+            let merged = TileRenderer.patchWindows(footprints, view)
+            let own = footprints.flatMap { TileRenderer.patchWindows([$0], view) }
+            var covered = [Bool](repeating: false, count: view.width * view.height)
+            for w in merged {
+                #expect(w.x >= 0 && w.y >= 0 && w.width > 0 && w.height > 0 && w.x + w.width <= view.width && w.y + w.height <= view.height, "\(w) in \(view)")
+                for y in w.y..<(w.y + w.height) { for x in w.x..<(w.x + w.width) { covered[y * view.width + x] = true } }
+            }
+            var missed = 0
+            for w in own { for y in w.y..<(w.y + w.height) { for x in w.x..<(w.x + w.width) where !covered[y * view.width + x] { missed += 1 } } }
+            #expect(missed == 0, "\(view): \(missed) pixels of the footprints' own windows left out")
+            let area = { (ws: [TileRenderer.PixelWindow]) in ws.reduce(0) { $0 + $1.width * $1.height } }
+            #expect(area(merged) <= area(own), "\(view): merged windows cover \(area(merged)) px against \(area(own))")
+            mergedAway += own.count - merged.count
+        }
+        #expect(mergedAway > 0, "no window merged in 300 cases")
+        // A marker moved 3 px right at z0, density 1 (2^24 world units a pixel), then one far away.
+        let view = RasterView.tile(TileID(z: 0, x: 0, y: 0)!, tileSize: 256, density: 1)
+        let a = IconFootprint(position: WorldPoint(x: 100 << 24, y: 120 << 24), extents: pin)
+        let b = IconFootprint(position: WorldPoint(x: 103 << 24, y: 120 << 24), extents: pin)
+        let one = TileRenderer.patchWindows([a], view)[0]
+        let moved = TileRenderer.patchWindows([a, b], view)
+        #expect(moved == [TileRenderer.PixelWindow(x: one.x, y: one.y, width: one.width + 3, height: one.height)])
+        let far = IconFootprint(position: WorldPoint(x: 200 << 24, y: 120 << 24), extents: pin)
+        #expect(TileRenderer.patchWindows([a, far], view).count == 2)
+    }
 }
