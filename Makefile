@@ -29,17 +29,16 @@ run: release
 ## rebuilds nor is rebuilt by `make run` / `make bench`: the brute-force renderers the tile tests compare against
 ## take about 6x longer unoptimised (the suite took 1411 s in debug and 224 s optimised on one 2-vCPU host).
 ## Preconditions and overflow checks stay on under -O. `make test-debug` runs the same suite unoptimised.
-TEST_BUILD = -c release -Xswiftc -enable-testing --scratch-path .build/test
+TEST_BUILD ?= -c release -Xswiftc -enable-testing --scratch-path .build/test
+TEST_MARKERD ?= .build/test/release/markerd
 test: test-deps
 	$(SWIFT) build $(TEST_BUILD) --build-tests
 	$(SWIFT) test $(TEST_BUILD) --skip-build
-	python3 clients/python/test_reference_client.py --markerd .build/test/release/markerd
+	python3 clients/python/test_reference_client.py --markerd $(TEST_MARKERD)
 
 ## The same suite in a debug build (slower; for lldb and for checks that only debug builds make).
-test-debug: test-deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
-	python3 clients/python/test_reference_client.py --markerd .build/debug/markerd
+test-debug:
+	$(MAKE) test TEST_BUILD= TEST_MARKERD=.build/debug/markerd
 
 protos:
 	scripts/gen-protos.sh

@@ -122,7 +122,7 @@ import Testing
         let (width, height) = (64, 48)
         // Four images, every bit of the trailer and of FLG: whether libpng meets a bad adler32
         // while it inflates the last row or only when it finishes the stream depends on the
-        // bit layout (at some seeds, before the fix in cpng_decode, only the trailer's last
+        // bit layout (at some seeds, before the fix in cpng_decode_rgba8, only the trailer's last
         // two bytes got through).
         for _ in 0..<4 {
             let image = Self.randomRows(width: width, height: height, using: &rng)
@@ -130,14 +130,13 @@ import Testing
                 try PNGCodec.encodeSegmented(premultiplied: $0, width: width, height: height, cuts: [20], options: .tile)
             }
             let stream = Self.idat(png)
+            // Each case is the same file with the IDAT data replaced and its CRC recomputed.
+            let idatStart = 33, type = Array("IDAT".utf8)
             let cases = (stream.count - 4..<stream.count).map { ("adler32", $0) } + [("FCHECK", 1)]
             for (what, at) in cases {
                 for bit in 0..<8 {
                     var bad = stream
                     bad[at] ^= UInt8(1 << bit)
-                    // The same file with the IDAT data replaced and its CRC recomputed.
-                    let idatStart = 33
-                    let type = Array("IDAT".utf8)
                     var file = Array(png[..<(idatStart + 8)]) + bad
                     file += crc32(type + bad).bigEndianBytes
                     file += png[(idatStart + 12 + stream.count)...]

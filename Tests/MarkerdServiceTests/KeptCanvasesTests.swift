@@ -123,9 +123,8 @@ import Testing
                         "one new marker: \(patching.tileRenderCounts.patched - patchedBefore) of \(tiles.count) tiles patched")
             }
         }
-        // The renders as /metrics shows them, and the bytes kept.
+        // The renders as /metrics shows them (patched ones checked at step 4), and the bytes kept.
         let counts = patching.tileRenderCounts
-        #expect(counts.patched >= tiles.count, "only \(counts.patched) patched renders (\(counts.fromScratch) from scratch)")
         #expect(counts.fromScratch >= 9, "\(counts.fromScratch) renders from scratch: the first ones, after many moves and after the clear")
         #expect(counts.keptCanvasBytes > 0)
         let none = scratch.tileRenderCounts
