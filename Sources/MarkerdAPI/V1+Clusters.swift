@@ -42,6 +42,12 @@ extension V1 {
     public struct GetClustersRequest: ProtoMessage {
         /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
         public var layerID: String = ""
+        /// Finite degrees. Longitudes wrap (west > east after wrapping crosses the antimeridian; 360
+        /// degrees or more is the whole world) and latitudes are clamped, as supercluster does.
+        /// supercluster: the items whose position lies in the bounds. grid: every item in the bounds,
+        /// plus those of the grid cells next to them: each item lies within the bounds grown by 4 cells
+        /// on every side (a cell is extent / 2^round(log2(extent / radius_px)) tile px: 64 of 512 with
+        /// the defaults, so the margin is half a tile at that zoom); exact above max_zoom.
         /// Proto field `bounds` = 2.
         public var bounds: Bounds? = nil
         /// Integer zoom 0-22 (fractions are floored, as supercluster does).

@@ -18,10 +18,22 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
 
-/// The seed of a randomised test: `SEED` from the environment (to replay a failure), else a
-/// fresh random one. Printed as "<name>: SEED=<n>" so a failing run says how to replay it.
+/// The seed of a randomised test: `SEED=N` from the environment replays seed N; `SEED=random`
+/// draws a fresh one (to explore); otherwise a fixed seed made from the test's name, so that
+/// `make test` runs the same cases every time. Printed as "<name>: SEED=<n>".
 public func testSeed(_ name: String = #function) -> UInt64 {
-    let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    let env = ProcessInfo.processInfo.environment["SEED"]
+    let seed: UInt64
+    if let env, let n = UInt64(env) {
+        seed = n
+    } else if env == "random" {
+        seed = UInt64.random(in: 1...UInt64(UInt32.max))
+    } else {
+        // FNV-1a of the name, folded to 32 bits like the random seeds.
+        var h: UInt64 = 0xCBF2_9CE4_8422_2325
+        for b in name.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01B3 }
+        seed = (h ^ (h >> 32)) & 0xFFFF_FFFF | 1
+    }
     print("\(name): SEED=\(seed)")
     return seed
 }

@@ -148,6 +148,103 @@ struct ClusterTestService {
         }
     }
 
+    /// The documented contract of grid GetClusters bounds, against brute force over random boxes:
+    /// every marker inside the bounds comes back, alone or in the cluster of its cell, and nothing
+    /// comes back from beyond the bounds grown by `GetClustersRequest`'s margin (4 cells a side:
+    /// replies are written in blocks of 4 x 4 cells).
+    @Test func gridClustersCoverTheBoundsWithinTheDocumentedMargin() throws {
+        let seed = testSeed("ClusterServiceTests.gridClustersCoverTheBoundsWithinTheDocumentedMargin")
+        var rng = SplitMix64(seed: seed)
+        let s = S()
+        var clustering = V1.ClusteringOptions()
+        clustering.enabled = true
+        try s.createLayer("c", clustering: clustering)
+        let options = ClusterOptions()  // the layer's: radius 60, extent 512, max zoom 16
+        var markers: [V1.Marker] = []
+        for i in 0..<5000 {
+            let hot = [(48.85, 2.35), (35.68, 139.76), (0.0, 179.9), (-33.9, 151.2)][i % 4]
+            let spread = [0.05, 1, 20][i % 3]
+            var lng = hot.1 + (rng.unit() - 0.5) * spread
+            if lng > 180 { lng -= 360 } else if lng < -180 { lng += 360 }
+            markers.append(S.marker("m\(i)", lat: max(-85, min(85, hot.0 + (rng.unit() - 0.5) * spread)), lng: lng))
+        }
+        try s.upsert("c", markers)
+        let world = Dictionary(uniqueKeysWithValues: markers.map { ($0.id, ClusterPoint(id: 0, longitude: $0.position!.longitude, latitude: $0.position!.latitude)) })
+        var outside = 0, missing = 0, returned = 0
+        for round in 0..<120 {
+            let zoom = Int(rng.next() % 19)
+            let hot = markers[Int(rng.next() % UInt64(markers.count))].position!
+            let w = rng.unit() * 40 / Double(1 << min(zoom, 8)) + 0.001, h = rng.unit() * 30 / Double(1 << min(zoom, 8)) + 0.001
+            var west = hot.longitude - w * rng.unit(), east = west + w
+            if west < -180 { west += 360 }
+            if east > 180 { east -= 360 }
+            let south = max(-85, hot.latitude - h * rng.unit()), north = min(85, south + h)
+            let bounds = V1.Bounds(west: west, south: south, east: east, north: north)
+            let r = try V1.GetClustersResponse(serializedBytes: s.service.getClustersPayload(
+                V1.GetClustersRequest(layerID: "c", bounds: bounds, zoom: Double(zoom))))
+            // The bounds grown by 4 cells (of 2^-(zoom + k) world) a side; exact above max zoom.
+            let box = ClusterBox(west: west, south: south, east: east, north: north)
+            let k = options.cellsPerTileLog2
+            let margin: UInt64 = zoom > options.maxZoom ? 0 : 4 << UInt64(32 - zoom - k)
+            func near(_ p: ClusterPoint) -> Bool {
+                let dy = p.y < box.minY ? UInt64(box.minY - p.y) : (p.y > box.maxY ? UInt64(p.y - box.maxY) : 0)
+                let inX = box.minX <= box.maxX ? (p.x >= box.minX && p.x <= box.maxX) : (p.x >= box.minX || p.x <= box.maxX)
+                let dx = inX ? 0 : min(UInt64(box.minX &- p.x), UInt64(p.x &- box.maxX))
+                return dx <= margin && dy <= margin
+            }
+            var cellsReturned = Set<UInt64>()
+            for c in r.clusters {
+                cellsReturned.insert(c.id)
+                let p = try #require(c.position)
+                if !near(ClusterPoint(id: 0, longitude: p.longitude, latitude: p.latitude)) { outside += 1 }
+            }
+            let markersReturned = Set(r.markers.map(\.id))
+            for m in r.markers where !near(world[m.id]!) { outside += 1 }
+            returned += r.clusters.count + r.markers.count
+            for (id, p) in world where box.contains(x: p.x, y: p.y) {
+                guard !markersReturned.contains(id) else { continue }
+                let z = min(zoom, options.maxZoom)
+                let cell = GridClusterID(zoom: z, cellX: p.x >> UInt32(32 - z - k), cellY: p.y >> UInt32(32 - z - k))
+                if zoom > options.maxZoom || !cellsReturned.contains(cell.rawValue) {
+                    missing += 1
+                    if missing < 3 { print("round \(round): \(id) in \(bounds) at z\(zoom) not returned") }
+                }
+            }
+        }
+        #expect(outside == 0, "\(outside) items beyond the margin (seed \(seed))")
+        #expect(missing == 0, "\(missing) markers in bounds not returned (seed \(seed))")
+        #expect(returned > 1000)
+    }
+
+    /// A finite but huge latitude in GetClusters bounds (1e308: `lat * pi` overflows, and `sin` of
+    /// infinity is NaN) once trapped converting NaN to an integer. Latitudes are clamped.
+    @Test func hugeFiniteBoundsAreClamped() throws {
+        let s = S()
+        var grid = V1.ClusteringOptions()
+        grid.enabled = true
+        var superOptions = grid
+        superOptions.algorithm = "supercluster"
+        try s.createLayer("g", clustering: grid)
+        try s.createLayer("s", clustering: superOptions)
+        try s.createLayer("e")
+        try s.upsert("g", [S.marker("a", lat: 1, lng: 1)])
+        try s.upsert("s", [S.marker("a", lat: 1, lng: 1)])
+        for layer in ["g", "s", "e"] {
+            for b in [V1.Bounds(west: -10, south: -10, east: 10, north: 1e308), V1.Bounds(west: -10, south: -1e308, east: 10, north: 10),
+                      V1.Bounds(west: -1e308, south: -1e308, east: 1e308, north: 1e308), V1.Bounds(west: -10, south: -10, east: 10, north: .greatestFiniteMagnitude)] {
+                let r = try s.service.getClusters(V1.GetClustersRequest(layerID: layer, bounds: b, zoom: 3))
+                #expect(r.markers.map(\.id) == (layer == "e" ? [] : ["a"]), "\(layer) \(b)")
+                let payload = try s.service.getClustersPayload(V1.GetClustersRequest(layerID: layer, bounds: b, zoom: 3))
+                #expect(try V1.GetClustersResponse(serializedBytes: payload).markers.count == (layer == "e" ? 0 : 1))
+            }
+            for bad in [Double.nan, .infinity, -.infinity] {
+                #expect(throws: RPCError.self) {
+                    try s.service.getClusters(V1.GetClustersRequest(layerID: layer, bounds: V1.Bounds(west: -10, south: -10, east: 10, north: bad), zoom: 3))
+                }
+            }
+        }
+    }
+
     @Test func unknownAndOutdatedClusterIDsAreNotFound() throws {
         let s = S()
         try s.createLayer("L")

@@ -15,10 +15,12 @@ enum ClusterMath {
     @inline(__always)
     static func lngX(_ lng: Double) -> Double { lng / 360 + 0.5 }
 
-    /// Latitude (degrees) to y in [0, 1], north at 0, clamped (supercluster's `latY`).
+    /// Latitude (degrees) to y in [0, 1], north at 0, clamped (supercluster's `latY`). The latitude
+    /// is clamped to [-90, 90] first: a finite but huge one (1e308) would overflow `lat * pi` to
+    /// infinity and `sin` would give NaN. NaN in, NaN out: callers reject non-finite input.
     @inline(__always)
     static func latY(_ lat: Double) -> Double {
-        let s = sin(lat * Double.pi / 180)
+        let s = sin((lat < -90 ? -90 : (lat > 90 ? 90 : lat)) * Double.pi / 180)
         let y = 0.5 - 0.25 * log((1 + s) / (1 - s)) / Double.pi
         return y < 0 ? 0 : (y > 1 ? 1 : y)
     }

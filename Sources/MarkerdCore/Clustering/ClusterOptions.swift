@@ -78,9 +78,11 @@ public struct ClusterPoint: Sendable, Hashable {
     /// Latitude in degrees of a world y.
     public static func latitude(worldY y: UInt32) -> Double { ClusterMath.yLat(Double(y) / 4_294_967_296) }
 
+    /// A unit coordinate in 32-bit fixed point, clamped; NaN maps to 0 (never a trapping conversion).
     private static func fixed(_ unit: Double) -> UInt32 {
         let v = (unit * 4_294_967_296).rounded(.down)
-        return v <= 0 ? 0 : (v >= 4_294_967_295 ? UInt32.max : UInt32(v))
+        guard v > 0 else { return 0 }
+        return v >= 4_294_967_295 ? UInt32.max : UInt32(v)
     }
 }
 

@@ -1157,6 +1157,14 @@ struct  Markerd__V1__GetClustersRequest
 {
   ProtobufCMessage base;
   char *layer_id;
+  /*
+   * Finite degrees. Longitudes wrap (west > east after wrapping crosses the antimeridian; 360
+   * degrees or more is the whole world) and latitudes are clamped, as supercluster does.
+   * supercluster: the items whose position lies in the bounds. grid: every item in the bounds,
+   * plus those of the grid cells next to them: each item lies within the bounds grown by 4 cells
+   * on every side (a cell is extent / 2^round(log2(extent / radius_px)) tile px: 64 of 512 with
+   * the defaults, so the margin is half a tile at that zoom); exact above max_zoom.
+   */
   Markerd__V1__Bounds *bounds;
   /*
    * Integer zoom 0-22 (fractions are floored, as supercluster does).
