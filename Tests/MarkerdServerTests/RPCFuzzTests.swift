@@ -41,7 +41,6 @@ import Testing
             guard words.count >= 2, let seed = UInt64(words[0]), let count = Int(words[1]) else { return nil }
             return (seed, count)
         }
-        #expect(!runs.isEmpty)
         for (seed, count) in runs {
             let run = try Self.fuzz(seed: seed, count: count)
             #expect(run.failures.isEmpty, "SEED=\(seed) FUZZ_REQUESTS=\(count): \(run.failures.joined(separator: "\n"))")
