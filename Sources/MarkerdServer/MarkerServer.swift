@@ -70,6 +70,7 @@ public final class MarkerServer: Sendable {
     /// (not receiving) for the process to close at exit: closing a REP socket while peers
     /// disconnect can make nng 1.5 panic (nanomsg/nng#2110).
     public func stop() {
+        service.beginDraining()
         gateway?.stop(drainTimeout: .milliseconds(Int64(min(configuration.drainSeconds, 2) * 1000)))
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
