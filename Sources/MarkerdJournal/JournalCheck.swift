@@ -108,8 +108,8 @@ public enum JournalCheck {
     /// Segments wholly covered by the snapshot are not touched. Finally, when the segment the
     /// manifest names is missing (deleted, or dropped here), the manifest is made to name the
     /// newest remaining segment (or removed when none remains), accepting the loss of the
-    /// records the missing segment held. The returned report is a check of the repaired
-    /// directory plus the actions.
+    /// records the missing segment held; a damaged manifest is rewritten the same way. The
+    /// returned report is a check of the repaired directory plus the actions.
     public static func repair(directory: String) throws -> JournalCheckReport {
         let lock = try DirectoryLock(directory: directory)
         defer { lock.release() }
@@ -171,7 +171,21 @@ public enum JournalCheck {
             }
         }
         listing = try DirectoryListing(directory: directory)
-        if let missing = try listing.missingNewestSegment(directory: directory) {
+        let missing: String?
+        do {
+            missing = try listing.missingNewestSegment(directory: directory)
+        } catch JournalError.damaged(_, _, let reason) {
+            // Unreadable: name the newest segment there is (a missing newer one goes unnoticed).
+            missing = nil
+            if let newest = listing.segments.last {
+                try JournalFormat.writeManifest(directory: directory, newest: newest.first, durable: true)
+                actions.append("\(JournalFormat.manifestName) was damaged (\(reason)); it now names \(newest.name)")
+            } else {
+                try FileIO.unlink(FileIO.join(directory, JournalFormat.manifestName))
+                actions.append("removed the damaged \(JournalFormat.manifestName) (\(reason)); there is no segment")
+            }
+        }
+        if let missing {
             if let newest = listing.segments.last {
                 try JournalFormat.writeManifest(directory: directory, newest: newest.first, durable: true)
                 actions.append("\(missing) is missing: the records it held are lost; \(JournalFormat.manifestName) now names \(newest.name)")
@@ -232,6 +246,11 @@ public enum JournalCheck {
                 status = "ok, used by recovery"
             } else if let c = plan?.snapshot?.covered, snap.covered < c {
                 status = "ok, superseded"
+                if !listing.segments.contains(where: { $0.first <= snap.covered + 1 }) {
+                    status += " (no fallback: its journal is gone)"
+                    report.problems.append(.init(severity: .warning, file: snap.name, offset: nil,
+                                                 message: "kept as the fallback for a damaged newer snapshot, but the journal after it is missing (\(JournalFormat.segmentName(firstSequence: snap.covered + 1)) or an older segment); recovery does not need it"))
+                }
             }
             report.files.append(.init(name: snap.name, kind: .snapshot, bytes: scan.fileSize, records: scan.sections,
                                       coveredSequence: snap.covered, status: status))

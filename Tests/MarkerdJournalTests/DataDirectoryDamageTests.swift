@@ -144,6 +144,43 @@ import Testing
         #expect(check.description.contains(victim))
     }
 
+    /// A damaged manifest: open and check refuse naming it; repair rewrites it.
+    @Test func damagedManifestIsRefusedAndRepaired() throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        try writeJournal(dir, count: 9, rotateEvery: 3)
+        let manifest = path(dir, JournalFormat.manifestName)
+        var bytes = readFile(manifest)
+        bytes[9] ^= 0x01
+        writeFile(manifest, bytes)
+        #expect(throws: JournalError.damaged(file: manifest, offset: 0, reason: "journal manifest CRC mismatch")) { _ = try recover(dir) }
+        #expect(!(try JournalCheck.check(directory: dir).recoverable))
+        let repaired = try JournalCheck.repair(directory: dir)
+        #expect(repaired.recoverable)
+        #expect(repaired.actions.contains { $0.contains(JournalFormat.manifestName) && $0.contains(JournalFormat.segmentName(firstSequence: 10)) })
+        let r = try recover(dir)
+        #expect(r.records.map(\.0) == Array(1...9))
+        try r.journal.close()
+    }
+
+    /// A segment only the fallback snapshot needs goes missing: recovery does not need it and
+    /// starts; check stays recoverable but warns that the fallback is gone, naming the snapshot.
+    @Test func missingFallbackJournalIsAWarning() throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let j = try recover(dir).journal
+        let s1 = try snapshot(j, after: 1...10)
+        try snapshot(j, after: 11...20)
+        try j.close()
+        try FileIO.unlink(path(dir, JournalFormat.segmentName(firstSequence: 11)))
+        let check = try JournalCheck.check(directory: dir)
+        #expect(check.recoverable)
+        #expect(check.problems.contains { $0.severity == .warning && $0.file == JournalFormat.snapshotName(coveredSequence: s1.covered) })
+        let r = try recover(dir)
+        #expect(r.sections == [Array("state through 20".utf8)] && r.records.isEmpty)
+        try r.journal.close()
+    }
+
     /// Data files 0600, the data directory 0700 (when the journal creates it).
     @Test func dataFilesArePrivate() throws {
         let parent = makeTempDirectory()

@@ -64,6 +64,10 @@ import Testing
             #expect(try RawHTTP.request(port: port, "GET", "/readyz").status == 200)
             _ = try c.upsertMarkers("L", [marker("d", 4, 4)])
             #expect(try ids(c, ["a", "b", "c", "d"]) == ["a", "b", "d"])
+
+            s.server.service.beginDraining()   // as stop() does first
+            let draining = try RawHTTP.request(port: port, "GET", "/readyz")
+            #expect(draining.status == 503 && draining.text == "draining: markerd is shutting down\n")
         }
         let again = try TestServer(dataDirectory: dir)
         defer { again.stop() }
