@@ -205,7 +205,7 @@ extension Journal {
                 throw error
             }
             let journal = Journal(directory: directory, policy: options.policy, lock: lock, fd: fd,
-                                  activeFirst: activeFirst, activeSize: activeSize, nextSequence: next)
+                                  activeFirst: activeFirst, activeSize: activeSize, nextSequence: next, log: options.log)
             return (journal, report)
         } catch {
             lock.release()

@@ -30,9 +30,13 @@ public struct JournalOptions: Sendable {
     /// throws `SnapshotDamagedWhileDelivered` and the caller discards what it got and opens
     /// again with validation.
     public var validateSnapshotFirst: Bool
-    public init(policy: SyncPolicy = .always, validateSnapshotFirst: Bool = true) {
+    /// Told (on the writer thread, one line each) when writing starts failing, as
+    /// `"journal warning: ..."`, and when it works again. Default nil.
+    public var log: (@Sendable (String) -> Void)?
+    public init(policy: SyncPolicy = .always, validateSnapshotFirst: Bool = true, log: (@Sendable (String) -> Void)? = nil) {
         self.policy = policy
         self.validateSnapshotFirst = validateSnapshotFirst
+        self.log = log
     }
 }
 
@@ -112,6 +116,7 @@ public final class Journal: @unchecked Sendable {
     public let directory: String
     public let policy: SyncPolicy
     let faults = FaultInjection()
+    private let log: (@Sendable (String) -> Void)?
     private let directoryLock: DirectoryLock
     private let completionQueue = DispatchQueue(label: "markerd.journal.completions")
 
@@ -159,9 +164,10 @@ public final class Journal: @unchecked Sendable {
     static let retryDelays: [Double] = [0.01, 0.05, 0.25, 1]
 
     init(directory: String, policy: SyncPolicy, lock: DirectoryLock, fd: Int32, activeFirst: UInt64,
-         activeSize: Int64, nextSequence: UInt64) {
+         activeSize: Int64, nextSequence: UInt64, log: (@Sendable (String) -> Void)?) {
         self.directory = directory
         self.policy = policy
+        self.log = log
         self.directoryLock = lock
         self.fd = fd
         self.activeFirst = activeFirst
@@ -529,6 +535,9 @@ public final class Journal: @unchecked Sendable {
                         break
                     } catch let thrown {
                         let e = (thrown as? JournalError) ?? .failed(cause: "\(thrown)")
+                        if attempt == 0 {
+                            log?("journal warning: \(e); retrying with backoff, and refusing writes until a write and fdatasync succeed")
+                        }
                         cond.lock()
                         retryError = e
                         counters.failedAttempts += 1
@@ -552,6 +561,9 @@ public final class Journal: @unchecked Sendable {
                     }
                 }
                 if error != nil, newActive == nil, let created { FileIO.close(created.fd) }
+                if error == nil && attempt > 0 {
+                    log?("journal writes again after \(attempt) failed attempt(s); writes are accepted")
+                }
             }
 
             cond.lock()

@@ -16,6 +16,8 @@ public final class MarkerServer: Sendable {
 
     /// Opens the service (loading the newest snapshot and replaying the journal, unless
     /// ephemeral) and prepares the listeners. Nothing is served until ``start()``.
+    /// `progress` gets recovery's lines and, while serving, the journal's (see
+    /// `MarkerService.open`).
     /// - Throws: a journal/recovery error that names the damaged file and offset.
     public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil) throws {
         self.configuration = configuration

@@ -116,12 +116,14 @@ import Testing
     /// A failed write (half written, then ENOSPC) or fdatasync (EIO) is retried until it
     /// succeeds: the waiting completions then succeed, `retryingAfter` names the error only
     /// meanwhile, and recovery finds every record exactly once, in order (the retry cut off the
-    /// half-written frame and wrote again what a failed fdatasync may have lost).
+    /// half-written frame and wrote again what a failed fdatasync may have lost). The journal
+    /// logs one line when writing starts failing and one when it works again.
     @Test(arguments: [(SyncPolicy.always, false), (.always, true), (.everySecond, false), (.everySecond, true), (.off, false)])
     func failedWriteOrSyncIsRetriedUntilItSucceeds(policy: SyncPolicy, failSync: Bool) throws {
         let dir = makeTempDirectory()
         defer { removeDirectory(dir) }
-        let r = try recover(dir, policy: policy)
+        let lines = Mutex<[String]>([])
+        let r = try recover(dir, policy: policy, log: { line in lines.withLock { $0.append(line) } })
         try appendAndWait(r.journal, payload(1))
         func fault(_ on: Bool) {
             if failSync { r.journal.faults.failSyncs.store(on, ordering: .relaxed) } else { r.journal.faults.failWrites.store(on, ordering: .relaxed) }
@@ -147,6 +149,9 @@ import Testing
         try r.journal.flush()
         #expect(r.journal.retryingAfter == nil)
         #expect(r.journal.stats.failedAttempts >= 1)
+        let logged = lines.withLock { $0 }
+        #expect(logged.count == 2 && logged.first?.hasPrefix("journal warning: ") == true && logged.last?.hasPrefix("journal writes again") == true,
+                "\(logged)")
         #expect(r.journal.stats.durableThrough == 3)
         try appendAndWait(r.journal, payload(4))
         #expect(try r.journal.rotate() == 4)
