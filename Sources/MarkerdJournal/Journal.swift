@@ -76,10 +76,12 @@ public struct JournalStats: Sendable, Equatable {
 public typealias JournalCompletion = @Sendable (Result<UInt64, JournalError>) -> Void
 
 /// Test hooks: while set, the writer's writes fail as on a full disk (the first half of the
-/// bytes is written, then ENOSPC) and its fdatasyncs fail with EIO (without syncing).
+/// bytes is written, then ENOSPC), its fdatasyncs fail with EIO (without syncing), and a
+/// rotation's new segment cannot be created (ENOSPC).
 final class FaultInjection: Sendable {
     let failWrites = Atomic<Bool>(false)
     let failSyncs = Atomic<Bool>(false)
+    let failRotations = Atomic<Bool>(false)
     /// Extra sleep before each fdatasync (to make group commit observable in tests).
     let syncDelayMicroseconds = Atomic<Int>(0)
 }
@@ -503,6 +505,9 @@ public final class Journal: @unchecked Sendable {
                                     oldPartDone = true
                                 }
                                 let path = FileIO.join(directory, JournalFormat.segmentName(firstSequence: rotation.newFirst))
+                                if faults.failRotations.load(ordering: .relaxed) {
+                                    throw JournalError.io(operation: "open", path: path, errno: ENOSPC)
+                                }
                                 if created == nil { created = (try FileIO.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND), path) }
                                 if !named {
                                     // Its fsync of the directory also makes the new segment's creation durable.

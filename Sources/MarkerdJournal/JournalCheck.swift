@@ -245,9 +245,9 @@ public enum JournalCheck {
             } else if plan?.snapshot?.name == snap.name {
                 status = "ok, used by recovery"
             } else if let c = plan?.snapshot?.covered, snap.covered < c {
-                status = "ok, superseded"
+                status = "ok, superseded (the fallback should the newer one be damaged)"
                 if !listing.segments.contains(where: { $0.first <= snap.covered + 1 }) {
-                    status += " (no fallback: its journal is gone)"
+                    status = "ok, superseded (no fallback: its journal is gone)"
                     report.problems.append(.init(severity: .warning, file: snap.name, offset: nil,
                                                  message: "kept as the fallback for a damaged newer snapshot, but the journal after it is missing (\(JournalFormat.segmentName(firstSequence: snap.covered + 1)) or an older segment); recovery does not need it"))
                 }

@@ -164,6 +164,28 @@ import Testing
         try again.journal.close()
     }
 
+    /// A rotation whose new segment cannot be created (disk full): `rotate()` throws while the
+    /// writer retries; the rotation completes once the disk has room, and every record lands in
+    /// its segment.
+    @Test func rotationCaughtByAFailureCompletesOnceWritingWorks() throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let r = try recover(dir)
+        try appendAndWait(r.journal, payload(1))
+        r.journal.faults.failRotations.store(true, ordering: .relaxed)
+        #expect(throws: JournalError.self) { _ = try r.journal.rotate() }
+        #expect(r.journal.retryingAfter != nil)
+        let done = DispatchSemaphore(value: 0)
+        try r.journal.append(payload(2)) { _ in done.signal() }
+        r.journal.faults.failRotations.store(false, ordering: .relaxed)
+        done.wait()
+        try r.journal.close()
+        #expect(segmentFiles(dir) == [JournalFormat.segmentName(firstSequence: 1), JournalFormat.segmentName(firstSequence: 2)])
+        let again = try recover(dir)
+        #expect(again.records.map(\.0) == [1, 2] && again.report.warnings.isEmpty)
+        try again.journal.close()
+    }
+
     /// `close()` while the disk keeps failing gives up after one more attempt: the waiting
     /// completion fails, the half-written record is cut off again, so a restart does not bring
     /// back a write its caller was told failed.
