@@ -22,7 +22,7 @@ public struct JournalCheckReport: Sendable, CustomStringConvertible {
 
     /// One file of the data directory.
     public struct FileSummary: Sendable, CustomStringConvertible {
-        public enum Kind: String, Sendable { case segment, snapshot, temporary, other }
+        public enum Kind: String, Sendable { case segment, snapshot, manifest, temporary, other }
         public var name: String
         public var kind: Kind
         public var bytes: Int64
@@ -225,7 +225,11 @@ public enum JournalCheck {
         report.lastSequence = report.coveredSequence
         for tmp in listing.temporaries {
             let size = (try? FileIO.size(path: FileIO.join(directory, tmp))) ?? 0
-            report.files.append(.init(name: tmp, kind: .temporary, bytes: size, records: 0, status: "unfinished snapshot, deleted by the next open"))
+            report.files.append(.init(name: tmp, kind: .temporary, bytes: size, records: 0, status: "unfinished, deleted by the next open"))
+        }
+        if let newest = try? JournalFormat.readManifest(directory: directory) {
+            report.files.append(.init(name: JournalFormat.manifestName, kind: .manifest, bytes: 20, records: 0,
+                                      status: "names \(JournalFormat.segmentName(firstSequence: newest)) as the newest segment"))
         }
         for other in listing.others {
             let size = (try? FileIO.size(path: FileIO.join(directory, other))) ?? 0
@@ -265,7 +269,7 @@ public enum JournalCheck {
             var status = "ok"
             let last = i == listing.segments.count - 1
             if i < start {
-                status = "covered by snapshot (recovery does not read it)"
+                status = "covered by snapshot (kept for the fallback; recovery does not read it)"
                 if i > 0, seg.first != scans[i - 1].nextSequence, scans[i - 1].damage == nil {
                     let p = scans[i - 1]
                     report.problems.append(.init(severity: .warning, file: seg.name, offset: 0,
