@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "MarkerdServiceTests", dependencies: ["MarkerdTestSupport", "MarkerdService", "MarkerdAPI", "MarkerdCore"]),
         .testTarget(
             name: "MarkerdServerTests",
-            dependencies: ["MarkerdTestSupport", "MarkerdServer", "MarkerdService", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"],
+            dependencies: ["MarkerdTestSupport", "MarkerdServer", "MarkerdService", "MarkerdClient", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal"],
             exclude: ["fuzz-regressions.txt"]
         ),
     ]

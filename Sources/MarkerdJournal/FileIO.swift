@@ -3,8 +3,16 @@ internal import Glibc
 
 /// Thin, throwing wrappers over the POSIX calls the journal uses. All paths are absolute or
 /// relative to the process's cwd; errors name the operation and path.
+///
+/// Files are created `0600` and the data directory `0700` (less whatever the umask removes):
+/// markers, icons and idempotent replies are the users' data, readable by markerd's user only.
 enum FileIO {
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws -> Int32 {
+    /// Mode of every file the journal creates (segments, snapshots, temporaries, LOCK, manifest).
+    static let fileMode: mode_t = 0o600
+    /// Mode of the data directory when the journal creates it.
+    static let directoryMode: mode_t = 0o700
+
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = fileMode) throws -> Int32 {
         while true {
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
             if fd >= 0 { return fd }
@@ -80,6 +88,14 @@ enum FileIO {
         return Int64(st.st_size)
     }
 
+    /// Cuts the open file `fd` to `length` bytes (no fsync).
+    static func truncate(_ fd: Int32, to length: Int64, path: String) throws {
+        while ftruncate(fd, off_t(length)) != 0 {
+            if errno == EINTR { continue }
+            throw JournalError.io(operation: "ftruncate", path: path, errno: errno)
+        }
+    }
+
     static func truncate(_ path: String, to length: Int64) throws {
         let fd = try open(path, O_WRONLY)
         defer { close(fd) }
@@ -98,7 +114,7 @@ enum FileIO {
     }
 
     static func makeDirectory(_ dir: String) throws {
-        if mkdir(dir, 0o755) != 0 && errno != EEXIST {
+        if mkdir(dir, directoryMode) != 0 && errno != EEXIST {
             throw JournalError.io(operation: "mkdir", path: dir, errno: errno)
         }
     }

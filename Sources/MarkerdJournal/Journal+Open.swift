@@ -40,12 +40,15 @@ extension Journal {
     /// Opens (creating if needed) the data directory, takes its `LOCK`, recovers, and returns a
     /// journal that appends from the next sequence.
     ///
-    /// Recovery: deletes leftover `*.snap.tmp` files; picks the newest snapshot that validates
+    /// Recovery: deletes leftover `*.snap.tmp` and `journal.manifest.tmp` files; refuses
+    /// (`.inconsistent`, naming the file) when the segment the manifest names as the newest is
+    /// missing; picks the newest snapshot that validates
     /// (all section CRCs and the trailer; without `options.validateSnapshotFirst`, the newest
     /// one, validated while it is delivered: see `SnapshotDamagedWhileDelivered`) and that the
     /// journal continues from (a damaged newest
     /// snapshot is skipped with a warning if an older valid one - or a journal complete from
-    /// sequence 1 - can take its place; otherwise its damage is the error); calls
+    /// sequence 1 - can take its place, and renamed `*.snap.corrupt`; otherwise its damage is
+    /// the error); calls
     /// `snapshotSection` for each section in order; then calls `record` for every journal record
     /// with sequence > the covered sequence, in order, across segments, checking framing, CRCs
     /// and that sequences are contiguous (a gap is damage, except one wholly covered by the
@@ -53,7 +56,8 @@ extension Journal {
     /// truncated away with a warning in the report. Any other damage throws
     /// `JournalError.damaged(file:offset:reason:)` naming the file and byte offset (see
     /// `JournalCheck.repair`); a gap throws `.inconsistent`. Errors thrown by the callbacks abort
-    /// recovery and are rethrown. On any error the LOCK is released.
+    /// recovery and are rethrown. Finally names the segment it appends to in the manifest. On
+    /// any error the LOCK is released.
     ///
     /// Replay is fuzzy-snapshot safe: the snapshot may reflect state beyond its covered sequence,
     /// so the service's records must set state rather than adjust it (see the module docs).
@@ -76,11 +80,15 @@ extension Journal {
             var listing = try DirectoryListing(directory: directory)
             for tmp in listing.temporaries {
                 try FileIO.unlink(FileIO.join(directory, tmp))
-                report.warnings.append("deleted unfinished snapshot \(tmp)")
+                report.warnings.append("deleted unfinished \(tmp)")
             }
             if !listing.temporaries.isEmpty {
                 try FileIO.fsyncDirectory(directory)
                 listing.temporaries = []
+            }
+
+            if let missing = try listing.missingNewestSegment(directory: directory) {
+                throw DirectoryListing.missingSegmentError(directory: directory, name: missing)
             }
 
             // Progress: estimate from the newest snapshot and the segments it leads to.
@@ -103,6 +111,12 @@ extension Journal {
             let trusted = options.validateSnapshotFirst ? nil : RecoveryPlan.trustingNewest(directory: directory, listing: listing)
             let plan = try trusted ?? RecoveryPlan.make(directory: directory, listing: listing, progress: reporter("snapshots"))
             report.warnings += plan.warnings
+            for damaged in plan.rejected {
+                // Out of the way, so that the next snapshot's fallback is a valid one.
+                try FileIO.rename(FileIO.join(directory, damaged.name), FileIO.join(directory, damaged.name + ".corrupt"))
+                report.warnings.append("renamed the damaged snapshot \(damaged.name) to \(damaged.name).corrupt")
+            }
+            if !plan.rejected.isEmpty { try FileIO.fsyncDirectory(directory) }
             if trusted == nil { done += plan.rejected.reduce(0) { $0 + $1.fileSize } + (plan.snapshot?.fileSize ?? 0) }
             let covered = plan.covered
 
@@ -136,7 +150,7 @@ extension Journal {
                         } else {
                             throw JournalError.inconsistent(
                                 directory: directory,
-                                reason: "sequence gap: \(i > start ? segments[i - 1].name : "the journal") ends before \(expected) but \(seg.name) starts at \(seg.first)")
+                                reason: "journal segment \(JournalFormat.segmentName(firstSequence: expected)) is missing (sequence gap: \(i > start ? segments[i - 1].name : "the journal") ends before \(expected) but \(seg.name) starts at \(seg.first))")
                         }
                     }
                     var scan = try Scanner.scanSegment(directory: directory, name: seg.name, first: seg.first,
@@ -168,19 +182,30 @@ extension Journal {
             report.nextSequence = next
             let fd: Int32
             let activeFirst: UInt64
+            let activeSize: Int64
             if let lastScan, lastScan.nextSequence == next {
                 let path = FileIO.join(directory, lastScan.name)
                 fd = try FileIO.open(path, O_WRONLY | O_APPEND)
                 do { try FileIO.fsync(fd, path: path) } catch { FileIO.close(fd); throw error }
                 activeFirst = lastScan.first
+                activeSize = lastScan.fileSize
             } else {
                 let path = FileIO.join(directory, JournalFormat.segmentName(firstSequence: next))
                 fd = try FileIO.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
                 do { try FileIO.fsyncDirectory(directory) } catch { FileIO.close(fd); throw error }
                 activeFirst = next
+                activeSize = 0
+            }
+            do {
+                if try JournalFormat.readManifest(directory: directory) != activeFirst {
+                    try JournalFormat.writeManifest(directory: directory, newest: activeFirst, durable: true)
+                }
+            } catch {
+                FileIO.close(fd)
+                throw error
             }
             let journal = Journal(directory: directory, policy: options.policy, lock: lock, fd: fd,
-                                  activeFirst: activeFirst, nextSequence: next)
+                                  activeFirst: activeFirst, activeSize: activeSize, nextSequence: next, log: options.log)
             return (journal, report)
         } catch {
             lock.release()

@@ -30,9 +30,13 @@ public struct JournalOptions: Sendable {
     /// throws `SnapshotDamagedWhileDelivered` and the caller discards what it got and opens
     /// again with validation.
     public var validateSnapshotFirst: Bool
-    public init(policy: SyncPolicy = .always, validateSnapshotFirst: Bool = true) {
+    /// Told (on the writer thread, one line each) when writing starts failing, as
+    /// `"journal warning: ..."`, and when it works again. Default nil.
+    public var log: (@Sendable (String) -> Void)?
+    public init(policy: SyncPolicy = .always, validateSnapshotFirst: Bool = true, log: (@Sendable (String) -> Void)? = nil) {
         self.policy = policy
         self.validateSnapshotFirst = validateSnapshotFirst
+        self.log = log
     }
 }
 
@@ -61,17 +65,23 @@ public struct JournalStats: Sendable, Equatable {
     public var writtenThrough: UInt64 = 0
     /// Every record with a sequence <= this is on stable storage (fdatasync returned).
     public var durableThrough: UInt64 = 0
+    /// Failed write()/fdatasync/rotation attempts (each retried; see `Journal.retryingAfter`).
+    public var failedAttempts: UInt64 = 0
 }
 
 /// Called exactly once per successful `append` call, with the record's sequence or the error
-/// that prevented it from becoming durable (then the record may or may not be on disk: treat the
-/// request as failed; the journal is in the failed state).
+/// that prevented it from becoming durable. An error comes only from `close()` giving up on a
+/// disk that keeps failing; the record is then cut off the segment again (best effort), so a
+/// restart does not bring it back.
 public typealias JournalCompletion = @Sendable (Result<UInt64, JournalError>) -> Void
 
-/// Test hooks: make the writer's next write()/fdatasync fail with EIO.
+/// Test hooks: while set, the writer's writes fail as on a full disk (the first half of the
+/// bytes is written, then ENOSPC), its fdatasyncs fail with EIO (without syncing), and a
+/// rotation's new segment cannot be created (ENOSPC).
 final class FaultInjection: Sendable {
     let failWrites = Atomic<Bool>(false)
     let failSyncs = Atomic<Bool>(false)
+    let failRotations = Atomic<Bool>(false)
     /// Extra sleep before each fdatasync (to make group commit observable in tests).
     let syncDelayMicroseconds = Atomic<Int>(0)
 }
@@ -91,14 +101,24 @@ final class FaultInjection: Sendable {
 /// There is no back-pressure: if appends outrun the disk, the buffer grows. The service should
 /// bound its in-flight requests.
 ///
-/// Failures: if a write() or fdatasync fails, every completion of that group (and of anything
-/// appended meanwhile) gets the error, and the journal enters the failed state: further `append`,
-/// `rotate` and `flush` throw `JournalError.failed`. fsync is never retried (after a failed fsync
-/// Linux may have dropped the dirty pages); restart the process, recovery repairs the tail.
+/// Failures (disk full, I/O errors): if a write() or fdatasync fails, the writer keeps the
+/// group and retries it with backoff (`retryDelays`) until it succeeds; meanwhile
+/// `retryingAfter` names the error (the service refuses new writes while it is set) and the
+/// group's completions wait. A retry first cuts the segment back to what is known complete
+/// (the end of the last successful fdatasync; for `.off`, of the last written group) and
+/// writes everything after it again from memory, because a failed write can leave part of a
+/// frame and after a failed fdatasync Linux may have dropped the dirty pages while later
+/// fdatasyncs report success (so `.everySecond` keeps the written but unsynced bytes in memory
+/// until they are synced). Nothing is lost, duplicated or reordered: sequences are assigned
+/// in `append` and the bytes go to the file in that order. Only `close()` gives up: after one
+/// more failed attempt it cuts the unfinished group off the segment, fails its completions
+/// and puts the journal in the failed state (further `append`, `rotate` and `flush` throw
+/// `JournalError.failed`).
 public final class Journal: @unchecked Sendable {
     public let directory: String
     public let policy: SyncPolicy
     let faults = FaultInjection()
+    private let log: (@Sendable (String) -> Void)?
     private let directoryLock: DirectoryLock
     private let completionQueue = DispatchQueue(label: "markerd.journal.completions")
 
@@ -121,6 +141,8 @@ public final class Journal: @unchecked Sendable {
     /// First sequence of the segment the writer has open.
     private var activeFirst: UInt64
     private var syncRequestedThrough: UInt64 = 0
+    /// The error of the writer's last failed attempt while it retries; nil when writing works.
+    private var retryError: JournalError?
     private var closing = false
     private var writerExited = false
     private var filesClosed = false
@@ -130,15 +152,31 @@ public final class Journal: @unchecked Sendable {
     // MARK: Writer-thread state (also touched by `close()` after the writer exited)
     private var fd: Int32
     private var activePath: String
+    /// Bytes in the active segment as written.
+    private var fileEnd: Int64
+    /// What a retry cuts the active segment back to before writing `unsynced` and the group
+    /// again: the end of the last successful fdatasync, or for `.off` (which promises nothing
+    /// after a crash of the machine) of the last fully written group.
+    private var rewindOffset: Int64
+    /// `.everySecond` only: the bytes between `rewindOffset` and the end of the last group
+    /// (written, acknowledged, not yet fdatasynced).
+    private var unsynced: [UInt8] = []
 
-    init(directory: String, policy: SyncPolicy, lock: DirectoryLock, fd: Int32, activeFirst: UInt64, nextSequence: UInt64) {
+    /// Waits between the writer's attempts after a failure, in seconds; the last repeats.
+    static let retryDelays: [Double] = [0.01, 0.05, 0.25, 1]
+
+    init(directory: String, policy: SyncPolicy, lock: DirectoryLock, fd: Int32, activeFirst: UInt64,
+         activeSize: Int64, nextSequence: UInt64, log: (@Sendable (String) -> Void)?) {
         self.directory = directory
         self.policy = policy
+        self.log = log
         self.directoryLock = lock
         self.fd = fd
         self.activeFirst = activeFirst
         self.appendSegmentFirst = activeFirst
         self.activePath = FileIO.join(directory, JournalFormat.segmentName(firstSequence: activeFirst))
+        self.fileEnd = activeSize
+        self.rewindOffset = activeSize
         self.nextSequence = nextSequence
         counters.writtenThrough = nextSequence - 1
         counters.durableThrough = nextSequence - 1
@@ -244,10 +282,20 @@ public final class Journal: @unchecked Sendable {
         return failure
     }
 
+    /// Why the journal cannot make writes durable right now: the error of the writer's last
+    /// failed attempt while it retries (cleared by the next attempt that succeeds), or the
+    /// failure after `close()` gave up. nil while writing works.
+    public var retryingAfter: JournalError? {
+        cond.lock()
+        defer { cond.unlock() }
+        return failure ?? retryError
+    }
+
     // MARK: Flush, rotate, drop, close
 
     /// Blocks until every record appended before the call is written and fdatasynced, whatever
-    /// the policy. Throws if the journal failed (or fails meanwhile).
+    /// the policy (also while the writer retries after a failure). Throws if the journal failed
+    /// (or fails meanwhile).
     public func flush() throws {
         cond.lock()
         defer { cond.unlock() }
@@ -261,22 +309,28 @@ public final class Journal: @unchecked Sendable {
 
     /// Starts a new segment and returns S such that every record with sequence <= S is in older
     /// segments (and every later one in the new segment or after). Blocks until the writer has
-    /// written the old segment's records (fdatasynced unless `.off`) and created the new segment;
-    /// appends continue meanwhile. If the current segment holds no records yet, nothing changes.
-    /// Call it before writing a snapshot that will cover S.
+    /// written the old segment's records (fdatasynced unless `.off`), created the new segment
+    /// and named it in the manifest; appends continue meanwhile. If the current segment holds
+    /// no records yet, nothing changes. Call it before writing a snapshot that will cover S.
+    /// - Throws: `.failed` while the writer retries after a failure (`retryingAfter`; the
+    ///   rotation, if already queued, still happens once writing works again) or after it gave up.
     public func rotate() throws -> UInt64 {
         cond.lock()
         defer { cond.unlock() }
-        while pendingRotation != nil && failure == nil { cond.wait() }
-        try checkUsable()
+        func checkWriting() throws {
+            try checkUsable()
+            if let retryError { throw JournalError.failed(cause: "the journal cannot write now (retrying): \(retryError)") }
+        }
+        while pendingRotation != nil && failure == nil && retryError == nil { cond.wait() }
+        try checkWriting()
         let covered = nextSequence - 1
         if nextSequence != appendSegmentFirst {
             pendingRotation = (buffer.count, nextSequence)
             appendSegmentFirst = nextSequence
             cond.broadcast()
         }
-        while activeFirst != appendSegmentFirst && failure == nil { cond.wait() }
-        if let failure { throw JournalError.failed(cause: failure.description) }
+        while activeFirst != appendSegmentFirst && failure == nil && retryError == nil { cond.wait() }
+        if activeFirst != appendSegmentFirst { try checkWriting() }
         return covered
     }
 
@@ -290,10 +344,14 @@ public final class Journal: @unchecked Sendable {
         return try SnapshotWriter(directory: directory, coveredSequence: coveredSequence)
     }
 
-    /// After a snapshot covering `covered` was committed: deletes every segment whose records are
-    /// all <= `covered` (a segment is deleted when the next segment starts at or before
-    /// covered + 1; the active segment never is) and every snapshot covering less, then fsyncs
-    /// the directory. Returns the names of the deleted files.
+    /// After a snapshot covering `covered` was committed: keeps it and the fallback, the newest
+    /// snapshot covering less (none: the journal from sequence 1), with every segment that
+    /// recovery from the fallback reads, so that a damaged newest snapshot can be replaced by the
+    /// fallback plus the journal. Deletes every older snapshot and every segment whose records
+    /// are all <= the fallback's covered sequence (a segment is deleted when the next segment
+    /// starts at or before that + 1; the active segment never is), then fsyncs the directory.
+    /// The data directory thus holds two snapshots and the journal since the older one.
+    /// Returns the names of the deleted files.
     /// - Throws: `.invalidArgument` if no committed snapshot covers at least `covered`.
     @discardableResult
     public func dropSegments(coveredBy covered: UInt64) throws -> [String] {
@@ -306,14 +364,15 @@ public final class Journal: @unchecked Sendable {
         guard listing.snapshots.contains(where: { $0.covered >= covered }) else {
             throw JournalError.invalidArgument("dropSegments(coveredBy: \(covered)): no committed snapshot covers sequence \(covered)")
         }
+        let fallback = listing.snapshots.last { $0.covered < covered }?.covered ?? 0
         var removed: [String] = []
         for (i, segment) in listing.segments.enumerated() where i + 1 < listing.segments.count {
-            if listing.segments[i + 1].first <= covered + 1 && segment.first < active {
+            if listing.segments[i + 1].first <= fallback + 1 && segment.first < active {
                 try FileIO.unlink(FileIO.join(directory, segment.name))
                 removed.append(segment.name)
             }
         }
-        for snapshot in listing.snapshots where snapshot.covered < covered {
+        for snapshot in listing.snapshots where snapshot.covered < fallback {
             try FileIO.unlink(FileIO.join(directory, snapshot.name))
             removed.append(snapshot.name)
         }
@@ -387,60 +446,134 @@ public final class Journal: @unchecked Sendable {
             var syncs: UInt64 = 0
             var newActive: UInt64?
             if error == nil {
-                do {
-                    func sync() throws {
-                        if faults.failSyncs.load(ordering: .relaxed) {
-                            throw JournalError.io(operation: "fdatasync", path: activePath, errno: EIO)
+                // Progress of this group, kept across retries: the rotation's old part written
+                // (and synced unless `.off`), its new segment created and named in the manifest.
+                var oldPartDone = false
+                var created: (fd: Int32, path: String)?
+                var named = false
+                var retrying = false
+                var attempt = 0
+                while true {
+                    do {
+                        func sync() throws {
+                            if faults.failSyncs.load(ordering: .relaxed) {
+                                throw JournalError.io(operation: "fdatasync", path: activePath, errno: EIO)
+                            }
+                            let delay = faults.syncDelayMicroseconds.load(ordering: .relaxed)
+                            if delay > 0 { usleep(UInt32(delay)) }
+                            try FileIO.fdatasync(fd, path: activePath)
+                            syncs += 1
+                            dirty = false
+                            lastSync = .now
+                            rewindOffset = fileEnd
+                            unsynced.removeAll(keepingCapacity: true)
                         }
-                        let delay = faults.syncDelayMicroseconds.load(ordering: .relaxed)
-                        if delay > 0 { usleep(UInt32(delay)) }
-                        try FileIO.fdatasync(fd, path: activePath)
-                        syncs += 1
-                        dirty = false
-                        lastSync = .now
-                    }
-                    func write(_ range: Range<Int>) throws {
-                        guard !range.isEmpty else { return }
-                        if faults.failWrites.load(ordering: .relaxed) {
-                            throw JournalError.io(operation: "write", path: activePath, errno: EIO)
+                        func writeBytes(_ bytes: UnsafeRawBufferPointer) throws {
+                            guard !bytes.isEmpty else { return }
+                            if faults.failWrites.load(ordering: .relaxed) {
+                                try FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count / 2)]), path: activePath)
+                                throw JournalError.io(operation: "write", path: activePath, errno: ENOSPC)
+                            }
+                            try FileIO.writeAll(fd, bytes, path: activePath)
+                            fileEnd += Int64(bytes.count)
+                            dirty = true
                         }
-                        try batch.withUnsafeBytes { try FileIO.writeAll(fd, UnsafeRawBufferPointer(rebasing: $0[range]), path: activePath) }
-                        dirty = true
-                    }
-                    if let rotation {
-                        try write(0..<rotation.byteOffset)
-                        if dirty && policy != .off {
+                        func write(_ range: Range<Int>) throws {
+                            try batch.withUnsafeBytes { try writeBytes(UnsafeRawBufferPointer(rebasing: $0[range])) }
+                        }
+                        if retrying {
+                            // A failed write can leave part of a frame; after a failed fdatasync
+                            // the dirty pages may be gone. Cut back to what is known complete
+                            // and write the rest again from memory.
+                            try FileIO.truncate(fd, to: rewindOffset, path: activePath)
+                            fileEnd = rewindOffset
+                            dirty = false
+                            try unsynced.withUnsafeBytes { try writeBytes($0) }
+                        }
+                        var rest = 0..<batch.count
+                        if let rotation {
+                            rest = rotation.byteOffset..<batch.count
+                            if newActive == nil {
+                                if !oldPartDone {
+                                    try write(0..<rotation.byteOffset)
+                                    if dirty && policy != .off {
+                                        try sync()
+                                        durable = rotation.newFirst - 1
+                                    }
+                                    rewindOffset = fileEnd
+                                    written = rotation.newFirst - 1
+                                    oldPartDone = true
+                                }
+                                let path = FileIO.join(directory, JournalFormat.segmentName(firstSequence: rotation.newFirst))
+                                if faults.failRotations.load(ordering: .relaxed) {
+                                    throw JournalError.io(operation: "open", path: path, errno: ENOSPC)
+                                }
+                                if created == nil { created = (try FileIO.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND), path) }
+                                if !named {
+                                    // Its fsync of the directory also makes the new segment's creation durable.
+                                    try JournalFormat.writeManifest(directory: directory, newest: rotation.newFirst, durable: policy != .off)
+                                    named = true
+                                }
+                                FileIO.close(fd)
+                                fd = created!.fd
+                                activePath = path
+                                fileEnd = 0
+                                rewindOffset = 0
+                                dirty = false
+                                newActive = rotation.newFirst
+                            }
+                        }
+                        try write(rest)
+                        written = lastSequence
+                        if !dirty {
+                            durable = written
+                        } else if policy == .always || isClosing || syncTarget > durable || (retrying && policy != .off)
+                            || (policy == .everySecond && ContinuousClock.now - lastSync >= .seconds(1))
+                        {
                             try sync()
-                            durable = rotation.newFirst - 1
+                            durable = written
+                        } else if policy == .everySecond {
+                            batch.withUnsafeBytes { unsynced.append(contentsOf: $0[rest]) }
+                        } else {
+                            rewindOffset = fileEnd
                         }
-                        written = rotation.newFirst - 1
-                        let path = FileIO.join(directory, JournalFormat.segmentName(firstSequence: rotation.newFirst))
-                        let newFD = try FileIO.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND)
-                        FileIO.close(fd)
-                        fd = newFD
-                        activePath = path
-                        newActive = rotation.newFirst
-                        if policy != .off { try FileIO.fsyncDirectory(directory) }
-                        try write(rotation.byteOffset..<batch.count)
-                    } else {
-                        try write(0..<batch.count)
+                        break
+                    } catch let thrown {
+                        let e = (thrown as? JournalError) ?? .failed(cause: "\(thrown)")
+                        if attempt == 0 {
+                            log?("journal warning: \(e); retrying with backoff, and refusing writes until a write and fdatasync succeed")
+                        }
+                        cond.lock()
+                        retryError = e
+                        counters.failedAttempts += 1
+                        cond.broadcast()
+                        let giveUp = closing && attempt > 0
+                        if !giveUp && !closing {
+                            let delay = Self.retryDelays[min(attempt, Self.retryDelays.count - 1)]
+                            _ = cond.wait(until: Date(timeIntervalSinceNow: delay))
+                        }
+                        cond.unlock()
+                        if giveUp {
+                            // Cut the group off again so that a restart does not bring back
+                            // records whose callers are told they failed.
+                            try? FileIO.truncate(fd, to: rewindOffset, path: activePath)
+                            try? unsynced.withUnsafeBytes { try FileIO.writeAll(fd, $0, path: activePath) }
+                            error = e
+                            break
+                        }
+                        attempt += 1
+                        retrying = true
                     }
-                    written = lastSequence
-                    if !dirty {
-                        durable = written
-                    } else if policy == .always || isClosing || syncTarget > durable
-                        || (policy == .everySecond && ContinuousClock.now - lastSync >= .seconds(1))
-                    {
-                        try sync()
-                        durable = written
-                    }
-                } catch let e {
-                    error = (e as? JournalError) ?? .failed(cause: "\(e)")
+                }
+                if error != nil, newActive == nil, let created { FileIO.close(created.fd) }
+                if error == nil && attempt > 0 {
+                    log?("journal writes again after \(attempt) failed attempt(s); writes are accepted")
                 }
             }
 
             cond.lock()
             if let error, failure == nil { failure = error }
+            if error == nil { retryError = nil }
             if !batch.isEmpty {
                 counters.writes += 1
                 counters.largestGroup = max(counters.largestGroup, group.count)

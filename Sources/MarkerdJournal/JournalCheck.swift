@@ -22,7 +22,7 @@ public struct JournalCheckReport: Sendable, CustomStringConvertible {
 
     /// One file of the data directory.
     public struct FileSummary: Sendable, CustomStringConvertible {
-        public enum Kind: String, Sendable { case segment, snapshot, temporary, other }
+        public enum Kind: String, Sendable { case segment, snapshot, manifest, temporary, other }
         public var name: String
         public var kind: Kind
         public var bytes: Int64
@@ -100,13 +100,16 @@ public enum JournalCheck {
     }
 
     /// Takes the LOCK (throws `.directoryLocked` if in use) and makes the directory recoverable
-    /// by keeping the valid prefix: deletes leftover `*.snap.tmp`; renames damaged snapshots to
+    /// by keeping the valid prefix: deletes leftover `*.snap.tmp` / `journal.manifest.tmp`; renames damaged snapshots to
     /// `*.snap.corrupt` (kept for inspection, ignored by recovery); then, from the segment
     /// recovery starts at, truncates the first damaged segment at its first damaged record and
     /// deletes every later segment, or, at a sequence gap between segments, deletes the segment
     /// after the gap and all later ones. Every dropped record and byte is listed in `actions`.
-    /// Segments wholly covered by the snapshot are not touched. The returned report is a check
-    /// of the repaired directory plus the actions.
+    /// Segments wholly covered by the snapshot are not touched. Finally, when the segment the
+    /// manifest names is missing (deleted, or dropped here), the manifest is made to name the
+    /// newest remaining segment (or removed when none remains), accepting the loss of the
+    /// records the missing segment held; a damaged manifest is rewritten the same way. The
+    /// returned report is a check of the repaired directory plus the actions.
     public static func repair(directory: String) throws -> JournalCheckReport {
         let lock = try DirectoryLock(directory: directory)
         defer { lock.release() }
@@ -116,7 +119,7 @@ public enum JournalCheck {
         var listing = try DirectoryListing(directory: directory)
         for tmp in listing.temporaries {
             try FileIO.unlink(FileIO.join(directory, tmp))
-            actions.append("deleted unfinished snapshot \(tmp)")
+            actions.append("deleted unfinished \(tmp)")
         }
         for snap in listing.snapshots {
             let scan = try Scanner.scanSnapshot(directory: directory, name: snap.name, covered: snap.covered, wantPayloads: false)
@@ -167,6 +170,30 @@ public enum JournalCheck {
                 expected = scan.nextSequence
             }
         }
+        listing = try DirectoryListing(directory: directory)
+        let missing: String?
+        do {
+            missing = try listing.missingNewestSegment(directory: directory)
+        } catch JournalError.damaged(_, _, let reason) {
+            // Unreadable: name the newest segment there is (a missing newer one goes unnoticed).
+            missing = nil
+            if let newest = listing.segments.last {
+                try JournalFormat.writeManifest(directory: directory, newest: newest.first, durable: true)
+                actions.append("\(JournalFormat.manifestName) was damaged (\(reason)); it now names \(newest.name)")
+            } else {
+                try FileIO.unlink(FileIO.join(directory, JournalFormat.manifestName))
+                actions.append("removed the damaged \(JournalFormat.manifestName) (\(reason)); there is no segment")
+            }
+        }
+        if let missing {
+            if let newest = listing.segments.last {
+                try JournalFormat.writeManifest(directory: directory, newest: newest.first, durable: true)
+                actions.append("\(missing) is missing: the records it held are lost; \(JournalFormat.manifestName) now names \(newest.name)")
+            } else {
+                try FileIO.unlink(FileIO.join(directory, JournalFormat.manifestName))
+                actions.append("\(missing) is missing: the records it held are lost; removed \(JournalFormat.manifestName) (no segment remains)")
+            }
+        }
         if !actions.isEmpty { try FileIO.fsyncDirectory(directory) }
         var report = try analyse(directory: directory)
         report.actions = actions.isEmpty ? ["nothing to repair"] : actions
@@ -180,6 +207,10 @@ public enum JournalCheck {
         let listing = try DirectoryListing(directory: directory)
         var plan: RecoveryPlan?
         do {
+            if let missing = try listing.missingNewestSegment(directory: directory) {
+                report.problems.append(.init(severity: .error, file: missing, offset: nil,
+                                             message: "missing: \(JournalFormat.manifestName) names it as the newest journal segment; the records in it are lost unless it is restored (`markerd repair` accepts the loss)"))
+            }
             plan = try RecoveryPlan.make(directory: directory, listing: listing)
         } catch let e as JournalError {
             var p = JournalCheckReport.Problem(severity: .error, file: directory, offset: nil, message: "recovery would fail: \(e)")
@@ -194,7 +225,11 @@ public enum JournalCheck {
         report.lastSequence = report.coveredSequence
         for tmp in listing.temporaries {
             let size = (try? FileIO.size(path: FileIO.join(directory, tmp))) ?? 0
-            report.files.append(.init(name: tmp, kind: .temporary, bytes: size, records: 0, status: "unfinished snapshot, deleted by the next open"))
+            report.files.append(.init(name: tmp, kind: .temporary, bytes: size, records: 0, status: "unfinished, deleted by the next open"))
+        }
+        if let newest = try? JournalFormat.readManifest(directory: directory) {
+            report.files.append(.init(name: JournalFormat.manifestName, kind: .manifest, bytes: 20, records: 0,
+                                      status: "names \(JournalFormat.segmentName(firstSequence: newest)) as the newest segment"))
         }
         for other in listing.others {
             let size = (try? FileIO.size(path: FileIO.join(directory, other))) ?? 0
@@ -214,7 +249,12 @@ public enum JournalCheck {
             } else if plan?.snapshot?.name == snap.name {
                 status = "ok, used by recovery"
             } else if let c = plan?.snapshot?.covered, snap.covered < c {
-                status = "ok, superseded"
+                status = "ok, superseded (the fallback should the newer one be damaged)"
+                if !listing.segments.contains(where: { $0.first <= snap.covered + 1 }) {
+                    status = "ok, superseded (no fallback: its journal is gone)"
+                    report.problems.append(.init(severity: .warning, file: snap.name, offset: nil,
+                                                 message: "kept as the fallback for a damaged newer snapshot, but the journal after it is missing (\(JournalFormat.segmentName(firstSequence: snap.covered + 1)) or an older segment); recovery does not need it"))
+                }
             }
             report.files.append(.init(name: snap.name, kind: .snapshot, bytes: scan.fileSize, records: scan.sections,
                                       coveredSequence: snap.covered, status: status))
@@ -222,19 +262,26 @@ public enum JournalCheck {
         let start = plan?.startIndex ?? 0
         let covered = plan?.covered ?? 0
         var previous: SegmentScan?
+        var scans: [SegmentScan] = []
         for (i, seg) in listing.segments.enumerated() {
             let scan = try Scanner.scanSegment(directory: directory, name: seg.name, first: seg.first)
+            scans.append(scan)
             var status = "ok"
             let last = i == listing.segments.count - 1
             if i < start {
-                status = "covered by snapshot (recovery does not read it)"
+                status = "covered by snapshot (kept for the fallback; recovery does not read it)"
+                if i > 0, seg.first != scans[i - 1].nextSequence, scans[i - 1].damage == nil {
+                    let p = scans[i - 1]
+                    report.problems.append(.init(severity: .warning, file: seg.name, offset: 0,
+                                                 message: "records \(p.nextSequence)...\(seg.first - 1) are missing before this segment (the segment starting at \(p.nextSequence) was deleted?): recovery does not need them, but could not fall back to an older snapshot"))
+                }
             } else if let p = previous, p.damage == nil, seg.first != p.nextSequence {
                 if seg.first > p.nextSequence && seg.first <= covered + 1 {
                     report.problems.append(.init(severity: .warning, file: seg.name, offset: 0,
                                                  message: "records \(p.nextSequence)...\(seg.first - 1) missing before this segment, but covered by the snapshot"))
                 } else {
                     report.problems.append(.init(severity: .error, file: seg.name, offset: 0,
-                                                 message: "sequence gap: the previous segment \(p.name) ends before \(p.nextSequence), this one starts at \(seg.first)"))
+                                                 message: "sequence gap: the previous segment \(p.name) ends before \(p.nextSequence), this one starts at \(seg.first): \(JournalFormat.segmentName(firstSequence: p.nextSequence)) is missing"))
                 }
             }
             if let d = scan.damage {

@@ -17,7 +17,7 @@
 //   let w = try journal.makeSnapshotWriter(coveredSequence: s)
 //   for section in state.sections() { try w.append(section) }   // header first, footer last
 //   try w.commit()
-//   try journal.dropSegments(coveredBy: s)       // delete covered segments and older snapshots
+//   try journal.dropSegments(coveredBy: s)       // keep it and the previous snapshot with its journal
 //
 // The snapshot is FUZZY: it is written in chunks while writes continue, so each part reflects
 // state at some point at or after s (some records > s may already be in it). Recovery replays
@@ -29,5 +29,6 @@
 // replay order equals apply order for any one key.
 //
 // Acknowledgement: answer a client only in the append's completion (or after `await append`).
-// With `.always`, an acknowledged write survives power loss. A failed write/fsync fails the
-// completions and puts the journal in a failed state; restart to recover.
+// With `.always`, an acknowledged write survives power loss. After a failed write/fsync (disk
+// full) the writer retries the group with backoff until it succeeds; its completions wait, and
+// `retryingAfter` tells the service to refuse new writes meanwhile (see `Journal`).

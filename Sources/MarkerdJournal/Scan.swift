@@ -204,7 +204,7 @@ struct RecoveryPlan {
             }
             throw JournalError.inconsistent(
                 directory: directory,
-                reason: "sequence gap: snapshot \(scan.name) covers up to \(scan.covered) but the oldest journal segment \(segments[0].name) starts at \(segments[0].first)")
+                reason: "journal segment \(JournalFormat.segmentName(firstSequence: scan.covered + 1)) is missing (sequence gap: snapshot \(scan.name) covers up to \(scan.covered) but the oldest journal segment \(segments[0].name) starts at \(segments[0].first))")
         }
         if plan.snapshot == nil {
             if let newest = plan.rejected.first {
@@ -218,7 +218,7 @@ struct RecoveryPlan {
                 guard first.first <= 1 else {
                     throw JournalError.inconsistent(
                         directory: directory,
-                        reason: "sequence gap: no snapshot, and the oldest journal segment \(first.name) starts at \(first.first), not 1")
+                        reason: "journal segment \(JournalFormat.segmentName(firstSequence: 1)) is missing (sequence gap: no snapshot, and the oldest journal segment \(first.name) starts at \(first.first), not 1)")
                 }
                 plan.startIndex = 0
             }

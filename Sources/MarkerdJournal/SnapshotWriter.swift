@@ -55,9 +55,11 @@ public final class SnapshotWriter {
         buffer.removeAll(keepingCapacity: true)
     }
 
-    /// Writes the trailer, fsyncs the file, renames it to `snapshot-<covered>.snap` and fsyncs the
-    /// directory. After it returns the snapshot survives a power loss. On error the temporary file
-    /// is removed and the snapshot does not exist.
+    /// Writes the trailer, fsyncs the file, reads it back and checks every frame's CRC and the
+    /// trailer, renames it to `snapshot-<covered>.snap` and fsyncs the directory. After it
+    /// returns the snapshot survives a power loss. On error (`.damaged` naming the temporary file
+    /// when the read-back finds damage) the temporary file is removed and the snapshot does not
+    /// exist.
     /// - Returns: the committed file's path.
     @discardableResult
     public func commit() throws -> String {
@@ -73,6 +75,11 @@ public final class SnapshotWriter {
             try FileIO.fsync(fd, path: tempPath)
             FileIO.close(fd)
             fd = -1
+            let readBack = try Scanner.scanSnapshot(directory: directory, name: JournalFormat.snapshotName(coveredSequence: coveredSequence) + ".tmp",
+                                                    covered: coveredSequence, wantPayloads: false)
+            if let damage = readBack.damage {
+                throw JournalError.damaged(file: tempPath, offset: damage.offset, reason: "read back after writing: " + damage.reason)
+            }
             try FileIO.rename(tempPath, finalPath)
             finished = true
             try FileIO.fsyncDirectory(directory)

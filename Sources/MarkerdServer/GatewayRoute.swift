@@ -2,7 +2,8 @@
 /// templates work in HERE's `fromXyzUrlTemplate`, MapLibre and Leaflet:
 ///
 ///     /                                                     viewer page (HTML)
-///     /healthz                                              "ok"
+///     /healthz                                              "ok" (liveness)
+///     /readyz                                               "ready", or 503 and why not (readiness)
 ///     /metrics                                              Prometheus text
 ///     /layers.json                                          the layers (JSON)
 ///     /tiles/{layer}.json                                   TileJSON 3.0
@@ -18,6 +19,7 @@
 public enum GatewayRoute: Sendable, Equatable {
     case viewer
     case healthz
+    case readyz
     case metrics
     case layers
     case tileJSON(layer: String)
@@ -69,6 +71,7 @@ public enum GatewayRoute: Sendable, Equatable {
         switch path {
         case "/", "/index.html": return .success(.viewer)
         case "/healthz": return .success(.healthz)
+        case "/readyz": return .success(.readyz)
         case "/metrics": return .success(.metrics)
         case "/layers.json": return .success(.layers)
         default: break

@@ -16,6 +16,8 @@ public final class MarkerServer: Sendable {
 
     /// Opens the service (loading the newest snapshot and replaying the journal, unless
     /// ephemeral) and prepares the listeners. Nothing is served until ``start()``.
+    /// `progress` gets recovery's lines and, while serving, the journal's (see
+    /// `MarkerService.open`).
     /// - Throws: a journal/recovery error that names the damaged file and offset.
     public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil) throws {
         self.configuration = configuration
@@ -70,6 +72,7 @@ public final class MarkerServer: Sendable {
     /// (not receiving) for the process to close at exit: closing a REP socket while peers
     /// disconnect can make nng 1.5 panic (nanomsg/nng#2110).
     public func stop() {
+        service.beginDraining()
         gateway?.stop(drainTimeout: .milliseconds(Int64(min(configuration.drainSeconds, 2) * 1000)))
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()

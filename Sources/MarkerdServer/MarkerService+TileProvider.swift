@@ -37,6 +37,8 @@ public struct ServiceTileProvider: TileProvider {
 
     public func tileRenderCounts() -> TileRenderCounts? { service.tileRenderCounts }
 
+    public func readiness() -> Readiness { service.readiness }
+
     public func layers() -> [LayerSummary] {
         service.listLayers(V1.ListLayersRequest()).layers.map(Self.summary)
     }

@@ -19,7 +19,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var snapshotEveryBytes: Int = 256 << 20
     /// How long a graceful shutdown waits for requests in flight. Default 8 s (exit within 10 s).
     public var drainSeconds: Double = 8
-    /// `host:port` of the HTTP tile gateway (tiles, TileJSON, /metrics, /healthz, the viewer at
+    /// `host:port` of the HTTP tile gateway (tiles, TileJSON, /metrics, /healthz, /readyz, the viewer at
     /// `/`); port 0 picks one. nil (the default): no HTTP gateway.
     public var httpAddress: String? = nil
     /// Rendered raster tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
@@ -75,7 +75,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --fsync always|everysec|off  durability of acknowledged writes. Default always
       --snapshot-every-bytes N   snapshot after this much journal. Default 268435456; 0 = never
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
-      --http HOST:PORT           serve the HTTP tile gateway, /metrics and the viewer (e.g. 127.0.0.1:8080;
+      --http HOST:PORT           serve the HTTP tile gateway, /metrics, /healthz, /readyz and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
       --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
       --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers

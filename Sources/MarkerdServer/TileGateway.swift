@@ -102,6 +102,7 @@ public final class TileGateway: Sendable {
         switch route {
         case .viewer: "viewer"
         case .healthz: "healthz"
+        case .readyz: "readyz"
         case .metrics: "metrics"
         case .layers: "layers"
         case .tileJSON: "tilejson"
@@ -132,6 +133,9 @@ public final class TileGateway: Sendable {
                                 body: Array(ViewerPage.html.utf8))
         case .healthz:
             return .text(200, "ok\n", headers: [HTTPHeader("Cache-Control", "no-store")])
+        case .readyz:
+            let reason = provider.readiness().notReadyReason
+            return .text(reason == nil ? 200 : 503, (reason ?? "ready") + "\n", headers: [HTTPHeader("Cache-Control", "no-store")])
         case .metrics:
             return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/plain; version=0.0.4; charset=utf-8"),
                                                        HTTPHeader("Cache-Control", "no-store")],
@@ -284,6 +288,11 @@ public final class TileGateway: Sendable {
     /// /metrics: the RPC metrics, per-layer gauges and the gateway's request counters.
     public func metricsText() -> String {
         var out = metrics?.prometheusText() ?? ""
+        let readiness = provider.readiness()
+        out += "# HELP markerd_ready 1 when /readyz answers 200: writes accepted and not draining.\n# TYPE markerd_ready gauge\n"
+        out += "markerd_ready \(readiness.notReadyReason == nil ? 1 : 0)\n"
+        out += "# HELP markerd_writes_refused 1 while writes are refused because the journal cannot write (it retries; they resume by themselves).\n# TYPE markerd_writes_refused gauge\n"
+        out += "markerd_writes_refused \(readiness.writesRefused == nil ? 0 : 1)\n"
         let layers = provider.layers()
         out += "# HELP markerd_layer_markers Markers in the layer.\n# TYPE markerd_layer_markers gauge\n"
         for l in layers { out += "markerd_layer_markers{layer=\"\(Self.label(l.id))\"} \(l.markerCount)\n" }

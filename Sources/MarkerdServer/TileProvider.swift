@@ -35,10 +35,15 @@ public protocol TileProvider: Sendable {
 
     /// How tiles were rendered so far (/metrics); nil when the provider does not count them.
     func tileRenderCounts() -> TileRenderCounts?
+
+    /// Whether the server takes traffic and writes (`/readyz`, `markerd_ready`,
+    /// `markerd_writes_refused`). Default: ready.
+    func readiness() -> Readiness
 }
 
 extension TileProvider {
     public func tileRenderCounts() -> TileRenderCounts? { nil }
+    public func readiness() -> Readiness { Readiness() }
 }
 
 /// One layer in ``TileProvider/layers()``.

@@ -145,7 +145,9 @@ extension MarkerService {
     static let snapshotChunk = 8_192
 
     /// Opens the service: ephemeral, or recovered from `configuration.dataDirectory` (newest
-    /// valid snapshot, then every journal record after it). Prints progress through `progress`.
+    /// valid snapshot, then every journal record after it). Prints progress through `progress`,
+    /// and later the journal's lines when writing fails and works again (lines that report
+    /// trouble start with "recovery warning:" or "journal warning:").
     /// - Throws: when the data directory is damaged beyond a torn last record (the error names
     ///   the file and offset; `markerd check` / `markerd repair` explain and fix it), or is
     ///   locked by another markerd.
@@ -185,7 +187,7 @@ extension MarkerService {
         let opened: (journal: Journal, report: RecoveryReport)
         do {
             opened = try Journal.open(
-                directory: directory, options: JournalOptions(policy: policy, validateSnapshotFirst: validateSnapshotFirst),
+                directory: directory, options: JournalOptions(policy: policy, validateSnapshotFirst: validateSnapshotFirst, log: progress),
                 progress: { p in
                     guard let progress, p.totalBytes > 64 << 20, ContinuousClock.now - lastPrinted > .seconds(1) else { return }
                     lastPrinted = .now
@@ -362,7 +364,9 @@ extension MarkerService {
     // MARK: Snapshots
 
     /// CreateSnapshot: writes the whole state to a new snapshot file now (waiting for a
-    /// running one to finish first), then drops the journal segments it covers.
+    /// running one to finish first), then drops the snapshots and journal segments that neither
+    /// it nor the previous snapshot (kept as its fallback) needs. UNAVAILABLE while the journal
+    /// retries after a failed write.
     public func createSnapshot(_: V1.CreateSnapshotRequest) throws(RPCError) -> V1.CreateSnapshotResponse {
         guard journal != nil else {
             throw .failedPrecondition("markerd runs --ephemeral: there is nothing to snapshot to")
@@ -374,6 +378,9 @@ extension MarkerService {
             return r
         } catch {
             snapshots.end(journalBytes: nil)
+            if let reason = journal?.retryingAfter {
+                throw .unavailable("snapshot refused while the journal cannot write (it retries on its own): \(reason)")
+            }
             throw .internal("snapshot failed: \(error)")
         }
     }
@@ -469,8 +476,8 @@ extension MarkerService {
             writer.abort()
             throw error
         }
-        let bytes = writer.bytesWritten
         let path = try writer.commit()
+        let bytes = writer.bytesWritten
         _ = try journal.dropSegments(coveredBy: covered)
         let elapsed = ContinuousClock.now - start
         var response = V1.CreateSnapshotResponse()

@@ -39,6 +39,11 @@ final class MutationCommit: @unchecked Sendable {
 extension MarkerService {
     /// Longest idempotency key, bytes.
     static let maxKeyBytes = 128
+    /// Largest request payload a durable service applies, bytes: the journal record (payload,
+    /// key, method, reply, digest, times) must fit `JournalFormat.maxPayloadSize`, and it is
+    /// appended only after the change is applied, so a too large one is refused up front.
+    /// 1 MiB below the record limit (a record's other fields are small).
+    static let maxJournaledPayload = JournalFormat.maxPayloadSize - (1 << 20)
 
     /// Applies a mutation exactly once per idempotency key and calls `completion` with the
     /// serialized response message (after the journal record is durable), or the error.
@@ -93,8 +98,14 @@ extension MarkerService {
                                     context: context, onDurable: finish)
         do throws(RPCError) {
             try context.checkDeadline()
-            if let failure = journal?.failedWith {
-                throw RPCError.unavailable("the journal failed (\(failure)); markerd takes no writes until restarted")
+            // Refused before anything is applied: a write the journal cannot take must not show
+            // in memory. A write that got past this check is journaled: its reply waits while
+            // the journal retries, and it is acknowledged once durable.
+            if let failure = journal?.retryingAfter {
+                throw RPCError.unavailable("writes are refused while the journal cannot write (it retries on its own, and writes are accepted again once it succeeds): \(failure)")
+            }
+            if journal != nil, payload.count > Self.maxJournaledPayload {
+                throw RPCError.resourceExhausted("\(kind.rawValue) payload of \(payload.count) bytes exceeds the \(Self.maxJournaledPayload) bytes a journal record can hold")
             }
             let response = try apply(commit)
             if !commit.appended { finish(.success(response)) }

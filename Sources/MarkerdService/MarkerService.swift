@@ -65,6 +65,8 @@ public final class MarkerService: @unchecked Sendable {
     let startedAt = ContinuousClock.now
     let snapshots = SnapshotState()
     private let closed = Mutex(false)
+    /// Set by `beginDraining()` and `close()` (see `readiness`).
+    let draining = Atomic<Bool>(false)
     /// Raster tiles: the cache and the renderer (see MarkerService+Tiles.swift).
     public let tileCache: TileCache
     let tileRenderer: TileRenderer
@@ -134,6 +136,7 @@ public final class MarkerService: @unchecked Sendable {
 
     /// Flushes and closes the journal (graceful shutdown). Idempotent.
     public func close() {
+        beginDraining()
         guard let journal, !closed.withLock({ (c: inout Bool) -> Bool in defer { c = true }; return c }) else { return }
         snapshots.cancel()
         snapshots.waitForRunning()

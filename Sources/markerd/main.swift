@@ -37,7 +37,9 @@ MallocTuning.apply()
 
 let server: MarkerServer
 do {
-    server = try MarkerServer(configuration: configuration) { Log.info($0) }
+    server = try MarkerServer(configuration: configuration) { line in
+        line.hasPrefix("recovery warning:") || line.hasPrefix("journal warning:") ? Log.warning(line) : Log.info(line)
+    }
     try server.start()
 } catch {
     die("cannot start: \(error)")

@@ -113,22 +113,102 @@ import Testing
         try again.journal.close()
     }
 
-    @Test func writeOrSyncFailureFailsCompletionsAndTheJournal() throws {
-        for failSync in [false, true] {
-            let dir = makeTempDirectory()
-            defer { removeDirectory(dir) }
-            let r = try recover(dir)
-            try appendAndWait(r.journal, payload(1))
-            if failSync { r.journal.faults.failSyncs.store(true, ordering: .relaxed) } else { r.journal.faults.failWrites.store(true, ordering: .relaxed) }
-            #expect(throws: JournalError.self) { try appendAndWait(r.journal, payload(2)) }
-            #expect(r.journal.failedWith != nil)
-            #expect(throws: JournalError.self) { try r.journal.append(payload(3)) { _ in } }
-            #expect(throws: JournalError.self) { try r.journal.flush() }
-            #expect(throws: JournalError.self) { try r.journal.close() }
-            let again = try recover(dir)
-            #expect(again.records.count >= 1)
-            try again.journal.close()
+    /// A failed write (half written, then ENOSPC) or fdatasync (EIO) is retried until it
+    /// succeeds: the waiting completions then succeed, `retryingAfter` names the error only
+    /// meanwhile, and recovery finds every record exactly once, in order (the retry cut off the
+    /// half-written frame and wrote again what a failed fdatasync may have lost). The journal
+    /// logs one line when writing starts failing and one when it works again.
+    @Test(arguments: [(SyncPolicy.always, false), (.always, true), (.everySecond, false), (.everySecond, true), (.off, false)])
+    func failedWriteOrSyncIsRetriedUntilItSucceeds(policy: SyncPolicy, failSync: Bool) throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let lines = Mutex<[String]>([])
+        let r = try recover(dir, policy: policy, log: { line in lines.withLock { $0.append(line) } })
+        try appendAndWait(r.journal, payload(1))
+        func fault(_ on: Bool) {
+            if failSync { r.journal.faults.failSyncs.store(on, ordering: .relaxed) } else { r.journal.faults.failWrites.store(on, ordering: .relaxed) }
         }
+        fault(true)
+        let results = Mutex<[UInt64: Result<UInt64, JournalError>]>([:])
+        let done = DispatchSemaphore(value: 0)
+        for n in UInt64(2)...3 {
+            try r.journal.append(payload(n, size: 4000)) { result in results.withLock { $0[n] = result }; done.signal() }
+        }
+        // `.everySecond` acknowledges after write(); its failing fdatasync comes within ~1 s.
+        try waitUntil("the writer retries") { r.journal.retryingAfter != nil }
+        if case .io(let operation, _, let e)? = r.journal.retryingAfter {
+            #expect(operation == (failSync ? "fdatasync" : "write") && e == (failSync ? EIO : ENOSPC))
+        } else {
+            Issue.record("retryingAfter: \(String(describing: r.journal.retryingAfter))")
+        }
+        if policy == .always { #expect(results.withLock { $0.isEmpty }) }   // nothing is acknowledged before it is durable
+        #expect(throws: JournalError.self) { _ = try r.journal.rotate() }
+        fault(false)
+        for _ in 2...3 { done.wait() }
+        #expect(results.withLock { $0 }.mapValues { try? $0.get() } == [2: 2, 3: 3])
+        try r.journal.flush()
+        #expect(r.journal.retryingAfter == nil)
+        #expect(r.journal.stats.failedAttempts >= 1)
+        let logged = lines.withLock { $0 }
+        #expect(logged.count == 2 && logged.first?.hasPrefix("journal warning: ") == true && logged.last?.hasPrefix("journal writes again") == true,
+                "\(logged)")
+        #expect(r.journal.stats.durableThrough == 3)
+        try appendAndWait(r.journal, payload(4))
+        #expect(try r.journal.rotate() == 4)
+        try appendAndWait(r.journal, payload(5))
+        try r.journal.close()
+        let again = try recover(dir)
+        #expect(again.report.warnings.isEmpty)
+        #expect(again.records.map(\.0) == [1, 2, 3, 4, 5])
+        #expect(again.records.allSatisfy { $0.1 == payload($0.0, size: (2...3).contains($0.0) ? 4000 : 24) })
+        try again.journal.close()
+    }
+
+    /// A rotation whose new segment cannot be created (disk full): `rotate()` throws while the
+    /// writer retries; the rotation completes once the disk has room, and every record lands in
+    /// its segment.
+    @Test func rotationCaughtByAFailureCompletesOnceWritingWorks() throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let r = try recover(dir)
+        try appendAndWait(r.journal, payload(1))
+        r.journal.faults.failRotations.store(true, ordering: .relaxed)
+        #expect(throws: JournalError.self) { _ = try r.journal.rotate() }
+        #expect(r.journal.retryingAfter != nil)
+        let done = DispatchSemaphore(value: 0)
+        try r.journal.append(payload(2)) { _ in done.signal() }
+        r.journal.faults.failRotations.store(false, ordering: .relaxed)
+        done.wait()
+        try r.journal.close()
+        #expect(segmentFiles(dir) == [JournalFormat.segmentName(firstSequence: 1), JournalFormat.segmentName(firstSequence: 2)])
+        let again = try recover(dir)
+        #expect(again.records.map(\.0) == [1, 2] && again.report.warnings.isEmpty)
+        try again.journal.close()
+    }
+
+    /// `close()` while the disk keeps failing gives up after one more attempt: the waiting
+    /// completion fails, the half-written record is cut off again, so a restart does not bring
+    /// back a write its caller was told failed.
+    @Test func closeGivesUpOnAFailingDiskAndLeavesNoFailedRecord() throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let r = try recover(dir)
+        try appendAndWait(r.journal, payload(1))
+        r.journal.faults.failWrites.store(true, ordering: .relaxed)
+        let result = Mutex<Result<UInt64, JournalError>?>(nil)
+        try r.journal.append(payload(2, size: 4000)) { r in result.withLock { $0 = r } }
+        try waitUntil("the writer retries") { r.journal.retryingAfter != nil }
+        #expect(throws: JournalError.self) { try r.journal.close() }
+        guard case .failure? = result.withLock({ $0 }) else {
+            Issue.record("completion: \(String(describing: result.withLock { $0 }))")
+            return
+        }
+        #expect(r.journal.failedWith != nil)
+        #expect(throws: JournalError.self) { try r.journal.append(payload(3)) { _ in } }
+        let again = try recover(dir)
+        #expect(again.records.map(\.0) == [1])
+        #expect(again.report.warnings.isEmpty)
+        try again.journal.close()
     }
 
     @Test func flushAndPoliciesMakeDataDurable() throws {

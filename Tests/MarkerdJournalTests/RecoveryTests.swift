@@ -133,9 +133,15 @@ import Testing
         let sections = (0..<5).map { payload(UInt64(100 + $0), size: 3000) }
         try writeSnapshot(r.journal, covered: s, sections: sections)
         let dropped = try r.journal.dropSegments(coveredBy: s)
-        #expect(dropped == ["journal-0000000000000001.log"])
+        #expect(dropped.isEmpty)   // the first snapshot's fallback is the journal from sequence 1
         try r.journal.close()
         for seg in segmentFiles(dir) { try FileManager.default.removeItem(atPath: FileIO.join(dir, seg)) }
+        // The manifest names the segment after the snapshot: its deletion is noticed.
+        #expect(throws: DirectoryListing.missingSegmentError(directory: dir, name: "journal-000000000000000b.log")) {
+            _ = try recover(dir)
+        }
+        // A directory from before the manifest cannot tell; the snapshot alone is recovered.
+        try FileManager.default.removeItem(atPath: FileIO.join(dir, JournalFormat.manifestName))
         let again = try recover(dir)
         #expect(again.sections == sections)
         #expect(again.records.isEmpty)
@@ -148,7 +154,8 @@ import Testing
     }
 
     /// Snapshot written while another thread keeps appending: recovery gives the sections and
-    /// exactly the records after the covered sequence; dropSegments removed covered segments.
+    /// exactly the records after the covered sequence; dropSegments keeps the segments, which
+    /// are the first snapshot's fallback.
     @Test func snapshotWithConcurrentAppendsRotationAndDrop() throws {
         let dir = makeTempDirectory()
         defer { removeDirectory(dir) }
@@ -174,7 +181,7 @@ import Testing
         let sections = (0..<200).map { payload(UInt64(10_000 + $0), size: 500) }
         try writeSnapshot(j, covered: s, sections: sections)
         let dropped = try j.dropSegments(coveredBy: s)
-        #expect(dropped.count == 2)
+        #expect(dropped.isEmpty)
         stop.signal()
         finished.wait()
         try j.close()
@@ -225,6 +232,9 @@ import Testing
         var bytes = readFile(newest)
         bytes[20] ^= 0xFF
         writeFile(newest, bytes)
+        let bare = dir + "-bare"
+        defer { removeDirectory(bare) }
+        copyDirectory(dir, bare)
         let fallback = try recover(dir)
         #expect(fallback.sections == [Array("old".utf8)])
         #expect(fallback.records.map(\.0) == Array(11...25))
@@ -232,20 +242,22 @@ import Testing
         try fallback.journal.close()
 
         // Without the older snapshot and its segments there is nothing to fall back to.
-        try FileManager.default.removeItem(atPath: FileIO.join(dir, JournalFormat.snapshotName(coveredSequence: s1)))
-        try FileManager.default.removeItem(atPath: FileIO.join(dir, JournalFormat.segmentName(firstSequence: 11)))
+        let bareNewest = FileIO.join(bare, JournalFormat.snapshotName(coveredSequence: s2))
+        try FileManager.default.removeItem(atPath: FileIO.join(bare, JournalFormat.snapshotName(coveredSequence: s1)))
+        try FileManager.default.removeItem(atPath: FileIO.join(bare, JournalFormat.segmentName(firstSequence: 1)))
+        try FileManager.default.removeItem(atPath: FileIO.join(bare, JournalFormat.segmentName(firstSequence: 11)))
         do {
-            _ = try recover(dir)
+            _ = try recover(bare)
             Issue.record("recovered without a usable snapshot")
         } catch let JournalError.damaged(file, offset, _) {
-            #expect(file == newest)
+            #expect(file == bareNewest)
             #expect(offset == 19)   // the second section's frame (the first is 16 + 3 bytes)
         }
-        let check = try JournalCheck.check(directory: dir)
+        let check = try JournalCheck.check(directory: bare)
         #expect(!check.recoverable)
         // A truncated snapshot (no trailer) is incomplete, hence damaged.
-        writeFile(newest, Array(JournalFormat.encodeFrame(sequence: 1, payload: [1, 2, 3])))
-        #expect(throws: JournalError.self) { _ = try recover(dir) }
+        writeFile(bareNewest, Array(JournalFormat.encodeFrame(sequence: 1, payload: [1, 2, 3])))
+        #expect(throws: JournalError.self) { _ = try recover(bare) }
     }
 
     /// Without validation first, the newest snapshot is delivered while it is read; damage in

@@ -29,10 +29,10 @@ struct Recovered {
 }
 
 func recover(_ dir: String, policy: SyncPolicy = .always, validateSnapshotFirst: Bool = true,
-             sectionsSeen: ((([UInt8]) -> Void))? = nil) throws -> Recovered {
+             sectionsSeen: ((([UInt8]) -> Void))? = nil, log: (@Sendable (String) -> Void)? = nil) throws -> Recovered {
     var sections: [[UInt8]] = []
     var records: [(UInt64, [UInt8])] = []
-    let (j, r) = try Journal.open(directory: dir, options: .init(policy: policy, validateSnapshotFirst: validateSnapshotFirst),
+    let (j, r) = try Journal.open(directory: dir, options: .init(policy: policy, validateSnapshotFirst: validateSnapshotFirst, log: log),
                                   snapshotSection: { sections.append($0); sectionsSeen?($0) },
                                   record: { records.append(($0, $1)) })
     return Recovered(journal: j, report: r, sections: sections, records: records)

@@ -98,7 +98,9 @@ import Testing
     }
 
     /// The snapshot is replayed unvalidated; damage in it starts recovery over with validation,
-    /// whose error names the file (nothing older can stand in here).
+    /// which falls back to the journal from sequence 1 (kept as the first snapshot's fallback)
+    /// with a warning naming the damaged file; without that journal nothing older can stand in,
+    /// and the error names the file.
     @Test func damagedSnapshotStartsOverWithValidation() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("restore-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -112,16 +114,24 @@ import Testing
         let snap = try s.createSnapshot(V1.CreateSnapshotRequest())
         s.close()
         let path = snap.path.hasPrefix("/") ? snap.path : dir + "/" + snap.path
+        let name = URL(fileURLWithPath: path).lastPathComponent
         var bytes = [UInt8](FileManager.default.contents(atPath: path)!)
         bytes[bytes.count * 3 / 4] ^= 0x40
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         let lines = Mutex<[String]>([])
+        let recovered = try MarkerService.open(configuration: config, progress: { l in lines.withLock { $0.append(l) } })
+        #expect(try recovered.getLayerStats(V1.GetLayerStatsRequest(layerID: "a")).stats?.markers == 20_000)
+        recovered.close()
+        #expect(lines.withLock { $0.contains { $0.contains("starting over, validating the snapshots first") } })
+        #expect(lines.withLock { $0.contains { $0.contains(name) && $0.contains("damaged") && $0.contains("the journal from sequence 1") } })
+
+        try FileManager.default.moveItem(atPath: path + ".corrupt", toPath: path)
+        try FileManager.default.removeItem(atPath: dir + "/journal-0000000000000001.log")
         do {
-            _ = try MarkerService.open(configuration: config, progress: { l in lines.withLock { $0.append(l) } })
+            _ = try MarkerService.open(configuration: config)
             Issue.record("recovered from a damaged snapshot")
         } catch let JournalError.damaged(file, _, _) {
             #expect(file == path)
         }
-        #expect(lines.withLock { $0.contains { $0.contains("starting over, validating the snapshots first") } })
     }
 }
