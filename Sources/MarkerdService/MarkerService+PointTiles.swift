@@ -140,8 +140,10 @@ extension MarkerService {
             .resourceExhausted("point tile \(z)/\(x)/\(y) of layer \"\(h.id)\" would hold \(what) (options.point_tile); "
                 + "use point_tile.mode THIN or CLUSTER, raise the budget, or ask for a deeper zoom")
         }
+        // Above the clusters' max zoom every marker is alone: clusters are the markers themselves.
+        let clustersDiffer = z <= config.grid.maxZoom
         var features: [PointTileFeature]?
-        if r.clustered {
+        if r.clustered && clustersDiffer {
             features = try clusterTileItems(h, config, snapshot, box: box, z: z, x: x, y: y).map(PointTileFeature.init)
         } else if index.count(in: box, atMost: budget.maxFeatures) <= budget.maxFeatures {
             // Above the cluster max zoom: every marker in the box, exactly.
@@ -151,13 +153,18 @@ extension MarkerService {
             }
         } else if budget.mode == .none {
             throw over("more than \(budget.maxFeatures) features")
-        } else if budget.mode == .cluster {
+        } else if budget.mode == .cluster && clustersDiffer {
             features = try clusterTileItems(h, config, snapshot, box: box, z: z, x: x, y: y).map(PointTileFeature.init)
         }
-        if let f = features, f.count <= budget.maxFeatures {
+        /// The tile of `f`, or nil when it is over `max_bytes` (not encoded at all when its strings alone are).
+        func encoded(_ f: [PointTileFeature]) -> [UInt8]? {
+            guard !Self.stringsExceed(f, budget.maxBytes) else { return nil }
             let bytes = Self.vectorLayer(f, z: z, x: x, y: y, extent: extent).encodedTile()
-            if bytes.count <= budget.maxBytes { return bytes }
-            if budget.mode == .none { throw over("\(bytes.count) bytes, more than \(budget.maxBytes)") }
+            return bytes.count <= budget.maxBytes ? bytes : nil
+        }
+        if let f = features, f.count <= budget.maxFeatures {
+            if let bytes = encoded(f) { return bytes }
+            if budget.mode == .none { throw over("more than \(budget.maxBytes) bytes") }
         } else if budget.mode == .none, let f = features {
             throw over("\(f.count) features, more than \(budget.maxFeatures)")
         }
@@ -170,12 +177,28 @@ extension MarkerService {
             let thinned = samples.compactMap { s in
                 h.layer.markerRecord(slot: s.point.id).map { PointTileFeature.marker(slot: s.point.id, $0, count: s.count) }
             }
-            let bytes = Self.vectorLayer(thinned, z: z, x: x, y: y, extent: extent).encodedTile()
-            if bytes.count <= budget.maxBytes { return bytes }
+            if let bytes = encoded(thinned) { return bytes }
         }
         throw .resourceExhausted("point tile \(z)/\(x)/\(y) of layer \"\(h.id)\" does not fit options.point_tile (\(budget.maxFeatures) "
             + "features, \(budget.maxBytes) bytes) even thinned to one marker per cell of the layer's grid clustering: "
             + "the markers' attributes are too large or clustering.radius_px too small")
+    }
+
+    /// Whether an MVT of `features` must hold more than `maxBytes` bytes because the distinct
+    /// strings of its markers (ids and the attribute values it keeps, each once in the layer's
+    /// value table) already add up to more. Reads at most about `maxBytes` bytes of strings, so a
+    /// tile of huge attributes is refused before anything is encoded.
+    static func stringsExceed(_ features: [PointTileFeature], _ maxBytes: Int) -> Bool {
+        var seen = Set<String>(), total = 0
+        func add(_ s: String) -> Bool {
+            if seen.insert(s).inserted { total += s.utf8.count }
+            return total > maxBytes
+        }
+        for case .marker(_, let m, _) in features {
+            if add(m.id) { return true }
+            for (k, v) in m.attributes where !reservedTileKeys.contains(k) { if add(v) { return true } }
+        }
+        return false
     }
 
     /// Tile coordinates of a world point in tile z/x/y with `extent` units (x taken across the

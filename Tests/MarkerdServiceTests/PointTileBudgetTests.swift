@@ -189,6 +189,25 @@ import Testing
         #expect(byteMismatch(after.mvt, before.mvt) != nil)
     }
 
+    /// Deeper than the clustering's max zoom clusters are single markers, so a tile over the budget
+    /// there is thinned (CLUSTER and clustered requests too), with cells finer than the grid
+    /// clustering stores (its max-zoom cells' members grouped).
+    @Test func deepTilesOverTheBudgetAreThinnedBelowTheClustersMaxZoom() throws {
+        var rng = SplitMix64(seed: Self.seed())
+        let s = S()
+        _ = try s.mutate(.createLayer, V1.CreateLayerRequest(layerID: "deep", options: V1.LayerOptions(
+            clustering: V1.ClusteringOptions(maxZoom: 2), pointTile: V1.PointTileOptions(mode: .cluster, maxFeatures: 256))),
+                         as: V1.CreateLayerResponse.self)
+        // 300 markers between 1 and 10 degrees north and east: all in tile 5/16/15 (0 to 11.25 east, 0 to 11.16 north).
+        try s.upsert("deep", (0..<300).map { i in S.marker("d\(i)", lat: 1 + rng.unit() * 9, lng: 1 + rng.unit() * 9) })
+        for clustered in [false, true] {
+            let features = try Self.decoded(try Self.tile(s, "deep", z: 5, x: 16, y: 15, clustered: clustered).mvt)
+            #expect(features.count > 16 && features.count <= 256, "clustered \(clustered)")
+            #expect(features.allSatisfy { Self.pointCount($0) != nil && ($0["properties"] as? [String: Any])?["cluster"] == nil })
+            #expect(features.map { Self.pointCount($0) ?? 0 }.reduce(0, +) == 300)
+        }
+    }
+
     @Test func optionsAreFilledInAndChecked() throws {
         let s = S()
         try Self.createLayer(s, "d", nil)
