@@ -77,8 +77,9 @@ extension MarkerService {
     /// of 1/64 of the tile): visible static markers (feature id = the marker's slot, property `id` =
     /// its string id, attributes as string properties), or with `clustered` the layer's clusters at
     /// zoom z (`cluster=true`, `cluster_id`, `point_count`, `point_count_abbreviated`; feature id =
-    /// cluster id) and its unclustered markers. `known_version` equal to the tile's version ->
-    /// `not_modified` and no bytes.
+    /// cluster id) and its unclustered markers. The version is the layer version, or, when the
+    /// tile may show supercluster clusters (`clustered` or mode CLUSTER), their snapshot's;
+    /// `known_version` equal to it -> `not_modified` and no bytes.
     ///
     /// Budget (`options.point_tile`, `PointTileBudget`): a tile holds at most `max_features`
     /// features (default 4,096) and `max_bytes` bytes (default 500,000). A tile whose markers fit
@@ -89,7 +90,8 @@ extension MarkerService {
     ///   (`GridClusterIndex.cellSamples`), with `point_count` = the markers of its cell.
     /// - CLUSTER: the layer's clusters at zoom z (as `clustered`); thinned as THIN if still over.
     /// - NONE: RESOURCE_EXHAUSTED, naming the budget.
-    /// Clustered tiles over the budget are thinned (NONE: RESOURCE_EXHAUSTED) as well. When even
+    /// Clustered tiles over the budget are thinned (NONE: RESOURCE_EXHAUSTED) as well; above
+    /// `clustering.max_zoom`, where every cluster is one marker, they are unclustered tiles. When even
     /// one marker per cell of the tile's size is over `max_bytes` (huge attributes) or the layer's
     /// cells are too fine to fit `max_features` (a tiny `clustering.radius_px`), RESOURCE_EXHAUSTED.
     /// Work per request is bounded by the budget: markers are counted from the grid cluster index's
