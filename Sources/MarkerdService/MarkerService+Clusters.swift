@@ -513,20 +513,19 @@ extension MarkerService {
             ensureGridClusters(h, config.grid)
             return try read(layerID) { (h, _) throws(RPCError) in
                 ClusterTile(layerVersion: h.layer.version, algorithm: "grid",
-                            items: try clusterTileItems(h, config, nil, box: box, z: z, x: x, y: y))
+                            items: try clusterTileItems(h, nil, box: box, z: z))
             }
         case .supercluster:
             let s = superclusterSnapshot(h, config.supercluster)
             return ClusterTile(layerVersion: s.layerVersion, algorithm: "supercluster",
-                               items: try read(layerID) { (h, _) throws(RPCError) in try clusterTileItems(h, config, s, box: box, z: z, x: x, y: y) })
+                               items: try read(layerID) { (h, _) throws(RPCError) in try clusterTileItems(h, s, box: box, z: z) })
         }
     }
 
-    /// The items of `clusterTile` whose position lies in `box` (tile z/x/y grown by the buffer):
+    /// The items of `clusterTile` at zoom `z` whose position lies in `box` (the tile grown by the buffer):
     /// from the grid cluster index (which must be built), or from `snapshot` when given (the
     /// layer's supercluster snapshot). Call under the layer's read lock.
-    func clusterTileItems(_ h: LayerHandle, _ config: ClusterConfig, _ snapshot: SuperclusterSnapshot?, box: ClusterBox,
-                          z: Int, x: Int, y: Int) throws(RPCError) -> [ClusterTileItem] {
+    func clusterTileItems(_ h: LayerHandle, _ snapshot: SuperclusterSnapshot?, box: ClusterBox, z: Int) throws(RPCError) -> [ClusterTileItem] {
         var out: [ClusterTileItem] = []
         guard let s = snapshot else {
             guard let items = h.layer.gridClusterItems(in: box, zoom: z) else {

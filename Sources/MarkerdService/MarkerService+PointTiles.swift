@@ -146,7 +146,7 @@ extension MarkerService {
         let clustersDiffer = z <= config.grid.maxZoom
         var features: [PointTileFeature]?
         if r.clustered && clustersDiffer {
-            features = try clusterTileItems(h, config, snapshot, box: box, z: z, x: x, y: y).map(PointTileFeature.init)
+            features = try clusterTileItems(h, snapshot, box: box, z: z).map(PointTileFeature.init)
         } else if index.count(in: box, atMost: budget.maxFeatures) <= budget.maxFeatures {
             // Above the cluster max zoom: every marker in the box, exactly.
             features = (h.layer.gridClusterItems(in: box, zoom: config.grid.maxZoom + 1) ?? []).compactMap { item in
@@ -156,7 +156,7 @@ extension MarkerService {
         } else if budget.mode == .none {
             throw over("more than \(budget.maxFeatures) features")
         } else if budget.mode == .cluster && clustersDiffer {
-            features = try clusterTileItems(h, config, snapshot, box: box, z: z, x: x, y: y).map(PointTileFeature.init)
+            features = try clusterTileItems(h, snapshot, box: box, z: z).map(PointTileFeature.init)
         }
         /// The tile of `f`, or nil when it is over `max_bytes` (not encoded at all when its strings alone are).
         func encoded(_ f: [PointTileFeature]) -> [UInt8]? {
