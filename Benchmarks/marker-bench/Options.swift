@@ -38,6 +38,8 @@ struct Options: Sendable {
     var keepData = false
     /// Run the raster-tile section (`TileBench`).
     var runTiles = true
+    /// Run the point-tile section (`PointTileBench`: the z0 MVT, `--only pointtiles`).
+    var runPointTiles = true
     /// In-process section: only the renders, with the node sweep only (`--only render`: quick
     /// profiling of `TileRenderer` without markerd).
     var renderOnly = false
@@ -67,6 +69,7 @@ struct Options: Sendable {
             moveOnly = only == "move"
             runApply = only == "apply"
             runTiles = only == "tiles"
+            runPointTiles = only == "pointtiles"
             renderOnly = only == "render" || only == "z0"
             zoomZeroOnly = only == "z0"
             runCityTiles = only == "citytiles"
@@ -103,7 +106,8 @@ struct Options: Sendable {
       --skip-durability    skip journal/fsync/snapshot/restart measurements
       --only SECTION       run one section: rpc, inprocess, durability, restart (the
                            durability section's restart from snapshot + journal tail only),
-                           tiles, clusters, render (the in-process section's
+                           tiles, pointtiles (the z0 point tile: bytes, cold and
+                           cached latency), clusters, render (the in-process section's
                            renders only, node sweep only), z0 (only the
                            in-process z0 render with the node sweep, best of 20),
                            citytiles (the tiles section's cold tiles rendered
@@ -175,7 +179,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -111,21 +111,85 @@ extension V1 {
         }
     }
 
+    /// What a point tile (GetPointTile, /tiles/{layer}/{z}/{x}/{y}.mvt) holds when all of its markers
+    /// would exceed the budget. Unknown numbers on the wire mean the default.
+    public enum PointTileMode: Int32, Sendable, CaseIterable {
+        /// The default: THIN.
+        case unspecified = 0
+        /// One marker per grid cell (the cells of the layer's grid clustering at the finest zoom whose
+        /// non-empty cells fit the budget), each with `point_count`: the markers of its cell.
+        case thin = 1
+        /// The layer's clusters at the tile's zoom (as `GetPointTile.clustered`); thinned as THIN when
+        /// the clusters alone still exceed the budget.
+        case cluster = 2
+        /// Every marker, never reduced: a tile over the budget is RESOURCE_EXHAUSTED (HTTP 503).
+        case none = 3
+
+        /// The canonical proto name, e.g. "POINT_TILE_MODE_NONE".
+        public var name: String {
+            switch self {
+            case .unspecified: "POINT_TILE_MODE_UNSPECIFIED"
+            case .thin: "POINT_TILE_MODE_THIN"
+            case .cluster: "POINT_TILE_MODE_CLUSTER"
+            case .none: "POINT_TILE_MODE_NONE"
+            }
+        }
+    }
+
+    /// The budget of a point tile. A tile whose every visible static marker fits it holds them all
+    /// (whatever the mode); a tile that would not is reduced as `mode` says.
+    public struct PointTileOptions: ProtoMessage {
+        /// The proto default of `maxFeatures`.
+        public static let defaultMaxFeatures: UInt32 = 4096
+        /// The proto default of `maxBytes`.
+        public static let defaultMaxBytes: UInt32 = 500000
+
+        /// Default THIN.
+        /// Proto field `mode` = 1; absent decodes to .unspecified, which is not encoded.
+        public var mode: PointTileMode = .unspecified
+        /// Most features in one tile, 256-1000000. Default 4096 (about 200 KB of MVT for markers with
+        /// short ids and no attributes).
+        /// nil: absent, meaning the default 4096 (`defaultMaxFeatures`).
+        /// Proto field `max_features` = 2.
+        public var maxFeatures: UInt32? = nil
+        /// Most bytes of one encoded tile, 4096-67108864. Default 500000 (Mapbox's guideline of 500 KB).
+        /// A tile over it is thinned with coarser cells (NONE: RESOURCE_EXHAUSTED).
+        /// nil: absent, meaning the default 500000 (`defaultMaxBytes`).
+        /// Proto field `max_bytes` = 3.
+        public var maxBytes: UInt32? = nil
+
+        public init() {}
+
+        public init(
+            mode: PointTileMode = .unspecified,
+            maxFeatures: UInt32? = nil,
+            maxBytes: UInt32? = nil
+        ) {
+            self.mode = mode
+            self.maxFeatures = maxFeatures
+            self.maxBytes = maxBytes
+        }
+    }
+
     /// The proto message `LayerOptions`.
     public struct LayerOptions: ProtoMessage {
         /// Proto field `tiling` = 1.
         public var tiling: TilingOptions? = nil
         /// Proto field `clustering` = 2.
         public var clustering: ClusteringOptions? = nil
+        /// Proto field `point_tile` = 3.
+        public var pointTile: PointTileOptions? = nil
 
         public init() {}
 
         public init(
             tiling: TilingOptions? = nil,
-            clustering: ClusteringOptions? = nil
+            clustering: ClusteringOptions? = nil,
+            pointTile: PointTileOptions? = nil
         ) {
             self.tiling = tiling
             self.clustering = clustering
+            self.pointTile = pointTile
         }
     }
 
@@ -426,6 +490,37 @@ extension V1.ClusteringOptions: CBridged {
     }
 }
 
+extension V1.PointTileMode: ProtoEnum {
+    /// Unknown numbers on the wire decode to `.unspecified`.
+    static var fallback: Self { .unspecified }
+}
+
+extension V1.PointTileOptions: CBridged {
+    static var protoName: String { "PointTileOptions" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__point_tile_options__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__PointTileOptions.self)
+        self.init(
+            mode: swiftEnum(c.mode),
+            maxFeatures: present(c.has_max_features, c.max_features),
+            maxBytes: present(c.has_max_bytes, c.max_bytes)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__PointTileOptions()
+        markerd__v1__point_tile_options__init(&c)
+        setPlain(self.mode, &c.has_mode, &c.mode)
+        setOptional(self.maxFeatures, &c.has_max_features, &c.max_features)
+        setOptional(self.maxBytes, &c.has_max_bytes, &c.max_bytes)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
 extension V1.LayerOptions: CBridged {
     static var protoName: String { "LayerOptions" }
 
@@ -437,7 +532,8 @@ extension V1.LayerOptions: CBridged {
         let c = cMessage.load(as: Markerd__V1__LayerOptions.self)
         self.init(
             tiling: try swiftMessage(c.tiling),
-            clustering: try swiftMessage(c.clustering)
+            clustering: try swiftMessage(c.clustering),
+            pointTile: try swiftMessage(c.point_tile)
         )
     }
 
@@ -446,6 +542,7 @@ extension V1.LayerOptions: CBridged {
         markerd__v1__layer_options__init(&c)
         c.tiling = arena.message(self.tiling)
         c.clustering = arena.message(self.clustering)
+        c.point_tile = arena.message(self.pointTile)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -21,7 +21,8 @@ extension V1 {
         /// nil: absent, meaning the default 4096 (`defaultExtent`).
         /// Proto field `extent` = 5.
         public var extent: UInt32? = nil
-        /// Clusters instead of every marker.
+        /// Clusters instead of every marker. Either way the tile keeps to the layer's
+        /// `options.point_tile` budget (see PointTileOptions).
         /// Proto field `clustered` = 6; absent decodes to false, which is not encoded.
         public var clustered: Bool = false
         /// Proto field `known_version` = 7; absent decodes to 0, which is not encoded.
@@ -50,9 +51,11 @@ extension V1 {
 
     /// The proto message `GetPointTileResponse`.
     public struct GetPointTileResponse: ProtoMessage {
-        /// A Mapbox Vector Tile (spec 2.1) with one layer "markers"; empty when not_modified.
+        /// A Mapbox Vector Tile (spec 2.1) with one layer "markers"; empty when not_modified. Its bytes
+        /// depend only on the layer's content and options and on the request.
         /// Proto field `mvt` = 1; absent decodes to [], which is not encoded.
         public var mvt: [UInt8] = []
+        /// The layer version the tile reflects (supercluster clusters: their snapshot's).
         /// Proto field `version` = 2; absent decodes to 0, which is not encoded.
         public var version: UInt64 = 0
         /// Proto field `not_modified` = 3; absent decodes to false, which is not encoded.

@@ -22,7 +22,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// `host:port` of the HTTP tile gateway (tiles, TileJSON, /metrics, /healthz, /readyz, the viewer at
     /// `/`); port 0 picks one. nil (the default): no HTTP gateway.
     public var httpAddress: String? = nil
-    /// Rendered raster tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
+    /// Raster and point tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
     public var tileCacheBytes: Int = 256 << 20
     /// Bytes of dense rasters' canvases (the z0-z4 tiles of layers with millions of markers, and
     /// every tile at least 10,000 markers touch) kept so that after a small change only the
@@ -77,7 +77,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
       --http HOST:PORT           serve the HTTP tile gateway, /metrics, /healthz, /readyz and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
-      --tile-cache-bytes N       rendered raster tiles kept in memory. Default 268435456 (256 MiB); 0 = none
+      --tile-cache-bytes N       raster and point tiles kept in memory. Default 268435456 (256 MiB); 0 = none
       --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers
                                  or more) kept to re-render only what changed after a small change.
                                  Default 67108864 (64 MiB); 0 = always from scratch

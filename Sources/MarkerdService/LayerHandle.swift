@@ -88,6 +88,7 @@ enum LayerOptionsResolution {
         }
         try ClusterConfig.validate(c)
         api.clustering = c
+        api.pointTile = try PointTileBudget.resolve(api.pointTile)
         let tiling = TilingOptions(enabled: t.enabled!, minMarkerCount: t.minMarkerCount!, tileSize: Int(t.tileSize!))
         return (api, tiling)
     }

@@ -512,44 +512,52 @@ extension MarkerService {
         case .grid:
             ensureGridClusters(h, config.grid)
             return try read(layerID) { (h, _) throws(RPCError) in
-                guard let items = h.layer.gridClusterTile(z: z, x: x, y: y, buffer: buffer) else {
-                    throw .unavailable("clusters are being rebuilt; retry")
-                }
-                var out: [ClusterTileItem] = []
-                out.reserveCapacity(items.count)
-                for item in items {
-                    let t: ClusterTileItem
-                    switch item {
-                    case .cluster(let c): t = .cluster(id: Self.gridIDBit | c.id.rawValue, count: c.count, position: WorldPoint(x: c.x, y: c.y))
-                    case .marker(let slot, let m): t = .marker(slot: slot, m)
-                    }
-                    let p = t.position
-                    if box.contains(x: p.x, y: p.y) { out.append(t) }
-                }
-                return ClusterTile(layerVersion: h.layer.version, algorithm: "grid", items: out)
+                ClusterTile(layerVersion: h.layer.version, algorithm: "grid",
+                            items: try clusterTileItems(h, nil, box: box, z: z))
             }
         case .supercluster:
             let s = superclusterSnapshot(h, config.supercluster)
-            let west = ClusterPoint.longitude(worldX: box.minX), east = box.maxX == .max ? 180 : ClusterPoint.longitude(worldX: box.maxX)
-            let north = ClusterPoint.latitude(worldY: box.minY), south = ClusterPoint.latitude(worldY: box.maxY)
-            let wide = box.minX == 0 && box.maxX == .max
-            let features = s.index.clusters(west: wide ? -180 : west, south: south, east: wide ? 180 : east, north: north, zoom: z)
-            var out: [ClusterTileItem] = []
-            try read(layerID) { (h, _) throws(RPCError) in
-                for f in features {
-                    if f.isCluster {
-                        let p = WorldPoint(LatLng(latitude: f.latitude, longitude: f.longitude))
-                        guard box.contains(x: p.x, y: p.y) else { continue }
-                        out.append(.cluster(id: UInt64(f.id), count: f.pointCount, position: p))
-                    } else {
-                        let m = s.markers[f.id]
-                        guard box.contains(x: m.world.x, y: m.world.y) else { continue }
-                        out.append(.marker(slot: m.slot, Self.snapshotRecord(m, h.layer)))
-                    }
-                }
-            }
-            return ClusterTile(layerVersion: s.layerVersion, algorithm: "supercluster", items: out)
+            return ClusterTile(layerVersion: s.layerVersion, algorithm: "supercluster",
+                               items: try read(layerID) { (h, _) throws(RPCError) in try clusterTileItems(h, s, box: box, z: z) })
         }
+    }
+
+    /// The items of `clusterTile` at zoom `z` whose position lies in `box` (the tile grown by the buffer):
+    /// from the grid cluster index (which must be built), or from `snapshot` when given (the
+    /// layer's supercluster snapshot). Call under the layer's read lock.
+    func clusterTileItems(_ h: LayerHandle, _ snapshot: SuperclusterSnapshot?, box: ClusterBox, z: Int) throws(RPCError) -> [ClusterTileItem] {
+        var out: [ClusterTileItem] = []
+        guard let s = snapshot else {
+            guard let items = h.layer.gridClusterItems(in: box, zoom: z) else {
+                throw .unavailable("clusters are being rebuilt; retry")
+            }
+            out.reserveCapacity(items.count)
+            for item in items {
+                let t: ClusterTileItem
+                switch item {
+                case .cluster(let c): t = .cluster(id: Self.gridIDBit | c.id.rawValue, count: c.count, position: WorldPoint(x: c.x, y: c.y))
+                case .marker(let slot, let m): t = .marker(slot: slot, m)
+                }
+                let p = t.position
+                if box.contains(x: p.x, y: p.y) { out.append(t) }
+            }
+            return out
+        }
+        let west = ClusterPoint.longitude(worldX: box.minX), east = box.maxX == .max ? 180 : ClusterPoint.longitude(worldX: box.maxX)
+        let north = ClusterPoint.latitude(worldY: box.minY), south = ClusterPoint.latitude(worldY: box.maxY)
+        let wide = box.minX == 0 && box.maxX == .max
+        for f in s.index.clusters(west: wide ? -180 : west, south: south, east: wide ? 180 : east, north: north, zoom: z) {
+            if f.isCluster {
+                let p = WorldPoint(LatLng(latitude: f.latitude, longitude: f.longitude))
+                guard box.contains(x: p.x, y: p.y) else { continue }
+                out.append(.cluster(id: UInt64(f.id), count: f.pointCount, position: p))
+            } else {
+                let m = s.markers[f.id]
+                guard box.contains(x: m.world.x, y: m.world.y) else { continue }
+                out.append(.marker(slot: m.slot, Self.snapshotRecord(m, h.layer)))
+            }
+        }
+        return out
     }
 
     static func checkTile(z: Int, x: Int, y: Int) throws(RPCError) {

@@ -19,7 +19,7 @@ public struct ServiceConfiguration: Sendable {
     public var version: String = "dev"
     /// XYZ template returned in TILED viewport answers (relative to the HTTP gateway).
     public var tileURLTemplate: String = "/tiles/{layer}/{size}/{z}/{x}/{y}.png"
-    /// Rendered raster tiles kept (LRU by PNG bytes). Default 256 MiB; 0 = no cache.
+    /// Raster (PNG) and point (MVT) tiles kept (LRU by their bytes). Default 256 MiB; 0 = no cache.
     public var tileCacheBytes: Int = 256 << 20
     /// `TileRenderer.bandsAbove` of the service's renderer: rasters with at least this many draws
     /// render on two threads while no other render runs. Default `TileRenderer.defaultBandsAbove`

@@ -1,14 +1,22 @@
 import Foundation
 import Synchronization
 
-/// Rendered tiles by (layer, z, x, y, tile size, density, version), least recently used first out
-/// when the PNG bytes held exceed the capacity. Because the version is in the key, a changed tile
-/// is simply a new key; stale entries age out.
+/// Rendered tiles by (layer, z, x, y, tile size, density, version, kind), least recently used
+/// first out when the bytes held exceed the capacity. Raster tiles (PNG) and point tiles (MVT,
+/// `Key.Kind.point`) share the cache and its byte budget. Because the version is in the key, a
+/// changed tile is simply a new key; stale entries age out.
 ///
 /// Concurrent requests for a key that is not cached render it once: the first caller renders
 /// (outside the cache's lock), the others wait for its result. A failed render is not cached.
 public final class TileCache: @unchecked Sendable {
     public struct Key: Hashable, Sendable {
+        /// What a key names.
+        public enum Kind: Hashable, Sendable {
+            /// A raster tile (PNG) of `tileSize` and `density`.
+            case raster
+            /// A point tile (MVT) of `extent` units, clustered or not (`tileSize` and `density` 0).
+            case point(extent: Int, clustered: Bool)
+        }
         public var layer: String
         public var z: Int
         public var x: UInt32
@@ -16,23 +24,25 @@ public final class TileCache: @unchecked Sendable {
         public var tileSize: Int
         public var density: Int
         public var version: UInt64
-        public init(layer: String, z: Int, x: UInt32, y: UInt32, tileSize: Int, density: Int, version: UInt64) {
+        public var kind: Kind
+        public init(layer: String, z: Int, x: UInt32, y: UInt32, tileSize: Int, density: Int, version: UInt64, kind: Kind = .raster) {
             self.layer = layer; self.z = z; self.x = x; self.y = y
-            self.tileSize = tileSize; self.density = density; self.version = version
+            self.tileSize = tileSize; self.density = density; self.version = version; self.kind = kind
         }
     }
 
     public struct Tile: Sendable {
+        /// The encoded tile: PNG for raster keys, MVT for point keys.
         public var png: [UInt8]
         /// No marker touches the tile (`png` is the shared transparent tile).
         public var empty: Bool
         public init(png: [UInt8], empty: Bool) { self.png = png; self.empty = empty }
     }
 
-    /// Bytes charged per entry besides its PNG (key, node, dictionary slot).
+    /// Bytes charged per entry besides its encoded tile (key, node, dictionary slot).
     public static let overheadBytes = 128
 
-    /// Capacity in bytes (PNG bytes plus `overheadBytes` per entry; shared empty tiles count only
+    /// Capacity in bytes (encoded bytes plus `overheadBytes` per entry; shared empty tiles count only
     /// the overhead). 0 disables caching (concurrent renders are still shared).
     public let capacityBytes: Int
 

@@ -106,6 +106,8 @@ import Testing
         #expect(response == V1.Response(requestID: 1, code: .unknown))
         // Layer.mode = 7 (not a TilingMode).
         #expect(try V1.Layer(serializedBytes: bytes(hex: "2007")).mode == .unspecified)
+        // PointTileOptions.mode = 9 (not a PointTileMode): the default.
+        #expect(try V1.PointTileOptions(serializedBytes: bytes(hex: "0809")).mode == .unspecified)
         // Animation.kind = -1 (10-byte varint).
         #expect(try V1.Animation(serializedBytes: bytes(hex: "08ffffffffffffffffff01")).kind == V1.AnimationKind.none)
     }

@@ -115,6 +115,9 @@ private func expectEmptyDecodes<M: ProtoMessage>(_: M.Type) throws {
         #expect(V1.AnimationKind.bounce.rawValue == 2)
         #expect(V1.DefaultPin.defaultFillColor == 0xFFFF_0000)
         #expect(V1.TilingOptions.defaultMinMarkerCount == 2000)
+        #expect(V1.PointTileMode.allCases.map(\.rawValue) == [0, 1, 2, 3])
+        #expect(V1.PointTileMode.none.name == "POINT_TILE_MODE_NONE")
+        #expect(V1.PointTileOptions.defaultMaxFeatures == 4096 && V1.PointTileOptions.defaultMaxBytes == 500_000)
         #expect(V1.HitTestRequest.defaultTolerancePx == 14)
     }
 }

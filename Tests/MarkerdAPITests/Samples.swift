@@ -44,9 +44,15 @@ enum Full {
         extent: 2147483653,
         algorithm: "algorithm-ü6"
     )
+    static let pointTileOptions = V1.PointTileOptions(
+        mode: .cluster,
+        maxFeatures: 2147483650,
+        maxBytes: 2147483651
+    )
     static let layerOptions = V1.LayerOptions(
         tiling: Full.tilingOptions,
-        clustering: Full.clusteringOptions
+        clustering: Full.clusteringOptions,
+        pointTile: Full.pointTileOptions
     )
     static let layer = V1.Layer(
         id: "id-ü1",
@@ -296,6 +302,7 @@ enum Full {
         anchor,
         tilingOptions,
         clusteringOptions,
+        pointTileOptions,
         layerOptions,
         layer,
         layerStats,
@@ -359,6 +366,7 @@ enum Full {
         V1.Anchor.self,
         V1.TilingOptions.self,
         V1.ClusteringOptions.self,
+        V1.PointTileOptions.self,
         V1.LayerOptions.self,
         V1.Layer.self,
         V1.LayerStats.self,

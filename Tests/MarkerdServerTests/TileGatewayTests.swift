@@ -431,6 +431,10 @@ struct MarkerServerGatewayTests {
         let mvt = try RawHTTP.request(port: port, "GET", "/tiles/pins/0/0/0.mvt")
         #expect(mvt.status == 200 && !mvt.body.isEmpty)
         #expect(mvt.headers["content-type"] == "application/vnd.mapbox-vector-tile")
+        // Point tiles answer ETag / 304 as raster tiles do, and an unchanged tile comes again byte for byte (cached).
+        let etag = try #require(mvt.headers["etag"])
+        #expect(try RawHTTP.request(port: port, "GET", "/tiles/pins/0/0/0.mvt", headers: [("If-None-Match", etag)]).status == 304)
+        #expect(byteMismatch(try RawHTTP.request(port: port, "GET", "/tiles/pins/0/0/0.mvt").body, mvt.body) == nil)
         #expect(try RawHTTP.request(port: port, "GET", "/tiles/other/256/0/0/0.png").status == 404)
         let metrics = try RawHTTP.request(port: port, "GET", "/metrics")
         #expect(metrics.text.contains("markerd_rpc_calls_total{method=\"CreateLayer\",code=\"OK\"} 1"))

@@ -1138,3 +1138,150 @@ public struct GridClusterIndex: Sendable {
         }
     }
 }
+
+// MARK: - Counts and thinning (point tiles)
+
+/// One non-empty cell of a zoom as `GridClusterIndex.cellSamples(in:zoom:limit:)` gives it: how
+/// many points it holds and the one point that stands for them.
+public struct GridCellSample: Sendable, Hashable {
+    /// The cell (its zoom may lie above the index's max zoom).
+    public var cell: GridClusterID
+    /// Points in the cell (>= 1).
+    public var count: Int
+    /// The point standing for the cell (see `cellSamples(in:zoom:limit:)`).
+    public var point: ClusterPoint
+}
+
+extension GridClusterIndex {
+    /// The number of points inside `box` (`ClusterBox.contains`), exact when it is at most
+    /// `limit`; otherwise some number above `limit` (the count stops there).
+    ///
+    /// A stored cell wholly inside the box adds its count without being entered, so the work is
+    /// O(cells on the box's edge x maxZoom), plus the member lists of the max-zoom cells on the
+    /// edge, and never more than about `limit` points read one by one.
+    public func count(in box: ClusterBox, atMost limit: Int) -> Int {
+        var n = 0
+        forEachRoot(in: box) { root, cx, cy in countPoints(root, z: 0, cx: cx, cy: cy, box, limit, &n) }
+        return n
+    }
+
+    private func countPoints(_ ref: Int32, z: Int, cx: UInt32, cy: UInt32, _ box: ClusterBox, _ limit: Int, _ n: inout Int) {
+        guard n <= limit, cellIntersects(cx, cy, z: z, box) else { return }
+        if ref <= -2 {
+            let p = pts[Int(Self.pointID(ref))]
+            if box.contains(x: p.x, y: p.y) { n += 1 }
+            return
+        }
+        let c = Int(ref)
+        if cellInside(cx, cy, z: z, box) {
+            n += Int(cells[c].count)
+        } else if z == options.maxZoom {
+            for m in members[c] where box.contains(x: pts[Int(m)].x, y: pts[Int(m)].y) { n += 1 }
+        } else {
+            for q in 0..<4 where children[4 * c + q] != -1 {
+                countPoints(children[4 * c + q], z: z + 1, cx: cx << 1 | UInt32(q & 1), cy: cy << 1 | UInt32(q >> 1), box, limit, &n)
+            }
+        }
+    }
+
+    /// One sample per non-empty cell of `zoom` that intersects `box` (the inclusion rule of
+    /// `clusters(in:zoom:)`, whatever `minPoints` is), in output order (quadrant order), or nil
+    /// when there are more than `limit` of them. `zoom` may exceed `maxZoom` (cells of
+    /// `zoom + cellsPerTileLog2 <= 29` levels below the world); the members of the max-zoom
+    /// cells are then grouped by their cell of `zoom`.
+    ///
+    /// Each sample's point is a member near its cell's centre of mass: from the cell, each step
+    /// goes down into the child whose quadrant holds the current cell's centroid (or, when that
+    /// quadrant is empty, into the child with the most points, the first in quadrant order on a
+    /// tie), down to a single point or a max-zoom cell, whose member nearest the centroid is taken
+    /// (the smallest id on a tie); in a group of a max-zoom cell's members, the member nearest the
+    /// group's centroid. So the samples are spread as evenly as the cells, and, like everything
+    /// the index answers, depend only on the set of points.
+    ///
+    /// Work: O(min(cells, limit + 1) x maxZoom), plus the member lists of the max-zoom cells read
+    /// (at or above `maxZoom` only).
+    public func cellSamples(in box: ClusterBox, zoom: Int, limit: Int) -> [GridCellSample]? {
+        precondition(zoom >= 0 && zoom + k <= 29, "zoom out of range")
+        var out: [GridCellSample] = []
+        var over = false
+        forEachRoot(in: box) { root, cx, cy in
+            if !over { sample(root, z: 0, cx: cx, cy: cy, target: zoom, box, limit, &out, &over) }
+        }
+        return over ? nil : out
+    }
+
+    private func sample(_ ref: Int32, z: Int, cx: UInt32, cy: UInt32, target: Int, _ box: ClusterBox, _ limit: Int,
+                        _ out: inout [GridCellSample], _ over: inout Bool) {
+        guard !over, cellIntersects(cx, cy, z: z, box) else { return }
+        func add(_ s: GridCellSample) {
+            if out.count == limit { over = true } else { out.append(s) }
+        }
+        if ref <= -2 {
+            let p = pointAt(Self.pointID(ref))
+            let (tx, ty) = cellOf(p.x, p.y, target)
+            if cellIntersects(tx, ty, z: target, box) {
+                add(GridCellSample(cell: GridClusterID(zoom: target, cellX: tx, cellY: ty), count: 1, point: p))
+            }
+            return
+        }
+        let c = Int(ref)
+        if z == target {
+            add(GridCellSample(cell: GridClusterID(zoom: z, cellX: cx, cellY: cy), count: Int(cells[c].count), point: central(ref, z: z)))
+        } else if z == options.maxZoom {
+            // Deeper than the stored cells: group the members by their cell of `target` (runs in Morton order).
+            let sorted = members[c].map { (key: Self.mortonKey(pts[Int($0)].x, pts[Int($0)].y), id: $0) }.sorted { ($0.key, $0.id) < ($1.key, $1.id) }
+            let shift = UInt64(2 * (32 - target - k))
+            var i = 0
+            while i < sorted.count && !over {
+                var j = i + 1
+                while j < sorted.count && sorted[j].key >> shift == sorted[i].key >> shift { j += 1 }
+                let group = sorted[i..<j].map(\.id)
+                let first = pointAt(group[0])
+                let (tx, ty) = cellOf(first.x, first.y, target)
+                if cellIntersects(tx, ty, z: target, box) {
+                    add(GridCellSample(cell: GridClusterID(zoom: target, cellX: tx, cellY: ty), count: group.count, point: nearestToCentroid(group)))
+                }
+                i = j
+            }
+        } else {
+            for q in 0..<4 where children[4 * c + q] != -1 {
+                sample(children[4 * c + q], z: z + 1, cx: cx << 1 | UInt32(q & 1), cy: cy << 1 | UInt32(q >> 1), target: target,
+                       box, limit, &out, &over)
+            }
+        }
+    }
+
+    /// The point standing for the non-empty node `ref` of a cell of zoom `z` (see `cellSamples`).
+    private func central(_ ref: Int32, z: Int) -> ClusterPoint {
+        var r = ref, z = z
+        while r >= 0 {
+            let c = Int(r)
+            if z == options.maxZoom { return nearestToCentroid(members[c]) }
+            let n = UInt64(cells[c].count)
+            let (qx, qy) = cellOf(UInt32(cells[c].sumX / n), UInt32(cells[c].sumY / n), z + 1)
+            var next = children[4 * c + Int((qy & 1) << 1 | (qx & 1))]
+            if next == -1 {
+                for q in 0..<4 where children[4 * c + q] != -1 && (next == -1 || nodeCount(children[4 * c + q]) > nodeCount(next)) {
+                    next = children[4 * c + q]
+                }
+            }
+            r = next
+            z += 1
+        }
+        return pointAt(Self.pointID(r))
+    }
+
+    /// The point of `ids` (not empty) nearest to their centroid; the smallest id on a tie.
+    private func nearestToCentroid(_ ids: [Int32]) -> ClusterPoint {
+        var sx: UInt64 = 0, sy: UInt64 = 0
+        for id in ids { sx += UInt64(pts[Int(id)].x); sy += UInt64(pts[Int(id)].y) }
+        let mx = Double(sx / UInt64(ids.count)), my = Double(sy / UInt64(ids.count))
+        var best = ids[0], bestD = Double.infinity
+        for id in ids {
+            let dx = Double(pts[Int(id)].x) - mx, dy = Double(pts[Int(id)].y) - my
+            let d = dx * dx + dy * dy
+            if d < bestD || (d == bestD && id < best) { best = id; bestD = d }
+        }
+        return pointAt(best)
+    }
+}

@@ -323,6 +323,51 @@ void   markerd__v1__clustering_options__free_unpacked
   assert(message->base.descriptor == &markerd__v1__clustering_options__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__point_tile_options__init
+                     (Markerd__V1__PointTileOptions         *message)
+{
+  static const Markerd__V1__PointTileOptions init_value = MARKERD__V1__POINT_TILE_OPTIONS__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__point_tile_options__get_packed_size
+                     (const Markerd__V1__PointTileOptions *message)
+{
+  assert(message->base.descriptor == &markerd__v1__point_tile_options__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__point_tile_options__pack
+                     (const Markerd__V1__PointTileOptions *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__point_tile_options__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__point_tile_options__pack_to_buffer
+                     (const Markerd__V1__PointTileOptions *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__point_tile_options__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__PointTileOptions *
+       markerd__v1__point_tile_options__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__PointTileOptions *)
+     protobuf_c_message_unpack (&markerd__v1__point_tile_options__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__point_tile_options__free_unpacked
+                     (Markerd__V1__PointTileOptions *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__point_tile_options__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__layer_options__init
                      (Markerd__V1__LayerOptions         *message)
 {
@@ -3681,7 +3726,73 @@ const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor =
   (ProtobufCMessageInit) markerd__v1__clustering_options__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__layer_options__field_descriptors[2] =
+static const uint32_t markerd__v1__point_tile_options__max_features__default_value = 4096u;
+static const uint32_t markerd__v1__point_tile_options__max_bytes__default_value = 500000u;
+static const ProtobufCFieldDescriptor markerd__v1__point_tile_options__field_descriptors[3] =
+{
+  {
+    "mode",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__PointTileOptions, has_mode),
+    offsetof(Markerd__V1__PointTileOptions, mode),
+    &markerd__v1__point_tile_mode__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_features",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__PointTileOptions, has_max_features),
+    offsetof(Markerd__V1__PointTileOptions, max_features),
+    NULL,
+    &markerd__v1__point_tile_options__max_features__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_bytes",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__PointTileOptions, has_max_bytes),
+    offsetof(Markerd__V1__PointTileOptions, max_bytes),
+    NULL,
+    &markerd__v1__point_tile_options__max_bytes__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__point_tile_options__field_indices_by_name[] = {
+  2,   /* field[2] = max_bytes */
+  1,   /* field[1] = max_features */
+  0,   /* field[0] = mode */
+};
+static const ProtobufCIntRange markerd__v1__point_tile_options__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__point_tile_options__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.PointTileOptions",
+  "PointTileOptions",
+  "Markerd__V1__PointTileOptions",
+  "markerd.v1",
+  sizeof(Markerd__V1__PointTileOptions),
+  3,
+  markerd__v1__point_tile_options__field_descriptors,
+  markerd__v1__point_tile_options__field_indices_by_name,
+  1,  markerd__v1__point_tile_options__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__point_tile_options__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__layer_options__field_descriptors[3] =
 {
   {
     "tiling",
@@ -3707,15 +3818,28 @@ static const ProtobufCFieldDescriptor markerd__v1__layer_options__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "point_tile",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LayerOptions, point_tile),
+    &markerd__v1__point_tile_options__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__layer_options__field_indices_by_name[] = {
   1,   /* field[1] = clustering */
+  2,   /* field[2] = point_tile */
   0,   /* field[0] = tiling */
 };
 static const ProtobufCIntRange markerd__v1__layer_options__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor markerd__v1__layer_options__descriptor =
 {
@@ -3725,7 +3849,7 @@ const ProtobufCMessageDescriptor markerd__v1__layer_options__descriptor =
   "Markerd__V1__LayerOptions",
   "markerd.v1",
   sizeof(Markerd__V1__LayerOptions),
-  2,
+  3,
   markerd__v1__layer_options__field_descriptors,
   markerd__v1__layer_options__field_indices_by_name,
   1,  markerd__v1__layer_options__number_ranges,
@@ -7702,6 +7826,38 @@ const ProtobufCEnumDescriptor markerd__v1__code__descriptor =
   markerd__v1__code__enum_values_by_name,
   1,
   markerd__v1__code__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue markerd__v1__point_tile_mode__enum_values_by_number[4] =
+{
+  { "POINT_TILE_MODE_UNSPECIFIED", "MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_UNSPECIFIED", 0 },
+  { "POINT_TILE_MODE_THIN", "MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_THIN", 1 },
+  { "POINT_TILE_MODE_CLUSTER", "MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_CLUSTER", 2 },
+  { "POINT_TILE_MODE_NONE", "MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_NONE", 3 },
+};
+static const ProtobufCIntRange markerd__v1__point_tile_mode__value_ranges[] = {
+{0, 0},{0, 4}
+};
+static const ProtobufCEnumValueIndex markerd__v1__point_tile_mode__enum_values_by_name[4] =
+{
+  { "POINT_TILE_MODE_CLUSTER", 2 },
+  { "POINT_TILE_MODE_NONE", 3 },
+  { "POINT_TILE_MODE_THIN", 1 },
+  { "POINT_TILE_MODE_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor markerd__v1__point_tile_mode__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "markerd.v1.PointTileMode",
+  "PointTileMode",
+  "Markerd__V1__PointTileMode",
+  "markerd.v1",
+  4,
+  markerd__v1__point_tile_mode__enum_values_by_number,
+  4,
+  markerd__v1__point_tile_mode__enum_values_by_name,
+  1,
+  markerd__v1__point_tile_mode__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue markerd__v1__tiling_mode__enum_values_by_number[3] =

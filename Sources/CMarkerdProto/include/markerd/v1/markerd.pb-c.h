@@ -23,6 +23,7 @@ typedef struct Markerd__V1__Bounds Markerd__V1__Bounds;
 typedef struct Markerd__V1__Anchor Markerd__V1__Anchor;
 typedef struct Markerd__V1__TilingOptions Markerd__V1__TilingOptions;
 typedef struct Markerd__V1__ClusteringOptions Markerd__V1__ClusteringOptions;
+typedef struct Markerd__V1__PointTileOptions Markerd__V1__PointTileOptions;
 typedef struct Markerd__V1__LayerOptions Markerd__V1__LayerOptions;
 typedef struct Markerd__V1__Layer Markerd__V1__Layer;
 typedef struct Markerd__V1__LayerStats Markerd__V1__LayerStats;
@@ -113,6 +114,31 @@ typedef enum _Markerd__V1__Code {
   MARKERD__V1__CODE__UNAUTHENTICATED = 16
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CODE)
 } Markerd__V1__Code;
+/*
+ * What a point tile (GetPointTile, /tiles/{layer}/{z}/{x}/{y}.mvt) holds when all of its markers
+ * would exceed the budget. Unknown numbers on the wire mean the default.
+ */
+typedef enum _Markerd__V1__PointTileMode {
+  /*
+   * The default: THIN.
+   */
+  MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_UNSPECIFIED = 0,
+  /*
+   * One marker per grid cell (the cells of the layer's grid clustering at the finest zoom whose
+   * non-empty cells fit the budget), each with `point_count`: the markers of its cell.
+   */
+  MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_THIN = 1,
+  /*
+   * The layer's clusters at the tile's zoom (as `GetPointTile.clustered`); thinned as THIN when
+   * the clusters alone still exceed the budget.
+   */
+  MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_CLUSTER = 2,
+  /*
+   * Every marker, never reduced: a tile over the budget is RESOURCE_EXHAUSTED (HTTP 503).
+   */
+  MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_NONE = 3
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__POINT_TILE_MODE)
+} Markerd__V1__PointTileMode;
 typedef enum _Markerd__V1__TilingMode {
   MARKERD__V1__TILING_MODE__TILING_MODE_UNSPECIFIED = 0,
   /*
@@ -317,15 +343,46 @@ struct  Markerd__V1__ClusteringOptions
     , 0, 0, 0, 60, 0, 2u, 0, 16u, 0, 512u, NULL, 0, 0 }
 
 
+/*
+ * The budget of a point tile. A tile whose every visible static marker fits it holds them all
+ * (whatever the mode); a tile that would not is reduced as `mode` says.
+ */
+struct  Markerd__V1__PointTileOptions
+{
+  ProtobufCMessage base;
+  /*
+   * Default THIN.
+   */
+  protobuf_c_boolean has_mode;
+  Markerd__V1__PointTileMode mode;
+  /*
+   * Most features in one tile, 256-1000000. Default 4096 (about 200 KB of MVT for markers with
+   * short ids and no attributes).
+   */
+  protobuf_c_boolean has_max_features;
+  uint32_t max_features;
+  /*
+   * Most bytes of one encoded tile, 4096-67108864. Default 500000 (Mapbox's guideline of 500 KB).
+   * A tile over it is thinned with coarser cells (NONE: RESOURCE_EXHAUSTED).
+   */
+  protobuf_c_boolean has_max_bytes;
+  uint32_t max_bytes;
+};
+#define MARKERD__V1__POINT_TILE_OPTIONS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__point_tile_options__descriptor) \
+    , 0, MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_UNSPECIFIED, 0, 4096u, 0, 500000u }
+
+
 struct  Markerd__V1__LayerOptions
 {
   ProtobufCMessage base;
   Markerd__V1__TilingOptions *tiling;
   Markerd__V1__ClusteringOptions *clustering;
+  Markerd__V1__PointTileOptions *point_tile;
 };
 #define MARKERD__V1__LAYER_OPTIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__layer_options__descriptor) \
-    , NULL, NULL }
+    , NULL, NULL, NULL }
 
 
 struct  Markerd__V1__Layer
@@ -1299,7 +1356,8 @@ struct  Markerd__V1__GetPointTileRequest
   protobuf_c_boolean has_extent;
   uint32_t extent;
   /*
-   * Clusters instead of every marker.
+   * Clusters instead of every marker. Either way the tile keeps to the layer's
+   * `options.point_tile` budget (see PointTileOptions).
    */
   protobuf_c_boolean has_clustered;
   protobuf_c_boolean clustered;
@@ -1315,10 +1373,14 @@ struct  Markerd__V1__GetPointTileResponse
 {
   ProtobufCMessage base;
   /*
-   * A Mapbox Vector Tile (spec 2.1) with one layer "markers"; empty when not_modified.
+   * A Mapbox Vector Tile (spec 2.1) with one layer "markers"; empty when not_modified. Its bytes
+   * depend only on the layer's content and options and on the request.
    */
   protobuf_c_boolean has_mvt;
   ProtobufCBinaryData mvt;
+  /*
+   * The layer version the tile reflects (supercluster clusters: their snapshot's).
+   */
   protobuf_c_boolean has_version;
   uint64_t version;
   protobuf_c_boolean has_not_modified;
@@ -1513,6 +1575,25 @@ Markerd__V1__ClusteringOptions *
                       const uint8_t       *data);
 void   markerd__v1__clustering_options__free_unpacked
                      (Markerd__V1__ClusteringOptions *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__PointTileOptions methods */
+void   markerd__v1__point_tile_options__init
+                     (Markerd__V1__PointTileOptions         *message);
+size_t markerd__v1__point_tile_options__get_packed_size
+                     (const Markerd__V1__PointTileOptions   *message);
+size_t markerd__v1__point_tile_options__pack
+                     (const Markerd__V1__PointTileOptions   *message,
+                      uint8_t             *out);
+size_t markerd__v1__point_tile_options__pack_to_buffer
+                     (const Markerd__V1__PointTileOptions   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__PointTileOptions *
+       markerd__v1__point_tile_options__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__point_tile_options__free_unpacked
+                     (Markerd__V1__PointTileOptions *message,
                       ProtobufCAllocator *allocator);
 /* Markerd__V1__LayerOptions methods */
 void   markerd__v1__layer_options__init
@@ -2718,6 +2799,9 @@ typedef void (*Markerd__V1__TilingOptions_Closure)
 typedef void (*Markerd__V1__ClusteringOptions_Closure)
                  (const Markerd__V1__ClusteringOptions *message,
                   void *closure_data);
+typedef void (*Markerd__V1__PointTileOptions_Closure)
+                 (const Markerd__V1__PointTileOptions *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__LayerOptions_Closure)
                  (const Markerd__V1__LayerOptions *message,
                   void *closure_data);
@@ -3160,6 +3244,7 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    markerd__v1__code__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__point_tile_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__tiling_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__animation_kind__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__request__descriptor;
@@ -3169,6 +3254,7 @@ extern const ProtobufCMessageDescriptor markerd__v1__bounds__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__anchor__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__tiling_options__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__point_tile_options__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__layer_options__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__layer__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__layer_stats__descriptor;
