@@ -5,7 +5,7 @@ import MarkerdTransport
 import Synchronization
 
 /// markerd's HTTP gateway: raster and point tiles, TileJSON, metrics, health, the viewer page
-/// and the viewer's JSON endpoints, on nng's HTTP server (``NNGHTTPServer``). See
+/// and the viewer's JSON endpoints, on ``NNGHTTPServer`` (HTTP/1.1 over nng's TCP streams). See
 /// ``GatewayRoute`` for the URLs.
 ///
 /// Caching: live tile URLs carry `ETag: W/"<tile version>"` and `Cache-Control: public,
@@ -29,15 +29,17 @@ public final class TileGateway: Sendable {
     /// - Parameters:
     ///   - address: `host:port` (port 0 picks one; see ``boundPort``).
     ///   - metrics: the RPC metrics shown on /metrics (nil: only the gateway's own).
-    public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil) {
+    ///   - headerTimeout: ``HTTPServerConfiguration/headerTimeout`` (408 after it). Default 10 s.
+    ///   - idleTimeout: ``HTTPServerConfiguration/idleTimeout`` (idle connections closed). Default 60 s.
+    public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil,
+                headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60)) {
         self.provider = provider
         self.metrics = metrics
         let handler = GatewayHandler()
         server = NNGHTTPServer(
             configuration: HTTPServerConfiguration(
                 address: address, pathPrefix: "/", allowedMethods: ["GET", "HEAD", "OPTIONS"],
-                capturedHeaders: ["Host", "If-None-Match", "Origin", "X-Forwarded-Proto"],
-                defaultHeaders: [Self.corsHeader]),
+                defaultHeaders: [Self.corsHeader], headerTimeout: headerTimeout, idleTimeout: idleTimeout),
             handler: handler)
         handler.gateway.withLock { $0 = WeakGateway(self) }
     }

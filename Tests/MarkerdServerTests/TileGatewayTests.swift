@@ -399,6 +399,29 @@ struct MarkerServerGatewayTests {
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http", "8080"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http", "h:99999"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http"]) }
+        let defaults = try MarkerdConfiguration.parse([])
+        #expect(defaults.httpHeaderTimeout == .seconds(10) && defaults.httpIdleTimeout == .seconds(60))
+        let set = try MarkerdConfiguration.parse(["--http-header-timeout-ms", "1500", "--http-idle-timeout-ms", "250"])
+        #expect(set.httpHeaderTimeout == .milliseconds(1500) && set.httpIdleTimeout == .milliseconds(250))
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http-idle-timeout-ms", "0"]) }
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http-header-timeout-ms", "1s"]) }
+    }
+
+    /// The timeout flags reach the gateway's server: a silent connection is closed, a slow head gets 408.
+    @Test func timeoutSettingsReachTheGateway() throws {
+        let server = try TestServer(.inproc) {
+            $0.httpAddress = "127.0.0.1:0"
+            $0.httpIdleTimeout = .milliseconds(200)
+            $0.httpHeaderTimeout = .milliseconds(300)
+        }
+        defer { server.stop() }
+        let port = try #require(server.server.gateway).boundPort
+        #expect(try RawConnection(port: port).readToEOF().isEmpty)
+        let slow = try RawConnection(port: port)
+        try slow.send("GET /healthz HTTP/1.1\r\nHost: h\r\n")
+        let r = try RawHTTP.parse(slow.readToEOF(), method: "GET")
+        #expect(r.status == 408)
+        #expect(r.header("Access-Control-Allow-Origin") == "*")
     }
 
     @Test func serviceBehindTheGateway() throws {
