@@ -316,12 +316,14 @@ public final class TileGateway: Sendable {
 }
 
 /// Query-string parameters of the viewer's JSON endpoints (missing or bad -> INVALID_ARGUMENT).
+/// Any query parses: parts without a name (`=`, `=x`) only add the unused name "".
 struct QueryString {
     var values: [String: String] = [:]
 
     init(_ query: String?) {
         for pair in (query ?? "").split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1)
+            // Not omitting empty pieces: "=" is ["", ""], so kv[0] always exists.
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = String(kv[0]).removingPercentEncoding ?? String(kv[0])
             let raw = kv.count > 1 ? String(kv[1]).replacingOccurrences(of: "+", with: " ") : ""
             values[key] = raw.removingPercentEncoding ?? raw

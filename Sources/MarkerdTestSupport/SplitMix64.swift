@@ -18,10 +18,12 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
 
-/// The seed of a randomised test: `SEED` from the environment (to replay a failure), else a
+/// The seed of a randomised test: `SEED` from the environment (to replay a failure), else
+/// `fixed` when given (tests that must run the same requests in every `make test`), else a
 /// fresh random one. Printed as "<name>: SEED=<n>" so a failing run says how to replay it.
-public func testSeed(_ name: String = #function) -> UInt64 {
-    let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+public func testSeed(_ name: String = #function, fixed: UInt64? = nil) -> UInt64 {
+    let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? fixed
+        ?? UInt64.random(in: 1...UInt64(UInt32.max))
     print("\(name): SEED=\(seed)")
     return seed
 }

@@ -101,7 +101,9 @@ final class HTTPConnection: @unchecked Sendable {
                     head = h
                     break readHead
                 case .failed(let failure):
-                    return refuse(failure.status, failure.message, io: io)
+                    // The method is known even when the rest of the head is refused.
+                    let isHead = buffer.drop(while: { $0 == 13 || $0 == 10 }).starts(with: "HEAD ".utf8)
+                    return refuse(failure.status, failure.message, io: io, headOnly: isHead)
                 case .incomplete:
                     switch io.read(into: &buffer, until: deadline ?? .now + config.idleTimeout) {
                     case .data:
@@ -119,16 +121,17 @@ final class HTTPConnection: @unchecked Sendable {
                 }
             }
             // The body: refused or read and dropped, within the same deadline.
+            let isHead = head.method == "HEAD"
             if head.field("transfer-encoding") != nil {
-                return refuse(501, "request bodies with Transfer-Encoding are not supported", io: io)
+                return refuse(501, "request bodies with Transfer-Encoding are not supported", io: io, headOnly: isHead)
             }
             if let text = head.field("content-length") {
                 guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
                       let length = Int(text) else {
-                    return refuse(400, "Content-Length \"\(text)\" is not one decimal number", io: io)
+                    return refuse(400, "Content-Length \"\(text)\" is not one decimal number", io: io, headOnly: isHead)
                 }
                 guard length <= config.maxRequestBodyBytes else {
-                    return refuse(413, "request body larger than \(config.maxRequestBodyBytes) bytes", io: io)
+                    return refuse(413, "request body larger than \(config.maxRequestBodyBytes) bytes", io: io, headOnly: isHead)
                 }
                 var left = length
                 while true {
@@ -140,13 +143,14 @@ final class HTTPConnection: @unchecked Sendable {
                     case .data: continue
                     case .timedOut:
                         core.headerTimeouts.add(1, ordering: .relaxed)
-                        return refuse(408, "request body not received within \(config.headerTimeout)", io: io, counted: false)
+                        return refuse(408, "request body not received within \(config.headerTimeout)", io: io,
+                                      counted: false, headOnly: isHead)
                     case .closed: return
                     }
                 }
             }
             if head.minorVersion == 1, head.field("host") == nil {
-                return refuse(400, "HTTP/1.1 request without Host", io: io)
+                return refuse(400, "HTTP/1.1 request without Host", io: io, headOnly: isHead)
             }
 
             var headers: [String: String] = [:]
@@ -160,7 +164,7 @@ final class HTTPConnection: @unchecked Sendable {
             let response = core.respond(to: request)
             let closing = wantsClose || core.isStopping
             core.responded.add(1, ordering: .relaxed)
-            let written = io.write(serialize(response, headOnly: head.method == "HEAD", close: closing),
+            let written = io.write(serialize(response, headOnly: isHead, close: closing),
                                    timeout: config.idleTimeout)
             state.withLock { $0.busy = false }
             switch written {
@@ -179,11 +183,12 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// Writes a refusal with `Connection: close`, then lets the client read it before closing.
-    private func refuse(_ status: Int, _ message: String, io: IO, counted: Bool = true) {
+    /// Writes a refusal with `Connection: close` (without its body when answering a HEAD
+    /// request), then lets the client read it before closing.
+    private func refuse(_ status: Int, _ message: String, io: IO, counted: Bool = true, headOnly: Bool = false) {
         if counted { core.refused.add(1, ordering: .relaxed) }
         let response = HTTPResponse.text(status, message + "\n")
-        if io.write(serialize(response, headOnly: false, close: true), timeout: core.configuration.idleTimeout) == .data {
+        if io.write(serialize(response, headOnly: headOnly, close: true), timeout: core.configuration.idleTimeout) == .data {
             io.lingeringClose()
         }
     }

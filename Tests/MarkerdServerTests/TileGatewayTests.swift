@@ -344,6 +344,38 @@ struct TileGatewayTests {
         #expect(try RawHTTP.request(port: port, "GET", "/hittest/nope?lat=1&lon=2&zoom=1").status == 404)
     }
 
+    /// Numbers past Int.max in a URL are a 400, not a trap (found by HTTPFuzzTests: a tile size
+    /// of 9223372036854775808 killed markerd in an Int conversion).
+    @Test func tileNumbersPastIntMaxAreBadRequests() {
+        for big in ["9223372036854775808", "18446744073709551615"] {
+            for path in ["/tiles/cities/\(big)/0/0/0.png", "/tiles/cities/v\(big)/\(big)/0/0/0.png",
+                         "/tiles/cities/256/\(big)/0/0.png", "/tiles/cities/256/0/\(big)/0.png", "/tiles/cities/256/0/0/\(big).png",
+                         "/tiles/cities/256/0/0/0@\(big)x.png", "/tiles/cities/\(big)/0/0.mvt", "/tiles/cities/0/0/\(big).mvt"] {
+                guard case .failure(.badRequest) = GatewayRoute.parse(path) else {
+                    Issue.record("\(path): \(GatewayRoute.parse(path))")
+                    continue
+                }
+            }
+        }
+        #expect(GatewayRoute.parse("/tiles/cities/v18446744073709551615/256/0/0/0.png")
+                == .success(.rasterTile(.init(layer: "cities", version: .max, size: 256, z: 0, x: 0, y: 0))))
+    }
+
+    /// Query strings with empty names and values (found by HTTPFuzzTests: a part "=" trapped
+    /// QueryString with an index out of range and killed markerd with one GET).
+    @Test func emptyQueryPartsAreIgnoredNotFatal() throws {
+        let (gateway, _) = try makeGateway()
+        defer { gateway.stop() }
+        let port = gateway.boundPort
+        for query in ["lat=52.5&lon=13.4&zoom=10&=", "=&lat=52.5&lon=13.4&zoom=10", "lat=52.5&==&lon=13.4&=x&zoom=10&&"] {
+            let r = try RawHTTP.request(port: port, "GET", "/hittest/cities?" + query)
+            #expect(r.status == 200, "\(query): \(r.text)")
+        }
+        let vp = try RawHTTP.request(port: port, "GET", "/viewport/cities?=&west=0&south=40&east=20&north=60&zoom=4&lat=")
+        #expect(vp.status == 200)
+        #expect(try RawHTTP.request(port: port, "GET", "/viewport/cities?=").status == 400)
+    }
+
     /// Seeded random tile URLs, valid and not, against a brute-force oracle of the URL rules.
     @Test func randomTileURLsAgainstOracle() throws {
         let seed = testSeed("randomTileURLsAgainstOracle")
