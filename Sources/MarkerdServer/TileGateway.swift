@@ -306,6 +306,13 @@ public final class TileGateway: Sendable {
                 out += "markerd_http_requests_total{route=\"\(route)\",status=\"\(status)\"} \(n)\n"
             }
         }
+        let http = server.statistics
+        out += "# HELP markerd_http_connections HTTP connections open.\n# TYPE markerd_http_connections gauge\n"
+        out += "markerd_http_connections \(http.connections)\n"
+        out += "# HELP markerd_http_refused_total HTTP requests refused before they were complete (400, 413, 414, 431, 501, 505; 503 over the connection limit).\n# TYPE markerd_http_refused_total counter\n"
+        out += "markerd_http_refused_total \(http.refused)\n"
+        out += "# HELP markerd_http_timeouts_total HTTP connections closed by a timeout: header (answered 408) or idle.\n# TYPE markerd_http_timeouts_total counter\n"
+        out += "markerd_http_timeouts_total{kind=\"header\"} \(http.headerTimeouts)\nmarkerd_http_timeouts_total{kind=\"idle\"} \(http.idleTimeouts)\n"
         return out
     }
 

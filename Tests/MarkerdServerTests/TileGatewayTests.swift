@@ -454,6 +454,11 @@ struct MarkerServerGatewayTests {
         let r = try RawHTTP.parse(slow.readToEOF(), method: "GET")
         #expect(r.status == 408)
         #expect(r.header("Access-Control-Allow-Origin") == "*")
+        let metrics = try RawHTTP.request(port: port, "GET", "/metrics").text
+        #expect(metrics.contains("markerd_http_timeouts_total{kind=\"header\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains("markerd_http_timeouts_total{kind=\"idle\"} 1\n"))
+        #expect(metrics.contains("markerd_http_refused_total 0\n"))
+        #expect(metrics.contains("markerd_http_connections 1\n"))  // the /metrics request's own
     }
 
     @Test func serviceBehindTheGateway() throws {
