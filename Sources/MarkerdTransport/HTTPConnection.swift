@@ -228,7 +228,9 @@ final class HTTPConnection: @unchecked Sendable {
         var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         for h in headers where !reserved.contains(h.name.lowercased()) && Self.isToken(h.name) {
             // A value never ends the line early (no CR, LF or NUL from a handler reaches the wire).
-            let value = String(h.value.unicodeScalars.map { $0 == "\r" || $0 == "\n" || $0 == "\0" ? " " : Character($0) })
+            let breaksLine = h.value.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+            let value = breaksLine ? String(decoding: h.value.utf8.map { $0 == 13 || $0 == 10 || $0 == 0 ? 32 : $0 }, as: UTF8.self)
+                                   : h.value
             text += "\(h.name): \(value)\r\n"
         }
         let bodyless = status < 200 || status == 204 || status == 304

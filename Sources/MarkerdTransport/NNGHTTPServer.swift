@@ -39,8 +39,9 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// the last response) before the server closes it without a response; also how long
     /// writing a response may stall (a client that stops reading). Default 60 s.
     public var idleTimeout: Duration
-    /// Connections open at once. One over it is answered `503 Service Unavailable` and closed.
-    /// Default 1024.
+    /// Connections open at once (each has a thread of its own while open). One over it is
+    /// answered `503 Service Unavailable` and closed (just closed while 64 such answers are
+    /// already being written). Default 1024.
     public var maxConnections: Int
 
     public init(address: String = "127.0.0.1:8080", pathPrefix: String = "/",
@@ -175,6 +176,9 @@ final class HTTPServerCore: @unchecked Sendable {
     let refused = Atomic<Int>(0)
     let headerTimeouts = Atomic<Int>(0)
     let idleTimeouts = Atomic<Int>(0)
+    /// Connections over the limit being answered 503 now (each by a thread for at most ~3 s).
+    let refusing = Atomic<Int>(0)
+    static let maxRefusing = 64
     private let allowed: Set<String>?
     private let allowHeader: String
     private let prefix: String
@@ -416,14 +420,28 @@ public final class NNGHTTPServer: @unchecked Sendable {
             if rv == NNGError.closed.code { return }
             guard rv == 0, let raw = nng_aio_get_output(aio, 0) else {
                 if core.isStopping { return }
-                continue  // e.g. ECONNABORTED, out of file descriptors for a moment: keep serving the rest
+                // E.g. out of file descriptors for a moment: keep serving, without spinning.
+                nng_msleep(10)
+                continue
             }
             let connection = HTTPConnection(stream: OpaquePointer(raw), core: core)
             guard core.admit(connection) else {
                 core.refused.add(1, ordering: .relaxed)
+                // On a short-lived thread of its own (the refusal lingers until the client has read
+                // it), at most `maxRefusing` at once; past that the connection is just closed.
+                guard core.refusing.add(1, ordering: .relaxed).newValue <= HTTPServerCore.maxRefusing else {
+                    core.refusing.subtract(1, ordering: .relaxed)
+                    connection.free()
+                    continue
+                }
                 let response = HTTPResponse.text(503, core.isStopping ? "server stopping\n" : "too many connections\n")
-                // On a short-lived thread of its own: the refusal lingers until the client has read it.
-                if !detachThread(stackSize: 128 << 10, { connection.refuse(response) }) { connection.free() }
+                if !detachThread(stackSize: 128 << 10, {
+                    connection.refuse(response)
+                    core.refusing.subtract(1, ordering: .relaxed)
+                }) {
+                    core.refusing.subtract(1, ordering: .relaxed)
+                    connection.free()
+                }
                 continue
             }
             if !detachThread(stackSize: 512 << 10, { connection.run() }) {

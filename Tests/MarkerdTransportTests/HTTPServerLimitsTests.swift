@@ -151,6 +151,25 @@ private func status(_ result: HTTPRequestHead.ParseResult) -> Int? {
         #expect(withBody.text == "GET /b")
     }
 
+    /// A handler's header value cannot end the header line early, and framing headers are the server's.
+    @Test func handlerHeadersCannotSplitTheResponse() throws {
+        let server = NNGHTTPServer(configuration: HTTPServerConfiguration(address: "127.0.0.1:0"),
+                                   handler: HTTPHandlerClosure { _, responder in
+            responder.respond(.text(200, "body", headers: [HTTPHeader("Location", "/a\r\nX-Injected: 1\r\n\r\nevil"),
+                                                           HTTPHeader("Content-Length", "999"),
+                                                           HTTPHeader("Bad Name", "x")]))
+        })
+        try server.start()
+        defer { server.stop() }
+        let r = try RawHTTP.request(port: server.boundPort, "GET", "/")
+        #expect(r.status == 200)
+        #expect(r.header("X-Injected") == nil)
+        #expect(r.header("Location") == "/a  X-Injected: 1    evil")
+        #expect(r.header("Content-Length") == "4")
+        #expect(r.text == "body")
+        #expect(!r.headerLines.contains { $0.hasPrefix("Bad Name") })
+    }
+
     @Test func keepAliveAndPipelinedRequestsAreAnsweredInOrder() throws {
         let server = try started()
         defer { server.stop() }
