@@ -106,10 +106,11 @@ public enum GatewayRoute: Sendable, Equatable {
         var size = 0
         if isPNG {
             let s = rest.removeFirst()
-            guard let n = decimal(Substring(s)), tileSizes.contains(Int(n)) else {
+            // Int(exactly:): a 20-digit number fits UInt64 but not Int (Int(n) would trap).
+            guard let n = decimal(Substring(s)).flatMap({ Int(exactly: $0) }), tileSizes.contains(n) else {
                 return .failure(.badRequest("tile size \"\(s)\" is not 256 or 512"))
             }
-            size = Int(n)
+            size = n
         }
         // rest = [z, x, "y[@Nx].png" | "y.mvt"]
         var yText = Substring(rest[2].dropLast(4))

@@ -43,7 +43,8 @@ public final class MarkerServer: Sendable {
             handler: handler)
         if let address = configuration.httpAddress {
             gateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
-                                  metrics: dispatcher.metrics)
+                                  metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
+                                  idleTimeout: configuration.httpIdleTimeout)
         } else {
             gateway = nil
         }

@@ -22,6 +22,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// `host:port` of the HTTP tile gateway (tiles, TileJSON, /metrics, /healthz, /readyz, the viewer at
     /// `/`); port 0 picks one. nil (the default): no HTTP gateway.
     public var httpAddress: String? = nil
+    /// How long an HTTP client may take to send a whole request once its first byte arrived;
+    /// then it gets `408 Request Timeout` and the connection is closed. Default 10 s.
+    public var httpHeaderTimeout: Duration = .seconds(10)
+    /// How long an HTTP connection may sit idle (no request in progress) or stall a response
+    /// write before it is closed. Default 60 s.
+    public var httpIdleTimeout: Duration = .seconds(60)
     /// Raster and point tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
     public var tileCacheBytes: Int = 256 << 20
     /// Bytes of dense rasters' canvases (the z0-z4 tiles of layers with millions of markers, and
@@ -77,6 +83,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
       --http HOST:PORT           serve the HTTP tile gateway, /metrics, /healthz, /readyz and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
+      --http-header-timeout-ms N  time a client has to send a whole request once it began; then
+                                 408 and close. Default 10000
+      --http-idle-timeout-ms N   close HTTP connections idle (or not reading a response) this long.
+                                 Default 60000
       --tile-cache-bytes N       raster and point tiles kept in memory. Default 268435456 (256 MiB); 0 = none
       --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers
                                  or more) kept to re-render only what changed after a small change.
@@ -141,6 +151,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 }
                 config.fsync = policy
             case "--snapshot-every-bytes": config.snapshotEveryBytes = try integer(arg, min: 0)
+            case "--http-header-timeout-ms": config.httpHeaderTimeout = .milliseconds(try integer(arg, min: 1))
+            case "--http-idle-timeout-ms": config.httpIdleTimeout = .milliseconds(try integer(arg, min: 1))
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
             case "--kept-canvas-bytes", "--swept-canvas-bytes": config.keptCanvasBytes = try integer(arg, min: 0)
             case "--huge-pages":

@@ -5,7 +5,7 @@ import MarkerdTransport
 import Synchronization
 
 /// markerd's HTTP gateway: raster and point tiles, TileJSON, metrics, health, the viewer page
-/// and the viewer's JSON endpoints, on nng's HTTP server (``NNGHTTPServer``). See
+/// and the viewer's JSON endpoints, on ``NNGHTTPServer`` (HTTP/1.1 over nng's TCP streams). See
 /// ``GatewayRoute`` for the URLs.
 ///
 /// Caching: live tile URLs carry `ETag: W/"<tile version>"` and `Cache-Control: public,
@@ -29,15 +29,17 @@ public final class TileGateway: Sendable {
     /// - Parameters:
     ///   - address: `host:port` (port 0 picks one; see ``boundPort``).
     ///   - metrics: the RPC metrics shown on /metrics (nil: only the gateway's own).
-    public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil) {
+    ///   - headerTimeout: ``HTTPServerConfiguration/headerTimeout`` (408 after it). Default 10 s.
+    ///   - idleTimeout: ``HTTPServerConfiguration/idleTimeout`` (idle connections closed). Default 60 s.
+    public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil,
+                headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60)) {
         self.provider = provider
         self.metrics = metrics
         let handler = GatewayHandler()
         server = NNGHTTPServer(
             configuration: HTTPServerConfiguration(
                 address: address, pathPrefix: "/", allowedMethods: ["GET", "HEAD", "OPTIONS"],
-                capturedHeaders: ["Host", "If-None-Match", "Origin", "X-Forwarded-Proto"],
-                defaultHeaders: [Self.corsHeader]),
+                defaultHeaders: [Self.corsHeader], headerTimeout: headerTimeout, idleTimeout: idleTimeout),
             handler: handler)
         handler.gateway.withLock { $0 = WeakGateway(self) }
     }
@@ -313,6 +315,13 @@ public final class TileGateway: Sendable {
                 out += "markerd_http_requests_total{route=\"\(route)\",status=\"\(status)\"} \(n)\n"
             }
         }
+        let http = server.statistics
+        out += "# HELP markerd_http_connections HTTP connections open.\n# TYPE markerd_http_connections gauge\n"
+        out += "markerd_http_connections \(http.connections)\n"
+        out += "# HELP markerd_http_refused_total HTTP requests refused before they were complete (400, 413, 414, 431, 501, 505; 503 over the connection limit).\n# TYPE markerd_http_refused_total counter\n"
+        out += "markerd_http_refused_total \(http.refused)\n"
+        out += "# HELP markerd_http_timeouts_total HTTP connections closed by a timeout: header (answered 408) or idle.\n# TYPE markerd_http_timeouts_total counter\n"
+        out += "markerd_http_timeouts_total{kind=\"header\"} \(http.headerTimeouts)\nmarkerd_http_timeouts_total{kind=\"idle\"} \(http.idleTimeouts)\n"
         return out
     }
 
@@ -323,12 +332,14 @@ public final class TileGateway: Sendable {
 }
 
 /// Query-string parameters of the viewer's JSON endpoints (missing or bad -> INVALID_ARGUMENT).
+/// Any query parses: parts without a name (`=`, `=x`) only add the unused name "".
 struct QueryString {
     var values: [String: String] = [:]
 
     init(_ query: String?) {
         for pair in (query ?? "").split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1)
+            // Not omitting empty pieces: "=" is ["", ""], so kv[0] always exists.
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = String(kv[0]).removingPercentEncoding ?? String(kv[0])
             let raw = kv.count > 1 ? String(kv[1]).replacingOccurrences(of: "+", with: " ") : ""
             values[key] = raw.removingPercentEncoding ?? raw

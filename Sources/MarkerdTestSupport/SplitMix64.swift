@@ -19,15 +19,17 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 }
 
 /// The seed of a randomised test: `SEED=N` from the environment replays seed N; `SEED=random`
-/// draws a fresh one (to explore); otherwise a fixed seed made from the test's name, so that
-/// `make test` runs the same cases every time. Printed as "<name>: SEED=<n>".
-public func testSeed(_ name: String = #function) -> UInt64 {
+/// draws a fresh one (to explore); otherwise `fixed` when given, else a fixed seed made from the
+/// test's name, so that `make test` runs the same cases every time. Printed as "<name>: SEED=<n>".
+public func testSeed(_ name: String = #function, fixed: UInt64? = nil) -> UInt64 {
     let env = ProcessInfo.processInfo.environment["SEED"]
     let seed: UInt64
     if let env, let n = UInt64(env) {
         seed = n
     } else if env == "random" {
         seed = UInt64.random(in: 1...UInt64(UInt32.max))
+    } else if let fixed {
+        seed = fixed
     } else {
         // FNV-1a of the name, folded to 32 bits like the random seeds.
         var h: UInt64 = 0xCBF2_9CE4_8422_2325

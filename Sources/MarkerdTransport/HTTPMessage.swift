@@ -9,17 +9,17 @@ public struct HTTPHeader: Sendable, Equatable {
     }
 }
 
-/// A request received by ``NNGHTTPServer``, copied out of nng before the handler runs (so it
-/// stays valid for as long as the handler likes).
+/// A request received by ``NNGHTTPServer`` (its own copy: valid for as long as the handler likes).
 public struct HTTPRequest: Sendable, Equatable {
     /// The method as sent, e.g. `"GET"`, `"HEAD"`.
     public var method: String
-    /// The request target as sent: path plus `?query` if any (not percent-decoded).
+    /// The request target as sent: path plus `?query` if any (not percent-decoded; an
+    /// absolute-form target `http://host/p?q` is reduced to `/p?q`).
     public var target: String
-    /// The captured headers (``HTTPServerConfiguration/capturedHeaders``), keyed by lowercased
-    /// name. nng 1.5 cannot enumerate request headers, so only the configured ones are here.
+    /// Every header field, keyed by lowercased name; a repeated field's values joined by ", ".
+    /// Bytes that are not UTF-8 are replaced by U+FFFD.
     public var headers: [String: String]
-    /// When nng handed the request to the server.
+    /// When the server had read the whole request.
     public var receivedAt: ContinuousClock.Instant
 
     public init(method: String, target: String, headers: [String: String] = [:],

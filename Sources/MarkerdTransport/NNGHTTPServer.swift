@@ -12,36 +12,62 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// Where to listen: `"127.0.0.1:8080"`, `"[::1]:8080"`, `"localhost:8080"` or the same with an
     /// `http://` prefix. Port 0 picks a free port: read it back from ``NNGHTTPServer/boundPort``.
     public var address: String
-    /// The path tree served (every path at or below it). Default `"/"`: everything.
+    /// The path tree served (every path at or below it; others get `404 Not Found`). Default
+    /// `"/"`: everything.
     public var pathPrefix: String
     /// Methods handed to the handler; any other is answered `405 Method Not Allowed` (with an
     /// `Allow` header and ``defaultHeaders``) without calling the handler. nil: every method.
     /// Default GET and HEAD.
     public var allowedMethods: [String]?
-    /// Request headers copied into ``HTTPRequest/headers`` (nng 1.5 cannot list them all).
-    /// Default Host, If-None-Match, Origin, Accept, User-Agent.
-    public var capturedHeaders: [String]
     /// Added to every response the server sends on the handler's behalf or that the handler
     /// sends (a handler header of the same name wins), e.g. `Access-Control-Allow-Origin: *`.
     public var defaultHeaders: [HTTPHeader]
-    /// Largest request body read (then discarded: handlers see no body). A longer one gets nng's
-    /// `400 Bad Request`. Default 64 KiB.
+    /// Largest request body read (then discarded: handlers see no body). A longer one is
+    /// answered `413 Content Too Large` and the connection closed. Default 64 KiB.
     public var maxRequestBodyBytes: Int
+    /// Longest request line (method, target, version) in bytes; a longer one is answered
+    /// `414 URI Too Long` and the connection closed. Default 8 KiB.
+    public var maxRequestLineBytes: Int
+    /// Largest header section (all header field lines) in bytes; a larger one is answered
+    /// `431 Request Header Fields Too Large` and the connection closed. Default 32 KiB.
+    public var maxHeaderBytes: Int
+    /// How long a client may take to send a whole request (head and body) once its first byte
+    /// has arrived; then it is answered `408 Request Timeout` and the connection closed (this
+    /// bounds slowloris clients). Default 10 s.
+    public var headerTimeout: Duration
+    /// How long a connection may sit without a request in progress (after it was opened or after
+    /// the last response) before the server closes it without a response; also how long
+    /// writing a response may stall (a client that stops reading). Default 60 s.
+    public var idleTimeout: Duration
+    /// Connections open at once (each has a thread of its own while open). One over it is
+    /// answered `503 Service Unavailable` and closed (just closed while 64 such answers are
+    /// already being written). Default 1024.
+    public var maxConnections: Int
 
     public init(address: String = "127.0.0.1:8080", pathPrefix: String = "/",
                 allowedMethods: [String]? = ["GET", "HEAD"],
-                capturedHeaders: [String] = ["Host", "If-None-Match", "Origin", "Accept", "User-Agent"],
-                defaultHeaders: [HTTPHeader] = [], maxRequestBodyBytes: Int = 64 << 10) {
+                defaultHeaders: [HTTPHeader] = [], maxRequestBodyBytes: Int = 64 << 10,
+                maxRequestLineBytes: Int = 8 << 10, maxHeaderBytes: Int = 32 << 10,
+                headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
+                maxConnections: Int = 1024) {
         self.address = address
         self.pathPrefix = pathPrefix
         self.allowedMethods = allowedMethods
-        self.capturedHeaders = capturedHeaders
         self.defaultHeaders = defaultHeaders
         self.maxRequestBodyBytes = maxRequestBodyBytes
+        self.maxRequestLineBytes = maxRequestLineBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.headerTimeout = headerTimeout
+        self.idleTimeout = idleTimeout
+        self.maxConnections = maxConnections
     }
 
     /// `address` as an nng URL (`http://host:port`).
     public var url: String { address.hasPrefix("http://") ? address : "http://" + address }
+
+    var headLimits: HTTPRequestHead.Limits {
+        HTTPRequestHead.Limits(requestLineBytes: maxRequestLineBytes, headerBytes: maxHeaderBytes)
+    }
 }
 
 /// Receives every request of an ``NNGHTTPServer``.
@@ -61,9 +87,10 @@ public struct HTTPHandlerClosure: HTTPRequestHandler {
 
 /// Counters of an ``NNGHTTPServer`` since ``NNGHTTPServer/start()``.
 public struct HTTPServerStatistics: Sendable, Equatable {
-    /// Requests nng handed to the server (including those answered 405 or 503 by the server).
+    /// Requests read completely (including those answered 404, 405 or 503 by the server).
     public var received: Int
-    /// Responses handed to nng (by handlers, the 405/503 paths, dropped responders and stop).
+    /// Responses written or being written (by handlers, the 404/405/503 paths, dropped
+    /// responders and stop; not the ``refused`` ones).
     public var responded: Int
     /// Requests answered 405 without calling the handler.
     public var methodNotAllowed: Int
@@ -74,6 +101,16 @@ public struct HTTPServerStatistics: Sendable, Equatable {
     public var answeredByStop: Int
     /// Requests currently handed to the handler and not yet responded to.
     public var inFlight: Int
+    /// Requests the server refused before they were complete, then closed the connection:
+    /// malformed (400), too long (413, 414, 431), a transfer coding (501), a version other than
+    /// HTTP/1.x (505), or too many connections (503).
+    public var refused: Int
+    /// Connections closed by ``HTTPServerConfiguration/headerTimeout`` (answered 408).
+    public var headerTimeouts: Int
+    /// Connections closed by ``HTTPServerConfiguration/idleTimeout`` (idle, or a stalled write).
+    public var idleTimeouts: Int
+    /// Connections open now.
+    public var connections: Int
 }
 
 /// The way to answer one ``HTTPRequest``: call ``respond(_:)`` once, from any thread.
@@ -104,24 +141,47 @@ public final class HTTPResponder: Sendable {
     }
 }
 
-/// Shared by the server, its responders and the nng handler (whose data pointer retains it).
+/// Where a connection thread waits for the response to its request.
+final class ResponseSlot: Sendable {
+    private let value = Mutex<HTTPResponse?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+
+    func fill(_ response: HTTPResponse) {
+        value.withLock { $0 = response }
+        ready.signal()
+    }
+
+    func wait() -> HTTPResponse {
+        ready.wait()
+        return value.withLock { $0 } ?? .text(500, "no response\n")
+    }
+}
+
+/// Shared by the server, its connections and responders: pending requests, live connections,
+/// counters.
 final class HTTPServerCore: @unchecked Sendable {
     let configuration: HTTPServerConfiguration
     let handler: any HTTPRequestHandler
     let queue: DispatchQueue
     private let lock = ConditionLock()
-    private var pending: [UInt64: OpaquePointer] = [:]  // guarded by lock: request id -> handler aio
-    private var nextID: UInt64 = 0                      // guarded by lock
-    private var accepting = true                        // guarded by lock
+    private var pending: [UInt64: ResponseSlot] = [:]          // guarded by lock: request id -> its slot
+    private var nextID: UInt64 = 0                              // guarded by lock
+    private var accepting = true                                // guarded by lock
+    private var connections: [ObjectIdentifier: HTTPConnection] = [:]  // guarded by lock
     let received = Atomic<Int>(0)
     let responded = Atomic<Int>(0)
     let methodNotAllowed = Atomic<Int>(0)
     let dropped = Atomic<Int>(0)
     let answeredByStop = Atomic<Int>(0)
-    /// When the last response was handed to nng (stop gives its write a moment to flush).
-    let lastFinish = Mutex<ContinuousClock.Instant?>(nil)
+    let refused = Atomic<Int>(0)
+    let headerTimeouts = Atomic<Int>(0)
+    let idleTimeouts = Atomic<Int>(0)
+    /// Connections over the limit being answered 503 now (each by a thread for at most ~3 s).
+    let refusing = Atomic<Int>(0)
+    static let maxRefusing = 64
     private let allowed: Set<String>?
     private let allowHeader: String
+    private let prefix: String
 
     init(configuration: HTTPServerConfiguration, handler: any HTTPRequestHandler, queue: DispatchQueue) {
         self.configuration = configuration
@@ -129,104 +189,88 @@ final class HTTPServerCore: @unchecked Sendable {
         self.queue = queue
         self.allowed = configuration.allowedMethods.map(Set.init)
         self.allowHeader = (configuration.allowedMethods ?? []).joined(separator: ", ")
+        self.prefix = configuration.pathPrefix.hasSuffix("/") ? String(configuration.pathPrefix.dropLast())
+                                                                : configuration.pathPrefix
     }
 
     var inFlight: Int { lock.withLock { pending.count } }
+    var connectionCount: Int { lock.withLock { connections.count } }
+    var isStopping: Bool { lock.withLock { !accepting } }
 
-    /// The nng handler callback, on an nng thread: copy the request out, register the aio, hand
-    /// off to the queue. Never blocks (one short lock).
-    func received(aio: OpaquePointer) {
+    /// Registers a new connection; false when stopping or at ``HTTPServerConfiguration/maxConnections``.
+    func admit(_ connection: HTTPConnection) -> Bool {
+        lock.withLock {
+            guard accepting, connections.count < configuration.maxConnections else { return false }
+            connections[ObjectIdentifier(connection)] = connection
+            return true
+        }
+    }
+
+    /// Forgets a connection (its thread is about to free the stream). After this, stop no longer touches it.
+    func remove(_ connection: HTTPConnection) {
+        lock.withLock {
+            connections[ObjectIdentifier(connection)] = nil
+            if connections.isEmpty { lock.broadcast() }
+        }
+    }
+
+    /// Answers one complete request: 404 outside the path prefix, 405 for a method not allowed,
+    /// 503 while stopping, otherwise the handler's response. Blocks the connection's thread
+    /// until the response exists.
+    func respond(to request: HTTPRequest) -> HTTPResponse {
         received.add(1, ordering: .relaxed)
-        guard let reqRaw = nng_aio_get_input(aio, 0) else {
-            nng_aio_finish(aio, cnng_errno(NNG_EINVAL))
-            return
+        let path = request.path
+        guard prefix.isEmpty || path == prefix || path.hasPrefix(prefix + "/") else {
+            return .text(404, "not found\n")
         }
-        let req = OpaquePointer(reqRaw)
-        let method = nng_http_req_get_method(req).map { String(cString: $0) } ?? ""
-        let target = nng_http_req_get_uri(req).map { String(cString: $0) } ?? "/"
-        var headers: [String: String] = [:]
-        for name in configuration.capturedHeaders {
-            if let v = nng_http_req_get_header(req, name) { headers[name.lowercased()] = String(cString: v) }
+        let slot = ResponseSlot()
+        let id: UInt64? = lock.withLock {
+            guard accepting else { return nil }
+            nextID &+= 1
+            pending[nextID] = slot
+            return nextID
         }
-        let request = HTTPRequest(method: method, target: target, headers: headers)
-
-        lock.lock()
-        guard accepting else {
-            lock.unlock()
+        guard let id else {
             answeredByStop.add(1, ordering: .relaxed)
-            finish(aio, .text(503, "server stopping\n"))
-            return
+            return .text(503, "server stopping\n")
         }
-        nextID &+= 1
-        let id = nextID
-        pending[id] = aio
-        lock.unlock()
+        hand(request, to: HTTPResponder(core: self, id: id))
+        return slot.wait()
+    }
 
-        let responder = HTTPResponder(core: self, id: id)
-        if let allowed, !allowed.contains(method) {
+    /// Gives the request to the handler, or answers 405. Holds no reference to `responder`
+    /// once it returns, so a responder the handler drops answers 500 at once.
+    private func hand(_ request: HTTPRequest, to responder: consuming HTTPResponder) {
+        if let allowed, !allowed.contains(request.method) {
             methodNotAllowed.add(1, ordering: .relaxed)
-            responder.respond(.text(405, "method \(method) not allowed\n", headers: [HTTPHeader("Allow", allowHeader)]))
-            return
+            responder.respond(.text(405, "method \(request.method) not allowed\n", headers: [HTTPHeader("Allow", allowHeader)]))
+        } else {
+            let handler = self.handler
+            let r = responder
+            queue.async { handler.handle(request, responder: r) }
         }
-        let handler = self.handler
-        queue.async { handler.handle(request, responder: responder) }
     }
 
     /// Answers request `id` if it is still pending. Returns false if it was answered already.
     func complete(_ id: UInt64, _ response: HTTPResponse) -> Bool {
-        let aio: OpaquePointer? = lock.withLock {
-            let aio = pending.removeValue(forKey: id)
+        let slot: ResponseSlot? = lock.withLock {
+            let slot = pending.removeValue(forKey: id)
             if pending.isEmpty { lock.broadcast() }
-            return aio
+            return slot
         }
-        guard let aio else { return false }
-        finish(aio, response)
+        guard let slot else { return false }
+        slot.fill(response)
         return true
     }
 
-    /// Builds the nng response and completes the handler aio (exactly once per aio).
-    private func finish(_ aio: OpaquePointer, _ response: HTTPResponse) {
-        var res: OpaquePointer?
-        guard nng_http_res_alloc(&res) == 0, let res else {
-            nng_aio_finish(aio, cnng_errno(NNG_ENOMEM))
-            return
-        }
-        var ok = nng_http_res_set_status(res, UInt16(clamping: min(max(response.status, 100), 599))) == 0
-        var headers = configuration.defaultHeaders
-        for h in response.headers {
-            headers.removeAll { $0.name.caseInsensitiveEquals(h.name) }
-            headers.append(h)
-        }
-        for h in headers where ok {
-            ok = nng_http_res_set_header(res, h.name, h.value) == 0
-        }
-        if ok {
-            if response.body.isEmpty {
-                // nng cannot copy 0 bytes (allocation of 0 fails); say Content-Length: 0 ourselves
-                // so keep-alive clients know the body ended (never on 1xx, 204, 304).
-                if response.status >= 200 && response.status != 204 && response.status != 304 {
-                    ok = nng_http_res_set_header(res, "Content-Length", "0") == 0
-                }
-            } else {
-                ok = response.body.withUnsafeBytes { b in nng_http_res_copy_data(res, b.baseAddress, b.count) == 0 }
-            }
-        }
-        guard ok else {
-            nng_http_res_free(res)
-            nng_aio_finish(aio, cnng_errno(NNG_ENOMEM))
-            return
-        }
-        responded.add(1, ordering: .relaxed)
-        lastFinish.withLock { $0 = .now }
-        nng_aio_set_output(aio, 0, UnsafeMutableRawPointer(res))
-        nng_aio_finish(aio, 0)
-    }
-
-    /// Stop accepting, wait up to `timeout` for pending requests, answer the rest with 503.
+    /// Stop accepting, close idle connections, wait up to `timeout` for pending requests,
+    /// answer the rest with 503, then give connections `flushGrace` to write their last
+    /// responses before closing every one still open.
     func drain(timeout: Duration) {
         let deadline = ContinuousClock.now + timeout
-        let leftover: [OpaquePointer] = lock.withLock {
+        let leftover: [ResponseSlot] = lock.withLock {
             accepting = false
+            for c in connections.values { c.closeIfIdle() }
             while !pending.isEmpty {
                 let left = deadline - .now
                 if left <= .zero { break }
@@ -235,33 +279,40 @@ final class HTTPServerCore: @unchecked Sendable {
             defer { pending = [:] }
             return Array(pending.values)
         }
-        for aio in leftover {
+        for slot in leftover {
             answeredByStop.add(1, ordering: .relaxed)
-            finish(aio, .text(503, "server stopping\n"))
+            slot.fill(.text(503, "server stopping\n"))
         }
-        // nng_http_server_stop closes connections at once, cutting writes still in progress;
-        // give responses handed to nng in the last moment a short grace to reach the socket.
-        if let last = lastFinish.withLock({ $0 }) {
-            let until = last + Self.flushGrace
-            if until > .now {
-                let (secs, attos) = (until - .now).components
-                usleep(useconds_t(secs * 1_000_000 + attos / 1_000_000_000_000))
+        lock.withLock {
+            let until = ContinuousClock.now + Self.flushGrace
+            while !connections.isEmpty {
+                let left = until - .now
+                if left <= .zero { break }
+                _ = lock.wait(timeout: left)
             }
+            for c in connections.values { c.close() }
         }
     }
 
-    static let flushGrace: Duration = .milliseconds(100)
+    /// How long stop lets connections finish writing their last response.
+    static let flushGrace: Duration = .seconds(1)
 }
 
-/// Servers held by some ``NNGHTTPServer`` in this process. nng 1.5 hands out one shared server
-/// per host:port (and per unstarted port 0), so holds and starts are serialized here and a
-/// server already held is refused with `.addressInUse`.
-private let heldServers = Mutex<Set<UInt>>([])
-
-/// An HTTP/1.1 server on nng's supplemental HTTP server (libnng 1.5.2): one handler for a path
-/// tree; each request is copied into an ``HTTPRequest`` on nng's thread and handed to the
-/// ``HTTPRequestHandler`` on a dispatch queue; the handler answers through an ``HTTPResponder``
-/// from any thread, at any time.
+/// An HTTP/1.1 server on nng's TCP streams (libnng 1.5.2): nng accepts and moves the bytes, this
+/// type reads and checks each request itself (nng's own HTTP server closes the connection
+/// without a status when a request line or header exceeds its 8 KiB buffer, and never times a
+/// client out). One thread per connection reads a request, hands an ``HTTPRequest`` to the
+/// ``HTTPRequestHandler`` on a dispatch queue, waits for the ``HTTPResponder``'s answer (given
+/// from any thread, at any time) and writes it; keep-alive and pipelined requests are served in
+/// order.
+///
+/// What clients see besides the handler's responses: `400` for a malformed request, `404`
+/// outside ``HTTPServerConfiguration/pathPrefix``, `405` for a method not allowed, `408` after
+/// ``HTTPServerConfiguration/headerTimeout``, `413`/`414`/`431` past the size limits, `501` for
+/// a request with `Transfer-Encoding`, `503` while stopping or over
+/// ``HTTPServerConfiguration/maxConnections``, `505` for HTTP versions other than 1.0 and 1.1.
+/// Every one of those but 404 and 405 closes the connection after the response; an idle
+/// connection is closed without one after ``HTTPServerConfiguration/idleTimeout``.
 ///
 /// Thread-safe. `start()` and `stop(drainTimeout:)` must not be called from a handler.
 public final class NNGHTTPServer: @unchecked Sendable {
@@ -270,9 +321,10 @@ public final class NNGHTTPServer: @unchecked Sendable {
     public let configuration: HTTPServerConfiguration
     private let core: HTTPServerCore
     private let lock = ConditionLock()
-    private var lifecycle = Lifecycle.new   // guarded by lock
-    private var server: OpaquePointer?      // guarded by lock: nng_http_server *
-    private var port = 0                    // guarded by lock
+    private var lifecycle = Lifecycle.new          // guarded by lock
+    private var listener: OpaquePointer?           // guarded by lock: nng_stream_listener *
+    private var acceptThreadDone: DispatchSemaphore?  // guarded by lock
+    private var port = 0                           // guarded by lock
 
     /// - Parameters:
     ///   - queue: where `handler` runs. Default: a concurrent queue of its own.
@@ -307,118 +359,112 @@ public final class NNGHTTPServer: @unchecked Sendable {
                              methodNotAllowed: core.methodNotAllowed.load(ordering: .relaxed),
                              dropped: core.dropped.load(ordering: .relaxed),
                              answeredByStop: core.answeredByStop.load(ordering: .relaxed),
-                             inFlight: core.inFlight)
+                             inFlight: core.inFlight,
+                             refused: core.refused.load(ordering: .relaxed),
+                             headerTimeouts: core.headerTimeouts.load(ordering: .relaxed),
+                             idleTimeouts: core.idleTimeouts.load(ordering: .relaxed),
+                             connections: core.connectionCount)
     }
 
     /// Listens and starts serving. Throws ``NNGError``: `.addressInvalid` for an address nng
     /// cannot parse or resolve, `.addressInUse` when the port is taken (by this process too),
-    /// `.invalidArgument` for a bad path prefix, `.invalidState` if started twice. On a throw
-    /// nothing stays open.
+    /// `.invalidArgument` for a bad path prefix or limit, `.invalidState` if started twice. On a
+    /// throw nothing stays open.
     public func start() throws(NNGError) {
         lock.lock()
         defer { lock.unlock() }
         guard lifecycle == .new else { throw NNGError(code: NNGError.invalidState.code, operation: "NNGHTTPServer.start") }
         let config = configuration
-        guard config.pathPrefix.hasPrefix("/"), config.maxRequestBodyBytes >= 0 else {
+        guard config.pathPrefix.hasPrefix("/"), config.maxRequestBodyBytes >= 0, config.maxRequestLineBytes > 0,
+              config.maxHeaderBytes > 0, config.headerTimeout > .zero, config.idleTimeout > .zero,
+              config.maxConnections > 0 else {
             throw NNGError(code: NNGError.invalidArgument.code, operation: "NNGHTTPServer.start(configuration)")
         }
-        var url: UnsafeMutablePointer<nng_url>?
-        try nngCheck(nng_url_parse(&url, config.url), "nng_url_parse(\(config.url))")
-        defer { nng_url_free(url) }
-
-        var handler: OpaquePointer?
-        try nngCheck(nng_http_handler_alloc(&handler, config.pathPrefix, { aio in
-            guard let aio else { return }
-            guard let h = nng_aio_get_input(aio, 1), let data = nng_http_handler_get_data(OpaquePointer(h)) else {
-                nng_aio_finish(aio, cnng_errno(NNG_EINTERNAL))
-                return
-            }
-            Unmanaged<HTTPServerCore>.fromOpaque(data).takeUnretainedValue().received(aio: aio)
-        }), "nng_http_handler_alloc(\(config.pathPrefix))")
-        let retained = Unmanaged.passRetained(core).toOpaque()
+        let tcpURL = "tcp://" + config.url.dropFirst("http://".count)
+        var l: OpaquePointer?
+        try nngCheck(nng_stream_listener_alloc(&l, tcpURL), "nng_stream_listener_alloc(\(tcpURL))")
+        guard let l else { throw NNGError(code: NNGError.internalError.code, operation: "nng_stream_listener_alloc") }
+        var bound: Int32 = 0
         do throws(NNGError) {
-            try nngCheck(nng_http_handler_set_data(handler, retained, { data in
-                if let data { Unmanaged<HTTPServerCore>.fromOpaque(data).release() }
-            }), "nng_http_handler_set_data")
+            try nngCheck(nng_stream_listener_listen(l), "nng_stream_listener_listen(\(tcpURL))")
+            try nngCheck(nng_stream_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &bound), "nng_stream_listener_get_int(bound port)")
         } catch {
-            Unmanaged<HTTPServerCore>.fromOpaque(retained).release()
-            nng_http_handler_free(handler)
+            nng_stream_listener_free(l)
             throw error
         }
-        // From here the handler owns the retain on core (released by nng when it frees the handler).
-        do throws(NNGError) {
-            try nngCheck(nng_http_handler_set_method(handler, nil), "nng_http_handler_set_method(any)")
-            try nngCheck(nng_http_handler_set_tree(handler), "nng_http_handler_set_tree")
-            try nngCheck(nng_http_handler_collect_body(handler, true, config.maxRequestBodyBytes),
-                         "nng_http_handler_collect_body")
-        } catch {
-            nng_http_handler_free(handler)
-            throw error
+        let done = DispatchSemaphore(value: 0)
+        let core = self.core
+        let listenerBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(l)))
+        guard detachThread(stackSize: 512 << 10, {
+            Self.acceptLoop(OpaquePointer(bitPattern: listenerBits)!, core: core)
+            done.signal()
+        }) else {
+            nng_stream_listener_free(l)
+            throw NNGError(code: NNGError.outOfMemory.code, operation: "NNGHTTPServer.start: accept thread")
         }
-
-        let (heldKey, boundPort): (UInt, Int) = try heldServers.withLock { (set) throws(NNGError) in
-            var s: OpaquePointer?
-            do throws(NNGError) {
-                try nngCheck(nng_http_server_hold(&s, url), "nng_http_server_hold(\(config.url))")
-            } catch {
-                nng_http_handler_free(handler)
-                throw error
-            }
-            guard let s else { throw NNGError(code: NNGError.internalError.code, operation: "nng_http_server_hold") }
-            let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(s)))
-            guard !set.contains(key) else {
-                nng_http_server_release(s)
-                nng_http_handler_free(handler)
-                throw NNGError(code: NNGError.addressInUse.code, operation: "nng_http_server_hold(\(config.url)): held by another NNGHTTPServer")
-            }
-            do throws(NNGError) {
-                try nngCheck(nng_http_server_add_handler(s, handler), "nng_http_server_add_handler(\(config.pathPrefix))")
-            } catch {
-                nng_http_handler_free(handler)
-                nng_http_server_release(s)
-                throw error
-            }
-            // The server owns the handler now.
-            do throws(NNGError) {
-                try nngCheck(nng_http_server_start(s), "nng_http_server_start(\(config.url))")
-            } catch {
-                nng_http_server_release(s)
-                throw error
-            }
-            var sa = nng_sockaddr()
-            var bound = 0
-            if nng_http_server_get_addr(s, &sa) == 0 {
-                switch Int32(sa.s_family) {
-                case Int32(NNG_AF_INET.rawValue): bound = Int(UInt16(bigEndian: sa.s_in.sa_port))
-                case Int32(NNG_AF_INET6.rawValue): bound = Int(UInt16(bigEndian: sa.s_in6.sa_port))
-                default: break
-                }
-            }
-            set.insert(key)
-            return (key, bound)
-        }
-        server = OpaquePointer(bitPattern: heldKey)
-        port = boundPort
+        listener = l
+        acceptThreadDone = done
+        port = Int(bound)
         lifecycle = .running
     }
 
-    /// Stops taking requests (new ones get 503 until the listener closes), waits up to
+    /// Accepts until the listener is closed; each connection gets a thread of its own.
+    private static func acceptLoop(_ listener: OpaquePointer, core: HTTPServerCore) {
+        var aio: OpaquePointer?
+        guard nng_aio_alloc(&aio, nil, nil) == 0, let aio else { return }
+        defer { nng_aio_free(aio) }
+        while true {
+            nng_stream_listener_accept(listener, aio)
+            nng_aio_wait(aio)
+            let rv = nng_aio_result(aio)
+            if rv == NNGError.closed.code { return }
+            guard rv == 0, let raw = nng_aio_get_output(aio, 0) else {
+                if core.isStopping { return }
+                // E.g. out of file descriptors for a moment: keep serving, without spinning.
+                nng_msleep(10)
+                continue
+            }
+            let connection = HTTPConnection(stream: OpaquePointer(raw), core: core)
+            guard core.admit(connection) else {
+                core.refused.add(1, ordering: .relaxed)
+                // On a short-lived thread of its own (the refusal lingers until the client has read
+                // it), at most `maxRefusing` at once; past that the connection is just closed.
+                guard core.refusing.add(1, ordering: .relaxed).newValue <= HTTPServerCore.maxRefusing else {
+                    core.refusing.subtract(1, ordering: .relaxed)
+                    connection.free()
+                    continue
+                }
+                let response = HTTPResponse.text(503, core.isStopping ? "server stopping\n" : "too many connections\n")
+                if !detachThread(stackSize: 128 << 10, {
+                    connection.refuse(response)
+                    core.refusing.subtract(1, ordering: .relaxed)
+                }) {
+                    core.refusing.subtract(1, ordering: .relaxed)
+                    connection.free()
+                }
+                continue
+            }
+            if !detachThread(stackSize: 512 << 10, { connection.run() }) {
+                core.remove(connection)
+                connection.free()
+            }
+        }
+    }
+
+    /// Stops taking requests: closes the listener and idle connections, waits up to
     /// `drainTimeout` for handlers to respond, answers the rest `503 Service Unavailable`, gives
-    /// responses handed to nng within the last 100 ms that long to be written, then closes the
-    /// listener and every connection (nng's stop is a hard close). Later ``HTTPResponder/respond(_:)`` calls return
-    /// false. Idempotent; blocks the caller.
+    /// connections up to 1 s to write their last responses (each with `Connection: close`), then
+    /// closes every connection. Later ``HTTPResponder/respond(_:)`` calls return false.
+    /// Idempotent; blocks the caller.
     public func stop(drainTimeout: Duration = .seconds(5)) {
         lock.lock()
         defer { lock.unlock() }
-        guard lifecycle == .running, let s = server else { lifecycle = .stopped; return }
+        guard lifecycle == .running, let l = listener else { lifecycle = .stopped; return }
         lifecycle = .stopped
+        nng_stream_listener_close(l)
+        acceptThreadDone?.wait()
+        nng_stream_listener_free(l)
+        listener = nil
         core.drain(timeout: drainTimeout)
-        nng_http_server_stop(s)
-        let key = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(s)))
-        heldServers.withLock { set in
-            set.remove(key)
-            nng_http_server_release(s)
-        }
-        server = nil
     }
 }

@@ -344,6 +344,38 @@ struct TileGatewayTests {
         #expect(try RawHTTP.request(port: port, "GET", "/hittest/nope?lat=1&lon=2&zoom=1").status == 404)
     }
 
+    /// Numbers past Int.max in a URL are a 400, not a trap (found by HTTPFuzzTests: a tile size
+    /// of 9223372036854775808 killed markerd in an Int conversion).
+    @Test func tileNumbersPastIntMaxAreBadRequests() {
+        for big in ["9223372036854775808", "18446744073709551615"] {
+            for path in ["/tiles/cities/\(big)/0/0/0.png", "/tiles/cities/v\(big)/\(big)/0/0/0.png",
+                         "/tiles/cities/256/\(big)/0/0.png", "/tiles/cities/256/0/\(big)/0.png", "/tiles/cities/256/0/0/\(big).png",
+                         "/tiles/cities/256/0/0/0@\(big)x.png", "/tiles/cities/\(big)/0/0.mvt", "/tiles/cities/0/0/\(big).mvt"] {
+                guard case .failure(.badRequest) = GatewayRoute.parse(path) else {
+                    Issue.record("\(path): \(GatewayRoute.parse(path))")
+                    continue
+                }
+            }
+        }
+        #expect(GatewayRoute.parse("/tiles/cities/v18446744073709551615/256/0/0/0.png")
+                == .success(.rasterTile(.init(layer: "cities", version: .max, size: 256, z: 0, x: 0, y: 0))))
+    }
+
+    /// Query strings with empty names and values (found by HTTPFuzzTests: a part "=" trapped
+    /// QueryString with an index out of range and killed markerd with one GET).
+    @Test func emptyQueryPartsAreIgnoredNotFatal() throws {
+        let (gateway, _) = try makeGateway()
+        defer { gateway.stop() }
+        let port = gateway.boundPort
+        for query in ["lat=52.5&lon=13.4&zoom=10&=", "=&lat=52.5&lon=13.4&zoom=10", "lat=52.5&==&lon=13.4&=x&zoom=10&&"] {
+            let r = try RawHTTP.request(port: port, "GET", "/hittest/cities?" + query)
+            #expect(r.status == 200, "\(query): \(r.text)")
+        }
+        let vp = try RawHTTP.request(port: port, "GET", "/viewport/cities?=&west=0&south=40&east=20&north=60&zoom=4&lat=")
+        #expect(vp.status == 200)
+        #expect(try RawHTTP.request(port: port, "GET", "/viewport/cities?=").status == 400)
+    }
+
     /// Seeded random tile URLs, valid and not, against a brute-force oracle of the URL rules.
     @Test func randomTileURLsAgainstOracle() throws {
         let seed = testSeed("randomTileURLsAgainstOracle")
@@ -399,6 +431,34 @@ struct MarkerServerGatewayTests {
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http", "8080"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http", "h:99999"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http"]) }
+        let defaults = try MarkerdConfiguration.parse([])
+        #expect(defaults.httpHeaderTimeout == .seconds(10) && defaults.httpIdleTimeout == .seconds(60))
+        let set = try MarkerdConfiguration.parse(["--http-header-timeout-ms", "1500", "--http-idle-timeout-ms", "250"])
+        #expect(set.httpHeaderTimeout == .milliseconds(1500) && set.httpIdleTimeout == .milliseconds(250))
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http-idle-timeout-ms", "0"]) }
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http-header-timeout-ms", "1s"]) }
+    }
+
+    /// The timeout flags reach the gateway's server: a silent connection is closed, a slow head gets 408.
+    @Test func timeoutSettingsReachTheGateway() throws {
+        let server = try TestServer(.inproc) {
+            $0.httpAddress = "127.0.0.1:0"
+            $0.httpIdleTimeout = .milliseconds(200)
+            $0.httpHeaderTimeout = .milliseconds(300)
+        }
+        defer { server.stop() }
+        let port = try #require(server.server.gateway).boundPort
+        #expect(try RawConnection(port: port).readToEOF().isEmpty)
+        let slow = try RawConnection(port: port)
+        try slow.send("GET /healthz HTTP/1.1\r\nHost: h\r\n")
+        let r = try RawHTTP.parse(slow.readToEOF(), method: "GET")
+        #expect(r.status == 408)
+        #expect(r.header("Access-Control-Allow-Origin") == "*")
+        let metrics = try RawHTTP.request(port: port, "GET", "/metrics").text
+        #expect(metrics.contains("markerd_http_timeouts_total{kind=\"header\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains("markerd_http_timeouts_total{kind=\"idle\"} 1\n"))
+        #expect(metrics.contains("markerd_http_refused_total 0\n"))
+        #expect(metrics.contains("markerd_http_connections 1\n"))  // the /metrics request's own
     }
 
     @Test func serviceBehindTheGateway() throws {
