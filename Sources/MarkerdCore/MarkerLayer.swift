@@ -14,6 +14,11 @@ public struct MarkerLayer: Sendable {
     /// Increments on every change: upsert, remove, move, drag moves, clear, options, expiry.
     public internal(set) var version: UInt64 = 0
 
+    /// Raises `version` to `v` when it is lower (never lowers it): a layer created anew, or
+    /// recovered after a restart, starts above every version its id had before, so that no
+    /// version names two different states.
+    public mutating func raiseVersion(to v: UInt64) { version = max(version, v) }
+
     var table = MarkerTable()
     var grid = GridIndex()
     /// Interned icon styles (index -> style) of this layer.

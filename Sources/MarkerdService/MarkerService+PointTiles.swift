@@ -30,10 +30,10 @@ extension MarkerService {
         let config = clusterConfig(h)
         // Cheap version check first.
         if r.knownVersion != 0 {
-            h.expireAnimationsIfDue(nowUnixMs: Self.nowUnixMs())
+            try h.expireAnimationsIfDue(nowUnixMs: Self.nowUnixMs(), versions)
             let version: UInt64
             if r.clustered && config.algorithm == .supercluster {
-                version = superclusterSnapshot(h, config.supercluster).layerVersion
+                version = try superclusterSnapshot(h, config.supercluster).layerVersion
             } else {
                 version = h.lock.withReadLock { h.layer.version }
             }
