@@ -87,8 +87,10 @@ final class RestartingMarkerd {
     }
 
     deinit {
-        process.kill(SIGKILL)
-        _ = process.waitForExit(timeout: 5)
+        if process.process.isRunning {
+            process.kill(SIGKILL)
+            _ = process.waitForExit(timeout: 5)
+        }
         try? FileManager.default.removeItem(atPath: dir)
     }
 
@@ -104,12 +106,23 @@ final class RestartingMarkerd {
         return (p, c)
     }
 
-    /// Stops markerd with `signal` (SIGTERM: it must exit 0; SIGKILL: a crash) and starts it again.
-    func restart(_ signal: Int32) throws {
+    /// Stops markerd with `signal` (SIGTERM: it must exit 0; SIGKILL: a crash).
+    func stop(_ signal: Int32) {
+        guard process.process.isRunning else { return }
         process.kill(signal)
         let status = process.waitForExit(timeout: 20)
         if signal == SIGTERM { #expect(status == 0, "markerd did not exit 0 after SIGTERM: \(process.stderrText())") }
+    }
+
+    /// Starts markerd again on the same data directory (on a new RPC port).
+    func start() throws {
         (process, client) = try Self.start(dir, httpPort: httpPort)
+    }
+
+    /// `stop(signal)`, then `start()`.
+    func restart(_ signal: Int32) throws {
+        stop(signal)
+        try start()
     }
 
     func get(_ path: String, headers: [(String, String)] = []) throws -> RawHTTPResponse {
@@ -326,4 +339,70 @@ struct VersionRestartTests {
             try Self.observe(m, ledger)
         }
     }
+
+    @Test("kill -9 while drags, moves and reads run: after each restart the layer's version and its z0 tile's version are above every one read before")
+    func crashWhileDragging() throws {
+        let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? 35
+        print("crashWhileDragging: SEED=\(seed)")
+        var rng = SplitMix64(seed: seed)
+        let m = try RestartingMarkerd()
+        _ = try createLayer(m.client, "L")
+        _ = try m.client.upsertMarkers("L", [marker("d", 10, 10) { $0.draggable = true }, marker("s", 20, 20)])
+        let seen = HighestVersions()
+        for round in 0..<6 {
+            let url = m.process.url, stop = StopFlag(), group = DispatchGroup()
+            DispatchQueue.global().async(group: group) {
+                // Drags (not journaled) and reads of the version they reveal.
+                guard let c = try? MarkerdClient(url: url, timeout: .seconds(3)),
+                      let drag = try? c.beginDrag("L", markerID: "d") else { return }
+                var i = 0
+                while !stop.isSet {
+                    i += 1
+                    guard (try? c.dragTo("L", dragID: drag.dragID, to: V1.LatLng(latitude: 10 + Double(i % 500) / 1000, longitude: 10))) != nil,
+                          let v = try? c.getLayer("L").version else { return }
+                    seen.layer(v)
+                }
+            }
+            let moverSeed = rng.next()
+            DispatchQueue.global().async(group: group) {
+                // Moves of a marker drawn into the z0 tile, and reads of that tile's version.
+                var r = SplitMix64(seed: moverSeed)
+                guard let c = try? MarkerdClient(url: url, timeout: .seconds(3)) else { return }
+                while !stop.isSet {
+                    guard let moved = try? c.moveMarkers("L", [move("s", Double(r.next() % 120) - 60, Double(r.next() % 340) - 170)]),
+                          let t = try? c.call("GetTile", V1.GetTileRequest(layerID: "L", z: 0, x: 0, y: 0), as: V1.GetTileResponse.self)
+                    else { return }
+                    seen.layer(moved.layerVersion)
+                    seen.tile(t.version)
+                }
+            }
+            Thread.sleep(forTimeInterval: Double(rng.next() % 600 + 150) / 1000)
+            m.stop(SIGKILL)
+            stop.set()
+            group.wait()
+            try m.start()
+            let (layer, tile) = seen.highest
+            let v = try m.client.getLayer("L").version
+            let t = try m.tile("L", 0, 0, 0).version
+            #expect(v > layer, "round \(round): the layer is at version \(v) after kill -9, not above \(layer) read before")
+            #expect(t > tile, "round \(round): the z0 tile is at version \(t) after kill -9, not above \(tile) read before")
+            seen.layer(v)
+            seen.tile(t)
+        }
+        let reads = seen.reads
+        #expect(reads.layer > 100 && reads.tile > 10, "too few versions read to mean anything: \(reads)")
+    }
+}
+
+/// The highest layer and tile versions the workers of `crashWhileDragging` read; thread-safe.
+final class HighestVersions: @unchecked Sendable {
+    private let lock = NSLock()
+    private var layerVersion: UInt64 = 0  // guarded by lock
+    private var tileVersion: UInt64 = 0   // guarded by lock
+    private var layerReads = 0, tileReads = 0  // guarded by lock
+
+    func layer(_ v: UInt64) { lock.withLock { layerVersion = max(layerVersion, v); layerReads += 1 } }
+    func tile(_ v: UInt64) { lock.withLock { tileVersion = max(tileVersion, v); tileReads += 1 } }
+    var highest: (layer: UInt64, tile: UInt64) { lock.withLock { (layerVersion, tileVersion) } }
+    var reads: (layer: Int, tile: Int) { lock.withLock { (layerReads, tileReads) } }
 }
