@@ -258,13 +258,13 @@ extension MarkerService {
     /// The end of recovery: gives every layer a fresh version (`VersionCeiling.fresh`), above
     /// the highest reservation recovered and so above every version revealed before the restart
     /// or crash (replay cannot reproduce them: drags and animations are not journaled), and
-    /// renews every tile's version with it. Journals one reservation and waits until it is
-    /// durable, before anything is served.
+    /// renews every tile's version with it; drag ids go on from there too (`MarkerLayer.start(at:)`).
+    /// Journals one reservation and waits until it is durable, before anything is served.
     /// - Throws: when the journal refuses that reservation.
     func startAboveRecoveredVersions() throws {
         for h in layers.withLock({ Array($0.values) }) {
             try h.lock.withWriteLock { () throws(RPCError) in
-                h.layer.raiseVersion(to: try versions.fresh(above: h.layer.version))
+                h.layer.start(at: try versions.fresh(above: h.layer.version))
                 h.tileVersions.reset(seq: h.layer.version)
             }
         }

@@ -168,9 +168,9 @@ extension MarkerService {
         let (api, tiling) = try LayerOptionsResolution.resolve(r.options)
         var layer: MarkerLayer
         layer = try mapCoreError { () throws(MarkerdCoreError) in try MarkerLayer(options: tiling) }
-        // Above every version any layer had, this id's earlier lives included (replay leaves
-        // that to the end of recovery: `startAboveRecoveredVersions`).
-        if !c.replaying { layer.raiseVersion(to: try versions.fresh()) }
+        // Above every version and drag id any layer had, this id's earlier lives included
+        // (replay leaves that to the end of recovery: `startAboveRecoveredVersions`).
+        if !c.replaying { layer.start(at: try versions.fresh()) }
         if let grid = ClusterConfig.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
         let h = LayerHandle(id: r.layerID, layer: layer, options: api)
         var response = V1.CreateLayerResponse()
@@ -330,6 +330,8 @@ extension MarkerService {
 
     func beginDrag(_ r: V1.BeginDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.BeginDragResponse {
         try write(r.layerID, c) { (h) throws(RPCError) in
+            // Drag ids are covered like versions, so none handed out is used again after a restart.
+            try versions.cover(h.layer.nextDragID.rawValue)
             let (drag, marker) = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.beginDrag(id: r.markerID) }
             var response = V1.BeginDragResponse()
             response.dragID = drag.description

@@ -19,7 +19,9 @@ import MarkerdJournal
 /// every layer at a `fresh` version above it, so versions revealed before a crash are never
 /// used again; a new layer also starts at a `fresh` version, above every version any layer has
 /// had, so a layer deleted and created again does not repeat its predecessor's versions. Each
-/// restart skips at most `block` + the number of layers versions. Thread-safe.
+/// restart skips at most `block` + the number of layers versions. Drag ids are numbered from the
+/// same sequence (`MarkerLayer.start(at:)`, BeginDrag covers the id it hands out), so a client's
+/// drag id from before a restart never names another client's drag. Thread-safe.
 final class VersionCeiling: @unchecked Sendable {
     /// Versions one reservation record covers beyond the version that needed it.
     static let block: UInt64 = 4096

@@ -177,6 +177,10 @@ struct VersionRestartTests {
         } else {
             #expect(again.status == 302 && again.header("Location") == "/tiles/L/256/0/0/0.png")
         }
+        // Drag ids do not repeat either: the drag id from before the restart is not the new drag's.
+        let newDrag = try m.client.beginDrag("L", markerID: "a")
+        #expect(newDrag.dragID != drag.dragID)
+        #expect(statusCode { try m.client.dragTo("L", dragID: drag.dragID, to: V1.LatLng(latitude: 0, longitude: 0)) } == .notFound)
     }
 
     /// Tiles looked at in every step: z0, the four z1 tiles, and the z4 tile around (10, 10).
