@@ -27,9 +27,10 @@ extension V1 {
         /// Digest of method + payload, to detect a key reused for another request.
         /// Proto field `request_digest` = 7; absent decodes to 0, which is not encoded.
         public var requestDigest: UInt64 = 0
-        /// A version reservation (a record with no method): no layer version above this was revealed
-        /// before a later reservation became durable. Recovery starts every layer's version above the
-        /// highest reservation it finds, so versions revealed before a crash are never used again.
+        /// A version reservation (a record with no method): once it is durable, layer versions and
+        /// drag ids up to this one may be handed out, none above it before a higher reservation is.
+        /// Recovery starts every layer above the highest reservation it finds, so versions and drag ids
+        /// handed out before a crash are never used again.
         /// Proto field `version_ceiling` = 8; absent decodes to 0, which is not encoded.
         public var versionCeiling: UInt64 = 0
 

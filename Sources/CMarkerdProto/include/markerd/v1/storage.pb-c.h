@@ -67,9 +67,10 @@ struct  Markerd__V1__JournalRecord
   protobuf_c_boolean has_request_digest;
   uint64_t request_digest;
   /*
-   * A version reservation (a record with no method): no layer version above this was revealed
-   * before a later reservation became durable. Recovery starts every layer's version above the
-   * highest reservation it finds, so versions revealed before a crash are never used again.
+   * A version reservation (a record with no method): once it is durable, layer versions and
+   * drag ids up to this one may be handed out, none above it before a higher reservation is.
+   * Recovery starts every layer above the highest reservation it finds, so versions and drag ids
+   * handed out before a crash are never used again.
    */
   protobuf_c_boolean has_version_ceiling;
   uint64_t version_ceiling;
