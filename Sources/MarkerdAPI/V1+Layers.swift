@@ -218,7 +218,9 @@ extension V1 {
         /// Options with every default filled in.
         /// Proto field `options` = 2.
         public var options: LayerOptions? = nil
-        /// Changes whenever any marker or option of the layer changes.
+        /// Changes whenever any marker or option of the layer changes. Only rises, also across
+        /// restarts, crashes and a layer deleted and created again (which skip ahead, by up to a few
+        /// thousand), so one version never names two different states of a layer.
         /// Proto field `version` = 3; absent decodes to 0, which is not encoded.
         public var version: UInt64 = 0
         /// Proto field `mode` = 4; absent decodes to .unspecified, which is not encoded.

@@ -55,7 +55,7 @@ extension V1 {
         /// depend only on the layer's content and options and on the request.
         /// Proto field `mvt` = 1; absent decodes to [], which is not encoded.
         public var mvt: [UInt8] = []
-        /// The layer version the tile reflects (supercluster clusters: their snapshot's).
+        /// The layer version the tile shows (supercluster clusters: their snapshot's); only rises.
         /// Proto field `version` = 2; absent decodes to 0, which is not encoded.
         public var version: UInt64 = 0
         /// Proto field `not_modified` = 3; absent decodes to false, which is not encoded.

@@ -4,7 +4,8 @@ private import CMarkerdProto
 private import CProtobufC
 
 extension V1 {
-    /// One journaled mutation: the request exactly as applied, so replay re-applies it.
+    /// One journaled mutation: the request exactly as applied, so replay re-applies it. Or, with
+    /// `version_ceiling` set and no `method`, a version reservation (see version_ceiling).
     public struct JournalRecord: ProtoMessage {
         /// Monotonic sequence number, starting at 1.
         /// Proto field `sequence` = 1; absent decodes to 0, which is not encoded.
@@ -26,6 +27,12 @@ extension V1 {
         /// Digest of method + payload, to detect a key reused for another request.
         /// Proto field `request_digest` = 7; absent decodes to 0, which is not encoded.
         public var requestDigest: UInt64 = 0
+        /// A version reservation (a record with no method): once it is durable, layer versions and
+        /// drag ids up to this one may be handed out, none above it before a higher reservation is.
+        /// Recovery starts every layer above the highest reservation it finds, so versions and drag ids
+        /// handed out before a crash are never used again.
+        /// Proto field `version_ceiling` = 8; absent decodes to 0, which is not encoded.
+        public var versionCeiling: UInt64 = 0
 
         public init() {}
 
@@ -36,7 +43,8 @@ extension V1 {
             payload: [UInt8] = [],
             appliedAtUnixMs: Int64 = 0,
             response: [UInt8] = [],
-            requestDigest: UInt64 = 0
+            requestDigest: UInt64 = 0,
+            versionCeiling: UInt64 = 0
         ) {
             self.sequence = sequence
             self.method = method
@@ -45,6 +53,7 @@ extension V1 {
             self.appliedAtUnixMs = appliedAtUnixMs
             self.response = response
             self.requestDigest = requestDigest
+            self.versionCeiling = versionCeiling
         }
     }
 
@@ -91,17 +100,23 @@ extension V1 {
         public var coversSequence: UInt64? = nil
         /// Proto field `created_at_unix_ms` = 3.
         public var createdAtUnixMs: Int64? = nil
+        /// The highest version reservation made before the snapshot was written (see
+        /// JournalRecord.version_ceiling); absent in snapshots of markerd before it had them.
+        /// Proto field `version_ceiling` = 4.
+        public var versionCeiling: UInt64? = nil
 
         public init() {}
 
         public init(
             formatVersion: UInt32? = nil,
             coversSequence: UInt64? = nil,
-            createdAtUnixMs: Int64? = nil
+            createdAtUnixMs: Int64? = nil,
+            versionCeiling: UInt64? = nil
         ) {
             self.formatVersion = formatVersion
             self.coversSequence = coversSequence
             self.createdAtUnixMs = createdAtUnixMs
+            self.versionCeiling = versionCeiling
         }
     }
 
@@ -169,7 +184,8 @@ extension V1.JournalRecord: CBridged {
             payload: swiftBytes(c.payload.data, c.payload.len),
             appliedAtUnixMs: c.applied_at_unix_ms,
             response: swiftBytes(c.response.data, c.response.len),
-            requestDigest: c.request_digest
+            requestDigest: c.request_digest,
+            versionCeiling: c.version_ceiling
         )
     }
 
@@ -189,6 +205,7 @@ extension V1.JournalRecord: CBridged {
             c.response = ProtobufCBinaryData(len: self.response.count, data: arena.bytes(self.response))
         }
         setPlain(self.requestDigest, &c.has_request_digest, &c.request_digest)
+        setPlain(self.versionCeiling, &c.has_version_ceiling, &c.version_ceiling)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -265,7 +282,8 @@ extension V1.SnapshotHeader: CBridged {
         self.init(
             formatVersion: present(c.has_format_version, c.format_version),
             coversSequence: present(c.has_covers_sequence, c.covers_sequence),
-            createdAtUnixMs: present(c.has_created_at_unix_ms, c.created_at_unix_ms)
+            createdAtUnixMs: present(c.has_created_at_unix_ms, c.created_at_unix_ms),
+            versionCeiling: present(c.has_version_ceiling, c.version_ceiling)
         )
     }
 
@@ -275,6 +293,7 @@ extension V1.SnapshotHeader: CBridged {
         setOptional(self.formatVersion, &c.has_format_version, &c.format_version)
         setOptional(self.coversSequence, &c.has_covers_sequence, &c.covers_sequence)
         setOptional(self.createdAtUnixMs, &c.has_created_at_unix_ms, &c.created_at_unix_ms)
+        setOptional(self.versionCeiling, &c.has_version_ceiling, &c.version_ceiling)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

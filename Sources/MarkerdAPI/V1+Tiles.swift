@@ -50,7 +50,8 @@ extension V1 {
         /// PNG bytes (empty when not_modified).
         /// Proto field `png` = 1; absent decodes to [], which is not encoded.
         public var png: [UInt8] = []
-        /// Changes if and only if something that can change this tile's pixels changed.
+        /// Changes if and only if something that can change this tile's pixels changed. A layer
+        /// version (that of the last change to the tile), so it only rises, also across restarts.
         /// Proto field `version` = 2; absent decodes to 0, which is not encoded.
         public var version: UInt64 = 0
         /// Proto field `not_modified` = 3; absent decodes to false, which is not encoded.

@@ -63,6 +63,9 @@ extension MarkerLayer {
         return record(session.slot)
     }
 
+    /// The id the next `beginDrag` assigns.
+    public var nextDragID: DragID { DragID(rawValue: nextDragNumber) }
+
     /// The marker id of an open drag, or nil.
     public func draggedMarkerID(_ drag: DragID) -> String? {
         drags[drag].map { table.id($0.slot) }

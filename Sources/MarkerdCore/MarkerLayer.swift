@@ -14,6 +14,15 @@ public struct MarkerLayer: Sendable {
     /// Increments on every change: upsert, remove, move, drag moves, clear, options, expiry.
     public internal(set) var version: UInt64 = 0
 
+    /// Raises `version` to `v` and numbers later drag sessions from `v` on, where they are lower
+    /// (never lowers either): a layer created anew, or recovered after a restart, starts above
+    /// every version and drag id its id had before, so that no version names two different
+    /// states and a drag id handed out before (a client's stale one) never names another drag.
+    public mutating func start(at v: UInt64) {
+        version = max(version, v)
+        nextDragNumber = max(nextDragNumber, v)
+    }
+
     var table = MarkerTable()
     var grid = GridIndex()
     /// Interned icon styles (index -> style) of this layer.

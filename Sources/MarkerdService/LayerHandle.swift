@@ -22,7 +22,7 @@ final class LayerHandle: @unchecked Sendable {
     /// clusters are supercluster's on the markers in the order they were loaded. Guarded by `lock`.
     var clustersInSlotOrder: Bool { options.clustering?.algorithm == "supercluster" }
     /// Raster-tile versions (see `TileVersions`). Guarded by `lock`.
-    var tileVersions = TileVersions()
+    var tileVersions: TileVersions
     /// `layer.idHashSeed` (fixed for the layer's life), readable without the lock: bulk upserts
     /// hash their ids before taking it (`RestoreBatch.prepareLayout`).
     let idHashSeed: UInt64
@@ -32,6 +32,7 @@ final class LayerHandle: @unchecked Sendable {
         self.layer = layer
         self.idHashSeed = layer.idHashSeed
         self.options = options
+        self.tileVersions = TileVersions(base: layer.version)
     }
 
     /// The API view of the layer. Call under a lock.
@@ -47,11 +48,16 @@ final class LayerHandle: @unchecked Sendable {
 
     /// Turns markers whose animation has ended static, if any are due (takes the write lock
     /// only then). Queries call this first so that the tiling mode follows the server's clock
-    /// without a request having to change anything.
-    func expireAnimationsIfDue(nowUnixMs: Int64) {
+    /// without a request having to change anything. The new version is covered by `versions`
+    /// first (an expiry is not journaled).
+    /// - Throws: UNAVAILABLE when the new version cannot be covered (`VersionCeiling.cover`);
+    ///   then nothing changed.
+    func expireAnimationsIfDue(nowUnixMs: Int64, _ versions: VersionCeiling) throws(RPCError) {
         let due = lock.withReadLock { layer.nextAnimationEnd.map { $0 <= nowUnixMs } ?? false }
         if due {
-            lock.withWriteLock {
+            try lock.withWriteLock { () throws(RPCError) in
+                guard layer.nextAnimationEnd.map({ $0 <= nowUnixMs }) ?? false else { return }
+                try versions.cover(layer.version + 1)
                 let footprints = layer.dueAnimationFootprints(now: nowUnixMs)
                 if layer.expireAnimations(now: nowUnixMs) > 0 { markTiles(footprints) }
             }

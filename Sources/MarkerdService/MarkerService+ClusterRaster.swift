@@ -5,25 +5,6 @@ import MarkerdRender
 // GetTile for layers with `clustering.raster` (and `clustering.enabled`): clusters drawn as count
 // bubbles, unclustered markers as their sprites (`TileRenderer.renderClusterTile`).
 
-extension TileVersions {
-    /// The version of every tile of a raster-clustered layer whose clusters reflect layer version
-    /// `layerVersion`: the same bijective mix as tile versions, of the layer version itself.
-    ///
-    /// Conservative on purpose: a cluster raster tile's pixels depend on the clusters, and a
-    /// cluster (its count, position, or whether it exists at all) can change with an update far
-    /// outside the icon extents that `mark(_:seq:)` tracks - a marker joining a cluster whose
-    /// centre lies in another tile moves that centre, or splits a group into markers. So every
-    /// change of the layer gives every tile a new version (allowed: a version may change when the
-    /// pixels did not; never the other way round). Options never change for a layer instance, so
-    /// these versions never meet the per-tile versions of the same layer. `base` plays no part:
-    /// the layer version already counts clears, and reading `base` after the clusters were taken
-    /// could pair a newer version with older pixels.
-    func layerWide(_ layerVersion: UInt64) -> UInt64 {
-        let v = TileVersions.mix(salt &+ layerVersion)
-        return v == 0 ? 1 : v
-    }
-}
-
 extension MarkerService {
     /// True when the layer's tiles show cluster bubbles: `clustering.enabled` and `clustering.raster`.
     static func rastersClusters(_ options: V1.LayerOptions) -> Bool {
@@ -32,9 +13,17 @@ extension MarkerService {
 
     /// GetTile of a raster-clustered layer, or nil when the layer does not cluster its tiles.
     ///
-    /// The version is `TileVersions.layerWide` of the layer version the clusters reflect (grid:
-    /// the current one; supercluster: the snapshot's, so the tile changes when the background
-    /// rebuild lands). Cached like other tiles, by that version.
+    /// The version is the layer version the clusters reflect (grid: the current one;
+    /// supercluster: the snapshot's, so the tile changes when the background rebuild lands).
+    /// Cached like other tiles, by that version. Conservative on purpose: a cluster raster
+    /// tile's pixels depend on the clusters, and a cluster (its count, position, or whether it
+    /// exists at all) can change with an update far outside the icon extents that
+    /// `TileVersions.mark(_:seq:)` tracks - a marker joining a cluster whose centre lies in
+    /// another tile moves that centre, or splits a group into markers. So every change of the
+    /// layer gives every tile a new version (allowed: a version may change when the pixels did
+    /// not; never the other way round). Layer versions never repeat (`VersionCeiling`), and
+    /// options never change for a layer instance, so these versions never meet per-tile
+    /// versions of other images.
     func clusterRasterTile(_ r: V1.GetTileRequest, tile: TileID, density: Int) throws(RPCError) -> V1.GetTileResponse? {
         let h = try handle(r.layerID)
         let setup = h.lock.withReadLock { () -> (on: Bool, size: Int, overlay: Bool, reach: Double, gridVersion: UInt64?) in
@@ -42,7 +31,7 @@ extension MarkerService {
             let reach = max(e.left, e.right, e.up, e.down, ClusterBubble.maxRadiusPx) + TileRenderer.marginPx
             let grid = (h.options.clustering?.algorithm ?? "grid") == "grid"
             return (Self.rastersClusters(h.options), r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize),
-                    h.options.tiling?.debugOverlay ?? false, reach, grid ? h.tileVersions.layerWide(h.layer.version) : nil)
+                    h.options.tiling?.debugOverlay ?? false, reach, grid ? h.layer.version : nil)
         }
         guard setup.on else { return nil }
         // Grid clusters follow every update, so the current layer version is the one the clusters
@@ -57,7 +46,7 @@ extension MarkerService {
         // (px at density 1 over tile sides of `size` px).
         let ct = try clusterTile(layerID: r.layerID, z: tile.z, x: Int(tile.x), y: Int(tile.y),
                                  buffer: setup.reach / Double(setup.size))
-        let version = h.lock.withReadLock { h.tileVersions.layerWide(ct.layerVersion) }
+        let version = ct.layerVersion
         var response = V1.GetTileResponse()
         response.version = version
         if r.knownVersion == version {

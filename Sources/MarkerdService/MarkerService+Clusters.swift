@@ -159,7 +159,8 @@ extension MarkerService {
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .milliseconds(Self.superclusterDebounceMs)) { [weak self] in
             guard let self else { h.clusterState.rebuildDone(); return }
             let config = self.clusterConfig(h)
-            let built = h.lock.withReadLock { h.deleted } ? nil : self.buildSuperclusterSnapshot(h, config.supercluster)
+            // A failed build (due animations that cannot be expired) leaves it to the next query.
+            let built = h.lock.withReadLock { h.deleted } ? nil : try? self.buildSuperclusterSnapshot(h, config.supercluster)
             h.clusterState.rebuildDone()
             // Changes that came in while building: go again.
             if let built, h.lock.withReadLock({ !h.deleted && h.layer.version != built.layerVersion }) {
@@ -171,12 +172,13 @@ extension MarkerService {
     /// Builds (and installs) a snapshot of the layer's visible static markers. The layer's read lock
     /// is held only while copying the markers. When they equal the last snapshot's (ids and
     /// positions), the old index is kept and only its version moves on.
+    /// - Throws: UNAVAILABLE when due animations cannot be expired (`LayerHandle.expireAnimationsIfDue`).
     @discardableResult
-    func buildSuperclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) -> SuperclusterSnapshot {
+    func buildSuperclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) throws(RPCError) -> SuperclusterSnapshot {
         h.clusterState.buildLock.lock()
         defer { h.clusterState.buildLock.unlock() }
         let now = Self.nowUnixMs()
-        h.expireAnimationsIfDue(nowUnixMs: now)
+        try h.expireAnimationsIfDue(nowUnixMs: now, versions)
         let (version, markers) = h.lock.withReadLock { (h.layer.version, h.layer.clusterableMarkers()) }
         if var old = h.clusterState.snapshot, old.options == options, old.layerVersion <= version,
            old.markers.count == markers.count,
@@ -194,13 +196,14 @@ extension MarkerService {
 
     /// The snapshot to answer from: the last completed one (scheduling a rebuild when the layer
     /// moved on), or a synchronously built first one.
-    func superclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) -> SuperclusterSnapshot {
+    /// - Throws: UNAVAILABLE when due animations cannot be expired (`LayerHandle.expireAnimationsIfDue`).
+    func superclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) throws(RPCError) -> SuperclusterSnapshot {
         if let s = h.clusterState.snapshot, s.options == options {
-            h.expireAnimationsIfDue(nowUnixMs: Self.nowUnixMs())
+            try h.expireAnimationsIfDue(nowUnixMs: Self.nowUnixMs(), versions)
             if h.lock.withReadLock({ h.layer.version }) != s.layerVersion { scheduleSuperclusterRebuild(h) }
             return s
         }
-        return buildSuperclusterSnapshot(h, options)
+        return try buildSuperclusterSnapshot(h, options)
     }
 
     /// Waits until the layer's supercluster snapshot reflects the current layer version (tests,
@@ -209,7 +212,7 @@ extension MarkerService {
         let h = try handle(layerID)
         let config = clusterConfig(h)
         guard config.algorithm == .supercluster else { return }
-        buildSuperclusterSnapshot(h, config.supercluster)
+        try buildSuperclusterSnapshot(h, config.supercluster)
     }
 
     static func notFound(_ id: UInt64, _ h: LayerHandle, version: UInt64) -> RPCError {
@@ -326,7 +329,7 @@ extension MarkerService {
                 return response
             }
         case .supercluster:
-            let s = superclusterSnapshot(h, config.supercluster)
+            let s = try superclusterSnapshot(h, config.supercluster)
             let features = s.index.clusters(west: b.west, south: b.south, east: b.east, north: b.north, zoom: zoom)
             (response.clusters, response.markers) = try apiItems(features, s, layerID: r.layerID)
             response.layerVersion = s.layerVersion
@@ -433,7 +436,7 @@ extension MarkerService {
                 return response
             }
         case .supercluster:
-            let s = superclusterSnapshot(h, config.supercluster)
+            let s = try superclusterSnapshot(h, config.supercluster)
             guard r.clusterID < UInt64(Int.max),
                   let leaves = try? s.index.leaves(of: Int(r.clusterID), limit: limit, offset: Int(r.offset))
             else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
@@ -461,7 +464,7 @@ extension MarkerService {
                 return response
             }
         case .supercluster:
-            let s = superclusterSnapshot(h, config.supercluster)
+            let s = try superclusterSnapshot(h, config.supercluster)
             guard r.clusterID < UInt64(Int.max), let children = try? s.index.children(of: Int(r.clusterID))
             else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
             (response.clusters, response.markers) = try apiItems(children, s, layerID: r.layerID)
@@ -486,7 +489,7 @@ extension MarkerService {
                 return response
             }
         case .supercluster:
-            let s = superclusterSnapshot(h, config.supercluster)
+            let s = try superclusterSnapshot(h, config.supercluster)
             guard r.clusterID < UInt64(Int.max), let z = try? s.index.expansionZoom(of: Int(r.clusterID))
             else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
             response.zoom = UInt32(max(0, z))
@@ -516,7 +519,7 @@ extension MarkerService {
                             items: try clusterTileItems(h, nil, box: box, z: z))
             }
         case .supercluster:
-            let s = superclusterSnapshot(h, config.supercluster)
+            let s = try superclusterSnapshot(h, config.supercluster)
             return ClusterTile(layerVersion: s.layerVersion, algorithm: "supercluster",
                                items: try read(layerID) { (h, _) throws(RPCError) in try clusterTileItems(h, s, box: box, z: z) })
         }

@@ -220,6 +220,12 @@ extension MarkerService {
         let drained = ContinuousClock.now
         let service = MarkerService(configuration: configuration, journal: journal)
         service.adopt(recovering)
+        do {
+            try service.startAboveRecoveredVersions()
+        } catch {
+            service.close()
+            throw error
+        }
         let markers = service.layers.withLock { $0.values.reduce(0) { $0 + $1.layer.count } }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -244,9 +250,25 @@ extension MarkerService {
     private func adopt(_ other: MarkerService) {
         let all = other.layers.withLock { $0 }
         layers.withLock { $0 = all }
+        versions.restore(other.versions.reservedCeiling)
         for icon in other.icons.all() { _ = try? icons.register(icon) }
         for e in other.idempotency.completedEntries() {
             idempotency.restore(key: e.key, digest: e.digest, reply: e.reply, atUnixMs: e.atUnixMs)
+        }
+    }
+
+    /// The end of recovery: gives every layer a fresh version (`VersionCeiling.fresh`), above
+    /// the highest reservation recovered and so above every version revealed before the restart
+    /// or crash (replay cannot reproduce them: drags and animations are not journaled), and
+    /// renews every tile's version with it; drag ids go on from there too (`MarkerLayer.start(at:)`).
+    /// Journals one reservation and waits until it is durable, before anything is served.
+    /// - Throws: when the journal refuses that reservation.
+    func startAboveRecoveredVersions() throws {
+        for h in layers.withLock({ Array($0.values) }) {
+            try h.lock.withWriteLock { () throws(RPCError) in
+                h.layer.start(at: try versions.fresh(above: h.layer.version))
+                h.tileVersions.reset(seq: h.layer.version)
+            }
         }
     }
 
@@ -256,6 +278,10 @@ extension MarkerService {
     /// a fuzzy snapshot, e.g. removing markers the snapshot no longer has).
     func replayJournalRecord(_ bytes: [UInt8]) -> Bool {
         guard let record = try? V1.JournalRecord(serializedBytes: bytes) else { return false }
+        if record.versionCeiling != 0 {
+            versions.restore(record.versionCeiling)
+            return true
+        }
         if !record.idempotencyKey.isEmpty, let response = try? V1.Response(serializedBytes: record.response) {
             idempotency.restore(key: record.idempotencyKey, digest: record.requestDigest,
                                 reply: StoredReply(code: response.code, message: response.message, payload: response.payload),
@@ -345,6 +371,7 @@ extension MarkerService {
             if let v = h.formatVersion, v > Self.snapshotFormatVersion {
                 throw RPCError.failedPrecondition("snapshot format \(v) is newer than this markerd understands (\(Self.snapshotFormatVersion))")
             }
+            if let ceiling = h.versionCeiling { versions.restore(ceiling) }
         case .layer(let r)?:
             _ = try createLayer(r, commit(.createLayer))
         case .icon(let r)?:
@@ -421,6 +448,9 @@ extension MarkerService {
             header.formatVersion = Self.snapshotFormatVersion
             header.coversSequence = covered
             header.createdAtUnixMs = Self.nowUnixMs()
+            // Read after the rotation: covers every reservation in the segments this snapshot
+            // lets go (layer versions themselves are not kept: recovery starts above this).
+            header.versionCeiling = versions.reservedCeiling
             try put(.header(header))
             for icon in icons.all() {
                 var r = V1.RegisterIconRequest()

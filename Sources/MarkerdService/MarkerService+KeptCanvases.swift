@@ -10,7 +10,7 @@ import Synchronization
 /// touch (a city's z10 tile: 4-5 ms from scratch at p50 through markerd, about 2 ms patched
 /// after a marker moved in; `marker-bench --only tiles`, session 24).
 ///
-/// Keyed by layer, its `TileVersions` instance (salt), tile and size; each entry remembers the
+/// Keyed by layer, its `TileVersions` instance, tile and size; each entry remembers the
 /// layer version it shows. The changes since then come from `TileVersions.changes(after:)`,
 /// the same footprints that give tiles their versions, so a patched canvas is as fresh as the
 /// version it is served under; when they are no longer all kept (more than
@@ -20,7 +20,7 @@ import Synchronization
 final class KeptCanvases: Sendable {
     struct Key: Hashable {
         var layer: String
-        var salt: UInt64
+        var instance: UInt64
         var z: Int, x: UInt32, y: UInt32
         var tileSize: Int, density: Int
     }
@@ -86,7 +86,7 @@ extension MarkerService {
     func renderKeptTile(_ h: LayerHandle, tile: TileID, tileSize: Int, density: Int, now: Int64) throws(RenderError) -> TileCache.Tile? {
         guard keptCanvases.capacityBytes > 0 else { return nil }
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
-        let key = KeptCanvases.Key(layer: h.id, salt: h.tileVersions.salt, z: tile.z, x: tile.x, y: tile.y,
+        let key = KeptCanvases.Key(layer: h.id, instance: h.tileVersions.instance, z: tile.z, x: tile.x, y: tile.y,
                                    tileSize: tileSize, density: density)
         let version = h.layer.version
         if let kept = keptCanvases.canvas(key), let changed = h.tileVersions.changes(after: kept.version),

@@ -179,6 +179,9 @@ extension MarkerService {
         let (api, tiling) = try LayerOptionsResolution.resolve(r.options)
         var layer: MarkerLayer
         layer = try mapCoreError { () throws(MarkerdCoreError) in try MarkerLayer(options: tiling) }
+        // Above every version and drag id any layer had, this id's earlier lives included
+        // (replay leaves that to the end of recovery: `startAboveRecoveredVersions`).
+        if !c.replaying { layer.start(at: try versions.fresh()) }
         if let grid = ClusterConfig.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
         let h = LayerHandle(id: r.layerID, layer: layer, options: api)
         var response = V1.CreateLayerResponse()
@@ -227,12 +230,15 @@ extension MarkerService {
 
     // MARK: Markers
 
-    /// Runs `body` under the layer's write lock after the deadline and deletion checks.
+    /// Runs `body` under the layer's write lock after the deadline and deletion checks, and
+    /// after covering the version `body` may raise the layer to (`VersionCeiling.cover`; a
+    /// mutation raises it by at most 1).
     func write<T>(_ layerID: String, _ c: MutationCommit, _ body: (LayerHandle) throws(RPCError) -> T) throws(RPCError) -> T {
         let h = try handle(layerID)
         return try h.lock.withWriteLock { () throws(RPCError) -> T in
             guard !h.deleted else { throw .notFound("layer \"\(layerID)\" not found") }
             try c.checkDeadline()
+            if !c.replaying { try versions.cover(h.layer.version + 1) }
             let result = try body(h)
             clustersMayHaveChanged(h)
             return result
@@ -335,6 +341,8 @@ extension MarkerService {
 
     func beginDrag(_ r: V1.BeginDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.BeginDragResponse {
         try write(r.layerID, c) { (h) throws(RPCError) in
+            // Drag ids are covered like versions, so none handed out is used again after a restart.
+            try versions.cover(h.layer.nextDragID.rawValue)
             let (drag, marker) = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.beginDrag(id: r.markerID) }
             var response = V1.BeginDragResponse()
             response.dragID = drag.description
@@ -374,12 +382,15 @@ extension MarkerService {
 
     /// DragTo: cheap (O(1)), for 60 Hz updates; not journaled and needs no idempotency key
     /// (it sets a position, so a resend is harmless). EndDrag makes the final position durable.
+    /// The version it raises the layer to is covered by a durable reservation first
+    /// (`VersionCeiling`), which now and then waits for a journal write: UNAVAILABLE if that fails.
     public func dragTo(_ r: V1.DragToRequest) throws(RPCError) -> V1.DragToResponse {
         let drag = try Self.dragID(r.dragID)
         guard let p = MarkerConversion.latLng(r.position) else { throw .invalidArgument("position is missing") }
         let h = try handle(r.layerID)
         try h.lock.withWriteLock { () throws(RPCError) in
             guard !h.deleted else { throw .notFound("layer \"\(r.layerID)\" not found") }
+            try versions.cover(h.layer.version + 1)
             try mapCoreError { () throws(MarkerdCoreError) in try h.layer.dragTo(drag, p) }
         }
         return V1.DragToResponse()

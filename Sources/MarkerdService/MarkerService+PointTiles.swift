@@ -97,8 +97,8 @@ extension MarkerService {
     /// Work per request is bounded by the budget: markers are counted from the grid cluster index's
     /// cell counts and thinned from its cells, never read one by one beyond the budget.
     ///
-    /// Cached in `tileCache` (with the raster tiles, under `TileCache.Key.Kind.point`) by the
-    /// layer instance's layer-wide tile version, so a repeated request for an unchanged tile is a
+    /// Cached in `tileCache` (with the raster tiles, under `TileCache.Key.Kind.point`) by the layer
+    /// version (unique across layer instances: `VersionCeiling`), so a repeated request for an unchanged tile is a
     /// lookup; the bytes depend only on the layer's content and options and on the request.
     /// Supercluster clusters are cached only while their snapshot is the layer's current version.
     public func getPointTile(_ r: V1.GetPointTileRequest) throws(RPCError) -> V1.GetPointTileResponse {
@@ -111,7 +111,7 @@ extension MarkerService {
         // Counting and thinning read the grid cluster index (built once if the layer has none).
         ensureGridClusters(h, config.grid)
         let snapshot = config.algorithm == .supercluster && (r.clustered || budget.mode == .cluster)
-            ? superclusterSnapshot(h, config.supercluster) : nil
+            ? try superclusterSnapshot(h, config.supercluster) : nil
         return try read(r.layerID) { (h, _) throws(RPCError) in
             let version = snapshot?.layerVersion ?? h.layer.version
             if r.knownVersion != 0 && r.knownVersion == version {
@@ -124,7 +124,7 @@ extension MarkerService {
                 return V1.GetPointTileResponse(mvt: try build().png, version: version, notModified: false)
             }
             let key = TileCache.Key(layer: h.id, z: z, x: r.x, y: r.y, tileSize: 0, density: 0,
-                                    version: h.tileVersions.layerWide(h.layer.version),
+                                    version: h.layer.version,
                                     kind: .point(extent: extent, clustered: r.clustered))
             return V1.GetPointTileResponse(mvt: try tileCache.tile(key, render: build).png, version: version, notModified: false)
         }

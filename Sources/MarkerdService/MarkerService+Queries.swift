@@ -15,7 +15,8 @@ extension MarkerService {
         let now = Self.nowUnixMs()
         var response = V1.ListLayersResponse()
         response.layers = handles.compactMap { h in
-            h.expireAnimationsIfDue(nowUnixMs: now)
+            // A layer whose due animations cannot be expired (UNAVAILABLE) is listed as it is.
+            try? h.expireAnimationsIfDue(nowUnixMs: now, versions)
             return h.lock.withReadLock { h.deleted ? nil : h.apiLayer(nowUnixMs: now) }
         }
         return response

@@ -76,10 +76,13 @@ public final class MarkerService: @unchecked Sendable {
     let tileRenders = TileRenderCounters()
     /// The second thread of bulk upserts of new markers (see `WriteHelper`).
     let writeHelper = WriteHelper()
+    /// Reservations that keep layer versions from ever repeating (see `VersionCeiling`).
+    let versions: VersionCeiling
 
     init(configuration: ServiceConfiguration, journal: Journal?) {
         self.configuration = configuration
         self.journal = journal
+        self.versions = VersionCeiling(journal: journal)
         self.idempotency = IdempotencyCache(capacity: configuration.idempotencyCapacity)
         self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
         self.tileRenderer = TileRenderer(sweepAbove: configuration.tileSweepAbove, bandsAbove: configuration.tileBandsAbove,
@@ -113,7 +116,7 @@ public final class MarkerService: @unchecked Sendable {
     func read<T>(_ layerID: String, _ body: (LayerHandle, Int64) throws(RPCError) -> T) throws(RPCError) -> T {
         let h = try handle(layerID)
         let now = Self.nowUnixMs()
-        h.expireAnimationsIfDue(nowUnixMs: now)
+        try h.expireAnimationsIfDue(nowUnixMs: now, versions)
         return try h.lock.withReadLock { () throws(RPCError) -> T in
             guard !h.deleted else { throw .notFound("layer \"\(layerID)\" not found") }
             return try body(h, now)

@@ -24,14 +24,18 @@ import Synchronization
 /// reaches the deep tile also reached the ancestor - conservative (a version may change when the
 /// pixels did not), never stale.
 ///
-/// The version is a bijective 64-bit mix of (salt + max(sequence, base)), with a random salt per
-/// layer instance: two states of one layer never share a version, and versions of a restarted
-/// server or a re-created layer do not repeat earlier ones (chance 2^-64).
+/// The version is max(sequence, base) itself: a layer version, so tile versions share the layer
+/// versions' guarantee (`VersionCeiling`): they only rise, also across restarts (recovery resets
+/// `base` to the recovered layer's new version, above every version revealed before) and across
+/// a layer deleted and created again (which starts above every earlier version), so a tile
+/// version never names two different images.
 struct TileVersions: Sendable {
     static let bucketZoom = 12
     static let denseZooms = 6
 
-    let salt: UInt64
+    /// Tells this layer instance's kept canvases apart from those of an earlier layer of the
+    /// same id (`KeptCanvases.Key`); unique within the process.
+    let instance: UInt64
     /// Sequence of the layer's creation or last clear: every tile changed then.
     private(set) var base: UInt64 = 0
     /// The latest changes' footprints (`mark`), oldest first, with their sequence numbers, for
@@ -44,13 +48,11 @@ struct TileVersions: Sendable {
     private var dense: [[UInt64]]
     private var sparse: [SeqTable]
 
-    /// Process-wide randomness for salts.
-    private static let processEpoch = UInt64.random(in: 1...UInt64.max)
     private static let instances = Atomic<UInt64>(0)
 
-    init(base: UInt64 = 0) {
-        let n = TileVersions.instances.add(1, ordering: .relaxed).newValue
-        salt = TileVersions.mix(TileVersions.processEpoch &+ n &* 0x9E37_79B9_7F4A_7C15)
+    /// - Parameter base: the layer's version when it was created (every tile is new then).
+    init(base: UInt64) {
+        instance = TileVersions.instances.add(1, ordering: .relaxed).newValue
         self.base = base
         recentFrom = base
         dense = (0...TileVersions.denseZooms).map { [UInt64](repeating: 0, count: 1 << (2 * $0)) }
@@ -106,7 +108,8 @@ struct TileVersions: Sendable {
         }
     }
 
-    /// The version of tile (z, x, y); z within 0...30.
+    /// The version of tile (z, x, y); z within 0...30. At least 1 (0 means "no version" in
+    /// requests' `known_version`).
     func version(z: Int, x: UInt32, y: UInt32) -> UInt64 {
         var seq: UInt64
         if z <= TileVersions.denseZooms {
@@ -116,17 +119,7 @@ struct TileVersions: Sendable {
             let s = UInt32(z - b)
             seq = sparse[b - TileVersions.denseZooms - 1].value(UInt32((y >> s) << UInt32(b) | (x >> s)))
         }
-        seq = max(seq, base)
-        let v = TileVersions.mix(salt &+ seq)
-        return v == 0 ? 1 : v
-    }
-
-    /// SplitMix64's finalizer: a bijection on UInt64.
-    static func mix(_ v: UInt64) -> UInt64 {
-        var z = v
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        return max(seq, base, 1)
     }
 
     /// Entries held, for memory estimates.
@@ -212,8 +205,8 @@ extension LayerHandle {
 
     /// Marks a mutation's tiles after the change: `before` (from `footprintsBefore`) and the
     /// footprints `after` it; nil `before` means every tile changes. Nothing while replaying the
-    /// journal or loading a snapshot: this process salts its versions afresh, so every tile is
-    /// new to clients anyway.
+    /// journal or loading a snapshot: recovery ends with every tile at a new version anyway
+    /// (`MarkerService.startAboveRecoveredVersions`).
     func markTiles(before: [IconFootprint]?, after: () -> [IconFootprint], _ c: MutationCommit) {
         guard !c.replaying else { return }
         guard let before else {

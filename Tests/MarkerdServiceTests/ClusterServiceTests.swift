@@ -364,19 +364,19 @@ struct ClusterTestService {
     @Test func superclusterSnapshotIsRebuiltInTheBackground() throws {
         let s = S()
         try s.createLayer("sc", clustering: Self.superclusterOptions())
-        try s.upsert("sc", [S.marker("a", lat: 1, lng: 1), S.marker("b", lat: 1.001, lng: 1.001)])
+        let v1 = try s.upsert("sc", [S.marker("a", lat: 1, lng: 1), S.marker("b", lat: 1.001, lng: 1.001)]).layerVersion
         let first = try s.service.getClusters(V1.GetClustersRequest(layerID: "sc", bounds: S.world, zoom: 3))
-        #expect(first.clusters.count == 1 && first.layerVersion == 1)
-        try s.upsert("sc", [S.marker("c", lat: 1.002, lng: 1.002), S.marker("d", lat: -40, lng: 100)])
+        #expect(first.clusters.count == 1 && first.layerVersion == v1)
+        let v2 = try s.upsert("sc", [S.marker("c", lat: 1.002, lng: 1.002), S.marker("d", lat: -40, lng: 100)]).layerVersion
         // answers from the last snapshot until the debounced rebuild lands
         var latest = try s.service.getClusters(V1.GetClustersRequest(layerID: "sc", bounds: S.world, zoom: 3))
         let deadline = ContinuousClock.now + .seconds(10)
-        while latest.layerVersion != 2 && ContinuousClock.now < deadline {
-            #expect(latest.layerVersion == 1)
+        while latest.layerVersion != v2 && ContinuousClock.now < deadline {
+            #expect(latest.layerVersion == v1)
             Thread.sleep(forTimeInterval: 0.02)
             latest = try s.service.getClusters(V1.GetClustersRequest(layerID: "sc", bounds: S.world, zoom: 3))
         }
-        #expect(latest.layerVersion == 2)
+        #expect(latest.layerVersion == v2)
         #expect(latest.clusters.map(\.count) == [3] && latest.markers.map(\.id) == ["d"])
     }
 }

@@ -233,7 +233,7 @@ void   markerd__v1__idempotency_entry__free_unpacked
   assert(message->base.descriptor == &markerd__v1__idempotency_entry__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor markerd__v1__journal_record__field_descriptors[7] =
+static const ProtobufCFieldDescriptor markerd__v1__journal_record__field_descriptors[8] =
 {
   {
     "sequence",
@@ -319,6 +319,18 @@ static const ProtobufCFieldDescriptor markerd__v1__journal_record__field_descrip
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "version_ceiling",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__JournalRecord, has_version_ceiling),
+    offsetof(Markerd__V1__JournalRecord, version_ceiling),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__journal_record__field_indices_by_name[] = {
   4,   /* field[4] = applied_at_unix_ms */
@@ -328,11 +340,12 @@ static const unsigned markerd__v1__journal_record__field_indices_by_name[] = {
   6,   /* field[6] = request_digest */
   5,   /* field[5] = response */
   0,   /* field[0] = sequence */
+  7,   /* field[7] = version_ceiling */
 };
 static const ProtobufCIntRange markerd__v1__journal_record__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor =
 {
@@ -342,7 +355,7 @@ const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor =
   "Markerd__V1__JournalRecord",
   "markerd.v1",
   sizeof(Markerd__V1__JournalRecord),
-  7,
+  8,
   markerd__v1__journal_record__field_descriptors,
   markerd__v1__journal_record__field_indices_by_name,
   1,  markerd__v1__journal_record__number_ranges,
@@ -452,7 +465,7 @@ const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
   (ProtobufCMessageInit) markerd__v1__snapshot_section__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__snapshot_header__field_descriptors[3] =
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_header__field_descriptors[4] =
 {
   {
     "format_version",
@@ -490,16 +503,29 @@ static const ProtobufCFieldDescriptor markerd__v1__snapshot_header__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "version_ceiling",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__SnapshotHeader, has_version_ceiling),
+    offsetof(Markerd__V1__SnapshotHeader, version_ceiling),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__snapshot_header__field_indices_by_name[] = {
   1,   /* field[1] = covers_sequence */
   2,   /* field[2] = created_at_unix_ms */
   0,   /* field[0] = format_version */
+  3,   /* field[3] = version_ceiling */
 };
 static const ProtobufCIntRange markerd__v1__snapshot_header__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__snapshot_header__descriptor =
 {
@@ -509,7 +535,7 @@ const ProtobufCMessageDescriptor markerd__v1__snapshot_header__descriptor =
   "Markerd__V1__SnapshotHeader",
   "markerd.v1",
   sizeof(Markerd__V1__SnapshotHeader),
-  3,
+  4,
   markerd__v1__snapshot_header__field_descriptors,
   markerd__v1__snapshot_header__field_indices_by_name,
   1,  markerd__v1__snapshot_header__number_ranges,

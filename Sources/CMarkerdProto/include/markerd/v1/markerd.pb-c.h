@@ -394,7 +394,9 @@ struct  Markerd__V1__Layer
    */
   Markerd__V1__LayerOptions *options;
   /*
-   * Changes whenever any marker or option of the layer changes.
+   * Changes whenever any marker or option of the layer changes. Only rises, also across
+   * restarts, crashes and a layer deleted and created again (which skip ahead, by up to a few
+   * thousand), so one version never names two different states of a layer.
    */
   protobuf_c_boolean has_version;
   uint64_t version;
@@ -1124,7 +1126,8 @@ struct  Markerd__V1__GetTileResponse
   protobuf_c_boolean has_png;
   ProtobufCBinaryData png;
   /*
-   * Changes if and only if something that can change this tile's pixels changed.
+   * Changes if and only if something that can change this tile's pixels changed. A layer
+   * version (that of the last change to the tile), so it only rises, also across restarts.
    */
   protobuf_c_boolean has_version;
   uint64_t version;
@@ -1379,7 +1382,7 @@ struct  Markerd__V1__GetPointTileResponse
   protobuf_c_boolean has_mvt;
   ProtobufCBinaryData mvt;
   /*
-   * The layer version the tile reflects (supercluster clusters: their snapshot's).
+   * The layer version the tile shows (supercluster clusters: their snapshot's); only rises.
    */
   protobuf_c_boolean has_version;
   uint64_t version;

@@ -30,7 +30,8 @@ typedef struct Markerd__V1__IdempotencyEntry Markerd__V1__IdempotencyEntry;
 /* --- messages --- */
 
 /*
- * One journaled mutation: the request exactly as applied, so replay re-applies it.
+ * One journaled mutation: the request exactly as applied, so replay re-applies it. Or, with
+ * `version_ceiling` set and no `method`, a version reservation (see version_ceiling).
  */
 struct  Markerd__V1__JournalRecord
 {
@@ -65,10 +66,18 @@ struct  Markerd__V1__JournalRecord
    */
   protobuf_c_boolean has_request_digest;
   uint64_t request_digest;
+  /*
+   * A version reservation (a record with no method): once it is durable, layer versions and
+   * drag ids up to this one may be handed out, none above it before a higher reservation is.
+   * Recovery starts every layer above the highest reservation it finds, so versions and drag ids
+   * handed out before a crash are never used again.
+   */
+  protobuf_c_boolean has_version_ceiling;
+  uint64_t version_ceiling;
 };
 #define MARKERD__V1__JOURNAL_RECORD__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__journal_record__descriptor) \
-    , 0, 0, NULL, NULL, 0, {0,NULL}, 0, 0, 0, {0,NULL}, 0, 0 }
+    , 0, 0, NULL, NULL, 0, {0,NULL}, 0, 0, 0, {0,NULL}, 0, 0, 0, 0 }
 
 
 typedef enum {
@@ -125,10 +134,16 @@ struct  Markerd__V1__SnapshotHeader
   uint64_t covers_sequence;
   protobuf_c_boolean has_created_at_unix_ms;
   int64_t created_at_unix_ms;
+  /*
+   * The highest version reservation made before the snapshot was written (see
+   * JournalRecord.version_ceiling); absent in snapshots of markerd before it had them.
+   */
+  protobuf_c_boolean has_version_ceiling;
+  uint64_t version_ceiling;
 };
 #define MARKERD__V1__SNAPSHOT_HEADER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__snapshot_header__descriptor) \
-    , 0, 0, 0, 0, 0, 0 }
+    , 0, 0, 0, 0, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__SnapshotFooter
