@@ -143,6 +143,9 @@ extension MarkerService {
     static let snapshotFormatVersion: UInt32 = 1
     /// Markers per snapshot section; the layer's write lock is free between sections.
     static let snapshotChunk = 8_192
+    /// Bytes of packed idempotency keys per snapshot section (about 1 MiB; the cache's lock is
+    /// free between sections).
+    static let snapshotIdempotencyChunkBytes = 1 << 20
 
     /// Opens the service: ephemeral, or recovered from `configuration.dataDirectory` (newest
     /// valid snapshot, then every journal record after it). Prints progress through `progress`.
@@ -243,9 +246,7 @@ extension MarkerService {
         let all = other.layers.withLock { $0 }
         layers.withLock { $0 = all }
         for icon in other.icons.all() { _ = try? icons.register(icon) }
-        for e in other.idempotency.completedEntries() {
-            idempotency.restore(key: e.key, digest: e.digest, reply: e.reply, atUnixMs: e.atUnixMs)
-        }
+        idempotency.adopt(other.idempotency)
     }
 
     // MARK: Replay
@@ -254,9 +255,8 @@ extension MarkerService {
     /// a fuzzy snapshot, e.g. removing markers the snapshot no longer has).
     func replayJournalRecord(_ bytes: [UInt8]) -> Bool {
         guard let record = try? V1.JournalRecord(serializedBytes: bytes) else { return false }
-        if !record.idempotencyKey.isEmpty, let response = try? V1.Response(serializedBytes: record.response) {
-            idempotency.restore(key: record.idempotencyKey, digest: record.requestDigest,
-                                reply: StoredReply(code: response.code, message: response.message, payload: response.payload),
+        if !record.idempotencyKey.isEmpty, let response = try? V1.Response(serializedBytes: record.response), response.code == .ok {
+            idempotency.restore(key: record.idempotencyKey, digest: record.requestDigest, payload: response.payload,
                                 atUnixMs: record.appliedAtUnixMs)
         }
         guard let kind = MutationKind(methodName: record.method) else { return false }
@@ -351,9 +351,11 @@ extension MarkerService {
             _ = try upsertMarkers(r, commit(.upsertMarkers), restoring: true)
         case .idempotency(let e)?:
             let response = try V1.Response(serializedBytes: e.response ?? [])
-            idempotency.restore(key: e.key ?? "", digest: e.requestDigest ?? 0,
-                                reply: StoredReply(code: response.code, message: response.message, payload: response.payload),
-                                atUnixMs: e.atUnixMs ?? 0)
+            if response.code == .ok {
+                idempotency.restore(key: e.key ?? "", digest: e.requestDigest ?? 0, payload: response.payload, atUnixMs: e.atUnixMs ?? 0)
+            }
+        case .idempotencyKeys(let k)?:
+            try idempotency.restore(packed: k.packed)
         case .footer?, nil:
             break
         }
@@ -449,17 +451,10 @@ extension MarkerService {
                     cursor = next
                 }
             }
-            for e in idempotency.completedEntries() {
-                var entry = V1.IdempotencyEntry()
-                entry.key = e.key
-                entry.requestDigest = e.digest
-                var response = V1.Response()
-                response.code = e.reply.code
-                response.message = e.reply.message
-                response.payload = e.reply.payload
-                entry.response = response.serializedBytes()
-                entry.atUnixMs = e.atUnixMs
-                try put(.idempotency(entry))
+            var next: UInt64 = 0
+            while let (packed, after) = idempotency.packed(from: next, maxBytes: Self.snapshotIdempotencyChunkBytes) {
+                try put(.idempotencyKeys(V1.IdempotencyKeys(packed: packed)))
+                next = after
             }
             var footer = V1.SnapshotFooter()
             footer.layers = UInt64(handles.count)
