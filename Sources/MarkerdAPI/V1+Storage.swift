@@ -158,8 +158,11 @@ extension V1 {
     /// Recent mutations' replies, oldest first, kept so that a resent request after a restart
     /// applies nothing (see IdempotencyStore.packed in Sources/MarkerdService).
     public struct IdempotencyKeys: ProtoMessage {
-        /// Per key, back to back, little-endian: request digest (8 bytes), applied at (Unix ms, 8),
-        /// length n (4), then n bytes: the key's length (1), the key (UTF-8), the OK reply's payload.
+        /// Per key, back to back: request digest (8 bytes, little-endian), applied at (Unix ms) minus
+        /// the previous key's (0 for the first) as a zigzag varint, length n as a varint, then n bytes:
+        /// the stored key (a tag byte: 1-128 = the key's length, followed by the key; 129-192 = 128 +
+        /// the length of the bytes that the key's lowercase hex digits spell, followed by them), then
+        /// the OK reply's payload.
         /// Proto field `packed` = 1; absent decodes to [], which is not encoded.
         public var packed: [UInt8] = []
 

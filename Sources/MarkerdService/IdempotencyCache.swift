@@ -114,6 +114,12 @@ final class IdempotencyCache: Sendable {
         }
     }
 
+    /// Indexes the entries restored from a snapshot (else the next `begin` does): recovery
+    /// calls it on another thread once the service is up.
+    func indexRestoredEntries() {
+        state.withLock { $0.store.indexPending() }
+    }
+
     /// Takes over every completed entry of `other` (which is left empty).
     func adopt(_ other: IdempotencyCache) {
         let store = other.state.withLock { s in

@@ -1,18 +1,23 @@
-/// The completed entries of `IdempotencyCache`, packed: a key costs its bytes, its reply
-/// payload's bytes and `overheadPerEntry` (33) more, in three arrays and no object per entry.
+/// The completed entries of `IdempotencyCache`, packed: an entry costs its stored key, its reply
+/// payload and `overheadPerEntry` (40) bytes, in three arrays and no object per entry.
 ///
 /// - `records`: one 24-byte `Record` per entry (request digest, time, where its bytes are), in
 ///   the order the entries were added, oldest first; the live ones are `records[head...]`.
-/// - `arena`: each entry's bytes back to back in the same order: the key's length (1 byte, 1-255),
-///   the key (UTF-8), the reply payload (the rest).
+/// - `arena`: each entry's bytes back to back in the same order: its stored key (`storedKey`:
+///   a tag byte, then the key, or for a key of lowercase hex digits the bytes they spell, half
+///   the size: markerd's clients make keys of 32 hex digits), then the reply payload (the rest).
 /// - `slots`: an open-addressing index (linear probing, at most half full) from a key to its
-///   newest entry, holding entry numbers (32 bits of them); keys are hashed with the standard
-///   library's `Hasher` (SipHash, seeded per process), so that clients cannot pick colliding keys.
+///   newest entry: per slot, 32 bits of the key's hash (`Hasher`, SipHash seeded per process, so
+///   that clients cannot pick colliding keys) and 32 bits of the entry's number. Probing and
+///   growing read only the slots; a key's bytes are compared when the hash bits match.
 ///
 /// Entries are numbered in the order they were added; removing the oldest entry advances
 /// `firstNumber`. An entry added for a key that already has one (a key reused after it expired,
 /// or restored twice: from the snapshot and again from the journal after it) takes over the
 /// index slot; the older entry stays unindexed until it is the oldest and is removed.
+///
+/// New entries are only copied in: the index takes them on, oldest first, at the next look-up
+/// (`indexPending`), so that recovery (snapshot sections, journal records) does not wait for it.
 struct IdempotencyStore {
     struct Record {
         var digest: UInt64
@@ -22,22 +27,22 @@ struct IdempotencyStore {
         var length: UInt32
     }
 
-    /// What an entry is counted for besides its key and payload: its record (24 bytes), its
-    /// length byte (1) and two index slots (8: the index is at most half full).
-    static let overheadPerEntry = 33
-    /// The longest key kept (its length is one byte).
-    static let maxKeyBytes = 255
-    /// Bytes of one entry in `packed` besides its arena bytes: digest (8), time (8), length (4).
-    static let packedHeaderBytes = 20
+    /// What an entry is counted for besides its stored key (`storedKey`) and payload: its
+    /// record (24 bytes) and two index slots (16: the index is at most half full).
+    static let overheadPerEntry = 40
+    /// The longest key kept, bytes.
+    static let maxKeyBytes = 128
 
     private var records: [Record] = []
     private var head = 0
     /// The number of `records[head]`.
     private(set) var firstNumber: UInt64 = 0
     private var arena: [UInt8] = []
-    private var slots: [UInt32] = []
+    /// `tag << 32 | number`, 0 when empty (`tag` has its lowest bit set).
+    private var slots: [UInt64] = []
     private var indexed = 0
-    private static let empty = UInt32.max
+    /// Entries numbered below this (and from `firstNumber`) are in the index.
+    private var indexedUntil: UInt64 = 0
     /// The sum of every live entry's `length + overheadPerEntry`.
     private(set) var bytes = 0
 
@@ -47,36 +52,59 @@ struct IdempotencyStore {
     var oldestAtUnixMs: Int64? { head < records.count ? records[head].atUnixMs : nil }
 
     /// The newest entry for `key`: its digest, time and reply payload.
-    func find(_ key: UnsafeRawBufferPointer) -> (digest: UInt64, atUnixMs: Int64, payload: [UInt8])? {
-        guard let (_, p) = slot(of: key) else { return nil }
+    mutating func find(_ key: UnsafeRawBufferPointer) -> (digest: UInt64, atUnixMs: Int64, payload: [UInt8])? {
+        indexPending()
+        let stored = Self.storedKey(key)
+        guard let (_, p) = stored.withUnsafeBytes({ slot(of: $0, tag: Self.tag($0)) }) else { return nil }
         let r = records[p]
-        let from = Int(r.start) + 1 + key.count, to = Int(r.start + r.length)
-        return (r.digest, r.atUnixMs, Array(arena[from..<to]))
+        return (r.digest, r.atUnixMs, Array(arena[Int(r.start) + stored.count ..< Int(r.start + r.length)]))
     }
 
-    /// Adds an entry (the newest). Keys are 1-255 bytes (`maxKeyBytes`); the caller checks.
+    /// Adds an entry (the newest; indexed at the next look-up). Keys are 1-128 bytes
+    /// (`maxKeyBytes`); the caller checks.
     mutating func append(key: UnsafeRawBufferPointer, digest: UInt64, atUnixMs: Int64, payload: UnsafeRawBufferPointer) {
         precondition((1...Self.maxKeyBytes).contains(key.count), "idempotency key of \(key.count) bytes")
-        let length = 1 + key.count + payload.count
-        records.append(Record(digest: digest, atUnixMs: atUnixMs, start: UInt32(arena.count), length: UInt32(length)))
-        arena.append(UInt8(key.count))
-        arena.append(contentsOf: key)
+        let start = arena.count
+        Self.appendStoredKey(key, to: &arena)
         arena.append(contentsOf: payload)
+        addRecord(digest: digest, atUnixMs: atUnixMs, start: start)
+    }
+
+    private mutating func addRecord(digest: UInt64, atUnixMs: Int64, start: Int) {
+        let length = arena.count - start
+        records.append(Record(digest: digest, atUnixMs: atUnixMs, start: UInt32(start), length: UInt32(length)))
         bytes += length + Self.overheadPerEntry
-        let number = UInt32(truncatingIfNeeded: firstNumber &+ UInt64(count - 1))
-        if (indexed + 1) * 2 > slots.count { grow() }
-        if let (i, _) = slot(of: key) {
-            slots[i] = number
-        } else {
-            insert(number, hash: Self.hash(key))
-            indexed += 1
+    }
+
+    /// Indexes the entries added since the last call, oldest first.
+    mutating func indexPending() {
+        let end = firstNumber + UInt64(count)
+        guard indexedUntil < end else { return }
+        indexedUntil = max(indexedUntil, firstNumber)
+        if (indexed + Int(end - indexedUntil)) * 2 > slots.count { grow(toFit: indexed + Int(end - indexedUntil)) }
+        while indexedUntil < end {
+            let p = head + Int(indexedUntil - firstNumber)
+            let number = UInt32(truncatingIfNeeded: indexedUntil)
+            let (tag, existing) = withKey(of: p) { key in
+                let tag = Self.tag(key)
+                return (tag, slot(of: key, tag: tag)?.slot)
+            }
+            if let existing {
+                slots[existing] = UInt64(tag) << 32 | UInt64(number)
+            } else {
+                insert(UInt64(tag) << 32 | UInt64(number))
+                indexed += 1
+            }
+            indexedUntil += 1
         }
     }
 
     /// Removes the oldest entry (and its index slot, if it is its key's newest).
     mutating func removeOldest() {
         let r = records[head]
-        if let (i, p) = withKey(of: head, { slot(of: $0) }), p == head { unindex(i) }
+        if firstNumber < indexedUntil, let (i, p) = withKey(of: head, { slot(of: $0, tag: Self.tag($0)) }), p == head {
+            unindex(i)
+        }
         bytes -= Int(r.length) + Self.overheadPerEntry
         head += 1
         firstNumber += 1
@@ -99,113 +127,191 @@ struct IdempotencyStore {
         for i in records.indices { records[i].start -= shift }
     }
 
+    // MARK: Stored keys
+
+    /// A key as the arena keeps it: a key of 2-128 lowercase hex digits, an even number of them,
+    /// as tag `128 + n` and the `n` bytes they spell; any other key as tag `n` (its length,
+    /// 1-128) and its bytes. One key has one stored form, and two keys never share one.
+    static func storedKey(_ key: UnsafeRawBufferPointer) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(1 + key.count)
+        appendStoredKey(key, to: &out)
+        return out
+    }
+
+    static func appendStoredKey(_ key: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        @inline(__always) func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        if key.count % 2 == 0, key.allSatisfy({ nibble($0) != nil }) {
+            out.append(UInt8(128 + key.count / 2))
+            var i = 0
+            while i < key.count {
+                out.append(nibble(key[i])! << 4 | nibble(key[i + 1])!)
+                i += 2
+            }
+        } else {
+            out.append(UInt8(key.count))
+            out.append(contentsOf: key)
+        }
+    }
+
+    /// The length of the stored key that starts with tag byte `tag` (tag included).
+    @inline(__always) static func storedKeyLength(tag: UInt8) -> Int {
+        1 + Int(tag > 128 ? tag - 128 : tag)
+    }
+
     // MARK: Packed form (snapshots)
 
     /// The entries numbered `from` onwards (from the oldest, if that one is gone), packed until
-    /// the packed bytes reach `maxBytes` (at least one entry): per entry, little-endian, the
-    /// request digest (8 bytes), the time (Unix ms, 8), the length `n` of its bytes (4), then its
-    /// `n` bytes as in the arena (key length, key, payload). Returns the bytes and the number
-    /// to continue from; nil when there is nothing from `from` on.
+    /// the packed bytes reach `maxBytes` (at least one entry). Per entry: the request digest
+    /// (8 bytes, little-endian), the time minus the previous entry's (0 for the first) as a
+    /// zigzag varint (Unix ms), the length `n` of its bytes as a varint, then its `n` bytes as
+    /// in the arena (stored key, payload). Returns the bytes and the number to continue from;
+    /// nil when there is nothing from `from` on.
     func packed(from: UInt64, maxBytes: Int) -> (bytes: [UInt8], next: UInt64)? {
         var p = head + Int(from > firstNumber ? from - firstNumber : 0)
         guard p < records.count else { return nil }
         var out: [UInt8] = []
+        var previousAt: Int64 = 0
         while p < records.count && (out.isEmpty || out.count < maxBytes) {
             let r = records[p]
             withUnsafeBytes(of: r.digest.littleEndian) { out.append(contentsOf: $0) }
-            withUnsafeBytes(of: r.atUnixMs.littleEndian) { out.append(contentsOf: $0) }
-            withUnsafeBytes(of: r.length.littleEndian) { out.append(contentsOf: $0) }
+            let delta = r.atUnixMs &- previousAt
+            Self.appendVarint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)), to: &out)
+            previousAt = r.atUnixMs
+            Self.appendVarint(UInt64(r.length), to: &out)
             out.append(contentsOf: arena[Int(r.start)..<Int(r.start + r.length)])
             p += 1
         }
         return (out, firstNumber + UInt64(p - head))
     }
 
-    /// A `packed` chunk that does not parse: lengths that overrun it, or an empty key.
+    /// A `packed` chunk that does not parse: lengths that overrun it, a bad stored key.
     struct DamagedChunk: Error, CustomStringConvertible {
         var offset: Int
         var description: String { "idempotency keys section damaged at byte \(offset)" }
     }
 
-    /// Adds the entries of a `packed` chunk for which `keep(atUnixMs)` is true, in order.
+    /// Copies in the entries of a `packed` chunk for which `keep(atUnixMs)` is true, in order
+    /// (indexed later: `indexPending`).
     /// - Throws: `DamagedChunk` (adding nothing) if the chunk does not parse.
     mutating func append(packed bytes: [UInt8], keep: (Int64) -> Bool) throws(DamagedChunk) {
         // Checked whole before anything is added.
         let damageAt: Int? = bytes.withUnsafeBytes { raw in
             var o = 0
             while o < raw.count {
-                guard raw.count - o > Self.packedHeaderBytes else { return o }
-                let n = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: o + 16, as: UInt32.self)))
-                let body = o + Self.packedHeaderBytes
-                guard n >= 2, n <= raw.count - body, raw[body] >= 1, Int(raw[body]) < n else { return o }
-                o = body + n
+                let entry = o
+                o += 8
+                guard o <= raw.count, Self.readVarint(raw, &o) != nil, let n = Self.readVarint(raw, &o),
+                      n >= 2, n <= UInt64(raw.count - o), raw[o] != 0, raw[o] <= 192,
+                      Self.storedKeyLength(tag: raw[o]) <= Int(n) else { return entry }
+                o += Int(n)
             }
             return nil
         }
         if let damageAt { throw DamagedChunk(offset: damageAt) }
         bytes.withUnsafeBytes { raw in
             var o = 0
+            var at: Int64 = 0
             while o < raw.count {
                 let digest = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: o, as: UInt64.self))
-                let at = Int64(littleEndian: raw.loadUnaligned(fromByteOffset: o + 8, as: Int64.self))
-                let n = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: o + 16, as: UInt32.self)))
-                let body = o + Self.packedHeaderBytes
+                o += 8
+                let z = Self.readVarint(raw, &o)!
+                at &+= Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1)
+                let n = Int(Self.readVarint(raw, &o)!)
                 if keep(at) {
-                    let k = Int(raw[body])
-                    append(key: UnsafeRawBufferPointer(rebasing: raw[body + 1 ..< body + 1 + k]), digest: digest, atUnixMs: at,
-                           payload: UnsafeRawBufferPointer(rebasing: raw[body + 1 + k ..< body + n]))
+                    let start = arena.count
+                    arena.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[o ..< o + n]))
+                    addRecord(digest: digest, atUnixMs: at, start: start)
                 }
-                o = body + n
+                o += n
             }
         }
     }
 
+    static func appendVarint(_ v: UInt64, to out: inout [UInt8]) {
+        var v = v
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+
+    /// The varint at `o` (advancing `o` past it); nil if it runs past the end or over 10 bytes.
+    static func readVarint(_ raw: UnsafeRawBufferPointer, _ o: inout Int) -> UInt64? {
+        var v: UInt64 = 0
+        var shift: UInt64 = 0
+        while o < raw.count && shift < 70 {
+            let b = raw[o]
+            o += 1
+            v |= UInt64(b & 0x7F) << shift
+            if b < 0x80 { return v }
+            shift += 7
+        }
+        return nil
+    }
+
     // MARK: Index
 
-    private static func hash(_ key: UnsafeRawBufferPointer) -> Int {
+    /// 32 bits of the stored key's hash, lowest bit set (so that no slot in use is 0).
+    private static func tag(_ stored: UnsafeRawBufferPointer) -> UInt32 {
         var h = Hasher()
-        h.combine(bytes: key)
-        return h.finalize()
+        h.combine(bytes: stored)
+        return UInt32(truncatingIfNeeded: UInt64(UInt(bitPattern: h.finalize())) >> 32) | 1
     }
 
-    /// The position in `records` of entry `number`.
-    @inline(__always) private func position(_ number: UInt32) -> Int {
-        head + Int(number &- UInt32(truncatingIfNeeded: firstNumber))
+    @inline(__always) private func home(_ slot: UInt64, mask: Int) -> Int {
+        Int(truncatingIfNeeded: slot >> 33) & mask
     }
 
+    /// The position in `records` of the entry in `slot`.
+    @inline(__always) private func position(_ slot: UInt64) -> Int {
+        head + Int(UInt32(truncatingIfNeeded: slot) &- UInt32(truncatingIfNeeded: firstNumber))
+    }
+
+    /// Calls `body` with the stored key of `records[p]`.
     private func withKey<T>(of p: Int, _ body: (UnsafeRawBufferPointer) -> T) -> T {
         let start = Int(records[p].start)
         return arena.withUnsafeBytes { a in
-            body(UnsafeRawBufferPointer(rebasing: a[start + 1 ..< start + 1 + Int(a[start])]))
+            body(UnsafeRawBufferPointer(rebasing: a[start ..< start + Self.storedKeyLength(tag: a[start])]))
         }
     }
 
-    /// The index slot of `key` and its entry's position in `records`.
-    private func slot(of key: UnsafeRawBufferPointer) -> (slot: Int, position: Int)? {
+    /// The index slot of the stored key `stored` (whose tag is `tag`) and its entry's position.
+    private func slot(of stored: UnsafeRawBufferPointer, tag: UInt32) -> (slot: Int, position: Int)? {
         guard !slots.isEmpty else { return nil }
         let mask = slots.count - 1
-        var i = Self.hash(key) & mask
-        while slots[i] != Self.empty {
-            let p = position(slots[i])
-            if withKey(of: p, { $0.elementsEqual(key) }) { return (i, p) }
+        var i = Int(tag >> 1) & mask
+        while slots[i] != 0 {
+            if UInt32(truncatingIfNeeded: slots[i] >> 32) == tag {
+                let p = position(slots[i])
+                if withKey(of: p, { $0.elementsEqual(stored) }) { return (i, p) }
+            }
             i = (i + 1) & mask
         }
         return nil
     }
 
-    private mutating func insert(_ number: UInt32, hash: Int) {
+    private mutating func insert(_ slot: UInt64) {
         let mask = slots.count - 1
-        var i = hash & mask
-        while slots[i] != Self.empty { i = (i + 1) & mask }
-        slots[i] = number
+        var i = home(slot, mask: mask)
+        while slots[i] != 0 { i = (i + 1) & mask }
+        slots[i] = slot
     }
 
-    private mutating func grow() {
+    /// Doubles the index until `entries` keys fill at most half of it.
+    private mutating func grow(toFit entries: Int) {
+        var size = max(64, slots.count)
+        while entries * 2 > size { size *= 2 }
         let old = slots
-        slots = [UInt32](repeating: Self.empty, count: max(64, old.count * 2))
-        for n in old where n != Self.empty {
-            insert(n, hash: withKey(of: position(n), Self.hash))
-        }
+        slots = [UInt64](repeating: 0, count: size)
+        for s in old where s != 0 { insert(s) }
     }
 
     /// Empties slot `i`, moving later slots of its probe run back so that every key stays
@@ -214,16 +320,15 @@ struct IdempotencyStore {
         let mask = slots.count - 1
         var hole = i
         var j = (i + 1) & mask
-        while slots[j] != Self.empty {
-            let home = withKey(of: position(slots[j]), Self.hash) & mask
+        while slots[j] != 0 {
             // slots[j] may move to the hole unless its home lies cyclically in (hole, j].
-            if (j - home) & mask >= (j - hole) & mask {
+            if (j - home(slots[j], mask: mask)) & mask >= (j - hole) & mask {
                 slots[hole] = slots[j]
                 hole = j
             }
             j = (j + 1) & mask
         }
-        slots[hole] = Self.empty
+        slots[hole] = 0
         indexed -= 1
     }
 }

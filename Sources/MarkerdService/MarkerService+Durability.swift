@@ -198,7 +198,7 @@ extension MarkerService {
                 },
                 snapshotSection: { bytes in
                     firstSection.withLock { if $0 == nil { $0 = .now } }
-                    try pipeline.submit(exclusive: !Self.isMarkersSection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
+                    try pipeline.submit(exclusive: !Self.isMarkersSection(bytes) && !Self.isIdempotencyKeysSection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
                         try recovering.prepareSnapshotSection(bytes)
                     })
                 },
@@ -221,6 +221,7 @@ extension MarkerService {
         let drained = ContinuousClock.now
         let service = MarkerService(configuration: configuration, journal: journal)
         service.adopt(recovering)
+        DispatchQueue.global(qos: .utility).async { [idempotency = service.idempotency] in idempotency.indexRestoredEntries() }
         let markers = service.layers.withLock { $0.values.reduce(0) { $0 + $1.layer.count } }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -241,7 +242,8 @@ extension MarkerService {
         return service
     }
 
-    /// Takes over the state rebuilt by a recovering instance.
+    /// Takes over the state rebuilt by a recovering instance (the idempotency keys unindexed:
+    /// `open` has them indexed on another thread, or the first mutation does it).
     private func adopt(_ other: MarkerService) {
         let all = other.layers.withLock { $0 }
         layers.withLock { $0 = all }
@@ -276,6 +278,11 @@ extension MarkerService {
     /// Only those are decoded in parallel; a wrong guess only costs parallelism.
     static func isMarkersSection(_ bytes: [UInt8]) -> Bool { bytes.first == 4 << 3 | 2 }
 
+    /// Whether a snapshot section's bytes hold packed idempotency keys
+    /// (`SnapshotSection.idempotency_keys`, field 7), which are decoded like markers chunks,
+    /// in parallel (their preparation has no effect other sections depend on).
+    static func isIdempotencyKeysSection(_ bytes: [UInt8]) -> Bool { bytes.first == 7 << 3 | 2 }
+
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
     func prepareSnapshotSection(_ bytes: [UInt8]) throws -> @Sendable () throws -> Void {
@@ -293,6 +300,8 @@ extension MarkerService {
             let records = try records(r, nowUnixMs: now, restoring: true)
             let world = records.map { WorldPoint($0.position) }
             return { [self] in try restoreRecords(records, world: world, into: r.layerID, c) }
+        case .idempotencyKeys(let k)?:
+            return { [self] in try idempotency.restore(packed: k.packed) }
         case .icon?:
             // Icons come before the markers that use them; registering here (not in the apply
             // stage) lets the next sections' conversion find them.

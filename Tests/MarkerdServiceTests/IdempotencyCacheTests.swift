@@ -1,3 +1,4 @@
+import Foundation
 import MarkerdTestSupport
 @testable import MarkerdService
 import Synchronization
@@ -38,7 +39,9 @@ final class ManualClock: Sendable {
         var pending: [String: (digest: UInt64, waiters: Int)] = [:]
         let ttl: Int64, maxBytes: Int
 
-        static func cost(_ e: Entry) -> Int { 1 + e.key.utf8.count + e.payload.count + IdempotencyStore.overheadPerEntry }
+        static func cost(_ e: Entry) -> Int {
+            Array(e.key.utf8).withUnsafeBytes { IdempotencyStore.storedKey($0).count } + e.payload.count + IdempotencyStore.overheadPerEntry
+        }
         var bytes: Int { entries.reduce(0) { $0 + Self.cost($1) } }
 
         mutating func begin(_ key: String, _ digest: UInt64, now: Int64) -> Outcome {
@@ -122,6 +125,7 @@ final class ManualClock: Sendable {
         var cache = IdempotencyCache(ttlMs: ttl, maxBytes: maxBytes, clock: clock.read)
         var model = Model(ttl: ttl, maxBytes: maxBytes)
         let keys = (0..<600).map { i -> String in
+            if i % 3 == 0 { return String(format: "%016llx%016llx", rng.next(), rng.next()) }  // kept as 16 bytes
             let length = Int(rng.next() % 40) + 1
             return "\(i)-" + String((0..<length).map { _ in Character(Unicode.Scalar(UInt8(97 + rng.next() % 26))) })
                 + (i % 50 == 0 ? "é" : "")
@@ -183,6 +187,29 @@ final class ManualClock: Sendable {
         #expect(cache.usage.bytes == model.bytes, "seed \(seed)")
     }
 
+    @Test("keys of lowercase hex digits are stored as the bytes they spell; no two keys share a stored form")
+    func storedKeys() {
+        func stored(_ key: String) -> [UInt8] { Array(key.utf8).withUnsafeBytes { IdempotencyStore.storedKey($0) } }
+        #expect(stored("0123abcd") == [128 + 4, 0x01, 0x23, 0xAB, 0xCD])
+        #expect(stored("0123ABCD") == [8] + Array("0123ABCD".utf8))
+        #expect(stored("abc") == [3] + Array("abc".utf8))
+        #expect(stored("k") == [1, UInt8(ascii: "k")])
+        let hex128 = String(repeating: "f0", count: 64)
+        #expect(stored(hex128) == [192] + [UInt8](repeating: 0xF0, count: 64))
+        let raw128 = String(repeating: "x", count: 128)
+        #expect(stored(raw128) == [128] + Array(raw128.utf8))
+        // Both forms answer through the cache.
+        let clock = ManualClock(0)
+        let cache = IdempotencyCache(ttlMs: Self.hour, maxBytes: 1 << 20, clock: clock.read)
+        for (i, key) in ["0123abcd", "0123ABCD", "abc", hex128, raw128, "ab", "AB"].enumerated() {
+            #expect(Outcome(cache.begin(key: key, digest: 1, waiter: { _ in })) == .proceed, "\(key)")
+            _ = cache.complete(key: key, payload: [UInt8(i)], atUnixMs: 0)
+        }
+        for (i, key) in ["0123abcd", "0123ABCD", "abc", hex128, raw128, "ab", "AB"].enumerated() {
+            #expect(Outcome(cache.begin(key: key, digest: 1, waiter: { _ in })) == .replay([UInt8(i)]), "\(key)")
+        }
+    }
+
     @Test("a damaged packed chunk is refused whole")
     func damagedChunk() throws {
         let clock = ManualClock(0)
@@ -192,11 +219,12 @@ final class ManualClock: Sendable {
             _ = cache.complete(key: "k\(i)", payload: [UInt8(i)], atUnixMs: 0)
         }
         let packed = try #require(cache.packed(from: 0, maxBytes: 1 << 20)).bytes
-        #expect(packed.count == 3 * (IdempotencyStore.packedHeaderBytes + 1 + 2 + 1))
+        // Per entry: digest (8), time delta (1), length (1), key tag (1), "kN" (2), payload (1).
+        #expect(packed.count == 3 * 14)
         let other = IdempotencyCache(ttlMs: Self.hour, maxBytes: 1 << 20, clock: clock.read)
         #expect(throws: IdempotencyStore.DamagedChunk.self) { try other.restore(packed: Array(packed.dropLast())) }
         var emptyKey = packed
-        emptyKey[IdempotencyStore.packedHeaderBytes] = 0
+        emptyKey[10] = 0
         #expect(throws: IdempotencyStore.DamagedChunk.self) { try other.restore(packed: emptyKey) }
         #expect(other.usage.count == 0)
         try other.restore(packed: packed)

@@ -184,8 +184,11 @@ struct  Markerd__V1__IdempotencyKeys
 {
   ProtobufCMessage base;
   /*
-   * Per key, back to back, little-endian: request digest (8 bytes), applied at (Unix ms, 8),
-   * length n (4), then n bytes: the key's length (1), the key (UTF-8), the OK reply's payload.
+   * Per key, back to back: request digest (8 bytes, little-endian), applied at (Unix ms) minus
+   * the previous key's (0 for the first) as a zigzag varint, length n as a varint, then n bytes:
+   * the stored key (a tag byte: 1-128 = the key's length, followed by the key; 129-192 = 128 +
+   * the length of the bytes that the key's lowercase hex digits spell, followed by them), then
+   * the OK reply's payload.
    */
   protobuf_c_boolean has_packed;
   ProtobufCBinaryData packed;
