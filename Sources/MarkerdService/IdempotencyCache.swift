@@ -96,7 +96,7 @@ final class IdempotencyCache: Sendable {
     }
 
     /// Restores a chunk of `packed(from:maxBytes:)` (a snapshot section), skipping expired entries.
-    func restore(packed: [UInt8]) throws(IdempotencyStore.DamagedChunk) {
+    func restore(packed: ArraySlice<UInt8>) throws(IdempotencyStore.DamagedChunk) {
         let now = clock()
         try state.withLock { (s) throws(IdempotencyStore.DamagedChunk) in
             try s.store.append(packed: packed) { isLive($0, now: now) }

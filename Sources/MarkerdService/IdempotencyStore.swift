@@ -200,7 +200,7 @@ struct IdempotencyStore {
     /// Copies in the entries of a `packed` chunk for which `keep(atUnixMs)` is true, in order
     /// (indexed later: `indexPending`).
     /// - Throws: `DamagedChunk` (adding nothing) if the chunk does not parse.
-    mutating func append(packed bytes: [UInt8], keep: (Int64) -> Bool) throws(DamagedChunk) {
+    mutating func append(packed bytes: ArraySlice<UInt8>, keep: (Int64) -> Bool) throws(DamagedChunk) {
         // Checked whole before anything is added.
         let damageAt: Int? = bytes.withUnsafeBytes { raw in
             var o = 0

@@ -143,9 +143,10 @@ extension MarkerService {
     static let snapshotFormatVersion: UInt32 = 1
     /// Markers per snapshot section; the layer's write lock is free between sections.
     static let snapshotChunk = 8_192
-    /// Bytes of packed idempotency keys per snapshot section (about 1 MiB; the cache's lock is
-    /// free between sections).
-    static let snapshotIdempotencyChunkBytes = 1 << 20
+    /// Bytes of packed idempotency keys per snapshot section (about 256 KiB: below glibc's mmap
+    /// threshold, so that recovery reuses the sections' buffers; the cache's lock is free
+    /// between sections).
+    static let snapshotIdempotencyChunkBytes = 256 << 10
 
     /// Opens the service: ephemeral, or recovered from `configuration.dataDirectory` (newest
     /// valid snapshot, then every journal record after it). Prints progress through `progress`.
@@ -295,13 +296,14 @@ extension MarkerService {
            }) {
             return { [self] in try restoreBatch(batch, into: layerID, c) }
         }
+        if Self.isIdempotencyKeysSection(bytes), let range = bytes.withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys) {
+            return { [self] in try idempotency.restore(packed: bytes[range]) }
+        }
         switch try V1.SnapshotSection(serializedBytes: bytes).section {
         case .markers(let r)?:
             let records = try records(r, nowUnixMs: now, restoring: true)
             let world = records.map { WorldPoint($0.position) }
             return { [self] in try restoreRecords(records, world: world, into: r.layerID, c) }
-        case .idempotencyKeys(let k)?:
-            return { [self] in try idempotency.restore(packed: k.packed) }
         case .icon?:
             // Icons come before the markers that use them; registering here (not in the apply
             // stage) lets the next sections' conversion find them.
@@ -364,7 +366,7 @@ extension MarkerService {
                 idempotency.restore(key: e.key ?? "", digest: e.requestDigest ?? 0, payload: response.payload, atUnixMs: e.atUnixMs ?? 0)
             }
         case .idempotencyKeys(let k)?:
-            try idempotency.restore(packed: k.packed)
+            try idempotency.restore(packed: k.packed[...])
         case .footer?, nil:
             break
         }

@@ -1,4 +1,5 @@
 import Foundation
+import MarkerdAPI
 import MarkerdTestSupport
 @testable import MarkerdService
 import Synchronization
@@ -173,7 +174,7 @@ final class ManualClock: Sendable {
                 let restarted = IdempotencyCache(ttlMs: ttl, maxBytes: maxBytes, clock: clock.read)
                 var next: UInt64 = 0
                 while let (bytes, after) = cache.packed(from: next, maxBytes: Int(rng.next() % 2_000)) {
-                    try restarted.restore(packed: bytes)
+                    try restarted.restore(packed: bytes[...])
                     next = after
                 }
                 cache = restarted
@@ -210,6 +211,24 @@ final class ManualClock: Sendable {
         }
     }
 
+    @Test("a snapshot section's packed keys are found in place, as protobuf-c decodes them")
+    func packedSectionInPlace() {
+        for packed: [UInt8] in [[], [1, 2, 3], [UInt8](repeating: 7, count: 300)] {
+            var section = V1.SnapshotSection()
+            section.section = .idempotencyKeys(V1.IdempotencyKeys(packed: packed))
+            let bytes = section.serializedBytes()
+            let range = bytes.withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys)
+            #expect(range.map { Array(bytes[$0]) } == packed)
+            #expect(MarkerService.isIdempotencyKeysSection(bytes))
+            // Anything else is declined: a trailing field, a cut, another section.
+            #expect((bytes + [0x08, 0x01]).withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys) == nil)
+            #expect(bytes.dropLast().withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys) == nil)
+        }
+        var footer = V1.SnapshotSection()
+        footer.section = .footer(V1.SnapshotFooter(layers: 1, markers: 2))
+        #expect(footer.serializedBytes().withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys) == nil)
+    }
+
     @Test("a damaged packed chunk is refused whole")
     func damagedChunk() throws {
         let clock = ManualClock(0)
@@ -222,12 +241,12 @@ final class ManualClock: Sendable {
         // Per entry: digest (8), time delta (1), length (1), key tag (1), "kN" (2), payload (1).
         #expect(packed.count == 3 * 14)
         let other = IdempotencyCache(ttlMs: Self.hour, maxBytes: 1 << 20, clock: clock.read)
-        #expect(throws: IdempotencyStore.DamagedChunk.self) { try other.restore(packed: Array(packed.dropLast())) }
+        #expect(throws: IdempotencyStore.DamagedChunk.self) { try other.restore(packed: packed.dropLast()) }
         var emptyKey = packed
         emptyKey[10] = 0
-        #expect(throws: IdempotencyStore.DamagedChunk.self) { try other.restore(packed: emptyKey) }
+        #expect(throws: IdempotencyStore.DamagedChunk.self) { try other.restore(packed: emptyKey[...]) }
         #expect(other.usage.count == 0)
-        try other.restore(packed: packed)
+        try other.restore(packed: packed[...])
         #expect(Outcome(other.begin(key: "k2", digest: 1, waiter: { _ in })) == .replay([2]))
     }
 }
