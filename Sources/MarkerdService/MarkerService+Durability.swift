@@ -199,7 +199,7 @@ extension MarkerService {
                 },
                 snapshotSection: { bytes in
                     firstSection.withLock { if $0 == nil { $0 = .now } }
-                    try pipeline.submit(exclusive: !Self.isMarkersSection(bytes) && !Self.isIdempotencyKeysSection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
+                    try pipeline.submit(exclusive: !Self.isMarkersSection(bytes) && !Self.isIdempotencySection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
                         try recovering.prepareSnapshotSection(bytes)
                     })
                 },
@@ -280,9 +280,13 @@ extension MarkerService {
     static func isMarkersSection(_ bytes: [UInt8]) -> Bool { bytes.first == 4 << 3 | 2 }
 
     /// Whether a snapshot section's bytes hold packed idempotency keys
-    /// (`SnapshotSection.idempotency_keys`, field 7), which are decoded like markers chunks,
-    /// in parallel (their preparation has no effect other sections depend on).
+    /// (`SnapshotSection.idempotency_keys`, field 7).
     static func isIdempotencyKeysSection(_ bytes: [UInt8]) -> Bool { bytes.first == 7 << 3 | 2 }
+
+    /// Whether a snapshot section's bytes hold idempotency keys, packed or one per section as
+    /// older snapshots have them (`idempotency`, field 5): decoded in parallel like markers
+    /// chunks, as their preparation has no effect that other sections depend on.
+    static func isIdempotencySection(_ bytes: [UInt8]) -> Bool { isIdempotencyKeysSection(bytes) || bytes.first == 5 << 3 | 2 }
 
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
@@ -304,6 +308,9 @@ extension MarkerService {
             let records = try records(r, nowUnixMs: now, restoring: true)
             let world = records.map { WorldPoint($0.position) }
             return { [self] in try restoreRecords(records, world: world, into: r.layerID, c) }
+        case .idempotency(let e)?:
+            let response = try V1.Response(serializedBytes: e.response ?? [])
+            return { [self] in restore(e, response) }
         case .icon?:
             // Icons come before the markers that use them; registering here (not in the apply
             // stage) lets the next sections' conversion find them.
@@ -361,15 +368,19 @@ extension MarkerService {
         case .markers(let r)?:
             _ = try upsertMarkers(r, commit(.upsertMarkers), restoring: true)
         case .idempotency(let e)?:
-            let response = try V1.Response(serializedBytes: e.response ?? [])
-            if response.code == .ok {
-                idempotency.restore(key: e.key ?? "", digest: e.requestDigest ?? 0, payload: response.payload, atUnixMs: e.atUnixMs ?? 0)
-            }
+            restore(e, try V1.Response(serializedBytes: e.response ?? []))
         case .idempotencyKeys(let k)?:
             try idempotency.restore(packed: k.packed[...])
         case .footer?, nil:
             break
         }
+    }
+
+    /// Restores one key of an older snapshot (one `IdempotencyEntry` section per key) and its
+    /// decoded `response`: only OK replies are remembered.
+    private func restore(_ e: V1.IdempotencyEntry, _ response: V1.Response) {
+        guard response.code == .ok else { return }
+        idempotency.restore(key: e.key ?? "", digest: e.requestDigest ?? 0, payload: response.payload, atUnixMs: e.atUnixMs ?? 0)
     }
 
     // MARK: Snapshots
