@@ -229,6 +229,22 @@ final class ManualClock: Sendable {
         #expect(footer.serializedBytes().withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys) == nil)
     }
 
+    @Test("a packed keys section that is not found in place (here: with an unknown field) is decoded by protobuf-c")
+    func packedSectionThroughProtobufC() throws {
+        let clock = ManualClock()
+        let source = IdempotencyCache(ttlMs: Self.hour, maxBytes: 1 << 20, clock: clock.read)
+        _ = source.begin(key: "k", digest: 5, waiter: { _ in })
+        _ = source.complete(key: "k", payload: [1, 2], atUnixMs: clock.now)
+        let packed = try #require(source.packed(from: 0, maxBytes: 1 << 20)).bytes
+        var keys = V1.IdempotencyKeys(packed: packed).serializedBytes()
+        keys += [2 << 3, 1]   // field 2, varint 1: unknown to markerd
+        let section = [7 << 3 | 2, UInt8(keys.count)] + keys
+        #expect(section.withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys) == nil)
+        let s = MarkerService()
+        try s.prepareSnapshotSection(section)()
+        #expect(Outcome(s.idempotency.begin(key: "k", digest: 5, waiter: { _ in })) == .replay([1, 2]))
+    }
+
     @Test("a damaged packed chunk is refused whole")
     func damagedChunk() throws {
         let clock = ManualClock(0)
