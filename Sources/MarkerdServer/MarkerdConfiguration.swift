@@ -88,7 +88,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --idempotency-ttl T        how long a mutation's reply is kept for a resend with the same idempotency
                                  key; after it the key is new. T is a whole number of hours, minutes or
                                  seconds: 24h, 90m, 3600s. Default 24h (NNG resends within 60 s)
-      --idempotency-max-bytes N  bytes the kept replies may take (key + reply + 33 each), oldest dropped
+      --idempotency-max-bytes N  bytes the kept replies may take (key + reply + 41 each), oldest dropped
                                  first. Default 67108864 (64 MiB); at most 1073741824 (1 GiB)
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
       --http HOST:PORT           serve the HTTP tile gateway, /metrics and the viewer (e.g. 127.0.0.1:8080;

@@ -52,7 +52,8 @@ final class IdempotencyCache: Sendable {
 
     /// Whether an entry from `atUnixMs` is still remembered at `now`.
     private func isLive(_ atUnixMs: Int64, now: Int64) -> Bool {
-        now - atUnixMs < ttlMs
+        let (age, overflow) = now.subtractingReportingOverflow(atUnixMs)
+        return overflow ? atUnixMs > now : age < ttlMs
     }
 
     func begin(key: String, digest: UInt64, waiter: @escaping Waiter) -> Begin {

@@ -15,10 +15,12 @@ public struct ServiceConfiguration: Sendable {
     public var snapshotEveryBytes: Int = 256 << 20
     /// How long the reply of a mutation is remembered by its idempotency key: a request resent
     /// with the key within it gets the first reply and applies nothing; after it, the key is new
-    /// (NNG's REQ resends within 60 s, so anything far above that is safe). Default 24 h.
+    /// (NNG's REQ resends within 60 s, so anything far above that is safe). Default 24 h; zero
+    /// or less remembers nothing.
     public var idempotencyTTL: Duration = .seconds(24 * 3600)
-    /// Bytes the remembered keys may take, counting each as its key, its reply payload and 33
-    /// bytes (`IdempotencyStore`); the oldest are forgotten first beyond it. Default 64 MiB.
+    /// Bytes the remembered keys may take, counting each as its key (half of it for a key of
+    /// lowercase hex digits), its reply payload and 41 bytes (`IdempotencyStore`); the oldest
+    /// are forgotten first beyond it. Default 64 MiB.
     public var idempotencyMaxBytes: Int = 64 << 20
     /// The clock of `idempotencyTTL`, Unix ms. Default: the system clock; tests inject one.
     public var idempotencyClock: @Sendable () -> Int64 = MarkerService.nowUnixMs
@@ -111,8 +113,9 @@ public final class MarkerService: @unchecked Sendable {
     /// Whole milliseconds of `d` (rounded down; saturating).
     static func milliseconds(_ d: Duration) -> Int64 {
         let (s, atto) = d.components
-        let (ms, overflow) = s.multipliedReportingOverflow(by: 1000)
-        return overflow ? (s < 0 ? .min : .max) : ms.addingReportingOverflow(atto / 1_000_000_000_000_000).partialValue
+        let (ms, o1) = s.multipliedReportingOverflow(by: 1000)
+        let (sum, o2) = ms.addingReportingOverflow(atto / 1_000_000_000_000_000)
+        return o1 || o2 ? (s < 0 ? .min : .max) : sum
     }
 
     /// The layer, or NOT_FOUND.
