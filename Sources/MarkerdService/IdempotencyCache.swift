@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Remembers the replies of recent mutations by idempotency key, so that a resent request
@@ -29,14 +30,19 @@ final class IdempotencyCache: Sendable {
     private struct Pending {
         var digest: UInt64
         var waiters: [Waiter]
+        /// Keys begin in this order (`inFlightMark`).
+        var serial: UInt64
     }
 
     private struct State {
         var pending: [String: Pending] = [:]
+        var nextSerial: UInt64 = 0
         var store = IdempotencyStore()
     }
 
     private let state = Mutex(State())
+    /// Broadcast whenever a key in flight completes or fails (`waitForInFlight`).
+    private let settled = NSCondition()
     /// How long a completed key is remembered, ms.
     let ttlMs: Int64
     /// The most bytes the completed entries may take (see `IdempotencyStore.overheadPerEntry`).
@@ -69,7 +75,8 @@ final class IdempotencyCache: Sendable {
             if let done = k.withUTF8({ s.store.find(UnsafeRawBufferPointer($0)) }), isLive(done.atUnixMs, now: now) {
                 return done.digest == digest ? .replay(done.payload) : .conflict
             }
-            s.pending[key] = Pending(digest: digest, waiters: [])
+            s.pending[key] = Pending(digest: digest, waiters: [], serial: s.nextSerial)
+            s.nextSerial += 1
             return .proceed
         }
     }
@@ -77,6 +84,7 @@ final class IdempotencyCache: Sendable {
     /// Records the reply payload of a successful first call and returns the waiters to answer.
     func complete(key: String, payload: [UInt8], atUnixMs: Int64) -> [Waiter] {
         let now = clock()
+        defer { settled.broadcastLocked() }
         return state.withLock { s in
             guard let p = s.pending.removeValue(forKey: key) else { return [] }
             add(key, digest: p.digest, atUnixMs: atUnixMs, payload: payload, to: &s.store, now: now)
@@ -86,7 +94,25 @@ final class IdempotencyCache: Sendable {
 
     /// The first call failed: forget the key (a retry applies afresh) and return the waiters.
     func abandon(key: String) -> [Waiter] {
-        state.withLock { s in s.pending.removeValue(forKey: key)?.waiters ?? [] }
+        defer { settled.broadcastLocked() }
+        return state.withLock { s in s.pending.removeValue(forKey: key)?.waiters ?? [] }
+    }
+
+    /// Marks the keys in flight now, for `waitForInFlight`.
+    func inFlightMark() -> UInt64 {
+        state.withLock { $0.nextSerial }
+    }
+
+    /// Waits until every key in flight at `mark` has completed (its reply is in the cache) or
+    /// failed, or `stop()` is true (checked at least every 100 ms). A snapshot calls it before
+    /// packing the keys: a mutation journaled before the snapshot's rotation is only in the
+    /// journal segments that the snapshot lets go, so its key must be in the snapshot.
+    func waitForInFlight(before mark: UInt64, stop: () -> Bool) {
+        settled.lock()
+        defer { settled.unlock() }
+        while state.withLock({ $0.pending.values.contains { $0.serial < mark } }) && !stop() {
+            _ = settled.wait(until: Date(timeIntervalSinceNow: 0.1))
+        }
     }
 
     /// Restores a completed entry (journal replay, snapshots of format 1) unless it has expired.
@@ -147,5 +173,14 @@ final class IdempotencyCache: Sendable {
         while let at = store.oldestAtUnixMs, !isLive(at, now: now) || store.bytes > maxBytes {
             store.removeOldest()
         }
+    }
+}
+
+extension NSCondition {
+    /// Broadcasts under the lock (so that a waiter between its check and its wait is not missed).
+    fileprivate func broadcastLocked() {
+        lock()
+        broadcast()
+        unlock()
     }
 }

@@ -426,6 +426,7 @@ extension MarkerService {
         guard let journal else { throw RPCError.failedPrecondition("ephemeral") }
         let start = ContinuousClock.now
         let covered = try journal.rotate()
+        let inFlight = idempotency.inFlightMark()
         let writer = try journal.makeSnapshotWriter(coveredSequence: covered)
         var markerCount: UInt64 = 0
         do {
@@ -473,6 +474,10 @@ extension MarkerService {
                     cursor = next
                 }
             }
+            // Mutations journaled up to `covered` lose their records with the segments dropped
+            // below: their keys must be in the cache before it is packed.
+            idempotency.waitForInFlight(before: inFlight, stop: { snapshots.isCancelled })
+            if snapshots.isCancelled { throw RPCError.unavailable("snapshot cancelled: markerd is shutting down") }
             var next: UInt64 = 0
             while let (packed, after) = idempotency.packed(from: next, maxBytes: Self.snapshotIdempotencyChunkBytes) {
                 try put(.idempotencyKeys(V1.IdempotencyKeys(packed: packed)))

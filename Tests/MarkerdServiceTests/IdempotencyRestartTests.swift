@@ -78,6 +78,41 @@ import Testing
         s.close()
     }
 
+    @Test("a key whose mutation the snapshot covers but whose reply comes after the snapshot's rotation is in the snapshot")
+    func replyAfterRotation() throws {
+        let dir = DataDir()
+        var s = try dir.open()
+        try makeLayer(s, "l")
+        try upsert(s, "l", [marker("a", 1, 1)])
+        // A record whose completion waits for the gate holds back the completions after it
+        // (the journal runs them in order), so the move below stays in flight.
+        let gate = DispatchSemaphore(value: 0)
+        _ = try #require(s.journal).append([0xFF]) { _ in gate.wait() }
+        let moved = Mutex<Result<[UInt8], RPCError>?>(nil)
+        let movedDone = DispatchSemaphore(value: 0)
+        s.mutate(.moveMarkers, payload: Self.moveRequest(10), context: CallContext(method: MutationKind.moveMarkers.methodName, idempotencyKey: "m")) { r in
+            moved.withLock { $0 = r }
+            movedDone.signal()
+        }
+        let snapshotted = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { [s] in
+            _ = try? s.createSnapshot(V1.CreateSnapshotRequest())
+            snapshotted.signal()
+        }
+        // Before the fix the snapshot finished here without the key; now it waits for the move.
+        let finishedEarly = snapshotted.wait(timeout: .now() + .seconds(1)) == .success
+        gate.signal()
+        if !finishedEarly { snapshotted.wait() }
+        movedDone.wait()
+        let first = try #require(moved.withLock { $0 }).get()
+        s.close()
+        s = try dir.open()
+        defer { s.close() }
+        let version = try Self.layerVersion(s, "l")
+        #expect(byteMismatch(try Self.call(s, .moveMarkers, Self.moveRequest(10), key: "m").get(), first) == nil)
+        #expect(try Self.layerVersion(s, "l") == version)
+    }
+
     @Test("a key is remembered for its TTL and new after it, across restarts (from a snapshot and from the journal)")
     func expiryAcrossRestarts() throws {
         let dir = DataDir()
