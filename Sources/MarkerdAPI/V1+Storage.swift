@@ -58,7 +58,7 @@ extension V1 {
     }
 
     /// A snapshot file holds a sequence of framed SnapshotSection messages: one header first, then
-    /// layers, icons, marker chunks and idempotency entries in any order, then one footer.
+    /// layers, icons, marker chunks and idempotency keys in any order, then one footer.
     public struct SnapshotSection: ProtoMessage {
         /// The proto oneof `section`.
         public enum Section: Sendable, Equatable {
@@ -73,10 +73,14 @@ extension V1 {
             /// A chunk of one layer's markers (full state, defaults filled in).
             /// Proto field `markers` = 4.
             case markers(UpsertMarkersRequest)
+            /// One key per section: written by markerd before idempotency_keys (still read).
             /// Proto field `idempotency` = 5.
             case idempotency(IdempotencyEntry)
             /// Proto field `footer` = 6.
             case footer(SnapshotFooter)
+            /// Many keys per section, packed.
+            /// Proto field `idempotency_keys` = 7.
+            case idempotencyKeys(IdempotencyKeys)
         }
 
         /// One of the `section` cases; nil when none is set.
@@ -139,6 +143,7 @@ extension V1 {
     }
 
     /// A recent mutation's reply, kept so that a resent request after a restart applies nothing.
+    /// Older snapshots hold one per key; markerd now writes IdempotencyKeys.
     public struct IdempotencyEntry: ProtoMessage {
         /// Proto field `key` = 1.
         public var key: String? = nil
@@ -162,6 +167,26 @@ extension V1 {
             self.requestDigest = requestDigest
             self.response = response
             self.atUnixMs = atUnixMs
+        }
+    }
+
+    /// Recent mutations' replies, oldest first, kept so that a resent request after a restart
+    /// applies nothing (see IdempotencyStore.packed in Sources/MarkerdService).
+    public struct IdempotencyKeys: ProtoMessage {
+        /// Per key, back to back: request digest (8 bytes, little-endian), applied at (Unix ms) minus
+        /// the previous key's (0 for the first) as a zigzag varint, length n as a varint, then n bytes:
+        /// the stored key (a tag byte: 1-128 = the key's length, followed by the key; 129-192 = 128 +
+        /// the length of the bytes that the key's lowercase hex digits spell, followed by them), then
+        /// the OK reply's payload.
+        /// Proto field `packed` = 1; absent decodes to [], which is not encoded.
+        public var packed: [UInt8] = []
+
+        public init() {}
+
+        public init(
+            packed: [UInt8] = []
+        ) {
+            self.packed = packed
         }
     }
 }
@@ -233,6 +258,8 @@ extension V1.SnapshotSection: CBridged {
             if let value: V1.IdempotencyEntry = try swiftMessage(c.idempotency) { section = .idempotency(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER:
             if let value: V1.SnapshotFooter = try swiftMessage(c.footer) { section = .footer(value) }
+        case MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS:
+            if let value: V1.IdempotencyKeys = try swiftMessage(c.idempotency_keys) { section = .idempotencyKeys(value) }
         default:
             break
         }
@@ -263,6 +290,9 @@ extension V1.SnapshotSection: CBridged {
         case .footer(let value)?:
             c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER
             c.footer = arena.message(value)
+        case .idempotencyKeys(let value)?:
+            c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS
+            c.idempotency_keys = arena.message(value)
         case nil:
             break
         }
@@ -349,6 +379,31 @@ extension V1.IdempotencyEntry: CBridged {
             c.response = ProtobufCBinaryData(len: response.count, data: arena.bytes(response))
         }
         setOptional(self.atUnixMs, &c.has_at_unix_ms, &c.at_unix_ms)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.IdempotencyKeys: CBridged {
+    static var protoName: String { "IdempotencyKeys" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__idempotency_keys__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__IdempotencyKeys.self)
+        self.init(
+            packed: swiftBytes(c.packed.data, c.packed.len)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__IdempotencyKeys()
+        markerd__v1__idempotency_keys__init(&c)
+        if !self.packed.isEmpty {
+            c.has_packed = 1
+            c.packed = ProtobufCBinaryData(len: self.packed.count, data: arena.bytes(self.packed))
+        }
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

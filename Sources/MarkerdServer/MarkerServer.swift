@@ -29,6 +29,8 @@ public final class MarkerServer: Sendable {
             case .off: .off
         }
         serviceConfig.snapshotEveryBytes = configuration.snapshotEveryBytes
+        serviceConfig.idempotencyTTL = configuration.idempotencyTTL
+        serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
         serviceConfig.tileBandsAbove = configuration.tileBandsAbove

@@ -17,6 +17,17 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var fsync: FsyncPolicy = .always
     /// Write a snapshot when the journal has grown by this many bytes since the last one. Default 256 MiB; 0 = never.
     public var snapshotEveryBytes: Int = 256 << 20
+    /// How long a mutation's reply is remembered by its idempotency key
+    /// (`ServiceConfiguration.idempotencyTTL`): a resend within it gets the first reply, after it
+    /// the key is new. Default 24 h; from 1 s to `maxIdempotencyTTL`.
+    public var idempotencyTTL: Duration = .seconds(24 * 3600)
+    /// The longest `idempotencyTTL`: 366 days.
+    public static let maxIdempotencyTTL: Duration = .seconds(366 * 24 * 3600)
+    /// Bytes the remembered idempotency keys may take, oldest forgotten first
+    /// (`ServiceConfiguration.idempotencyMaxBytes`). Default 64 MiB; at most `maxIdempotencyMaxBytes`.
+    public var idempotencyMaxBytes: Int = 64 << 20
+    /// The largest `idempotencyMaxBytes`: 1 GiB.
+    public static let maxIdempotencyMaxBytes = 1 << 30
     /// How long a graceful shutdown waits for requests in flight. Default 8 s (exit within 10 s).
     public var drainSeconds: Double = 8
     /// `host:port` of the HTTP tile gateway (tiles, TileJSON, /metrics, /healthz, /readyz, the viewer at
@@ -80,6 +91,11 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --ephemeral                keep everything in memory only
       --fsync always|everysec|off  durability of acknowledged writes. Default always
       --snapshot-every-bytes N   snapshot after this much journal. Default 268435456; 0 = never
+      --idempotency-ttl T        how long a mutation's reply is kept for a resend with the same idempotency
+                                 key; after it the key is new. T is a whole number of hours, minutes or
+                                 seconds: 24h, 90m, 3600s. Default 24h (NNG resends within 60 s)
+      --idempotency-max-bytes N  bytes the kept replies may take (key + reply + 41 each), oldest dropped
+                                 first. Default 67108864 (64 MiB); at most 1073741824 (1 GiB)
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
       --http HOST:PORT           serve the HTTP tile gateway, /metrics, /healthz, /readyz and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
@@ -153,6 +169,18 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             case "--snapshot-every-bytes": config.snapshotEveryBytes = try integer(arg, min: 0)
             case "--http-header-timeout-ms": config.httpHeaderTimeout = .milliseconds(try integer(arg, min: 1))
             case "--http-idle-timeout-ms": config.httpIdleTimeout = .milliseconds(try integer(arg, min: 1))
+            case "--idempotency-ttl":
+                let text = try value(arg)
+                guard let ttl = parseDuration(text), ttl >= .seconds(1), ttl <= maxIdempotencyTTL else {
+                    throw ParseError(description: "--idempotency-ttl takes a whole number of hours, minutes or seconds "
+                                     + "from 1s to 8784h (e.g. 24h, 90m, 3600s), not \"\(text)\"")
+                }
+                config.idempotencyTTL = ttl
+            case "--idempotency-max-bytes":
+                config.idempotencyMaxBytes = try integer(arg, min: 0)
+                guard config.idempotencyMaxBytes <= maxIdempotencyMaxBytes else {
+                    throw ParseError(description: "--idempotency-max-bytes takes at most \(maxIdempotencyMaxBytes), not \(config.idempotencyMaxBytes)")
+                }
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
             case "--kept-canvas-bytes", "--swept-canvas-bytes": config.keptCanvasBytes = try integer(arg, min: 0)
             case "--huge-pages":
@@ -182,5 +210,16 @@ public struct MarkerdConfiguration: Sendable, Equatable {
         }
         if !listen.isEmpty { config.listenURLs = listen }
         return config
+    }
+
+    /// `24h`, `90m`, `3600s`: a whole number (at most 9 digits) and a unit; nil for anything else.
+    static func parseDuration(_ text: String) -> Duration? {
+        guard let unit = text.last, let n = Int64(text.dropLast()), n >= 0, text.count <= 10 else { return nil }
+        switch unit {
+        case "h": return .seconds(n * 3600)
+        case "m": return .seconds(n * 60)
+        case "s": return .seconds(n)
+        default: return nil
+        }
     }
 }

@@ -143,6 +143,10 @@ extension MarkerService {
     static let snapshotFormatVersion: UInt32 = 1
     /// Markers per snapshot section; the layer's write lock is free between sections.
     static let snapshotChunk = 8_192
+    /// Bytes of packed idempotency keys per snapshot section (about 256 KiB: below glibc's mmap
+    /// threshold, so that recovery reuses the sections' buffers; the cache's lock is free
+    /// between sections).
+    static let snapshotIdempotencyChunkBytes = 256 << 10
 
     /// Opens the service: ephemeral, or recovered from `configuration.dataDirectory` (newest
     /// valid snapshot, then every journal record after it). Prints progress through `progress`,
@@ -197,7 +201,7 @@ extension MarkerService {
                 },
                 snapshotSection: { bytes in
                     firstSection.withLock { if $0 == nil { $0 = .now } }
-                    try pipeline.submit(exclusive: !Self.isMarkersSection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
+                    try pipeline.submit(exclusive: !Self.isMarkersSection(bytes) && !Self.isIdempotencySection(bytes), prepare: { () throws -> (@Sendable () throws -> Void) in
                         try recovering.prepareSnapshotSection(bytes)
                     })
                 },
@@ -226,6 +230,7 @@ extension MarkerService {
             service.close()
             throw error
         }
+        DispatchQueue.global(qos: .utility).async { [idempotency = service.idempotency] in idempotency.indexRestoredEntries() }
         let markers = service.layers.withLock { $0.values.reduce(0) { $0 + $1.layer.count } }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -246,15 +251,14 @@ extension MarkerService {
         return service
     }
 
-    /// Takes over the state rebuilt by a recovering instance.
+    /// Takes over the state rebuilt by a recovering instance (the idempotency keys unindexed:
+    /// `open` has them indexed on another thread, or the first mutation does it).
     private func adopt(_ other: MarkerService) {
         let all = other.layers.withLock { $0 }
         layers.withLock { $0 = all }
         versions.restore(other.versions.reservedCeiling)
         for icon in other.icons.all() { _ = try? icons.register(icon) }
-        for e in other.idempotency.completedEntries() {
-            idempotency.restore(key: e.key, digest: e.digest, reply: e.reply, atUnixMs: e.atUnixMs)
-        }
+        idempotency.adopt(other.idempotency)
     }
 
     /// The end of recovery: gives every layer a fresh version (`VersionCeiling.fresh`), above
@@ -282,9 +286,8 @@ extension MarkerService {
             versions.restore(record.versionCeiling)
             return true
         }
-        if !record.idempotencyKey.isEmpty, let response = try? V1.Response(serializedBytes: record.response) {
-            idempotency.restore(key: record.idempotencyKey, digest: record.requestDigest,
-                                reply: StoredReply(code: response.code, message: response.message, payload: response.payload),
+        if !record.idempotencyKey.isEmpty, let response = try? V1.Response(serializedBytes: record.response), response.code == .ok {
+            idempotency.restore(key: record.idempotencyKey, digest: record.requestDigest, payload: response.payload,
                                 atUnixMs: record.appliedAtUnixMs)
         }
         guard let kind = MutationKind(methodName: record.method) else { return false }
@@ -304,6 +307,15 @@ extension MarkerService {
     /// Only those are decoded in parallel; a wrong guess only costs parallelism.
     static func isMarkersSection(_ bytes: [UInt8]) -> Bool { bytes.first == 4 << 3 | 2 }
 
+    /// Whether a snapshot section's bytes hold packed idempotency keys
+    /// (`SnapshotSection.idempotency_keys`, field 7).
+    static func isIdempotencyKeysSection(_ bytes: [UInt8]) -> Bool { bytes.first == 7 << 3 | 2 }
+
+    /// Whether a snapshot section's bytes hold idempotency keys, packed or one per section as
+    /// older snapshots have them (`idempotency`, field 5): decoded in parallel like markers
+    /// chunks, as their preparation has no effect that other sections depend on.
+    static func isIdempotencySection(_ bytes: [UInt8]) -> Bool { isIdempotencyKeysSection(bytes) || bytes.first == 5 << 3 | 2 }
+
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
     func prepareSnapshotSection(_ bytes: [UInt8]) throws -> @Sendable () throws -> Void {
@@ -316,11 +328,17 @@ extension MarkerService {
            }) {
             return { [self] in try restoreBatch(batch, into: layerID, c) }
         }
+        if Self.isIdempotencyKeysSection(bytes), let range = bytes.withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys) {
+            return { [self] in try idempotency.restore(packed: bytes[range]) }
+        }
         switch try V1.SnapshotSection(serializedBytes: bytes).section {
         case .markers(let r)?:
             let records = try records(r, nowUnixMs: now, restoring: true)
             let world = records.map { WorldPoint($0.position) }
             return { [self] in try restoreRecords(records, world: world, into: r.layerID, c) }
+        case .idempotency(let e)?:
+            let response = try V1.Response(serializedBytes: e.response ?? [])
+            return { [self] in restore(e, response) }
         case .icon?:
             // Icons come before the markers that use them; registering here (not in the apply
             // stage) lets the next sections' conversion find them.
@@ -379,13 +397,19 @@ extension MarkerService {
         case .markers(let r)?:
             _ = try upsertMarkers(r, commit(.upsertMarkers), restoring: true)
         case .idempotency(let e)?:
-            let response = try V1.Response(serializedBytes: e.response ?? [])
-            idempotency.restore(key: e.key ?? "", digest: e.requestDigest ?? 0,
-                                reply: StoredReply(code: response.code, message: response.message, payload: response.payload),
-                                atUnixMs: e.atUnixMs ?? 0)
+            restore(e, try V1.Response(serializedBytes: e.response ?? []))
+        case .idempotencyKeys(let k)?:
+            try idempotency.restore(packed: k.packed[...])
         case .footer?, nil:
             break
         }
+    }
+
+    /// Restores one key of an older snapshot (one `IdempotencyEntry` section per key) and its
+    /// decoded `response`: only OK replies are remembered.
+    private func restore(_ e: V1.IdempotencyEntry, _ response: V1.Response) {
+        guard response.code == .ok else { return }
+        idempotency.restore(key: e.key ?? "", digest: e.requestDigest ?? 0, payload: response.payload, atUnixMs: e.atUnixMs ?? 0)
     }
 
     // MARK: Snapshots
@@ -436,6 +460,7 @@ extension MarkerService {
         guard let journal else { throw RPCError.failedPrecondition("ephemeral") }
         let start = ContinuousClock.now
         let covered = try journal.rotate()
+        let inFlight = idempotency.inFlightMark()
         let writer = try journal.makeSnapshotWriter(coveredSequence: covered)
         var markerCount: UInt64 = 0
         do {
@@ -486,17 +511,14 @@ extension MarkerService {
                     cursor = next
                 }
             }
-            for e in idempotency.completedEntries() {
-                var entry = V1.IdempotencyEntry()
-                entry.key = e.key
-                entry.requestDigest = e.digest
-                var response = V1.Response()
-                response.code = e.reply.code
-                response.message = e.reply.message
-                response.payload = e.reply.payload
-                entry.response = response.serializedBytes()
-                entry.atUnixMs = e.atUnixMs
-                try put(.idempotency(entry))
+            // Mutations journaled up to `covered` lose their records with the segments dropped
+            // below: their keys must be in the cache before it is packed.
+            idempotency.waitForInFlight(before: inFlight, stop: { snapshots.isCancelled })
+            if snapshots.isCancelled { throw RPCError.unavailable("snapshot cancelled: markerd is shutting down") }
+            var next: UInt64 = 0
+            while let (packed, after) = idempotency.packed(from: next, maxBytes: Self.snapshotIdempotencyChunkBytes) {
+                try put(.idempotencyKeys(V1.IdempotencyKeys(packed: packed)))
+                next = after
             }
             var footer = V1.SnapshotFooter()
             footer.layers = UInt64(handles.count)

@@ -65,12 +65,9 @@ extension MarkerService {
             return
         }
         let digest = RequestDigest.digest(method: kind.methodName, payload: payload)
-        let waiter: IdempotencyCache.Waiter = { reply in
-            completion(reply.code == .ok ? .success(reply.payload) : .failure(RPCError(reply.code, reply.message)))
-        }
-        switch idempotency.begin(key: key, digest: digest, waiter: waiter) {
+        switch idempotency.begin(key: key, digest: digest, waiter: completion) {
         case .replay(let reply):
-            waiter(reply)
+            completion(.success(reply))
             return
         case .attached:
             return
@@ -82,17 +79,12 @@ extension MarkerService {
         }
         let now = Self.nowUnixMs()
         let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency] result in
-            switch result {
-            case .success(let payload):
-                let reply = StoredReply(code: .ok, message: "", payload: payload)
-                let waiters = idempotency.complete(key: key, reply: reply, atUnixMs: now)
-                completion(result)
-                for w in waiters { w(reply) }
-            case .failure(let error):
-                let waiters = idempotency.abandon(key: key)
-                completion(result)
-                for w in waiters { w(StoredReply(code: error.code, message: error.message, payload: [])) }
+            let waiters = switch result {
+                case .success(let payload): idempotency.complete(key: key, payload: payload, atUnixMs: now)
+                case .failure: idempotency.abandon(key: key)
             }
+            completion(result)
+            for w in waiters { w(result) }
         }
         let commit = MutationCommit(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now,
                                     context: context, onDurable: finish)

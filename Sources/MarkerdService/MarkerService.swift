@@ -13,8 +13,17 @@ public struct ServiceConfiguration: Sendable {
     public var fsync: Fsync = .always
     /// Snapshot after the journal grew by this many bytes since the last one; 0 = never. Default 256 MiB.
     public var snapshotEveryBytes: Int = 256 << 20
-    /// Idempotency keys remembered (oldest forgotten first). Default 200,000.
-    public var idempotencyCapacity: Int = 200_000
+    /// How long the reply of a mutation is remembered by its idempotency key: a request resent
+    /// with the key within it gets the first reply and applies nothing; after it, the key is new
+    /// (NNG's REQ resends within 60 s, so anything far above that is safe). Default 24 h; zero
+    /// or less remembers nothing.
+    public var idempotencyTTL: Duration = .seconds(24 * 3600)
+    /// Bytes the remembered keys may take, counting each as its key (half of it for a key of
+    /// lowercase hex digits), its reply payload and 41 bytes (`IdempotencyStore`); the oldest
+    /// are forgotten first beyond it. Default 64 MiB.
+    public var idempotencyMaxBytes: Int = 64 << 20
+    /// The clock of `idempotencyTTL`, Unix ms. Default: the system clock; tests inject one.
+    public var idempotencyClock: @Sendable () -> Int64 = MarkerService.nowUnixMs
     /// Reported by GetServerInfo.
     public var version: String = "dev"
     /// XYZ template returned in TILED viewport answers (relative to the HTTP gateway).
@@ -83,7 +92,9 @@ public final class MarkerService: @unchecked Sendable {
         self.configuration = configuration
         self.journal = journal
         self.versions = VersionCeiling(journal: journal)
-        self.idempotency = IdempotencyCache(capacity: configuration.idempotencyCapacity)
+        self.idempotency = IdempotencyCache(ttlMs: Self.milliseconds(configuration.idempotencyTTL),
+                                            maxBytes: configuration.idempotencyMaxBytes,
+                                            clock: configuration.idempotencyClock)
         self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
         self.tileRenderer = TileRenderer(sweepAbove: configuration.tileSweepAbove, bandsAbove: configuration.tileBandsAbove,
                                          sweepBandsAbove: configuration.sweepBandsAbove, images: { [icons] id in icons.icon(id)?.image })
@@ -102,6 +113,14 @@ public final class MarkerService: @unchecked Sendable {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// Whole milliseconds of `d` (rounded down; saturating).
+    static func milliseconds(_ d: Duration) -> Int64 {
+        let (s, atto) = d.components
+        let (ms, o1) = s.multipliedReportingOverflow(by: 1000)
+        let (sum, o2) = ms.addingReportingOverflow(atto / 1_000_000_000_000_000)
+        return o1 || o2 ? (s < 0 ? .min : .max) : sum
     }
 
     /// The layer, or NOT_FOUND.

@@ -1,6 +1,7 @@
 /// A stable 64-bit digest of a method name and its payload, stored with idempotency keys so that
-/// a key reused for a different request is detected (and persisted in the journal, so the
-/// function must never change). Reads 8 bytes at a time: about 1 ns per byte.
+/// a key reused for a different request (another method, or another payload) is detected.
+/// Journals and snapshots store it, so the function must never change (a test pins its values);
+/// it reads the bytes as little-endian words on every host. About 1 ns per byte.
 public enum RequestDigest {
     public static func digest(method: String, payload: UnsafeRawBufferPointer) -> UInt64 {
         var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(truncatingIfNeeded: payload.count)
@@ -19,7 +20,7 @@ public enum RequestDigest {
         var i = 0
         let n = bytes.count
         while i + 8 <= n {
-            let w = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let w = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
             h = (h ^ (w &* 0xBF58_476D_1CE4_E5B9)).rotateLeft(27) &* 0x94D0_49BB_1331_11EB &+ 0x632B_E59B_D9B4_E019
             i += 8
         }

@@ -233,6 +233,51 @@ void   markerd__v1__idempotency_entry__free_unpacked
   assert(message->base.descriptor == &markerd__v1__idempotency_entry__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__idempotency_keys__init
+                     (Markerd__V1__IdempotencyKeys         *message)
+{
+  static const Markerd__V1__IdempotencyKeys init_value = MARKERD__V1__IDEMPOTENCY_KEYS__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__idempotency_keys__get_packed_size
+                     (const Markerd__V1__IdempotencyKeys *message)
+{
+  assert(message->base.descriptor == &markerd__v1__idempotency_keys__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__idempotency_keys__pack
+                     (const Markerd__V1__IdempotencyKeys *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__idempotency_keys__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__idempotency_keys__pack_to_buffer
+                     (const Markerd__V1__IdempotencyKeys *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__idempotency_keys__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__IdempotencyKeys *
+       markerd__v1__idempotency_keys__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__IdempotencyKeys *)
+     protobuf_c_message_unpack (&markerd__v1__idempotency_keys__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__idempotency_keys__free_unpacked
+                     (Markerd__V1__IdempotencyKeys *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__idempotency_keys__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor markerd__v1__journal_record__field_descriptors[8] =
 {
   {
@@ -362,7 +407,7 @@ const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor =
   (ProtobufCMessageInit) markerd__v1__journal_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[6] =
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[7] =
 {
   {
     "header",
@@ -436,19 +481,32 @@ static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descr
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "idempotency_keys",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, idempotency_keys),
+    &markerd__v1__idempotency_keys__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
   5,   /* field[5] = footer */
   0,   /* field[0] = header */
   2,   /* field[2] = icon */
   4,   /* field[4] = idempotency */
+  6,   /* field[6] = idempotency_keys */
   1,   /* field[1] = layer */
   3,   /* field[3] = markers */
 };
 static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
 {
@@ -458,7 +516,7 @@ const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
   "Markerd__V1__SnapshotSection",
   "markerd.v1",
   sizeof(Markerd__V1__SnapshotSection),
-  6,
+  7,
   markerd__v1__snapshot_section__field_descriptors,
   markerd__v1__snapshot_section__field_indices_by_name,
   1,  markerd__v1__snapshot_section__number_ranges,
@@ -668,5 +726,43 @@ const ProtobufCMessageDescriptor markerd__v1__idempotency_entry__descriptor =
   markerd__v1__idempotency_entry__field_indices_by_name,
   1,  markerd__v1__idempotency_entry__number_ranges,
   (ProtobufCMessageInit) markerd__v1__idempotency_entry__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__idempotency_keys__field_descriptors[1] =
+{
+  {
+    "packed",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BYTES,
+    offsetof(Markerd__V1__IdempotencyKeys, has_packed),
+    offsetof(Markerd__V1__IdempotencyKeys, packed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__idempotency_keys__field_indices_by_name[] = {
+  0,   /* field[0] = packed */
+};
+static const ProtobufCIntRange markerd__v1__idempotency_keys__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor markerd__v1__idempotency_keys__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.IdempotencyKeys",
+  "IdempotencyKeys",
+  "Markerd__V1__IdempotencyKeys",
+  "markerd.v1",
+  sizeof(Markerd__V1__IdempotencyKeys),
+  1,
+  markerd__v1__idempotency_keys__field_descriptors,
+  markerd__v1__idempotency_keys__field_indices_by_name,
+  1,  markerd__v1__idempotency_keys__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__idempotency_keys__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -22,6 +22,7 @@ typedef struct Markerd__V1__SnapshotSection Markerd__V1__SnapshotSection;
 typedef struct Markerd__V1__SnapshotHeader Markerd__V1__SnapshotHeader;
 typedef struct Markerd__V1__SnapshotFooter Markerd__V1__SnapshotFooter;
 typedef struct Markerd__V1__IdempotencyEntry Markerd__V1__IdempotencyEntry;
+typedef struct Markerd__V1__IdempotencyKeys Markerd__V1__IdempotencyKeys;
 
 
 /* --- enums --- */
@@ -87,13 +88,14 @@ typedef enum {
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_ICON = 3,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_MARKERS = 4,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY = 5,
-  MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER = 6
+  MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER = 6,
+  MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS = 7
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__SNAPSHOT_SECTION__SECTION__CASE)
 } Markerd__V1__SnapshotSection__SectionCase;
 
 /*
  * A snapshot file holds a sequence of framed SnapshotSection messages: one header first, then
- * layers, icons, marker chunks and idempotency entries in any order, then one footer.
+ * layers, icons, marker chunks and idempotency keys in any order, then one footer.
  */
 struct  Markerd__V1__SnapshotSection
 {
@@ -113,8 +115,15 @@ struct  Markerd__V1__SnapshotSection
      * A chunk of one layer's markers (full state, defaults filled in).
      */
     Markerd__V1__UpsertMarkersRequest *markers;
+    /*
+     * One key per section: written by markerd before idempotency_keys (still read).
+     */
     Markerd__V1__IdempotencyEntry *idempotency;
     Markerd__V1__SnapshotFooter *footer;
+    /*
+     * Many keys per section, packed.
+     */
+    Markerd__V1__IdempotencyKeys *idempotency_keys;
   };
 };
 #define MARKERD__V1__SNAPSHOT_SECTION__INIT \
@@ -161,6 +170,7 @@ struct  Markerd__V1__SnapshotFooter
 
 /*
  * A recent mutation's reply, kept so that a resent request after a restart applies nothing.
+ * Older snapshots hold one per key; markerd now writes IdempotencyKeys.
  */
 struct  Markerd__V1__IdempotencyEntry
 {
@@ -179,6 +189,28 @@ struct  Markerd__V1__IdempotencyEntry
 #define MARKERD__V1__IDEMPOTENCY_ENTRY__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__idempotency_entry__descriptor) \
     , NULL, 0, 0, 0, {0,NULL}, 0, 0 }
+
+
+/*
+ * Recent mutations' replies, oldest first, kept so that a resent request after a restart
+ * applies nothing (see IdempotencyStore.packed in Sources/MarkerdService).
+ */
+struct  Markerd__V1__IdempotencyKeys
+{
+  ProtobufCMessage base;
+  /*
+   * Per key, back to back: request digest (8 bytes, little-endian), applied at (Unix ms) minus
+   * the previous key's (0 for the first) as a zigzag varint, length n as a varint, then n bytes:
+   * the stored key (a tag byte: 1-128 = the key's length, followed by the key; 129-192 = 128 +
+   * the length of the bytes that the key's lowercase hex digits spell, followed by them), then
+   * the OK reply's payload.
+   */
+  protobuf_c_boolean has_packed;
+  ProtobufCBinaryData packed;
+};
+#define MARKERD__V1__IDEMPOTENCY_KEYS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__idempotency_keys__descriptor) \
+    , 0, {0,NULL} }
 
 
 /* Markerd__V1__JournalRecord methods */
@@ -276,6 +308,25 @@ Markerd__V1__IdempotencyEntry *
 void   markerd__v1__idempotency_entry__free_unpacked
                      (Markerd__V1__IdempotencyEntry *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__IdempotencyKeys methods */
+void   markerd__v1__idempotency_keys__init
+                     (Markerd__V1__IdempotencyKeys         *message);
+size_t markerd__v1__idempotency_keys__get_packed_size
+                     (const Markerd__V1__IdempotencyKeys   *message);
+size_t markerd__v1__idempotency_keys__pack
+                     (const Markerd__V1__IdempotencyKeys   *message,
+                      uint8_t             *out);
+size_t markerd__v1__idempotency_keys__pack_to_buffer
+                     (const Markerd__V1__IdempotencyKeys   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__IdempotencyKeys *
+       markerd__v1__idempotency_keys__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__idempotency_keys__free_unpacked
+                     (Markerd__V1__IdempotencyKeys *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Markerd__V1__JournalRecord_Closure)
@@ -293,6 +344,9 @@ typedef void (*Markerd__V1__SnapshotFooter_Closure)
 typedef void (*Markerd__V1__IdempotencyEntry_Closure)
                  (const Markerd__V1__IdempotencyEntry *message,
                   void *closure_data);
+typedef void (*Markerd__V1__IdempotencyKeys_Closure)
+                 (const Markerd__V1__IdempotencyKeys *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -304,6 +358,7 @@ extern const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descripto
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_header__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_footer__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__idempotency_entry__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__idempotency_keys__descriptor;
 
 PROTOBUF_C__END_DECLS
 
