@@ -50,7 +50,8 @@ final class VersionCeiling: @unchecked Sendable {
     /// Makes `version` revealable: returns at once when a durable reservation covers it, else
     /// journals one and waits until it is durable. Call under the layer's write lock, before
     /// raising the layer's version to `version` (so nothing changes when it fails).
-    /// - Throws: UNAVAILABLE when the journal refuses the reservation or cannot make it durable.
+    /// - Throws: UNAVAILABLE when the journal refuses the reservation or retries after a failed
+    ///   write while the reservation waits (nothing is changed then).
     func cover(_ version: UInt64) throws(RPCError) {
         cond.lock()
         defer { cond.unlock() }
@@ -84,7 +85,13 @@ final class VersionCeiling: @unchecked Sendable {
         guard let journal else { return }
         while version > durable {
             if !inFlight { try reserve(version + Self.block, in: journal) }
-            cond.wait()
+            // A reservation that meets a failing disk stays queued in the journal, which retries it
+            // until it is written (`Journal.retryingAfter`): refuse rather than wait that long.
+            if let failure = journal.retryingAfter {
+                throw .unavailable("a version reservation waits for the journal, which retries after \(failure); "
+                                   + "markerd cannot change layers until it takes writes again")
+            }
+            _ = cond.wait(until: Date(timeIntervalSinceNow: 0.01))
         }
         if !inFlight && highest + Self.block / 2 > durable {
             // Ahead of need; a failure here shows again at the reservation that is needed.
