@@ -72,7 +72,7 @@ import Testing
             let before = call.isMutation ? try RPCFuzzer.fingerprint(client, layer: call.layerID) : nil
             let replyBytes: [UInt8]
             do {
-                replyBytes = try raw.call(call.envelope, timeout: .seconds(60))
+                replyBytes = try raw.call(call.envelope, timeout: .seconds(20))
             } catch {
                 let alive = server.process.isRunning ? "still running" : "exited: \(server.stderrText().suffix(2000))"
                 run.failures.append("#\(i) \(call.summary): no reply (\(error)); markerd \(alive)")
