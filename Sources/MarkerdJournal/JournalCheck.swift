@@ -172,28 +172,24 @@ public enum JournalCheck {
         }
         listing = try DirectoryListing(directory: directory)
         let missing: String?
+        /// Points the manifest at the newest segment there is (or removes it when none is left), saying why.
+        func resetManifest(_ why: String) throws {
+            if let newest = listing.segments.last {
+                try JournalFormat.writeManifest(directory: directory, newest: newest.first, durable: true)
+                actions.append("\(why); \(JournalFormat.manifestName) now names \(newest.name)")
+            } else {
+                try FileIO.unlink(FileIO.join(directory, JournalFormat.manifestName))
+                actions.append("\(why); removed \(JournalFormat.manifestName) (no segment remains)")
+            }
+        }
         do {
             missing = try listing.missingNewestSegment(directory: directory)
         } catch JournalError.damaged(_, _, let reason) {
             // Unreadable: name the newest segment there is (a missing newer one goes unnoticed).
             missing = nil
-            if let newest = listing.segments.last {
-                try JournalFormat.writeManifest(directory: directory, newest: newest.first, durable: true)
-                actions.append("\(JournalFormat.manifestName) was damaged (\(reason)); it now names \(newest.name)")
-            } else {
-                try FileIO.unlink(FileIO.join(directory, JournalFormat.manifestName))
-                actions.append("removed the damaged \(JournalFormat.manifestName) (\(reason)); there is no segment")
-            }
+            try resetManifest("\(JournalFormat.manifestName) was damaged (\(reason))")
         }
-        if let missing {
-            if let newest = listing.segments.last {
-                try JournalFormat.writeManifest(directory: directory, newest: newest.first, durable: true)
-                actions.append("\(missing) is missing: the records it held are lost; \(JournalFormat.manifestName) now names \(newest.name)")
-            } else {
-                try FileIO.unlink(FileIO.join(directory, JournalFormat.manifestName))
-                actions.append("\(missing) is missing: the records it held are lost; removed \(JournalFormat.manifestName) (no segment remains)")
-            }
-        }
+        if let missing { try resetManifest("\(missing) is missing: the records it held are lost") }
         if !actions.isEmpty { try FileIO.fsyncDirectory(directory) }
         var report = try analyse(directory: directory)
         report.actions = actions.isEmpty ? ["nothing to repair"] : actions

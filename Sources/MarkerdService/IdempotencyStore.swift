@@ -206,9 +206,9 @@ struct IdempotencyStore {
             let r = records[p]
             withUnsafeBytes(of: r.digest.littleEndian) { out.append(contentsOf: $0) }
             let delta = r.atUnixMs &- previousAt
-            Self.appendVarint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)), to: &out)
+            MarkerWireEncoder.appendVarint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)), to: &out)
             previousAt = r.atUnixMs
-            Self.appendVarint(UInt64(r.length), to: &out)
+            MarkerWireEncoder.appendVarint(UInt64(r.length), to: &out)
             out.append(contentsOf: arena[Int(r.start)..<Int(r.start + r.length)])
             p += 1
         }
@@ -256,15 +256,6 @@ struct IdempotencyStore {
                 o += n
             }
         }
-    }
-
-    static func appendVarint(_ v: UInt64, to out: inout [UInt8]) {
-        var v = v
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
     }
 
     /// The varint at `o` (advancing `o` past it); nil if it runs past the end or over 10 bytes.
