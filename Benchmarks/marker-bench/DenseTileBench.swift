@@ -33,7 +33,7 @@ struct DenseTileBench {
         }
         let dense = distinct.sorted { $0.markers > $1.markers }.prefix(Self.tileCount)
         // Tiles of about the same count differ mostly in how many draws the cull keeps: the more, the slower
-        // (Benchmarks/README.md, session 20).
+        // (Benchmarks/results/diary.md, session 20).
         let counts = "markers / draws kept per tile \(dense.map { "\($0.markers) / \($0.draws)" }.joined(separator: ", "))"
         Progress.log("[\(label)] dense tiles: the \(dense.count) densest of \(distinct.count) distinct z10 tiles, \(counts); \(Self.repetitions) repetitions each")
         // Per path: per tile, the thread CPU µs of every repetition.

@@ -13,7 +13,7 @@ import MarkerdRender
 /// broad ones keep the most draws and are the slowest to render; with 4 km this tile keeps
 /// about 11,600 draws, the 10M layer's densest tiles 1,600-13,600), at 40 N 10 E, default pins.
 /// So it suits instruction counts (`valgrind --tool=callgrind`, repeatable whatever the host
-/// is doing) as well as quick timings; see Benchmarks/README.md, session 21.
+/// is doing) as well as quick timings; see Benchmarks/results/diary.md, session 21.
 struct OneCityBench {
     static let markers = 23_333, sigmaKm = 4.0, centre = LatLng(latitude: 40, longitude: 10)
     /// Renders timed, as `DenseTileBench` times each tile (under callgrind the whole run takes about 16 s).

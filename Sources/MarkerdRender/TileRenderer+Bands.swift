@@ -90,7 +90,7 @@ extension TileRenderer {
     /// marker-bench's full run it stood at 1.3-2.0 on the 2-core machine from the load and query
     /// phases just before, while the client sat waiting for each tile, so GetTile z0 ran on one
     /// thread (167.5 ms median) although a core was idle; the same markerd at load average 1.2
-    /// took 96.9 ms in two bands (Benchmarks/README.md, session 9).
+    /// took 96.9 ms in two bands (Benchmarks/results/diary.md, session 9).
     static func idleCoreLikely() -> Bool { coreTest(idleCore) }
 
     /// `rule(runnable tasks now, online CPUs)`; where the runnable count cannot be read, the
@@ -120,7 +120,7 @@ extension TileRenderer {
     /// 2-3 tasks runnable at that instant (markerd's and the client's network threads finishing
     /// the hand-over). Until 2026-12-02 the rule was at most one per CPU; with bands taken for
     /// every such tile instead, the cold z10 p99 was lower in 5 of 5 alternating runs (4.37-5.68
-    /// against 5.90-6.93 ms, 10M markers, Benchmarks/README.md, session 23), at the same tiles
+    /// against 5.90-6.93 ms, 10M markers, Benchmarks/results/diary.md, session 23), at the same tiles
     /// per second with 2 and 4 calls in flight; with this rule, three runs gave 4.80-5.95 ms. A
     /// wrong yes costs the split (about 15 % more CPU on a dense tile), never a wait.
     static func secondCoreLikely() -> Bool { coreTest(secondCore) }

@@ -30,7 +30,7 @@ private import Synchronization
 ///
 /// Where to cut: the work is not even over the rows (at z0 over the synthetic 10M layer, rows
 /// 0-127 took 97.6 ms and rows 128-255 45.9 ms of thread CPU, each swept alone; rows 0-95 and
-/// 96-255 72.4 / 75.1 ms, see Benchmarks/README.md), so the middle cut is learnt: each shared
+/// 96-255 72.4 / 75.1 ms, see Benchmarks/results/diary.md), so the middle cut is learnt: each shared
 /// render times its strips (thread CPU) and moves the middle, as a fraction of the height shared
 /// by every renderer of the process (`bandCutFraction`), to where the work above and below would
 /// balance if each strip's work were spread evenly over its rows; halfway, against noise. Each
@@ -42,7 +42,7 @@ private import Synchronization
 extension TileRenderer {
     /// Default `sweepBandsAbove`: rasters whose sweep estimate (`estimate`) reaches 2,000,000
     /// static markers around them (the z0 tile of a layer of that size; at 1M the one-thread z0
-    /// sweep takes about 80 ms of CPU). See Benchmarks/README.md for the measurements.
+    /// sweep takes about 80 ms of CPU). See Benchmarks/results/diary.md for the measurements.
     public static let defaultSweepBandsAbove = 2_000_000
 
     /// Bands and strips smaller than this many rows are not worth a thread.

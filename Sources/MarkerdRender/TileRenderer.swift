@@ -183,7 +183,7 @@ public struct RenderedRaster: Sendable {
 /// (`--only citytiles`, 10M markers, z10: about 20k pins in the densest tiles), process CPU per
 /// tile p50 / p99 on one thread 7.6 / 17.2 ms against 12.9 / 31.4 ms before these two and the
 /// cheaper sort (step 1); two bands cost about 15 % more CPU and gave no wall-clock gain, even on
-/// a quiet machine (see Benchmarks/README.md).
+/// a quiet machine (see Benchmarks/results/diary.md).
 ///
 /// In every path a sprite position found fully settled is remembered per sprite
 /// (`CoverageMask.markSettled`: settling only grows, so a later-visited draw of the same sprite
@@ -202,7 +202,7 @@ public struct RenderedRaster: Sendable {
 /// remains at z0 is every row's first few hundred markers, placed and culled one by one (about
 /// 90k, 50k draws), and the row parts' tests; at 10M the larger cost is reading the opened
 /// rows' markers around them (about 1.3M, each tested at its position when its turn comes; see
-/// Benchmarks/README.md for the profile and the figures).
+/// Benchmarks/results/diary.md for the profile and the figures).
 public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).

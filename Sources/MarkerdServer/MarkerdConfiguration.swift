@@ -54,7 +54,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// per CPU are runnable (`TileRenderer.secondCoreLikely`), snapshots while a core is idle (fewer
     /// runnable than CPUs). Default 2,000 (about 1 ms of rendering): on a quiet 2-core
     /// machine this took about 18 % off the 10M city tiles' z10 p99 for about 17 % more CPU on
-    /// those calls, throughput unchanged (Benchmarks/README.md). `Int.max` (`--tile-bands-above
+    /// those calls, throughput unchanged (Benchmarks/results/diary.md). `Int.max` (`--tile-bands-above
     /// off`): always one thread. The library's default (`TileRenderer.defaultBandsAbove`) stays
     /// off, so that in-process renders are the same whatever the load.
     public var tileBandsAbove: Int = 2_000
