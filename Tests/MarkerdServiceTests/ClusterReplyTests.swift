@@ -62,7 +62,8 @@ import Testing
                         for l in layers { try s.upsert(l, [m]) }
                     case 2, 3:  // a small move, mostly within the same finest cell
                         guard let p = present[id] else { continue }
-                        let q = (p.0 + (rng.unit() - 0.5) * 1e-5, p.1 + (rng.unit() - 0.5) * 1e-5)
+                        // Kept within [-180, 180]: a marker near the antimeridian must not be moved past it.
+                        let q = (p.0 + (rng.unit() - 0.5) * 1e-5, max(-180, min(180, p.1 + (rng.unit() - 0.5) * 1e-5)))
                         present[id] = q
                         for l in layers { try s.move(l, [(id, q.0, q.1)]) }
                     case 4:
