@@ -166,6 +166,15 @@ struct Arena {
         return (messages.count, array)
     }
 
+    /// A C array of enum values (count, pointer).
+    func enums<E: ProtoEnum, C: RawRepresentable>(_ values: [E]) -> (Int, UnsafeMutablePointer<C>?) where C.RawValue: BinaryInteger {
+        if values.isEmpty { return (0, nil) }
+        let array = allocate(values.count &* MemoryLayout<C>.stride, alignment: MemoryLayout<C>.alignment)
+            .bindMemory(to: C.self, capacity: values.count)
+        for (i, v) in values.enumerated() { (array + i).initialize(to: v.cEnum()) }
+        return (values.count, array)
+    }
+
     /// A C array of NUL-terminated strings (count, pointer).
     func strings(_ strings: [String]) -> (Int, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) {
         if strings.isEmpty { return (0, nil) }
@@ -396,6 +405,12 @@ func setOptional<E: ProtoEnum, C: RawRepresentable>(_ value: E?, _ has: inout In
 @inline(__always)
 func swiftEnum<E: ProtoEnum, C: RawRepresentable>(_ c: C) -> E where C.RawValue: BinaryInteger {
     E(cEnum: c)
+}
+
+/// A repeated enum field (unknown numbers become `fallback`).
+func swiftEnums<E: ProtoEnum, C: RawRepresentable>(_ count: Int, _ items: UnsafeMutablePointer<C>?) -> [E] where C.RawValue: BinaryInteger {
+    guard count > 0, let items else { return [] }
+    return (0..<count).map { E(cEnum: items[$0]) }
 }
 
 @inline(__always)

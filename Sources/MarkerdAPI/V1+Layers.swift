@@ -171,6 +171,210 @@ extension V1 {
         }
     }
 
+    /// Labels: text beside each marker's icon, drawn into the layer's raster tiles like a map's labels:
+    /// placed once per zoom in world pixels (the same on every tile, also across tile edges), never
+    /// overlapping each other; where labels compete, the higher-ranked one wins: higher z_index, then
+    /// higher priority (Marker.label.priority, else the attribute `priority_attribute`), then the marker
+    /// drawn on top. Text is shaped with Pango/HarfBuzz (every script, bidi, font fallback). Sizes are
+    /// px at density 1.
+    public struct LabelOptions: ProtoMessage {
+        /// The proto default of `fontSize`.
+        public static let defaultFontSize: Float = 13
+        /// The proto default of `fontFamily`.
+        public static let defaultFontFamily: String = "Noto Sans"
+        /// The proto default of `bold`.
+        public static let defaultBold: Bool = false
+        /// The proto default of `maxWidth`.
+        public static let defaultMaxWidth: Float = 160
+        /// The proto default of `maxLines`.
+        public static let defaultMaxLines: UInt32 = 2
+        /// The proto default of `haloWidth`.
+        public static let defaultHaloWidth: Float = 1.5
+        /// The proto default of `color`.
+        public static let defaultColor: UInt32 = 0xFF202020
+        /// The proto default of `haloColor`.
+        public static let defaultHaloColor: UInt32 = 0xFFFFFFFF
+        /// The proto default of `gap`.
+        public static let defaultGap: Float = 2
+        /// The proto default of `padding`.
+        public static let defaultPadding: Float = 2
+        /// The proto default of `showIconWithoutLabel`.
+        public static let defaultShowIconWithoutLabel: Bool = true
+
+        /// Default false.
+        /// Proto field `enabled` = 1.
+        public var enabled: Bool? = nil
+        /// The attribute whose value labels a marker that has no label.text of its own (e.g. "name").
+        /// Unset: only markers with their own label.text are labelled.
+        /// Proto field `text_attribute` = 2.
+        public var textAttribute: String? = nil
+        /// px, 6-64
+        /// nil: absent, meaning the default 13 (`defaultFontSize`).
+        /// Proto field `font_size` = 3.
+        public var fontSize: Float? = nil
+        /// a fontconfig family list
+        /// nil: absent, meaning the default "Noto Sans" (`defaultFontFamily`).
+        /// Proto field `font_family` = 4.
+        public var fontFamily: String? = nil
+        /// nil: absent, meaning the default false (`defaultBold`).
+        /// Proto field `bold` = 5.
+        public var bold: Bool? = nil
+        /// px, 16-1024; longer text wraps or is cut
+        /// nil: absent, meaning the default 160 (`defaultMaxWidth`).
+        /// Proto field `max_width` = 6.
+        public var maxWidth: Float? = nil
+        /// default WRAP
+        /// Proto field `overflow` = 7.
+        public var overflow: LabelOverflow? = nil
+        /// 1-8, when wrapping
+        /// nil: absent, meaning the default 2 (`defaultMaxLines`).
+        /// Proto field `max_lines` = 8.
+        public var maxLines: UInt32? = nil
+        /// px, 0-8
+        /// nil: absent, meaning the default 1.5 (`defaultHaloWidth`).
+        /// Proto field `halo_width` = 9.
+        public var haloWidth: Float? = nil
+        /// 0xAARRGGBB
+        /// nil: absent, meaning the default 0xFF202020 (`defaultColor`).
+        /// Proto field `color` = 10.
+        public var color: UInt32? = nil
+        /// nil: absent, meaning the default 0xFFFFFFFF (`defaultHaloColor`).
+        /// Proto field `halo_color` = 11.
+        public var haloColor: UInt32? = nil
+        /// Text colour by attribute value: markers whose attribute `color_attribute` has a value listed
+        /// in `colors` take that colour; others take `color`. At most 1024 entries, values distinct.
+        /// Proto field `color_attribute` = 12.
+        public var colorAttribute: String? = nil
+        /// Proto field `colors` = 13.
+        public var colors: [LabelColor] = []
+        /// Candidate positions beside the icon, tried in order (1-4 distinct). Default RIGHT, LEFT,
+        /// BELOW, ABOVE.
+        /// Proto field `positions` = 14.
+        public var positions: [LabelPosition] = []
+        /// px between icon and label, 0-64
+        /// nil: absent, meaning the default 2 (`defaultGap`).
+        /// Proto field `gap` = 15.
+        public var gap: Float? = nil
+        /// px kept free around a label, 0-64
+        /// nil: absent, meaning the default 2 (`defaultPadding`).
+        /// Proto field `padding` = 16.
+        public var padding: Float? = nil
+        /// A numeric attribute (e.g. "population") ranking markers without label.priority; higher first.
+        /// Proto field `priority_attribute` = 17.
+        public var priorityAttribute: String? = nil
+        /// False: a marker whose label could not be placed is not drawn either. Default true.
+        /// nil: absent, meaning the default true (`defaultShowIconWithoutLabel`).
+        /// Proto field `show_icon_without_label` = 18.
+        public var showIconWithoutLabel: Bool? = nil
+        /// Labels appear on tiles from this zoom on, 0-22. Default 0.
+        /// Proto field `min_zoom` = 19.
+        public var minZoom: UInt32? = nil
+
+        public init() {}
+
+        public init(
+            enabled: Bool? = nil,
+            textAttribute: String? = nil,
+            fontSize: Float? = nil,
+            fontFamily: String? = nil,
+            bold: Bool? = nil,
+            maxWidth: Float? = nil,
+            overflow: LabelOverflow? = nil,
+            maxLines: UInt32? = nil,
+            haloWidth: Float? = nil,
+            color: UInt32? = nil,
+            haloColor: UInt32? = nil,
+            colorAttribute: String? = nil,
+            colors: [LabelColor] = [],
+            positions: [LabelPosition] = [],
+            gap: Float? = nil,
+            padding: Float? = nil,
+            priorityAttribute: String? = nil,
+            showIconWithoutLabel: Bool? = nil,
+            minZoom: UInt32? = nil
+        ) {
+            self.enabled = enabled
+            self.textAttribute = textAttribute
+            self.fontSize = fontSize
+            self.fontFamily = fontFamily
+            self.bold = bold
+            self.maxWidth = maxWidth
+            self.overflow = overflow
+            self.maxLines = maxLines
+            self.haloWidth = haloWidth
+            self.color = color
+            self.haloColor = haloColor
+            self.colorAttribute = colorAttribute
+            self.colors = colors
+            self.positions = positions
+            self.gap = gap
+            self.padding = padding
+            self.priorityAttribute = priorityAttribute
+            self.showIconWithoutLabel = showIconWithoutLabel
+            self.minZoom = minZoom
+        }
+    }
+
+    /// The proto message `LabelColor`.
+    public struct LabelColor: ProtoMessage {
+        /// an attribute value
+        /// Proto field `value` = 1; absent decodes to "", which is not encoded.
+        public var value: String = ""
+        /// 0xAARRGGBB
+        /// Proto field `color` = 2; absent decodes to 0, which is not encoded.
+        public var color: UInt32 = 0
+
+        public init() {}
+
+        public init(
+            value: String = "",
+            color: UInt32 = 0
+        ) {
+            self.value = value
+            self.color = color
+        }
+    }
+
+    /// The proto enum `LabelOverflow`.
+    public enum LabelOverflow: Int32, Sendable, CaseIterable {
+        case unspecified = 0
+        /// Breaks between words onto at most max_lines lines (the last ends with an ellipsis when cut).
+        case wrap = 1
+        /// One line, cut with an ellipsis.
+        case ellipsis = 2
+
+        /// The canonical proto name, e.g. "LABEL_OVERFLOW_ELLIPSIS".
+        public var name: String {
+            switch self {
+            case .unspecified: "LABEL_OVERFLOW_UNSPECIFIED"
+            case .wrap: "LABEL_OVERFLOW_WRAP"
+            case .ellipsis: "LABEL_OVERFLOW_ELLIPSIS"
+            }
+        }
+    }
+
+    /// The proto enum `LabelPosition`.
+    public enum LabelPosition: Int32, Sendable, CaseIterable {
+        case unspecified = 0
+        case right = 1
+        /// gap px right of the icon, centred on it vertically
+        case left = 2
+        case below = 3
+        /// gap px below the icon, centred on it horizontally
+        case above = 4
+
+        /// The canonical proto name, e.g. "LABEL_POSITION_BELOW".
+        public var name: String {
+            switch self {
+            case .unspecified: "LABEL_POSITION_UNSPECIFIED"
+            case .right: "LABEL_POSITION_RIGHT"
+            case .left: "LABEL_POSITION_LEFT"
+            case .below: "LABEL_POSITION_BELOW"
+            case .above: "LABEL_POSITION_ABOVE"
+            }
+        }
+    }
+
     /// The proto message `LayerOptions`.
     public struct LayerOptions: ProtoMessage {
         /// Proto field `tiling` = 1.
@@ -179,17 +383,21 @@ extension V1 {
         public var clustering: ClusteringOptions? = nil
         /// Proto field `point_tile` = 3.
         public var pointTile: PointTileOptions? = nil
+        /// Proto field `labels` = 4.
+        public var labels: LabelOptions? = nil
 
         public init() {}
 
         public init(
             tiling: TilingOptions? = nil,
             clustering: ClusteringOptions? = nil,
-            pointTile: PointTileOptions? = nil
+            pointTile: PointTileOptions? = nil,
+            labels: LabelOptions? = nil
         ) {
             self.tiling = tiling
             self.clustering = clustering
             self.pointTile = pointTile
+            self.labels = labels
         }
     }
 
@@ -523,6 +731,98 @@ extension V1.PointTileOptions: CBridged {
     }
 }
 
+extension V1.LabelOptions: CBridged {
+    static var protoName: String { "LabelOptions" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__label_options__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__LabelOptions.self)
+        self.init(
+            enabled: present(c.has_enabled, c.enabled),
+            textAttribute: try swiftOptionalString(c.text_attribute, "LabelOptions.text_attribute"),
+            fontSize: present(c.has_font_size, c.font_size),
+            fontFamily: try swiftOptionalString(c.font_family, "LabelOptions.font_family"),
+            bold: present(c.has_bold, c.bold),
+            maxWidth: present(c.has_max_width, c.max_width),
+            overflow: swiftOptionalEnum(c.has_overflow, c.overflow),
+            maxLines: present(c.has_max_lines, c.max_lines),
+            haloWidth: present(c.has_halo_width, c.halo_width),
+            color: present(c.has_color, c.color),
+            haloColor: present(c.has_halo_color, c.halo_color),
+            colorAttribute: try swiftOptionalString(c.color_attribute, "LabelOptions.color_attribute"),
+            colors: try swiftMessages(c.n_colors, c.colors),
+            positions: swiftEnums(c.n_positions, c.positions),
+            gap: present(c.has_gap, c.gap),
+            padding: present(c.has_padding, c.padding),
+            priorityAttribute: try swiftOptionalString(c.priority_attribute, "LabelOptions.priority_attribute"),
+            showIconWithoutLabel: present(c.has_show_icon_without_label, c.show_icon_without_label),
+            minZoom: present(c.has_min_zoom, c.min_zoom)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__LabelOptions()
+        markerd__v1__label_options__init(&c)
+        setOptional(self.enabled, &c.has_enabled, &c.enabled)
+        c.text_attribute = arena.cString(self.textAttribute)
+        setOptional(self.fontSize, &c.has_font_size, &c.font_size)
+        c.font_family = arena.cString(self.fontFamily)
+        setOptional(self.bold, &c.has_bold, &c.bold)
+        setOptional(self.maxWidth, &c.has_max_width, &c.max_width)
+        setOptional(self.overflow, &c.has_overflow, &c.overflow)
+        setOptional(self.maxLines, &c.has_max_lines, &c.max_lines)
+        setOptional(self.haloWidth, &c.has_halo_width, &c.halo_width)
+        setOptional(self.color, &c.has_color, &c.color)
+        setOptional(self.haloColor, &c.has_halo_color, &c.halo_color)
+        c.color_attribute = arena.cString(self.colorAttribute)
+        (c.n_colors, c.colors) = arena.messages(self.colors)
+        (c.n_positions, c.positions) = arena.enums(self.positions)
+        setOptional(self.gap, &c.has_gap, &c.gap)
+        setOptional(self.padding, &c.has_padding, &c.padding)
+        c.priority_attribute = arena.cString(self.priorityAttribute)
+        setOptional(self.showIconWithoutLabel, &c.has_show_icon_without_label, &c.show_icon_without_label)
+        setOptional(self.minZoom, &c.has_min_zoom, &c.min_zoom)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.LabelColor: CBridged {
+    static var protoName: String { "LabelColor" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__label_color__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__LabelColor.self)
+        self.init(
+            value: try swiftString(c.value, "LabelColor.value"),
+            color: c.color
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__LabelColor()
+        markerd__v1__label_color__init(&c)
+        c.value = arena.cString(self.value)
+        setPlain(self.color, &c.has_color, &c.color)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.LabelOverflow: ProtoEnum {
+    /// Unknown numbers on the wire decode to `.unspecified`.
+    static var fallback: Self { .unspecified }
+}
+
+extension V1.LabelPosition: ProtoEnum {
+    /// Unknown numbers on the wire decode to `.unspecified`.
+    static var fallback: Self { .unspecified }
+}
+
 extension V1.LayerOptions: CBridged {
     static var protoName: String { "LayerOptions" }
 
@@ -535,7 +835,8 @@ extension V1.LayerOptions: CBridged {
         self.init(
             tiling: try swiftMessage(c.tiling),
             clustering: try swiftMessage(c.clustering),
-            pointTile: try swiftMessage(c.point_tile)
+            pointTile: try swiftMessage(c.point_tile),
+            labels: try swiftMessage(c.labels)
         )
     }
 
@@ -545,6 +846,7 @@ extension V1.LayerOptions: CBridged {
         c.tiling = arena.message(self.tiling)
         c.clustering = arena.message(self.clustering)
         c.point_tile = arena.message(self.pointTile)
+        c.labels = arena.message(self.labels)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -89,6 +89,9 @@ extension V1 {
         public var attributes: [String: String] = [:]
         /// Proto field `extra` = 12; absent decodes to [], which is not encoded.
         public var extra: [UInt8] = []
+        /// The marker's own label settings; unset fields take the layer's LabelOptions.
+        /// Proto field `label` = 13.
+        public var label: MarkerLabel? = nil
 
         public init() {}
 
@@ -103,7 +106,8 @@ extension V1 {
             animation: Animation? = nil,
             visible: Bool? = nil,
             attributes: [String: String] = [:],
-            extra: [UInt8] = []
+            extra: [UInt8] = [],
+            label: MarkerLabel? = nil
         ) {
             self.id = id
             self.position = position
@@ -116,6 +120,33 @@ extension V1 {
             self.visible = visible
             self.attributes = attributes
             self.extra = extra
+            self.label = label
+        }
+    }
+
+    /// The proto message `MarkerLabel`.
+    public struct MarkerLabel: ProtoMessage {
+        /// At most 256 bytes of UTF-8. Unset: the layer's text_attribute. Empty: no label.
+        /// Proto field `text` = 1.
+        public var text: String? = nil
+        /// Placement rank among markers of equal z_index: higher first. Finite. Unset: the layer's
+        /// priority_attribute, else 0.
+        /// Proto field `priority` = 2.
+        public var priority: Double? = nil
+        /// Text colour 0xAARRGGBB. Unset: the layer's.
+        /// Proto field `color` = 3.
+        public var color: UInt32? = nil
+
+        public init() {}
+
+        public init(
+            text: String? = nil,
+            priority: Double? = nil,
+            color: UInt32? = nil
+        ) {
+            self.text = text
+            self.priority = priority
+            self.color = color
         }
     }
 
@@ -391,7 +422,8 @@ extension V1.Marker: CBridged {
             animation: try swiftMessage(c.animation),
             visible: present(c.has_visible, c.visible),
             attributes: try swiftStringMap(c.n_attributes, c.attributes),
-            extra: swiftBytes(c.extra.data, c.extra.len)
+            extra: swiftBytes(c.extra.data, c.extra.len),
+            label: try swiftMessage(c.label)
         )
     }
 
@@ -421,6 +453,33 @@ extension V1.Marker: CBridged {
             c.has_extra = 1
             c.extra = ProtobufCBinaryData(len: self.extra.count, data: arena.bytes(self.extra))
         }
+        c.label = arena.message(self.label)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.MarkerLabel: CBridged {
+    static var protoName: String { "MarkerLabel" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__marker_label__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__MarkerLabel.self)
+        self.init(
+            text: try swiftOptionalString(c.text, "MarkerLabel.text"),
+            priority: present(c.has_priority, c.priority),
+            color: present(c.has_color, c.color)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__MarkerLabel()
+        markerd__v1__marker_label__init(&c)
+        c.text = arena.cString(self.text)
+        setOptional(self.priority, &c.has_priority, &c.priority)
+        setOptional(self.color, &c.has_color, &c.color)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

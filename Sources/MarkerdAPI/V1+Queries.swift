@@ -163,15 +163,20 @@ extension V1 {
         /// True when the marker is drawn into raster tiles (static marker of a TILED layer).
         /// Proto field `tiled` = 2; absent decodes to false, which is not encoded.
         public var tiled: Bool = false
+        /// True when the point is on the marker's label (placed at the request's zoom) rather than its icon.
+        /// Proto field `on_label` = 3; absent decodes to false, which is not encoded.
+        public var onLabel: Bool = false
 
         public init() {}
 
         public init(
             marker: Marker? = nil,
-            tiled: Bool = false
+            tiled: Bool = false,
+            onLabel: Bool = false
         ) {
             self.marker = marker
             self.tiled = tiled
+            self.onLabel = onLabel
         }
     }
 
@@ -328,7 +333,8 @@ extension V1.MarkerHit: CBridged {
         let c = cMessage.load(as: Markerd__V1__MarkerHit.self)
         self.init(
             marker: try swiftMessage(c.marker),
-            tiled: c.tiled != 0
+            tiled: c.tiled != 0,
+            onLabel: c.on_label != 0
         )
     }
 
@@ -337,6 +343,7 @@ extension V1.MarkerHit: CBridged {
         markerd__v1__marker_hit__init(&c)
         c.marker = arena.message(self.marker)
         setPlain(self.tiled, &c.has_tiled, &c.tiled)
+        setPlain(self.onLabel, &c.has_on_label, &c.on_label)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

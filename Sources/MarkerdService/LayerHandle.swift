@@ -67,7 +67,7 @@ final class LayerHandle: @unchecked Sendable {
 
 enum LayerOptionsResolution {
     /// Fills in every default of `options` and checks it.
-    static func resolve(_ options: V1.LayerOptions?) throws(RPCError) -> (api: V1.LayerOptions, tiling: TilingOptions) {
+    static func resolve(_ options: V1.LayerOptions?) throws(RPCError) -> (api: V1.LayerOptions, tiling: TilingOptions, labels: LabelStyle) {
         var api = options ?? V1.LayerOptions()
         var t = api.tiling ?? V1.TilingOptions()
         t.enabled = t.enabled ?? true
@@ -95,7 +95,9 @@ enum LayerOptionsResolution {
         try ClusterConfig.validate(c)
         api.clustering = c
         api.pointTile = try PointTileBudget.resolve(api.pointTile)
+        let labels: LabelStyle
+        (api.labels, labels) = try LabelConversion.resolve(api.labels)
         let tiling = TilingOptions(enabled: t.enabled!, minMarkerCount: t.minMarkerCount!, tileSize: Int(t.tileSize!))
-        return (api, tiling)
+        return (api, tiling, labels)
     }
 }

@@ -168,7 +168,8 @@ extension MarkerService {
 
     func createLayer(_ r: V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.CreateLayerResponse {
         try MarkerConversion.checkName(r.layerID, what: "layer_id")
-        let (api, tiling) = try LayerOptionsResolution.resolve(r.options)
+        let (api, tiling, labels) = try LayerOptionsResolution.resolve(r.options)
+        _ = labels  // set on the layer once MarkerLayer holds a label style
         var layer: MarkerLayer
         layer = try mapCoreError { () throws(MarkerdCoreError) in try MarkerLayer(options: tiling) }
         // Above every version and drag id any layer had, this id's earlier lives included

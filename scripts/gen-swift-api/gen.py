@@ -19,7 +19,7 @@ items = main + storage
 messages = {it.name: it for it in items if isinstance(it, parse.Message)}
 enums = {it.name: it for it in items if isinstance(it, parse.Enum)}
 
-PRESENCE_MESSAGES = {'DefaultPin', 'TilingOptions', 'ClusteringOptions', 'SnapshotHeader', 'SnapshotFooter', 'IdempotencyEntry'}
+PRESENCE_MESSAGES = {'DefaultPin', 'TilingOptions', 'ClusteringOptions', 'LabelOptions', 'MarkerLabel', 'SnapshotHeader', 'SnapshotFooter', 'IdempotencyEntry'}
 SCALAR = {'double': 'Double', 'float': 'Float', 'int32': 'Int32', 'int64': 'Int64', 'uint32': 'UInt32',
           'uint64': 'UInt64', 'bool': 'Bool', 'string': 'String', 'bytes': '[UInt8]'}
 KEYWORDS = {'internal', 'default', 'extension', 'protocol', 'import', 'public', 'private', 'static', 'class',
@@ -190,6 +190,7 @@ def gen_bridge(m, out):
             args.append((n, f'try swiftStringMap(c.n_{cn}, c.{cn})')); continue
         if k == 'repeated':
             if base == 'string': args.append((n, f'try swiftStrings(c.n_{cn}, c.{cn}, {fq})'))
+            elif base in enums: args.append((n, f'swiftEnums(c.n_{cn}, c.{cn})'))
             else: args.append((n, f'try swiftMessages(c.n_{cn}, c.{cn})'))
             continue
         if k == 'message':
@@ -239,7 +240,7 @@ def gen_bridge(m, out):
         if k == 'map':
             out.append(f'        (c.n_{cn}, c.{cn}) = arena.stringMap(self.{n})\n'); continue
         if k == 'repeated':
-            fn = 'strings' if base == 'string' else 'messages'
+            fn = 'strings' if base == 'string' else 'enums' if base in enums else 'messages'
             out.append(f'        (c.n_{cn}, c.{cn}) = arena.{fn}(self.{n})\n'); continue
         if k == 'message':
             out.append(f'        c.{cn} = arena.message(self.{n})\n'); continue

@@ -368,6 +368,96 @@ void   markerd__v1__point_tile_options__free_unpacked
   assert(message->base.descriptor == &markerd__v1__point_tile_options__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__label_options__init
+                     (Markerd__V1__LabelOptions         *message)
+{
+  static const Markerd__V1__LabelOptions init_value = MARKERD__V1__LABEL_OPTIONS__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__label_options__get_packed_size
+                     (const Markerd__V1__LabelOptions *message)
+{
+  assert(message->base.descriptor == &markerd__v1__label_options__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__label_options__pack
+                     (const Markerd__V1__LabelOptions *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__label_options__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__label_options__pack_to_buffer
+                     (const Markerd__V1__LabelOptions *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__label_options__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__LabelOptions *
+       markerd__v1__label_options__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__LabelOptions *)
+     protobuf_c_message_unpack (&markerd__v1__label_options__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__label_options__free_unpacked
+                     (Markerd__V1__LabelOptions *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__label_options__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__label_color__init
+                     (Markerd__V1__LabelColor         *message)
+{
+  static const Markerd__V1__LabelColor init_value = MARKERD__V1__LABEL_COLOR__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__label_color__get_packed_size
+                     (const Markerd__V1__LabelColor *message)
+{
+  assert(message->base.descriptor == &markerd__v1__label_color__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__label_color__pack
+                     (const Markerd__V1__LabelColor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__label_color__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__label_color__pack_to_buffer
+                     (const Markerd__V1__LabelColor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__label_color__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__LabelColor *
+       markerd__v1__label_color__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__LabelColor *)
+     protobuf_c_message_unpack (&markerd__v1__label_color__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__label_color__free_unpacked
+                     (Markerd__V1__LabelColor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__label_color__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__layer_options__init
                      (Markerd__V1__LayerOptions         *message)
 {
@@ -1182,6 +1272,51 @@ void   markerd__v1__marker__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &markerd__v1__marker__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__marker_label__init
+                     (Markerd__V1__MarkerLabel         *message)
+{
+  static const Markerd__V1__MarkerLabel init_value = MARKERD__V1__MARKER_LABEL__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__marker_label__get_packed_size
+                     (const Markerd__V1__MarkerLabel *message)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_label__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__marker_label__pack
+                     (const Markerd__V1__MarkerLabel *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_label__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__marker_label__pack_to_buffer
+                     (const Markerd__V1__MarkerLabel *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_label__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__MarkerLabel *
+       markerd__v1__marker_label__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__MarkerLabel *)
+     protobuf_c_message_unpack (&markerd__v1__marker_label__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__marker_label__free_unpacked
+                     (Markerd__V1__MarkerLabel *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__marker_label__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   markerd__v1__upsert_markers_request__init
@@ -3792,7 +3927,341 @@ const ProtobufCMessageDescriptor markerd__v1__point_tile_options__descriptor =
   (ProtobufCMessageInit) markerd__v1__point_tile_options__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__layer_options__field_descriptors[3] =
+char markerd__v1__label_options__font_family__default_value[] = "Noto Sans";
+static const float markerd__v1__label_options__font_size__default_value = 13;
+static const protobuf_c_boolean markerd__v1__label_options__bold__default_value = 0;
+static const float markerd__v1__label_options__max_width__default_value = 160;
+static const uint32_t markerd__v1__label_options__max_lines__default_value = 2u;
+static const float markerd__v1__label_options__halo_width__default_value = 1.5;
+static const uint32_t markerd__v1__label_options__color__default_value = 4280295456u;
+static const uint32_t markerd__v1__label_options__halo_color__default_value = 4294967295u;
+static const float markerd__v1__label_options__gap__default_value = 2;
+static const float markerd__v1__label_options__padding__default_value = 2;
+static const protobuf_c_boolean markerd__v1__label_options__show_icon_without_label__default_value = 1;
+static const ProtobufCFieldDescriptor markerd__v1__label_options__field_descriptors[19] =
+{
+  {
+    "enabled",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__LabelOptions, has_enabled),
+    offsetof(Markerd__V1__LabelOptions, enabled),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "text_attribute",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LabelOptions, text_attribute),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "font_size",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(Markerd__V1__LabelOptions, has_font_size),
+    offsetof(Markerd__V1__LabelOptions, font_size),
+    NULL,
+    &markerd__v1__label_options__font_size__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "font_family",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LabelOptions, font_family),
+    NULL,
+    &markerd__v1__label_options__font_family__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bold",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__LabelOptions, has_bold),
+    offsetof(Markerd__V1__LabelOptions, bold),
+    NULL,
+    &markerd__v1__label_options__bold__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_width",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(Markerd__V1__LabelOptions, has_max_width),
+    offsetof(Markerd__V1__LabelOptions, max_width),
+    NULL,
+    &markerd__v1__label_options__max_width__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "overflow",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__LabelOptions, has_overflow),
+    offsetof(Markerd__V1__LabelOptions, overflow),
+    &markerd__v1__label_overflow__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "max_lines",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__LabelOptions, has_max_lines),
+    offsetof(Markerd__V1__LabelOptions, max_lines),
+    NULL,
+    &markerd__v1__label_options__max_lines__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "halo_width",
+    9,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(Markerd__V1__LabelOptions, has_halo_width),
+    offsetof(Markerd__V1__LabelOptions, halo_width),
+    NULL,
+    &markerd__v1__label_options__halo_width__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "color",
+    10,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__LabelOptions, has_color),
+    offsetof(Markerd__V1__LabelOptions, color),
+    NULL,
+    &markerd__v1__label_options__color__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "halo_color",
+    11,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__LabelOptions, has_halo_color),
+    offsetof(Markerd__V1__LabelOptions, halo_color),
+    NULL,
+    &markerd__v1__label_options__halo_color__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "color_attribute",
+    12,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LabelOptions, color_attribute),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "colors",
+    13,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__LabelOptions, n_colors),
+    offsetof(Markerd__V1__LabelOptions, colors),
+    &markerd__v1__label_color__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "positions",
+    14,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__LabelOptions, n_positions),
+    offsetof(Markerd__V1__LabelOptions, positions),
+    &markerd__v1__label_position__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "gap",
+    15,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(Markerd__V1__LabelOptions, has_gap),
+    offsetof(Markerd__V1__LabelOptions, gap),
+    NULL,
+    &markerd__v1__label_options__gap__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "padding",
+    16,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_FLOAT,
+    offsetof(Markerd__V1__LabelOptions, has_padding),
+    offsetof(Markerd__V1__LabelOptions, padding),
+    NULL,
+    &markerd__v1__label_options__padding__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "priority_attribute",
+    17,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LabelOptions, priority_attribute),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "show_icon_without_label",
+    18,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__LabelOptions, has_show_icon_without_label),
+    offsetof(Markerd__V1__LabelOptions, show_icon_without_label),
+    NULL,
+    &markerd__v1__label_options__show_icon_without_label__default_value,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "min_zoom",
+    19,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__LabelOptions, has_min_zoom),
+    offsetof(Markerd__V1__LabelOptions, min_zoom),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__label_options__field_indices_by_name[] = {
+  4,   /* field[4] = bold */
+  9,   /* field[9] = color */
+  11,   /* field[11] = color_attribute */
+  12,   /* field[12] = colors */
+  0,   /* field[0] = enabled */
+  3,   /* field[3] = font_family */
+  2,   /* field[2] = font_size */
+  14,   /* field[14] = gap */
+  10,   /* field[10] = halo_color */
+  8,   /* field[8] = halo_width */
+  7,   /* field[7] = max_lines */
+  5,   /* field[5] = max_width */
+  18,   /* field[18] = min_zoom */
+  6,   /* field[6] = overflow */
+  15,   /* field[15] = padding */
+  13,   /* field[13] = positions */
+  16,   /* field[16] = priority_attribute */
+  17,   /* field[17] = show_icon_without_label */
+  1,   /* field[1] = text_attribute */
+};
+static const ProtobufCIntRange markerd__v1__label_options__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 19 }
+};
+const ProtobufCMessageDescriptor markerd__v1__label_options__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.LabelOptions",
+  "LabelOptions",
+  "Markerd__V1__LabelOptions",
+  "markerd.v1",
+  sizeof(Markerd__V1__LabelOptions),
+  19,
+  markerd__v1__label_options__field_descriptors,
+  markerd__v1__label_options__field_indices_by_name,
+  1,  markerd__v1__label_options__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__label_options__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__label_color__field_descriptors[2] =
+{
+  {
+    "value",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LabelColor, value),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "color",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__LabelColor, has_color),
+    offsetof(Markerd__V1__LabelColor, color),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__label_color__field_indices_by_name[] = {
+  1,   /* field[1] = color */
+  0,   /* field[0] = value */
+};
+static const ProtobufCIntRange markerd__v1__label_color__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__label_color__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.LabelColor",
+  "LabelColor",
+  "Markerd__V1__LabelColor",
+  "markerd.v1",
+  sizeof(Markerd__V1__LabelColor),
+  2,
+  markerd__v1__label_color__field_descriptors,
+  markerd__v1__label_color__field_indices_by_name,
+  1,  markerd__v1__label_color__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__label_color__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__layer_options__field_descriptors[4] =
 {
   {
     "tiling",
@@ -3830,16 +4299,29 @@ static const ProtobufCFieldDescriptor markerd__v1__layer_options__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "labels",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LayerOptions, labels),
+    &markerd__v1__label_options__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__layer_options__field_indices_by_name[] = {
   1,   /* field[1] = clustering */
+  3,   /* field[3] = labels */
   2,   /* field[2] = point_tile */
   0,   /* field[0] = tiling */
 };
 static const ProtobufCIntRange markerd__v1__layer_options__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__layer_options__descriptor =
 {
@@ -3849,7 +4331,7 @@ const ProtobufCMessageDescriptor markerd__v1__layer_options__descriptor =
   "Markerd__V1__LayerOptions",
   "markerd.v1",
   sizeof(Markerd__V1__LayerOptions),
-  3,
+  4,
   markerd__v1__layer_options__field_descriptors,
   markerd__v1__layer_options__field_indices_by_name,
   1,  markerd__v1__layer_options__number_ranges,
@@ -4816,7 +5298,7 @@ const ProtobufCMessageDescriptor markerd__v1__marker__attributes_entry__descript
 static const protobuf_c_boolean markerd__v1__marker__clickable__default_value = 1;
 static const protobuf_c_boolean markerd__v1__marker__draggable__default_value = 0;
 static const protobuf_c_boolean markerd__v1__marker__visible__default_value = 1;
-static const ProtobufCFieldDescriptor markerd__v1__marker__field_descriptors[12] =
+static const ProtobufCFieldDescriptor markerd__v1__marker__field_descriptors[13] =
 {
   {
     "id",
@@ -4962,6 +5444,18 @@ static const ProtobufCFieldDescriptor markerd__v1__marker__field_descriptors[12]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "label",
+    13,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Marker, label),
+    &markerd__v1__marker_label__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__marker__field_indices_by_name[] = {
   4,   /* field[4] = anchor */
@@ -4972,6 +5466,7 @@ static const unsigned markerd__v1__marker__field_indices_by_name[] = {
   11,   /* field[11] = extra */
   3,   /* field[3] = icon_id */
   0,   /* field[0] = id */
+  12,   /* field[12] = label */
   2,   /* field[2] = pin */
   1,   /* field[1] = position */
   9,   /* field[9] = visible */
@@ -4980,7 +5475,7 @@ static const unsigned markerd__v1__marker__field_indices_by_name[] = {
 static const ProtobufCIntRange markerd__v1__marker__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 12 }
+  { 0, 13 }
 };
 const ProtobufCMessageDescriptor markerd__v1__marker__descriptor =
 {
@@ -4990,11 +5485,75 @@ const ProtobufCMessageDescriptor markerd__v1__marker__descriptor =
   "Markerd__V1__Marker",
   "markerd.v1",
   sizeof(Markerd__V1__Marker),
-  12,
+  13,
   markerd__v1__marker__field_descriptors,
   markerd__v1__marker__field_indices_by_name,
   1,  markerd__v1__marker__number_ranges,
   (ProtobufCMessageInit) markerd__v1__marker__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__marker_label__field_descriptors[3] =
+{
+  {
+    "text",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__MarkerLabel, text),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "priority",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Markerd__V1__MarkerLabel, has_priority),
+    offsetof(Markerd__V1__MarkerLabel, priority),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "color",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__MarkerLabel, has_color),
+    offsetof(Markerd__V1__MarkerLabel, color),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__marker_label__field_indices_by_name[] = {
+  2,   /* field[2] = color */
+  1,   /* field[1] = priority */
+  0,   /* field[0] = text */
+};
+static const ProtobufCIntRange markerd__v1__marker_label__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__marker_label__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.MarkerLabel",
+  "MarkerLabel",
+  "Markerd__V1__MarkerLabel",
+  "markerd.v1",
+  sizeof(Markerd__V1__MarkerLabel),
+  3,
+  markerd__v1__marker_label__field_descriptors,
+  markerd__v1__marker_label__field_indices_by_name,
+  1,  markerd__v1__marker_label__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__marker_label__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor markerd__v1__upsert_markers_request__field_descriptors[2] =
@@ -5972,7 +6531,7 @@ const ProtobufCMessageDescriptor markerd__v1__hit_test_request__descriptor =
   (ProtobufCMessageInit) markerd__v1__hit_test_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__marker_hit__field_descriptors[2] =
+static const ProtobufCFieldDescriptor markerd__v1__marker_hit__field_descriptors[3] =
 {
   {
     "marker",
@@ -5998,15 +6557,28 @@ static const ProtobufCFieldDescriptor markerd__v1__marker_hit__field_descriptors
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "on_label",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__MarkerHit, has_on_label),
+    offsetof(Markerd__V1__MarkerHit, on_label),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__marker_hit__field_indices_by_name[] = {
   0,   /* field[0] = marker */
+  2,   /* field[2] = on_label */
   1,   /* field[1] = tiled */
 };
 static const ProtobufCIntRange markerd__v1__marker_hit__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor markerd__v1__marker_hit__descriptor =
 {
@@ -6016,7 +6588,7 @@ const ProtobufCMessageDescriptor markerd__v1__marker_hit__descriptor =
   "Markerd__V1__MarkerHit",
   "markerd.v1",
   sizeof(Markerd__V1__MarkerHit),
-  2,
+  3,
   markerd__v1__marker_hit__field_descriptors,
   markerd__v1__marker_hit__field_indices_by_name,
   1,  markerd__v1__marker_hit__number_ranges,
@@ -7858,6 +8430,70 @@ const ProtobufCEnumDescriptor markerd__v1__point_tile_mode__descriptor =
   markerd__v1__point_tile_mode__enum_values_by_name,
   1,
   markerd__v1__point_tile_mode__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue markerd__v1__label_overflow__enum_values_by_number[3] =
+{
+  { "LABEL_OVERFLOW_UNSPECIFIED", "MARKERD__V1__LABEL_OVERFLOW__LABEL_OVERFLOW_UNSPECIFIED", 0 },
+  { "LABEL_OVERFLOW_WRAP", "MARKERD__V1__LABEL_OVERFLOW__LABEL_OVERFLOW_WRAP", 1 },
+  { "LABEL_OVERFLOW_ELLIPSIS", "MARKERD__V1__LABEL_OVERFLOW__LABEL_OVERFLOW_ELLIPSIS", 2 },
+};
+static const ProtobufCIntRange markerd__v1__label_overflow__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex markerd__v1__label_overflow__enum_values_by_name[3] =
+{
+  { "LABEL_OVERFLOW_ELLIPSIS", 2 },
+  { "LABEL_OVERFLOW_UNSPECIFIED", 0 },
+  { "LABEL_OVERFLOW_WRAP", 1 },
+};
+const ProtobufCEnumDescriptor markerd__v1__label_overflow__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "markerd.v1.LabelOverflow",
+  "LabelOverflow",
+  "Markerd__V1__LabelOverflow",
+  "markerd.v1",
+  3,
+  markerd__v1__label_overflow__enum_values_by_number,
+  3,
+  markerd__v1__label_overflow__enum_values_by_name,
+  1,
+  markerd__v1__label_overflow__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue markerd__v1__label_position__enum_values_by_number[5] =
+{
+  { "LABEL_POSITION_UNSPECIFIED", "MARKERD__V1__LABEL_POSITION__LABEL_POSITION_UNSPECIFIED", 0 },
+  { "LABEL_POSITION_RIGHT", "MARKERD__V1__LABEL_POSITION__LABEL_POSITION_RIGHT", 1 },
+  { "LABEL_POSITION_LEFT", "MARKERD__V1__LABEL_POSITION__LABEL_POSITION_LEFT", 2 },
+  { "LABEL_POSITION_BELOW", "MARKERD__V1__LABEL_POSITION__LABEL_POSITION_BELOW", 3 },
+  { "LABEL_POSITION_ABOVE", "MARKERD__V1__LABEL_POSITION__LABEL_POSITION_ABOVE", 4 },
+};
+static const ProtobufCIntRange markerd__v1__label_position__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex markerd__v1__label_position__enum_values_by_name[5] =
+{
+  { "LABEL_POSITION_ABOVE", 4 },
+  { "LABEL_POSITION_BELOW", 3 },
+  { "LABEL_POSITION_LEFT", 2 },
+  { "LABEL_POSITION_RIGHT", 1 },
+  { "LABEL_POSITION_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor markerd__v1__label_position__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "markerd.v1.LabelPosition",
+  "LabelPosition",
+  "Markerd__V1__LabelPosition",
+  "markerd.v1",
+  5,
+  markerd__v1__label_position__enum_values_by_number,
+  5,
+  markerd__v1__label_position__enum_values_by_name,
+  1,
+  markerd__v1__label_position__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue markerd__v1__tiling_mode__enum_values_by_number[3] =

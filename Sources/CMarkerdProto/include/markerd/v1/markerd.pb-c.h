@@ -24,6 +24,8 @@ typedef struct Markerd__V1__Anchor Markerd__V1__Anchor;
 typedef struct Markerd__V1__TilingOptions Markerd__V1__TilingOptions;
 typedef struct Markerd__V1__ClusteringOptions Markerd__V1__ClusteringOptions;
 typedef struct Markerd__V1__PointTileOptions Markerd__V1__PointTileOptions;
+typedef struct Markerd__V1__LabelOptions Markerd__V1__LabelOptions;
+typedef struct Markerd__V1__LabelColor Markerd__V1__LabelColor;
 typedef struct Markerd__V1__LayerOptions Markerd__V1__LayerOptions;
 typedef struct Markerd__V1__Layer Markerd__V1__Layer;
 typedef struct Markerd__V1__LayerStats Markerd__V1__LayerStats;
@@ -43,6 +45,7 @@ typedef struct Markerd__V1__RegisterIconResponse Markerd__V1__RegisterIconRespon
 typedef struct Markerd__V1__Animation Markerd__V1__Animation;
 typedef struct Markerd__V1__Marker Markerd__V1__Marker;
 typedef struct Markerd__V1__Marker__AttributesEntry Markerd__V1__Marker__AttributesEntry;
+typedef struct Markerd__V1__MarkerLabel Markerd__V1__MarkerLabel;
 typedef struct Markerd__V1__UpsertMarkersRequest Markerd__V1__UpsertMarkersRequest;
 typedef struct Markerd__V1__UpsertMarkersResponse Markerd__V1__UpsertMarkersResponse;
 typedef struct Markerd__V1__RemoveMarkersRequest Markerd__V1__RemoveMarkersRequest;
@@ -139,6 +142,32 @@ typedef enum _Markerd__V1__PointTileMode {
   MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_NONE = 3
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__POINT_TILE_MODE)
 } Markerd__V1__PointTileMode;
+typedef enum _Markerd__V1__LabelOverflow {
+  MARKERD__V1__LABEL_OVERFLOW__LABEL_OVERFLOW_UNSPECIFIED = 0,
+  /*
+   * Breaks between words onto at most max_lines lines (the last ends with an ellipsis when cut).
+   */
+  MARKERD__V1__LABEL_OVERFLOW__LABEL_OVERFLOW_WRAP = 1,
+  /*
+   * One line, cut with an ellipsis.
+   */
+  MARKERD__V1__LABEL_OVERFLOW__LABEL_OVERFLOW_ELLIPSIS = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__LABEL_OVERFLOW)
+} Markerd__V1__LabelOverflow;
+typedef enum _Markerd__V1__LabelPosition {
+  MARKERD__V1__LABEL_POSITION__LABEL_POSITION_UNSPECIFIED = 0,
+  /*
+   * gap px right of the icon, centred on it vertically
+   */
+  MARKERD__V1__LABEL_POSITION__LABEL_POSITION_RIGHT = 1,
+  MARKERD__V1__LABEL_POSITION__LABEL_POSITION_LEFT = 2,
+  /*
+   * gap px below the icon, centred on it horizontally
+   */
+  MARKERD__V1__LABEL_POSITION__LABEL_POSITION_BELOW = 3,
+  MARKERD__V1__LABEL_POSITION__LABEL_POSITION_ABOVE = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__LABEL_POSITION)
+} Markerd__V1__LabelPosition;
 typedef enum _Markerd__V1__TilingMode {
   MARKERD__V1__TILING_MODE__TILING_MODE_UNSPECIFIED = 0,
   /*
@@ -373,16 +402,138 @@ struct  Markerd__V1__PointTileOptions
     , 0, MARKERD__V1__POINT_TILE_MODE__POINT_TILE_MODE_UNSPECIFIED, 0, 4096u, 0, 500000u }
 
 
+/*
+ * Labels: text beside each marker's icon, drawn into the layer's raster tiles like a map's labels:
+ * placed once per zoom in world pixels (the same on every tile, also across tile edges), never
+ * overlapping each other; where labels compete, the higher-ranked one wins: higher z_index, then
+ * higher priority (Marker.label.priority, else the attribute `priority_attribute`), then the marker
+ * drawn on top. Text is shaped with Pango/HarfBuzz (every script, bidi, font fallback). Sizes are
+ * px at density 1.
+ */
+struct  Markerd__V1__LabelOptions
+{
+  ProtobufCMessage base;
+  /*
+   * Default false.
+   */
+  protobuf_c_boolean has_enabled;
+  protobuf_c_boolean enabled;
+  /*
+   * The attribute whose value labels a marker that has no label.text of its own (e.g. "name").
+   * Unset: only markers with their own label.text are labelled.
+   */
+  char *text_attribute;
+  /*
+   * px, 6-64
+   */
+  protobuf_c_boolean has_font_size;
+  float font_size;
+  /*
+   * a fontconfig family list
+   */
+  char *font_family;
+  protobuf_c_boolean has_bold;
+  protobuf_c_boolean bold;
+  /*
+   * px, 16-1024; longer text wraps or is cut
+   */
+  protobuf_c_boolean has_max_width;
+  float max_width;
+  /*
+   * default WRAP
+   */
+  protobuf_c_boolean has_overflow;
+  Markerd__V1__LabelOverflow overflow;
+  /*
+   * 1-8, when wrapping
+   */
+  protobuf_c_boolean has_max_lines;
+  uint32_t max_lines;
+  /*
+   * px, 0-8
+   */
+  protobuf_c_boolean has_halo_width;
+  float halo_width;
+  /*
+   * 0xAARRGGBB
+   */
+  protobuf_c_boolean has_color;
+  uint32_t color;
+  protobuf_c_boolean has_halo_color;
+  uint32_t halo_color;
+  /*
+   * Text colour by attribute value: markers whose attribute `color_attribute` has a value listed
+   * in `colors` take that colour; others take `color`. At most 1024 entries, values distinct.
+   */
+  char *color_attribute;
+  size_t n_colors;
+  Markerd__V1__LabelColor **colors;
+  /*
+   * Candidate positions beside the icon, tried in order (1-4 distinct). Default RIGHT, LEFT,
+   * BELOW, ABOVE.
+   */
+  size_t n_positions;
+  Markerd__V1__LabelPosition *positions;
+  /*
+   * px between icon and label, 0-64
+   */
+  protobuf_c_boolean has_gap;
+  float gap;
+  /*
+   * px kept free around a label, 0-64
+   */
+  protobuf_c_boolean has_padding;
+  float padding;
+  /*
+   * A numeric attribute (e.g. "population") ranking markers without label.priority; higher first.
+   */
+  char *priority_attribute;
+  /*
+   * False: a marker whose label could not be placed is not drawn either. Default true.
+   */
+  protobuf_c_boolean has_show_icon_without_label;
+  protobuf_c_boolean show_icon_without_label;
+  /*
+   * Labels appear on tiles from this zoom on, 0-22. Default 0.
+   */
+  protobuf_c_boolean has_min_zoom;
+  uint32_t min_zoom;
+};
+extern char markerd__v1__label_options__font_family__default_value[];
+#define MARKERD__V1__LABEL_OPTIONS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__label_options__descriptor) \
+    , 0, 0, NULL, 0, 13, markerd__v1__label_options__font_family__default_value, 0, 0, 0, 160, 0, MARKERD__V1__LABEL_OVERFLOW__LABEL_OVERFLOW_UNSPECIFIED, 0, 2u, 0, 1.5, 0, 4280295456u, 0, 4294967295u, NULL, 0,NULL, 0,NULL, 0, 2, 0, 2, NULL, 0, 1, 0, 0 }
+
+
+struct  Markerd__V1__LabelColor
+{
+  ProtobufCMessage base;
+  /*
+   * an attribute value
+   */
+  char *value;
+  /*
+   * 0xAARRGGBB
+   */
+  protobuf_c_boolean has_color;
+  uint32_t color;
+};
+#define MARKERD__V1__LABEL_COLOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__label_color__descriptor) \
+    , NULL, 0, 0 }
+
+
 struct  Markerd__V1__LayerOptions
 {
   ProtobufCMessage base;
   Markerd__V1__TilingOptions *tiling;
   Markerd__V1__ClusteringOptions *clustering;
   Markerd__V1__PointTileOptions *point_tile;
+  Markerd__V1__LabelOptions *labels;
 };
 #define MARKERD__V1__LAYER_OPTIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__layer_options__descriptor) \
-    , NULL, NULL, NULL }
+    , NULL, NULL, NULL, NULL }
 
 
 struct  Markerd__V1__Layer
@@ -694,6 +845,10 @@ struct  Markerd__V1__Marker
   Markerd__V1__Marker__AttributesEntry **attributes;
   protobuf_c_boolean has_extra;
   ProtobufCBinaryData extra;
+  /*
+   * The marker's own label settings; unset fields take the layer's LabelOptions.
+   */
+  Markerd__V1__MarkerLabel *label;
   Markerd__V1__Marker__IconCase icon_case;
   union {
     Markerd__V1__DefaultPin *pin;
@@ -705,7 +860,31 @@ struct  Markerd__V1__Marker
 };
 #define MARKERD__V1__MARKER__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__marker__descriptor) \
-    , NULL, NULL, NULL, 0, 0, 0, 1, 0, 0, NULL, 0, 1, 0,NULL, 0, {0,NULL}, MARKERD__V1__MARKER__ICON__NOT_SET, {0} }
+    , NULL, NULL, NULL, 0, 0, 0, 1, 0, 0, NULL, 0, 1, 0,NULL, 0, {0,NULL}, NULL, MARKERD__V1__MARKER__ICON__NOT_SET, {0} }
+
+
+struct  Markerd__V1__MarkerLabel
+{
+  ProtobufCMessage base;
+  /*
+   * At most 256 bytes of UTF-8. Unset: the layer's text_attribute. Empty: no label.
+   */
+  char *text;
+  /*
+   * Placement rank among markers of equal z_index: higher first. Finite. Unset: the layer's
+   * priority_attribute, else 0.
+   */
+  protobuf_c_boolean has_priority;
+  double priority;
+  /*
+   * Text colour 0xAARRGGBB. Unset: the layer's.
+   */
+  protobuf_c_boolean has_color;
+  uint32_t color;
+};
+#define MARKERD__V1__MARKER_LABEL__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__marker_label__descriptor) \
+    , NULL, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__UpsertMarkersRequest
@@ -975,10 +1154,15 @@ struct  Markerd__V1__MarkerHit
    */
   protobuf_c_boolean has_tiled;
   protobuf_c_boolean tiled;
+  /*
+   * True when the point is on the marker's label (placed at the request's zoom) rather than its icon.
+   */
+  protobuf_c_boolean has_on_label;
+  protobuf_c_boolean on_label;
 };
 #define MARKERD__V1__MARKER_HIT__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__marker_hit__descriptor) \
-    , NULL, 0, 0 }
+    , NULL, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__HitTestResponse
@@ -1598,6 +1782,44 @@ Markerd__V1__PointTileOptions *
 void   markerd__v1__point_tile_options__free_unpacked
                      (Markerd__V1__PointTileOptions *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__LabelOptions methods */
+void   markerd__v1__label_options__init
+                     (Markerd__V1__LabelOptions         *message);
+size_t markerd__v1__label_options__get_packed_size
+                     (const Markerd__V1__LabelOptions   *message);
+size_t markerd__v1__label_options__pack
+                     (const Markerd__V1__LabelOptions   *message,
+                      uint8_t             *out);
+size_t markerd__v1__label_options__pack_to_buffer
+                     (const Markerd__V1__LabelOptions   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__LabelOptions *
+       markerd__v1__label_options__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__label_options__free_unpacked
+                     (Markerd__V1__LabelOptions *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__LabelColor methods */
+void   markerd__v1__label_color__init
+                     (Markerd__V1__LabelColor         *message);
+size_t markerd__v1__label_color__get_packed_size
+                     (const Markerd__V1__LabelColor   *message);
+size_t markerd__v1__label_color__pack
+                     (const Markerd__V1__LabelColor   *message,
+                      uint8_t             *out);
+size_t markerd__v1__label_color__pack_to_buffer
+                     (const Markerd__V1__LabelColor   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__LabelColor *
+       markerd__v1__label_color__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__label_color__free_unpacked
+                     (Markerd__V1__LabelColor *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__LayerOptions methods */
 void   markerd__v1__layer_options__init
                      (Markerd__V1__LayerOptions         *message);
@@ -1942,6 +2164,25 @@ Markerd__V1__Marker *
                       const uint8_t       *data);
 void   markerd__v1__marker__free_unpacked
                      (Markerd__V1__Marker *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__MarkerLabel methods */
+void   markerd__v1__marker_label__init
+                     (Markerd__V1__MarkerLabel         *message);
+size_t markerd__v1__marker_label__get_packed_size
+                     (const Markerd__V1__MarkerLabel   *message);
+size_t markerd__v1__marker_label__pack
+                     (const Markerd__V1__MarkerLabel   *message,
+                      uint8_t             *out);
+size_t markerd__v1__marker_label__pack_to_buffer
+                     (const Markerd__V1__MarkerLabel   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__MarkerLabel *
+       markerd__v1__marker_label__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__marker_label__free_unpacked
+                     (Markerd__V1__MarkerLabel *message,
                       ProtobufCAllocator *allocator);
 /* Markerd__V1__UpsertMarkersRequest methods */
 void   markerd__v1__upsert_markers_request__init
@@ -2805,6 +3046,12 @@ typedef void (*Markerd__V1__ClusteringOptions_Closure)
 typedef void (*Markerd__V1__PointTileOptions_Closure)
                  (const Markerd__V1__PointTileOptions *message,
                   void *closure_data);
+typedef void (*Markerd__V1__LabelOptions_Closure)
+                 (const Markerd__V1__LabelOptions *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__LabelColor_Closure)
+                 (const Markerd__V1__LabelColor *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__LayerOptions_Closure)
                  (const Markerd__V1__LayerOptions *message,
                   void *closure_data);
@@ -2861,6 +3108,9 @@ typedef void (*Markerd__V1__Marker__AttributesEntry_Closure)
                   void *closure_data);
 typedef void (*Markerd__V1__Marker_Closure)
                  (const Markerd__V1__Marker *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__MarkerLabel_Closure)
+                 (const Markerd__V1__MarkerLabel *message,
                   void *closure_data);
 typedef void (*Markerd__V1__UpsertMarkersRequest_Closure)
                  (const Markerd__V1__UpsertMarkersRequest *message,
@@ -3248,6 +3498,8 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
 
 extern const ProtobufCEnumDescriptor    markerd__v1__code__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__point_tile_mode__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__label_overflow__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__label_position__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__tiling_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__animation_kind__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__request__descriptor;
@@ -3258,6 +3510,8 @@ extern const ProtobufCMessageDescriptor markerd__v1__anchor__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__tiling_options__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__point_tile_options__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__label_options__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__label_color__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__layer_options__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__layer__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__layer_stats__descriptor;
@@ -3277,6 +3531,7 @@ extern const ProtobufCMessageDescriptor markerd__v1__register_icon_response__des
 extern const ProtobufCMessageDescriptor markerd__v1__animation__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__marker__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__marker__attributes_entry__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__marker_label__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__upsert_markers_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__upsert_markers_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__remove_markers_request__descriptor;
