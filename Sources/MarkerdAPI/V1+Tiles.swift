@@ -81,7 +81,8 @@ extension V1 {
         public var layerID: String = ""
         /// Proto field `center` = 2.
         public var center: LatLng? = nil
-        /// 0-22, fractional allowed.
+        /// 0-22, fractional allowed (labels are drawn at whole zooms only: a label placement belongs
+        /// to one zoom).
         /// Proto field `zoom` = 3; absent decodes to 0, which is not encoded.
         public var zoom: Double = 0
         /// Image size in px at density 1 (at most 4096 each).

@@ -23,6 +23,8 @@ final class LayerHandle: @unchecked Sendable {
     var clustersInSlotOrder: Bool { options.clustering?.algorithm == "supercluster" }
     /// Raster-tile versions (see `TileVersions`). Guarded by `lock`.
     var tileVersions: TileVersions
+    /// Label placements per pixel zoom (labelled layers only; see `LabelPlacements`).
+    let labels = LabelPlacements()
     /// `layer.idHashSeed` (fixed for the layer's life), readable without the lock: bulk upserts
     /// hash their ids before taking it (`RestoreBatch.prepareLayout`).
     let idHashSeed: UInt64
@@ -59,7 +61,11 @@ final class LayerHandle: @unchecked Sendable {
                 guard layer.nextAnimationEnd.map({ $0 <= nowUnixMs }) ?? false else { return }
                 try versions.cover(layer.version + 1)
                 let footprints = layer.dueAnimationFootprints(now: nowUnixMs)
-                if layer.expireAnimations(now: nowUnixMs) > 0 { markTiles(footprints) }
+                if layer.expireAnimations(now: nowUnixMs) > 0 {
+                    markTiles(footprints)
+                    // Markers that turned static may take labels: placements are decided anew.
+                    if layer.labelStyle.enabled { labels.removeAll() }
+                }
             }
         }
     }

@@ -83,11 +83,13 @@ public enum MarkerConversion {
         }
         let position = LatLng(latitude: m.position?.latitude ?? .nan, longitude: m.position?.longitude ?? .nan)
         if m.position == nil { throw .invalidArgument("\(label): position is missing") }
-        return MarkerRecord(
+        var record = MarkerRecord(
             id: m.id, position: position,
             style: style,
             zIndex: m.zIndex, visible: m.visible ?? true, clickable: m.clickable ?? true,
             draggable: m.draggable ?? false, animation: animation, attributes: m.attributes, extra: m.extra)
+        record.label = try LabelConversion.markerLabel(m.label, field: label)
+        return record
     }
 
     /// A marker's icon and anchor as the core's style (see `record`; `label` names the marker in
@@ -171,6 +173,7 @@ public enum MarkerConversion {
         }
         m.attributes = r.attributes
         m.extra = r.extra
+        m.label = LabelConversion.apiLabel(r.label)
         return m
     }
 

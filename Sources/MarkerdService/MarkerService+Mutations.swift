@@ -169,9 +169,12 @@ extension MarkerService {
     func createLayer(_ r: V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.CreateLayerResponse {
         try MarkerConversion.checkName(r.layerID, what: "layer_id")
         let (api, tiling, labels) = try LayerOptionsResolution.resolve(r.options)
-        _ = labels  // set on the layer once MarkerLayer holds a label style
         var layer: MarkerLayer
-        layer = try mapCoreError { () throws(MarkerdCoreError) in try MarkerLayer(options: tiling) }
+        layer = try mapCoreError { () throws(MarkerdCoreError) in
+            var l = try MarkerLayer(options: tiling)
+            try l.setLabelStyle(labels)
+            return l
+        }
         // Above every version and drag id any layer had, this id's earlier lives included
         // (replay leaves that to the end of recovery: `startAboveRecoveredVersions`).
         if !c.replaying { layer.start(at: try versions.fresh()) }
@@ -268,7 +271,7 @@ extension MarkerService {
             let before = h.footprintsBefore(records.lazy.map(\.id), count: records.count, c)
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
-            h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c)
+            h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c, measurer: labelText)
             return try upserted(result, h, c)
         }
     }
@@ -280,7 +283,7 @@ extension MarkerService {
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(r.ids, count: r.ids.count, c)
             let result = h.layer.remove(ids: r.ids)
-            h.markTiles(before: before, after: { [] }, c)
+            h.markTiles(before: before, after: { [] }, c, measurer: labelText)
             var response = V1.RemoveMarkersResponse()
             response.removed = UInt32(result.removed)
             response.notFound = UInt32(result.notFound)
@@ -295,6 +298,7 @@ extension MarkerService {
             var response = V1.ClearLayerResponse()
             response.removed = UInt64(h.layer.clear())
             h.tileVersions.reset(seq: h.layer.version)
+            h.labels.removeAll()
             response.layerVersion = h.layer.version
             try journalAppend(c, response: response.serializedBytes())
             return response
@@ -315,7 +319,7 @@ extension MarkerService {
             let before = h.footprintsBefore(moves.lazy.map(\.id), count: moves.count, c)
             let result: MoveResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.move(moves) }
-            h.markTiles(before: before, after: { h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs) }, c)
+            h.markTiles(before: before, after: { h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs) }, c, measurer: labelText)
             var response = V1.MoveMarkersResponse()
             response.moved = UInt32(result.moved)
             response.notFoundIDs = result.notFoundIDs

@@ -51,7 +51,7 @@ extension MarkerService {
         return try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore((0..<batch.count).lazy.map(batch.id), count: batch.count, c)
             let result = h.layer.upsert(batch, now: c.nowUnixMs, spatialSlots: !h.clustersInSlotOrder, alongside: writeHelper)
-            h.markTiles(before: before, after: { LayerHandle.staticFootprints(batch) }, c)
+            h.markTiles(before: before, after: { LayerHandle.staticFootprints(batch) }, c, measurer: labelText)
             return try upserted(result, h, c)
         }
     }

@@ -201,7 +201,11 @@ extension MarkerService {
 
     public func hitTest(_ r: V1.HitTestRequest) throws(RPCError) -> V1.HitTestResponse {
         let (p, density) = try hitTestArguments(r)
-        return try read(r.layerID) { (h, now) throws(RPCError) in try Self.hitTest(r, p, density, h.layer, now) }
+        return try read(r.layerID) { (h, now) throws(RPCError) in
+            var response = try Self.hitTest(r, p, density, h.layer, now)
+            if h.layer.labelStyle.enabled { response.hits = labelHits(r, p, h, iconHits: response.hits, now: now) }
+            return response
+        }
     }
 
     /// `hitTest(_:).serializedBytes()` for the network thread, which must not wait: the payload
@@ -215,7 +219,10 @@ extension MarkerService {
     /// reply stays a few KB.
     public func inlineHitTestPayload(_ r: V1.HitTestRequest, maxResultsBudget: Int = 64) -> [UInt8]? {
         guard Int(r.maxResults ?? 10) <= maxResultsBudget, let (p, density) = try? hitTestArguments(r) else { return nil }
-        return readIfFree(r.layerID) { (h, now) throws(RPCError) in try Self.hitTest(r, p, density, h.layer, now).serializedBytes() }
+        return readIfFree(r.layerID) { (h, now) throws(RPCError) in
+            if h.layer.labelStyle.enabled { return nil }  // `hitTest` (it may decide a placement)
+            return try Self.hitTest(r, p, density, h.layer, now).serializedBytes()
+        }
     }
 
     /// A HitTest request's checked point and density.

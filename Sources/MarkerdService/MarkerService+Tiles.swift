@@ -23,11 +23,19 @@ extension MarkerService {
         let (tile, density) = try Self.tileRequest(r)
         if let clustered = try clusterRasterTile(r, tile: tile, density: density) { return clustered }
         return try read(r.layerID) { (h, now) throws(RPCError) in
+            // A labelled tile's version depends on its zoom's placement being kept (`LabelPlacements`).
+            let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
+            let placement = Self.labelsShown(h, z: tile.z)
+                ? h.labels.placement(LabelPlacements.pixelZoom(z: tile.z, tileSize: size), layer: h.layer, measurer: labelText, now: now)
+                : nil
             let (key, notModified) = Self.tileKey(r, h, tile: tile, density: density)
             if let notModified { return notModified }
             let overlay = h.options.tiling?.debugOverlay ?? false
             let rendered = try tileCache.tile(key) { () throws(RPCError) -> TileCache.Tile in
                 do {
+                    if let placement {
+                        return try renderLabelledTile(h, tile: tile, tileSize: size, density: density, now: now, placement: placement)
+                    }
                     if !overlay, let kept = try renderKeptTile(h, tile: tile, tileSize: key.tileSize, density: density, now: now) {
                         return kept
                     }
@@ -61,7 +69,8 @@ extension MarkerService {
     static func tileKey(_ r: V1.GetTileRequest, _ h: LayerHandle, tile: TileID, density: Int)
         -> (key: TileCache.Key, notModified: V1.GetTileResponse?) {
         let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
-        let version = h.tileVersions.version(z: tile.z, x: tile.x, y: tile.y)
+        var version = h.tileVersions.version(z: tile.z, x: tile.x, y: tile.y)
+        if labelsShown(h, z: tile.z) { version = max(version, h.labels.floor(LabelPlacements.pixelZoom(z: tile.z, tileSize: size))) }
         let key = TileCache.Key(layer: h.id, z: tile.z, x: tile.x, y: tile.y, tileSize: size, density: density, version: version)
         guard r.knownVersion == version else { return (key, nil) }
         var response = V1.GetTileResponse()
@@ -88,6 +97,11 @@ extension MarkerService {
         let now = Self.nowUnixMs()
         let found = h.lock.withReadLockIfFree { () -> (key: TileCache.Key, notModified: V1.GetTileResponse?)? in
             guard !h.deleted, !Self.rastersClusters(h.options), h.layer.nextAnimationEnd.map({ $0 > now }) ?? true else { return nil }
+            // A labelled zoom whose placement is not kept yet is decided by `getTile`.
+            if Self.labelsShown(h, z: checked.tile.z) {
+                let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
+                guard h.labels.keptPlacement(LabelPlacements.pixelZoom(z: checked.tile.z, tileSize: size)) != nil else { return nil }
+            }
             return Self.tileKey(r, h, tile: checked.tile, density: checked.density)
         }
         guard let current = found ?? nil else { return nil }
@@ -112,7 +126,13 @@ extension MarkerService {
         return try read(r.layerID) { (h, now) throws(RPCError) in
             let raster: RenderedRaster
             do {
-                raster = try tileRenderer.render(h.layer, view: view, now: now)
+                // Labels at whole zooms only: a placement belongs to one zoom (of 256 px tiles).
+                if Self.labelsShown(h, z: Int(r.zoom)), r.zoom == r.zoom.rounded(.down) {
+                    let placement = h.labels.placement(Int(r.zoom), layer: h.layer, measurer: labelText, now: now)
+                    raster = try renderLabelled(h.layer, view: view, now: now, placement: placement)
+                } else {
+                    raster = try tileRenderer.render(h.layer, view: view, now: now)
+                }
             } catch {
                 throw .internal("rendering the snapshot failed: \(error)")
             }

@@ -79,6 +79,8 @@ public final class MarkerService: @unchecked Sendable {
     /// Raster tiles: the cache and the renderer (see MarkerService+Tiles.swift).
     public let tileCache: TileCache
     let tileRenderer: TileRenderer
+    /// Measures and draws label text (Pango), for every labelled layer.
+    let labelText = LabelText()
     /// Canvases of dense rasters, patched after small changes (see MarkerService+KeptCanvases.swift).
     let keptCanvases: KeptCanvases
     /// GetTile's renders, from scratch and patched (`tileRenderCounts`).

@@ -108,6 +108,30 @@ struct TileVersions: Sendable {
         }
     }
 
+    /// Records a change of the pixels within `worldRect` (world units, inclusive; x may reach
+    /// outside [0, 2^32): it wraps) at tile zoom `z` only (a label's box: unlike an icon's
+    /// footprint, it belongs to one zoom). Deeper than `bucketZoom`, the ancestors' entries.
+    mutating func mark(worldRect r: (x0: Int64, y0: Int64, x1: Int64, y1: Int64), zoom z: Int, seq: UInt64) {
+        let b = min(z, TileVersions.bucketZoom)
+        let n = Int64(1) << Int64(b)
+        let shift = Int64(32 - b)
+        var x0 = r.x0 >> shift, x1 = r.x1 >> shift
+        let y0 = max(0, r.y0 >> shift), y1 = min(n - 1, r.y1 >> shift)
+        if x1 - x0 + 1 >= n { x0 = 0; x1 = n - 1 }
+        guard y0 <= y1 else { return }
+        for y in y0...y1 {
+            for xx in x0...x1 {
+                let x = ((xx % n) + n) % n
+                if b <= TileVersions.denseZooms {
+                    let i = Int(y << Int64(b) | x)
+                    if dense[b][i] < seq { dense[b][i] = seq }
+                } else {
+                    sparse[b - TileVersions.denseZooms - 1].raise(UInt32(y << Int64(b) | x), to: seq)
+                }
+            }
+        }
+    }
+
     /// The version of tile (z, x, y); z within 0...30. At least 1 (0 means "no version" in
     /// requests' `known_version`).
     func version(z: Int, x: UInt32, y: UInt32) -> UInt64 {
@@ -171,6 +195,15 @@ struct SeqTable: Sendable {
     }
 }
 
+/// What a write needs to mark its tiles once applied (`LayerHandle.footprintsBefore`).
+struct TileMarks {
+    /// The changed markers' icon footprints before the change.
+    var footprints: [IconFootprint]
+    /// On a labelled layer: the changed markers' ids, and their slots before the change.
+    var ids: [String] = []
+    var labelSlots: [Int32] = []
+}
+
 extension MarkerService {
     /// Above this many changed markers in one mutation, every tile of the layer gets a new version.
     public static let bulkTileMarkThreshold = 4_096
@@ -196,24 +229,63 @@ extension LayerHandle {
         for f in footprints { tileVersions.mark(f, seq: seq) }
     }
 
-    /// The tile footprints of `ids` before a change of `count` markers, or nil when the change
-    /// is marked in bulk or not at all. Call under the write lock, before the change.
-    func footprintsBefore(_ ids: some Sequence<String>, count: Int, _ c: MutationCommit) -> [IconFootprint]? {
+    /// What a write of `count` markers (`ids`) needs to mark its tiles afterwards
+    /// (`markTiles(before:after:_:)`): the footprints of `ids` before the change and, on a
+    /// labelled layer, their slots and ids; nil when the change is marked in bulk or not at all.
+    /// Call under the write lock, before the change.
+    func footprintsBefore(_ ids: some Sequence<String>, count: Int, _ c: MutationCommit) -> TileMarks? {
         guard !c.replaying, count <= Self.bulkMarkThreshold else { return nil }
-        return staticFootprints(ids, now: c.nowUnixMs)
+        var marks = TileMarks(footprints: staticFootprints(ids, now: c.nowUnixMs))
+        if layer.labelStyle.enabled {
+            marks.ids = Array(ids)
+            marks.labelSlots = marks.ids.compactMap { layer.slot(id: $0) }
+        }
+        return marks
     }
 
     /// Marks a mutation's tiles after the change: `before` (from `footprintsBefore`) and the
-    /// footprints `after` it; nil `before` means every tile changes. Nothing while replaying the
+    /// footprints `after` it, and the tiles of every label the change moved; nil `before` means
+    /// every tile changes (and label placements are decided anew). Nothing while replaying the
     /// journal or loading a snapshot: recovery ends with every tile at a new version anyway
     /// (`MarkerService.startAboveRecoveredVersions`).
-    func markTiles(before: [IconFootprint]?, after: () -> [IconFootprint], _ c: MutationCommit) {
-        guard !c.replaying else { return }
-        guard let before else {
-            tileVersions.reset(seq: layer.version)
+    func markTiles(before: TileMarks?, after: () -> [IconFootprint], _ c: MutationCommit, measurer: some LabelMeasurer) {
+        guard !c.replaying else {
+            labels.removeAll()
             return
         }
-        markTiles(before + after())
+        guard let before else {
+            tileVersions.reset(seq: layer.version)
+            labels.removeAll()
+            return
+        }
+        markTiles(before.footprints + after())
+        if layer.labelStyle.enabled {
+            let slots = before.labelSlots + before.ids.compactMap { layer.slot(id: $0) }
+            markLabelTiles(labels.update(layer: layer, changed: slots, measurer: measurer, now: c.nowUnixMs))
+        }
+    }
+
+    /// Marks the tiles under changed label boxes (world px at their pixel zoom): at the pixel
+    /// zoom for 256 px tiles and one zoom up for 512 px tiles. Call under the write lock.
+    /// When icons without a placed label are not drawn, a label that comes or goes also shows or
+    /// hides its icon beside it: the boxes grow by the largest icon extent and the gap.
+    func markLabelTiles(_ changes: [(pz: Int, boxes: [LabelBox])]) {
+        let seq = layer.version
+        let style = layer.labelStyle
+        var grow: Int64 = 0
+        if !style.showIconWithoutLabel {
+            let e = layer.styles.maxExtents
+            grow = Int64((max(e.left, e.right, e.up, e.down) + Double(style.gap) + TileRenderer.marginPx).rounded(.up))
+        }
+        for (pz, boxes) in changes {
+            let shift = Int64(24 - pz)
+            for b in boxes {
+                let rect = (x0: (b.minX - grow) << shift, y0: (b.minY - grow) << shift,
+                            x1: ((b.maxX + grow) << shift) - 1, y1: ((b.maxY + grow) << shift) - 1)
+                if pz <= 22 { tileVersions.mark(worldRect: rect, zoom: pz, seq: seq) }
+                if pz >= 1 { tileVersions.mark(worldRect: rect, zoom: pz - 1, seq: seq) }
+            }
+        }
     }
 
     /// Footprints of a plain batch's markers that will be drawn into tiles (visible, not

@@ -1334,7 +1334,8 @@ struct  Markerd__V1__RenderSnapshotRequest
   char *layer_id;
   Markerd__V1__LatLng *center;
   /*
-   * 0-22, fractional allowed.
+   * 0-22, fractional allowed (labels are drawn at whole zooms only: a label placement belongs
+   * to one zoom).
    */
   protobuf_c_boolean has_zoom;
   double zoom;

@@ -1,0 +1,84 @@
+import MarkerdAPI
+import MarkerdCore
+import MarkerdRender
+
+/// Labelled raster tiles and label hit-tests (`LayerOptions.labels`).
+///
+/// A labelled tile is the layer's icons (those of markers whose label was dropped left out when
+/// `show_icon_without_label` is false) with every label of the tile's pixel zoom placement
+/// (`LabelPlacements`) whose box meets the tile drawn on top, each label sprite at its box's
+/// whole-pixel offset: a label crossing a tile edge is drawn on both tiles from one sprite, so
+/// its halves meet pixel for pixel.
+extension MarkerService {
+    /// Whether tiles of zoom `z` of the layer show labels. Call under a lock.
+    static func labelsShown(_ h: LayerHandle, z: Int) -> Bool {
+        let style = h.layer.labelStyle
+        return style.enabled && z >= style.minZoom
+    }
+
+    /// The tile's PNG with labels. Call under the layer's read lock.
+    func renderLabelledTile(_ h: LayerHandle, tile: TileID, tileSize: Int, density: Int, now: Int64,
+                            placement: LabelPlacement) throws(RenderError) -> TileCache.Tile {
+        let view = RasterView.tile(tile, tileSize: tileSize, density: density)
+        let canvas = try renderLabelled(h.layer, view: view, now: now, placement: placement).canvas
+        if canvas.isEmpty { return TileCache.Tile(png: TransparentTile.png(size: canvas.width), empty: true) }
+        return TileCache.Tile(png: tileRenderer.encodeTilePNG(canvas), empty: false)
+    }
+
+    /// `view` (a tile, or a snapshot at the placement's zoom) with the layer's icons and, on top,
+    /// the placed labels meeting it. Call under the layer's read lock.
+    func renderLabelled(_ layer: MarkerLayer, view: RasterView, now: Int64, placement: LabelPlacement) throws(RenderError) -> RenderedRaster {
+        let style = layer.labelStyle
+        var raster = style.showIconWithoutLabel
+            ? try tileRenderer.render(layer, view: view, now: now)
+            : try tileRenderer.render(layer, view: view, now: now, keep: { placement.label(slot: $0) != nil })
+        // The view's global device px are world px at the placement's zoom times the density.
+        let d = Int64(view.density)
+        let minX = view.originX / d, minY = view.originY / d
+        let maxX = (view.originX + Int64(view.width) + d - 1) / d, maxY = (view.originY + Int64(view.height) + d - 1) / d
+        var failure: RenderError? = nil
+        placement.forEachLabel(minX: minX, minY: minY, maxX: maxX, maxY: maxY) { label in
+            guard failure == nil, let text = layer.labelText(slot: label.slot) else { return }
+            let paint = LabelPaint(color: layer.labelColor(slot: label.slot), haloColor: style.paint.haloColor)
+            do throws(RenderError) {
+                let sprite = try labelText.sprite(text, style: style.text, paint: paint, density: view.density)
+                raster.canvas.draw(sprite: sprite, atX: Int(label.box.minX * d - view.originX), y: Int(label.box.minY * d - view.originY))
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        return raster
+    }
+
+    /// The hits of `r` on a labelled layer: markers whose placed label (at the tile zoom of the
+    /// request's zoom, `floor(zoom)`, at the layer's tile size) contains the point come first
+    /// (labels are drawn above icons), with `on_label`; then the icon hits, without the icons a
+    /// dropped label hides. At most `max_results`. Call under the layer's read lock.
+    func labelHits(_ r: V1.HitTestRequest, _ p: LatLng, _ h: LayerHandle, iconHits: [V1.MarkerHit], now: Int64) -> [V1.MarkerHit] {
+        let z = Int(min(max(r.zoom, 0), 22).rounded(.down))
+        guard Self.labelsShown(h, z: z) else { return iconHits }
+        let layer = h.layer
+        let pz = LabelPlacements.pixelZoom(z: z, tileSize: layer.options.tileSize)
+        let placement = h.labels.placement(pz, layer: layer, measurer: labelText, now: now)
+        let w = WorldPoint(p)
+        let shift = 24 - pz
+        var hits: [V1.MarkerHit] = []
+        var seen = Set<String>()
+        if let label = placement.label(atX: Int64(w.x) >> shift, y: Int64(w.y) >> shift) {
+            var hit = V1.MarkerHit()
+            hit.marker = MarkerConversion.apiMarker(layer.record(slot: label.slot))
+            hit.tiled = layer.mode(now: now) == .tiled
+            hit.onLabel = true
+            hits.append(hit)
+            seen.insert(hit.marker?.id ?? "")
+        }
+        let hideDropped = !layer.labelStyle.showIconWithoutLabel
+        for hit in iconHits {
+            guard let id = hit.marker?.id, !seen.contains(id) else { continue }
+            if hideDropped, hit.tiled, let slot = layer.slot(id: id), placement.label(slot: slot) == nil { continue }
+            hits.append(hit)
+        }
+        return Array(hits.prefix(Int(r.maxResults ?? 10)))
+    }
+}
