@@ -34,20 +34,15 @@ extension MarkerService {
             : try tileRenderer.render(layer, view: view, now: now, keep: { placement.label(slot: $0) != nil })
         // The view's global device px are world px at the placement's zoom times the density.
         let d = Int64(view.density)
-        let minX = view.originX / d, minY = view.originY / d
-        let maxX = (view.originX + Int64(view.width) + d - 1) / d, maxY = (view.originY + Int64(view.height) + d - 1) / d
-        var failure: RenderError? = nil
-        placement.forEachLabel(minX: minX, minY: minY, maxX: maxX, maxY: maxY) { label in
-            guard failure == nil, let text = layer.labelText(slot: label.slot) else { return }
+        func floorDiv(_ a: Int64) -> Int64 { a >= 0 ? a / d : -((-a + d - 1) / d) }
+        let minX = floorDiv(view.originX), minY = floorDiv(view.originY)
+        let maxX = -floorDiv(-(view.originX + Int64(view.width))), maxY = -floorDiv(-(view.originY + Int64(view.height)))
+        for label in placement.labels(inPixelRect: minX, minY, maxX, maxY) {
+            guard let text = layer.labelText(slot: label.slot) else { continue }
             let paint = LabelPaint(color: layer.labelColor(slot: label.slot), haloColor: style.paint.haloColor)
-            do throws(RenderError) {
-                let sprite = try labelText.sprite(text, style: style.text, paint: paint, density: view.density)
-                raster.canvas.draw(sprite: sprite, atX: Int(label.box.minX * d - view.originX), y: Int(label.box.minY * d - view.originY))
-            } catch {
-                failure = error
-            }
+            let sprite = try labelText.sprite(text, style: style.text, paint: paint, density: view.density)
+            raster.canvas.draw(sprite: sprite, atX: Int(label.box.x * d - view.originX), y: Int(label.box.y * d - view.originY))
         }
-        if let failure { throw failure }
         return raster
     }
 
@@ -61,11 +56,11 @@ extension MarkerService {
         let layer = h.layer
         let pz = LabelPlacements.pixelZoom(z: z, tileSize: layer.options.tileSize)
         let placement = h.labels.placement(pz, layer: layer, measurer: labelText, now: now)
-        let w = WorldPoint(p)
-        let shift = 24 - pz
+        let unitsPerPx = Mercator.worldUnitsPerPixel(zoom: Double(pz))
         var hits: [V1.MarkerHit] = []
         var seen = Set<String>()
-        if let label = placement.label(atX: Int64(w.x) >> shift, y: Int64(w.y) >> shift) {
+        if let label = placement.label(atPixelX: Mercator.worldX(longitude: p.longitude) / unitsPerPx,
+                                       y: Mercator.worldY(latitude: p.latitude) / unitsPerPx) {
             var hit = V1.MarkerHit()
             hit.marker = MarkerConversion.apiMarker(layer.record(slot: label.slot))
             hit.tiled = layer.mode(now: now) == .tiled

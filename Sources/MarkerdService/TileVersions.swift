@@ -280,8 +280,8 @@ extension LayerHandle {
         for (pz, boxes) in changes {
             let shift = Int64(24 - pz)
             for b in boxes {
-                let rect = (x0: (b.minX - grow) << shift, y0: (b.minY - grow) << shift,
-                            x1: ((b.maxX + grow) << shift) - 1, y1: ((b.maxY + grow) << shift) - 1)
+                let rect = (x0: (b.x - grow) << shift, y0: (b.y - grow) << shift,
+                            x1: ((b.x + b.width + grow) << shift) - 1, y1: ((b.y + b.height + grow) << shift) - 1)
                 if pz <= 22 { tileVersions.mark(worldRect: rect, zoom: pz, seq: seq) }
                 if pz >= 1 { tileVersions.mark(worldRect: rect, zoom: pz - 1, seq: seq) }
             }
