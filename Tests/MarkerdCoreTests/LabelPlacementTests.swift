@@ -205,8 +205,10 @@ struct LabelScenario {
         var sc = LabelScenario(seed: testSeed())
         var layer = try sc.layer(count: 300, now: now)
         var ids = (1...300).map { "m\($0)" }
-        for pz in [0, 4, 8, 12, 15] {
+        // Each zoom twice: propagating, then rebuilding whenever more than markers / 8 queue up.
+        for (pz, rebuildAbove) in [(0, 4096), (4, 4096), (8, 4096), (12, 4096), (15, 4096), (0, 0), (8, 0), (12, 0)] {
             var p = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now)
+            p.minQueueBeforeRebuild = rebuildAbove
             for step in 0..<25 {
                 var changed: [Int32] = []
                 let before = Set(p.labels)

@@ -21,8 +21,9 @@ extension LabelPlacement {
     ///
     /// Cost: O(k log k) for the k labels re-decided plus the grid searches around changed boxes
     /// (each the layer's static markers within reach: icon extents + gap + largest label +
-    /// padding around the box). At low zoom one box's reach covers most of the world and k
-    /// approaches n; at street zoom a moved marker re-decides a handful.
+    /// padding around the box); at street zoom a moved marker re-decides a handful. When more
+    /// than max(4096, markers / 8) labels queue up (at low zoom one box's reach covers most of
+    /// the world; bulk changes), it places from scratch instead (O(n log n)) and diffs.
     public mutating func update(layer: MarkerLayer, changed: [Int32], measurer: some LabelMeasurer, now: Int64) -> [LabelBox] {
         if layer.labelStyle != style || layer.options.tileSize != tileSize {
             let old = labels.map(\.box)
@@ -35,8 +36,10 @@ extension LabelPlacement {
         var original: [Int32: PlacedLabel?] = [:]   // the decision before the update, of slots whose decision changed
         var queued = Set<Int32>()
         var heap = BinaryHeap<QueuedLabel>()
+        // Past this many queued labels, re-deciding costs about as much as placing from scratch.
+        let rebuildAbove = Swift.max(minQueueBeforeRebuild, layer.table.count / 8)
         func enqueue(_ s: Int32, after current: LabelRank?) {
-            guard !queued.contains(s), layer.isLabelled(slot: s, now: now) else { return }
+            guard queued.count <= rebuildAbove, !queued.contains(s), layer.isLabelled(slot: s, now: now) else { return }
             let r = layer.labelRank(s)
             if let current, !layer.placedBefore(current, r) { return }
             queued.insert(s)
@@ -51,6 +54,9 @@ extension LabelPlacement {
         }
         for s in changedSet { enqueue(s, after: nil) }
         while let q = heap.pop() {
+            if queued.count > rebuildAbove {
+                return rebuild(layer: layer, measurer: measurer, now: now, original: original, changed: changedSet)
+            }
             let s = q.rank.slot
             let current = label(slot: s)
             let decided = decide(q.rank, layer: layer, measurer: measurer)
@@ -66,13 +72,34 @@ extension LabelPlacement {
             }
         }
         var boxes: [LabelBox] = []
-        for (s, before) in original {
-            let after = label(slot: s)
-            guard before != after || changedSet.contains(s) else { continue }
-            if let b = before { boxes.append(b.box) }
-            if let a = after, a.box != before?.box { boxes.append(a.box) }
+        for (s, before) in original { appendChange(before, label(slot: s), changed: changedSet.contains(s), to: &boxes) }
+        return boxes
+    }
+
+    /// `update`'s way out when a change reaches too many labels (low zooms, bulk loads): places
+    /// from scratch and returns the boxes that differ from the placement before the update, which
+    /// is the current one with the decisions in `original` undone.
+    private mutating func rebuild(layer: MarkerLayer, measurer: some LabelMeasurer, now: Int64,
+                                  original: [Int32: PlacedLabel?], changed: Set<Int32>) -> [LabelBox] {
+        let before = self
+        self = LabelPlacement(layer: layer, pixelZoom: pixelZoom, measurer: measurer, now: now)
+        var boxes: [LabelBox] = []
+        var slots = Set(original.keys)
+        for l in before.labels { slots.insert(l.slot) }
+        for l in labels { slots.insert(l.slot) }
+        for s in slots {
+            let old = original[s] ?? before.label(slot: s)
+            appendChange(old, label(slot: s), changed: changed.contains(s), to: &boxes)
         }
         return boxes
+    }
+
+    /// The boxes to redraw for one slot: none when its placement is the same and its inputs did
+    /// not change, else its old and new box (once when equal).
+    private func appendChange(_ old: PlacedLabel?, _ new: PlacedLabel?, changed: Bool, to boxes: inout [LabelBox]) {
+        guard old != new || changed else { return }
+        if let o = old { boxes.append(o.box) }
+        if let n = new, n.box != old?.box { boxes.append(n.box) }
     }
 
     /// Calls `body` with each static marker whose label candidates (or probes) could overlap

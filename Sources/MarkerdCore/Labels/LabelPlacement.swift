@@ -44,6 +44,9 @@ public struct LabelPlacement: Sendable {
     /// The largest side of any label measured so far (px; at least 1, the probe): how far a
     /// label's candidates reach from its icon beyond `gap`.
     var reach: Int64 = 1
+    /// Fewest queued labels before `update` gives up propagating and places from scratch
+    /// (tests lower it).
+    var minQueueBeforeRebuild = 4096
 
     /// Places the layer's labels from scratch at pixel zoom `pz` (0...23; traps outside).
     public init(layer: MarkerLayer, pixelZoom pz: Int, measurer: some LabelMeasurer, now: Int64) {
