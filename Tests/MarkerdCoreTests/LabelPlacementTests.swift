@@ -46,7 +46,7 @@ func oraclePlacement(_ layer: MarkerLayer, pixelZoom pz: Int, now: Int64) -> [St
     var out: [String: PlacedLabel] = [:]
     for item in items {
         let anchor = LabelGeometry.anchor(WorldPoint(x: layer.table.x[Int(item.slot)], y: item.y), pixelZoom: pz)
-        let size = LabelGeometry.wholeSize(FakeMeasurer().measure(item.text, style: style.text))
+        let size = LabelGeometry.wholeSize(FakeMeasurer().measure(item.text, style: style.text), style: style.text)
         for p in style.positions {
             let b = LabelGeometry.box(anchorX: anchor.x, anchorY: anchor.y, extents: item.record.style.extents, width: size.width,
                                       height: size.height, gap: style.gap, position: p, worldWidth: w)

@@ -6,9 +6,9 @@
 public struct LabelBox: Hashable, Sendable, CustomStringConvertible {
     public var x: Int64
     public var y: Int64
-    /// At least 1.
+    /// At least `LabelGeometry.minimumSize`.
     public var width: Int64
-    /// At least 1.
+    /// At least `LabelGeometry.minimumSize`.
     public var height: Int64
 
     public init(x: Int64, y: Int64, width: Int64, height: Int64) {
@@ -34,14 +34,24 @@ public enum LabelGeometry {
         return ((Int64(p.x) + half) >> shift, (Int64(p.y) + half) >> shift)
     }
 
-    /// A measured size in whole px: each side rounded up, at least 1 and at most 4096 (a
-    /// non-finite side counts as 1).
-    public static func wholeSize(_ s: LabelSize) -> (width: Int64, height: Int64) {
-        func side(_ v: Float) -> Int64 {
-            guard v.isFinite, v > 1 else { return 1 }
-            return Int64(CoreMath.ceil(Double(Swift.min(v, 4096))))
+    /// The smallest box a label of `style` takes, in whole px: `2 inset + ceil(fontSize / 4)`
+    /// wide and `2 inset + ceil(fontSize)` high (`inset` = ceil(haloWidth)), about one narrow
+    /// glyph on one line. Measured sizes are raised to it (`wholeSize`), so it bounds every box
+    /// from below: placement tests this box first (see `box`) and measures only labels that pass.
+    public static func minimumSize(_ style: LabelTextStyle) -> (width: Int64, height: Int64) {
+        let inset = 2 * CoreMath.ceil(Double(style.haloWidth))
+        return (Int64(inset + CoreMath.ceil(Double(style.fontSize) / 4)), Int64(inset + CoreMath.ceil(Double(style.fontSize))))
+    }
+
+    /// A measured size in whole px: each side rounded up, raised to `minimumSize(style)` and at
+    /// most 4096 (a non-finite side counts as the minimum).
+    public static func wholeSize(_ s: LabelSize, style: LabelTextStyle) -> (width: Int64, height: Int64) {
+        let least = minimumSize(style)
+        func side(_ v: Float, _ lo: Int64) -> Int64 {
+            guard v.isFinite else { return lo }
+            return Swift.max(lo, Int64(CoreMath.ceil(Double(Swift.max(0, Swift.min(v, 4096))))))
         }
-        return (side(s.width), side(s.height))
+        return (side(s.width, least.width), side(s.height, least.height))
     }
 
     /// Nearest whole px, halves up: deterministic on every host.
@@ -51,8 +61,9 @@ public enum LabelGeometry {
     /// at density 1) anchored at whole px (`ax`, `ay`), `gap` px from the icon; the origin is
     /// rounded to whole px (`roundPx`) and `x` wrapped into [0, `worldWidth`).
     ///
-    /// A 1 x 1 px box at the same position (the "probe") lies inside the box of every size at
-    /// that position: a label whose probe collides cannot fit there, whatever its size.
+    /// A box is monotone in its size: the box of a smaller size at the same position lies inside
+    /// it (the origin is rounded with one monotone function). So the box of `minimumSize` (the
+    /// "probe") lies inside every label's box there: a label whose probe collides cannot fit.
     public static func box(anchorX ax: Int64, anchorY ay: Int64, extents e: IconExtents, width w: Int64, height h: Int64,
                            gap: Float, position: LabelPosition, worldWidth: Int64) -> LabelBox {
         let g = Double(gap)

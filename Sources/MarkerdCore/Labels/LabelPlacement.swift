@@ -18,8 +18,9 @@
 /// Greedy: in rank order, each label takes the first of the style's `positions` whose box, grown
 /// by `padding` (rounded up to whole px) on every side, overlaps no grown box of a label placed
 /// before it; else it is dropped. Boxes wrap around the antimeridian (x is compared modulo `W`).
-/// A candidate is first tested as a 1 x 1 px probe (inside its box whatever the size), so
-/// labels that cannot fit anywhere are dropped without being measured: at low zoom almost all.
+/// A candidate is first tested as a probe, the box of the smallest label size
+/// (`LabelGeometry.minimumSize`, inside its box whatever the size), so labels that cannot fit
+/// anywhere are dropped without being measured.
 ///
 /// Costs (n labelled markers, m placed): from scratch O(slots) to find the labelled markers, an
 /// O(n log n) sort, then per label O(positions) tests of O(1) each (a few grid cells, each
@@ -41,9 +42,9 @@ public struct LabelPlacement: Sendable {
     /// Slot -> index into `labels`, -1 when the slot has no placed label.
     var indexOfSlot: [Int32] = []
     var grid: CollisionGrid
-    /// The largest side of any label measured so far (px; at least 1, the probe): how far a
+    /// The largest side of any label measured so far (px; at least the probe's): how far a
     /// label's candidates reach from its icon beyond `gap`.
-    var reach: Int64 = 1
+    var reach: Int64
     /// Fewest queued labels before `update` gives up propagating and places from scratch
     /// (tests lower it).
     var minQueueBeforeRebuild = 4096
@@ -57,13 +58,17 @@ public struct LabelPlacement: Sendable {
         tileSize = layer.options.tileSize
         pad = Int64(CoreMath.ceil(Double(layer.labelStyle.padding)))
         grid = CollisionGrid(worldWidth: worldWidth)
+        let least = LabelGeometry.minimumSize(layer.labelStyle.text)
+        reach = Swift.max(least.width, least.height)
         indexOfSlot = Array(repeating: -1, count: layer.table.slotCount)
         guard isActive else { return }
-        var order: [LabelRank] = []
-        for s in 0..<Int32(layer.table.slotCount) where layer.isLabelled(slot: s, now: now) { order.append(layer.labelRank(s)) }
-        order.sort { layer.placedBefore($0, $1) }
-        for r in order {
-            if let p = decide(r, layer: layer, measurer: measurer) { insert(p, rank: r) }
+        var order: [(rank: LabelRank, text: String)] = []
+        for s in 0..<Int32(layer.table.slotCount) where layer.isStatic(s, now: now) {
+            if let text = layer.labelText(slot: s) { order.append((layer.labelRank(s), text)) }
+        }
+        order.sort { layer.placedBefore($0.rank, $1.rank) }
+        for (r, text) in order {
+            if let p = decide(r, text: text, layer: layer, measurer: measurer) { insert(p, rank: r) }
         }
     }
 
@@ -147,22 +152,23 @@ public struct LabelPlacement: Sendable {
     // MARK: Deciding
 
     /// The first position of the label of rank `r` whose padded box overlaps no padded box of a
-    /// placed label ranked before it, or nil. Measures the text at most once, and only when a
-    /// probe fits.
-    mutating func decide(_ r: LabelRank, layer: MarkerLayer, measurer: some LabelMeasurer) -> PlacedLabel? {
+    /// placed label ranked before it, or nil. Measures the text (`text`, else looked up) at most
+    /// once, and only when a probe (the box of the minimum size) fits.
+    mutating func decide(_ r: LabelRank, text: String? = nil, layer: MarkerLayer, measurer: some LabelMeasurer) -> PlacedLabel? {
         let s = Int(r.slot)
         let (ax, ay) = LabelGeometry.anchor(WorldPoint(x: layer.table.x[s], y: layer.table.y[s]), pixelZoom: pixelZoom)
         let e = layer.styles.extents[Int(layer.table.style[s])]
+        let least = LabelGeometry.minimumSize(style.text)
         var size: (width: Int64, height: Int64)? = nil
         for position in style.positions {
             func candidate(_ w: Int64, _ h: Int64) -> LabelBox {
                 LabelGeometry.box(anchorX: ax, anchorY: ay, extents: e, width: w, height: h, gap: style.gap,
                                   position: position, worldWidth: worldWidth)
             }
-            if collides(candidate(1, 1), r, layer) { continue }
+            if collides(candidate(least.width, least.height), r, layer) { continue }
             if size == nil {
-                guard let text = layer.labelText(slot: r.slot) else { return nil }
-                let sz = LabelGeometry.wholeSize(measurer.measure(text, style: style.text))
+                guard let text = text ?? layer.labelText(slot: r.slot) else { return nil }
+                let sz = LabelGeometry.wholeSize(measurer.measure(text, style: style.text), style: style.text)
                 reach = Swift.max(reach, sz.width, sz.height)
                 size = sz
             }
