@@ -1,4 +1,5 @@
 import MarkerdTestSupport
+import Synchronization
 import Testing
 @testable import MarkerdCore
 
@@ -9,6 +10,15 @@ struct FakeMeasurer: LabelMeasurer {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         let longest = lines.map(\.count).max() ?? 0
         return LabelSize(width: 7 * Float(longest) + 2 * Self.inset, height: 14 * Float(lines.count) + 2 * Self.inset)
+    }
+}
+
+/// `FakeMeasurer` counting its calls.
+final class CountingMeasurer: LabelMeasurer {
+    let calls = Mutex(0)
+    func measure(_ text: String, style: LabelTextStyle) -> LabelSize {
+        calls.withLock { $0 += 1 }
+        return FakeMeasurer().measure(text, style: style)
     }
 }
 
@@ -256,6 +266,18 @@ struct LabelScenario {
         }
     }
 
+    /// Labels whose smallest possible box collides everywhere are dropped unmeasured.
+    @Test func lowZoomMeasuresFewLabels() throws {
+        var sc = LabelScenario(seed: testSeed())
+        let layer = try sc.layer(count: 800, now: now)
+        let labelled = (0..<Int32(layer.table.slotCount)).filter { layer.isLabelled(slot: $0, now: now) }.count
+        let counting = CountingMeasurer()
+        let p = LabelPlacement(layer: layer, pixelZoom: 1, measurer: counting, now: now)
+        let measured = counting.calls.withLock { $0 }
+        #expect(labelDiff(byID(p, layer), oraclePlacement(layer, pixelZoom: 1, now: now)).isEmpty)
+        #expect(measured >= p.count && measured * 3 < labelled, "\(measured) of \(labelled) labels measured, \(p.count) placed")
+    }
+
     @Test func animationEndAndStyleChangeUpdate() throws {
         var sc = LabelScenario(seed: testSeed())
         var layer = try sc.layer(count: 200, now: now)
@@ -340,6 +362,27 @@ struct LabelScenario {
         #expect(byID(p, layer).mapValues(\.position) == ["top": .right, "second": .left, "third": .below])
         try layer.setLabelStyle(LabelStyle(enabled: true, textAttribute: "name", minZoom: 17))
         #expect(LabelPlacement(layer: layer, pixelZoom: 16, measurer: measurer, now: now).count == 0)
+    }
+
+    /// A restore that repeats an id keeps the last record's label; a column batch (no labels)
+    /// replacing a labelled marker drops its label.
+    @Test func labelsThroughRestoreAndColumnBatches() throws {
+        let here = LatLng(latitude: 3, longitude: 4)
+        let first = MarkerLabel(text: "first"), last = MarkerLabel(text: "last", priority: 2)
+        var layer = try MarkerLayer()
+        _ = try layer.restore([MarkerRecord(id: "a", position: here, label: first), MarkerRecord(id: "b", position: here, label: first),
+                               MarkerRecord(id: "a", position: here, label: last), MarkerRecord(id: "b", position: here)],
+                              world: nil, now: now)
+        layer.finishRestore()
+        #expect(layer.marker(id: "a")?.label == last && layer.marker(id: "b")?.label == nil)
+        #expect(layer.labels.count == 1)
+        var batch = RestoreBatch()
+        let pin = batch.styleIndex(.defaultPin, hint: nil)
+        let appended = batch.append(id: "a", position: here, style: try #require(pin), zIndex: 0, visible: true, clickable: true,
+                                    draggable: false, extra: [])
+        #expect(appended)
+        _ = layer.upsert(batch, now: now)
+        #expect(layer.marker(id: "a")?.label == nil && layer.labels.isEmpty)
     }
 
     @Test func markerLabelsAreStoredAndResolved() throws {
