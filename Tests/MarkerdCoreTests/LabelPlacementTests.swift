@@ -284,8 +284,9 @@ struct LabelScenario {
         var p = LabelPlacement(layer: layer, pixelZoom: 10, measurer: measurer, now: now)
         // Animations end at now + 1000: those markers turn static and labelled.
         let later = now + 1000
-        let due = (0..<Int32(layer.table.slotCount)).filter { layer.table.flags[Int($0)] & MarkerFlags.animating != 0 }
-        #expect(!due.isEmpty)
+        let due = layer.dueAnimationSlots(now: later)
+        #expect(Set(due) == Set((0..<Int32(layer.table.slotCount)).filter { layer.table.flags[Int($0)] & MarkerFlags.animating != 0 }))
+        #expect(!due.isEmpty && layer.dueAnimationSlots(now: later - 1).isEmpty)
         _ = p.update(layer: layer, changed: due, measurer: measurer, now: later)
         #expect(labelDiff(byID(p, layer), oraclePlacement(layer, pixelZoom: 10, now: later)).isEmpty)
         var style = layer.labelStyle

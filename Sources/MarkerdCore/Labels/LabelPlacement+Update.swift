@@ -12,6 +12,8 @@ extension LabelPlacement {
     ///   or last updated: upserted (created or replaced), moved, removed (its freed slot, also
     ///   when reused since), turned static or not (animation ended, expired), or whose label,
     ///   attributes or z-index changed. Slots beyond the layer's are ignored when unlabelled.
+    ///   Moving `now` past animation ends: pass `MarkerLayer.dueAnimationSlots(now:)`. After
+    ///   `MarkerLayer.clear()`, make a new placement instead.
     ///
     /// Works by propagation: the changed labels leave the collision grid, then labels are
     /// re-decided in rank order (a min-heap on rank) starting from the changed ones and those

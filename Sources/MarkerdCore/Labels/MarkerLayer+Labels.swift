@@ -37,6 +37,17 @@ extension MarkerLayer {
     /// reused), or nil. For callers that collect the slots a change touches (`LabelPlacement.update`).
     public func slot(id: String) -> Int32? { table.find(id) }
 
+    /// Slots whose animation ends at or before `now` and that `expireAnimations` has not turned
+    /// static yet (what `LabelPlacement.update` needs as changed when its `now` moves past an
+    /// animation's end; a superset is harmless). O(due heap entries).
+    public func dueAnimationSlots(now: Int64) -> [Int32] {
+        var out: [Int32] = []
+        animationHeap.forEachDue(now) { e in
+            if let a = animations[e.slot], a.seq == e.seq { out.append(e.slot) }
+        }
+        return out
+    }
+
     /// The marker's label text: its own `MarkerLabel.text`, else the value of the style's
     /// `textAttribute`; nil when that is missing or empty (no label). Ignores `enabled`.
     public func labelText(slot: Int32) -> String? {
