@@ -23,6 +23,7 @@ public struct PlacedLabel: Hashable, Sendable {
     public var slot: Int32
     public var box: LabelBox
     public var position: LabelPosition
+    public init(slot: Int32, box: LabelBox, position: LabelPosition) { self.slot = slot; self.box = box; self.position = position }
 }
 
 /// The geometry of label candidates (see `LabelPosition`), shared by placement and its tests.
