@@ -223,7 +223,13 @@ struct LabelScenario {
         var layer = try sc.layer(count: 300, now: now)
         var ids = (1...300).map { "m\($0)" }
         // Each zoom twice: propagating, then rebuilding whenever more than markers / 8 queue up.
-        for (pz, rebuildAbove) in [(0, 4096), (4, 4096), (8, 4096), (12, 4096), (15, 4096), (0, 0), (8, 0), (12, 0)] {
+        // The last runs hide icons whose label was dropped: their icon boxes come back too.
+        for (pz, rebuildAbove) in [(0, 4096), (4, 4096), (8, 4096), (12, 4096), (15, 4096), (0, 0), (8, 0), (12, 0), (14, 4096), (3, 0)] {
+            if pz == 14 {
+                var style = layer.labelStyle
+                style.showIconWithoutLabel = false
+                try layer.setLabelStyle(style)
+            }
             var p = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now)
             p.minQueueBeforeRebuild = rebuildAbove
             for step in 0..<25 {
@@ -268,6 +274,21 @@ struct LabelScenario {
                 let after = Set(p.labels)
                 for l in before.symmetricDifference(after) {
                     #expect(boxes.contains(l.box), "pz \(pz) step \(step): \(l) changed but its box was not returned")
+                }
+                guard !layer.labelStyle.showIconWithoutLabel else { continue }
+                let placedBefore = Set(before.map(\.slot)), placedAfter = Set(after.map(\.slot))
+                for s in placedBefore.symmetricDifference(placedAfter) where layer.isLabelled(slot: s, now: now) {
+                    // The icon (anchor +- extents, 1 px more) lies inside a returned box.
+                    let e = layer.record(s).style.extents
+                    let a = LabelGeometry.anchor(WorldPoint(x: layer.table.x[Int(s)], y: layer.table.y[Int(s)]), pixelZoom: pz)
+                    let x0 = a.x - Int64(CoreMath.ceil(e.left)) - 1, x1 = a.x + Int64(CoreMath.ceil(e.right)) + 1
+                    let y0 = a.y - Int64(CoreMath.ceil(e.up)) - 1, y1 = a.y + Int64(CoreMath.ceil(e.down)) + 1
+                    let covered = boxes.contains { b in
+                        (-1...1).contains { (k: Int64) in
+                            b.x + k * p.worldWidth <= x0 && x1 <= b.x + k * p.worldWidth + b.width && b.y <= y0 && y1 <= b.y + b.height
+                        }
+                    }
+                    #expect(covered, "pz \(pz) step \(step): slot \(s)'s label appeared or went but its icon's box was not returned")
                 }
             }
         }

@@ -4,8 +4,9 @@ extension LabelPlacement {
     /// Brings the placement up to date after markers changed, giving exactly what a placement
     /// from scratch of the layer at `now` gives. Returns the boxes (unpadded, x in [0, W)) to
     /// redraw: the old and new box of every label whose placement changed, and those of every
-    /// slot in `changed` that had or has a label (its text or colour may differ); a box may
-    /// appear twice. With a different `labelStyle` or tile size than the placement was made
+    /// slot in `changed` that had or has a label (its text or colour may differ); when the
+    /// style hides icons without a label (`showIconWithoutLabel` false), also the icon box
+    /// (`iconBox`) of each labelled marker whose label appeared or went. A box may appear twice. With a different `labelStyle` or tile size than the placement was made
     /// with, rebuilds from scratch and returns every old and new box.
     ///
     /// - changed: every slot whose label inputs may have changed since the placement was made
@@ -74,7 +75,9 @@ extension LabelPlacement {
             }
         }
         var boxes: [LabelBox] = []
-        for (s, before) in original { appendChange(before, label(slot: s), changed: changedSet.contains(s), to: &boxes) }
+        for (s, before) in original {
+            appendChange(s, before, label(slot: s), changed: changedSet.contains(s), layer: layer, now: now, to: &boxes)
+        }
         return boxes
     }
 
@@ -91,17 +94,34 @@ extension LabelPlacement {
         for l in labels { slots.insert(l.slot) }
         for s in slots {
             let old = original[s] ?? before.label(slot: s)
-            appendChange(old, label(slot: s), changed: changed.contains(s), to: &boxes)
+            appendChange(s, old, label(slot: s), changed: changed.contains(s), layer: layer, now: now, to: &boxes)
         }
         return boxes
     }
 
     /// The boxes to redraw for one slot: none when its placement is the same and its inputs did
-    /// not change, else its old and new box (once when equal).
-    private func appendChange(_ old: PlacedLabel?, _ new: PlacedLabel?, changed: Bool, to boxes: inout [LabelBox]) {
+    /// not change, else its old and new box (once when equal), and its icon's box when the style
+    /// hides icons without a label and its label appeared or went.
+    private func appendChange(_ slot: Int32, _ old: PlacedLabel?, _ new: PlacedLabel?, changed: Bool, layer: MarkerLayer,
+                              now: Int64, to boxes: inout [LabelBox]) {
         guard old != new || changed else { return }
         if let o = old { boxes.append(o.box) }
         if let n = new, n.box != old?.box { boxes.append(n.box) }
+        if !style.showIconWithoutLabel && (old == nil) != (new == nil) && layer.isLabelled(slot: slot, now: now) {
+            boxes.append(iconBox(slot, layer: layer))
+        }
+    }
+
+    /// The px box a marker's icon covers at this zoom, 1 px wider on every side than its extents
+    /// around the anchor (tiles at any density anchor the icon within 1 px of it); x in [0, W).
+    func iconBox(_ slot: Int32, layer: MarkerLayer) -> LabelBox {
+        let s = Int(slot)
+        let (ax, ay) = LabelGeometry.anchor(WorldPoint(x: layer.table.x[s], y: layer.table.y[s]), pixelZoom: pixelZoom)
+        let e = layer.styles.extents[Int(layer.table.style[s])]
+        let left = Int64(CoreMath.ceil(e.left)) + 1, up = Int64(CoreMath.ceil(e.up)) + 1
+        let x = (ax - left) % worldWidth
+        return LabelBox(x: x < 0 ? x + worldWidth : x, y: ay - up,
+                        width: left + Int64(CoreMath.ceil(e.right)) + 1, height: up + Int64(CoreMath.ceil(e.down)) + 1)
     }
 
     /// Calls `body` with each static marker whose label candidates (or probes) could overlap
