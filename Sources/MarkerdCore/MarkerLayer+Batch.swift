@@ -98,7 +98,7 @@ extension MarkerLayer {
                         pendingAt = []
                     }
                     store(slot, isNew: isNew, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
-                          animation: nil, attributes: [:], extra: extra, indexGrid: !deferIndexes && !sortGrid)
+                          animation: nil, attributes: [:], extra: extra, label: nil, indexGrid: !deferIndexes && !sortGrid)
                 }
             }
         }
@@ -232,7 +232,7 @@ extension MarkerLayer {
         for (i, e) in batch.entries.enumerated() {
             let (f, extra) = Self.flagsAndExtra(batch, i)
             store(slots[i], isNew: true, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
-                  animation: nil, attributes: [:], extra: extra, indexGrid: false)
+                  animation: nil, attributes: [:], extra: extra, label: nil, indexGrid: false)
         }
     }
 }

@@ -58,6 +58,7 @@ extension MarkerLayer {
         table.flags[k] = table.flags[r]; table.style[k] = table.style[r]
         attributes[kept] = attributes.removeValue(forKey: repeated)
         extras[kept] = extras.removeValue(forKey: repeated)
+        setLabel(kept, labels.removeValue(forKey: repeated))
         // The heap keeps stale entries for both slots: expiry skips entries whose seq differs.
         animations[kept] = nil
         if let a = animations.removeValue(forKey: repeated) {

@@ -22,7 +22,8 @@ public struct MarkerBasics: Sendable, Equatable {
     public var draggable: Bool
     /// Index of the marker's icon style in `MarkerLayer.styles` (`StyleTable.style(at:)`).
     public var styleIndex: UInt32
-    /// The marker has an animation, attributes or extra bytes: read them from `record(_:)`.
+    /// The marker has an animation, attributes, extra bytes or its own label: read them from
+    /// `record(_:)`.
     public var hasPayload: Bool
     /// The id's bytes in `GatheredMarkers.ids`.
     public var idRange: Range<Int>
@@ -97,13 +98,15 @@ extension MarkerLayer {
             }
         }
         let payload = MarkerFlags.animating | MarkerFlags.hasAttributes | MarkerFlags.hasExtra
+        let anyLabel = !labels.isEmpty   // own labels have no flag: look them up only when some exist
         var total = 0
         let basics = [MarkerBasics](unsafeUninitializedCapacity: n) { out, count in
             for i in 0..<n {
                 let f = rowFlags[i], length = cells[i].length
                 out.initializeElement(at: i, to: MarkerBasics(
                     zIndex: slots[i].entry.z, visible: f & MarkerFlags.visible != 0, clickable: f & MarkerFlags.clickable != 0,
-                    draggable: f & MarkerFlags.draggable != 0, styleIndex: sole ?? rowStyles[i], hasPayload: f & payload != 0,
+                    draggable: f & MarkerFlags.draggable != 0, styleIndex: sole ?? rowStyles[i],
+                    hasPayload: f & payload != 0 || anyLabel && labels[slots[i].raw] != nil,
                     idRange: total..<total + length))
                 total += length
             }

@@ -32,6 +32,11 @@ public struct MarkerLayer: Sendable {
     var animationSeq: UInt32 = 0
     var attributes: [Int32: [String: String]] = [:]
     var extras: [Int32: [UInt8]] = [:]
+    /// The markers' own label settings, only for markers that have some (most have none; no
+    /// flag bit is free, so removals and replacements look the slot up: see MarkerLayer+Labels.swift).
+    var labels: [Int32: MarkerLabel] = [:]
+    /// The layer's labels (see `setLabelStyle(_:)`). Default: disabled.
+    public internal(set) var labelStyle = LabelStyle()
     var drags: [DragID: DragSession] = [:]
     var dragOfSlot: [Int32: DragID] = [:]
     var nextDragNumber: UInt64 = 1
@@ -122,6 +127,7 @@ public struct MarkerLayer: Sendable {
         } catch {
             try m.style.validate(field: "\(field()) (id \"\(m.id)\").icon")
         }
+        if let l = m.label { try validate(l, field: "\(field()) (id \"\(m.id)\").label") }
     }
 
     /// Creates or fully replaces markers, all or nothing: every marker is validated before any
@@ -156,7 +162,7 @@ public struct MarkerLayer: Sendable {
             if !m.extra.isEmpty { f |= MarkerFlags.hasExtra }
             if isNew { created += 1 } else { updated += 1 }
             store(slot, isNew: isNew, at: world?[i] ?? WorldPoint(m.position), z: m.zIndex, style: styleIndex, flags: f,
-                  animation: anim, attributes: m.attributes, extra: m.extra, indexGrid: !deferIndexes)
+                  animation: anim, attributes: m.attributes, extra: m.extra, label: m.label, indexGrid: !deferIndexes)
         }
         if !markers.isEmpty { version &+= 1 }
         return UpsertResult(created: created, updated: updated)
@@ -169,7 +175,8 @@ public struct MarkerLayer: Sendable {
     /// non-nil exactly when `f` has `animating`.
     @inline(__always)
     mutating func store(_ slot: Int32, isNew: Bool, at p: WorldPoint, z: Int32, style styleIndex: UInt32, flags f0: UInt8,
-                        animation anim: MarkerAnimation?, attributes: [String: String], extra: [UInt8], indexGrid: Bool) {
+                        animation anim: MarkerAnimation?, attributes: [String: String], extra: [UInt8], label: MarkerLabel?,
+                        indexGrid: Bool) {
         let s = Int(slot)
         var f = f0
         if isNew {
@@ -193,6 +200,7 @@ public struct MarkerLayer: Sendable {
         // A new slot has no attributes, extra or animation (removals drop them): no lookups.
         if !isNew || !attributes.isEmpty { self.attributes[slot] = attributes.isEmpty ? nil : attributes }
         if !isNew || !extra.isEmpty { extras[slot] = extra.isEmpty ? nil : extra }
+        setLabel(slot, label)
         if let anim {
             animationSeq &+= 1
             animations[slot] = AnimationState(kind: anim.kind, endsAt: anim.endsAtUnixMs, seq: animationSeq)
@@ -225,6 +233,7 @@ public struct MarkerLayer: Sendable {
         if f & MarkerFlags.dragging != 0 { dropDragSession(slot) }
         if f & MarkerFlags.hasAttributes != 0 { attributes[slot] = nil }
         if f & MarkerFlags.hasExtra != 0 { extras[slot] = nil }
+        setLabel(slot, nil)
         if animations.removeValue(forKey: slot) != nil { compactAnimationHeapIfNeeded() }
         table.remove(slot)
         syncCluster(slot)
@@ -248,7 +257,7 @@ public struct MarkerLayer: Sendable {
             visible: f & MarkerFlags.visible != 0, clickable: f & MarkerFlags.clickable != 0,
             draggable: f & MarkerFlags.draggable != 0, animation: anim,
             attributes: f & MarkerFlags.hasAttributes != 0 ? attributes[slot] ?? [:] : [:],
-            extra: f & MarkerFlags.hasExtra != 0 ? extras[slot] ?? [] : [])
+            extra: f & MarkerFlags.hasExtra != 0 ? extras[slot] ?? [] : [], label: labels.isEmpty ? nil : labels[slot])
     }
 
     /// The stored position of a marker in world units, or nil.
@@ -260,7 +269,7 @@ public struct MarkerLayer: Sendable {
     @discardableResult public mutating func clear() -> Int {
         let n = table.count
         table.removeAll(); grid.removeAll(); styles.removeAll()
-        animations = [:]; animationHeap.removeAll(); attributes = [:]; extras = [:]
+        animations = [:]; animationHeap.removeAll(); attributes = [:]; extras = [:]; labels = [:]
         drags = [:]; dragOfSlot = [:]
         clusters?.removeAll()
         staticCounter = 0; liveCounter = 0; hiddenCounter = 0
@@ -357,7 +366,7 @@ public struct MarkerLayer: Sendable {
         for (_, e) in extras { extraBytes += e.count + 48 }
         return table.approximateBytes + grid.approximateBytes + styles.approximateBytes
             + animations.capacity * 40 + animationHeap.count * 16
-            + attributes.count * 200 + extraBytes + drags.capacity * 48
+            + attributes.count * 200 + extraBytes + labels.count * MarkerLayer.labelEntryBytes + drags.capacity * 48
             + (clusters?.approximateBytes ?? 0)
     }
 }

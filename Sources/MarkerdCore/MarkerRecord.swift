@@ -26,13 +26,16 @@ public struct MarkerRecord: Hashable, Sendable {
     public var attributes: [String: String]
     /// Opaque bytes stored for the caller.
     public var extra: [UInt8]
+    /// The marker's own label settings (see `MarkerLabel`); nil (default) or empty: the layer's.
+    public var label: MarkerLabel?
 
     public init(id: String, position: LatLng, style: IconStyle = .defaultPin, zIndex: Int32 = 0,
                 visible: Bool = true, clickable: Bool = true, draggable: Bool = false,
-                animation: MarkerAnimation? = nil, attributes: [String: String] = [:], extra: [UInt8] = []) {
+                animation: MarkerAnimation? = nil, attributes: [String: String] = [:], extra: [UInt8] = [],
+                label: MarkerLabel? = nil) {
         self.id = id; self.position = position; self.style = style; self.zIndex = zIndex
         self.visible = visible; self.clickable = clickable; self.draggable = draggable
-        self.animation = animation; self.attributes = attributes; self.extra = extra
+        self.animation = animation; self.attributes = attributes; self.extra = extra; self.label = label
     }
 }
 

@@ -23,6 +23,8 @@ import Testing
                 }
             }, &rng)
             if oneStyle { for i in markers.indices { markers[i].style = .defaultPin } }
+            // Some markers carry nothing but their own label (a payload too).
+            for i in stride(from: 3, to: markers.count, by: 11) { markers[i].label = MarkerLabel(text: "label \(i)") }
             _ = try layer.upsert(markers, now: RestoreTests.now)
             for i in stride(from: Int(rng.next() % 5), to: markers.count, by: 5) { _ = layer.remove(ids: [markers[i].id]) }
             // Ids at the arena's end, some longer than 16 bytes, reusing freed slots.
@@ -45,7 +47,7 @@ import Testing
                     let r = layer.record(slot)
                     let same = b.zIndex == r.zIndex && b.visible == r.visible && b.clickable == r.clickable
                         && b.draggable == r.draggable && layer.styles.style(at: b.styleIndex) == r.style
-                        && b.hasPayload == (r.animation != nil || !r.attributes.isEmpty || !r.extra.isEmpty)
+                        && b.hasPayload == (r.animation != nil || !r.attributes.isEmpty || !r.extra.isEmpty || r.label != nil)
                         && Array(g.ids[b.idRange]) == Array(r.id.utf8)
                     #expect(same, "seed \(seed) round \(round): slot \(slot.raw) gathered \(b), record \(r)")
                     if !same { return }

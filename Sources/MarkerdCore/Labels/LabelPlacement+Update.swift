@@ -1,0 +1,153 @@
+// Incremental placement: re-deciding only the labels a change can reach, in rank order.
+
+extension LabelPlacement {
+    /// Brings the placement up to date after markers changed, giving exactly what a placement
+    /// from scratch of the layer at `now` gives. Returns the boxes (unpadded, x in [0, W)) to
+    /// redraw: the old and new box of every label whose placement changed, and those of every
+    /// slot in `changed` that had or has a label (its text or colour may differ); when the
+    /// style hides icons without a label (`showIconWithoutLabel` false), also the icon box
+    /// (`iconBox`) of each labelled marker whose label appeared or went. A box may appear twice. With a different `labelStyle` or tile size than the placement was made
+    /// with, rebuilds from scratch and returns every old and new box.
+    ///
+    /// - changed: every slot whose label inputs may have changed since the placement was made
+    ///   or last updated: upserted (created or replaced), moved, removed (its freed slot, also
+    ///   when reused since), turned static or not (animation ended, expired), or whose label,
+    ///   attributes or z-index changed. Slots beyond the layer's are ignored when unlabelled.
+    ///   Moving `now` past animation ends: pass `MarkerLayer.dueAnimationSlots(now:)`. After
+    ///   `MarkerLayer.clear()`, make a new placement instead.
+    ///
+    /// Works by propagation: the changed labels leave the collision grid, then labels are
+    /// re-decided in rank order (a min-heap on rank) starting from the changed ones and those
+    /// whose candidates could reach the boxes they left; a label whose decision changes queues
+    /// the lower-ranked labels whose candidates could reach its old and new boxes. Labels ranked
+    /// before a popped one are final, so each decision is the greedy one.
+    ///
+    /// Cost: O(k log k) for the k labels re-decided plus the grid searches around changed boxes
+    /// (each the layer's static markers within reach: icon extents + gap + largest label +
+    /// padding around the box); at street zoom a moved marker re-decides a handful. When more
+    /// than max(4096, markers / 8) labels queue up (at low zoom one box's reach covers most of
+    /// the world; bulk changes), it places from scratch instead (O(n log n)) and diffs.
+    public mutating func update(layer: MarkerLayer, changed: [Int32], measurer: some LabelMeasurer, now: Int64) -> [LabelBox] {
+        if layer.labelStyle != style || layer.options.tileSize != tileSize {
+            let old = labels.map(\.box)
+            self = LabelPlacement(layer: layer, pixelZoom: pixelZoom, measurer: measurer, now: now)
+            return old + labels.map(\.box)
+        }
+        if indexOfSlot.count < layer.table.slotCount {
+            indexOfSlot.append(contentsOf: repeatElement(-1, count: layer.table.slotCount - indexOfSlot.count))
+        }
+        var original: [Int32: PlacedLabel?] = [:]   // the decision before the update, of slots whose decision changed
+        var queued = Set<Int32>()
+        var heap = BinaryHeap<QueuedLabel>()
+        // Past this many queued labels, re-deciding costs about as much as placing from scratch.
+        let rebuildAbove = Swift.max(minQueueBeforeRebuild, layer.table.count / 8)
+        func enqueue(_ s: Int32, after current: LabelRank?) {
+            guard queued.count <= rebuildAbove, !queued.contains(s), layer.isLabelled(slot: s, now: now) else { return }
+            let r = layer.labelRank(s)
+            if let current, !layer.placedBefore(current, r) { return }
+            queued.insert(s)
+            heap.push(QueuedLabel(rank: r, id: layer.table.idBytes(s)))
+        }
+        let changedSet = Set(changed)
+        for s in changedSet where s >= 0 && Int(s) < indexOfSlot.count {
+            guard let p = label(slot: s) else { continue }
+            original[s] = p
+            remove(slot: s)
+            forEachNearby(p.box, layer: layer, now: now) { enqueue($0, after: nil) }
+        }
+        for s in changedSet { enqueue(s, after: nil) }
+        while let q = heap.pop() {
+            if queued.count > rebuildAbove {
+                return rebuild(layer: layer, measurer: measurer, now: now, original: original, changed: changedSet)
+            }
+            let s = q.rank.slot
+            let current = label(slot: s)
+            let decided = decide(q.rank, layer: layer, measurer: measurer)
+            guard decided != current else { continue }
+            if original[s] == nil { original[s] = .some(current) }
+            if let c = current {
+                remove(slot: s)
+                forEachNearby(c.box, layer: layer, now: now) { enqueue($0, after: q.rank) }
+            }
+            if let d = decided {
+                insert(d, rank: q.rank)
+                forEachNearby(d.box, layer: layer, now: now) { enqueue($0, after: q.rank) }
+            }
+        }
+        var boxes: [LabelBox] = []
+        for (s, before) in original {
+            appendChange(s, before, label(slot: s), changed: changedSet.contains(s), layer: layer, now: now, to: &boxes)
+        }
+        return boxes
+    }
+
+    /// `update`'s way out when a change reaches too many labels (low zooms, bulk loads): places
+    /// from scratch and returns the boxes that differ from the placement before the update, which
+    /// is the current one with the decisions in `original` undone.
+    private mutating func rebuild(layer: MarkerLayer, measurer: some LabelMeasurer, now: Int64,
+                                  original: [Int32: PlacedLabel?], changed: Set<Int32>) -> [LabelBox] {
+        let before = self
+        self = LabelPlacement(layer: layer, pixelZoom: pixelZoom, measurer: measurer, now: now)
+        var boxes: [LabelBox] = []
+        var slots = Set(original.keys)
+        for l in before.labels { slots.insert(l.slot) }
+        for l in labels { slots.insert(l.slot) }
+        for s in slots {
+            let old = original[s] ?? before.label(slot: s)
+            appendChange(s, old, label(slot: s), changed: changed.contains(s), layer: layer, now: now, to: &boxes)
+        }
+        return boxes
+    }
+
+    /// The boxes to redraw for one slot: none when its placement is the same and its inputs did
+    /// not change, else its old and new box (once when equal), and its icon's box when the style
+    /// hides icons without a label and its label appeared or went.
+    private func appendChange(_ slot: Int32, _ old: PlacedLabel?, _ new: PlacedLabel?, changed: Bool, layer: MarkerLayer,
+                              now: Int64, to boxes: inout [LabelBox]) {
+        guard old != new || changed else { return }
+        if let o = old { boxes.append(o.box) }
+        if let n = new, n.box != old?.box { boxes.append(n.box) }
+        if !style.showIconWithoutLabel && (old == nil) != (new == nil) && layer.isLabelled(slot: slot, now: now) {
+            boxes.append(iconBox(slot, layer: layer))
+        }
+    }
+
+    /// The px box a marker's icon covers at this zoom, 1 px wider on every side than its extents
+    /// around the anchor (tiles at any density anchor the icon within 1 px of it); x in [0, W).
+    func iconBox(_ slot: Int32, layer: MarkerLayer) -> LabelBox {
+        let s = Int(slot)
+        let (ax, ay) = LabelGeometry.anchor(WorldPoint(x: layer.table.x[s], y: layer.table.y[s]), pixelZoom: pixelZoom)
+        let e = layer.styles.extents[Int(layer.table.style[s])]
+        let left = Int64(CoreMath.ceil(e.left)) + 1, up = Int64(CoreMath.ceil(e.up)) + 1
+        let x = (ax - left) % worldWidth
+        return LabelBox(x: x < 0 ? x + worldWidth : x, y: ay - up,
+                        width: left + Int64(CoreMath.ceil(e.right)) + 1, height: up + Int64(CoreMath.ceil(e.down)) + 1)
+    }
+
+    /// Calls `body` with each static marker whose label candidates (or probes) could overlap
+    /// `b` grown by `pad`: anchors within the padded box widened by icon extents, `gap`, the
+    /// largest label measured and `pad`, plus 2 px for rounding.
+    private func forEachNearby(_ b: LabelBox, layer: MarkerLayer, now: Int64, _ body: (Int32) -> Void) {
+        let u = CoreMath.pow2(24 - pixelZoom)
+        let margin = CoreMath.ceil(Double(style.gap)) + Double(reach + 2 * pad + 2)
+        layer.forEachStaticMarker(viewX: [(Double(b.x - pad) * u, Double(b.x + b.width + pad) * u)],
+                                  viewY0: Double(b.y - pad) * u, viewY1: Double(b.y + b.height + pad) * u,
+                                  unitsPerPx: u, marginPx: margin, now: now, readStyles: false) { body($0.slot) }
+    }
+}
+
+/// A label waiting in `LabelPlacement.update`'s heap: the one placed first pops first (the
+/// order of `MarkerLayer.placedBefore`, with the id's bytes at hand).
+struct QueuedLabel: Comparable {
+    var rank: LabelRank
+    var id: [UInt8]
+
+    static func < (a: QueuedLabel, b: QueuedLabel) -> Bool {
+        if a.rank.zIndex != b.rank.zIndex { return a.rank.zIndex > b.rank.zIndex }
+        if a.rank.priority != b.rank.priority { return a.rank.priority > b.rank.priority }
+        if a.rank.worldY != b.rank.worldY { return a.rank.worldY > b.rank.worldY }
+        return b.id.lexicographicallyPrecedes(a.id)
+    }
+
+    static func == (a: QueuedLabel, b: QueuedLabel) -> Bool { a.rank.slot == b.rank.slot }
+}
