@@ -4,7 +4,8 @@
 //   bytes -> MarkerdTransport (NNG) -> MarkerdServer (RPC dispatch) -> MarkerdService
 //         -> MarkerdCore / MarkerdRender / MarkerdJournal -> bytes
 // C libraries sit behind C* targets; exactly one Swift module imports each of them:
-//   CNNG -> MarkerdTransport, CMarkerdProto + CProtobufC -> MarkerdAPI, CPNG -> MarkerdRender.
+//   CNNG -> MarkerdTransport, CMarkerdProto + CProtobufC -> MarkerdAPI,
+//   CPNG + CCairo + CPango (Pango: HarfBuzz shaping, bidi, fontconfig fallback) -> MarkerdRender.
 import PackageDescription
 
 let package = Package(
@@ -30,6 +31,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("z")]
         ),
         .systemLibrary(name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo"),
+        .systemLibrary(name: "CPango", path: "Sources/CPango", pkgConfig: "pangocairo"),
 
         // MARK: Swift modules
         // Pure Swift: geometry, marker table, grid index, tiling policy, hit-tests. No C imports.
@@ -38,8 +40,8 @@ let package = Package(
         .target(name: "MarkerdAPI", dependencies: ["CMarkerdProto", "CProtobufC"]),
         // NNG sockets: the asynchronous REP server, a REQ client, typed NNG errors.
         .target(name: "MarkerdTransport", dependencies: ["CNNG"]),
-        // PNG decoding/encoding and tile rendering.
-        .target(name: "MarkerdRender", dependencies: ["MarkerdCore", "CPNG", "CCairo"]),
+        // PNG decoding/encoding, tile rendering, text (labels) through Pango.
+        .target(name: "MarkerdRender", dependencies: ["MarkerdCore", "CPNG", "CCairo", "CPango"]),
         // Durability: journal with group commit, snapshots, recovery.
         .target(name: "MarkerdJournal"),
         // The service: layers, icons, markers, queries, drags, idempotency.

@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh --bench  also pysupercluster, which marker-bench's clusters section
 #                                    compares markerd with (its rows say so when it is missing)
 set -euo pipefail
-pkgs=(libnng-dev libprotobuf-c-dev protobuf-c-compiler libpng-dev zlib1g-dev libcairo2-dev libfreetype-dev fonts-dejavu-core pkg-config)
+pkgs=(libnng-dev libprotobuf-c-dev protobuf-c-compiler libpng-dev zlib1g-dev libcairo2-dev libpango1.0-dev fonts-noto-core fonts-noto-cjk pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

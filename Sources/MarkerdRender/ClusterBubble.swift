@@ -20,9 +20,9 @@ private import Darwin
 /// | 100 ..< 1000 | 40 px | orange `#FB8C00` | 13 px |
 /// | >= 1000 | 50 px | red `#E53935` | 14 px |
 ///
-/// The outline is 2 px (times density) white, inside the sprite; the label is DejaVu Sans Bold
-/// (Cairo's toy text API, grayscale antialiasing, no hinting), centred by its ink box on whole
-/// pixels.
+/// The outline is 2 px (times density) white, inside the sprite; the label is Noto Sans Bold
+/// (through Pango, `TextEngine`: grayscale antialiasing, no hinting), centred by its ink box on
+/// whole pixels.
 public struct ClusterBubble: Hashable, Sendable {
     /// Size band: 0, 1 or 2 (see the table).
     public var band: Int
@@ -85,22 +85,11 @@ public struct ClusterBubble: Hashable, Sendable {
         cairo_set_line_width(cr, stroke)
         cairo_stroke(cr)
 
-        cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD)
-        cairo_set_font_size(cr, [12.0, 13, 14][band] * d)
-        if let options = cairo_font_options_create() {
-            cairo_font_options_set_antialias(options, CAIRO_ANTIALIAS_GRAY)
-            cairo_font_options_set_hint_style(options, CAIRO_HINT_STYLE_NONE)
-            cairo_font_options_set_hint_metrics(options, CAIRO_HINT_METRICS_OFF)
-            cairo_set_font_options(cr, options)
-            cairo_font_options_destroy(options)
+        TextEngine.with { engine in
+            let ink = engine.setText(label, family: TextEngine.uiFamily, sizePx: [12.0, 13, 14][band] * d, bold: true).ink
+            engine.draw(on: cr, x: (s / 2 - (ink.x + ink.width / 2)).rounded(),
+                        y: (s / 2 - (ink.y + ink.height / 2)).rounded(), color: 0xFFFF_FFFF)
         }
-        var te = cairo_text_extents_t()
-        cairo_text_extents(cr, label, &te)
-        let x = (s / 2 - (te.x_bearing + te.width / 2)).rounded()
-        let y = (s / 2 - (te.y_bearing + te.height / 2)).rounded()
-        cairo_move_to(cr, x, y)
-        CairoCanvas.setSource(cr, 0xFFFF_FFFF)
-        cairo_show_text(cr, label)
 
         return try CairoCanvas.image(surface, cr, width: size, height: size, what: "a cluster bubble")
     }

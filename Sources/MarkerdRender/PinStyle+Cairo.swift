@@ -21,14 +21,18 @@ extension PinStyle {
     /// (MapConductor's proportions); filled, then stroked (round joins) on the outline. When the
     /// outline is wider than S / 48 the shape shrinks around the centre so that the outline
     /// stays inside the sprite.
-    /// The label (DejaVu Sans through Cairo's toy text API, grayscale antialiasing, no hinting)
-    /// is centred on the head: horizontally by its ink box, vertically by the font's ascent and
-    /// descent, on whole pixels, with a white outline of `max(scale, 2) x density` px behind it
-    /// (MapConductor's label stroke).
+    /// The label (Noto Sans through Pango, `TextEngine`: any script, grayscale antialiasing, no
+    /// hinting) is centred on the head: horizontally by its ink box, vertically by the font's
+    /// ascent and descent, on whole pixels, with a white outline of `max(scale, 2) x density` px
+    /// behind it (MapConductor's label stroke).
     ///
     /// - Returns: premultiplied RGBA8.
     /// - Throws: `.drawingFailed` if Cairo cannot allocate the surface.
     public func render(density: Float = 1) throws(RenderError) -> RGBAImage {
+        try TextEngine.with { (engine) throws(RenderError) -> RGBAImage in try render(density: density, text: engine) }
+    }
+
+    private func render(density: Float, text engine: TextEngine) throws(RenderError) -> RGBAImage {
         let style = normalized
         let density = density.isFinite && density > 0 ? Double(density) : 1
         let scale = Double(style.scale)
@@ -40,22 +44,14 @@ extension PinStyle {
 
         // Width: S, or wide enough for the label plus 10% of S (MapConductor's padding).
         var width = size
-        var textExtents = cairo_text_extents_t()
-        var fontExtents = cairo_font_extents_t()
+        var text: TextEngine.Extents?
         if let label = style.label {
-            guard let probe = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1) else {
-                throw RenderError(.drawingFailed, "cairo: cannot create a surface")
-            }
-            defer { cairo_surface_destroy(probe) }
-            guard let cr = cairo_create(probe) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
-            defer { cairo_destroy(cr) }
-            PinStyle.setFont(cr, size: fontSize)
-            cairo_text_extents(cr, label, &textExtents)
-            cairo_font_extents(cr, &fontExtents)
-            let needed = textExtents.x_advance + haloWidth * 2 + s * 0.1
+            let e = engine.setText(label, family: TextEngine.uiFamily, sizePx: fontSize, bold: false)
+            let needed = e.logical.width + haloWidth * 2 + s * 0.1
             if needed > s {
                 width = min(size + 2 * Int(((needed - s) / 2).rounded(.up)), 1024)
             }
+            text = e
         }
 
         guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, Int32(width), Int32(size)),
@@ -97,33 +93,15 @@ extension PinStyle {
             cairo_new_path(cr)
         }
 
-        if let label = style.label {
-            PinStyle.setFont(cr, size: fontSize)
-            let x = (cx - (textExtents.x_bearing + textExtents.width / 2)).rounded()
-            let baseline = (headY + (fontExtents.ascent - fontExtents.descent) / 2).rounded()
-            cairo_move_to(cr, x, baseline)
-            cairo_text_path(cr, label)
-            CairoCanvas.setSource(cr, 0xFFFF_FFFF)
-            cairo_set_line_width(cr, haloWidth)
-            cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
-            cairo_stroke_preserve(cr)
-            CairoCanvas.setSource(cr, style.labelColor)
-            cairo_fill(cr)
+        if let text {
+            let ascent = text.baseline - text.logical.y
+            let descent = text.logical.y + text.logical.height - text.baseline
+            let baseline = (headY + (ascent - descent) / 2).rounded()
+            engine.draw(on: cr, x: (cx - (text.ink.x + text.ink.width / 2)).rounded(), y: baseline - text.baseline,
+                        color: style.labelColor, halo: 0xFFFF_FFFF, haloWidth: haloWidth)
         }
 
         return try CairoCanvas.image(surface, cr, width: width, height: size, what: "a pin")
-    }
-
-    private static func setFont(_ cr: OpaquePointer, size: Double) {
-        cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL)
-        cairo_set_font_size(cr, size)
-        if let options = cairo_font_options_create() {
-            cairo_font_options_set_antialias(options, CAIRO_ANTIALIAS_GRAY)
-            cairo_font_options_set_hint_style(options, CAIRO_HINT_STYLE_NONE)
-            cairo_font_options_set_hint_metrics(options, CAIRO_HINT_METRICS_OFF)
-            cairo_set_font_options(cr, options)
-            cairo_font_options_destroy(options)
-        }
     }
 
 }
