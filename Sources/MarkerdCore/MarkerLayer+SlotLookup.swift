@@ -1,4 +1,4 @@
 extension MarkerLayer {
     /// The marker in `slot` (a slot in use, e.g. from `slot(id:)` or a placed label).
-    public func record(slot: Int32) -> MarkerRecord { record(slot) }
+    public func marker(slot: Int32) -> MarkerRecord { record(slot) }
 }

@@ -54,17 +54,18 @@ final class LayerHandle: @unchecked Sendable {
     /// first (an expiry is not journaled).
     /// - Throws: UNAVAILABLE when the new version cannot be covered (`VersionCeiling.cover`);
     ///   then nothing changed.
-    func expireAnimationsIfDue(nowUnixMs: Int64, _ versions: VersionCeiling) throws(RPCError) {
+    func expireAnimationsIfDue(nowUnixMs: Int64, _ versions: VersionCeiling, measurer: some LabelMeasurer) throws(RPCError) {
         let due = lock.withReadLock { layer.nextAnimationEnd.map { $0 <= nowUnixMs } ?? false }
         if due {
             try lock.withWriteLock { () throws(RPCError) in
                 guard layer.nextAnimationEnd.map({ $0 <= nowUnixMs }) ?? false else { return }
                 try versions.cover(layer.version + 1)
                 let footprints = layer.dueAnimationFootprints(now: nowUnixMs)
+                let turningStatic = layer.labelStyle.enabled ? layer.dueAnimationSlots(now: nowUnixMs) : []
                 if layer.expireAnimations(now: nowUnixMs) > 0 {
                     markTiles(footprints)
-                    // Markers that turned static may take labels: placements are decided anew.
-                    if layer.labelStyle.enabled { labels.removeAll() }
+                    // Markers that turned static may take labels (and push others).
+                    markLabelTiles(labels.update(layer: layer, changed: turningStatic, measurer: measurer, now: nowUnixMs))
                 }
             }
         }

@@ -178,7 +178,7 @@ extension MarkerService {
         h.clusterState.buildLock.lock()
         defer { h.clusterState.buildLock.unlock() }
         let now = Self.nowUnixMs()
-        try h.expireAnimationsIfDue(nowUnixMs: now, versions)
+        try h.expireAnimationsIfDue(nowUnixMs: now, versions, measurer: labelText)
         let (version, markers) = h.lock.withReadLock { (h.layer.version, h.layer.clusterableMarkers()) }
         if var old = h.clusterState.snapshot, old.options == options, old.layerVersion <= version,
            old.markers.count == markers.count,
@@ -199,7 +199,7 @@ extension MarkerService {
     /// - Throws: UNAVAILABLE when due animations cannot be expired (`LayerHandle.expireAnimationsIfDue`).
     func superclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) throws(RPCError) -> SuperclusterSnapshot {
         if let s = h.clusterState.snapshot, s.options == options {
-            try h.expireAnimationsIfDue(nowUnixMs: Self.nowUnixMs(), versions)
+            try h.expireAnimationsIfDue(nowUnixMs: Self.nowUnixMs(), versions, measurer: labelText)
             if h.lock.withReadLock({ h.layer.version }) != s.layerVersion { scheduleSuperclusterRebuild(h) }
             return s
         }

@@ -62,7 +62,7 @@ extension MarkerService {
         if let label = placement.label(atPixelX: Mercator.worldX(longitude: p.longitude) / unitsPerPx,
                                        y: Mercator.worldY(latitude: p.latitude) / unitsPerPx) {
             var hit = V1.MarkerHit()
-            hit.marker = MarkerConversion.apiMarker(layer.record(slot: label.slot))
+            hit.marker = MarkerConversion.apiMarker(layer.marker(slot: label.slot))
             hit.tiled = layer.mode(now: now) == .tiled
             hit.onLabel = true
             hits.append(hit)

@@ -16,7 +16,7 @@ extension MarkerService {
         var response = V1.ListLayersResponse()
         response.layers = handles.compactMap { h in
             // A layer whose due animations cannot be expired (UNAVAILABLE) is listed as it is.
-            try? h.expireAnimationsIfDue(nowUnixMs: now, versions)
+            try? h.expireAnimationsIfDue(nowUnixMs: now, versions, measurer: labelText)
             return h.lock.withReadLock { h.deleted ? nil : h.apiLayer(nowUnixMs: now) }
         }
         return response

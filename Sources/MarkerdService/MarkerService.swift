@@ -80,7 +80,7 @@ public final class MarkerService: @unchecked Sendable {
     public let tileCache: TileCache
     let tileRenderer: TileRenderer
     /// Measures and draws label text (Pango), for every labelled layer.
-    let labelText = LabelText()
+    let labelText = LabelText.shared
     /// Canvases of dense rasters, patched after small changes (see MarkerService+KeptCanvases.swift).
     let keptCanvases: KeptCanvases
     /// GetTile's renders, from scratch and patched (`tileRenderCounts`).
@@ -137,7 +137,7 @@ public final class MarkerService: @unchecked Sendable {
     func read<T>(_ layerID: String, _ body: (LayerHandle, Int64) throws(RPCError) -> T) throws(RPCError) -> T {
         let h = try handle(layerID)
         let now = Self.nowUnixMs()
-        try h.expireAnimationsIfDue(nowUnixMs: now, versions)
+        try h.expireAnimationsIfDue(nowUnixMs: now, versions, measurer: labelText)
         return try h.lock.withReadLock { () throws(RPCError) -> T in
             guard !h.deleted else { throw .notFound("layer \"\(layerID)\" not found") }
             return try body(h, now)

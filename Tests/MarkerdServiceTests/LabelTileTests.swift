@@ -144,10 +144,14 @@ import Testing
         let base = (x: 132_800.0, y: 90_200.0)  // world px at z 10, near Paris
         func pos(_ dx: Double, _ dy: Double) -> V1.LatLng { Self.latLng(px: base.x + dx, base.y + dy, zoom: z) }
         for (layer, showIcon) in [("shown", true), ("hidden", false)] {
-            try Self.createLayer(s, layer, Self.labelOptions { l in
+            var options = Self.labelOptions { l in
                 l.positions = [.right]
                 l.showIconWithoutLabel = showIcon
-            })
+            }
+            var tiling = V1.TilingOptions()
+            tiling.minMarkerCount = 1  // TILED: the hit-test answers for what the tiles show
+            options.tiling = tiling
+            try Self.createLayer(s, layer, options)
             var small = Self.place("small", 0, 0, name: "Small town with a long name", population: 10)
             small.position = pos(0, 0)
             var big = Self.place("big", 0, 0, name: "Big city", population: 5_000_000)
@@ -161,7 +165,7 @@ import Testing
         let onBig = try hit("shown", 30 + 24 + 2 + 10, -24)
         #expect(onBig.first?.marker?.id == "big" && onBig.first?.onLabel == true)
         let onSmallIcon = try hit("shown", 0, -30)
-        #expect(onSmallIcon.first?.marker?.id == "small" && onSmallIcon.first?.onLabel == false)
+        #expect(onSmallIcon.first?.marker?.id == "small" && onSmallIcon.first?.onLabel == false && onSmallIcon.first?.tiled == true)
         #expect(try hit("hidden", 0, -30).allSatisfy { $0.marker?.id != "small" }, "a hidden icon was hit")
 
         let t = TileID.containing(WorldPoint(x: UInt32(base.x * 16384), y: UInt32(base.y * 16384)), zoom: z)
