@@ -67,8 +67,8 @@ import Testing
                 case 6: markers[0].icon = .iconID("nope")                                       // unregistered icon
                 case 7: markers[0].position = V1.LatLng(latitude: 91, longitude: 0)             // invalid position
                 case 8: markers[0].id = ""                                                      // empty id
-                case 9: markers[0].attributes[""] = "x"                                         // empty attribute key
-                case 2: markers[0].attributes["big"] = String(repeating: "x", count: MarkerConversion.maxPayloadBytes)  // too big
+                case 9 where round % 20 == 9: markers[0].attributes[""] = "x"                   // empty attribute key
+                case 2 where round % 20 == 2: markers[0].attributes["big"] = String(repeating: "x", count: MarkerConversion.maxPayloadBytes)  // too big
                 default: break
                 }
             }
@@ -79,7 +79,7 @@ import Testing
             #expect(a == b, "seed \(seed) round \(round)")
             if a.hasPrefix("ok") { plainReplies += 1 }
         }
-        #expect(plainReplies > 25, "seed \(seed): batches without a planted error apply")
+        #expect(plainReplies > 20, "seed \(seed): batches without a planted error apply")
         let ha = fast.layers.withLock { $0["a"]! }, hb = slow.layers.withLock { $0["a"]! }
         for id in ids { #expect(ha.layer.marker(id: id) == hb.layer.marker(id: id), "seed \(seed): \(id)") }
         #expect(ha.layer.count == hb.layer.count && ha.layer.version == hb.layer.version)
