@@ -8,7 +8,8 @@
 /// Memory (measured in a release build, 10M markers with 12-byte ids, default pin, no
 /// attributes): see the `MarkerdBench` test and the report; the fixed columns are
 /// MarkerTable 29 B + id index ~6.7 B + grid entry 16 B + grid slot position and leaf level 5 B + grid block
-/// slack and nodes (see `GridIndex`) per marker, plus the id bytes.
+/// slack and nodes (see `GridIndex`) per marker, plus the id bytes. Attributes add their encoded
+/// size plus 8 B per slot, once the layer holds any (`AttributeArena`).
 public struct MarkerLayer: Sendable {
     public internal(set) var options: TilingOptions
     /// Increments on every change: upsert, remove, move, drag moves, clear, options, expiry.
