@@ -3,15 +3,15 @@
 ///
 /// Memory: the encoded bytes plus 8 bytes per slot (`refs`), and nothing at all while the layer
 /// has never held an attribute (`refs` stays empty; a slot past its end has none). The arena is
-/// a list of chunks of `chunkBytes` (1 MiB), each allocated once at its full size and never
-/// moved, so growing it copies nothing and leaves at most one chunk's unused tail (plus the
-/// tail a record too long for the rest of a chunk leaves). Bytes of removed or replaced
+/// a list of chunks of `chunkBytes` (64 KiB; a longer record gets a chunk of its own size),
+/// each allocated once at its full size and never moved, so growing it copies nothing and
+/// leaves at most one chunk's unused tail (plus the tail a record too long for the rest of a
+/// chunk leaves: at most its size, a few dozen bytes per chunk for usual records). Bytes of removed or replaced
 /// attributes are garbage until it exceeds half of the arena (and 64 KiB): then the live ones
 /// are copied into fresh chunks (amortized O(1) per byte freed), as `MarkerTable` does for ids.
 struct AttributeArena: Sendable {
-    /// Size of one chunk of the arena (a record of up to `AttributeEncoding.maxEncodedBytes`
-    /// always fits in one).
-    static let chunkBytes = 1 << 20
+    /// Size of one chunk of the arena (64 KiB; a longer record gets a chunk of its own).
+    static let chunkBytes = 1 << 16
 
     /// A slot's reference: `chunk << 40 | offset << 20 | length`; 0 (length 0): no attributes.
     private(set) var refs: [UInt64] = []
@@ -20,6 +20,8 @@ struct AttributeArena: Sendable {
     private(set) var liveBytes = 0
     /// Bytes of records no slot references any more.
     private(set) var garbageBytes = 0
+    /// Bytes the chunks were allocated with.
+    private var chunkCapacity = 0
 
     /// Calls `body` with a slot's encoded attributes (empty: none), valid only inside `body`.
     @inline(__always) func withBytes<R>(_ slot: Int32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
@@ -44,7 +46,7 @@ struct AttributeArena: Sendable {
             return
         } else {
             refs.reserveGrowing(s + 1 - refs.count)
-            refs.append(contentsOf: repeatElement(0, count: s + 1 - refs.count))
+            while refs.count <= s { refs.append(0) }
         }
         guard !bytes.isEmpty else { return compactIfNeeded() }
         precondition(bytes.count <= AttributeEncoding.maxEncodedBytes, "attributes of \(bytes.count) bytes")
@@ -65,13 +67,14 @@ struct AttributeArena: Sendable {
 
     /// Bytes held: the chunks (allocated whole) and the references written (`refs` grows its
     /// capacity ahead like the table's columns; capacity never written is not resident).
-    var approximateBytes: Int { chunks.count * Self.chunkBytes + refs.count * 8 }
+    var approximateBytes: Int { chunkCapacity + refs.count * 8 }
 
     /// Appends a record to the last chunk, or to a new one when it does not fit; its reference.
     private mutating func append(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         if chunks.isEmpty || chunks[chunks.count - 1].count + bytes.count > Self.chunkBytes {
             var chunk: [UInt8] = []
-            chunk.reserveCapacity(Self.chunkBytes)
+            chunk.reserveCapacity(Swift.max(Self.chunkBytes, bytes.count))
+            chunkCapacity += Swift.max(Self.chunkBytes, bytes.count)
             chunks.append(chunk)
         }
         let c = chunks.count - 1
@@ -92,6 +95,7 @@ struct AttributeArena: Sendable {
         guard garbageBytes > 65536 && garbageBytes > liveBytes else { return }
         let old = chunks
         chunks = []
+        chunkCapacity = 0
         for s in refs.indices where refs[s] != 0 {
             let ref = refs[s]
             let n = Int(ref & 0xF_FFFF), offset = Int(ref >> 20 & 0xF_FFFF)

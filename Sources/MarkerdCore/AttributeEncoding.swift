@@ -37,23 +37,20 @@ public enum AttributeEncoding {
     /// attributes or the error. Already canonical bytes (what markerd and its clients write)
     /// are validated and copied in one pass; others are sorted (O(k log k) for k entries).
     public static func appendCanonical(_ raw: UnsafeRawBufferPointer, to out: inout [UInt8]) -> Int? {
-        var entries: [(key: Range<Int>, value: Range<Int>)] = []
+        // One pass that validates and checks for the canonical form, without allocating.
         var canonical = true
         var payload = 0
+        var previousKey = 0..<0
         var at = 0
         while at < raw.count {
             let start = at
-            guard raw[at] == entryTag, let n = varint(raw, &at, from: at + 1), n <= raw.count - at,
-                  let (key, value) = entry(raw, at..<at + n) else { return nil }
-            at += n
+            guard let (key, value) = entry(raw, &at) else { return nil }
             payload += key.count + value.count
             // Canonical: exactly what `appendEntry` writes (key first, both present, shortest
             // lengths: nothing else has this size), after the previous key.
-            if canonical {
-                canonical = at - start == entrySize(key.count, value.count) && key.lowerBound < value.lowerBound
-                    && (entries.last.map { compare(raw, $0.key, key) < 0 } ?? true)
-            }
-            entries.append((key, value))
+            canonical = canonical && at - start == entrySize(key.count, value.count) && key.lowerBound < value.lowerBound
+                && (previousKey.isEmpty || compare(raw, previousKey, key) < 0)
+            previousKey = key
         }
         if canonical {
             guard raw.count <= maxEncodedBytes else { return nil }
@@ -61,6 +58,9 @@ public enum AttributeEncoding {
             return payload
         }
         // Sort by key (stable: a repeated key's entries keep their order), keep each key's last.
+        var entries: [(key: Range<Int>, value: Range<Int>)] = []
+        at = 0
+        while at < raw.count, let e = entry(raw, &at) { entries.append(e) }
         let order = entries.indices.sorted { a, b in
             let c = compare(raw, entries[a].key, entries[b].key)
             return c != 0 ? c < 0 : a < b
@@ -133,11 +133,15 @@ public enum AttributeEncoding {
         out.append(contentsOf: value)
     }
 
-    /// The key and value ranges of the map entry at `range` of `raw`, or nil when it is not
-    /// one key (1 or more bytes) and at most one value, valid UTF-8 without NUL (absent value: empty).
-    private static func entry(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) -> (Range<Int>, Range<Int>)? {
+    /// The key and value ranges of the field 11 entry (tag, length, entry) at `at` of `raw`,
+    /// moving `at` past it; nil when it is not one, or not one key (1 or more bytes) and at most
+    /// one value, valid UTF-8 without NUL (absent value: empty).
+    @inline(__always)
+    private static func entry(_ raw: UnsafeRawBufferPointer, _ at: inout Int) -> (key: Range<Int>, value: Range<Int>)? {
+        guard raw[at] == entryTag, let n = varint(raw, &at, from: at + 1), n <= raw.count - at else { return nil }
+        let range = at..<at + n
         var key: Range<Int>? = nil, value: Range<Int>? = nil
-        var at = range.lowerBound
+        defer { at = range.upperBound }
         while at < range.upperBound {
             let tag = raw[at]
             guard tag == keyTag || tag == valueTag, let n = varint(raw, &at, from: at + 1), n <= range.upperBound - at else { return nil }
