@@ -3,14 +3,14 @@
 ///
 /// Memory: the encoded bytes plus 8 bytes per slot (`refs`), and nothing at all while the layer
 /// has never held an attribute (`refs` stays empty; a slot past its end has none). The arena is
-/// a list of chunks of `chunkBytes` (64 KiB; a longer record gets a chunk of its own size),
-/// each allocated once at its full size and never moved, so growing it copies nothing and
-/// leaves at most one chunk's unused tail (plus the tail a record too long for the rest of a
-/// chunk leaves: at most its size, a few dozen bytes per chunk for usual records). Bytes of removed or replaced
+/// a list of chunks of `chunkBytes` (64 KiB), each allocated once at its full size and filled
+/// to the last byte (a record that does not fit in the rest of one goes on in the next, and is
+/// copied out when read: at most one per chunk boundary), so growing the arena copies nothing
+/// and leaves only the last chunk's room unused. Bytes of removed or replaced
 /// attributes are garbage until it exceeds half of the arena (and 64 KiB): then the live ones
 /// are copied into fresh chunks (amortized O(1) per byte freed), as `MarkerTable` does for ids.
 struct AttributeArena: Sendable {
-    /// Size of one chunk of the arena (64 KiB; a longer record gets a chunk of its own).
+    /// Size of one chunk of the arena (64 KiB).
     static let chunkBytes = 1 << 16
 
     /// A slot's reference: `chunk << 40 | offset << 20 | length`; 0 (length 0): no attributes.
@@ -20,17 +20,30 @@ struct AttributeArena: Sendable {
     private(set) var liveBytes = 0
     /// Bytes of records no slot references any more.
     private(set) var garbageBytes = 0
-    /// Bytes the chunks were allocated with.
-    private var chunkCapacity = 0
 
     /// Calls `body` with a slot's encoded attributes (empty: none), valid only inside `body`.
     @inline(__always) func withBytes<R>(_ slot: Int32, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         let s = Int(slot)
-        let ref = s < refs.count ? refs[s] : 0
+        return Self.withRecord(s < refs.count ? refs[s] : 0, in: chunks, body)
+    }
+
+    /// Calls `body` with the record `ref` refers to in `chunks` (empty for 0).
+    @inline(__always) private static func withRecord<R>(_ ref: UInt64, in chunks: [[UInt8]], _ body: (UnsafeRawBufferPointer) -> R) -> R {
         let n = Int(ref & 0xF_FFFF)
         guard n > 0 else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        let offset = Int(ref >> 20 & 0xF_FFFF)
-        return chunks[Int(ref >> 40)].withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + n])) }
+        var c = Int(ref >> 40), offset = Int(ref >> 20 & 0xF_FFFF)
+        if offset + n <= chunkBytes {
+            return chunks[c].withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + n])) }
+        }
+        // The record goes on in the next chunks: read a copy.
+        var copy: [UInt8] = []
+        copy.reserveCapacity(n)
+        while copy.count < n {
+            copy += chunks[c][offset..<offset + Swift.min(n - copy.count, chunkBytes - offset)]
+            c += 1
+            offset = 0
+        }
+        return copy.withUnsafeBytes(body)
     }
 
     /// Length of a slot's encoded attributes (0: none).
@@ -65,22 +78,29 @@ struct AttributeArena: Sendable {
         compactIfNeeded()
     }
 
-    /// Bytes held: the chunks (allocated whole) and the references written (`refs` grows its
-    /// capacity ahead like the table's columns; capacity never written is not resident).
-    var approximateBytes: Int { chunkCapacity + refs.count * 8 }
+    /// Bytes held: the chunks' bytes and the references written (live and garbage; the last
+    /// chunk's room and the capacity `refs` grows ahead, like the table's columns, are never
+    /// written until used, so they are not resident).
+    var approximateBytes: Int { (chunks.count - 1) * Self.chunkBytes + (chunks.last?.count ?? Self.chunkBytes) + refs.count * 8 }
 
-    /// Appends a record to the last chunk, or to a new one when it does not fit; its reference.
+    /// Appends a record after the last one (going on in new chunks as they fill); its reference.
     private mutating func append(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        if chunks.isEmpty || chunks[chunks.count - 1].count + bytes.count > Self.chunkBytes {
-            var chunk: [UInt8] = []
-            chunk.reserveCapacity(Swift.max(Self.chunkBytes, bytes.count))
-            chunkCapacity += Swift.max(Self.chunkBytes, bytes.count)
-            chunks.append(chunk)
+        if chunks.last?.count ?? Self.chunkBytes == Self.chunkBytes { addChunk() }
+        let ref = UInt64(chunks.count - 1) << 40 | UInt64(chunks[chunks.count - 1].count) << 20 | UInt64(bytes.count)
+        var at = 0
+        while at < bytes.count {
+            if chunks[chunks.count - 1].count == Self.chunkBytes { addChunk() }
+            let k = Swift.min(bytes.count - at, Self.chunkBytes - chunks[chunks.count - 1].count)
+            chunks[chunks.count - 1].append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[at..<at + k]).assumingMemoryBound(to: UInt8.self))
+            at += k
         }
-        let c = chunks.count - 1
-        let offset = chunks[c].count
-        chunks[c].append(contentsOf: bytes)
-        return UInt64(c) << 40 | UInt64(offset) << 20 | UInt64(bytes.count)
+        return ref
+    }
+
+    private mutating func addChunk() {
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(Self.chunkBytes)
+        chunks.append(chunk)
     }
 
     private mutating func free(_ s: Int) {
@@ -95,11 +115,8 @@ struct AttributeArena: Sendable {
         guard garbageBytes > 65536 && garbageBytes > liveBytes else { return }
         let old = chunks
         chunks = []
-        chunkCapacity = 0
         for s in refs.indices where refs[s] != 0 {
-            let ref = refs[s]
-            let n = Int(ref & 0xF_FFFF), offset = Int(ref >> 20 & 0xF_FFFF)
-            refs[s] = old[Int(ref >> 40)].withUnsafeBytes { append(UnsafeRawBufferPointer(rebasing: $0[offset..<offset + n])) }
+            refs[s] = Self.withRecord(refs[s], in: old) { append($0) }
         }
         garbageBytes = 0
     }

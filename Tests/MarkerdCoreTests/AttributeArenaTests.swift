@@ -70,9 +70,9 @@ import Testing
     }
 
     /// A load of markers with three attributes through the bulk path costs their encoded bytes
-    /// plus 8 bytes per marker (and at most one arena chunk's unused tail): the layer's
-    /// accounting against a layer of the same markers without attributes, and the arena's own
-    /// byte counts against the encoded sizes (a dictionary per slot would fail both).
+    /// plus 8 bytes per marker: the layer's accounting against a layer of the same markers
+    /// without attributes, and the arena's own byte counts against the encoded sizes (a
+    /// dictionary per slot would fail both).
     @Test func memoryIsEncodedSizePlusEightBytesPerMarker() throws {
         let seed = testSeed("AttributeArenaTests.memoryIsEncodedSizePlusEightBytesPerMarker")
         var rng = SplitMix64(seed: seed)
@@ -92,10 +92,10 @@ import Testing
         let arena = withAttributes.attributes
         #expect(arena.liveBytes == encoded && arena.garbageBytes == 0)
         #expect(arena.refs.count <= withAttributes.table.slotCount)
-        #expect(arena.approximateBytes <= encoded + 8 * n + AttributeArena.chunkBytes, "\(arena.approximateBytes) B for \(encoded) encoded")
+        #expect(arena.approximateBytes == encoded + 8 * n, "\(arena.approximateBytes) B for \(encoded) encoded")
         let delta = withAttributes.approximateBytes - without.approximateBytes
         #expect(delta == arena.approximateBytes)
-        #expect(Double(delta) / Double(n) <= Double(encoded) / Double(n) + 8 + Double(AttributeArena.chunkBytes) / Double(n))
+        #expect(Double(delta) / Double(n) <= Double(encoded) / Double(n) + 8)
         #expect(without.attributes.approximateBytes == 0)
         for i in stride(from: 0, to: n, by: 997) {
             let slot = try #require(withAttributes.table.find("m\(i)"))
@@ -147,5 +147,31 @@ import Testing
         #expect(churned.attributes.approximateBytes == 0 && churned.attributes.liveBytes == 0)
         _ = layer.remove(ids: Array(expected.keys))
         #expect(layer.attributes.liveBytes == 0)
+    }
+
+    /// Records longer than what is left of a chunk go on in the next ones (up to the 1 MiB
+    /// limit, many chunks), and read back whole, before and after compaction.
+    @Test func recordsAcrossChunksReadBackWhole() throws {
+        let seed = testSeed("AttributeArenaTests.recordsAcrossChunksReadBackWhole")
+        var rng = SplitMix64(seed: seed)
+        var layer = try MarkerLayer()
+        var expected: [String: [String: String]] = [:]
+        let p = LatLng(latitude: 35.68, longitude: 139.69)
+        for round in 0..<30 {
+            let id = "big\(rng.next() % 12)"
+            let size = [10, 5_000, 40_000, 70_000, 300_000, 900_000][Int(rng.next() % 6)]
+            let attributes = ["blob": String(repeating: "\(round % 10)", count: size), "name": "東京 \(round)"]
+            _ = try layer.upsert([MarkerRecord(id: id, position: p, attributes: attributes)], now: 0)
+            expected[id] = attributes
+            for (id, attributes) in expected {
+                let slot = try #require(layer.table.find(id))
+                #expect(layer.attributeValue("blob", slot: slot) == attributes["blob"], "seed \(seed) round \(round) \(id)")
+                #expect(layer.attributeValue("name", slot: slot) == attributes["name"], "seed \(seed) round \(round) \(id)")
+            }
+            #expect(layer.attributes.garbageBytes <= max(65536, layer.attributes.liveBytes), "seed \(seed) round \(round)")
+        }
+        #expect(throws: MarkerdCoreError.self) {
+            _ = try layer.upsert([MarkerRecord(id: "huge", position: p, attributes: ["k": String(repeating: "x", count: 1 << 20)])], now: 0)
+        }
     }
 }
