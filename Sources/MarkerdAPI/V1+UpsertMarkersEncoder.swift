@@ -122,8 +122,7 @@ extension V1.UpsertMarkersRequest {
         if let v = m.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
         if let v = m.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
         if !m.attributes.isEmpty {
-            for k in m.attributes.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                let v = m.attributes[k]!
+            for (k, v) in m.attributes.sorted(by: { PlainWriter.utf8Less($0.key, $1.key) }) {
                 w.key(11, 2)
                 w.varint(UInt64(attributeEntrySize(k, v)))
                 w.presentString(1, k)
@@ -154,6 +153,18 @@ private struct PlainWriter {
     }
 
     static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
+
+    /// Whether `a`'s UTF-8 bytes come before `b`'s (protobuf-c's order of map keys, as
+    /// `Arena.stringMap` sorts them), comparing the bytes in place.
+    static func utf8Less(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in
+                for i in 0..<Swift.min(pa.count, pb.count) where pa[i] != pb[i] { return pa[i] < pb[i] }
+                return pa.count < pb.count
+            }
+        }
+    }
 
     /// Key (fields 1...15: one byte) + length + `n` bytes.
     static func lengthDelimited(_ n: Int) -> Int { 1 + varintSize(UInt64(n)) + n }

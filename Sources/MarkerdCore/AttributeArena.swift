@@ -85,7 +85,7 @@ struct AttributeArena: Sendable {
 
     /// Appends a record after the last one (going on in new chunks as they fill); its reference.
     private mutating func append(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        if chunks.last?.count ?? Self.chunkBytes == Self.chunkBytes { addChunk() }
+        if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkBytes { addChunk() }
         let ref = UInt64(chunks.count - 1) << 40 | UInt64(chunks[chunks.count - 1].count) << 20 | UInt64(bytes.count)
         var at = 0
         while at < bytes.count {

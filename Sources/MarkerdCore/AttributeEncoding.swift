@@ -54,7 +54,7 @@ public enum AttributeEncoding {
         }
         if canonical {
             guard raw.count <= maxEncodedBytes else { return nil }
-            out.append(contentsOf: raw)
+            out.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
             return payload
         }
         // Sort by key (stable: a repeated key's entries keep their order), keep each key's last.

@@ -95,7 +95,7 @@ struct MarkerWireEncoder {
                                            styleCount: styleRange(basics.styleIndex, of: layer).count)
                     if basics.hasAttributes {
                         let from = attributes.count
-                        layer.withEncodedAttributes(slot) { attributes.append(contentsOf: $0) }
+                        layer.withEncodedAttributes(slot) { attributes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
                         p.attributes = from..<attributes.count
                         p.size += p.attributes.count
                     }
