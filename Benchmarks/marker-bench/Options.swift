@@ -40,6 +40,9 @@ struct Options: Sendable {
     var runTiles = true
     /// Run the point-tile section (`PointTileBench`: the z0 MVT, `--only pointtiles`).
     var runPointTiles = true
+    /// Run the attribute section (`AttributeBench`: loads with and without three attributes,
+    /// bytes per marker, `--only attributes`).
+    var runAttributes = true
     /// In-process section: only the renders, with the node sweep only (`--only render`: quick
     /// profiling of `TileRenderer` without markerd).
     var renderOnly = false
@@ -70,6 +73,7 @@ struct Options: Sendable {
             runApply = only == "apply"
             runTiles = only == "tiles"
             runPointTiles = only == "pointtiles"
+            runAttributes = only == "attributes"
             renderOnly = only == "render" || only == "z0"
             zoomZeroOnly = only == "z0"
             runCityTiles = only == "citytiles"
@@ -122,9 +126,12 @@ struct Options: Sendable {
                            server work in process, thread CPU time per call),
                            clusterwork (GetClusters' server work in process, the
                            clusters section's calls), move (the in-process
-                           section's layer build and single moves only), or
+                           section's layer build and single moves only),
                            apply (the RPC load's batch upserts in process, thread
-                           CPU per marker under the write lock and outside it)
+                           CPU per marker under the write lock and outside it),
+                           or attributes (loads plain and with three attributes,
+                           three fresh markerds each: rate ratio and bytes per
+                           marker against the attributes' encoded size)
       --small-pages        keep this process on 4 KiB pages; by default marker-bench, like
                            markerd, restarts itself once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
                            (transparent huge pages for the heap, when the kernel's THP mode is
@@ -179,7 +186,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "attributes"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

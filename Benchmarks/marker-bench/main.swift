@@ -57,6 +57,7 @@ func runAll() throws -> Table {
         }
         if options.runTiles { try TileBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run() }
         if options.runPointTiles { try PointTileBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run() }
+        if options.runAttributes { try AttributeBench(options: options, layer: layer, markers: markers, table: table).run() }
         if options.runCityTiles { try CityTileBench(options: options, layer: layer, table: table).run() }
         if options.runDenseTiles { try DenseTileBench(options: options, layer: layer, table: table).run() }
         if options.runInProcess { try InProcessBench(options: options, layer: layer, table: table).run() }

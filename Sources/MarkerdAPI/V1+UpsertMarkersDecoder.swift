@@ -1,9 +1,9 @@
 extension V1.UpsertMarkersRequest {
     /// Decodes an UpsertMarkersRequest straight into Swift values, without protobuf-c (bulk
     /// loads decode millions of markers; this is several times cheaper). Understands the plain
-    /// subset clients and snapshots write: each field at most once, no unknown fields, no
-    /// `animation` or `attributes`, strings valid UTF-8 without NUL bytes, varints of at most
-    /// 10 bytes. Returns nil for anything else, including malformed bytes: then decode with
+    /// subset clients and snapshots write: each field at most once but `attributes`, whose
+    /// entries come one after the other, no unknown fields, no `animation`, strings valid UTF-8
+    /// without NUL bytes, varints of at most 10 bytes. Returns nil for anything else, including malformed bytes: then decode with
     /// `init(serializedBytes:)`, which gives the same result or the error. Whenever it returns
     /// a request, that request equals what `init(serializedBytes:)` decodes. Never crashes,
     /// whatever the bytes.
@@ -13,9 +13,18 @@ extension V1.UpsertMarkersRequest {
 
     /// The request a visitor (`visitPlain`, `SnapshotSection.visitMarkersChunk`) describes, or
     /// nil when it declines.
-    static func collect(_ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool) -> Bool) -> String?) -> V1.UpsertMarkersRequest? {
+    /// The attributes are decoded by protobuf-c (this serves tests and tools, not loads).
+    static func collect(_ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool, UnsafeRawBufferPointer) -> Bool) -> String?) -> V1.UpsertMarkersRequest? {
         var markers: [V1.Marker] = []
-        guard let layerID = visit({ markers.reserveCapacity($0) }, { m, _ in markers.append(m); return true }) else { return nil }
+        guard let layerID = visit({ markers.reserveCapacity($0) }, { m, _, attributes in
+            var m = m
+            if !attributes.isEmpty {
+                guard let a = try? V1.Marker(serializedBytes: attributes) else { return false }
+                m.attributes = a.attributes
+            }
+            markers.append(m)
+            return true
+        }) else { return nil }
         return V1.UpsertMarkersRequest(layerID: layerID, markers: markers)
     }
 
@@ -25,15 +34,18 @@ extension V1.UpsertMarkersRequest {
     /// stopped; `each` may have been called for some markers by then. `each`'s second argument
     /// is true when the marker's `icon` and `anchor` are encoded with the same bytes as the
     /// previous marker's (so they are equal: callers can reuse what they derived from them);
-    /// false for the first marker.
+    /// false for the first marker. The marker comes without its `attributes`: `each`'s third
+    /// argument holds their wire bytes instead (field 11's entries, tags and lengths included,
+    /// as they came; empty: none), valid only during the call, for the caller to take as they
+    /// are (`AttributeEncoding.appendCanonical`) or decode.
     public static func visitPlain(_ bytes: UnsafeRawBufferPointer, reserve: (Int) -> Void,
-                                  each: (V1.Marker, _ sameStyle: Bool) -> Bool) -> String? {
+                                  each: (V1.Marker, _ sameStyle: Bool, _ attributes: UnsafeRawBufferPointer) -> Bool) -> String? {
         visitPlain(bytes, 0..<bytes.count, reserve: reserve, each: each)
     }
 
     /// `visitPlain` over the request encoded at `body` within `bytes`.
     static func visitPlain(_ bytes: UnsafeRawBufferPointer, _ body: Range<Int>, reserve: (Int) -> Void,
-                           each: (V1.Marker, _ sameStyle: Bool) -> Bool) -> String? {
+                           each: (V1.Marker, _ sameStyle: Bool, _ attributes: UnsafeRawBufferPointer) -> Bool) -> String? {
         var count = WireReader(bytes, body)
         reserve(count.countFields(key: 2 << 3 | 2))
         var layerID = ""
@@ -51,11 +63,12 @@ extension V1.UpsertMarkersRequest {
                 sawLayer = true
             case 2 << 3 | 2:
                 var style = StyleBytes()
+                var attributes = 0..<0
                 guard let m = inner.lengthDelimited(),
-                      decodeMarker(WireReader(bytes, m), into: &marker, lastPin: &lastPin, style: &style) else { return nil }
+                      decodeMarker(WireReader(bytes, m), into: &marker, lastPin: &lastPin, style: &style, attributes: &attributes) else { return nil }
                 let same = lastStyle.map { style.same(as: $0, in: bytes) } ?? false
                 lastStyle = style
-                guard each(marker, same) else { return nil }
+                guard each(marker, same, UnsafeRawBufferPointer(rebasing: bytes[attributes])) else { return nil }
             default:
                 return nil
             }
@@ -81,14 +94,22 @@ extension V1.UpsertMarkersRequest {
     }
 
     /// One marker into `m` (false: declined); `lastPin` is the previous pin decoded (reused
-    /// when the bytes are the same); `style` is set to where its icon and anchor are.
+    /// when the bytes are the same); `style` is set to where its icon and anchor are, and
+    /// `attributes` to where its attributes' entries are (declined unless they come together).
     private static func decodeMarker(_ reader: WireReader, into m: inout V1.Marker,
-                                     lastPin: inout (bytes: Range<Int>, pin: V1.DefaultPin)?, style: inout StyleBytes) -> Bool {
+                                     lastPin: inout (bytes: Range<Int>, pin: V1.DefaultPin)?, style: inout StyleBytes,
+                                     attributes: inout Range<Int>) -> Bool {
         var r = reader
         m = V1.Marker()
         var seen: UInt32 = 0
         while !r.atEnd {
+            let start = r.position
             guard let key = r.key() else { return false }
+            if key == 11 << 3 | 2 {
+                guard attributes.isEmpty || attributes.upperBound == start, r.lengthDelimited() != nil else { return false }
+                attributes = (attributes.isEmpty ? start : attributes.lowerBound)..<r.position
+                continue
+            }
             let field = key >> 3
             guard field < 32, seen & (1 << UInt32(field)) == 0 else { return false }
             seen |= 1 << UInt32(field)
@@ -135,7 +156,7 @@ extension V1.UpsertMarkersRequest {
                 guard let s = r.lengthDelimited() else { return false }
                 m.extra = Array(UnsafeRawBufferPointer(rebasing: r.bytes[s]))
             default:
-                return false  // animation, attributes, unknown fields, unexpected wire types
+                return false  // animation, unknown fields, unexpected wire types
             }
         }
         return true

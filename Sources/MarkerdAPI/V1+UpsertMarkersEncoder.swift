@@ -2,8 +2,9 @@ extension V1.UpsertMarkersRequest {
     /// The request's protobuf bytes written directly from the Swift values, without protobuf-c
     /// (clients encode millions of markers on bulk loads; this is several times cheaper):
     /// byte for byte what `serializedBytes()` gives. Handles plain requests (no marker with an
-    /// `animation` or `attributes`, no string containing a NUL byte, which protobuf-c would cut)
-    /// and returns nil for anything else: then use `serializedBytes()`.
+    /// `animation`, no string containing a NUL byte, which protobuf-c would cut; attributes in
+    /// ascending key order, as protobuf-c writes them) and returns nil for anything else: then
+    /// use `serializedBytes()`.
     public func serializedPlainBytes() -> [UInt8]? {
         Self.serializedPlainBytes(layerID: layerID, markers: markers[...])
     }
@@ -37,9 +38,9 @@ extension V1.UpsertMarkersRequest {
     }
 
     /// A plain marker's encoded size (without its key and length), or nil when it is not plain
-    /// (an `animation` or `attributes`) or a string holds a NUL byte.
+    /// (an `animation` or a `label`) or a string holds a NUL byte.
     private static func plainSize(_ m: V1.Marker) -> Int? {
-        guard m.animation == nil, m.attributes.isEmpty, !PlainWriter.hasNUL(m.id) else { return nil }
+        guard m.animation == nil, m.label == nil, !PlainWriter.hasNUL(m.id) else { return nil }
         var n = PlainWriter.stringField(m.id)
         if let p = m.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
         switch m.icon {
@@ -57,8 +58,17 @@ extension V1.UpsertMarkersRequest {
         if m.clickable != nil { n += 2 }
         if m.draggable != nil { n += 2 }
         if m.visible != nil { n += 2 }
+        for (k, v) in m.attributes {
+            guard !PlainWriter.hasNUL(k), !PlainWriter.hasNUL(v) else { return nil }
+            n += PlainWriter.lengthDelimited(attributeEntrySize(k, v))
+        }
         if !m.extra.isEmpty { n += PlainWriter.lengthDelimited(m.extra.count) }
         return n
+    }
+
+    /// A map entry's size (key and value always written, as protobuf-c writes them).
+    private static func attributeEntrySize(_ k: String, _ v: String) -> Int {
+        PlainWriter.lengthDelimited(k.utf8.count) + PlainWriter.lengthDelimited(v.utf8.count)
     }
 
     private static func pinSize(_ pin: V1.DefaultPin) -> Int {
@@ -111,6 +121,14 @@ extension V1.UpsertMarkersRequest {
         if let v = m.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
         if let v = m.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
         if let v = m.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
+        if !m.attributes.isEmpty {
+            for (k, v) in m.attributes.sorted(by: { PlainWriter.utf8Less($0.key, $1.key) }) {
+                w.key(11, 2)
+                w.varint(UInt64(attributeEntrySize(k, v)))
+                w.presentString(1, k)
+                w.presentString(2, v)
+            }
+        }
         if !m.extra.isEmpty {
             w.key(12, 2)
             w.varint(UInt64(m.extra.count))
@@ -135,6 +153,18 @@ private struct PlainWriter {
     }
 
     static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
+
+    /// Whether `a`'s UTF-8 bytes come before `b`'s (protobuf-c's order of map keys, as
+    /// `Arena.stringMap` sorts them), comparing the bytes in place.
+    static func utf8Less(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in
+                for i in 0..<Swift.min(pa.count, pb.count) where pa[i] != pb[i] { return pa[i] < pb[i] }
+                return pa.count < pb.count
+            }
+        }
+    }
 
     /// Key (fields 1...15: one byte) + length + `n` bytes.
     static func lengthDelimited(_ n: Int) -> Int { 1 + varintSize(UInt64(n)) + n }

@@ -15,6 +15,9 @@ struct WireReader {
 
     var atEnd: Bool { at >= end }
 
+    /// Where the next read starts.
+    var position: Int { at }
+
     /// A varint of at most 10 bytes.
     mutating func varint() -> UInt64? {
         var v: UInt64 = 0

@@ -69,36 +69,39 @@ extension MarkerLayer {
         // (-1: none), for inserting them in the layout's spatial order, with no sort here.
         var pendingAt = layout == nil ? [] : [Int32](repeating: -1, count: batch.count)
         batch.idBytes.withUnsafeBufferPointer { ids in
-            batch.entries.withUnsafeBufferPointer { entries in
-                var start = 0
-                for (i, e) in entries.enumerated() {
-                    let end = Int(e.idEnd)
-                    let id = UnsafeBufferPointer(rebasing: ids[start..<end])
-                    let slot: Int32, isNew: Bool
-                    if !slots.isEmpty {
-                        // New: the first time (in the batch's order) a slot created by `spatialSlots` comes.
-                        slot = slots[i]
-                        let k = Int(slot) - firstNew
-                        isNew = k >= 0 && !created[k]
-                        if isNew { created[k] = true }
-                    } else {
-                        (slot, isNew) = deferIndexes ? (table.appendUnindexed(id), true) : table.findOrInsert(bytes: id)
-                    }
-                    start = end
-                    let (f, extra) = Self.flagsAndExtra(batch, i)
-                    if isNew {
-                        createdCount += 1
-                        if sortGrid {
-                            if !pendingAt.isEmpty { pendingAt[i] = Int32(pending.count) }
-                            pending.append((GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: slot), MarkerLayer.gridClass(f)))
+            batch.attributeBytes.withUnsafeBytes { attributes in
+                batch.entries.withUnsafeBufferPointer { entries in
+                    var start = 0
+                    for (i, e) in entries.enumerated() {
+                        let end = Int(e.idEnd)
+                        let id = UnsafeBufferPointer(rebasing: ids[start..<end])
+                        let slot: Int32, isNew: Bool
+                        if !slots.isEmpty {
+                            // New: the first time (in the batch's order) a slot created by `spatialSlots` comes.
+                            slot = slots[i]
+                            let k = Int(slot) - firstNew
+                            isNew = k >= 0 && !created[k]
+                            if isNew { created[k] = true }
+                        } else {
+                            (slot, isNew) = deferIndexes ? (table.appendUnindexed(id), true) : table.findOrInsert(bytes: id)
                         }
-                    } else if Int(slot) >= firstNew && !pending.isEmpty {
-                        grid.insert(pending)
-                        pending.removeAll(keepingCapacity: true)
-                        pendingAt = []
+                        start = end
+                        let (f, extra) = Self.flagsAndExtra(batch, i)
+                        if isNew {
+                            createdCount += 1
+                            if sortGrid {
+                                if !pendingAt.isEmpty { pendingAt[i] = Int32(pending.count) }
+                                pending.append((GridEntry(x: e.world.x, y: e.world.y, z: e.zIndex, slot: slot), MarkerLayer.gridClass(f)))
+                            }
+                        } else if Int(slot) >= firstNew && !pending.isEmpty {
+                            grid.insert(pending)
+                            pending.removeAll(keepingCapacity: true)
+                            pendingAt = []
+                        }
+                        store(slot, isNew: isNew, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
+                              animation: nil, attributes: UnsafeRawBufferPointer(rebasing: attributes[batch.attributeRange(i)]),
+                              extra: extra, label: nil, indexGrid: !deferIndexes && !sortGrid)
                     }
-                    store(slot, isNew: isNew, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
-                          animation: nil, attributes: [:], extra: extra, label: nil, indexGrid: !deferIndexes && !sortGrid)
                 }
             }
         }
@@ -221,18 +224,22 @@ extension MarkerLayer {
 
     /// Marker `i`'s flags as `upsert` stores them, and its extra bytes.
     @inline(__always) private static func flagsAndExtra(_ batch: RestoreBatch, _ i: Int) -> (UInt8, [UInt8]) {
-        let f = batch.entries[i].markerFlags
+        var f = batch.entries[i].markerFlags
+        if !batch.attributeRange(i).isEmpty { f |= MarkerFlags.hasAttributes }
         guard !batch.extras.isEmpty, let x = batch.extras[Int32(i)] else { return (f, []) }
         return (f | MarkerFlags.hasExtra, x)
     }
 
     /// `upsert`'s loop for a batch whose markers all got new slots (`slots`) with their grid
-    /// entries inserted already: the columns, counters and extras.
+    /// entries inserted already: the columns, counters, attributes and extras.
     private mutating func storeNew(_ batch: RestoreBatch, slots: [Int32], styleIndex: [UInt32]) {
-        for (i, e) in batch.entries.enumerated() {
-            let (f, extra) = Self.flagsAndExtra(batch, i)
-            store(slots[i], isNew: true, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
-                  animation: nil, attributes: [:], extra: extra, label: nil, indexGrid: false)
+        batch.attributeBytes.withUnsafeBytes { attributes in
+            for (i, e) in batch.entries.enumerated() {
+                let (f, extra) = Self.flagsAndExtra(batch, i)
+                store(slots[i], isNew: true, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
+                      animation: nil, attributes: UnsafeRawBufferPointer(rebasing: attributes[batch.attributeRange(i)]),
+                      extra: extra, label: nil, indexGrid: false)
+            }
         }
     }
 }

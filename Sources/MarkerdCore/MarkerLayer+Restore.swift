@@ -56,7 +56,7 @@ extension MarkerLayer {
         styles.release(table.style[k])
         table.x[k] = table.x[r]; table.y[k] = table.y[r]; table.zIndex[k] = table.zIndex[r]
         table.flags[k] = table.flags[r]; table.style[k] = table.style[r]
-        attributes[kept] = attributes.removeValue(forKey: repeated)
+        attributes.move(from: repeated, to: kept)
         extras[kept] = extras.removeValue(forKey: repeated)
         setLabel(kept, labels.removeValue(forKey: repeated))
         // The heap keeps stale entries for both slots: expiry skips entries whose seq differs.

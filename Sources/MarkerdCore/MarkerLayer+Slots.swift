@@ -22,9 +22,10 @@ public struct MarkerBasics: Sendable, Equatable {
     public var draggable: Bool
     /// Index of the marker's icon style in `MarkerLayer.styles` (`StyleTable.style(at:)`).
     public var styleIndex: UInt32
-    /// The marker has an animation, attributes, extra bytes or its own label: read them from
-    /// `record(_:)`.
+    /// The marker has an animation, extra bytes or its own label: read them from `record(_:)`.
     public var hasPayload: Bool
+    /// The marker has attributes: read their encoding with `withEncodedAttributes(_:_:)`.
+    public var hasAttributes: Bool
     /// The id's bytes in `GatheredMarkers.ids`.
     public var idRange: Range<Int>
 }
@@ -97,7 +98,7 @@ extension MarkerLayer {
                 }
             }
         }
-        let payload = MarkerFlags.animating | MarkerFlags.hasAttributes | MarkerFlags.hasExtra
+        let payload = MarkerFlags.animating | MarkerFlags.hasExtra
         let anyLabel = !labels.isEmpty   // own labels have no flag: look them up only when some exist
         var total = 0
         let basics = [MarkerBasics](unsafeUninitializedCapacity: n) { out, count in
@@ -107,6 +108,7 @@ extension MarkerLayer {
                     zIndex: slots[i].entry.z, visible: f & MarkerFlags.visible != 0, clickable: f & MarkerFlags.clickable != 0,
                     draggable: f & MarkerFlags.draggable != 0, styleIndex: sole ?? rowStyles[i],
                     hasPayload: f & payload != 0 || anyLabel && labels[slots[i].raw] != nil,
+                    hasAttributes: f & MarkerFlags.hasAttributes != 0,
                     idRange: total..<total + length))
                 total += length
             }

@@ -8,7 +8,8 @@
 /// Memory (measured in a release build, 10M markers with 12-byte ids, default pin, no
 /// attributes): see the `MarkerdBench` test and the report; the fixed columns are
 /// MarkerTable 29 B + id index ~6.7 B + grid entry 16 B + grid slot position and leaf level 5 B + grid block
-/// slack and nodes (see `GridIndex`) per marker, plus the id bytes.
+/// slack and nodes (see `GridIndex`) per marker, plus the id bytes. Attributes add their encoded
+/// size plus 8 B per slot, once the layer holds any (`AttributeArena`).
 public struct MarkerLayer: Sendable {
     public internal(set) var options: TilingOptions
     /// Increments on every change: upsert, remove, move, drag moves, clear, options, expiry.
@@ -30,7 +31,8 @@ public struct MarkerLayer: Sendable {
     var animations: [Int32: AnimationState] = [:]
     var animationHeap = AnimationHeap()
     var animationSeq: UInt32 = 0
-    var attributes: [Int32: [String: String]] = [:]
+    /// Each marker's attributes, encoded (`AttributeEncoding`; see `AttributeArena` for the cost).
+    var attributes = AttributeArena()
     var extras: [Int32: [UInt8]] = [:]
     /// The markers' own label settings, only for markers that have some (most have none; no
     /// flag bit is free, so removals and replacements look the slot up: see MarkerLayer+Labels.swift).
@@ -146,6 +148,16 @@ public struct MarkerLayer: Sendable {
     mutating func upsert(_ markers: [MarkerRecord], world: [WorldPoint]?, now: Int64,
                          deferIndexes: Bool) throws(MarkerdCoreError) -> UpsertResult {
         for (i, m) in markers.enumerated() { try MarkerLayer.validate(m, field: "markers[\(i)]") }
+        // Encoded before anything is applied: a marker whose attributes are too long fails the batch.
+        var encoded: [[UInt8]] = []
+        for (i, m) in markers.enumerated() where !m.attributes.isEmpty {
+            if encoded.isEmpty { encoded = Array(repeating: [], count: markers.count) }
+            encoded[i] = AttributeEncoding.encode(m.attributes)
+            if encoded[i].count > AttributeEncoding.maxEncodedBytes {
+                throw .invalidArgument(field: "markers[\(i)] (id \"\(m.id)\").attributes",
+                                       reason: "encoded in \(encoded[i].count) bytes, more than \(AttributeEncoding.maxEncodedBytes)")
+            }
+        }
         var created = 0, updated = 0
         var lastStyle: UInt32? = nil
         for (i, m) in markers.enumerated() {
@@ -161,8 +173,10 @@ public struct MarkerLayer: Sendable {
             if !m.attributes.isEmpty { f |= MarkerFlags.hasAttributes }
             if !m.extra.isEmpty { f |= MarkerFlags.hasExtra }
             if isNew { created += 1 } else { updated += 1 }
-            store(slot, isNew: isNew, at: world?[i] ?? WorldPoint(m.position), z: m.zIndex, style: styleIndex, flags: f,
-                  animation: anim, attributes: m.attributes, extra: m.extra, label: m.label, indexGrid: !deferIndexes)
+            (encoded.isEmpty ? [] : encoded[i]).withUnsafeBytes { attributes in
+                store(slot, isNew: isNew, at: world?[i] ?? WorldPoint(m.position), z: m.zIndex, style: styleIndex, flags: f,
+                      animation: anim, attributes: attributes, extra: m.extra, label: m.label, indexGrid: !deferIndexes)
+            }
         }
         if !markers.isEmpty { version &+= 1 }
         return UpsertResult(created: created, updated: updated)
@@ -170,12 +184,13 @@ public struct MarkerLayer: Sendable {
 
     /// Writes one upserted marker into `slot` (a new slot, or the one of the marker it fully
     /// replaces, whose style is released here): position, flags, z-index, style index (already
-    /// retained), grid (unless `indexGrid` is false for a new slot), counters, attributes,
-    /// extra, animation, drag and clusters. `f` holds every flag but `dragging`; `animation` is
-    /// non-nil exactly when `f` has `animating`.
+    /// retained), grid (unless `indexGrid` is false for a new slot), counters, attributes
+    /// (canonical bytes, `AttributeEncoding`; empty: none), extra, animation, drag and clusters.
+    /// `f` holds every flag but `dragging`; `animation` is non-nil exactly when `f` has
+    /// `animating`, and `hasAttributes` exactly when `attributes` is not empty.
     @inline(__always)
     mutating func store(_ slot: Int32, isNew: Bool, at p: WorldPoint, z: Int32, style styleIndex: UInt32, flags f0: UInt8,
-                        animation anim: MarkerAnimation?, attributes: [String: String], extra: [UInt8], label: MarkerLabel?,
+                        animation anim: MarkerAnimation?, attributes: UnsafeRawBufferPointer, extra: [UInt8], label: MarkerLabel?,
                         indexGrid: Bool) {
         let s = Int(slot)
         var f = f0
@@ -198,7 +213,7 @@ public struct MarkerLayer: Sendable {
         table.style[s] = styleIndex
         account(f, 1)
         // A new slot has no attributes, extra or animation (removals drop them): no lookups.
-        if !isNew || !attributes.isEmpty { self.attributes[slot] = attributes.isEmpty ? nil : attributes }
+        if !isNew || !attributes.isEmpty { self.attributes.set(slot, attributes) }
         if !isNew || !extra.isEmpty { extras[slot] = extra.isEmpty ? nil : extra }
         setLabel(slot, label)
         if let anim {
@@ -231,7 +246,7 @@ public struct MarkerLayer: Sendable {
         grid.remove(slot, x: table.x[s], y: table.y[s], cls: MarkerLayer.gridClass(f))
         styles.release(table.style[s])
         if f & MarkerFlags.dragging != 0 { dropDragSession(slot) }
-        if f & MarkerFlags.hasAttributes != 0 { attributes[slot] = nil }
+        if f & MarkerFlags.hasAttributes != 0 { attributes.set(slot, UnsafeRawBufferPointer(start: nil, count: 0)) }
         if f & MarkerFlags.hasExtra != 0 { extras[slot] = nil }
         setLabel(slot, nil)
         if animations.removeValue(forKey: slot) != nil { compactAnimationHeapIfNeeded() }
@@ -256,7 +271,7 @@ public struct MarkerLayer: Sendable {
             style: styles.style(at: table.style[s]), zIndex: table.zIndex[s],
             visible: f & MarkerFlags.visible != 0, clickable: f & MarkerFlags.clickable != 0,
             draggable: f & MarkerFlags.draggable != 0, animation: anim,
-            attributes: f & MarkerFlags.hasAttributes != 0 ? attributes[slot] ?? [:] : [:],
+            attributes: f & MarkerFlags.hasAttributes != 0 ? attributes.withBytes(slot, AttributeEncoding.decode) : [:],
             extra: f & MarkerFlags.hasExtra != 0 ? extras[slot] ?? [] : [], label: labels.isEmpty ? nil : labels[slot])
     }
 
@@ -269,7 +284,7 @@ public struct MarkerLayer: Sendable {
     @discardableResult public mutating func clear() -> Int {
         let n = table.count
         table.removeAll(); grid.removeAll(); styles.removeAll()
-        animations = [:]; animationHeap.removeAll(); attributes = [:]; extras = [:]; labels = [:]
+        animations = [:]; animationHeap.removeAll(); attributes = AttributeArena(); extras = [:]; labels = [:]
         drags = [:]; dragOfSlot = [:]
         clusters?.removeAll()
         staticCounter = 0; liveCounter = 0; hiddenCounter = 0
@@ -360,13 +375,14 @@ public struct MarkerLayer: Sendable {
                           hiddenMarkers: hiddenCounter, approximateBytes: approximateBytes, mode: mode, version: version)
     }
 
-    /// Approximate bytes held: array capacities plus estimates for the sparse dictionaries.
+    /// Approximate bytes held: array capacities (the attributes' arena as `AttributeArena`
+    /// counts it) plus estimates for the sparse dictionaries.
     public var approximateBytes: Int {
         var extraBytes = 0
         for (_, e) in extras { extraBytes += e.count + 48 }
         return table.approximateBytes + grid.approximateBytes + styles.approximateBytes
             + animations.capacity * 40 + animationHeap.count * 16
-            + attributes.count * 200 + extraBytes + labels.count * MarkerLayer.labelEntryBytes + drags.capacity * 48
+            + attributes.approximateBytes + extraBytes + labels.count * MarkerLayer.labelEntryBytes + drags.capacity * 48
             + (clusters?.approximateBytes ?? 0)
     }
 }

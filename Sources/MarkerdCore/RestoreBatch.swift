@@ -1,11 +1,14 @@
-/// Plain markers (no animation, no attributes) in columns rather than as `MarkerRecord`s: a
+/// Plain markers (no animation) in columns rather than as `MarkerRecord`s: a
 /// snapshot chunk being restored or an UpsertMarkers batch (`MarkerLayer.upsert(_:now:)` of a
 /// batch). Loading millions of markers spends much of its time copying, retaining and releasing
 /// records, and such markers mostly share one style.
 ///
 /// Marker `i` is `entries[i]` (position, projected position, z-index, style `styles[style]`,
 /// visible / clickable / draggable bits), its id `idBytes` up to `entries[i].idEnd` (from the
-/// previous marker's end) and its extra bytes `extras[i]` (absent: none). Build it with `append`, which checks what `MarkerLayer.validate` checks and refuses
+/// previous marker's end), its attributes `attributeBytes` in `attributeRange(i)` (canonical,
+/// `AttributeEncoding`: as the wire brought them when they were sorted, which the layer stores
+/// as they are) and its extra bytes `extras[i]` (absent: none). Build it with `append`, which
+/// checks what `MarkerLayer.validate` checks and refuses
 /// (returns false) what it would reject, so that the caller can take the record path for its
 /// error message.
 public struct RestoreBatch: Sendable {
@@ -44,6 +47,11 @@ public struct RestoreBatch: Sendable {
     public private(set) var styleUses: [UInt32] = []
     /// Non-empty extra bytes by marker index.
     public private(set) var extras: [Int32: [UInt8]] = [:]
+    /// The markers' encoded attributes (`AttributeEncoding`), back to back.
+    public private(set) var attributeBytes: [UInt8] = []
+    /// End of each marker's attributes in `attributeBytes` (from the previous marker's end);
+    /// empty while no marker of the batch has any.
+    private var attributeEnds: [Int] = []
     private var styleIndex: [IconStyle: UInt32] = [:]
     /// Orders and id hashes computed ahead of the upsert (`prepareLayout(idHashSeed:)`); nil
     /// until then, and again after any `append`.
@@ -57,6 +65,11 @@ public struct RestoreBatch: Sendable {
     public var count: Int { entries.count }
 
     func idStart(_ i: Int) -> Int { i == 0 ? 0 : Int(entries[i - 1].idEnd) }
+
+    /// Where marker `i`'s encoded attributes are in `attributeBytes` (empty: none).
+    @inline(__always) public func attributeRange(_ i: Int) -> Range<Int> {
+        attributeEnds.isEmpty ? 0..<0 : (i == 0 ? 0 : attributeEnds[i - 1])..<attributeEnds[i]
+    }
 
     /// The index of `style` in `styles`, adding it (after validating it) if new; nil when
     /// `IconStyle.validate` rejects it. `hint` is tried first (e.g. the previous marker's).
@@ -73,12 +86,29 @@ public struct RestoreBatch: Sendable {
 
     /// Appends a marker whose style is `styles[style]` (from `styleIndex`); false, leaving the
     /// batch unchanged, when `MarkerLayer.validate` would reject it (id not 1-256 bytes,
-    /// position invalid).
+    /// position invalid), when `AttributeEncoding.appendCanonical` declines `attributes` (the
+    /// wire bytes of the marker's field 11 entries, back to back; empty: none), or when the
+    /// bytes of the attributes' keys and values plus `extra` are more than `maxPayloadBytes`
+    /// (default: no limit).
     public mutating func append(id: String, position: LatLng, style: UInt32, zIndex z: Int32,
-                                visible: Bool, clickable: Bool, draggable: Bool, extra: [UInt8]) -> Bool {
+                                visible: Bool, clickable: Bool, draggable: Bool, extra: [UInt8],
+                                attributes: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                                maxPayloadBytes: Int = .max) -> Bool {
         var id = id
         let n = id.utf8.count
-        guard n >= 1, n <= MarkerTable.maxIDBytes, position.isValid else { return false }
+        guard n >= 1, n <= MarkerTable.maxIDBytes, position.isValid, extra.count <= maxPayloadBytes else { return false }
+        if !attributes.isEmpty {
+            let before = attributeBytes.count
+            guard let payload = AttributeEncoding.appendCanonical(attributes, to: &attributeBytes) else { return false }
+            guard payload + extra.count <= maxPayloadBytes else {
+                attributeBytes.removeSubrange(before...)
+                return false
+            }
+        }
+        if !attributes.isEmpty || !attributeEnds.isEmpty {
+            if attributeEnds.isEmpty { attributeEnds = Array(repeating: 0, count: entries.count) }
+            attributeEnds.append(attributeBytes.count)
+        }
         id.withUTF8 { idBytes.append(contentsOf: $0) }
         layout = nil
         entries.append(Entry(idEnd: UInt32(idBytes.count), zIndex: z, style: style,
@@ -100,7 +130,9 @@ public struct RestoreBatch: Sendable {
         let f = e.flags
         return MarkerRecord(id: id(i), position: e.position, style: styles[Int(e.style)], zIndex: e.zIndex,
                             visible: f & Self.visible != 0, clickable: f & Self.clickable != 0,
-                            draggable: f & Self.draggable != 0, extra: extras[Int32(i)] ?? [])
+                            draggable: f & Self.draggable != 0,
+                            attributes: attributeBytes.withUnsafeBytes { AttributeEncoding.decode(UnsafeRawBufferPointer(rebasing: $0[attributeRange(i)])) },
+                            extra: extras[Int32(i)] ?? [])
     }
 }
 

@@ -19,6 +19,8 @@ final class LabelPlacements: Sendable {
     /// Placements kept per layer, in bytes (`LabelPlacement.approximateBytes`); the least recently
     /// used zooms are dropped beyond it. Default 256 MiB.
     static let maxBytes = 256 << 20
+    /// See `update`.
+    static let crowdedRatio = 8
     /// Pixel zooms: 0...23 (tile zoom 0...22, plus one for 512 px tiles).
     static let pixelZooms = 0...23
 
@@ -69,11 +71,21 @@ final class LabelPlacements: Sendable {
     /// Re-decides the labels of `slots` (and those they push or free) in every kept placement
     /// after a write; returns, per pixel zoom, the boxes (old and new) of the labels that changed.
     /// Call under the write lock, after the change.
+    ///
+    /// A crowded zoom, where fewer than one marker in `crowdedRatio` has a placed label (the
+    /// lowest zooms of a big layer), is dropped instead: there one moved label pushes most others
+    /// (`LabelPlacement.update` then places from scratch, seconds at a million markers), which
+    /// would hold every write of the layer; its next tile decides it again, with every tile of
+    /// that zoom at a new version (a few hundred tiles at most at such zooms).
     func update(layer: MarkerLayer, changed slots: [Int32], measurer: some LabelMeasurer, now: Int64) -> [(pz: Int, boxes: [LabelBox])] {
         guard !slots.isEmpty else { return [] }
         return state.withLock { s in
             var out: [(Int, [LabelBox])] = []
             for pz in s.zooms.keys.sorted() {
+                if s.zooms[pz]!.placement.count * Self.crowdedRatio < layer.count {
+                    s.zooms[pz] = nil
+                    continue
+                }
                 let boxes = s.zooms[pz]!.placement.update(layer: layer, changed: slots, measurer: measurer, now: now)
                 if !boxes.isEmpty { out.append((pz, boxes)) }
             }

@@ -1,9 +1,10 @@
 import MarkerdAPI
 import MarkerdCore
 
-/// Plain marker batches (no animation, no attributes: bulk loads and snapshot chunks) decoded
-/// by the hand-written wire decoder straight into columns (`RestoreBatch`) and applied in one
-/// pass, without protobuf-c, `V1.Marker` arrays, `MarkerRecord`s or a `Set<String>` of ids.
+/// Plain marker batches (no animation: bulk loads and snapshot chunks) decoded by the
+/// hand-written wire decoder straight into columns (`RestoreBatch`, attributes as their wire
+/// bytes, copied as they are when sorted) and applied in one pass, without protobuf-c,
+/// `V1.Marker` arrays, `MarkerRecord`s, dictionaries or a `Set<String>` of ids.
 /// Anything else, and every error, goes the protobuf-c way, which gives the same result or the
 /// same error message.
 extension MarkerService {
@@ -11,14 +12,15 @@ extension MarkerService {
     /// `each`: `V1.UpsertMarkersRequest.visitPlain` or `V1.SnapshotSection.visitMarkersChunk`)
     /// converted marker by marker into columns, positions projected; nil when the decoder
     /// declines the bytes, the batch holds more than `MarkerConversion.maxBatch` markers, or a
-    /// marker would not convert or validate. A marker whose icon and anchor bytes repeat the
+    /// marker would not convert or validate (attributes included: an empty key, strings that
+    /// are not UTF-8, more than `MarkerConversion.maxPayloadBytes` of attributes and extra, or
+    /// anything `AttributeEncoding.appendCanonical` declines). A marker whose icon and anchor bytes repeat the
     /// previous marker's reuses its style without converting or validating it again.
-    func plainBatch(_ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool) -> Bool) -> String?) -> (String, RestoreBatch)? {
+    func plainBatch(_ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool, UnsafeRawBufferPointer) -> Bool) -> String?) -> (String, RestoreBatch)? {
         var batch = RestoreBatch()
         var lastStyle: UInt32? = nil
-        let layerID = visit({ batch = RestoreBatch(capacity: $0) }) { m, sameStyle in
-            guard let p = m.position, m.animation == nil, m.attributes.isEmpty,
-                  m.extra.count <= MarkerConversion.maxPayloadBytes else { return false }
+        let layerID = visit({ batch = RestoreBatch(capacity: $0) }) { m, sameStyle, attributes in
+            guard let p = m.position, m.animation == nil, m.label == nil else { return false }
             let style: UInt32
             if sameStyle, let l = lastStyle {
                 style = l
@@ -30,7 +32,8 @@ extension MarkerService {
             }
             return batch.append(id: m.id, position: LatLng(latitude: p.latitude, longitude: p.longitude), style: style,
                                 zIndex: m.zIndex, visible: m.visible ?? true, clickable: m.clickable ?? true,
-                                draggable: m.draggable ?? false, extra: m.extra)
+                                draggable: m.draggable ?? false, extra: m.extra,
+                                attributes: attributes, maxPayloadBytes: MarkerConversion.maxPayloadBytes)
         }
         guard let layerID, batch.count <= MarkerConversion.maxBatch else { return nil }
         return (layerID, batch)

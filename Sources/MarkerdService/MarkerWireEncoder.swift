@@ -10,8 +10,9 @@ import Synchronization
 /// Fields in field-number order as protobuf-c writes them: id (1; cut at a NUL, as protobuf-c
 /// does), position (2; a zero coordinate is not written), the icon and anchor (3 or 4, and 5:
 /// encoded once per style by the regular encoder and reused), z_index (6, unless 0), clickable
-/// (7), draggable (8), visible (10). A marker with an animation, attributes or extra bytes goes
-/// through the regular encoder whole (field 9 sits between 8 and 10, and such markers are rare).
+/// (7), draggable (8), visible (10), attributes (11: the layer's stored encoding, which is
+/// protobuf-c's, copied as it is). A marker with an animation or extra bytes goes through the
+/// regular encoder whole (field 9 sits between 8 and 10, and such markers are rare).
 /// One encoder per reply: the style cache assumes the layer does not change in between.
 /// (`appendVarint` and friends are for callers that build small messages field by field.)
 struct MarkerWireEncoder {
@@ -28,6 +29,8 @@ struct MarkerWireEncoder {
         var idCount: Int
         var position: LatLng
         var regular: Int
+        /// The marker's encoded attributes in `Plan.attributes` (empty: none).
+        var attributes: Range<Int>
     }
 
     /// The markers of a reply, sized and ready to write (`plan`, then `write(_:into:)`).
@@ -35,6 +38,8 @@ struct MarkerWireEncoder {
         fileprivate let gathered: GatheredMarkers
         fileprivate let planned: [Planned]
         fileprivate let regular: [[UInt8]]
+        /// The markers' encoded attributes, copied from the layer (the plan outlives its lock).
+        fileprivate let attributes: [UInt8]
         fileprivate let tag: UInt64
         /// Bytes `write(_:into:)` writes.
         let byteCount: Int
@@ -64,6 +69,7 @@ struct MarkerWireEncoder {
         let gathered = layer.gather(slots)
         let tag = UInt64(field << 3 | 2)
         var regular: [[UInt8]] = []
+        var attributes: [UInt8] = []
         var plan: [Planned] = []
         plan.reserveCapacity(slots.count)
         var total = 0
@@ -76,7 +82,7 @@ struct MarkerWireEncoder {
         }
         gathered.ids.withUnsafeBufferPointer { ids in
             for (k, (slot, basics)) in zip(slots, gathered.basics).enumerated() {
-                var p = Planned(size: 0, idCount: 0, position: LatLng(latitude: 0, longitude: 0), regular: -1)
+                var p = Planned(size: 0, idCount: 0, position: LatLng(latitude: 0, longitude: 0), regular: -1, attributes: 0..<0)
                 if basics.hasPayload {
                     let bytes = MarkerConversion.apiMarker(layer.record(slot)).serializedBytes()
                     p.size = bytes.count
@@ -87,12 +93,18 @@ struct MarkerWireEncoder {
                     p.position = positions[k]
                     p.size = Self.bodySize(idCount: p.idCount, position: p.position, zIndex: basics.zIndex,
                                            styleCount: styleRange(basics.styleIndex, of: layer).count)
+                    if basics.hasAttributes {
+                        let from = attributes.count
+                        layer.withEncodedAttributes(slot) { attributes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
+                        p.attributes = from..<attributes.count
+                        p.size += p.attributes.count
+                    }
                 }
                 total += Self.varintSize(tag) + Self.varintSize(UInt64(p.size)) + p.size
                 plan.append(p)
             }
         }
-        return Plan(gathered: gathered, planned: plan, regular: regular, tag: tag, byteCount: total)
+        return Plan(gathered: gathered, planned: plan, regular: regular, attributes: attributes, tag: tag, byteCount: total)
     }
 
     /// Writes `plan`'s markers, exactly `plan.byteCount` bytes from `start` (which need not be
@@ -101,17 +113,20 @@ struct MarkerWireEncoder {
         var w = start
         let tag = plan.tag, regular = plan.regular
         plan.gathered.ids.withUnsafeBufferPointer { ids in
-            styleBytes.withUnsafeBufferPointer { styles in
-                for (p, basics) in zip(plan.planned, plan.gathered.basics) {
-                    Self.write(varint: tag, at: &w)
-                    Self.write(varint: UInt64(p.size), at: &w)
-                    if p.regular >= 0 {
-                        Self.write(regular[p.regular], at: &w)
-                        continue
+            plan.attributes.withUnsafeBufferPointer { attributes in
+                styleBytes.withUnsafeBufferPointer { styles in
+                    for (p, basics) in zip(plan.planned, plan.gathered.basics) {
+                        Self.write(varint: tag, at: &w)
+                        Self.write(varint: UInt64(p.size), at: &w)
+                        if p.regular >= 0 {
+                            Self.write(regular[p.regular], at: &w)
+                            continue
+                        }
+                        let id = UnsafeBufferPointer(rebasing: ids[basics.idRange.lowerBound..<basics.idRange.lowerBound + p.idCount])
+                        Self.writeBody(p, basics, id: id, style: UnsafeBufferPointer(rebasing: styles[styleRanges[Int(basics.styleIndex)]!]),
+                                       at: &w)
+                        Self.write(UnsafeBufferPointer(rebasing: attributes[p.attributes]), at: &w)
                     }
-                    let id = UnsafeBufferPointer(rebasing: ids[basics.idRange.lowerBound..<basics.idRange.lowerBound + p.idCount])
-                    Self.writeBody(p, basics, id: id, style: UnsafeBufferPointer(rebasing: styles[styleRanges[Int(basics.styleIndex)]!]),
-                                   at: &w)
                 }
             }
         }

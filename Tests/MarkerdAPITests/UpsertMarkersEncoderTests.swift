@@ -3,8 +3,8 @@ import MarkerdTestSupport
 import Testing
 
 /// `V1.UpsertMarkersRequest.serializedPlainBytes` (the client's encoder for bulk loads) against
-/// protobuf-c (`serializedBytes()`): byte for byte the same whenever it encodes, and nil exactly
-/// for what it does not handle.
+/// protobuf-c (`serializedBytes()`): byte for byte the same whenever it encodes (attributes
+/// included), and nil exactly for what it does not handle.
 @Suite struct UpsertMarkersEncoderTests {
     @Test func encodesLikeProtobufC() {
         let seed = testSeed("UpsertMarkersEncoderTests.encodesLikeProtobufC")
@@ -23,7 +23,7 @@ import Testing
                 }
             }
             let request = V1.UpsertMarkersRequest(layerID: round % 9 == 0 ? "" : "layer-\(round)", markers: markers)
-            let plain = !markers.contains { !$0.attributes.isEmpty || $0.animation != nil }
+            let plain = !markers.contains { $0.animation != nil }
             let got = request.serializedPlainBytes()
             #expect((got != nil) == plain, "seed \(seed) round \(round)")
             if let got { #expect(byteMismatch(got, request.serializedBytes()) == nil, "seed \(seed) round \(round)") } else { declined += 1 }
@@ -38,7 +38,8 @@ import Testing
         #expect(declined > 0)
         // Strings with a NUL byte (protobuf-c cuts them): declined.
         for m in [V1.Marker(id: "a\u{0}b"), V1.Marker(id: "a", icon: .iconID("x\u{0}")),
-                  V1.Marker(id: "a", icon: .pin(V1.DefaultPin(label: "\u{0}")))] {
+                  V1.Marker(id: "a", icon: .pin(V1.DefaultPin(label: "\u{0}"))),
+                  V1.Marker(id: "a", attributes: ["k\u{0}": "v"]), V1.Marker(id: "a", attributes: ["k": "\u{0}"])] {
             #expect(V1.UpsertMarkersRequest(layerID: "l", markers: [m]).serializedPlainBytes() == nil)
         }
         #expect(V1.UpsertMarkersRequest(layerID: "l\u{0}", markers: []).serializedPlainBytes() == nil)

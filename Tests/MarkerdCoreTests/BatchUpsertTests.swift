@@ -11,7 +11,6 @@ import Testing
         RestoreTests.markers(n, ids: ids, &rng).map { m in
             var m = m
             m.animation = nil
-            m.attributes = [:]
             return m
         }
     }

@@ -47,7 +47,7 @@ import Testing
                     let r = layer.record(slot)
                     let same = b.zIndex == r.zIndex && b.visible == r.visible && b.clickable == r.clickable
                         && b.draggable == r.draggable && layer.styles.style(at: b.styleIndex) == r.style
-                        && b.hasPayload == (r.animation != nil || !r.attributes.isEmpty || !r.extra.isEmpty || r.label != nil)
+                        && b.hasPayload == (r.animation != nil || !r.extra.isEmpty || r.label != nil) && b.hasAttributes == !r.attributes.isEmpty
                         && Array(g.ids[b.idRange]) == Array(r.id.utf8)
                     #expect(same, "seed \(seed) round \(round): slot \(slot.raw) gathered \(b), record \(r)")
                     if !same { return }

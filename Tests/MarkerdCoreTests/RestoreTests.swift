@@ -164,8 +164,8 @@ import Testing
         #expect(fresh.count == 0 && !fresh.hasDeferredGrid)
     }
 
-    /// `markers` as `RestoreBatch`es of the same sizes (plain markers only: no animation, no
-    /// attributes), or nil if `append` refuses one.
+    /// `markers` as `RestoreBatch`es of the same sizes (plain markers only: no animation;
+    /// attributes given as their canonical wire bytes), or nil if `append` refuses one.
     static func columnBatches(_ batches: [[MarkerRecord]]) -> [RestoreBatch]? {
         var out: [RestoreBatch] = []
         for b in batches {
@@ -173,8 +173,10 @@ import Testing
             var last: UInt32? = nil
             for m in b {
                 guard let style = batch.styleIndex(m.style, hint: last),
-                      batch.append(id: m.id, position: m.position, style: style, zIndex: m.zIndex, visible: m.visible,
-                                   clickable: m.clickable, draggable: m.draggable, extra: m.extra) else { return nil }
+                      AttributeEncoding.encode(m.attributes).withUnsafeBytes({ attributes in
+                          batch.append(id: m.id, position: m.position, style: style, zIndex: m.zIndex, visible: m.visible,
+                                       clickable: m.clickable, draggable: m.draggable, extra: m.extra, attributes: attributes)
+                      }) else { return nil }
                 last = style
             }
             out.append(batch)
@@ -189,7 +191,6 @@ import Testing
         let all = Self.markers(9_000, ids: { i in i % 7 == 0 ? "r\(i % 500)" : "u\(i)" }, &rng).map { m in
             var m = m
             m.animation = nil
-            m.attributes = [:]
             return m
         }
         let batches = Self.batches(all, &rng)

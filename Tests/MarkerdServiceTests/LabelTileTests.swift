@@ -1,3 +1,4 @@
+import Foundation
 import MarkerdAPI
 import MarkerdCore
 import MarkerdRender
@@ -195,5 +196,37 @@ import Testing
         try Self.createLayer(s, "ok", Self.labelOptions())
         let l = try #require(try s.getLayer(V1.GetLayerRequest(layerID: "ok")).layer?.options?.labels)
         #expect(l.fontSize == 13 && l.maxWidth == 160 && l.positions == [.right, .left, .below, .above] && l.showIconWithoutLabel == true)
+    }
+
+    /// Labels survive a restart, from a snapshot and from the journal after it: the layer's label
+    /// options, markers' own labels (text, priority, colour) and the tiles' bytes.
+    @Test func labelsSurviveARestart() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("labels-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var config = ServiceConfiguration()
+        config.dataDirectory = dir
+        config.fsync = .off
+        config.snapshotEveryBytes = 0
+        let s = try MarkerService.open(configuration: config)
+        try Self.createLayer(s, "a", Self.labelOptions { $0.fontSize = 15 })
+        var markers = Self.places(200, lat: 40...56, lon: -10...20, seed: testSeed())
+        for i in stride(from: 0, to: markers.count, by: 5) {
+            markers[i].label = V1.MarkerLabel(text: i % 10 == 0 ? "大阪 \(i)" : "", priority: Double(i), color: 0xFF00_66CC)
+        }
+        try upsert(s, "a", Array(markers[..<100]))
+        _ = try s.createSnapshot(V1.CreateSnapshotRequest())
+        try upsert(s, "a", Array(markers[100...]))   // in the journal after the snapshot
+        let ids = markers.map(\.id)
+        let before = try s.getMarkers(V1.GetMarkersRequest(layerID: "a", ids: ids)).markers
+        #expect(before.filter { $0.label != nil }.count == 40)
+        let tiles = try (0..<4).map { try tile(s, "a", 4, 7 + UInt32($0 % 2), 5 + UInt32($0 / 2)).png }
+        s.close()
+        let r = try MarkerService.open(configuration: config)
+        defer { r.close() }
+        #expect(try r.getLayer(V1.GetLayerRequest(layerID: "a")).layer?.options?.labels?.fontSize == 15)
+        #expect(try r.getMarkers(V1.GetMarkersRequest(layerID: "a", ids: ids)).markers == before)
+        for i in 0..<4 {
+            #expect(byteMismatch(try tile(r, "a", 4, 7 + UInt32(i % 2), 5 + UInt32(i / 2)).png, tiles[i]) == nil)
+        }
     }
 }

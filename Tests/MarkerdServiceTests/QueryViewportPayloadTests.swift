@@ -65,7 +65,7 @@ import Testing
                 }
                 if rng.next() % 5 == 0 { m.anchor = V1.Anchor(x: 0.25, y: Float(rng.next() % 3) / 2) }
                 if rng.next() % 30 == 0 { m.animation = V1.Animation(kind: .bounce, durationMs: 600_000) }
-                if rng.next() % 30 == 0 { m.attributes = ["k": "v\(i)"] }
+                if rng.next() % 3 == 0 { m.attributes = ["name": "Ville \(i) 東京", "category": "town", "population": "\(i * 13)", "k": ""] }
                 if rng.next() % 30 == 0 { m.extra = [1, 0, 2] }
             })
         }

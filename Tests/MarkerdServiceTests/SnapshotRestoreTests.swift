@@ -10,7 +10,8 @@ import Testing
 /// Recovery from a snapshot plus a journal tail through the restore path (marker chunks decoded
 /// without protobuf-c where they can be, id index and grid built once per layer) gives back the
 /// state the service had: every marker, counters, answers; also for a layer with clusters (plain
-/// upserts) and chunks with attributes and animations (decoded by protobuf-c).
+/// upserts), markers with attributes (decoded without protobuf-c, stored encoded; updated and
+/// dropped in the journal tail) and chunks with animations (decoded by protobuf-c).
 @Suite struct SnapshotRestoreTests {
     static func state(_ s: MarkerService, ids: [String: [String]]) -> [String: [MarkerRecord?]] {
         var out: [String: [MarkerRecord?]] = [:]
@@ -46,14 +47,16 @@ import Testing
         try mutate(s, .createLayer, clustered, as: V1.CreateLayerResponse.self)
 
         var ids: [String: [String]] = ["plain": [], "clustered": []]
-        func batch(_ layer: String, _ range: Range<Int>) throws {
+        func batch(_ layer: String, _ range: Range<Int>, tail: Bool = false) throws {
             let markers = range.map { i in
                 marker("\(layer)-\(i)", Double.random(in: -60...60, using: &rng), Double.random(in: -170...170, using: &rng)) { m in
                     m.zIndex = Int32(i % 5)
                     if i % 7 == 0 { m.icon = .iconID("red") }
                     if i % 11 == 0 { m.visible = false }
                     if i % 13 == 0 { m.draggable = true }
-                    if i % 5_000 == 17 { m.attributes = ["k": "v"] }   // that chunk goes through protobuf-c
+                    if i % 3 == (tail ? 1 : 0) {
+                        m.attributes = ["name": "\(layer) \(i) \(tail ? "東京" : "Paris")", "category": "town", "population": "\(i * 37)"]
+                    }
                     if i % 4_999 == 3 { m.animation = V1.Animation(kind: .bounce, durationMs: 600_000) }
                 }
             }
@@ -64,7 +67,7 @@ import Testing
         try batch("clustered", 0..<3_000)
         _ = try s.createSnapshot(V1.CreateSnapshotRequest())
         // The journal tail: new and updated markers, moves, removals.
-        try batch("plain", 28_000..<32_000)
+        try batch("plain", 28_000..<32_000, tail: true)   // attributes replaced, added and dropped
         try mutate(s, .moveMarkers, V1.MoveMarkersRequest(layerID: "plain", moves: (0..<500).map { move("plain-\($0 * 3)", 10, Double($0 % 300) - 150) }),
                    as: V1.MoveMarkersResponse.self)
         var remove = V1.RemoveMarkersRequest()
@@ -84,6 +87,8 @@ import Testing
         let r = try MarkerService.open(configuration: config)
         defer { r.close() }
         #expect(Self.state(r, ids: ids) == before, "seed \(seed)")
+        let withAttributes = before["plain"]!.filter { $0?.attributes.isEmpty == false }.count
+        #expect(withAttributes > 9_000, "\(withAttributes) markers with attributes")
         let h = r.layers.withLock { $0["plain"] }!
         h.lock.withReadLock {
             #expect(!h.layer.hasDeferredGrid)

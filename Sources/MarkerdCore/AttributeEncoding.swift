@@ -1,0 +1,210 @@
+/// Marker attributes in their stored form: the protobuf encoding of `Marker.attributes` (field
+/// 11, a `map<string, string>`) in one canonical order, so that the same attributes always give
+/// the same bytes (snapshots, replies and tiles depend on content only) and replies can copy
+/// them as they are.
+///
+/// Canonical form: one map entry per key, keys in ascending byte order, each entry
+/// `0x5A len 0x0A klen key 0x12 vlen value` (field 11's tag, the entry's length, then key and
+/// value, both always written, lengths as varints): byte for byte what the API's protobuf-c
+/// encoder writes for a `Marker`'s attributes. Keys are 1 or more bytes, keys and values valid
+/// UTF-8 without NUL bytes (protobuf-c's strings end at a NUL).
+public enum AttributeEncoding {
+    /// Longest canonical encoding a marker's attributes may have (1 MiB - 1; the service's
+    /// payload limit keeps them far below).
+    public static let maxEncodedBytes = 1 << 20 - 1
+
+    static let entryTag: UInt8 = 11 << 3 | 2
+    static let keyTag: UInt8 = 1 << 3 | 2
+    static let valueTag: UInt8 = 2 << 3 | 2
+
+    /// The canonical encoding of `attributes` (empty for none). Costs a sort of the keys.
+    public static func encode(_ attributes: [String: String]) -> [UInt8] {
+        var out: [UInt8] = []
+        for key in attributes.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            var k = key, v = attributes[key]!
+            k.withUTF8 { kb in v.withUTF8 { vb in appendEntry(UnsafeRawBufferPointer(kb), UnsafeRawBufferPointer(vb), to: &out) } }
+        }
+        return out
+    }
+
+    /// Appends the canonical form of `raw` (field 11 entries as they come on the wire: tag,
+    /// length, entry, one after the other, in any order, a repeated key's last value winning
+    /// as in protobuf) to `out`, and returns the attributes' payload: the bytes of their keys
+    /// and values (as counted against the service's size limit). Returns nil, leaving `out`
+    /// unchanged, for what this does not take: an entry with fields other than key and value
+    /// (once each), a missing or empty key, a string that is not UTF-8 or holds a NUL, or an
+    /// encoding over `maxEncodedBytes`; then decode the marker with protobuf-c, which gives the
+    /// attributes or the error. Already canonical bytes (what markerd and its clients write)
+    /// are validated and copied in one pass; others are sorted (O(k log k) for k entries).
+    public static func appendCanonical(_ raw: UnsafeRawBufferPointer, to out: inout [UInt8]) -> Int? {
+        // One pass that validates and checks for the canonical form, without allocating.
+        var canonical = true
+        var payload = 0
+        var previousKey = 0..<0
+        var at = 0
+        while at < raw.count {
+            let start = at
+            guard let (key, value) = entry(raw, &at) else { return nil }
+            payload += key.count + value.count
+            // Canonical: exactly what `appendEntry` writes (key first, both present, shortest
+            // lengths: nothing else has this size), after the previous key.
+            canonical = canonical && at - start == entrySize(key.count, value.count) && key.lowerBound < value.lowerBound
+                && (previousKey.isEmpty || compare(raw, previousKey, key) < 0)
+            previousKey = key
+        }
+        if canonical {
+            guard raw.count <= maxEncodedBytes else { return nil }
+            out.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
+            return payload
+        }
+        // Sort by key (stable: a repeated key's entries keep their order), keep each key's last.
+        var entries: [(key: Range<Int>, value: Range<Int>)] = []
+        at = 0
+        while at < raw.count, let e = entry(raw, &at) { entries.append(e) }
+        let order = entries.indices.sorted { a, b in
+            let c = compare(raw, entries[a].key, entries[b].key)
+            return c != 0 ? c < 0 : a < b
+        }
+        var fresh: [UInt8] = []
+        payload = 0
+        for (j, i) in order.enumerated() {
+            if j + 1 < order.count && compare(raw, entries[i].key, entries[order[j + 1]].key) == 0 { continue }
+            payload += entries[i].key.count + entries[i].value.count
+            appendEntry(UnsafeRawBufferPointer(rebasing: raw[entries[i].key]), UnsafeRawBufferPointer(rebasing: raw[entries[i].value]), to: &fresh)
+        }
+        guard fresh.count <= maxEncodedBytes else { return nil }
+        out.append(contentsOf: fresh)
+        return payload
+    }
+
+    /// Decodes canonical bytes (from `encode` or `appendCanonical`) into a dictionary.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) -> [String: String] {
+        var map: [String: String] = [:]
+        forEach(bytes) { k, v in map[String(decoding: k, as: UTF8.self)] = String(decoding: v, as: UTF8.self) }
+        return map
+    }
+
+    /// The value of `key` in canonical bytes, or nil; reads the entries up to where `key` would
+    /// be (keys are sorted) and decodes nothing else.
+    public static func value(_ key: String, in bytes: UnsafeRawBufferPointer) -> String? {
+        var key = key
+        return key.withUTF8 { wanted -> String? in
+            let w = UnsafeRawBufferPointer(wanted)
+            var found: String? = nil
+            forEach(bytes) { k, v in
+                let c = compareBytes(k, w)
+                if c == 0 { found = String(decoding: v, as: UTF8.self) }
+                return c < 0
+            }
+            return found
+        }
+    }
+
+    /// Calls `body` with each entry's key and value bytes of canonical bytes, in key order.
+    public static func forEach(_ bytes: UnsafeRawBufferPointer, _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void) {
+        forEach(bytes) { k, v in body(k, v); return true }
+    }
+
+    /// `forEach` that stops when `body` returns false.
+    static func forEach(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) {
+        var at = 0
+        // Canonical: entry tag, entry length, key tag, key length, key, value tag, value length, value.
+        while at < bytes.count, varint(bytes, &at, from: at + 1) != nil, let kn = varint(bytes, &at, from: at + 1) {
+            let key = UnsafeRawBufferPointer(rebasing: bytes[at..<at + kn])
+            at += kn
+            guard let vn = varint(bytes, &at, from: at + 1) else { return }
+            let value = UnsafeRawBufferPointer(rebasing: bytes[at..<at + vn])
+            at += vn
+            if !body(key, value) { return }
+        }
+    }
+
+    // MARK: Wire helpers
+
+    /// Appends one canonical entry.
+    static func appendEntry(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        out.append(entryTag)
+        appendVarint(2 + varintSize(key.count) + key.count + varintSize(value.count) + value.count, to: &out)
+        out.append(keyTag)
+        appendVarint(key.count, to: &out)
+        out.append(contentsOf: key)
+        out.append(valueTag)
+        appendVarint(value.count, to: &out)
+        out.append(contentsOf: value)
+    }
+
+    /// The key and value ranges of the field 11 entry (tag, length, entry) at `at` of `raw`,
+    /// moving `at` past it; nil when it is not one, or not one key (1 or more bytes) and at most
+    /// one value, valid UTF-8 without NUL (absent value: empty).
+    @inline(__always)
+    private static func entry(_ raw: UnsafeRawBufferPointer, _ at: inout Int) -> (key: Range<Int>, value: Range<Int>)? {
+        guard raw[at] == entryTag, let n = varint(raw, &at, from: at + 1), n <= raw.count - at else { return nil }
+        let range = at..<at + n
+        var key: Range<Int>? = nil, value: Range<Int>? = nil
+        defer { at = range.upperBound }
+        while at < range.upperBound {
+            let tag = raw[at]
+            guard tag == keyTag || tag == valueTag, let n = varint(raw, &at, from: at + 1), n <= range.upperBound - at else { return nil }
+            let r = at..<at + n
+            at += n
+            guard isText(UnsafeRawBufferPointer(rebasing: raw[r])) else { return nil }
+            if tag == keyTag {
+                guard key == nil else { return nil }
+                key = r
+            } else {
+                guard value == nil else { return nil }
+                value = r
+            }
+        }
+        guard let key, !key.isEmpty else { return nil }
+        return (key, value ?? key.upperBound..<key.upperBound)
+    }
+
+    /// Valid UTF-8 without NUL bytes.
+    private static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
+        var ascii = true
+        for c in b {
+            if c == 0 { return false }
+            if c >= 0x80 { ascii = false }
+        }
+        return ascii || String(validating: b, as: UTF8.self) != nil
+    }
+
+    /// A varint of at most 4 bytes (< 2^28) starting at `start`; `at` moves past it. Nil when
+    /// the bytes end or it is longer.
+    @inline(__always) static func varint(_ b: UnsafeRawBufferPointer, _ at: inout Int, from start: Int) -> Int? {
+        var v = 0, shift = 0, i = start
+        while i < b.count && shift < 28 {
+            let c = b[i]
+            i += 1
+            v |= Int(c & 0x7F) << shift
+            if c < 0x80 { at = i; return v }
+            shift += 7
+        }
+        return nil
+    }
+
+    @inline(__always) static func varintSize(_ v: Int) -> Int { v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : 4 }
+
+    /// Bytes of one canonical entry of a key and a value of these lengths.
+    public static func entrySize(_ keyBytes: Int, _ valueBytes: Int) -> Int {
+        let inner = 2 + varintSize(keyBytes) + keyBytes + varintSize(valueBytes) + valueBytes
+        return 1 + varintSize(inner) + inner
+    }
+
+    static func appendVarint(_ v: Int, to out: inout [UInt8]) {
+        var v = v
+        while v >= 0x80 { out.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }
+        out.append(UInt8(v))
+    }
+
+    private static func compare(_ raw: UnsafeRawBufferPointer, _ a: Range<Int>, _ b: Range<Int>) -> Int {
+        compareBytes(UnsafeRawBufferPointer(rebasing: raw[a]), UnsafeRawBufferPointer(rebasing: raw[b]))
+    }
+
+    /// Byte-wise comparison: <0, 0, >0.
+    static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        for i in 0..<Swift.min(a.count, b.count) where a[i] != b[i] { return a[i] < b[i] ? -1 : 1 }
+        return a.count - b.count
+    }
+}

@@ -1,0 +1,177 @@
+import MarkerdTestSupport
+import Testing
+@testable import MarkerdCore
+
+/// Attributes stored encoded (`AttributeEncoding`, `AttributeArena`): canonical bytes, one-value
+/// reads, the bulk path, memory, updates, removals and compaction.
+@Suite struct AttributeArenaTests {
+    static let categories = ["city", "town", "village"]
+
+    /// Three realistic attributes: a name of 5-25 bytes, a category, a population.
+    static func threeAttributes(_ i: Int, _ rng: inout SplitMix64) -> [String: String] {
+        let name = String(repeating: "abcdefghij", count: 3).prefix(5 + Int(rng.next() % 21))
+        return ["name": String(name), "category": categories[i % 3], "population": "\(rng.next() % 5_000_000)"]
+    }
+
+    /// `attributes` as wire entries in a shuffled order, some keys given twice (an earlier,
+    /// overridden value first), and with the value field before the key now and then.
+    static func scrambledWire(_ attributes: [String: String], _ rng: inout SplitMix64) -> [UInt8] {
+        var out: [UInt8] = []
+        func entry(_ k: String, _ v: String, valueFirst: Bool) {
+            var inner: [UInt8] = []
+            func field(_ tag: UInt8, _ s: String) { inner.append(tag); AttributeEncoding.appendVarint(s.utf8.count, to: &inner); inner += Array(s.utf8) }
+            if valueFirst { field(AttributeEncoding.valueTag, v); field(AttributeEncoding.keyTag, k) }
+            else { field(AttributeEncoding.keyTag, k); field(AttributeEncoding.valueTag, v) }
+            out.append(AttributeEncoding.entryTag)
+            AttributeEncoding.appendVarint(inner.count, to: &out)
+            out += inner
+        }
+        var keys = Array(attributes.keys)
+        keys.shuffle(using: &rng)
+        for k in keys {
+            if rng.next() % 3 == 0 { entry(k, "overridden", valueFirst: false) }
+            entry(k, attributes[k]!, valueFirst: rng.next() % 4 == 0)
+        }
+        return out
+    }
+
+    @Test func encodingIsCanonicalAndReadsOneValue() throws {
+        let seed = testSeed("AttributeArenaTests.encodingIsCanonicalAndReadsOneValue")
+        var rng = SplitMix64(seed: seed)
+        for round in 0..<200 {
+            var attributes: [String: String] = [:]
+            for j in 0..<Int(rng.next() % 8) {
+                let key = ["name", "category", "population", "名前", "a", "ab", "b\(j)", String(repeating: "k", count: 200)][Int(rng.next() % 8)]
+                attributes[key] = rng.next() % 5 == 0 ? "" : "v\(round)-\(j) القاهرة"
+            }
+            let canonical = AttributeEncoding.encode(attributes)
+            #expect(canonical.isEmpty == attributes.isEmpty)
+            canonical.withUnsafeBytes { c in
+                #expect(AttributeEncoding.decode(c) == attributes, "seed \(seed) round \(round)")
+                for key in ["name", "category", "population", "名前", "a", "ab", "zz", "", "nam"] {
+                    #expect(AttributeEncoding.value(key, in: c) == attributes[key], "seed \(seed) round \(round) \(key)")
+                }
+            }
+            // Scrambled wire bytes (any order, repeated keys: last wins) come out canonical.
+            let wire = Self.scrambledWire(attributes, &rng)
+            var out: [UInt8] = [7]
+            let payload = wire.withUnsafeBytes { AttributeEncoding.appendCanonical($0, to: &out) }
+            #expect(payload == attributes.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }, "seed \(seed) round \(round)")
+            #expect(byteMismatch(out, [7] + canonical) == nil, "seed \(seed) round \(round)")
+        }
+        // Declined: an empty key, a missing key, a NUL, invalid UTF-8, another field, a cut entry.
+        for bad: [UInt8] in [[0x5A, 4, 0x0A, 0, 0x12, 0], [0x5A, 3, 0x12, 1, 0x61], [0x5A, 6, 0x0A, 1, 0x61, 0x12, 1, 0],
+                             [0x5A, 6, 0x0A, 1, 0xFF, 0x12, 1, 0x61], [0x5A, 5, 0x0A, 1, 0x61, 0x18, 1], [0x5A, 9, 0x0A, 1, 0x61],
+                             [0x62, 3, 0x0A, 1, 0x61]] {
+            var out: [UInt8] = [1, 2]
+            #expect(bad.withUnsafeBytes { AttributeEncoding.appendCanonical($0, to: &out) } == nil, "\(bad)")
+            #expect(out == [1, 2])
+        }
+    }
+
+    /// A load of markers with three attributes through the bulk path costs their encoded bytes
+    /// plus 8 bytes per marker: the layer's accounting against a layer of the same markers
+    /// without attributes, and the arena's own byte counts against the encoded sizes (a
+    /// dictionary per slot would fail both).
+    @Test func memoryIsEncodedSizePlusEightBytesPerMarker() throws {
+        let seed = testSeed("AttributeArenaTests.memoryIsEncodedSizePlusEightBytesPerMarker")
+        var rng = SplitMix64(seed: seed)
+        let n = 60_000
+        var records = BatchUpsertTests.plain(n, ids: { "m\($0)" }, &rng)
+        var encoded = 0
+        for i in records.indices {
+            records[i].attributes = Self.threeAttributes(i, &rng)
+            encoded += AttributeEncoding.encode(records[i].attributes).count
+        }
+        let plain = records.map { m in var m = m; m.attributes = [:]; return m }
+        var withAttributes = try MarkerLayer(), without = try MarkerLayer()
+        for (from, to) in stride(from: 0, to: n, by: 20_000).map({ ($0, $0 + 20_000) }) {
+            _ = withAttributes.upsert(try #require(RestoreTests.columnBatches([Array(records[from..<to])])?.first), now: RestoreTests.now)
+            _ = without.upsert(try #require(RestoreTests.columnBatches([Array(plain[from..<to])])?.first), now: RestoreTests.now)
+        }
+        let arena = withAttributes.attributes
+        #expect(arena.liveBytes == encoded && arena.garbageBytes == 0)
+        #expect(arena.refs.count <= withAttributes.table.slotCount)
+        #expect(arena.approximateBytes == encoded + 8 * n, "\(arena.approximateBytes) B for \(encoded) encoded")
+        let delta = withAttributes.approximateBytes - without.approximateBytes
+        #expect(delta == arena.approximateBytes)
+        #expect(Double(delta) / Double(n) <= Double(encoded) / Double(n) + 8)
+        #expect(without.attributes.approximateBytes == 0)
+        for i in stride(from: 0, to: n, by: 997) {
+            let slot = try #require(withAttributes.table.find("m\(i)"))
+            #expect(withAttributes.marker(id: "m\(i)")?.attributes == records[i].attributes)
+            #expect(withAttributes.attributeValue("name", slot: slot) == records[i].attributes["name"])
+            #expect(withAttributes.attributeValue("population", slot: slot) == records[i].attributes["population"])
+            #expect(withAttributes.attributeValue("missing", slot: slot) == nil)
+        }
+    }
+
+    @Test func updatesRemovalsClearAndCompaction() throws {
+        let seed = testSeed("AttributeArenaTests.updatesRemovalsClearAndCompaction")
+        var rng = SplitMix64(seed: seed)
+        var layer = try MarkerLayer()
+        var expected: [String: [String: String]] = [:]
+        let p = LatLng(latitude: 48.85, longitude: 2.35)
+        for round in 0..<40 {
+            var batch: [MarkerRecord] = []
+            for _ in 0..<500 {
+                let id = "m\(rng.next() % 3_000)"
+                guard !batch.contains(where: { $0.id == id }) else { continue }
+                let attributes = rng.next() % 4 == 0 ? [:] : Self.threeAttributes(Int(rng.next() % 3), &rng)
+                batch.append(MarkerRecord(id: id, position: p, attributes: attributes))
+                expected[id] = attributes
+            }
+            _ = try layer.upsert(batch, now: 0)
+            let gone = (0..<200).map { _ in "m\(rng.next() % 3_000)" }
+            _ = layer.remove(ids: gone)
+            for id in gone { expected[id] = nil }
+            // The arena holds exactly the live markers' encodings; garbage never exceeds half of it for long.
+            let live = expected.values.reduce(0) { $0 + AttributeEncoding.encode($1).count }
+            #expect(layer.attributes.liveBytes == live, "seed \(seed) round \(round)")
+            #expect(layer.attributes.garbageBytes <= max(65536, live), "seed \(seed) round \(round)")
+        }
+        for (id, attributes) in expected {
+            #expect(layer.marker(id: id)?.attributes == attributes, "seed \(seed): \(id)")
+            let slot = try #require(layer.table.find(id))
+            #expect(layer.attributeValue("category", slot: slot) == attributes["category"])
+        }
+        // Enough churn compacts: garbage was dropped at least once (it could not have stayed).
+        var churned = layer
+        for round in 0..<300 {
+            _ = try churned.upsert((0..<50).map { MarkerRecord(id: "c\($0)", position: p, attributes: ["name": "round \(round) \(String(repeating: "x", count: 60))"]) }, now: 0)
+        }
+        #expect(churned.attributes.garbageBytes <= max(65536, churned.attributes.liveBytes))
+        #expect(churned.marker(id: "c7")?.attributes["name"]?.hasPrefix("round 299 ") == true)
+        #expect(churned.marker(id: expected.keys.first!)?.attributes == expected[expected.keys.first!])
+        churned.clear()
+        #expect(churned.attributes.approximateBytes == 0 && churned.attributes.liveBytes == 0)
+        _ = layer.remove(ids: Array(expected.keys))
+        #expect(layer.attributes.liveBytes == 0)
+    }
+
+    /// Records longer than what is left of a chunk go on in the next ones (up to the 1 MiB
+    /// limit, many chunks), and read back whole, before and after compaction.
+    @Test func recordsAcrossChunksReadBackWhole() throws {
+        let seed = testSeed("AttributeArenaTests.recordsAcrossChunksReadBackWhole")
+        var rng = SplitMix64(seed: seed)
+        var layer = try MarkerLayer()
+        var expected: [String: [String: String]] = [:]
+        let p = LatLng(latitude: 35.68, longitude: 139.69)
+        for round in 0..<30 {
+            let id = "big\(rng.next() % 12)"
+            let size = [10, 5_000, 40_000, 70_000, 300_000, 900_000][Int(rng.next() % 6)]
+            let attributes = ["blob": String(repeating: "\(round % 10)", count: size), "name": "東京 \(round)"]
+            _ = try layer.upsert([MarkerRecord(id: id, position: p, attributes: attributes)], now: 0)
+            expected[id] = attributes
+            for (id, attributes) in expected {
+                let slot = try #require(layer.table.find(id))
+                #expect(layer.attributeValue("blob", slot: slot) == attributes["blob"], "seed \(seed) round \(round) \(id)")
+                #expect(layer.attributeValue("name", slot: slot) == attributes["name"], "seed \(seed) round \(round) \(id)")
+            }
+            #expect(layer.attributes.garbageBytes <= max(65536, layer.attributes.liveBytes), "seed \(seed) round \(round)")
+        }
+        #expect(throws: MarkerdCoreError.self) {
+            _ = try layer.upsert([MarkerRecord(id: "huge", position: p, attributes: ["k": String(repeating: "x", count: 1 << 20)])], now: 0)
+        }
+    }
+}
