@@ -80,7 +80,10 @@ public enum AttributeEncoding {
     /// Decodes canonical bytes (from `encode` or `appendCanonical`) into a dictionary.
     public static func decode(_ bytes: UnsafeRawBufferPointer) -> [String: String] {
         var map: [String: String] = [:]
-        forEach(bytes) { k, v in map[String(decoding: k, as: UTF8.self)] = String(decoding: v, as: UTF8.self) }
+        forEach(bytes) { k, v in
+            map[String(decoding: k, as: UTF8.self)] = String(decoding: v, as: UTF8.self)
+            return true
+        }
         return map
     }
 
@@ -100,12 +103,8 @@ public enum AttributeEncoding {
         }
     }
 
-    /// Calls `body` with each entry's key and value bytes of canonical bytes, in key order.
-    public static func forEach(_ bytes: UnsafeRawBufferPointer, _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void) {
-        forEach(bytes) { k, v in body(k, v); return true }
-    }
-
-    /// `forEach` that stops when `body` returns false.
+    /// Calls `body` with each entry's key and value bytes of canonical bytes, in key order,
+    /// until it returns false.
     static func forEach(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) {
         var at = 0
         // Canonical: entry tag, entry length, key tag, key length, key, value tag, value length, value.
@@ -187,7 +186,7 @@ public enum AttributeEncoding {
     @inline(__always) static func varintSize(_ v: Int) -> Int { v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : 4 }
 
     /// Bytes of one canonical entry of a key and a value of these lengths.
-    public static func entrySize(_ keyBytes: Int, _ valueBytes: Int) -> Int {
+    static func entrySize(_ keyBytes: Int, _ valueBytes: Int) -> Int {
         let inner = 2 + varintSize(keyBytes) + keyBytes + varintSize(valueBytes) + valueBytes
         return 1 + varintSize(inner) + inner
     }
