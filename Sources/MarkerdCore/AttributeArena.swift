@@ -57,7 +57,7 @@ struct AttributeArena: Sendable {
             return
         } else {
             refs.reserveGrowing(s + 1 - refs.count)
-            while refs.count <= s { refs.append(0) }
+            refs.append(contentsOf: repeatElement(0, count: s + 1 - refs.count))
         }
         guard !bytes.isEmpty else { return compactIfNeeded() }
         precondition(bytes.count <= AttributeEncoding.maxEncodedBytes, "attributes of \(bytes.count) bytes")
