@@ -13,7 +13,8 @@ struct AttributeArena: Sendable {
     /// Size of one chunk of the arena (64 KiB).
     static let chunkBytes = 1 << 16
 
-    /// A slot's reference: `chunk << 40 | offset << 20 | length`; 0 (length 0): no attributes.
+    /// A slot's reference: `chunk << 40 | offset << 20 | length` (the record starts at `offset`
+    /// of `chunks[chunk]`; up to 2^24 chunks, 1 TiB); 0 (length 0): no attributes.
     private(set) var refs: [UInt64] = []
     private var chunks: [[UInt8]] = []
     /// Bytes of live records.
@@ -46,9 +47,6 @@ struct AttributeArena: Sendable {
         return copy.withUnsafeBytes(body)
     }
 
-    /// Length of a slot's encoded attributes (0: none).
-    @inline(__always) func encodedCount(_ slot: Int32) -> Int { Int(slot) < refs.count ? Int(refs[Int(slot)] & 0xF_FFFF) : 0 }
-
     /// Gives `slot` these canonical bytes (empty: none), freeing what it had. `bytes` holds at
     /// most `AttributeEncoding.maxEncodedBytes`. O(bytes), amortized.
     mutating func set(_ slot: Int32, _ bytes: UnsafeRawBufferPointer) {
@@ -59,7 +57,7 @@ struct AttributeArena: Sendable {
             return
         } else {
             refs.reserveGrowing(s + 1 - refs.count)
-            while refs.count <= s { refs.append(0) }
+            refs.append(contentsOf: repeatElement(0, count: s + 1 - refs.count))
         }
         guard !bytes.isEmpty else { return compactIfNeeded() }
         precondition(bytes.count <= AttributeEncoding.maxEncodedBytes, "attributes of \(bytes.count) bytes")

@@ -80,7 +80,10 @@ public enum AttributeEncoding {
     /// Decodes canonical bytes (from `encode` or `appendCanonical`) into a dictionary.
     public static func decode(_ bytes: UnsafeRawBufferPointer) -> [String: String] {
         var map: [String: String] = [:]
-        forEach(bytes) { k, v in map[String(decoding: k, as: UTF8.self)] = String(decoding: v, as: UTF8.self) }
+        forEach(bytes) { k, v in
+            map[String(decoding: k, as: UTF8.self)] = String(decoding: v, as: UTF8.self)
+            return true
+        }
         return map
     }
 
@@ -100,12 +103,8 @@ public enum AttributeEncoding {
         }
     }
 
-    /// Calls `body` with each entry's key and value bytes of canonical bytes, in key order.
-    public static func forEach(_ bytes: UnsafeRawBufferPointer, _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void) {
-        forEach(bytes) { k, v in body(k, v); return true }
-    }
-
-    /// `forEach` that stops when `body` returns false.
+    /// Calls `body` with each entry's key and value bytes of canonical bytes, in key order,
+    /// until it returns false.
     static func forEach(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) {
         var at = 0
         // Canonical: entry tag, entry length, key tag, key length, key, value tag, value length, value.
@@ -160,14 +159,24 @@ public enum AttributeEncoding {
         return (key, value ?? key.upperBound..<key.upperBound)
     }
 
-    /// Valid UTF-8 without NUL bytes.
-    private static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
-        var ascii = true
-        for c in b {
-            if c == 0 { return false }
-            if c >= 0x80 { ascii = false }
+    /// Valid UTF-8 without NUL bytes. ASCII is checked 8 bytes at a time.
+    @inline(__always) private static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
+        var i = 0, high: UInt64 = 0, zero: UInt64 = 0
+        while i + 8 <= b.count {
+            let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            high |= w
+            zero |= (w &- 0x0101_0101_0101_0101) & ~w   // a zero byte's high bit (with w's high bits, masked below)
+            i += 8
         }
-        return ascii || String(validating: b, as: UTF8.self) != nil
+        var tailHigh: UInt8 = 0
+        while i < b.count {
+            if b[i] == 0 { return false }
+            tailHigh |= b[i]
+            i += 1
+        }
+        let ascii = (high | UInt64(tailHigh)) & 0x8080_8080_8080_8080 == 0
+        if ascii { return zero & 0x8080_8080_8080_8080 == 0 }
+        return !b.contains(0) && String(validating: b, as: UTF8.self) != nil
     }
 
     /// A varint of at most 4 bytes (< 2^28) starting at `start`; `at` moves past it. Nil when
@@ -187,7 +196,7 @@ public enum AttributeEncoding {
     @inline(__always) static func varintSize(_ v: Int) -> Int { v < 1 << 7 ? 1 : v < 1 << 14 ? 2 : v < 1 << 21 ? 3 : 4 }
 
     /// Bytes of one canonical entry of a key and a value of these lengths.
-    public static func entrySize(_ keyBytes: Int, _ valueBytes: Int) -> Int {
+    static func entrySize(_ keyBytes: Int, _ valueBytes: Int) -> Int {
         let inner = 2 + varintSize(keyBytes) + keyBytes + varintSize(valueBytes) + valueBytes
         return 1 + varintSize(inner) + inner
     }

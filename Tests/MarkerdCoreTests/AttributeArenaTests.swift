@@ -62,7 +62,9 @@ import Testing
         // Declined: an empty key, a missing key, a NUL, invalid UTF-8, another field, a cut entry.
         for bad: [UInt8] in [[0x5A, 4, 0x0A, 0, 0x12, 0], [0x5A, 3, 0x12, 1, 0x61], [0x5A, 6, 0x0A, 1, 0x61, 0x12, 1, 0],
                              [0x5A, 6, 0x0A, 1, 0xFF, 0x12, 1, 0x61], [0x5A, 5, 0x0A, 1, 0x61, 0x18, 1], [0x5A, 9, 0x0A, 1, 0x61],
-                             [0x62, 3, 0x0A, 1, 0x61]] {
+                             [0x62, 3, 0x0A, 1, 0x61],
+                             [0x5A, 17, 0x0A, 1, 0x61, 0x12, 12] + Array("abcdefgh".utf8) + [0x61, 0, 0x62, 0x63],
+                             [0x5A, 21, 0x0A, 16] + Array("abcdefghijklmno".utf8) + [0xC3, 0x12, 1, 0x61]] {
             var out: [UInt8] = [1, 2]
             #expect(bad.withUnsafeBytes { AttributeEncoding.appendCanonical($0, to: &out) } == nil, "\(bad)")
             #expect(out == [1, 2])
