@@ -44,6 +44,10 @@ func runAll() throws -> Table {
         try OneCityBench(seed: options.seed, table: table).run()
         return table
     }
+    if options.runLabels {
+        for n in options.sizes { try LabelBench(options: options, count: n, table: table).run() }
+        return table
+    }
     let echoBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let floor = try Floor.Client(executable: echoBinary, echo: options.verbose)
     defer { floor.stop() }
