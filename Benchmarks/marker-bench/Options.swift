@@ -66,9 +66,10 @@ struct Options: Sendable {
     var placesPath: String = Places.fixturePath
     /// Where `LabelBench` writes the z10 Paris tiles as PNG (`--png-dir`); nil: not written.
     var pngDir: String? = nil
-    /// `LabelBench`: the most seconds Mapnik's renders may take in all (`--mapnik-seconds`); what
-    /// is left is stopped and reported as such. Default 150.
-    var mapnikSeconds = 150
+    /// `LabelBench`: the most seconds Mapnik may take per zoom, loading included
+    /// (`--mapnik-seconds`); a render still running then is stopped and reported as a lower
+    /// bound. Default 45.
+    var mapnikSeconds = 45
     /// The Python with python3-mapnik (`--mapnik-python`). Default Debian's /usr/bin/python3.
     var mapnikPython = "/usr/bin/python3"
     /// Benchmarks/mapnik/render_places.py of the checkout marker-bench was built from.
@@ -154,8 +155,9 @@ struct Options: Sendable {
                            of the checkout marker-bench was built from
       --png-dir DIR        labels: write markerd's labelled and unlabelled and Mapnik's
                            z10 Paris tile (10/518/352) as PNG files into DIR
-      --mapnik-seconds N   labels: stop Mapnik after N seconds of rendering in all (the
-                           rows say what was left). Default 150
+      --mapnik-seconds N   labels: stop Mapnik after N seconds per zoom, loading the
+                           places included (a render still running gives a lower
+                           bound). Default 45
       --mapnik-python PATH labels: the Python with python3-mapnik. Default /usr/bin/python3
       --small-pages        keep this process on 4 KiB pages; by default marker-bench, like
                            markerd, restarts itself once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
