@@ -21,9 +21,10 @@ import MarkerdTestSupport
 ///   and z14 after one marker moved into the tile (as `TileBench`'s cold tiles). Rows: p50 / p99
 ///   of each layer and labelled / unlabelled;
 /// - Mapnik (`Benchmarks/mapnik/render_places.py`, Debian's python3-mapnik) rendering the same
-///   places (the N markers as loaded, before the cold calls' moves, in population order) and the same tiles with labels
-///   de-cluttered, each render cold, within a time limit (`--mapnik-seconds`): p50 / p99 per zoom
-///   and Mapnik / markerd labelled (no ratio when this markerd's labelled and unlabelled tiles
+///   places (the N markers as loaded, before the cold calls' moves, in population order) and the
+///   same tiles with labels de-cluttered, each render cold, one run per zoom within a time limit
+///   (`--mapnik-seconds`; a lower bound when its first render does not finish): p50 / p99 per
+///   zoom and Mapnik / markerd labelled (no ratio when this markerd's labelled and unlabelled tiles
 ///   are the same bytes: it draws no labels, which a row then says);
 /// - with `--png-dir DIR`, markerd's labelled and unlabelled tiles and Mapnik's tile of z10 Paris
 ///   (10/518/352) as PNG files in DIR.
