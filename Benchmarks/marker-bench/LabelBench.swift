@@ -362,6 +362,8 @@ struct LabelBench {
             tail.lock.withLock { tail.text = String((tail.text + String(decoding: d, as: UTF8.self)).suffix(2000)) }
         }
         try process.run()
+        ChildProcess.track(process)
+        defer { ChildProcess.forget(process) }
         let start = ContinuousClock.now
         var lastSize: UInt64 = 0, lastGrowth = start
         var timedOut = false

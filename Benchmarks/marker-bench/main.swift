@@ -27,13 +27,17 @@ do {
 // Ctrl-C / SIGTERM: stop the markerd and echo children before leaving.
 signal(SIGINT, SIG_IGN)
 signal(SIGTERM, SIG_IGN)
+/// The SIGINT and SIGTERM handler. It runs on a dispatch queue, so it is a function and not a
+/// closure written here: a closure in top-level code is main-actor isolated, and Swift 6 traps
+/// ("Illegal instruction") when one runs off the main thread, before any child is stopped.
+func stopChildrenAndExit() {
+    Progress.log("interrupted: stopping child processes")
+    ChildProcess.killAll()
+    exit(130)
+}
 let signalSources = [SIGINT, SIGTERM].map { sig in
     let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-    source.setEventHandler {
-        Progress.log("interrupted: stopping child processes")
-        ChildProcess.killAll()
-        exit(130)
-    }
+    source.setEventHandler(handler: stopChildrenAndExit)
     source.resume()
     return source
 }
