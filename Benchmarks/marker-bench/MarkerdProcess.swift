@@ -118,6 +118,17 @@ final class ChildProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Adds `process`, started elsewhere (a script run with a time limit), to the children
+    /// `killAll` stops, until `forget`.
+    static func track(_ process: Process) {
+        registryLock.withLock { running[process.processIdentifier] = process }
+    }
+
+    /// Removes `process` (given to `track`) once it has ended.
+    static func forget(_ process: Process) {
+        registryLock.withLock { _ = running.removeValue(forKey: process.processIdentifier) }
+    }
+
     /// Stops every child still running (on SIGINT/SIGTERM of marker-bench).
     static func killAll() {
         let all = registryLock.withLock { running }

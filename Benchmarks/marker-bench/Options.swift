@@ -1,4 +1,5 @@
 import Foundation
+import MarkerdTestSupport
 
 /// marker-bench's command line.
 struct Options: Sendable {
@@ -60,6 +61,25 @@ struct Options: Sendable {
     var moveOnly = false
     /// Run `ApplyBench` (`--only apply`: the load's batch upserts in this process).
     var runApply = false
+    /// Run `LabelBench` (`--only labels`: labelled vs unlabelled cold tiles on real places, and
+    /// Mapnik's tiles of the same places; never part of a full run).
+    var runLabels = false
+    /// The real places `LabelBench` replicates (`--places`). Default: the fixture of the checkout
+    /// marker-bench was built from (`Places.fixturePath`).
+    var placesPath: String = Places.fixturePath
+    /// Where `LabelBench` writes the z10 Paris tiles as PNG (`--png-dir`); nil: not written.
+    var pngDir: String? = nil
+    /// `LabelBench`: the most seconds Mapnik may take per zoom, loading included
+    /// (`--mapnik-seconds`); a render still running then is stopped and reported as a lower
+    /// bound. Default 45.
+    var mapnikSeconds = 45
+    /// The Python with python3-mapnik (`--mapnik-python`). Default Debian's /usr/bin/python3.
+    var mapnikPython = "/usr/bin/python3"
+    /// Benchmarks/mapnik/render_places.py of the checkout marker-bench was built from.
+    var mapnikScript: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("mapnik/render_places.py").path
+    }
     /// Keep this process on glibc's default 4 KiB pages (`--small-pages`): do not re-execute
     /// with transparent huge pages for the heap as markerd does (`MallocTuning.enableHugePages`).
     /// Default false (huge pages, like markerd). Checked in main.swift before parsing.
@@ -82,6 +102,7 @@ struct Options: Sendable {
             runClusters = only == "clusters"
             runViewport = only == "viewport"
             runClusterWork = only == "clusterwork"
+            runLabels = only == "labels"
             skipDurability = only != "durability" && only != "restart"
             restartOnly = only == "restart"
         }
@@ -129,9 +150,22 @@ struct Options: Sendable {
                            section's layer build and single moves only),
                            apply (the RPC load's batch upserts in process, thread
                            CPU per marker under the write lock and outside it),
-                           or attributes (loads plain and with three attributes,
+                           attributes (loads plain and with three attributes,
                            three fresh markerds each: rate ratio and bytes per
-                           marker against the attributes' encoded size)
+                           marker against the attributes' encoded size), or
+                           labels (real places, replicated to each size with
+                           attributes name, category, population: cold tiles at
+                           z0, z3, z10, z14 labelled vs unlabelled, the first
+                           labelled tile per zoom, and Mapnik's renders of the
+                           same places and tiles; never part of a full run)
+      --places PATH        labels: the places TSV. Default Tests/Fixtures/places/cities.tsv
+                           of the checkout marker-bench was built from
+      --png-dir DIR        labels: write markerd's labelled and unlabelled and Mapnik's
+                           z10 Paris tile (10/518/352) as PNG files into DIR
+      --mapnik-seconds N   labels: stop Mapnik after N seconds per zoom, loading the
+                           places included (a render still running gives a lower
+                           bound). Default 45
+      --mapnik-python PATH labels: the Python with python3-mapnik. Default /usr/bin/python3
       --small-pages        keep this process on 4 KiB pages; by default marker-bench, like
                            markerd, restarts itself once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
                            (transparent huge pages for the heap, when the kernel's THP mode is
@@ -186,11 +220,15 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "attributes"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "attributes", "labels"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }
                 o.only = section
+            case "--places": o.placesPath = try value(arg)
+            case "--png-dir": o.pngDir = try value(arg)
+            case "--mapnik-seconds": o.mapnikSeconds = try count(Substring(try value(arg)), arg)
+            case "--mapnik-python": o.mapnikPython = try value(arg)
             case "--no-tune": o.tuneLoad = false
             case "--small-pages": o.smallPages = true
             case "--markerd": o.markerdPath = try value(arg)
@@ -216,6 +254,10 @@ struct Options: Sendable {
         if let only { parts.append("--only \(only)") }
         else if skipDurability { parts.append("--skip-durability") }
         if !tuneLoad { parts.append("--no-tune") }
+        if runLabels {
+            parts.append("--places \(placesPath) --mapnik-seconds \(mapnikSeconds) --mapnik-python \(mapnikPython)")
+            if let pngDir { parts.append("--png-dir \(pngDir)") }
+        }
         if smallPages { parts.append("--small-pages") }
         parts.append("--markerd \(markerdPath)")
         if !skipDurability { parts.append("--data-root \(dataRoot)") }

@@ -27,13 +27,17 @@ do {
 // Ctrl-C / SIGTERM: stop the markerd and echo children before leaving.
 signal(SIGINT, SIG_IGN)
 signal(SIGTERM, SIG_IGN)
+/// The SIGINT and SIGTERM handler. It runs on a dispatch queue, so it is a function and not a
+/// closure written here: a closure in top-level code is main-actor isolated, and Swift 6 traps
+/// ("Illegal instruction") when one runs off the main thread, before any child is stopped.
+func stopChildrenAndExit() {
+    Progress.log("interrupted: stopping child processes")
+    ChildProcess.killAll()
+    exit(130)
+}
 let signalSources = [SIGINT, SIGTERM].map { sig in
     let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-    source.setEventHandler {
-        Progress.log("interrupted: stopping child processes")
-        ChildProcess.killAll()
-        exit(130)
-    }
+    source.setEventHandler(handler: stopChildrenAndExit)
     source.resume()
     return source
 }
@@ -42,6 +46,10 @@ func runAll() throws -> Table {
     let table = Table()
     if options.runOneCity {
         try OneCityBench(seed: options.seed, table: table).run()
+        return table
+    }
+    if options.runLabels {
+        for n in options.sizes { try LabelBench(options: options, count: n, table: table).run() }
         return table
     }
     let echoBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
