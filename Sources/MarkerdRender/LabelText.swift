@@ -22,9 +22,11 @@ public final class LabelText: LabelMeasurer {
     /// The process-wide instance the tile renderer uses.
     public static let shared = LabelText()
 
-    /// Measurements kept at most (default 65,536; each about 100-300 bytes with its key).
+    /// Measurements kept at most (default 65,536, each about 100-300 bytes with its key); those
+    /// used within the last `measureCapacity / 2` new ones always stay.
     public let measureCapacity: Int
-    /// Bytes of sprite pixels kept at most (default 64 MiB), plus one sprite.
+    /// Bytes of sprite pixels kept at most, plus one sprite (default 64 MiB: about 2,500
+    /// ten-character labels at density 2); sprites used within the last half of that stay.
     public let spriteCacheBytes: Int
 
     private struct MeasureKey: Hashable, Sendable { let text: String; let style: LabelTextStyle }
@@ -49,7 +51,9 @@ public final class LabelText: LabelMeasurer {
     /// The box `text` laid out in `style` occupies, in whole px at density 1: the text's logical
     /// extents (advances, and the fonts' ascent plus descent per line) plus `inset =
     /// ceil(haloWidth)` on every side, rounded up. The text's logical rectangle starts at
-    /// (`inset`, `inset`). Empty text measures 0 x 0. Memoized (`measureCapacity`).
+    /// (`inset`, `inset`). Empty text measures 0 x 0. Memoized (`measureCapacity`). Glyphs
+    /// reaching beyond their logical rectangle by more than the inset (rare) are clipped in
+    /// sprites.
     public func measure(_ text: String, style: LabelTextStyle) -> LabelSize {
         if text.isEmpty { return LabelSize(width: 0, height: 0) }
         let key = MeasureKey(text: text, style: style.clamped)
