@@ -17,33 +17,47 @@ extension MarkerService {
     }
 
     /// The tile's PNG with labels. Call under the layer's read lock.
-    func renderLabelledTile(_ h: LayerHandle, tile: TileID, tileSize: Int, density: Int, now: Int64,
-                            placement: LabelPlacement) throws(RenderError) -> TileCache.Tile {
+    func renderLabelledTile(_ h: LayerHandle, tile: TileID, tileSize: Int, density: Int, now: Int64) throws(RenderError) -> TileCache.Tile {
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
-        let canvas = try renderLabelled(h.layer, view: view, now: now, placement: placement).canvas
+        let canvas = try renderLabelled(h, view: view, pixelZoom: LabelPlacements.pixelZoom(z: tile.z, tileSize: tileSize), now: now).canvas
         if canvas.isEmpty { return TileCache.Tile(png: TransparentTile.png(size: canvas.width), empty: true) }
         return TileCache.Tile(png: tileRenderer.encodeTilePNG(canvas), empty: false)
     }
 
-    /// `view` (a tile, or a snapshot at the placement's zoom) with the layer's icons and, on top,
+    /// `view` (a tile, or a snapshot at whole zoom `pixelZoom`) with the layer's icons and, on top,
     /// the placed labels meeting it. Call under the layer's read lock.
-    func renderLabelled(_ layer: MarkerLayer, view: RasterView, now: Int64, placement: LabelPlacement) throws(RenderError) -> RenderedRaster {
+    func renderLabelled(_ h: LayerHandle, view: RasterView, pixelZoom pz: Int, now: Int64) throws(RenderError) -> RenderedRaster {
+        let layer = h.layer
         let style = layer.labelStyle
-        var raster = style.showIconWithoutLabel
-            ? try tileRenderer.render(layer, view: view, now: now)
-            : try tileRenderer.render(layer, view: view, now: now, keep: { placement.label(slot: $0) != nil })
         // The view's global device px are world px at the placement's zoom times the density.
         let d = Int64(view.density)
         func floorDiv(_ a: Int64) -> Int64 { a >= 0 ? a / d : -((-a + d - 1) / d) }
-        let minX = floorDiv(view.originX), minY = floorDiv(view.originY)
-        let maxX = -floorDiv(-(view.originX + Int64(view.width))), maxY = -floorDiv(-(view.originY + Int64(view.height)))
-        for label in placement.labels(inPixelRect: minX, minY, maxX, maxY) {
+        let rect = LabelPlacements.Rect(x0: floorDiv(view.originX), y0: floorDiv(view.originY),
+                                        x1: -floorDiv(-(view.originX + Int64(view.width))), y1: -floorDiv(-(view.originY + Int64(view.height))))
+        let iconRect = style.showIconWithoutLabel ? nil : Self.reachRect(rect, layer)
+        let (labels, placed) = h.labels.labels(pz, in: rect, iconRect: iconRect, layer: layer, measurer: labelText, now: now)
+        var raster = style.showIconWithoutLabel
+            ? try tileRenderer.render(layer, view: view, now: now)
+            : try tileRenderer.render(layer, view: view, now: now, keep: { !layer.isLabelled(slot: $0, now: now) || placed.contains($0) })
+        for label in labels {
             guard let text = layer.labelText(slot: label.slot) else { continue }
             let paint = LabelPaint(color: layer.labelColor(slot: label.slot), haloColor: style.paint.haloColor)
             let sprite = try labelText.sprite(text, style: style.text, paint: paint, density: view.density)
             raster.canvas.draw(sprite: sprite, atX: Int(label.box.x * d - view.originX), y: Int(label.box.y * d - view.originY))
         }
         return raster
+    }
+
+    /// `rect` grown by how far the label of a marker whose icon meets it can lie: icons drawn
+    /// in `rect` belong to markers within the largest icon extents (plus the renderer's margin),
+    /// and a label lies within gap + the largest label + padding of its icon.
+    static func reachRect(_ rect: LabelPlacements.Rect, _ layer: MarkerLayer) -> LabelPlacements.Rect {
+        let style = layer.labelStyle
+        let e = layer.styles.maxExtents
+        let most = LabelGeometry.maximumSize(style.text)
+        let grow = Int64((max(e.left, e.right, e.up, e.down) * 2 + TileRenderer.marginPx + Double(style.gap + style.padding)).rounded(.up))
+            + max(most.width, most.height)
+        return LabelPlacements.Rect(x0: rect.x0 - grow, y0: rect.y0 - grow, x1: rect.x1 + grow, y1: rect.y1 + grow)
     }
 
     /// The hits of `r` on a labelled layer: markers whose placed label (at the tile zoom of the
@@ -55,12 +69,11 @@ extension MarkerService {
         guard Self.labelsShown(h, z: z) else { return iconHits }
         let layer = h.layer
         let pz = LabelPlacements.pixelZoom(z: z, tileSize: layer.options.tileSize)
-        let placement = h.labels.placement(pz, layer: layer, measurer: labelText, now: now)
         let unitsPerPx = Mercator.worldUnitsPerPixel(zoom: Double(pz))
+        let (x, y) = (Mercator.worldX(longitude: p.longitude) / unitsPerPx, Mercator.worldY(latitude: p.latitude) / unitsPerPx)
         var hits: [V1.MarkerHit] = []
         var seen = Set<String>()
-        if let label = placement.label(atPixelX: Mercator.worldX(longitude: p.longitude) / unitsPerPx,
-                                       y: Mercator.worldY(latitude: p.latitude) / unitsPerPx) {
+        if let label = h.labels.label(pz, atX: x, y: y, layer: layer, measurer: labelText, now: now) {
             var hit = V1.MarkerHit()
             hit.marker = MarkerConversion.apiMarker(layer.marker(slot: label.slot))
             hit.tiled = layer.mode(now: now) == .tiled
@@ -71,7 +84,13 @@ extension MarkerService {
         let hideDropped = !layer.labelStyle.showIconWithoutLabel
         for hit in iconHits {
             guard let id = hit.marker?.id, !seen.contains(id) else { continue }
-            if hideDropped, hit.tiled, let slot = layer.slot(id: id), placement.label(slot: slot) == nil { continue }
+            if hideDropped, hit.tiled, let slot = layer.slot(id: id), layer.isLabelled(slot: slot, now: now) {
+                // Its label's reach around the icon decides whether the icon is drawn.
+                let a = LabelGeometry.anchor(layer.worldPosition(slot: slot), pixelZoom: pz)
+                let r = LabelPlacements.Rect(x0: a.x, y0: a.y, x1: a.x + 1, y1: a.y + 1)
+                let (_, placed) = h.labels.labels(pz, in: r, iconRect: Self.reachRect(r, layer), layer: layer, measurer: labelText, now: now)
+                if !placed.contains(slot) { continue }
+            }
             hits.append(hit)
         }
         return Array(hits.prefix(Int(r.maxResults ?? 10)))

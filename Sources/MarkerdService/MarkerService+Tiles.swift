@@ -25,16 +25,15 @@ extension MarkerService {
         return try read(r.layerID) { (h, now) throws(RPCError) in
             // A labelled tile's version depends on its zoom's placement being kept (`LabelPlacements`).
             let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
-            let placement = Self.labelsShown(h, z: tile.z)
-                ? h.labels.placement(LabelPlacements.pixelZoom(z: tile.z, tileSize: size), layer: h.layer, measurer: labelText, now: now)
-                : nil
+            let labelled = Self.labelsShown(h, z: tile.z)
+            if labelled { h.labels.prepare(LabelPlacements.pixelZoom(z: tile.z, tileSize: size), layer: h.layer, measurer: labelText, now: now) }
             let (key, notModified) = Self.tileKey(r, h, tile: tile, density: density)
             if let notModified { return notModified }
             let overlay = h.options.tiling?.debugOverlay ?? false
             let rendered = try tileCache.tile(key) { () throws(RPCError) -> TileCache.Tile in
                 do {
-                    if let placement {
-                        return try renderLabelledTile(h, tile: tile, tileSize: size, density: density, now: now, placement: placement)
+                    if labelled {
+                        return try renderLabelledTile(h, tile: tile, tileSize: size, density: density, now: now)
                     }
                     if !overlay, let kept = try renderKeptTile(h, tile: tile, tileSize: key.tileSize, density: density, now: now) {
                         return kept
@@ -100,7 +99,7 @@ extension MarkerService {
             // A labelled zoom whose placement is not kept yet is decided by `getTile`.
             if Self.labelsShown(h, z: checked.tile.z) {
                 let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
-                guard h.labels.keptPlacement(LabelPlacements.pixelZoom(z: checked.tile.z, tileSize: size)) != nil else { return nil }
+                guard h.labels.isKept(LabelPlacements.pixelZoom(z: checked.tile.z, tileSize: size)) else { return nil }
             }
             return Self.tileKey(r, h, tile: checked.tile, density: checked.density)
         }
@@ -128,8 +127,7 @@ extension MarkerService {
             do {
                 // Labels at whole zooms only: a placement belongs to one zoom (of 256 px tiles).
                 if Self.labelsShown(h, z: Int(r.zoom)), r.zoom == r.zoom.rounded(.down) {
-                    let placement = h.labels.placement(Int(r.zoom), layer: h.layer, measurer: labelText, now: now)
-                    raster = try renderLabelled(h.layer, view: view, now: now, placement: placement)
+                    raster = try renderLabelled(h, view: view, pixelZoom: Int(r.zoom), now: now)
                 } else {
                     raster = try tileRenderer.render(h.layer, view: view, now: now)
                 }
