@@ -6,8 +6,10 @@ extension LabelPlacement {
     /// redraw: the old and new box of every label whose placement changed, and those of every
     /// slot in `changed` that had or has a label (its text or colour may differ); when the
     /// style hides icons without a label (`showIconWithoutLabel` false), also the icon box
-    /// (`iconBox`) of each labelled marker whose label appeared or went. A box may appear twice. With a different `labelStyle` or tile size than the placement was made
-    /// with, rebuilds from scratch and returns every old and new box.
+    /// (`iconBox`) of each labelled marker whose label appeared or went. A box may appear twice.
+    /// With a different `labelStyle` or tile size than the placement was made with, rebuilds
+    /// from scratch and returns every old and new label box (a style change redraws the
+    /// layer's tiles anyway).
     ///
     /// - changed: every slot whose label inputs may have changed since the placement was made
     ///   or last updated: upserted (created or replaced), moved, removed (its freed slot, also
