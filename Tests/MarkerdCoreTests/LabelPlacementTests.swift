@@ -345,6 +345,32 @@ struct LabelScenario {
         #expect(p.label(atPixelX: Double(a.x + dx + 25), y: Double(a.y + dy)) == nil)
     }
 
+    /// A label right of a marker at the east edge wraps to x = 0: the tiles on both sides of
+    /// the antimeridian draw it (shifted by the world width on the west side), and a hit west
+    /// of the antimeridian finds it.
+    @Test func labelAcrossTheAntimeridian() throws {
+        var layer = try MarkerLayer()
+        try layer.setLabelStyle(LabelStyle(enabled: true, positions: [.right]))
+        // At pz 4 (W = 4096 px) longitude 178.3 is about 19 px west of the antimeridian; the
+        // label (53 x 18 px, centred on latitude 0) spans tile rows 7 and 8.
+        _ = try layer.upsert([MarkerRecord(id: "e", position: LatLng(latitude: 0, longitude: 178.3),
+                                           style: IconStyle(source: .image(id: "i", width: 2, height: 2)),
+                                           label: MarkerLabel(text: "Taveuni"))], now: now)
+        let p = LabelPlacement(layer: layer, pixelZoom: 4, measurer: measurer, now: now)
+        let l = try #require(p.labels.first)
+        let w = p.worldWidth
+        #expect(l.box.x < w && l.box.x + l.box.width > w, "\(l.box) does not cross x = \(w)")
+        func boxes(column: UInt32) throws -> Set<LabelBox> {
+            Set(try [7, 8].flatMap { row in p.labels(inTile: try #require(TileID(z: 4, x: column, y: row)), tileSize: 256).map(\.box) })
+        }
+        var shifted = l.box
+        shifted.x -= w
+        #expect(try boxes(column: 15) == [l.box])
+        #expect(try boxes(column: 0) == [shifted])
+        #expect(p.label(atPixelX: Double(l.box.x + l.box.width - w) - 0.5, y: Double(l.box.y) + 1)?.slot == l.slot)
+        #expect(p.label(atPixelX: Double(l.box.x + l.box.width - w) + 0.5, y: Double(l.box.y) + 1) == nil)
+    }
+
     /// Two markers at one place, each with the label "abcd" on the right only: one wins.
     private func winner(_ a: MarkerRecord, _ b: MarkerRecord, style: LabelStyle = LabelStyle(enabled: true, positions: [.right])) throws -> String? {
         var layer = try MarkerLayer()
