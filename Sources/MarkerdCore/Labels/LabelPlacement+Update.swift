@@ -15,8 +15,9 @@ extension LabelPlacement {
     /// need); the boxes cover every decided label whose placement changed. A changed label is
     /// decided when its candidates could reach a covered cell or a placed label, else left
     /// undecided (nothing was drawn from it; `decide` decides it when asked). Undecided labels
-    /// need nothing: every label that could reach a decided rectangle, or the box a decided
-    /// label took, is decided, so no decided label or drawn tile depends on an undecided one.
+    /// need nothing: every label that could reach a decided rectangle is decided, and so is
+    /// every label ranked before a decided one that could reach the box it took or that blocks
+    /// a candidate it passed over; no decided label or drawn tile depends on an undecided one.
     ///
     /// - changed: every slot whose label inputs may have changed since the placement was made
     ///   or last updated: upserted (created or replaced), moved, removed (its freed slot, also
