@@ -335,7 +335,7 @@ struct LabelScenario {
             for pz in [3, 7, 10, 13, 16] {
                 let eager = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now)
                 var lazy = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now, mode: .lazy)
-                if round == 2 { lazy.minDecisionsBeforeCompleting = 40 }
+                if round == 2 { lazy.minWorkBeforeCompleting = 300 }
                 #expect(lazy.count == 0 && !lazy.isComplete)
                 var tiles: [TileID] = []
                 for _ in 0..<12 {

@@ -111,7 +111,7 @@ extension LabelPlacement {
         let before = self
         self = LabelPlacement(layer: layer, pixelZoom: pixelZoom, measurer: measurer, now: now, mode: before.isComplete ? .eager : .lazy)
         minQueueBeforeRebuild = before.minQueueBeforeRebuild
-        minDecisionsBeforeCompleting = before.minDecisionsBeforeCompleting
+        minWorkBeforeCompleting = before.minWorkBeforeCompleting
         for cell in before.covered {
             let x = Int64(cell >> 32) << 8, y = Int64(Int32(truncatingIfNeeded: UInt32(truncatingIfNeeded: cell))) << 8
             decide(pixelRect: x, y, x + 256, y + 256, layer: layer, measurer: measurer, now: now)
