@@ -141,6 +141,54 @@ struct LabelScenario {
     }
 
     mutating func newID() -> String { next += 1; return "m\(next)" }
+
+    /// 1-4 random changes to markers of `ids` (new markers join it): upserts, removals, moves,
+    /// label text or priority, z-index, whole replacements. Returns the slots changed.
+    mutating func change(_ layer: inout MarkerLayer, ids: inout [String], now: Int64) throws -> [Int32] {
+        var changed: [Int32] = []
+        for _ in 0..<Int(1 + rng.next() % 4) {
+            let id = ids[Int(rng.next() % UInt64(ids.count))]
+            switch rng.next() % 6 {
+            case 0:   // new marker
+                let m = marker(newID(), now: now)
+                ids.append(m.id)
+                _ = try layer.upsert([m], now: now)
+                changed.append(try #require(layer.slot(id: m.id)))
+            case 1:   // remove
+                guard let s = layer.slot(id: id) else { continue }
+                changed.append(s)
+                _ = layer.remove(ids: [id])
+            case 2:   // move
+                guard let s = layer.slot(id: id) else { continue }
+                try layer.move(id: id, to: position())
+                changed.append(s)
+            case 3:   // text or priority of its own label
+                guard var m = layer.marker(id: id) else { continue }
+                m.label = rng.next() % 2 == 0 ? MarkerLabel(text: text()) : MarkerLabel(priority: Double(rng.next() % 9))
+                _ = try layer.upsert([m], now: now)
+                changed.append(try #require(layer.slot(id: id)))
+            case 4:   // z-index
+                guard var m = layer.marker(id: id) else { continue }
+                m.zIndex = Int32(rng.next() % 3) - 1
+                _ = try layer.upsert([m], now: now)
+                changed.append(try #require(layer.slot(id: id)))
+            default:  // replaced entirely (visibility, attributes, icon)
+                guard layer.slot(id: id) != nil else { continue }
+                _ = try layer.upsert([marker(id, now: now)], now: now)
+                changed.append(try #require(layer.slot(id: id)))
+            }
+        }
+        return changed
+    }
+
+    /// A random 256 px tile at pixel zoom `pz` on or next to one of the centres.
+    mutating func tile(pixelZoom pz: Int) -> TileID {
+        let c = centers[Int(rng.next() % UInt64(centers.count))]
+        let a = LabelGeometry.anchor(WorldPoint(LatLng(latitude: c.lat, longitude: c.lon)), pixelZoom: pz)
+        let n = Int64(1) << Int64(pz)
+        let x = ((a.x >> 8) + Int64(rng.next() % 5) - 2 + n) % n, y = Swift.min(n - 1, Swift.max(0, (a.y >> 8) + Int64(rng.next() % 5) - 2))
+        return TileID(z: pz, x: UInt32(x), y: UInt32(y))!
+    }
 }
 
 @Suite struct LabelPlacementTests {
@@ -233,40 +281,8 @@ struct LabelScenario {
             var p = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now)
             p.minQueueBeforeRebuild = rebuildAbove
             for step in 0..<25 {
-                var changed: [Int32] = []
                 let before = Set(p.labels)
-                for _ in 0..<Int(1 + sc.rng.next() % 4) {
-                    let id = ids[Int(sc.rng.next() % UInt64(ids.count))]
-                    switch sc.rng.next() % 6 {
-                    case 0:   // new marker
-                        let m = sc.marker(sc.newID(), now: now)
-                        ids.append(m.id)
-                        _ = try layer.upsert([m], now: now)
-                        changed.append(try #require(layer.slot(id: m.id)))
-                    case 1:   // remove
-                        guard let s = layer.slot(id: id) else { continue }
-                        changed.append(s)
-                        _ = layer.remove(ids: [id])
-                    case 2:   // move
-                        guard let s = layer.slot(id: id) else { continue }
-                        try layer.move(id: id, to: sc.position())
-                        changed.append(s)
-                    case 3:   // text or priority of its own label
-                        guard var m = layer.marker(id: id) else { continue }
-                        m.label = sc.rng.next() % 2 == 0 ? MarkerLabel(text: sc.text()) : MarkerLabel(priority: Double(sc.rng.next() % 9))
-                        _ = try layer.upsert([m], now: now)
-                        changed.append(try #require(layer.slot(id: id)))
-                    case 4:   // z-index
-                        guard var m = layer.marker(id: id) else { continue }
-                        m.zIndex = Int32(sc.rng.next() % 3) - 1
-                        _ = try layer.upsert([m], now: now)
-                        changed.append(try #require(layer.slot(id: id)))
-                    default:  // replaced entirely (visibility, attributes, icon)
-                        guard layer.slot(id: id) != nil else { continue }
-                        _ = try layer.upsert([sc.marker(id, now: now)], now: now)
-                        changed.append(try #require(layer.slot(id: id)))
-                    }
-                }
+                let changed = try sc.change(&layer, ids: &ids, now: now)
                 let boxes = p.update(layer: layer, changed: changed, measurer: measurer, now: now)
                 let scratch = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now)
                 #expect(labelDiff(byID(p, layer), byID(scratch, layer)).isEmpty, "pz \(pz) step \(step)")
@@ -292,6 +308,105 @@ struct LabelScenario {
                 }
             }
         }
+    }
+
+    /// The labels of a tile, hit-tests at its labels, and each decided slot of a lazy placement
+    /// are those of the eager placement.
+    private func expectSame(_ lazy: LabelPlacement, _ eager: LabelPlacement, tiles: [TileID], _ what: String) {
+        for t in tiles {
+            let got = lazy.labels(inTile: t, tileSize: 256), want = eager.labels(inTile: t, tileSize: 256)
+            #expect(got == want, "\(what) tile \(t): \(got.count) labels, eager \(want.count)")
+            for l in want {
+                let x = Double(l.box.x) + 0.5, y = Double(l.box.y) + 0.5
+                #expect(lazy.label(atPixelX: x, y: y) == eager.label(atPixelX: x, y: y), "\(what) hit at \(l.box)")
+            }
+        }
+        for (s, i) in lazy.indexOfSlot.enumerated() where i != LabelPlacement.undecided {
+            #expect(lazy.label(slot: Int32(s)) == eager.label(slot: Int32(s)), "\(what) slot \(s)")
+        }
+    }
+
+    /// Lazy placements deciding tiles in random order (some completing early) give the labels of
+    /// the eager placement in every tile, and, once the whole world is decided, the oracle's.
+    @Test func lazyEqualsEagerAndOracle() throws {
+        var sc = LabelScenario(seed: testSeed())
+        for round in 0..<4 {
+            let layer = try sc.layer(count: 400 + round * 150, now: now, positions: round == 3 ? [.above, .left] : LabelStyle.defaultPositions)
+            for pz in [3, 7, 10, 13, 16] {
+                let eager = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now)
+                var lazy = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now, mode: .lazy)
+                if round == 2 { lazy.minWorkBeforeCompleting = 300 }
+                #expect(lazy.count == 0 && !lazy.isComplete)
+                var tiles: [TileID] = []
+                for _ in 0..<12 {
+                    let t = sc.tile(pixelZoom: pz)
+                    tiles.append(t)
+                    lazy.decide(tile: t, tileSize: 256, layer: layer, measurer: measurer, now: now)
+                    expectSame(lazy, eager, tiles: tiles, "round \(round) pz \(pz)")
+                }
+                if round != 2 && pz >= 10 { #expect(!lazy.isComplete && lazy.count < eager.count, "pz \(pz): decided everything") }
+                let w = lazy.worldWidth
+                lazy.decide(pixelRect: -w / 2, 0, w / 2, w, layer: layer, measurer: measurer, now: now)
+                #expect(labelDiff(byID(lazy, layer), oraclePlacement(layer, pixelZoom: pz, now: now)).isEmpty, "round \(round) pz \(pz)")
+            }
+        }
+    }
+
+    /// A lazy placement kept up to date through random changes stays exact where it was
+    /// decided (without deciding again), returns the boxes of every decided label that changed,
+    /// and decides further tiles as a placement from scratch of the final layer does.
+    @Test func lazyIncrementalEqualsFromScratch() throws {
+        var sc = LabelScenario(seed: testSeed())
+        for (pz, rebuildAbove) in [(8, 4096), (11, 4096), (14, 4096), (11, 0), (17, 4096)] {
+            var layer = try sc.layer(count: 400, now: now)
+            var ids = (0..<Int32(layer.table.slotCount)).map { layer.markerID(slot: $0) }
+            var p = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now, mode: .lazy)
+            p.minQueueBeforeRebuild = rebuildAbove
+            var tiles: [TileID] = []
+            for step in 0..<30 {
+                if step % 3 == 0 {
+                    let t = sc.tile(pixelZoom: pz)
+                    tiles.append(t)
+                    p.decide(tile: t, tileSize: 256, layer: layer, measurer: measurer, now: now)
+                }
+                let before = p
+                let changed = try sc.change(&layer, ids: &ids, now: now)
+                let boxes = p.update(layer: layer, changed: changed, measurer: measurer, now: now)
+                let scratch = LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now)
+                expectSame(p, scratch, tiles: tiles, "pz \(pz) step \(step)")
+                // A label decided before whose placement changed (or that is undecided now), or a
+                // label new in a tile drawn before: its boxes are returned.
+                func inTiles(_ b: LabelBox) -> Bool {
+                    tiles.contains { t in
+                        let x = Int64(t.x) * 256, y = Int64(t.y) * 256, w = p.worldWidth
+                        return b.y < y + 256 && y < b.y + b.height && (-1...1).contains { (k: Int64) in b.x + k * w < x + 256 && x < b.x + k * w + b.width }
+                    }
+                }
+                for s in 0..<Int32(p.indexOfSlot.count) {
+                    let wasDecided = Int(s) < before.indexOfSlot.count && before.indexOfSlot[Int(s)] != LabelPlacement.undecided
+                    let old = before.label(slot: s), new = p.label(slot: s)
+                    guard wasDecided ? old != new : new.map { inTiles($0.box) } ?? false else { continue }
+                    for l in [old, new].compactMap({ $0 }) {
+                        #expect(boxes.contains(l.box), "pz \(pz) step \(step): \(l) changed but its box was not returned")
+                    }
+                }
+            }
+            #expect(!p.isComplete)
+            for _ in 0..<6 {
+                let t = sc.tile(pixelZoom: pz)
+                tiles.append(t)
+                p.decide(tile: t, tileSize: 256, layer: layer, measurer: measurer, now: now)
+            }
+            expectSame(p, LabelPlacement(layer: layer, pixelZoom: pz, measurer: measurer, now: now), tiles: tiles, "pz \(pz) after")
+        }
+    }
+
+    /// `.automatic` is eager while the world is small against the markers, lazy beyond.
+    @Test func automaticMode() throws {
+        var sc = LabelScenario(seed: testSeed())
+        let layer = try sc.layer(count: 300, now: now)   // lazy from W * W >= 4096 * 300: pz >= 3
+        #expect(LabelPlacement(layer: layer, pixelZoom: 2, measurer: measurer, now: now, mode: .automatic).isComplete)
+        #expect(!LabelPlacement(layer: layer, pixelZoom: 3, measurer: measurer, now: now, mode: .automatic).isComplete)
     }
 
     /// Labels whose smallest possible box collides everywhere are dropped unmeasured.
@@ -343,6 +458,32 @@ struct LabelScenario {
         #expect(l == PlacedLabel(slot: 0, box: LabelBox(x: a.x + dx, y: a.y + dy, width: 25, height: 18), position: position))
         #expect(p.label(atPixelX: Double(a.x + dx) + 0.5, y: Double(a.y + dy + 17) + 0.9)?.slot == 0)
         #expect(p.label(atPixelX: Double(a.x + dx + 25), y: Double(a.y + dy)) == nil)
+    }
+
+    /// A label right of a marker at the east edge wraps to x = 0: the tiles on both sides of
+    /// the antimeridian draw it (shifted by the world width on the west side), and a hit west
+    /// of the antimeridian finds it.
+    @Test func labelAcrossTheAntimeridian() throws {
+        var layer = try MarkerLayer()
+        try layer.setLabelStyle(LabelStyle(enabled: true, positions: [.right]))
+        // At pz 4 (W = 4096 px) longitude 178.3 is about 19 px west of the antimeridian; the
+        // label (53 x 18 px, centred on latitude 0) spans tile rows 7 and 8.
+        _ = try layer.upsert([MarkerRecord(id: "e", position: LatLng(latitude: 0, longitude: 178.3),
+                                           style: IconStyle(source: .image(id: "i", width: 2, height: 2)),
+                                           label: MarkerLabel(text: "Taveuni"))], now: now)
+        let p = LabelPlacement(layer: layer, pixelZoom: 4, measurer: measurer, now: now)
+        let l = try #require(p.labels.first)
+        let w = p.worldWidth
+        #expect(l.box.x < w && l.box.x + l.box.width > w, "\(l.box) does not cross x = \(w)")
+        func boxes(column: UInt32) throws -> Set<LabelBox> {
+            Set(try [7, 8].flatMap { row in p.labels(inTile: try #require(TileID(z: 4, x: column, y: row)), tileSize: 256).map(\.box) })
+        }
+        var shifted = l.box
+        shifted.x -= w
+        #expect(try boxes(column: 15) == [l.box])
+        #expect(try boxes(column: 0) == [shifted])
+        #expect(p.label(atPixelX: Double(l.box.x + l.box.width - w) - 0.5, y: Double(l.box.y) + 1)?.slot == l.slot)
+        #expect(p.label(atPixelX: Double(l.box.x + l.box.width - w) + 0.5, y: Double(l.box.y) + 1) == nil)
     }
 
     /// Two markers at one place, each with the label "abcd" on the right only: one wins.

@@ -44,15 +44,27 @@ public enum LabelGeometry {
         return (Int64(inset + CoreMath.ceil(Double(style.fontSize) / 4)), Int64(inset + CoreMath.ceil(Double(style.fontSize))))
     }
 
-    /// A measured size in whole px: each side rounded up, raised to `minimumSize(style)` and at
-    /// most 4096 (a non-finite side counts as the minimum).
+    /// The largest box a label of `style` takes, in whole px: `2 inset + ceil(maxWidth)` wide and
+    /// `2 inset + lines * ceil(3 fontSize)` high (`lines`: `maxLines` when wrapping, 1 with an
+    /// ellipsis; three font sizes per line is more than any font's line height). A measurer that
+    /// honours `maxWidth` and `maxLines` stays within it; sizes beyond are cut to it (`wholeSize`),
+    /// so it bounds every box from above: lazy placement (`LabelPlacement.decide(pixelRect:)`)
+    /// searches this far for the labels that could collide with one.
+    public static func maximumSize(_ style: LabelTextStyle) -> (width: Int64, height: Int64) {
+        let inset = Int64(2 * CoreMath.ceil(Double(style.haloWidth)))
+        let lines = Int64(style.overflow == .wrap ? Swift.max(1, style.maxLines) : 1)
+        return (inset + Int64(CoreMath.ceil(Double(style.maxWidth))), inset + lines * Int64(CoreMath.ceil(3 * Double(style.fontSize))))
+    }
+
+    /// A measured size in whole px: each side rounded up, raised to `minimumSize(style)` and cut
+    /// to `maximumSize(style)` (a non-finite side counts as the minimum).
     public static func wholeSize(_ s: LabelSize, style: LabelTextStyle) -> (width: Int64, height: Int64) {
-        let least = minimumSize(style)
-        func side(_ v: Float, _ lo: Int64) -> Int64 {
+        let least = minimumSize(style), most = maximumSize(style)
+        func side(_ v: Float, _ lo: Int64, _ hi: Int64) -> Int64 {
             guard v.isFinite else { return lo }
-            return Swift.max(lo, Int64(CoreMath.ceil(Double(Swift.max(0, Swift.min(v, 4096))))))
+            return Swift.max(lo, Swift.min(hi, Int64(CoreMath.ceil(Double(Swift.max(0, Swift.min(v, 1_048_576)))))))
         }
-        return (side(s.width, least.width), side(s.height, least.height))
+        return (side(s.width, least.width, most.width), side(s.height, least.height, most.height))
     }
 
     /// Nearest whole px, halves up: deterministic on every host.

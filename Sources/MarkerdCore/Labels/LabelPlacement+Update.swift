@@ -6,8 +6,18 @@ extension LabelPlacement {
     /// redraw: the old and new box of every label whose placement changed, and those of every
     /// slot in `changed` that had or has a label (its text or colour may differ); when the
     /// style hides icons without a label (`showIconWithoutLabel` false), also the icon box
-    /// (`iconBox`) of each labelled marker whose label appeared or went. A box may appear twice. With a different `labelStyle` or tile size than the placement was made
-    /// with, rebuilds from scratch and returns every old and new box.
+    /// (`iconBox`) of each labelled marker whose label appeared or went. A box may appear twice.
+    /// With a different `labelStyle` or tile size than the placement was made with, rebuilds
+    /// from scratch and returns every old and new label box (a style change redraws the
+    /// layer's tiles anyway).
+    ///
+    /// Lazy placements: only decided labels are re-decided (and the undecided ones they then
+    /// need); the boxes cover every decided label whose placement changed. A changed label is
+    /// decided when its candidates could reach a covered cell or a placed label, else left
+    /// undecided (nothing was drawn from it; `decide` decides it when asked). Undecided labels
+    /// need nothing: every label that could reach a decided rectangle is decided, and so is
+    /// every label ranked before a decided one that could reach the box it took or that blocks
+    /// a candidate it passed over; no decided label or drawn tile depends on an undecided one.
     ///
     /// - changed: every slot whose label inputs may have changed since the placement was made
     ///   or last updated: upserted (created or replaced), moved, removed (its freed slot, also
@@ -30,19 +40,21 @@ extension LabelPlacement {
     public mutating func update(layer: MarkerLayer, changed: [Int32], measurer: some LabelMeasurer, now: Int64) -> [LabelBox] {
         if layer.labelStyle != style || layer.options.tileSize != tileSize {
             let old = labels.map(\.box)
-            self = LabelPlacement(layer: layer, pixelZoom: pixelZoom, measurer: measurer, now: now)
+            renew(layer: layer, measurer: measurer, now: now)
             return old + labels.map(\.box)
         }
         if indexOfSlot.count < layer.table.slotCount {
-            indexOfSlot.append(contentsOf: repeatElement(-1, count: layer.table.slotCount - indexOfSlot.count))
+            indexOfSlot.append(contentsOf: repeatElement(Self.undecided, count: layer.table.slotCount - indexOfSlot.count))
         }
         var original: [Int32: PlacedLabel?] = [:]   // the decision before the update, of slots whose decision changed
         var queued = Set<Int32>()
         var heap = BinaryHeap<QueuedLabel>()
         // Past this many queued labels, re-deciding costs about as much as placing from scratch.
         let rebuildAbove = Swift.max(minQueueBeforeRebuild, layer.table.count / 8)
-        func enqueue(_ s: Int32, after current: LabelRank?) {
-            guard queued.count <= rebuildAbove, !queued.contains(s), layer.isLabelled(slot: s, now: now) else { return }
+        // Lazy: only decided labels (and the changed ones `force`d) are re-decided.
+        func enqueue(_ s: Int32, after current: LabelRank?, force: Bool = false) {
+            guard queued.count <= rebuildAbove, !queued.contains(s),
+                  force || isComplete || indexOfSlot[Int(s)] != Self.undecided, layer.isLabelled(slot: s, now: now) else { return }
             let r = layer.labelRank(s)
             if let current, !layer.placedBefore(current, r) { return }
             queued.insert(s)
@@ -50,29 +62,32 @@ extension LabelPlacement {
         }
         let changedSet = Set(changed)
         for s in changedSet where s >= 0 && Int(s) < indexOfSlot.count {
-            guard let p = label(slot: s) else { continue }
-            original[s] = p
-            remove(slot: s)
-            forEachNearby(p.box, layer: layer, now: now) { enqueue($0, after: nil) }
+            if let p = label(slot: s) {
+                original[s] = p
+                remove(slot: s)
+                forEachNearby(p.box, side: reach, layer: layer, now: now) { enqueue($0, after: nil) }
+            }
+            indexOfSlot[Int(s)] = Self.undecided
         }
-        for s in changedSet { enqueue(s, after: nil) }
+        for s in changedSet where isComplete || mustDecide(s, layer: layer, now: now) { enqueue(s, after: nil, force: true) }
         while let q = heap.pop() {
             if queued.count > rebuildAbove {
                 return rebuild(layer: layer, measurer: measurer, now: now, original: original, changed: changedSet)
             }
             let s = q.rank.slot
             let current = label(slot: s)
-            let decided = decide(q.rank, layer: layer, measurer: measurer)
-            guard decided != current else { continue }
+            let decided = decideWithNeeds(q.rank, layer: layer, measurer: measurer, now: now).label
+            guard decided != current else {
+                if decided == nil { indexOfSlot[Int(s)] = Self.dropped }
+                continue
+            }
             if original[s] == nil { original[s] = .some(current) }
             if let c = current {
                 remove(slot: s)
-                forEachNearby(c.box, layer: layer, now: now) { enqueue($0, after: q.rank) }
+                forEachNearby(c.box, side: reach, layer: layer, now: now) { enqueue($0, after: q.rank) }
             }
-            if let d = decided {
-                insert(d, rank: q.rank)
-                forEachNearby(d.box, layer: layer, now: now) { enqueue($0, after: q.rank) }
-            }
+            settle(q.rank, decided)
+            if let d = decided { forEachNearby(d.box, side: reach, layer: layer, now: now) { enqueue($0, after: q.rank) } }
         }
         var boxes: [LabelBox] = []
         for (s, before) in original {
@@ -81,13 +96,39 @@ extension LabelPlacement {
         return boxes
     }
 
+    /// Lazy: whether a changed slot must be decided now rather than left undecided: it is
+    /// labelled and its candidates could reach a covered cell (a tile drawn there may show it)
+    /// or a placed label (which may be ranked after it: its decision needed this one decided).
+    private func mustDecide(_ s: Int32, layer: MarkerLayer, now: Int64) -> Bool {
+        guard layer.isLabelled(slot: s, now: now) else { return false }
+        let b = candidateBounds(s, layer)
+        return meetsCovered(b) || grid.first(x0: b.x - pad, y0: b.y - pad, x1: b.x + b.width + pad, y1: b.y + b.height + pad) { _ in true }
+    }
+
+    /// Replaces the placement with a new one of the layer in the same mode (complete or lazy)
+    /// and decides again the rectangles decided before (lazy), keeping the test knobs.
+    private mutating func renew(layer: MarkerLayer, measurer: some LabelMeasurer, now: Int64) {
+        let before = self
+        self = LabelPlacement(layer: layer, pixelZoom: pixelZoom, measurer: measurer, now: now, mode: before.isComplete ? .eager : .lazy)
+        minQueueBeforeRebuild = before.minQueueBeforeRebuild
+        minWorkBeforeCompleting = before.minWorkBeforeCompleting
+        for cell in before.covered {
+            let x = Int64(cell >> 32) << 8, y = Int64(Int32(truncatingIfNeeded: UInt32(truncatingIfNeeded: cell))) << 8
+            decide(pixelRect: x, y, x + 256, y + 256, layer: layer, measurer: measurer, now: now)
+        }
+        for r in before.coveredRects {
+            decide(pixelRect: r.x, r.y, r.x + r.width, r.y + r.height, layer: layer, measurer: measurer, now: now)
+        }
+    }
+
     /// `update`'s way out when a change reaches too many labels (low zooms, bulk loads): places
-    /// from scratch and returns the boxes that differ from the placement before the update, which
-    /// is the current one with the decisions in `original` undone.
+    /// from scratch (lazy: decides the covered cells again) and returns the boxes that differ
+    /// from the placement before the update, which is the current one with the decisions in
+    /// `original` undone.
     private mutating func rebuild(layer: MarkerLayer, measurer: some LabelMeasurer, now: Int64,
                                   original: [Int32: PlacedLabel?], changed: Set<Int32>) -> [LabelBox] {
         let before = self
-        self = LabelPlacement(layer: layer, pixelZoom: pixelZoom, measurer: measurer, now: now)
+        renew(layer: layer, measurer: measurer, now: now)
         var boxes: [LabelBox] = []
         var slots = Set(original.keys)
         for l in before.labels { slots.insert(l.slot) }
@@ -125,11 +166,12 @@ extension LabelPlacement {
     }
 
     /// Calls `body` with each static marker whose label candidates (or probes) could overlap
-    /// `b` grown by `pad`: anchors within the padded box widened by icon extents, `gap`, the
-    /// largest label measured and `pad`, plus 2 px for rounding.
-    private func forEachNearby(_ b: LabelBox, layer: MarkerLayer, now: Int64, _ body: (Int32) -> Void) {
+    /// `b` grown by `pad`, its labels' sides being at most `side` px (`reach` for decided labels,
+    /// `largestSide` for any): anchors within the padded box widened by icon extents, `gap`,
+    /// `side` and `pad`, plus 2 px for rounding.
+    func forEachNearby(_ b: LabelBox, side: Int64, layer: MarkerLayer, now: Int64, _ body: (Int32) -> Void) {
         let u = CoreMath.pow2(24 - pixelZoom)
-        let margin = CoreMath.ceil(Double(style.gap)) + Double(reach + 2 * pad + 2)
+        let margin = CoreMath.ceil(Double(style.gap)) + Double(side + 2 * pad + 2)
         layer.forEachStaticMarker(viewX: [(Double(b.x - pad) * u, Double(b.x + b.width + pad) * u)],
                                   viewY0: Double(b.y - pad) * u, viewY1: Double(b.y + b.height + pad) * u,
                                   unitsPerPx: u, marginPx: margin, now: now, readStyles: false) { body($0.slot) }
