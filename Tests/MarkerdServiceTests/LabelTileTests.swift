@@ -201,12 +201,8 @@ import Testing
     /// Labels survive a restart, from a snapshot and from the journal after it: the layer's label
     /// options, markers' own labels (text, priority, colour) and the tiles' bytes.
     @Test func labelsSurviveARestart() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("labels-\(UUID().uuidString)").path
+        let (config, dir) = temporaryDurableConfiguration("labels")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var config = ServiceConfiguration()
-        config.dataDirectory = dir
-        config.fsync = .off
-        config.snapshotEveryBytes = 0
         let s = try MarkerService.open(configuration: config)
         try Self.createLayer(s, "a", Self.labelOptions { $0.fontSize = 15 })
         var markers = Self.places(200, lat: 40...56, lon: -10...20, seed: testSeed())

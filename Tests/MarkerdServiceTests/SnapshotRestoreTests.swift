@@ -25,12 +25,8 @@ import Testing
     @Test func recoveredStateEqualsTheStateBeforeTheRestart() throws {
         let seed = testSeed("SnapshotRestoreTests.recoveredStateEqualsTheStateBeforeTheRestart")
         var rng = SplitMix64(seed: seed)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("restore-\(UUID().uuidString)").path
+        let (config, dir) = temporaryDurableConfiguration("restore")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var config = ServiceConfiguration()
-        config.dataDirectory = dir
-        config.fsync = .off
-        config.snapshotEveryBytes = 0
         let s = try MarkerService.open(configuration: config)
         var icon = V1.RegisterIconRequest()
         icon.iconID = "red"
@@ -107,12 +103,8 @@ import Testing
     /// with a warning naming the damaged file; without that journal nothing older can stand in,
     /// and the error names the file.
     @Test func damagedSnapshotStartsOverWithValidation() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("restore-\(UUID().uuidString)").path
+        let (config, dir) = temporaryDurableConfiguration("restore")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var config = ServiceConfiguration()
-        config.dataDirectory = dir
-        config.fsync = .off
-        config.snapshotEveryBytes = 0
         let s = try MarkerService.open(configuration: config)
         try makeLayer(s, "a")
         for k in 0..<4 { try upsert(s, "a", (0..<5_000).map { marker("m\(k)-\($0)", Double($0 % 80), Double(k)) }) }

@@ -24,6 +24,16 @@ func mutate<Resp: ProtoMessage>(_ s: MarkerService, _ kind: MutationKind, payloa
     return try Resp(serializedBytes: box.withLock { $0! }.get())
 }
 
+/// A journaled service's configuration in a new temporary directory named after `prefix`
+/// (fsync off, no automatic snapshots); the caller removes `dir`.
+func temporaryDurableConfiguration(_ prefix: String) -> (config: ServiceConfiguration, dir: String) {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)").path
+    var config = ServiceConfiguration()
+    config.dataDirectory = dir
+    config.fsync = .off
+    config.snapshotEveryBytes = 0
+    return (config, dir)
+}
 
 func makeLayer(_ s: MarkerService, _ id: String, debugOverlay: Bool = false) throws {
     var req = V1.CreateLayerRequest()
