@@ -104,9 +104,12 @@ final class LabelPlacements: Sendable {
         with(pz, deciding: Rect(x0: 0, y0: 0, x1: 0, y1: 0), layer: layer, measurer: measurer, now: now) { _ in }
     }
 
-    /// Whether the placement of `pz` is kept (the network thread answers a tile from the cache
-    /// only then: making one is `getTile`'s work).
-    func isKept(_ pz: Int) -> Bool { state.withLock { $0.zooms[pz] != nil } }
+    /// The floor of `pz` when its placement is kept and nobody holds the placements (never
+    /// waits: for the network thread, which answers a tile from the cache only then; making or
+    /// deciding a placement is `getTile`'s work); nil otherwise.
+    func keptFloor(_ pz: Int) -> UInt64? {
+        state.withLockIfAvailable { s in s.zooms[pz] == nil ? nil : s.floors[pz] } ?? nil
+    }
 
     /// Every tile at pixel zoom `pz` has at least this version.
     func floor(_ pz: Int) -> UInt64 { state.withLock { $0.floors[pz] } }

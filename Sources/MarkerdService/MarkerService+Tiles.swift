@@ -65,11 +65,15 @@ extension MarkerService {
 
     /// Under the layer's read lock: the cache key of the tile's current version, and the
     /// `not_modified` reply when `known_version` is that version.
-    static func tileKey(_ r: V1.GetTileRequest, _ h: LayerHandle, tile: TileID, density: Int)
+    /// `labelFloor`: the label placements' floor of the tile's zoom when the caller read it
+    /// already (`LabelPlacements.keptFloor`); nil reads it here.
+    static func tileKey(_ r: V1.GetTileRequest, _ h: LayerHandle, tile: TileID, density: Int, labelFloor: UInt64? = nil)
         -> (key: TileCache.Key, notModified: V1.GetTileResponse?) {
         let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
         var version = h.tileVersions.version(z: tile.z, x: tile.x, y: tile.y)
-        if labelsShown(h, z: tile.z) { version = max(version, h.labels.floor(LabelPlacements.pixelZoom(z: tile.z, tileSize: size))) }
+        if labelsShown(h, z: tile.z) {
+            version = max(version, labelFloor ?? h.labels.floor(LabelPlacements.pixelZoom(z: tile.z, tileSize: size)))
+        }
         let key = TileCache.Key(layer: h.id, z: tile.z, x: tile.x, y: tile.y, tileSize: size, density: density, version: version)
         guard r.knownVersion == version else { return (key, nil) }
         var response = V1.GetTileResponse()
@@ -96,12 +100,14 @@ extension MarkerService {
         let now = Self.nowUnixMs()
         let found = h.lock.withReadLockIfFree { () -> (key: TileCache.Key, notModified: V1.GetTileResponse?)? in
             guard !h.deleted, !Self.rastersClusters(h.options), h.layer.nextAnimationEnd.map({ $0 > now }) ?? true else { return nil }
-            // A labelled zoom whose placement is not kept yet is decided by `getTile`.
+            // A labelled zoom whose placement is not kept yet (or busy) is `getTile`'s.
+            var labelFloor: UInt64? = nil
             if Self.labelsShown(h, z: checked.tile.z) {
                 let size = r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize)
-                guard h.labels.isKept(LabelPlacements.pixelZoom(z: checked.tile.z, tileSize: size)) else { return nil }
+                guard let f = h.labels.keptFloor(LabelPlacements.pixelZoom(z: checked.tile.z, tileSize: size)) else { return nil }
+                labelFloor = f
             }
-            return Self.tileKey(r, h, tile: checked.tile, density: checked.density)
+            return Self.tileKey(r, h, tile: checked.tile, density: checked.density, labelFloor: labelFloor)
         }
         guard let current = found ?? nil else { return nil }
         if let notModified = current.notModified { return notModified }

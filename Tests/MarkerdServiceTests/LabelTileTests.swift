@@ -225,4 +225,17 @@ import Testing
             #expect(byteMismatch(try tile(r, "a", 4, 7 + UInt32(i % 2), 5 + UInt32(i / 2)).png, tiles[i]) == nil)
         }
     }
+
+    /// The network thread's cache path (`cachedTile`) answers a labelled tile only once its zoom's
+    /// placement is kept, and then exactly as `getTile` does.
+    @Test func cachedLabelledTilesAnswerLikeGetTile() throws {
+        let s = MarkerService()
+        try Self.createLayer(s, "a", Self.labelOptions())
+        try upsert(s, "a", Self.places(100, lat: 46...50, lon: 0...8, seed: testSeed()))
+        let request = V1.GetTileRequest(layerID: "a", z: 5, x: 16, y: 11, tileSize: 0, density: 0, knownVersion: 0)
+        #expect(s.cachedTile(request) == nil, "a zoom without a placement was answered from the cache")
+        let rendered = try s.getTile(request)
+        let cached = try #require(s.cachedTile(request))
+        #expect(cached.version == rendered.version && cached.png == rendered.png && !rendered.png.isEmpty)
+    }
 }
