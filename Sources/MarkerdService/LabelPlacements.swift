@@ -144,6 +144,6 @@ final class LabelPlacements: Sendable {
     /// their tiles all at new versions. Call under the write lock.
     func removeAll() { state.withLock { $0.zooms.removeAll() } }
 
-    /// Bytes held by the kept placements.
+    /// Bytes held by the kept placements (counted in GetLayerStats' `approximate_bytes`).
     var approximateBytes: Int { state.withLock { $0.zooms.values.reduce(0) { $0 + $1.placement.approximateBytes } } }
 }

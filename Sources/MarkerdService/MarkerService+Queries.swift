@@ -31,7 +31,7 @@ extension MarkerService {
             stats.staticMarkers = UInt64(s.staticMarkers)
             stats.liveMarkers = UInt64(s.liveMarkers)
             stats.hiddenMarkers = UInt64(s.hiddenMarkers)
-            stats.approximateBytes = UInt64(s.approximateBytes)
+            stats.approximateBytes = UInt64(s.approximateBytes + h.labels.approximateBytes)  // with the label placements
             stats.mode = s.mode == .tiled ? .tiled : .native
             stats.version = s.version
             var response = V1.GetLayerStatsResponse()

@@ -234,7 +234,10 @@ import Testing
         try upsert(s, "a", Self.places(100, lat: 46...50, lon: 0...8, seed: testSeed()))
         let request = V1.GetTileRequest(layerID: "a", z: 5, x: 16, y: 11, tileSize: 0, density: 0, knownVersion: 0)
         #expect(s.cachedTile(request) == nil, "a zoom without a placement was answered from the cache")
+        let bytes = { try s.getLayerStats(V1.GetLayerStatsRequest(layerID: "a")).stats?.approximateBytes ?? 0 }
+        let before = try bytes()
         let rendered = try s.getTile(request)
+        #expect(try bytes() > before, "the zoom's label placement is not counted in the layer's bytes")
         let cached = try #require(s.cachedTile(request))
         #expect(cached.version == rendered.version && cached.png == rendered.png && !rendered.png.isEmpty)
     }
