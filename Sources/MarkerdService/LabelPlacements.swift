@@ -24,8 +24,6 @@ final class LabelPlacements: Sendable {
     static let maxBytes = 256 << 20
     /// Pixel zooms: 0...23 (tile zoom 0...22, plus one for 512 px tiles).
     static let pixelZooms = 0...23
-    /// See `update`.
-    static let crowdedRatio = 8
 
     private struct Entry {
         var placement: LabelPlacement
@@ -117,22 +115,11 @@ final class LabelPlacements: Sendable {
     /// Re-decides the labels of `slots` (and those they push or free) in every kept placement
     /// after a write; returns, per pixel zoom, the boxes (old and new) of the labels that changed.
     /// Call under the write lock, after the change.
-    ///
-    /// A crowded zoom, a complete placement where fewer than one marker in `crowdedRatio` has a
-    /// placed label (the lowest zooms of a big layer), is dropped instead: there one moved label
-    /// pushes most others (`LabelPlacement.update` then places from scratch), which would hold
-    /// every write of the layer; its next tile decides it again, with every tile of that zoom at a
-    /// new version (a few hundred tiles at most at such zooms).
     func update(layer: MarkerLayer, changed slots: [Int32], measurer: some LabelMeasurer, now: Int64) -> [(pz: Int, boxes: [LabelBox])] {
         guard !slots.isEmpty else { return [] }
         return state.withLock { s in
             var out: [(Int, [LabelBox])] = []
             for pz in s.zooms.keys.sorted() {
-                let p = s.zooms[pz]!.placement
-                if p.isComplete && p.count * Self.crowdedRatio < layer.count {
-                    s.zooms[pz] = nil
-                    continue
-                }
                 let boxes = s.zooms[pz]!.placement.update(layer: layer, changed: slots, measurer: measurer, now: now)
                 if !boxes.isEmpty { out.append((pz, boxes)) }
             }

@@ -28,15 +28,18 @@ extension LabelPlacement {
     ///
     /// Works by propagation: the changed labels leave the collision grid, then labels are
     /// re-decided in rank order (a min-heap on rank) starting from the changed ones and those
-    /// whose candidates could reach the boxes they left; a label whose decision changes queues
-    /// the lower-ranked labels whose candidates could reach its old and new boxes. Labels ranked
-    /// before a popped one are final, so each decision is the greedy one.
+    /// that could gain from the boxes they left; a label whose decision changes queues the
+    /// lower-ranked labels its old and new boxes can affect. Labels ranked before a popped one
+    /// are final, so each decision is the greedy one. Which labels a box can affect: in a
+    /// complete placement, a box left frees only the labels that found it in their way
+    /// (`WatchLists`), and a box taken displaces only the placed labels it overlaps (a dropped
+    /// one stays dropped); in a lazy one, every decided label whose candidates could reach it.
     ///
-    /// Cost: O(k log k) for the k labels re-decided plus the grid searches around changed boxes
-    /// (each the layer's static markers within reach: icon extents + gap + largest label +
-    /// padding around the box); at street zoom a moved marker re-decides a handful. When more
-    /// than max(4096, markers / 8) labels queue up (at low zoom one box's reach covers most of
-    /// the world; bulk changes), it places from scratch instead (O(n log n)) and diffs.
+    /// Cost: O(k log k) for the k labels re-decided, plus per changed box its watchers or grid
+    /// cells (complete), or a search of the layer's static markers within reach: icon extents +
+    /// gap + largest label + padding around it (lazy, street zooms, where that is a handful).
+    /// When more than max(4096, markers / 4) labels queue up (bulk changes), it places from
+    /// scratch instead (O(n log n)) and diffs.
     public mutating func update(layer: MarkerLayer, changed: [Int32], measurer: some LabelMeasurer, now: Int64) -> [LabelBox] {
         if layer.labelStyle != style || layer.options.tileSize != tileSize {
             let old = labels.map(\.box)
@@ -46,29 +49,71 @@ extension LabelPlacement {
         if indexOfSlot.count < layer.table.slotCount {
             indexOfSlot.append(contentsOf: repeatElement(Self.undecided, count: layer.table.slotCount - indexOfSlot.count))
         }
+        if !blockedBy.isEmpty && blockedBy.count < Self.maxPositions * indexOfSlot.count {
+            blockedBy.append(contentsOf: repeatElement(-1, count: Self.maxPositions * indexOfSlot.count - blockedBy.count))
+        }
+        let addedBefore = watchers.added
         var original: [Int32: PlacedLabel?] = [:]   // the decision before the update, of slots whose decision changed
+        let changedSet = Set(changed)
         var queued = Set<Int32>()
         var heap = BinaryHeap<QueuedLabel>()
-        // Past this many queued labels, re-deciding costs about as much as placing from scratch.
-        let rebuildAbove = Swift.max(minQueueBeforeRebuild, layer.table.count / 8)
+        // Past this many queued labels, re-deciding costs about as much as placing from scratch
+        // (1M real places at pixel zoom 0, loaded 2-core host: ~6 µs per queued label, 3 s from scratch).
+        let rebuildAbove = Swift.max(minQueueBeforeRebuild, layer.table.count / 4)
         // Lazy: only decided labels (and the changed ones `force`d) are re-decided.
+        // Complete: a slot not changed by this update is labelled when decided (`undecided`
+        // there means unlabelled), which spares reading its text.
         func enqueue(_ s: Int32, after current: LabelRank?, force: Bool = false) {
-            guard queued.count <= rebuildAbove, !queued.contains(s),
-                  force || isComplete || indexOfSlot[Int(s)] != Self.undecided, layer.isLabelled(slot: s, now: now) else { return }
+            guard queued.count <= rebuildAbove, !queued.contains(s) else { return }
+            if force || !isComplete {
+                guard force || indexOfSlot[Int(s)] != Self.undecided, layer.isLabelled(slot: s, now: now) else { return }
+            } else {
+                guard Int(s) < indexOfSlot.count, indexOfSlot[Int(s)] != Self.undecided else { return }
+            }
             let r = layer.labelRank(s)
             if let current, !layer.placedBefore(current, r) { return }
             queued.insert(s)
             heap.push(QueuedLabel(rank: r, id: layer.table.idBytes(s)))
         }
-        let changedSet = Set(changed)
-        for s in changedSet where s >= 0 && Int(s) < indexOfSlot.count {
+        // A placed label leaving its box frees room for the labels it blocked: its watchers
+        // (complete; entries no longer recorded are stale), or any decided label within reach
+        // (lazy: a decision there may also have waited on undecided labels).
+        // `next`: the label's new decision, settled once it left (before its watchers are
+        // examined: its new box may block them as well).
+        func left(_ s: Int32, _ box: LabelBox, after current: LabelRank?,
+                  next: (rank: LabelRank, label: PlacedLabel?, blockers: Blockers)? = nil) {
+            guard !blockedBy.isEmpty else {
+                forEachNearby(box, side: reach, layer: layer, now: now) { enqueue($0, after: current) }
+                remove(slot: s)
+                if let next { settle(next.rank, next.label, blockers: next.blockers) }
+                return
+            }
+            var listed: [Int32] = []
+            watchers.take(s) { listed.append($0) }
+            listed.removeAll { !isWatching($0, s) }   // stale entries
+            for w in listed { unwatch(w, s) }   // a decision blocked by `s` again must list it again
+            let rank = ranks[Int(indexOfSlot[Int(s)])]
+            remove(slot: s)
+            if let next { settle(next.rank, next.label, blockers: next.blockers) }
+            for w in listed {
+                if let others = blockedWithout(w, ranked: rank, layer: layer) {
+                    watch(w, others)
+                } else {
+                    enqueue(w, after: current)
+                }
+            }
+        }
+        // The changed labels are re-decided whole: first their records go (so that none counts
+        // as a watcher of another, and none is queued before its turn), then their boxes.
+        let inRange = changedSet.filter { $0 >= 0 && Int($0) < indexOfSlot.count }
+        if !blockedBy.isEmpty { for s in inRange { watch(s, Blockers()) } }
+        for s in inRange {
             if let p = label(slot: s) {
                 original[s] = p
-                remove(slot: s)
-                forEachNearby(p.box, side: reach, layer: layer, now: now) { enqueue($0, after: nil) }
+                left(s, p.box, after: nil)
             }
-            indexOfSlot[Int(s)] = Self.undecided
         }
+        for s in inRange { indexOfSlot[Int(s)] = Self.undecided }
         for s in changedSet where isComplete || mustDecide(s, layer: layer, now: now) { enqueue(s, after: nil, force: true) }
         while let q = heap.pop() {
             if queued.count > rebuildAbove {
@@ -76,24 +121,64 @@ extension LabelPlacement {
             }
             let s = q.rank.slot
             let current = label(slot: s)
-            let decided = decideWithNeeds(q.rank, layer: layer, measurer: measurer, now: now).label
+            let (_, decided, blockers) = decideWithNeeds(q.rank, layer: layer, measurer: measurer, now: now)
             guard decided != current else {
                 if decided == nil { indexOfSlot[Int(s)] = Self.dropped }
+                watch(s, blockers)
                 continue
             }
             if original[s] == nil { original[s] = .some(current) }
             if let c = current {
-                remove(slot: s)
-                forEachNearby(c.box, side: reach, layer: layer, now: now) { enqueue($0, after: q.rank) }
+                left(s, c.box, after: q.rank, next: (q.rank, decided, blockers))
+            } else {
+                settle(q.rank, decided, blockers: blockers)
             }
-            settle(q.rank, decided)
-            if let d = decided { forEachNearby(d.box, side: reach, layer: layer, now: now) { enqueue($0, after: q.rank) } }
+            // A label taking a box pushes the labels ranked after it that overlap it (complete:
+            // the placed ones; a dropped one only gains a blocker), or any decided one within reach.
+            guard let d = decided else { continue }
+            if !blockedBy.isEmpty {
+                forEachPlaced(overlapping: d.box) { if $0 != s { enqueue($0, after: q.rank) } }
+            } else {
+                forEachNearby(d.box, side: reach, layer: layer, now: now) { enqueue($0, after: q.rank) }
+            }
         }
+        watchers.staleBound += watchers.added - addedBefore
+        if watchers.wantsCompaction { compactWatchers() }
         var boxes: [LabelBox] = []
         for (s, before) in original {
             appendChange(s, before, label(slot: s), changed: changedSet.contains(s), layer: layer, now: now, to: &boxes)
         }
         return boxes
+    }
+
+    /// When every candidate a label passed over (all, when dropped) is blocked by a placed label
+    /// ranked before `rank` or by that label itself (the rank of a label it watched, which left
+    /// its box and may have taken another: those labels are ranked before it too), its decision
+    /// stands: returns those blockers, to record instead.
+    /// Tests the probe (`LabelGeometry.minimumSize`, inside any box there), so it neither reads
+    /// the label's text nor its rank. Nil when some candidate is not blocked so.
+    func blockedWithout(_ w: Int32, ranked rank: LabelRank, layer: MarkerLayer) -> Blockers? {
+        let s = Int(w)
+        let taken = label(slot: w).map { p in style.positions.firstIndex(of: p.position) ?? 0 } ?? style.positions.count
+        let (ax, ay) = LabelGeometry.anchor(WorldPoint(x: layer.table.x[s], y: layer.table.y[s]), pixelZoom: pixelZoom)
+        let e = layer.styles.extents[Int(layer.table.style[s])]
+        let probe = LabelGeometry.minimumSize(style.text)
+        var found = Blockers()
+        for i in 0..<taken {
+            let b = LabelGeometry.box(anchorX: ax, anchorY: ay, extents: e, width: probe.width, height: probe.height, gap: style.gap,
+                                      position: style.positions[i], worldWidth: worldWidth)
+            guard let y = blocker(of: b, rank, layer, orItself: true) else { return nil }
+            found.add(y)
+        }
+        return found
+    }
+
+    /// Bounds the watch lists: drops duplicates and the entries no longer recorded. O(entries).
+    private mutating func compactWatchers() {
+        var lists = watchers
+        watchers = WatchLists()
+        defer { watchers = lists }
+        lists.compact { w, b in isWatching(w, b) }
     }
 
     /// Lazy: whether a changed slot must be decided now rather than left undecided: it is

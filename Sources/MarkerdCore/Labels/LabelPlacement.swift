@@ -70,6 +70,14 @@ public struct LabelPlacement: Sendable {
     var indexOfSlot: [Int32] = []
     static let undecided: Int32 = -1, dropped: Int32 = -2
     var grid: CollisionGrid
+    /// Complete placements: who each placed label blocks (see `WatchLists`), what `update`
+    /// re-decides when it leaves; and per slot the placed labels its label found blocking its
+    /// candidates when last decided (`maxPositions` per slot, -1: none), which tells a current
+    /// watch-list entry from a stale one. Empty in lazy placements (their updates search the
+    /// layer's index instead: few labels within reach at street zoom).
+    var watchers = WatchLists()
+    var blockedBy: [Int32] = []
+    static let maxPositions = 4
     /// The largest side of any label measured so far (px; at least the probe's): how far a
     /// decided label's candidates reach from its icon beyond `gap`.
     var reach: Int64
@@ -110,12 +118,15 @@ public struct LabelPlacement: Sendable {
         case .lazy: isComplete = false
         case .automatic: isComplete = worldWidth * worldWidth < 4096 * Int64(Swift.max(1, layer.table.count))
         }
-        if isComplete && isActive { complete(layer: layer, measurer: measurer, now: now) }
+        if isComplete && isActive {
+            blockedBy = Array(repeating: -1, count: Self.maxPositions * layer.table.slotCount)
+            complete(layer: layer, measurer: measurer, now: now)
+        }
     }
 
     /// Decides every undecided label in rank order (the eager placement): each finds every label
     /// ranked before it decided. O(slots + u log u + u decisions) for u undecided labels.
-    mutating func complete(layer: MarkerLayer, measurer: some LabelMeasurer, now: Int64) {
+    private mutating func complete(layer: MarkerLayer, measurer: some LabelMeasurer, now: Int64) {
         var order: [(rank: LabelRank, text: String)] = []
         for s in 0..<Int32(layer.table.slotCount) where indexOfSlot[Int(s)] == Self.undecided && layer.isStatic(s, now: now) {
             if let text = layer.labelText(slot: s) { order.append((layer.labelRank(s), text)) }
@@ -126,7 +137,7 @@ public struct LabelPlacement: Sendable {
             guard case .decided(let p) = advance(&f, text: text, layer: layer, measurer: measurer) else {
                 preconditionFailure("a label in rank order waits for none")
             }
-            settle(r, p)
+            settle(r, p, blockers: f.blockers)
         }
         isComplete = true
     }
@@ -143,7 +154,7 @@ public struct LabelPlacement: Sendable {
     public var approximateBytes: Int {
         labels.capacity * MemoryLayout<PlacedLabel>.stride + ranks.capacity * MemoryLayout<LabelRank>.stride
             + indexOfSlot.capacity * 4 + grid.approximateBytes + covered.capacity * 9
-            + coveredRects.capacity * MemoryLayout<LabelBox>.stride
+            + coveredRects.capacity * MemoryLayout<LabelBox>.stride + watchers.approximateBytes + blockedBy.capacity * 4
     }
 
     // MARK: Queries
@@ -248,12 +259,15 @@ public struct LabelPlacement: Sendable {
         roots.sort { layer.placedBefore($0, $1) }
         let limit = work + Swift.max(minWorkBeforeCompleting, layer.table.count / 4)
         for r in roots where indexOfSlot[Int(r.slot)] == Self.undecided {
-            let (done, p) = decideWithNeeds(r, layer: layer, measurer: measurer, now: now, limit: limit)
+            let (done, p, blockers) = decideWithNeeds(r, layer: layer, measurer: measurer, now: now, limit: limit)
             guard done else {
-                complete(layer: layer, measurer: measurer, now: now)
+                // The same labels as completing the lazy one, with the blockers recorded.
+                let knobs = (minQueueBeforeRebuild, minWorkBeforeCompleting)
+                self = LabelPlacement(layer: layer, pixelZoom: pixelZoom, measurer: measurer, now: now, mode: .eager)
+                (minQueueBeforeRebuild, minWorkBeforeCompleting) = knobs
                 return
             }
-            settle(r, p)
+            settle(r, p, blockers: blockers)
         }
     }
 
@@ -265,13 +279,39 @@ public struct LabelPlacement: Sendable {
 
     /// A label being decided: where it is in its candidates (position index, probe or measured
     /// size) and the undecided labels ranked before it that could reach one of them, best first
-    /// (`cursor`: those before it cannot reach the box being tested, or are decided).
+    /// (`cursor`: those before it cannot reach the box being tested, or are decided), and the
+    /// placed labels found blocking the candidates passed over.
     struct Frame {
         var rank: LabelRank
         var near: [LabelRank] = []
         var position = 0
         var size: (width: Int64, height: Int64)? = nil
         var cursor = 0
+        var blockers = Blockers()
+    }
+
+    /// The distinct slots that blocked a label's candidates (one per candidate at most: 1-4).
+    struct Blockers {
+        private var slots: (Int32, Int32, Int32, Int32) = (-1, -1, -1, -1)
+        private var count = 0
+
+        mutating func add(_ s: Int32) {
+            switch count {
+            case 0: slots.0 = s
+            case 1: guard slots.0 != s else { return }; slots.1 = s
+            case 2: guard slots.0 != s && slots.1 != s else { return }; slots.2 = s
+            case 3: guard slots.0 != s && slots.1 != s && slots.2 != s else { return }; slots.3 = s
+            default: return
+            }
+            count += 1
+        }
+
+        func forEach(_ body: (Int32) -> Void) {
+            if count > 0 { body(slots.0) }
+            if count > 1 { body(slots.1) }
+            if count > 2 { body(slots.2) }
+            if count > 3 { body(slots.3) }
+        }
     }
 
     enum Step {
@@ -292,7 +332,8 @@ public struct LabelPlacement: Sendable {
             let size = f.size ?? LabelGeometry.minimumSize(style.text)
             let b = LabelGeometry.box(anchorX: ax, anchorY: ay, extents: e, width: size.width, height: size.height, gap: style.gap,
                                       position: style.positions[f.position], worldWidth: worldWidth)
-            if collides(b, f.rank, layer) {
+            if let blocker = blocker(of: b, f.rank, layer) {
+                f.blockers.add(blocker)
                 f.position += 1; f.cursor = 0
                 continue
             }
@@ -316,20 +357,21 @@ public struct LabelPlacement: Sendable {
 
     /// The decision of `root`, after deciding (and settling) the undecided labels it needs, depth
     /// first on an explicit stack (each pushed label ranked before the one below it, so none
-    /// twice). `root` itself is not settled (`update` compares it with its old decision). Not
-    /// done when `work` reached `limit` (the frames left are undecided).
+    /// twice). `root` itself is not settled (`update` compares it with its old decision): its
+    /// decision comes back with its blockers. Not done when `work` reached `limit` (the frames
+    /// left are undecided).
     mutating func decideWithNeeds(_ root: LabelRank, layer: MarkerLayer, measurer: some LabelMeasurer, now: Int64,
-                                  limit: Int = .max) -> (done: Bool, label: PlacedLabel?) {
+                                  limit: Int = .max) -> (done: Bool, label: PlacedLabel?, blockers: Blockers) {
         var stack = [Frame(rank: root, near: isComplete ? [] : undecidedBefore(root, layer: layer, now: now))]
         while true {
             switch advance(&stack[stack.count - 1], layer: layer, measurer: measurer) {
             case .needs(let m):
-                guard work < limit else { return (false, nil) }
+                guard work < limit else { return (false, nil, Blockers()) }
                 stack.append(Frame(rank: m, near: undecidedBefore(m, layer: layer, now: now)))
             case .decided(let p):
                 let f = stack.removeLast()
-                if stack.isEmpty { return (true, p) }
-                settle(f.rank, p)
+                if stack.isEmpty { return (true, p, f.blockers) }
+                settle(f.rank, p, blockers: f.blockers)
             }
         }
     }
@@ -350,10 +392,39 @@ public struct LabelPlacement: Sendable {
         return out
     }
 
-    /// Records a decision: places the label or marks the slot dropped.
-    mutating func settle(_ r: LabelRank, _ p: PlacedLabel?) {
+    /// Records a decision: places the label or marks the slot dropped, and (complete) records
+    /// the labels that blocked its other candidates.
+    mutating func settle(_ r: LabelRank, _ p: PlacedLabel?, blockers: Blockers) {
         if let p { insert(p, rank: r) } else { indexOfSlot[Int(r.slot)] = Self.dropped }
+        watch(r.slot, blockers)
         work += 1
+    }
+
+    /// Complete placements: records `blockers` as what blocked the slot's label, listing it as a
+    /// watcher of those not recorded before (a no-op in lazy placements).
+    mutating func watch(_ slot: Int32, _ blockers: Blockers) {
+        guard !blockedBy.isEmpty else { return }
+        let base = Self.maxPositions * Int(slot)
+        var k = 0
+        blockers.forEach { b in
+            if !isWatching(slot, b) { watchers.add(slot, blockedBy: b) }
+        }
+        blockers.forEach { b in blockedBy[base + k] = b; k += 1 }
+        while k < Self.maxPositions { blockedBy[base + k] = -1; k += 1 }
+    }
+
+    /// Forgets `blocker` from the slot's record (its watch list was taken).
+    mutating func unwatch(_ slot: Int32, _ blocker: Int32) {
+        let base = Self.maxPositions * Int(slot)
+        for k in base..<base + Self.maxPositions where blockedBy[k] == blocker { blockedBy[k] = -1 }
+    }
+
+    /// Whether the slot's label recorded `blocker` when last decided (complete placements).
+    func isWatching(_ slot: Int32, _ blocker: Int32) -> Bool {
+        let base = Self.maxPositions * Int(slot)
+        guard base < blockedBy.count else { return false }
+        return blockedBy[base] == blocker || blockedBy[base + 1] == blocker || blockedBy[base + 2] == blocker
+            || blockedBy[base + 3] == blocker
     }
 
     /// The largest side of any label box (`LabelGeometry.maximumSize`): how far an undecided
@@ -411,12 +482,32 @@ public struct LabelPlacement: Sendable {
         return false
     }
 
-    /// Whether `b` grown by `pad` overlaps the grown box of a placed label ranked before `r`.
-    func collides(_ b: LabelBox, _ r: LabelRank, _ layer: MarkerLayer) -> Bool {
-        grid.first(x0: b.x - pad, y0: b.y - pad, x1: b.x + b.width + pad, y1: b.y + b.height + pad) { s in
-            guard s != r.slot else { return false }
+    /// The best-ranked placed label ranked before `r` whose grown box overlaps `b` grown by
+    /// `pad`, if any. The best-ranked one, because it is the least likely to leave (`watchers`:
+    /// low-ranked labels filling gaps between big ones are the ones pushed out by writes, and a
+    /// label they block alone is all their leaving re-decides).
+    /// `orItself`: the label of `r` itself counts too.
+    func blocker(of b: LabelBox, _ r: LabelRank, _ layer: MarkerLayer, orItself: Bool = false) -> Int32? {
+        var best = -1
+        _ = grid.first(x0: b.x - pad, y0: b.y - pad, x1: b.x + b.width + pad, y1: b.y + b.height + pad) { s in
+            guard s != r.slot || orItself else { return false }
             let i = Int(indexOfSlot[Int(s)])
-            return LabelGeometry.overlap(labels[i].box, b, pad: pad, worldWidth: worldWidth) && layer.placedBefore(ranks[i], r)
+            if i != best && (best < 0 || layer.placedBefore(ranks[i], ranks[best]))
+                && LabelGeometry.overlap(labels[i].box, b, pad: pad, worldWidth: worldWidth)
+                && (s == r.slot || layer.placedBefore(ranks[i], r)) {
+                best = i
+            }
+            return false
+        }
+        return best < 0 ? nil : labels[best].slot
+    }
+
+    /// Calls `body` with the slot of each placed label whose grown box overlaps `b` grown by `pad`
+    /// (a label once per grid cell it shares with `b`).
+    func forEachPlaced(overlapping b: LabelBox, _ body: (Int32) -> Void) {
+        _ = grid.first(x0: b.x - pad, y0: b.y - pad, x1: b.x + b.width + pad, y1: b.y + b.height + pad) { s in
+            if LabelGeometry.overlap(labels[Int(indexOfSlot[Int(s)])].box, b, pad: pad, worldWidth: worldWidth) { body(s) }
+            return false
         }
     }
 
@@ -428,6 +519,7 @@ public struct LabelPlacement: Sendable {
         grid.insert(p.slot, x0: b.x - pad, y0: b.y - pad, x1: b.x + b.width + pad, y1: b.y + b.height + pad)
     }
 
+    /// Takes a placed label out of the grid (`update` takes its watch list first).
     mutating func remove(slot: Int32) {
         let i = Int(indexOfSlot[Int(slot)])
         let b = labels[i].box
