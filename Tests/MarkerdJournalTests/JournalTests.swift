@@ -229,6 +229,40 @@ import Testing
         }
     }
 
+    /// `rotate()` returns only once the old segment's records are fdatasynced, unless the policy
+    /// is `.off` (which syncs nothing until `flush()` or `close()`); appends sync per policy.
+    @Test(arguments: [SyncPolicy.always, .everySecond, .off])
+    func whatEachPolicySyncs(policy: SyncPolicy) throws {
+        let dir = makeTempDirectory()
+        defer { removeDirectory(dir) }
+        let r = try recover(dir, policy: policy)
+        let synced = Mutex<[String]>([])
+        r.journal.faults.onSync.withLock { $0 = { path in synced.withLock { $0.append(path) } } }
+        let old = FileIO.join(dir, JournalFormat.segmentName(firstSequence: 1))
+        let new = FileIO.join(dir, JournalFormat.segmentName(firstSequence: 4))
+        for n in 1...3 { try appendAndWait(r.journal, payload(UInt64(n))) }
+        let appended = synced.withLock { $0 }
+        #expect(try r.journal.rotate() == 3)
+        let rotated = synced.withLock { $0 }
+        switch policy {
+        case .always:
+            // One fdatasync per record (each waited for); nothing is left for the rotation.
+            #expect(appended == [old, old, old])
+            #expect(rotated == appended)
+        case .everySecond:
+            // Appends sync at most once a second (none, unless this host paused for a second).
+            #expect(appended.allSatisfy { $0 == old } && appended.count <= 1, "\(appended)")
+            #expect(rotated.last == old, "\(rotated)")
+            #expect(r.journal.stats.durableThrough == 3)
+        case .off:
+            #expect(rotated.isEmpty, "\(rotated)")
+        }
+        try appendAndWait(r.journal, payload(4))
+        try r.journal.flush()
+        #expect(synced.withLock { $0 }.last == new)
+        try r.journal.close()
+    }
+
     @Test func directoryLock() throws {
         let dir = makeTempDirectory()
         defer { removeDirectory(dir) }
