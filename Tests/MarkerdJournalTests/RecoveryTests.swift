@@ -84,13 +84,11 @@ import Testing
             #expect(reason.contains("5 intact record(s) follow"))
         }
         let check = try JournalCheck.check(directory: dir)
-        print(check)
-        #expect(!check.recoverable)
+        #expect(!check.recoverable, "\(check)")
         #expect(check.problems.contains { $0.severity == .error && $0.file == first && $0.offset == Int64(offsets[4]) })
 
         let repaired = try JournalCheck.repair(directory: dir)
-        print(repaired)
-        #expect(repaired.recoverable)
+        #expect(repaired.recoverable, "\(repaired)")
         #expect(repaired.droppedRecords == 11)   // 5...10 in the first segment (1 damaged + 5 intact), 11...15 in the second
         #expect(repaired.actions.contains { $0.contains("truncated \(first) at offset \(offsets[4])") })
         #expect(repaired.actions.contains { $0.contains("deleted journal-000000000000000b.log") && $0.contains("5 intact record(s)") })
