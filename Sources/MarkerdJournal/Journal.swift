@@ -84,6 +84,9 @@ final class FaultInjection: Sendable {
     let failRotations = Atomic<Bool>(false)
     /// Extra sleep before each fdatasync (to make group commit observable in tests).
     let syncDelayMicroseconds = Atomic<Int>(0)
+    /// Called on the writer thread with the segment's path after each fdatasync of a segment
+    /// that returned (to test what each `SyncPolicy` syncs); nil (the default) calls nothing.
+    let onSync = Mutex<(@Sendable (String) -> Void)?>(nil)
 }
 
 /// The append side of the durability engine: a sequence of framed records in segment files,
@@ -462,6 +465,7 @@ public final class Journal: @unchecked Sendable {
                             let delay = faults.syncDelayMicroseconds.load(ordering: .relaxed)
                             if delay > 0 { usleep(UInt32(delay)) }
                             try FileIO.fdatasync(fd, path: activePath)
+                            faults.onSync.withLock { $0 }?(activePath)
                             syncs += 1
                             dirty = false
                             lastSync = .now

@@ -1,3 +1,4 @@
+import Foundation
 import MarkerdAPI
 import Testing
 
@@ -15,10 +16,11 @@ private func seconds(_ body: () throws -> Void) rethrows -> Double {
 }
 
 /// Prints decode/encode figures for a 100k-marker UpsertMarkersRequest. Not an assertion: speed targets
-/// belong to marker-bench. Meaningful figures need a release build:
-///   swift test -c release --filter MarkerdAPITests.PerformanceTests
+/// belong to marker-bench. Off by default; meaningful figures need a release build:
+///   MARKERD_BENCH=1 swift test -c release --filter MarkerdAPITests.PerformanceTests
 @Suite struct PerformanceTests {
-    @Test func upsert100kMarkers() throws {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["MARKERD_BENCH"] == "1"))
+    func upsert100kMarkers() throws {
         let count = 100_000
         var request = V1.UpsertMarkersRequest(layerID: "bench")
         request.markers.reserveCapacity(count)

@@ -61,7 +61,7 @@ import Testing
             if expectAgrees(mutated, seed: seed) { mutatedRead += 1 }
         }
         #expect(plainRead == plain, "seed \(seed): \(plain - plainRead) plain envelopes declined")
-        print("RequestHeadTests: \(plainRead) plain envelopes read, \(mutatedRead) of 3000 mutated ones read and agreed")
+        #expect(plain > 0 && mutatedRead > 0, "seed \(seed): \(plain) plain envelopes, \(mutatedRead) of 3000 mutated ones read")
     }
 
     @Test func declinesWhatTheFullDecodeMustJudge() {

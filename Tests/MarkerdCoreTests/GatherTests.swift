@@ -10,7 +10,6 @@ import Testing
     /// garbage in the arena) and re-added; slots in random order with repeats, and empty pages.
     @Test func gatherMatchesRecords() throws {
         let seed = testSeed("GatherTests.gatherMatchesRecords")
-        print("GatherTests seed \(seed) (SEED=\(seed) replays)")
         var rng = SplitMix64(seed: seed)
         for round in 0..<8 {
             let oneStyle = round % 2 == 0

@@ -96,7 +96,7 @@ import Testing
         let b = GeoBounds(west: 170, south: -10, east: -170, north: 10)
         #expect(b.crossesAntimeridian)
         let r = b.worldXRanges
-        #expect(r.count == 2)
+        try #require(r.count == 2)
         #expect(r[0].upperBound == 4_294_967_296 && r[1].lowerBound == 0)
         #expect(abs(r[0].lowerBound - 350.0 / 360 * 4_294_967_296) < 1e-3)
         #expect(GeoBounds(west: -180, south: -90, east: 180, north: 90).worldYRange == 0...4_294_967_296)

@@ -28,7 +28,6 @@ import Testing
 
     @Test func fastMovesMatchTheWalkFromTheRoot() {
         let seed = testSeed("GridMoveTests.fastMovesMatchTheWalkFromTheRoot")
-        print("GridMoveTests seed \(seed) (SEED=\(seed) replays)")
         var rng = SplitMix64(seed: seed)
         // A few spots (one at the world's centre, where x and y cross a top-level split, one
         // at the edge) and jitters from one world unit to half the world.

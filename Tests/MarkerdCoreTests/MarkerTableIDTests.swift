@@ -21,7 +21,6 @@ import Testing
 
     @Test func idsMatchOracle() {
         let seed = testSeed("MarkerTableIDTests.idsMatchOracle")
-        print("MarkerTableIDTests seed \(seed) (SEED=\(seed) replays)")
         var rng = SplitMix64(seed: seed)
         var table = MarkerTable(seed: rng.next())
         var oracle: [[UInt8]: Int32] = [:]

@@ -120,7 +120,6 @@ struct OracleModel {
         let seed = testSeed("OracleTests.randomizedAgainstBruteForce")
         var rng = SplitMix64(seed: seed)
         var compared = 0, hitsCompared = 0, tiledQueries = 0, multiPage = 0
-        defer { print("oracle: \(compared) viewport markers, \(hitsCompared) hits, \(tiledQueries) tiled queries, \(multiPage) multi-page") }
         for round in 0..<5 {
             var model = OracleModel()
             model.options = TilingOptions(enabled: round < 3, minMarkerCount: UInt32.random(in: 20...120, using: &rng))
@@ -243,6 +242,10 @@ struct OracleModel {
                 }
             }
         }
+        // The random cases reach what they are for (about 4,000-6,000 markers, 400-550 hits,
+        // 50-120 TILED answers and 60-90 paged ones over seeds).
+        #expect(compared > 1000 && hitsCompared > 100 && tiledQueries > 10 && multiPage > 10,
+                "seed \(seed): \(compared) viewport markers, \(hitsCompared) hits, \(tiledQueries) tiled queries, \(multiPage) multi-page")
     }
 
     /// Pages through viewports (both modes, random limits, exact duplicates, icons across the
@@ -254,7 +257,6 @@ struct OracleModel {
         let seed = testSeed("OracleTests.pagingInSpatialOrder")
         var rng = SplitMix64(seed: seed)
         var pagesSeen = 0, changedPaging = 0
-        defer { print("paging: \(pagesSeen) pages, \(changedPaging) pagings with changes") }
         for round in 0..<4 {
             var model = OracleModel()
             model.options = TilingOptions(enabled: round % 2 == 1, minMarkerCount: 50)
@@ -319,6 +321,7 @@ struct OracleModel {
                 }
             }
         }
+        #expect(pagesSeen > 50 && changedPaging > 5, "seed \(seed): \(pagesSeen) pages, \(changedPaging) pagings with changes")
     }
 
     /// `viewportPage(...liveBudget:)` is nil exactly when the live class holds more than the

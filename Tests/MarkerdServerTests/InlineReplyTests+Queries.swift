@@ -52,7 +52,6 @@ extension InlineReplyTests {
 
     @Test func queriesWithinTheBudget() throws {
         let seed = testSeed("InlineReplyTests.queriesWithinTheBudget")
-        print("InlineReplyTests.queriesWithinTheBudget seed \(seed)")
         var rng = SplitMix64(seed: seed)
         let d = RPCDispatcher(service: MarkerService())
         queryLayer(d, "t", count: 4000, draggableEvery: 20, tiled: true, &rng)

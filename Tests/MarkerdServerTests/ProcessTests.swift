@@ -36,12 +36,12 @@ struct ProcessTests {
         defer { p.kill(SIGKILL); _ = p.waitForExit(timeout: 5) }
         c = try p.waitUntilReady()
         #expect(try c.layerStats("fleet").markers == 999)
-        let v1 = try c.getMarkers("fleet", ids: ["v1"]).markers[0]
+        let v1 = try #require(try c.getMarkers("fleet", ids: ["v1"]).markers.first)
         #expect(v1.position?.latitude == 50 && v1.icon == .iconID("dot") && v1.attributes == ["driver": "Ada"])
         // The same key after the restart: the first reply, and v1 is not moved back.
         let again = try c.upsertMarkers("fleet", fleet(), idempotencyKey: "load-1")
         #expect(again == first)
-        #expect(try c.getMarkers("fleet", ids: ["v1"]).markers[0].position?.latitude == 50)
+        #expect(try c.getMarkers("fleet", ids: ["v1"]).markers.first?.position?.latitude == 50)
         #expect(try c.layerStats("fleet").markers == 999)
         // A snapshot, then a restart from snapshot + journal.
         let snap = try c.createSnapshot()
@@ -52,7 +52,7 @@ struct ProcessTests {
         p = try MarkerdProcess(arguments: ["--data-dir", dir])
         c = try p.waitUntilReady()
         #expect(try c.layerStats("fleet").markers == 1000)
-        #expect(try c.getMarkers("fleet", ids: ["v1"]).markers[0].position?.latitude == 50)
+        #expect(try c.getMarkers("fleet", ids: ["v1"]).markers.first?.position?.latitude == 50)
         #expect(try c.getMarkers("fleet", ids: ["v2"]).missingIDs == ["v2"])
     }
 
@@ -91,7 +91,10 @@ struct ProcessTests {
         }
         let url = p.url
         DispatchQueue.global().async { _ = try? MarkerdClient(url: url, timeout: .seconds(30)).createSnapshot() }
-        Thread.sleep(forTimeInterval: 0.15)
+        // SIGTERM once the snapshot file is being written (or, on a fast host, already written).
+        try waitUntil("the snapshot started") {
+            try FileManager.default.contentsOfDirectory(atPath: dir).contains { $0.hasPrefix("snapshot-") }
+        }
         let start = Date()
         p.kill(SIGTERM)
         #expect(p.waitForExit(timeout: 10) == 0, "markerd did not exit 0 within 10 s: \(p.stderrText())")

@@ -32,7 +32,7 @@ struct RPCIntegrationTests {
         #expect(up.layerVersion > 0)
 
         let got = try c.getMarkers("cities", ids: ["m1", "m2", "m3", "nope"])
-        #expect(got.markers.map(\.id) == ["m1", "m2", "m3"])
+        try #require(got.markers.map(\.id) == ["m1", "m2", "m3"])
         #expect(got.missingIDs == ["nope"])
         let m1 = got.markers[0]
         #expect(m1.attributes == ["name": "Tokyo", "kind": "city"])
@@ -141,7 +141,7 @@ struct RPCIntegrationTests {
 
         _ = try createLayer(c, "l")
         _ = try c.upsertMarkers("l", [marker("a", 1, 1) { $0.icon = .iconID("dot") }])
-        let a = try c.getMarkers("l", ids: ["a"]).markers[0]
+        let a = try #require(try c.getMarkers("l", ids: ["a"]).markers.first)
         #expect(a.icon == .iconID("dot"))
         #expect(a.anchor?.x == 0.5 && a.anchor?.y == 0.5)
     }
@@ -213,7 +213,7 @@ struct RPCIntegrationTests {
         _ = try c.moveMarkers("l", [move("a", 2, 2)])
         let again = try c.upsertMarkers("l", [marker("a", 1, 1)], idempotencyKey: "key-1")
         #expect(again == first)
-        #expect(try c.getMarkers("l", ids: ["a"]).markers[0].position?.latitude == 2)  // not moved back
+        #expect(try c.getMarkers("l", ids: ["a"]).markers.first?.position?.latitude == 2)  // not moved back
         #expect(statusCode { _ = try c.upsertMarkers("l", [marker("b", 1, 1)], idempotencyKey: "key-1") } == .invalidArgument)
         #expect(statusCode { _ = try c.upsertMarkers("l", [marker("b", 1, 1)], idempotencyKey: "") } == .invalidArgument)
         // A failed mutation forgets its key: a corrected retry with the same key applies.

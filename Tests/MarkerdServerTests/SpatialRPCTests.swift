@@ -73,11 +73,13 @@ struct SpatialRPCTests {
         }])
         var stats = try c.layerStats("l")
         #expect(stats.liveMarkers == 1 && stats.mode == .native)
-        let anim = try c.getMarkers("l", ids: ["drop"]).markers[0].animation
+        let anim = try c.getMarkers("l", ids: ["drop"]).markers.first?.animation
         #expect(anim?.kind == .drop && (anim?.endsAtUnixMs ?? 0) > 0)
-        Thread.sleep(forTimeInterval: 0.45)
-        stats = try c.layerStats("l")
-        #expect(stats.liveMarkers == 0 && stats.staticMarkers == 3 && stats.mode == .tiled)
+        try waitUntil("the 300 ms animation ended") {
+            stats = try c.layerStats("l")
+            return stats.liveMarkers == 0
+        }
+        #expect(stats.staticMarkers == 3 && stats.mode == .tiled)
     }
 
     @Test("icon extents count: a marker just outside the bounds whose pin reaches in is returned")
@@ -160,7 +162,7 @@ struct SpatialRPCTests {
             p.longitude = 1
             try c.dragTo("l", dragID: begin.dragID, to: p)
         }
-        #expect(abs((try c.getMarkers("l", ids: ["d"]).markers[0].position?.latitude ?? 0) - 1.2) < 1e-6)
+        #expect(abs((try c.getMarkers("l", ids: ["d"]).markers.first?.position?.latitude ?? 0) - 1.2) < 1e-6)
         let end = try c.endDrag("l", dragID: begin.dragID)
         #expect(abs((end.marker?.position?.latitude ?? 0) - 1.2) < 1e-6)
         #expect(statusCode { try c.dragTo("l", dragID: begin.dragID, to: V1.LatLng()) } == .notFound)
@@ -183,8 +185,8 @@ struct SpatialRPCTests {
         _ = try c.upsertMarkers("l", (0..<100).map { marker("v\($0)", 0, 0) })
         let r = try c.moveMarkers("l", (0..<100).map { move("v\($0)", Double($0) / 10, 1) } + [move("ghost", 1, 1)])
         #expect(r.moved == 100 && r.notFoundIDs == ["ghost"])
-        #expect(try c.getMarkers("l", ids: ["v50"]).markers[0].position?.latitude == 5)
+        #expect(try c.getMarkers("l", ids: ["v50"]).markers.first?.position?.latitude == 5)
         #expect(statusCode { _ = try c.moveMarkers("l", [move("v1", 2, 2), move("v2", 95, 0)]) } == .invalidArgument)
-        #expect(try c.getMarkers("l", ids: ["v1"]).markers[0].position?.latitude == 0.1)
+        #expect(try c.getMarkers("l", ids: ["v1"]).markers.first?.position?.latitude == 0.1)
     }
 }

@@ -98,11 +98,7 @@ final class RestartingMarkerd {
         let p = try MarkerdProcess(arguments: ["--data-dir", dir, "--http", "127.0.0.1:\(httpPort)"])
         let c = try p.waitUntilReady()
         // The gateway starts just after the RPC listener.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while (try? RawHTTP.request(port: httpPort, "GET", "/healthz"))?.status != 200 {
-            guard ContinuousClock.now < deadline else { throw MarkerdProcess.ProcessError(message: "the HTTP gateway did not answer") }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        try waitUntil("the HTTP gateway answers") { (try? RawHTTP.request(port: httpPort, "GET", "/healthz"))?.status == 200 }
         return (p, c)
     }
 
@@ -303,11 +299,7 @@ struct VersionRestartTests {
                     let v = try c.getLayer(layer).version
                     _ = try c.upsertMarkers(layer, [marker("anim", 11, 11) { $0.animation = V1.Animation(kind: .drop, durationMs: 300) }])
                     // Reads expire the ended animation, which raises the version once more.
-                    let deadline = ContinuousClock.now + .seconds(10)
-                    while try c.getLayer(layer).version < v + 2 {
-                        try #require(ContinuousClock.now < deadline, "\(layer): the animation did not end")
-                        Thread.sleep(forTimeInterval: 0.05)
-                    }
+                    try waitUntil("\(layer): the animation ended") { try c.getLayer(layer).version >= v + 2 }
                 }
             }),
             ("clear", false, { c in
@@ -346,8 +338,7 @@ struct VersionRestartTests {
 
     @Test("kill -9 while drags, moves and reads run: after each restart the layer's version and its z0 tile's version are above every one read before")
     func crashWhileDragging() throws {
-        let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? 35
-        print("crashWhileDragging: SEED=\(seed)")
+        let seed = testSeed("VersionRestartTests.crashWhileDragging", fixed: 35)
         var rng = SplitMix64(seed: seed)
         let m = try RestartingMarkerd()
         _ = try createLayer(m.client, "L")

@@ -52,6 +52,5 @@ import Testing
             if !same { break }
         }
         #expect(zeroFields > 1000, "only \(zeroFields) clusters with a zero coordinate (seed \(seed))")
-        print("ClusterEncodingTests: 50000 clusters, \(zeroFields) with a zero coordinate (seed \(seed))")
     }
 }

@@ -100,6 +100,5 @@ import Testing
             }
         }
         #expect(whole > 50 && partial > 50, "\(whole) whole and \(partial) partial block hits over \(replies) replies (seed \(seed))")
-        print("ClusterReplyBlockTests levels \(levels) minPoints \(minPoints): \(whole) whole and \(partial) partial block hits over \(replies) replies (seed \(seed))")
     }
 }

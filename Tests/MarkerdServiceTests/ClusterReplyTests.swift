@@ -119,8 +119,7 @@ import Testing
                 }
             }
         }
-        #expect(clusters > 10_000 && markers > 10_000)
-        print("checked \(queries) answers: \(clusters) clusters, \(markers) markers (seed \(seed))")
+        #expect(clusters > 10_000 && markers > 10_000, "\(queries) answers: \(clusters) clusters, \(markers) markers (seed \(seed))")
     }
 
     /// `inlineClustersPayload` without a budget, written into an array of the size it asks for.

@@ -66,7 +66,6 @@ import Testing
             worstCore = max(worstCore, (fast - core).magnitude)
             worstLibm = max(worstLibm, (fast - libm).magnitude)
         }
-        print("SEED=\(seed): worst |FastLatitude - Mercator.latitude| \(worstCore), vs libm \(worstLibm) (1e-7 degree units)")
         #expect(worstCore < 2e-5 && worstLibm < 2e-5, "SEED=\(seed): \(worstCore) / \(worstLibm) units, guard \(WorldPoint.fastLatLngGuard)")
     }
 }

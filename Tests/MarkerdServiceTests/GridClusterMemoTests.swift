@@ -110,6 +110,5 @@ import Testing
         }
         #expect(emptied > 10 && hits > 1500 && kept > 5000 && replaced > 300,
                 "emptied \(emptied), hits \(hits), kept \(kept), replaced \(replaced) (seed \(seed))")
-        print("GridClusterMemoTests: emptied \(emptied), hits \(hits), kept \(kept), replaced \(replaced) (seed \(seed))")
     }
 }

@@ -10,7 +10,6 @@ import Testing
     /// word test could confuse) and NULs at every position, or none.
     @Test func bytesBeforeNULMatchesAByteSearch() {
         let seed = testSeed("MarkerWireEncoderTests.bytesBeforeNULMatchesAByteSearch")
-        print("MarkerWireEncoderTests seed \(seed) (SEED=\(seed) replays)")
         var rng = SplitMix64(seed: seed)
         let tricky: [UInt8] = [0, 1, 0x7F, 0x80, 0x81, 0xFE, 0xFF]
         for _ in 0..<2_000 {

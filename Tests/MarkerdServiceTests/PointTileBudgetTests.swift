@@ -12,11 +12,7 @@ import Testing
 @Suite struct PointTileBudgetTests {
     typealias S = ClusterTestService
 
-    static func seed() -> UInt64 {
-        let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? 35
-        print("PointTileBudgetTests: SEED=\(seed)")
-        return seed
-    }
+    static func seed(_ name: String = #function) -> UInt64 { testSeed("PointTileBudgetTests." + name, fixed: 35) }
 
     static func createLayer(_ s: S, _ id: String, _ pointTile: V1.PointTileOptions?) throws {
         _ = try s.mutate(.createLayer, V1.CreateLayerRequest(layerID: id, options: V1.LayerOptions(pointTile: pointTile)),

@@ -120,8 +120,7 @@ import Testing
                 }
             }
         }
-        #expect(featuresSeen > 100)
-        print("PointTileTests decoders used: \(decoders.sorted())")
+        #expect(featuresSeen > 100, "decoders used: \(decoders.sorted())")
 
         // known_version -> not_modified; a change -> new bytes and version
         let again = try s.service.getPointTile(V1.GetPointTileRequest(layerID: "t", z: 0, x: 0, y: 0, knownVersion: version))

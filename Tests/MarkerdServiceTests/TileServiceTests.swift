@@ -16,11 +16,13 @@ func mutate<Resp: ProtoMessage>(_ s: MarkerService, _ kind: MutationKind, _ req:
 /// Runs a mutation with the given payload bytes synchronously.
 func mutate<Resp: ProtoMessage>(_ s: MarkerService, _ kind: MutationKind, payload: [UInt8], as: Resp.Type = Resp.self) throws -> Resp {
     let box = Mutex<Result<[UInt8], RPCError>?>(nil)
+    let done = DispatchSemaphore(value: 0)
     let key = "k\(UInt64.random(in: 0...UInt64.max))"
     s.mutate(kind, payload: payload, context: CallContext(method: kind.methodName, idempotencyKey: key)) { r in
         box.withLock { $0 = r }
+        done.signal()
     }
-    while box.withLock({ $0 == nil }) { usleep(100) }
+    done.wait()
     return try Resp(serializedBytes: box.withLock { $0! }.get())
 }
 
@@ -209,11 +211,17 @@ final class Counter: Sendable {
         try upsert(s, "a", [marker("anim", paris.lat, paris.lon) {
             var a = V1.Animation(); a.kind = .drop; a.durationMs = 150; $0.animation = a
         }])
+        let ends = try #require(try s.getMarkers(V1.GetMarkersRequest(layerID: "a", ids: ["anim"])).markers.first?.animation?.endsAtUnixMs)
         let during = try tile(s, "a", 14, t.x, t.y)
-        #expect(during.empty)
-        usleep(250_000)
-        let after = try tile(s, "a", 14, t.x, t.y)
-        #expect(!after.empty && after.version != during.version)
+        // Rendered before the animation's end (server clock; unless this host stalled for 150 ms): without the marker.
+        let renderedDuring = Int64(Date().timeIntervalSince1970 * 1000) < ends
+        if renderedDuring { #expect(during.empty) }
+        var after = during
+        try waitUntil("the animation ended and the tile shows the marker") {
+            after = try tile(s, "a", 14, t.x, t.y)
+            return !after.empty
+        }
+        if renderedDuring { #expect(after.version != during.version) }
     }
 
     /// The tile through the service equals the renderer's brute force... checked in the render

@@ -223,18 +223,9 @@ private func status(_ result: HTTPRequestHead.ParseResult) -> Int? {
         defer { server.stop() }
         let a = try RawConnection(port: server.boundPort)
         let b = try RawConnection(port: server.boundPort)
-        #expect(waitUntilConnections(server, 2))
+        try waitUntil("2 connections are open") { server.statistics.connections >= 2 }
         let third = try RawHTTP.request(port: server.boundPort, "GET", "/")
         #expect(third.status == 503)
         withExtendedLifetime((a, b)) {}
-    }
-
-    private func waitUntilConnections(_ server: NNGHTTPServer, _ n: Int) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while server.statistics.connections < n {
-            if ContinuousClock.now > deadline { return false }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return true
     }
 }

@@ -29,7 +29,7 @@ import Synchronization
                                     handler: EchoHandler())
         try server.start()
         defer { server.stop() }
-        #expect(server.boundURLs.count == 3)
+        try #require(server.boundURLs.count == 3)
         #expect(server.boundTCPPorts.count == 1)
         let port = try #require(server.boundTCPPorts.first)
         #expect(port > 0)
@@ -262,7 +262,6 @@ import Synchronization
         for size in [100, 10_000] {
             let iterations = ProcessInfo.processInfo.environment["ROUNDTRIP_ITERATIONS"].flatMap(Int.init) ?? 300
             let result = try NNGRoundTrip.measure(payloadBytes: size, iterations: iterations, warmup: 50)
-            print("NNGRoundTrip tcp \(size) B x\(result.iterations): p50 \(result.p50Microseconds) us, p99 \(result.p99Microseconds) us, mean \(result.meanMicroseconds) us")
             #expect(result.iterations == iterations)
             #expect(result.p50Microseconds > 0 && result.p50Microseconds <= result.p99Microseconds)
         }

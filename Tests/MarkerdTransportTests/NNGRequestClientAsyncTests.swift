@@ -1,13 +1,15 @@
 import MarkerdTestSupport
+import Synchronization
 import Testing
 import MarkerdTransport
 
 @Suite(.serialized) struct NNGRequestClientAsyncTests {
     @Test func manyConcurrentAsyncCallsMatchTheirReplies() async throws {
         let seed = testSeed("manyConcurrentAsyncCallsMatchTheirReplies")
+        let delays = Mutex(SplitMix64(seed: seed ^ 0xA5))
         let server = NNGReplyServer(
             configuration: ServerConfiguration(listenURLs: ["tcp://127.0.0.1:0"], contexts: 4),
-            handler: DeferredEchoHandler(delay: { .microseconds(Int.random(in: 0...200)) }))
+            handler: DeferredEchoHandler(delay: { .microseconds(delays.withLock { Int.random(in: 0...200, using: &$0) }) }))
         try server.start()
         defer { server.stop() }
         let client = try NNGRequestClient(url: server.boundURLs[0])
@@ -42,14 +44,14 @@ import MarkerdTransport
         await #expect(throws: NNGError.timedOut) { try await client.asyncCall([1], timeout: .milliseconds(100)) }
 
         let task = Task { try await client.asyncCall([2], timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(50))
+        try waitUntil("the server holds request 2") { handler.count == 2 }
         task.cancel()
         let start = ContinuousClock.now
         await #expect(throws: NNGError.canceled) { try await task.value }
         #expect(ContinuousClock.now - start < .seconds(5))
 
         let pending = Task { try await client.asyncCall([3], timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(50))
+        try waitUntil("the server holds request 3") { handler.count == 3 }
         client.close()
         await #expect(throws: NNGError.closed) { try await pending.value }
         await #expect(throws: NNGError.closed) { try await client.asyncCall([4], timeout: .seconds(1)) }

@@ -9,11 +9,7 @@ import Testing
 @Suite struct GridCellSampleTests {
     typealias T = GridClusterIndexTests
 
-    static func seed() -> UInt64 {
-        let seed = ProcessInfo.processInfo.environment["SEED"].flatMap { UInt64($0) } ?? 35
-        print("GridCellSampleTests: SEED=\(seed)")
-        return seed
-    }
+    static func seed(_ name: String = #function) -> UInt64 { testSeed("GridCellSampleTests." + name, fixed: 35) }
 
     /// Random points around a few hotspots, the index built in bulk and the same points upserted
     /// one by one in another order.
@@ -83,7 +79,6 @@ import Testing
             }
             sampled += got.count
         }
-        print("GridCellSampleTests: \(sampled) samples, \(overLimit) boxes over the limit")
-        #expect(sampled > 500 && overLimit > 10)
+        #expect(sampled > 500 && overLimit > 10, "\(sampled) samples, \(overLimit) boxes over the limit")
     }
 }

@@ -4,11 +4,11 @@ import Testing
 @testable import MarkerdCore
 
 /// Randomised tests of GridClusterIndex against a brute-force oracle (group points by cell key per zoom).
-/// Prints the seed; `SEED=<n>` replays.
+/// Fixed seeds by default (`testSeed`: `SEED=<n>` replays, `SEED=random` explores).
 @Suite struct GridClusterIndexTests {
-    static func seed(_ salt: UInt64) -> UInt64 {
-        if let s = ProcessInfo.processInfo.environment["SEED"], let v = UInt64(s) { return v &+ salt }
-        return UInt64.random(in: 0...UInt64(UInt32.max)) &+ salt
+    /// The seed of the calling test, plus `salt` (which sets apart the cases of one test).
+    static func seed(_ salt: UInt64, _ name: String = #function) -> UInt64 {
+        testSeed("GridClusterIndexTests." + name) &+ salt
     }
 
     /// Brute-force clustering of `points` (one zoom): cell key -> members.
@@ -82,10 +82,8 @@ import Testing
 
     /// `ops` random upserts, moves and removals of `ids` ids, checked against the oracle; with
     /// `bulk` > 0, starting from an index built in bulk from `bulk` random points.
-    func runRandom(options: ClusterOptions, ops: Int, ids: Int32, salt: UInt64, bulk: Int = 0) throws {
-        let seed = Self.seed(salt)
-        print("GridClusterIndexTests seed=\(seed &- salt) (salt \(salt)); replay with SEED=\(seed &- salt)")
-        var rng = SplitMix64(seed: seed)
+    func runRandom(options: ClusterOptions, ops: Int, ids: Int32, salt: UInt64, bulk: Int = 0, name: String = #function) throws {
+        var rng = SplitMix64(seed: Self.seed(salt, name))
         let hotspots: [(UInt32, UInt32)] = (0..<6).map { i in
             i == 0 ? (UInt32.max - 5000, 1 << 31) : (UInt32(truncatingIfNeeded: rng.next()), UInt32(truncatingIfNeeded: rng.next()))
         }
@@ -225,9 +223,7 @@ import Testing
     /// The bulk build (Morton-ordered insertion) with duplicate ids: the last occurrence wins, as
     /// with upserts in input order, and everything observable matches the brute-force oracle.
     @Test func bulkBuildWithDuplicatesMatchesUpsertsAndOracle() throws {
-        let seed = Self.seed(3)
-        print("GridClusterIndexTests.bulkBuild seed=\(seed &- 3); replay with SEED=\(seed &- 3)")
-        var rng = SplitMix64(seed: seed)
+        var rng = SplitMix64(seed: Self.seed(3))
         let hotspots: [(UInt32, UInt32)] = (0..<4).map { _ in (UInt32(truncatingIfNeeded: rng.next()), UInt32(truncatingIfNeeded: rng.next())) }
         let options = ClusterOptions()
         let points = (0..<3000).map { _ in Self.randomPoint(Int32(rng.next() % 700), &rng, hotspots: hotspots) }

@@ -119,7 +119,8 @@ import Testing
         layer.expireAnimations(now: 2000)
         #expect(layer.gridClusterIndex!.count == 2)
         let items = layer.gridClusterItems(in: .world, zoom: 3)!
-        #expect(items.count == 1 && items[0].count == 2)
+        try #require(items.count == 1)
+        #expect(items[0].count == 2)
         guard case .cluster(let c) = items[0] else { Issue.record("expected a cluster"); return }
         let leaves = try layer.gridClusterLeaves(c.id, limit: 10, offset: 0)
         #expect(Set(leaves.map(\.id)) == ["a", "b"])
