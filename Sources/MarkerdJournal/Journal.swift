@@ -13,11 +13,12 @@ public enum SyncPolicy: Sendable, Equatable {
     /// fdatasyncs at most ~1 s after the first unsynced write. A process crash loses nothing
     /// acknowledged; a power loss or kernel crash can lose up to ~1 s of acknowledged records.
     case everySecond
-    /// The completion runs after `write()`; the journal never fsyncs on its own (only `flush()`
-    /// and `close()` do). A process crash loses nothing acknowledged; a power loss or kernel
-    /// crash can lose any recent records (whatever the kernel had not written back, typically
-    /// up to ~30 s), and - because segment rotation is not fsynced either - can leave damage
-    /// in a non-final segment that needs `markerd repair`.
+    /// The completion runs after `write()`; the journal fsyncs only when a segment rotates (the
+    /// old segment, once per snapshot, so that `durableThrough` and `flush()` stay true), on
+    /// `flush()` and on `close()`. A process crash loses nothing acknowledged; a power loss or
+    /// kernel crash can lose any recent records (whatever the kernel had not written back,
+    /// typically up to ~30 s) and, because the manifest and new segments are not fsynced, can
+    /// leave damage that needs `markerd repair`.
     case off
 }
 
@@ -312,7 +313,7 @@ public final class Journal: @unchecked Sendable {
 
     /// Starts a new segment and returns S such that every record with sequence <= S is in older
     /// segments (and every later one in the new segment or after). Blocks until the writer has
-    /// written the old segment's records (fdatasynced unless `.off`), created the new segment
+    /// written the old segment's records (fdatasynced, whatever the policy), created the new segment
     /// and named it in the manifest; appends continue meanwhile. If the current segment holds
     /// no records yet, nothing changes. Call it before writing a snapshot that will cover S.
     /// - Throws: `.failed` while the writer retries after a failure (`retryingAfter`; the
@@ -450,7 +451,7 @@ public final class Journal: @unchecked Sendable {
             var newActive: UInt64?
             if error == nil {
                 // Progress of this group, kept across retries: the rotation's old part written
-                // (and synced unless `.off`), its new segment created and named in the manifest.
+                // (and synced), its new segment created and named in the manifest.
                 var oldPartDone = false
                 var created: (fd: Int32, path: String)?
                 var named = false
@@ -500,7 +501,7 @@ public final class Journal: @unchecked Sendable {
                             if newActive == nil {
                                 if !oldPartDone {
                                     try write(0..<rotation.byteOffset)
-                                    if dirty && policy != .off {
+                                    if dirty {
                                         try sync()
                                         durable = rotation.newFirst - 1
                                     }
