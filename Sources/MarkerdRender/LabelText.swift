@@ -64,9 +64,11 @@ public final class LabelText: LabelMeasurer {
     }
 
     /// `text` in `style` and `paint` at `density` device px per px: premultiplied RGBA8 of exactly
-    /// `measure(text, style) x density` px (0 x 0 for empty text). The outlines are stroked
-    /// `2 x haloWidth x density` px wide (round joins) in the halo colour, then filled in the
-    /// text colour; the text's logical rectangle starts at (`inset x density`, `inset x density`).
+    /// `measure(text, style) x density` px (0 x 0 for empty text): the outlines filled in the text
+    /// colour over a halo `haloWidth x density` px wide around them in the halo colour (the
+    /// glyphs' coverage dilated by a disc, `LabelHalo`: as stroking the outlines twice that wide
+    /// with round joins would); the text's logical rectangle starts at (`inset x density`,
+    /// `inset x density`).
     /// Drawn once per (text, style, paint, density) and cached (`spriteCacheBytes`); two threads
     /// asking for a new sprite at once may both draw it (identical results). Deterministic: the
     /// same inputs give the same bytes.
@@ -83,7 +85,8 @@ public final class LabelText: LabelMeasurer {
             let laid = self.layOut(text, key.style, engine)
             let w = Int(laid.size.width) * density, h = Int(laid.size.height) * density
             if w == 0 || h == 0 { return RGBAImage(width: 0, height: 0, pixels: []) }
-            guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, Int32(w), Int32(h)),
+            // The glyphs' coverage, then the halo dilated from it (`LabelHalo`).
+            guard let surface = cairo_image_surface_create(CAIRO_FORMAT_A8, Int32(w), Int32(h)),
                   cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
             else { throw RenderError(.drawingFailed, "cairo: cannot create a \(w)x\(h) surface") }
             defer { cairo_surface_destroy(surface) }
@@ -91,9 +94,21 @@ public final class LabelText: LabelMeasurer {
             defer { cairo_destroy(cr) }
             cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
             cairo_scale(cr, Double(density), Double(density))
-            engine.draw(on: cr, x: laid.originX, y: laid.originY, color: paint.color,
-                        halo: paint.haloColor, haloWidth: 2 * Double(key.style.haloWidth))
-            return try CairoCanvas.image(surface, cr, width: w, height: h, what: "a label")
+            engine.draw(on: cr, x: laid.originX, y: laid.originY, color: 0xFF00_0000)
+            cairo_surface_flush(surface)
+            let status = cairo_status(cr)
+            guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
+                let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
+                throw RenderError(.drawingFailed, "cairo: drawing a label failed: \(reason)")
+            }
+            let stride = Int(cairo_image_surface_get_stride(surface))
+            let mask = [UInt8](unsafeUninitializedCapacity: w * h) { out, count in
+                for y in 0..<h { UnsafeMutableRawPointer(out.baseAddress! + y * w).copyMemory(from: data + y * stride, byteCount: w) }
+                count = w * h
+            }
+            let radius = Double(key.style.haloWidth) * Double(density)
+            let halo = radius > 0 && paint.haloColor >> 24 != 0 ? LabelHalo.dilate(mask, width: w, height: h, radius: radius) : []
+            return LabelHalo.composite(mask: mask, halo: halo, width: w, height: h, color: paint.color, haloColor: paint.haloColor)
         }
         draws.wrappingAdd(1, ordering: .relaxed)
         sprites.withLock { $0.insert(key, image, cost: image.pixels.count) }
