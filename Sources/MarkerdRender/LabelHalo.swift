@@ -82,18 +82,30 @@ enum LabelHalo {
             return (div255(Int((argb >> 16) & 0xFF) * a), div255(Int((argb >> 8) & 0xFF) * a), div255(Int(argb & 0xFF) * a), a)
         }
         let f = premultiplied(color), h = premultiplied(haloColor)
-        let pixels = [UInt8](unsafeUninitializedCapacity: width * height * 4) { out, count in
-            for i in 0..<(width * height) {
-                let m = Int(mask[i])
-                // Text at coverage m, over the halo at its coverage through what the text leaves.
-                let (r, g, b, a) = (div255(f.0 * m), div255(f.1 * m), div255(f.2 * m), div255(f.3 * m))
-                let left = halo.isEmpty ? 0 : div255(Int(halo[i]) * (255 - a))
-                out[4 * i] = UInt8(r + div255(h.0 * left))
-                out[4 * i + 1] = UInt8(g + div255(h.1 * left))
-                out[4 * i + 2] = UInt8(b + div255(h.2 * left))
-                out[4 * i + 3] = UInt8(a + div255(h.3 * left))
+        // Per coverage: the text's premultiplied pixel (R, G, B, A bytes in one little-endian
+        // word), and the halo's at that much of what the text leaves.
+        let text = (0...255).map { m in UInt32(div255(f.0 * m) | div255(f.1 * m) << 8 | div255(f.2 * m) << 16 | div255(f.3 * m) << 24) }
+        let under = (0...255).map { l in UInt32(div255(h.0 * l) | div255(h.1 * l) << 8 | div255(h.2 * l) << 16 | div255(h.3 * l) << 24) }
+        let count = width * height
+        if count == 0 { return RGBAImage(width: width, height: height, pixels: []) }
+        let pixels = [UInt8](unsafeUninitializedCapacity: count * 4) { out, initialized in
+            let words = UnsafeMutableRawPointer(out.baseAddress!)
+            mask.withUnsafeBufferPointer { m in
+                halo.withUnsafeBufferPointer { halo in
+                    text.withUnsafeBufferPointer { text in
+                        under.withUnsafeBufferPointer { under in
+                            for i in 0..<count {
+                                // Text at coverage m, over the halo through what the text leaves
+                                // (the bytes never carry: each sum is at most 255).
+                                let t = text[Int(m[i])]
+                                let left = halo.isEmpty ? 0 : div255(Int(halo[i]) * (255 - Int(t >> 24)))
+                                words.storeBytes(of: t &+ under[left], toByteOffset: 4 * i, as: UInt32.self)
+                            }
+                        }
+                    }
+                }
             }
-            count = width * height * 4
+            initialized = count * 4
         }
         return RGBAImage(width: width, height: height, pixels: pixels)
     }
