@@ -36,6 +36,7 @@ public final class LabelText: LabelMeasurer {
 
     private let sizes: Mutex<TwoGenerations<MeasureKey, LabelSize>>
     private let sprites: Mutex<TwoGenerations<SpriteKey, RGBAImage>>
+    private let glyphMasks: GlyphMasks
     private let layouts = Atomic<Int>(0)
     private let draws = Atomic<Int>(0)
 
@@ -46,6 +47,7 @@ public final class LabelText: LabelMeasurer {
         self.spriteCacheBytes = spriteCacheBytes
         sizes = Mutex(TwoGenerations(limit: measureCapacity))
         sprites = Mutex(TwoGenerations(limit: spriteCacheBytes))
+        glyphMasks = GlyphMasks(cacheBytes: max(1, spriteCacheBytes / 4))
     }
 
     /// The box `text` laid out in `style` occupies, in whole px at density 1: the text's logical
@@ -85,26 +87,24 @@ public final class LabelText: LabelMeasurer {
             let laid = self.layOut(text, key.style, engine)
             let w = Int(laid.size.width) * density, h = Int(laid.size.height) * density
             if w == 0 || h == 0 { return RGBAImage(width: 0, height: 0, pixels: []) }
-            // The glyphs' coverage, then the halo dilated from it (`LabelHalo`).
-            guard let surface = cairo_image_surface_create(CAIRO_FORMAT_A8, Int32(w), Int32(h)),
-                  cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
-            else { throw RenderError(.drawingFailed, "cairo: cannot create a \(w)x\(h) surface") }
-            defer { cairo_surface_destroy(surface) }
-            guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
-            defer { cairo_destroy(cr) }
-            cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
-            cairo_scale(cr, Double(density), Double(density))
-            engine.draw(on: cr, x: laid.originX, y: laid.originY, color: 0xFF00_0000)
-            cairo_surface_flush(surface)
-            let status = cairo_status(cr)
-            guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
-                let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
-                throw RenderError(.drawingFailed, "cairo: drawing a label failed: \(reason)")
-            }
-            let stride = Int(cairo_image_surface_get_stride(surface))
-            let mask = [UInt8](unsafeUninitializedCapacity: w * h) { out, count in
-                for y in 0..<h { UnsafeMutableRawPointer(out.baseAddress! + y * w).copyMemory(from: data + y * stride, byteCount: w) }
-                count = w * h
+            // The glyphs' coverage (from cached glyph masks; the outline filled whole when a
+            // character has no glyph), then the halo dilated from it (`LabelHalo`).
+            var mask: [UInt8]
+            if let glyphs = engine.glyphs() {
+                mask = [UInt8](repeating: 0, count: w * h)
+                try self.glyphMasks.add(glyphs, originX: laid.originX, originY: laid.originY, density: density,
+                                        into: &mask, width: w, height: h)
+            } else {
+                guard let surface = cairo_image_surface_create(CAIRO_FORMAT_A8, Int32(w), Int32(h)),
+                      cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
+                else { throw RenderError(.drawingFailed, "cairo: cannot create a \(w)x\(h) surface") }
+                defer { cairo_surface_destroy(surface) }
+                guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
+                defer { cairo_destroy(cr) }
+                cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
+                cairo_scale(cr, Double(density), Double(density))
+                engine.draw(on: cr, x: laid.originX, y: laid.originY, color: 0xFF00_0000)
+                mask = try CairoCanvas.mask(surface, cr, width: w, height: h, what: "a label")
             }
             let radius = Double(key.style.haloWidth) * Double(density)
             let halo = radius > 0 && paint.haloColor >> 24 != 0 ? LabelHalo.dilate(mask, width: w, height: h, radius: radius) : []
@@ -199,7 +199,7 @@ extension LabelTextStyle {
 /// old one is dropped); a hit in the old generation moves the entry back to the young one. So
 /// it holds at most `limit` plus one entry's cost, and what was used within the last
 /// half-limit's worth of insertions stays.
-private struct TwoGenerations<Key: Hashable, Value> {
+struct TwoGenerations<Key: Hashable, Value> {
     let limit: Int
     private var young: [Key: (value: Value, cost: Int)] = [:]
     private var old: [Key: (value: Value, cost: Int)] = [:]

@@ -223,6 +223,26 @@ import Testing
         #expect(byteMismatch(a.pixels, try LabelText().sprite("Zürich", style: style, paint: LabelPaint(), density: 2).pixels) == nil)
     }
 
+    /// Glyph masks are cached across labels (per font, glyph, density and quarter-pixel phase):
+    /// a label drawn after others that share its glyphs at many positions has the same bytes as
+    /// the same label drawn first by a fresh instance.
+    @Test func spritesDoNotDependOnCachedGlyphs() throws {
+        let texts = Self.goldenTexts + Self.otherTexts
+        let warm = LabelText()
+        for t in texts {
+            for other in [String(t.reversed()), "· " + t + " " + t, t.uppercased(), "(" + t + ")"] {
+                for d in 1...3 { _ = try warm.sprite(other, style: LabelTextStyle(), paint: LabelPaint(), density: d) }
+            }
+        }
+        for d in 1...3 {
+            for t in texts {
+                let cached = try warm.sprite(t, style: LabelTextStyle(), paint: LabelPaint(), density: d)
+                let fresh = try LabelText().sprite(t, style: LabelTextStyle(), paint: LabelPaint(), density: d)
+                #expect(byteMismatch(cached.pixels, fresh.pixels) == nil, "\(t) at density \(d)")
+            }
+        }
+    }
+
     @Test func cachesAreBounded() throws {
         let text = LabelText(measureCapacity: 4, spriteCacheBytes: 1)
         for i in 0..<10 { _ = text.measure("label \(i)", style: LabelTextStyle()) }
