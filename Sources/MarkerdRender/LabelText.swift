@@ -26,7 +26,8 @@ public final class LabelText: LabelMeasurer {
     /// used within the last `measureCapacity / 2` new ones always stay.
     public let measureCapacity: Int
     /// Bytes of sprite pixels kept at most, plus one sprite (default 64 MiB: about 2,500
-    /// ten-character labels at density 2); sprites used within the last half of that stay.
+    /// ten-character labels at density 2); sprites used within the last half of that stay. Glyph
+    /// masks (`GlyphMasks`) are kept besides, up to a quarter of it.
     public let spriteCacheBytes: Int
 
     private struct MeasureKey: Hashable, Sendable { let text: String; let style: LabelTextStyle }
@@ -66,11 +67,12 @@ public final class LabelText: LabelMeasurer {
     }
 
     /// `text` in `style` and `paint` at `density` device px per px: premultiplied RGBA8 of exactly
-    /// `measure(text, style) x density` px (0 x 0 for empty text): the outlines filled in the text
-    /// colour over a halo `haloWidth x density` px wide around them in the halo colour (the
-    /// glyphs' coverage dilated by a disc, `LabelHalo`: as stroking the outlines twice that wide
-    /// with round joins would); the text's logical rectangle starts at (`inset x density`,
-    /// `inset x density`).
+    /// `measure(text, style) x density` px (0 x 0 for empty text): the glyphs in the text colour
+    /// (their outlines filled, each glyph at its position rounded down to a quarter device px,
+    /// from masks cached per glyph: `GlyphMasks`) over a halo `haloWidth x density` px wide
+    /// around them in the halo colour (the glyphs' coverage dilated by a disc, `LabelHalo`: as
+    /// stroking the outlines twice that wide with round joins would); the text's logical
+    /// rectangle starts at (`inset x density`, `inset x density`).
     /// Drawn once per (text, style, paint, density) and cached (`spriteCacheBytes`); two threads
     /// asking for a new sprite at once may both draw it (identical results). Deterministic: the
     /// same inputs give the same bytes.
