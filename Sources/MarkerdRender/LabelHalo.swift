@@ -2,9 +2,8 @@
 /// disc, the text is the mask, composited text over halo (`LabelText.sprite`).
 ///
 /// Dilating the antialiased mask gives what stroking the outlines `2 x radius` wide (round
-/// joins) and filling them on top gives, at about a fifth of the cost (Cairo's stroker was
-/// 70 % of a cold label sprite): a pixel is halo where some glyph pixel lies within `radius`
-/// of it. Pure and deterministic: the same mask, paint and radius give the same bytes.
+/// joins) and filling them on top gives, at about a tenth of the stroke's cost (which was 70 %
+/// of a cold label sprite): a pixel is halo where some glyph pixel lies within `radius` of it. Pure and deterministic: the same mask, paint and radius give the same bytes.
 enum LabelHalo {
     /// The halo coverage (0...255 per pixel) of `mask` (glyph coverage, `width x height`, rows
     /// without padding) for a halo `radius` device px wide (> 0).
@@ -13,7 +12,8 @@ enum LabelHalo {
     /// `clamp(radius + m - L, 0, 1)`: `m - 0.5` is how far the glyph's edge lies beyond `q`'s
     /// centre (exact for an edge across the offset), so the halo's edge lies `radius` beyond
     /// it, antialiased over one pixel like a stroke's. A pixel takes the most any glyph pixel
-    /// gives it. Work: the glyph pixels times the pixels within `radius + 1` (21 at 1.5 px).
+    /// gives it. Work: the glyph pixels (but those inside a fully covered area) times the pixels
+    /// within `radius + 1` of one (21 at 1.5 px).
     static func dilate(_ mask: [UInt8], width: Int, height: Int, radius: Double) -> [UInt8] {
         precondition(mask.count == width * height && radius > 0, "invalid mask or radius")
         // Dilated into a canvas `reach` px wider on every side (no bounds checks), then cropped.
