@@ -73,6 +73,9 @@ struct LabelBench {
         Zoom(z: 14, name: "z14 (Paris)", tiles: parisTiles(zoom: 14, radius: 2), scatter: 0),
     ]
 
+    /// The zooms this run measures (`--label-zooms`; default all of `Self.zooms`).
+    private var zooms: [Zoom] { Self.zooms.filter { options.labelZooms?.contains($0.z) ?? true } }
+
     /// Timed cold calls per layer at zoom `z`.
     private func coldCalls(_ z: Int) -> Int {
         switch z {
@@ -104,7 +107,7 @@ struct LabelBench {
         var mover = Mover(markers: markers, seed: options.seed &+ 3600)
         var labelledP50: [Int: Double] = [:]
         var labelsDrawn: Bool? = nil
-        for zoom in Self.zooms {
+        for zoom in zooms {
             labelledP50[zoom.z] = try measure(client, serverPID: server.pid, zoom, &mover, labelsDrawn: &labelsDrawn)
         }
         if let dir = options.pngDir {
@@ -266,7 +269,7 @@ struct LabelBench {
 
         // One run per zoom, highest first, each within its own time limit (at 1M markers Mapnik
         // takes minutes at z0 and z3): a zoom that runs out reports a lower bound.
-        for zoom in Self.zooms.reversed() {
+        for zoom in zooms.reversed() {
             let tiles = Array(zoom.tiles.prefix(zoom.z >= 10 ? (options.quick ? 3 : 9) : zoom.tiles.count))
             var arguments = [script, tsv.path] + tiles.map { "\($0.z)/\($0.x)/\($0.y)" }
             if let png = options.pngDir, zoom.z == 10 {

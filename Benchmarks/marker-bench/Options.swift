@@ -73,6 +73,10 @@ struct Options: Sendable {
     /// (`--mapnik-seconds`); a render still running then is stopped and reported as a lower
     /// bound. Default 45.
     var mapnikSeconds = 45
+    /// `LabelBench`: the zooms measured, markerd's and Mapnik's (`--label-zooms`, some of
+    /// `LabelBench.zooms`: 0, 3, 10, 14); nil: all of them. E.g. `--label-zooms 14` measures the
+    /// z14 rows alone, without the seconds-long placements of z0, z3 and z10.
+    var labelZooms: [Int]? = nil
     /// The Python with python3-mapnik (`--mapnik-python`). Default Debian's /usr/bin/python3.
     var mapnikPython = "/usr/bin/python3"
     /// Benchmarks/mapnik/render_places.py of the checkout marker-bench was built from.
@@ -165,6 +169,8 @@ struct Options: Sendable {
       --mapnik-seconds N   labels: stop Mapnik after N seconds per zoom, loading the
                            places included (a render still running gives a lower
                            bound). Default 45
+      --label-zooms Z[,Z...]  labels: measure only these zooms (of 0, 3, 10, 14), markerd's
+                           and Mapnik's. Default all four
       --mapnik-python PATH labels: the Python with python3-mapnik. Default /usr/bin/python3
       --small-pages        keep this process on 4 KiB pages; by default marker-bench, like
                            markerd, restarts itself once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
@@ -228,6 +234,17 @@ struct Options: Sendable {
             case "--places": o.placesPath = try value(arg)
             case "--png-dir": o.pngDir = try value(arg)
             case "--mapnik-seconds": o.mapnikSeconds = try count(Substring(try value(arg)), arg)
+            case "--label-zooms":
+                let text = try value(arg)
+                var zooms: [Int] = []
+                for part in text.split(separator: ",") {
+                    guard let z = Int(part), LabelBench.zooms.contains(where: { $0.z == z }) else {
+                        throw ParseError(description: "--label-zooms takes zooms of \(LabelBench.zooms.map { String($0.z) }.joined(separator: ", ")), not \"\(part)\"")
+                    }
+                    zooms.append(z)
+                }
+                guard !zooms.isEmpty else { throw ParseError(description: "--label-zooms needs at least one zoom") }
+                o.labelZooms = zooms
             case "--mapnik-python": o.mapnikPython = try value(arg)
             case "--no-tune": o.tuneLoad = false
             case "--small-pages": o.smallPages = true
@@ -257,6 +274,7 @@ struct Options: Sendable {
         if runLabels {
             parts.append("--places \(placesPath) --mapnik-seconds \(mapnikSeconds) --mapnik-python \(mapnikPython)")
             if let pngDir { parts.append("--png-dir \(pngDir)") }
+            if let labelZooms { parts.append("--label-zooms \(labelZooms.map(String.init).joined(separator: ","))") }
         }
         if smallPages { parts.append("--small-pages") }
         parts.append("--markerd \(markerdPath)")

@@ -8,6 +8,23 @@ enum CairoCanvas {
                               Double(argb & 0xFF) / 255, Double(argb >> 24) / 255)
     }
 
+    /// Flushes `surface` (A8, `width` x `height`) and returns its coverage bytes, rows without
+    /// padding. Throws `.drawingFailed` naming `what` and Cairo's status if drawing failed.
+    static func mask(_ surface: OpaquePointer, _ cr: OpaquePointer, width: Int, height: Int,
+                     what: String) throws(RenderError) -> [UInt8] {
+        cairo_surface_flush(surface)
+        let status = cairo_status(cr)
+        guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
+            let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
+            throw RenderError(.drawingFailed, "cairo: drawing \(what) failed: \(reason)")
+        }
+        let stride = Int(cairo_image_surface_get_stride(surface))
+        return [UInt8](unsafeUninitializedCapacity: width * height) { out, count in
+            for y in 0..<height { UnsafeMutableRawPointer(out.baseAddress! + y * width).copyMemory(from: data + y * stride, byteCount: width) }
+            count = width * height
+        }
+    }
+
     /// Flushes `surface` (ARGB32, `width` x `height`) and returns its pixels as premultiplied RGBA8.
     /// Throws `.drawingFailed` naming `what` and Cairo's status if drawing failed.
     static func image(_ surface: OpaquePointer, _ cr: OpaquePointer, width: Int, height: Int,

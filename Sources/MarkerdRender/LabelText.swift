@@ -26,7 +26,8 @@ public final class LabelText: LabelMeasurer {
     /// used within the last `measureCapacity / 2` new ones always stay.
     public let measureCapacity: Int
     /// Bytes of sprite pixels kept at most, plus one sprite (default 64 MiB: about 2,500
-    /// ten-character labels at density 2); sprites used within the last half of that stay.
+    /// ten-character labels at density 2); sprites used within the last half of that stay. Glyph
+    /// masks (`GlyphMasks`) are kept besides, up to a quarter of it.
     public let spriteCacheBytes: Int
 
     private struct MeasureKey: Hashable, Sendable { let text: String; let style: LabelTextStyle }
@@ -36,6 +37,7 @@ public final class LabelText: LabelMeasurer {
 
     private let sizes: Mutex<TwoGenerations<MeasureKey, LabelSize>>
     private let sprites: Mutex<TwoGenerations<SpriteKey, RGBAImage>>
+    private let glyphMasks: GlyphMasks
     private let layouts = Atomic<Int>(0)
     private let draws = Atomic<Int>(0)
 
@@ -46,6 +48,7 @@ public final class LabelText: LabelMeasurer {
         self.spriteCacheBytes = spriteCacheBytes
         sizes = Mutex(TwoGenerations(limit: measureCapacity))
         sprites = Mutex(TwoGenerations(limit: spriteCacheBytes))
+        glyphMasks = GlyphMasks(cacheBytes: max(1, spriteCacheBytes / 4))
     }
 
     /// The box `text` laid out in `style` occupies, in whole px at density 1: the text's logical
@@ -64,9 +67,12 @@ public final class LabelText: LabelMeasurer {
     }
 
     /// `text` in `style` and `paint` at `density` device px per px: premultiplied RGBA8 of exactly
-    /// `measure(text, style) x density` px (0 x 0 for empty text). The outlines are stroked
-    /// `2 x haloWidth x density` px wide (round joins) in the halo colour, then filled in the
-    /// text colour; the text's logical rectangle starts at (`inset x density`, `inset x density`).
+    /// `measure(text, style) x density` px (0 x 0 for empty text): the glyphs in the text colour
+    /// (their outlines filled, each glyph at its position rounded down to a quarter device px,
+    /// from masks cached per glyph: `GlyphMasks`) over a halo `haloWidth x density` px wide
+    /// around them in the halo colour (the glyphs' coverage dilated by a disc, `LabelHalo`: as
+    /// stroking the outlines twice that wide with round joins would); the text's logical
+    /// rectangle starts at (`inset x density`, `inset x density`).
     /// Drawn once per (text, style, paint, density) and cached (`spriteCacheBytes`); two threads
     /// asking for a new sprite at once may both draw it (identical results). Deterministic: the
     /// same inputs give the same bytes.
@@ -83,17 +89,28 @@ public final class LabelText: LabelMeasurer {
             let laid = self.layOut(text, key.style, engine)
             let w = Int(laid.size.width) * density, h = Int(laid.size.height) * density
             if w == 0 || h == 0 { return RGBAImage(width: 0, height: 0, pixels: []) }
-            guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, Int32(w), Int32(h)),
-                  cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
-            else { throw RenderError(.drawingFailed, "cairo: cannot create a \(w)x\(h) surface") }
-            defer { cairo_surface_destroy(surface) }
-            guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
-            defer { cairo_destroy(cr) }
-            cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
-            cairo_scale(cr, Double(density), Double(density))
-            engine.draw(on: cr, x: laid.originX, y: laid.originY, color: paint.color,
-                        halo: paint.haloColor, haloWidth: 2 * Double(key.style.haloWidth))
-            return try CairoCanvas.image(surface, cr, width: w, height: h, what: "a label")
+            // The glyphs' coverage (from cached glyph masks; the outline filled whole when a
+            // character has no glyph), then the halo dilated from it (`LabelHalo`).
+            var mask: [UInt8]
+            if let glyphs = engine.glyphs() {
+                mask = [UInt8](repeating: 0, count: w * h)
+                try self.glyphMasks.add(glyphs, originX: laid.originX, originY: laid.originY, density: density,
+                                        into: &mask, width: w, height: h)
+            } else {
+                guard let surface = cairo_image_surface_create(CAIRO_FORMAT_A8, Int32(w), Int32(h)),
+                      cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
+                else { throw RenderError(.drawingFailed, "cairo: cannot create a \(w)x\(h) surface") }
+                defer { cairo_surface_destroy(surface) }
+                guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
+                defer { cairo_destroy(cr) }
+                cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
+                cairo_scale(cr, Double(density), Double(density))
+                engine.draw(on: cr, x: laid.originX, y: laid.originY, color: 0xFF00_0000)
+                mask = try CairoCanvas.mask(surface, cr, width: w, height: h, what: "a label")
+            }
+            let radius = Double(key.style.haloWidth) * Double(density)
+            let halo = radius > 0 && paint.haloColor >> 24 != 0 ? LabelHalo.dilate(mask, width: w, height: h, radius: radius) : []
+            return LabelHalo.composite(mask: mask, halo: halo, width: w, height: h, color: paint.color, haloColor: paint.haloColor)
         }
         draws.wrappingAdd(1, ordering: .relaxed)
         sprites.withLock { $0.insert(key, image, cost: image.pixels.count) }
@@ -184,7 +201,7 @@ extension LabelTextStyle {
 /// old one is dropped); a hit in the old generation moves the entry back to the young one. So
 /// it holds at most `limit` plus one entry's cost, and what was used within the last
 /// half-limit's worth of insertions stays.
-private struct TwoGenerations<Key: Hashable, Value> {
+struct TwoGenerations<Key: Hashable, Value> {
     let limit: Int
     private var young: [Key: (value: Value, cost: Int)] = [:]
     private var old: [Key: (value: Value, cost: Int)] = [:]

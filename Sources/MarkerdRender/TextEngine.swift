@@ -135,6 +135,56 @@ final class TextEngine: @unchecked Sendable {  // used by one thread at a time, 
         cairo_fill(cr)
     }
 
+    /// One glyph of the current layout: its font (`fontKey` names it: family, style, weight and
+    /// absolute size; the same key is the same outlines in every engine), its index in the font
+    /// and its origin in px in the layout's coordinate space (baseline, after Pango's offsets).
+    struct PlacedGlyph {
+        var font: OpaquePointer  // cairo_scaled_font_t, owned by the engine's font map
+        var fontKey: String
+        var glyph: UInt32
+        var x: Double
+        var y: Double
+    }
+
+    /// The glyphs of the current layout in drawing order, as `draw` draws them; nil when a
+    /// character has no glyph in any font (Pango draws a box for it).
+    func glyphs() -> [PlacedGlyph]? {
+        guard let iter = pango_layout_get_iter(layout) else { return nil }
+        defer { pango_layout_iter_free(iter) }
+        let empty: UInt32 = 0x0FFF_FFFF, unknownFlag: UInt32 = 0x1000_0000  // PANGO_GLYPH_EMPTY, PANGO_GLYPH_UNKNOWN_FLAG
+        var out: [PlacedGlyph] = []
+        var keys: [UnsafeMutableRawPointer: String] = [:]
+        repeat {
+            guard let run = pango_layout_iter_get_run_readonly(iter) else { continue }
+            guard let font = run.pointee.item.pointee.analysis.font,
+                  let scaled = pango_cairo_font_get_scaled_font(OpaquePointer(font)) else { return nil }
+            let fontKey: String
+            if let known = keys[UnsafeMutableRawPointer(font)] { fontKey = known } else {
+                let desc = pango_font_describe_with_absolute_size(font)!
+                defer { pango_font_description_free(desc) }
+                let text = pango_font_description_to_string(desc)!
+                defer { g_free(text) }
+                fontKey = String(cString: text)
+                keys[UnsafeMutableRawPointer(font)] = fontKey
+            }
+            var logical = PangoRectangle()
+            pango_layout_iter_get_run_extents(iter, nil, &logical)
+            let baseline = pango_layout_iter_get_baseline(iter) - run.pointee.y_offset
+            var x = logical.x + run.pointee.start_x_offset
+            let glyphs = run.pointee.glyphs.pointee
+            for i in 0..<Int(glyphs.num_glyphs) {
+                let g = glyphs.glyphs[i]
+                defer { x += g.geometry.width }
+                if g.glyph == empty { continue }
+                if g.glyph & unknownFlag != 0 { return nil }
+                out.append(PlacedGlyph(font: scaled, fontKey: fontKey, glyph: g.glyph,
+                                       x: Double(x + g.geometry.x_offset) / Double(PANGO_SCALE),
+                                       y: Double(baseline + g.geometry.y_offset) / Double(PANGO_SCALE)))
+            }
+        } while pango_layout_iter_next_run(iter) != 0
+        return out
+    }
+
     private static func box(_ r: PangoRectangle) -> Box {
         let s = Double(PANGO_SCALE)
         return Box(x: Double(r.x) / s, y: Double(r.y) / s, width: Double(r.width) / s, height: Double(r.height) / s)

@@ -223,6 +223,42 @@ import Testing
         #expect(byteMismatch(a.pixels, try LabelText().sprite("Zürich", style: style, paint: LabelPaint(), density: 2).pixels) == nil)
     }
 
+    /// Glyph masks are cached across labels (per font, glyph, density and quarter-pixel phase):
+    /// a label drawn after others that share its glyphs at many positions has the same bytes as
+    /// the same label drawn first by a fresh instance.
+    @Test func spritesDoNotDependOnCachedGlyphs() throws {
+        let texts = Self.goldenTexts + Self.otherTexts
+        let warm = LabelText()
+        for t in texts {
+            for other in [String(t.reversed()), "· " + t + " " + t, t.uppercased(), "(" + t + ")"] {
+                for d in 1...3 { _ = try warm.sprite(other, style: LabelTextStyle(), paint: LabelPaint(), density: d) }
+            }
+        }
+        for d in 1...3 {
+            for t in texts {
+                let cached = try warm.sprite(t, style: LabelTextStyle(), paint: LabelPaint(), density: d)
+                let fresh = try LabelText().sprite(t, style: LabelTextStyle(), paint: LabelPaint(), density: d)
+                #expect(byteMismatch(cached.pixels, fresh.pixels) == nil, "\(t) at density \(d)")
+            }
+        }
+    }
+
+    /// A character no font has is drawn as Pango's box (its outline filled whole, not from glyph
+    /// masks): ink between the letters around it, as wide as the label's box allows.
+    @Test func unknownCharactersAreDrawnAsBoxes() throws {
+        let text = LabelText()
+        let plain = try #require(Self.coveredBox(try text.sprite("ab", style: LabelTextStyle(), paint: LabelPaint(), density: 1)))
+        let sprite = try text.sprite("a\u{E000}b", style: LabelTextStyle(), paint: LabelPaint(), density: 1)
+        let boxed = try #require(Self.coveredBox(sprite))
+        #expect(boxed[2] - boxed[0] > plain[2] - plain[0] + 4, "\(boxed) vs \(plain)")
+        // Dark text-coloured ink in the middle third, where the box is (not only white halo).
+        let third = (boxed[2] - boxed[0]) / 3
+        let dark = (boxed[1]..<boxed[3]).contains { y in
+            (boxed[0] + third..<boxed[2] - third).contains { x in sprite[x, y][3] > 128 && sprite[x, y][0] < 128 }
+        }
+        #expect(dark, "\(sprite.width)x\(sprite.height)")
+    }
+
     @Test func cachesAreBounded() throws {
         let text = LabelText(measureCapacity: 4, spriteCacheBytes: 1)
         for i in 0..<10 { _ = text.measure("label \(i)", style: LabelTextStyle()) }
