@@ -379,16 +379,17 @@ static uint8_t *cpng_chunk(uint8_t *p, const char type[4], uint32_t len) {
 }
 
 // The PNG of `filtered` (the image's rows, each its filter byte then its samples): signature,
-// IHDR (`bit_depth`, `color_type`, no interlace), with `transparent_gray0` a tRNS chunk making
-// gray 0 transparent, one IDAT chunk holding the zlib stream libdeflate makes at `level`
-// (`compressor`), IEND. Output as cpng_encode_rgba8.
+// IHDR (`bit_depth`, `color_type`, no interlace), a PLTE chunk of `plte_len` bytes when
+// `plte_len` > 0, a tRNS chunk of `trns_len` bytes when `trns_len` > 0, one IDAT chunk holding the
+// zlib stream libdeflate makes (`compressor`), IEND. Output as cpng_encode_rgba8.
 static int cpng_write_png(struct libdeflate_compressor *compressor, uint32_t width, uint32_t height, uint8_t bit_depth,
-                          uint8_t color_type, int transparent_gray0, const uint8_t *filtered, size_t filtered_len,
-                          uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
+                          uint8_t color_type, const uint8_t *plte, size_t plte_len, const uint8_t *trns, size_t trns_len,
+                          const uint8_t *filtered, size_t filtered_len, uint8_t **out, size_t *out_len, char *err,
+                          size_t err_cap) {
     size_t bound = libdeflate_zlib_compress_bound(compressor, filtered_len);
     if (bound > 0x7FFFFFFFu)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "image too large for one IDAT chunk");
-    size_t cap = 8 + 25 + (transparent_gray0 ? 14 : 0) + 12 + bound + 12;
+    size_t cap = 8 + 25 + 12 + plte_len + 12 + trns_len + 12 + bound + 12;
     uint8_t *png = (uint8_t *)malloc(cap);
     if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
     memcpy(png, cpng_signature, 8);
@@ -399,9 +400,13 @@ static int cpng_write_png(struct libdeflate_compressor *compressor, uint32_t wid
     p[17] = color_type;
     p[18] = p[19] = p[20] = 0;  // deflate, adaptive filtering (method 0), no interlace
     p = cpng_chunk(p, "IHDR", 13);
-    if (transparent_gray0) {
-        p[8] = p[9] = 0;
-        p = cpng_chunk(p, "tRNS", 2);
+    if (plte_len > 0) {
+        memcpy(p + 8, plte, plte_len);
+        p = cpng_chunk(p, "PLTE", (uint32_t)plte_len);
+    }
+    if (trns_len > 0) {
+        memcpy(p + 8, trns, trns_len);
+        p = cpng_chunk(p, "tRNS", (uint32_t)trns_len);
     }
     size_t deflated = libdeflate_zlib_compress(compressor, filtered, filtered_len, p + 8, bound);
     if (deflated == 0) {  // cannot happen with the bound's room
@@ -439,6 +444,77 @@ static struct libdeflate_compressor *cpng_prepare(int level, size_t len, uint8_t
     return s->compressors[level];
 }
 
+// Up to 256 straight-alpha RGBA colours (each the 4 bytes R, G, B, A read as one word), in order of
+// first appearance, with an open-addressing table from colour to index.
+typedef struct {
+    uint32_t colours[256];
+    int count;
+    uint32_t keys[1024];
+    int16_t slots[1024];  // index into `colours`, -1: empty
+} cpng_palette;
+
+// The index of `c`, added when new; -1 when the palette is full.
+static inline int cpng_palette_index(cpng_palette *p, uint32_t c) {
+    uint32_t h = (c * 2654435761u) >> 22;
+    for (;;) {
+        int16_t i = p->slots[h];
+        if (i < 0) {
+            if (p->count == 256) return -1;
+            p->slots[h] = (int16_t)p->count;
+            p->keys[h] = c;
+            p->colours[p->count] = c;
+            return p->count++;
+        }
+        if (p->keys[h] == c) return i;
+        h = (h + 1) & 1023;
+    }
+}
+
+// Writes the image as indexed rows (filter byte 0, then one palette index per pixel) to
+// `filtered` and its colours to `*p` when it holds at most 256 distinct straight-alpha colours
+// (returns 1); else returns 0, with `filtered` partly written. Fully transparent blocks of four
+// pixels take one lookup; a pixel equal to the one before it takes none.
+static int cpng_index_rows(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int premultiplied,
+                           uint8_t *filtered, cpng_palette *p) {
+    p->count = 0;
+    memset(p->slots, 0xFF, sizeof p->slots);
+    int zero = -1;  // index of (0, 0, 0, 0) once seen
+    uint32_t last = 0;
+    int last_index = -1;
+    for (uint32_t y = 0; y < height; y++) {
+        const uint8_t *src = pixels + (size_t)y * stride;
+        uint8_t *dst = filtered + (size_t)y * (1 + (size_t)width);
+        *dst++ = 0;  // filter type None
+        uint32_t x = 0;
+        while (x < width) {
+            if (x + 4 <= width) {
+                uint64_t w[2];
+                memcpy(w, src, 16);
+                if ((w[0] | w[1]) == 0) {
+                    if (zero < 0 && (zero = cpng_palette_index(p, 0)) < 0) return 0;
+                    memset(dst, zero, 4);
+                    x += 4, src += 16, dst += 4;
+                    continue;
+                }
+            }
+            uint32_t c;
+            memcpy(&c, src, 4);
+            if (c != last || last_index < 0) {
+                uint8_t s[4];
+                if (premultiplied) cpng_unpremultiply_pixel(src, s);
+                else memcpy(s, src, 4);
+                uint32_t straight;
+                memcpy(&straight, s, 4);
+                last = c;
+                if ((last_index = cpng_palette_index(p, straight)) < 0) return 0;
+            }
+            *dst++ = (uint8_t)last_index;
+            x++, src += 4;
+        }
+    }
+    return 1;
+}
+
 int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int level, int flags,
                       uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
     if (out) *out = NULL;
@@ -458,6 +534,20 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
     struct libdeflate_compressor *compressor = cpng_prepare(level, (size_t)height * filtered_row, &filtered, &owned);
     if (compressor == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
     const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
+    cpng_palette palette;
+    if (cpng_index_rows(pixels, width, height, stride, premultiplied, filtered, &palette)) {
+        uint8_t plte[3 * 256], trns[256];
+        for (int i = 0; i < palette.count; i++) {
+            uint8_t rgba[4];
+            memcpy(rgba, &palette.colours[i], 4);
+            memcpy(plte + 3 * i, rgba, 3);
+            trns[i] = rgba[3];
+        }
+        int rc = cpng_write_png(compressor, width, height, 8, 3, plte, 3 * (size_t)palette.count, trns, (size_t)palette.count,
+                                filtered, (size_t)height * (1 + (size_t)width), out, out_len, err, err_cap);
+        free(owned);
+        return rc;
+    }
     for (uint32_t y = 0; y < height; y++) {
         const uint8_t *row = pixels + (size_t)y * stride;
         uint8_t *dst = filtered + (size_t)y * filtered_row;
@@ -465,8 +555,8 @@ int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, si
         if (premultiplied) cpng_unpremultiply_row(row, dst + 1, width);
         else memcpy(dst + 1, row, row_bytes);
     }
-    int rc = cpng_write_png(compressor, width, height, 8, 6, 0, filtered, (size_t)height * filtered_row, out, out_len,
-                            err, err_cap);
+    int rc = cpng_write_png(compressor, width, height, 8, 6, NULL, 0, NULL, 0, filtered, (size_t)height * filtered_row,
+                            out, out_len, err, err_cap);
     free(owned);
     return rc;
 }
@@ -487,8 +577,9 @@ int cpng_encode_transparent(uint32_t width, uint32_t height, uint8_t **out, size
     struct libdeflate_compressor *compressor = cpng_prepare(CPNG_LEVEL_MAX, (size_t)height * filtered_row, &filtered, &owned);
     if (compressor == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
     memset(filtered, 0, (size_t)height * filtered_row);
-    int rc = cpng_write_png(compressor, width, height, 1, 0, 1, filtered, (size_t)height * filtered_row, out, out_len,
-                            err, err_cap);
+    static const uint8_t gray0[2] = {0, 0};
+    int rc = cpng_write_png(compressor, width, height, 1, 0, NULL, 0, gray0, 2, filtered, (size_t)height * filtered_row,
+                            out, out_len, err, err_cap);
     free(owned);
     return rc;
 }

@@ -131,6 +131,29 @@ import Testing
         }
     }
 
+    /// Images of at most 256 distinct colours are written as indexed colour (IHDR colour type 3),
+    /// others as RGBA (6); both decode to exactly the image, at every level.
+    @Test func fewColoursAreIndexed() throws {
+        var rng = SplitMix64(seed: testSeed("fewColoursAreIndexed"))
+        for colours in [1, 2, 255, 256, 257, 600] {
+            let palette = randomImage(width: colours, height: 1, using: &rng).pixels
+            let width = 37, height = 29
+            var px = [UInt8](repeating: 0, count: width * height * 4)
+            for i in 0..<(width * height) {
+                // Every colour at least once, then random ones; some 16-byte transparent runs.
+                let c = i < colours ? i : Int(rng.next() % UInt64(colours))
+                for k in 0..<4 { px[4 * i + k] = i % 11 < 4 && i >= colours ? 0 : palette[4 * c + k] }
+            }
+            let image = RGBAImage(width: width, height: height, pixels: px)
+            let distinct = Set((0..<(width * height)).map { Array(px[(4 * $0)..<(4 * $0 + 4)]) }).count
+            for level in [0, 1, 6] {
+                let png = PNGCodec.encode(image, options: PNGEncodeOptions(level: level))
+                #expect(png[25] == (distinct <= 256 ? 3 : 6), "\(distinct) colours, level \(level): colour type \(png[25])")
+                #expect(try PNGCodec.decode(png) == image, "\(distinct) colours, level \(level)")
+            }
+        }
+    }
+
     @Test func sharedTransparentTiles() throws {
         for (png, size) in [(TransparentTile.png256, 256), (TransparentTile.png512, 512)] {
             let image = try PNGCodec.decode(png, maxWidth: size, maxHeight: size)

@@ -41,7 +41,7 @@ final class VersionLedger {
     /// The body of a live URL whose ETag is `etag`: `observe`s it by the ETag's number.
     func observe(url: String, etag: String, body: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
         guard let version = VersionLedger.version(ofETag: etag) else {
-            Issue.record("\(step): \(url) has ETag \(etag), not \"<number>\"", sourceLocation: sourceLocation)
+            Issue.record("\(step): \(url) has ETag \(etag), not W/\"<number>\"", sourceLocation: sourceLocation)
             return
         }
         etags[url, default: []].insert(etag)
@@ -70,8 +70,8 @@ final class VersionLedger {
     }
 
     static func version(ofETag tag: String) -> UInt64? {
-        guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\"") else { return nil }
-        return UInt64(tag.dropFirst().dropLast())
+        guard tag.hasPrefix("W/\""), tag.hasSuffix("\"") else { return nil }
+        return UInt64(tag.dropFirst(3).dropLast())
     }
 }
 

@@ -86,9 +86,11 @@ int cpng_decode_rgba8(const uint8_t *data, size_t len,
                       uint32_t *width, uint32_t *height,
                       char *err, size_t err_cap);
 
-/// Encodes RGBA8 pixels as an 8-bit RGBA, non-interlaced PNG in memory: every row with filter
-/// type None, one zlib stream from libdeflate in one IDAT chunk. The bytes are a function of the
-/// pixels, `level` and `flags` alone (libdeflate is deterministic).
+/// Encodes RGBA8 pixels as a non-interlaced PNG in memory: indexed colour (8-bit indexes, PLTE and
+/// tRNS in order of first appearance) when the image holds at most 256 distinct straight-alpha
+/// colours, else 8-bit RGBA; every row with filter type None, one zlib stream from libdeflate in
+/// one IDAT chunk. Decoders give back exactly the same straight-alpha pixels either way. The
+/// bytes are a function of the pixels, `level` and `flags` alone (libdeflate is deterministic).
 ///   stride: bytes from one row to the next (>= width * 4).
 ///   level:  libdeflate compression level 0 (stored) ... CPNG_LEVEL_MAX (smallest, slowest).
 ///   flags:  CPNG_ENCODE_* bits.
