@@ -5,7 +5,7 @@
 //         -> MarkerdCore / MarkerdRender / MarkerdJournal -> bytes
 // C libraries sit behind C* targets; exactly one Swift module imports each of them:
 //   CNNG -> MarkerdTransport, CMarkerdProto + CProtobufC -> MarkerdAPI,
-//   CPNG + CCairo + CPango (Pango: HarfBuzz shaping, bidi, fontconfig fallback) -> MarkerdRender.
+//   CPNG (libpng decoding, libdeflate encoding) + CCairo + CPango (Pango: HarfBuzz shaping, bidi, fontconfig fallback) -> MarkerdRender.
 import PackageDescription
 
 let package = Package(
@@ -28,7 +28,7 @@ let package = Package(
         .target(
             name: "CPNG",
             path: "Sources/CPNG",
-            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("z")]
+            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("deflate")]
         ),
         .systemLibrary(name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo"),
         .systemLibrary(name: "CPango", path: "Sources/CPango", pkgConfig: "pangocairo"),

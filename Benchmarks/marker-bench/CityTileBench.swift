@@ -16,15 +16,10 @@ struct CityTileBench {
     let layer: SyntheticLayer
     let table: Table
 
-    /// PNG settings compared on the rendered tiles (the first is `PNGEncodeOptions.tile`).
-    static let encodings: [(String, PNGEncodeOptions)] = [
-        ("tile (PixelDeflater)", .tile), ("zlib level 2, no filter, memory level 7 (tileZlib)", .tileZlib), ("memory level 8", PNGEncodeOptions(level: 2, memoryLevel: 8)),
-        ("memory level 6", PNGEncodeOptions(level: 2, memoryLevel: 6)), ("level 1", PNGEncodeOptions(level: 1, memoryLevel: 7)),
-        ("level 6", PNGEncodeOptions(level: 6, memoryLevel: 7)),
-        ("Z_RLE", PNGEncodeOptions(level: 1, strategy: .rle)),
-        ("Z_RLE, Sub filter", PNGEncodeOptions(level: 1, filters: .sub, strategy: .rle)),
-        ("Huffman only", PNGEncodeOptions(level: 1, strategy: .huffmanOnly)),
-    ]
+    /// PNG settings compared on the rendered tiles: the first is `PNGEncodeOptions.tile`, encoded
+    /// right after the sweep render has gone through the caches; level 1 comes again last, warm.
+    static let encodings: [(String, PNGEncodeOptions)] = [("tile (level \(PNGEncodeOptions.tile.level))", .tile)]
+        + [2, 3, 4, 6, 1].map { ("level \($0)", PNGEncodeOptions(level: $0)) }
 
     /// Distinct premultiplied RGBA values of a canvas (transparent included): whether it could be
     /// written as an indexed-colour PNG (at most 256).
@@ -72,32 +67,14 @@ struct CityTileBench {
             var wall: [Double] = [], cpu: [Double] = [], renderCPU: [Double] = [], sweepCPU: [Double] = []
             var encodeCPU = [[Double]](repeating: [], count: Self.encodings.count), encodeBytes = [Int](repeating: 0, count: Self.encodings.count)
             var markers = 0, bytes = 0
-            // [0]: two bands, each collecting its markers and deflating its rows; [1]: one-thread
-            // render, PNG in two segments on two threads; [2]: two bands from the tile's items.
-            var twoThreads = [TwoThreadSamples(), TwoThreadSamples(), TwoThreadSamples()]
             var colours: [Int] = []  // distinct premultiplied RGBA values per canvas
-            for (i, t) in tiles.enumerated() {
-                // The two-thread paths on the same tile, before the one-thread call for every
-                // other tile and after it for the rest (so that neither finds the tile's data in
-                // cache more often).
-                func inBands() throws {
-                    for k in 0..<3 {
-                        let cpuB = Machine.processCPUSeconds
-                        let (b, bandsElapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, criticalCPU: Double?, callerLead: Double?) in
-                            try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0, segmentsOnly: k == 1,
-                                                           collectInBandsFrom: k == 2 ? .max : 2_000)
-                        }
-                        twoThreads[k].add(cpu: (Machine.processCPUSeconds - cpuB) * 1e6, wall: bandsElapsed.micros, critical: b.criticalCPU, lead: b.callerLead, bytes: b.png.count)
-                    }
-                }
-                if i % 2 == 0 { try inBands() }
+            for t in tiles {
                 let cpu0 = Machine.processCPUSeconds
                 let (r, elapsed) = try timed { () throws -> (png: [UInt8], empty: Bool, markers: Int, canvas: TileCanvas?) in
                     try renderer.renderTile(core, tile: t, tileSize: 256, density: 1, now: 0)
                 }
                 cpu.append((Machine.processCPUSeconds - cpu0) * 1e6)
                 wall.append(elapsed.micros)
-                if i % 2 == 1 { try inBands() }
                 markers = max(markers, r.markers); bytes += r.png.count
                 // The split: render alone, then each encoding of its canvas.
                 let cpu1 = Machine.processCPUSeconds
@@ -116,25 +93,11 @@ struct CityTileBench {
             }
             let w = LatencySummary(samplesMicros: wall), c = LatencySummary(samplesMicros: cpu), rc = LatencySummary(samplesMicros: renderCPU)
             let sc = LatencySummary(samplesMicros: sweepCPU)
-            table.add(Row(size: label, measure: "in-process cold city tile z\(z) (TileRenderer.renderTile: render + PNG, 256 px d1), one thread, wall / process CPU",
+            table.add(Row(size: label, measure: "in-process cold city tile z\(z) (TileRenderer.renderTile: render + PNG, 256 px d1), wall / process CPU",
                           value: "\(Table.fixed(w.p50 / 1000, 2)) / \(Table.fixed(w.p99 / 1000, 2)); \(Table.fixed(c.p50 / 1000, 2)) / \(Table.fixed(c.p99 / 1000, 2))",
                           unit: "ms p50 / p99; CPU p50 / p99",
                           note: String(format: "%d tiles (TileBench's cold walk); wall mean %.2f ms, CPU mean %.2f ms; most markers in a tile %d; PNG %@ mean; loadavg %.1f",
                                        tiles.count, w.mean / 1000, c.mean / 1000, markers, Table.bytes(bytes / tiles.count), Machine.loadAverage ?? 0)))
-            let paths = ["two bands, each collecting its own markers from 2,000 estimated (TileRenderer.renderBandsCollecting: cut from grid node counts, bottom band collected, rendered and deflated on the band thread, top band meanwhile, segments joined; as markerd)",
-                         "one-thread render, PNG in two deflate segments on two threads (TileRenderer.encodePNGInTwo)",
-                         "two bands from the tile's items (TileRenderer.renderBandsPNG: collected and split on the calling thread, then as above; before 2026-12-01)"]
-            for (k, path) in paths.enumerated() {
-                let s = twoThreads[k]
-                let bw = LatencySummary(samplesMicros: s.wall), bc = LatencySummary(samplesMicros: s.cpu)
-                let crit = LatencySummary(samplesMicros: s.critical.isEmpty ? [0] : s.critical)
-                table.add(Row(size: label, measure: "in-process cold city tile z\(z), \(path), wall / process CPU / critical-path thread CPU",
-                              value: "\(Table.fixed(bw.p50 / 1000, 2)) / \(Table.fixed(bw.p99 / 1000, 2)); \(Table.fixed(bc.p50 / 1000, 2)) / \(Table.fixed(bc.p99 / 1000, 2)); \(Table.fixed(crit.p50 / 1000, 2)) / \(Table.fixed(crit.p99 / 1000, 2))",
-                              unit: "ms p50 / p99; CPU p50 / p99; critical p50 / p99",
-                              note: String(format: "the same tiles, each rendered this way just before (even tiles) or after (odd) the one-thread row's call (%d of them on one thread: the band thread was busy, or an empty tile); critical path: the longer thread's CPU time (the wall clock with an idle core for each thread; compare with the one-thread CPU); wall mean %.2f ms, CPU mean %.2f ms; PNG %@ mean (%+.2f %% against one thread's); %@; loadavg %.1f",
-                                           s.oneThread, bw.mean / 1000, bc.mean / 1000, Table.bytes(s.bytes / tiles.count),
-                                           bytes > 0 ? (Double(s.bytes) / Double(bytes) - 1) * 100 : 0, s.leadSummary, Machine.loadAverage ?? 0)))
-            }
             let split = Self.encodings.enumerated().map { k, e in
                 let s = LatencySummary(samplesMicros: encodeCPU[k])
                 return "\(e.0) \(Table.fixed(s.p50 / 1000, 2)) / \(Table.fixed(s.p99 / 1000, 2)) ms, \(Table.bytes(encodeBytes[k] / tiles.count))"
@@ -145,30 +108,5 @@ struct CityTileBench {
                           note: "the same tiles; \(Self.colourSummary(colours)); with the node sweep for every tile (sweepAbove 0) \(Table.fixed(sc.p50 / 1000, 2)) / \(Table.fixed(sc.p99 / 1000, 2)) ms; PNG encoding of the canvas, CPU p50 / p99 and mean bytes: " + split.joined(separator: "; ")))
         }
         withExtendedLifetime(core) {}
-    }
-}
-
-/// Samples of one two-thread path in `CityTileBench` (µs; PNG bytes summed).
-private struct TwoThreadSamples {
-    var wall: [Double] = [], cpu: [Double] = [], critical: [Double] = []
-    /// The calling thread's CPU time after the hand-over minus the band thread's (µs; > 0: the
-    /// calling thread's share was the longer).
-    var lead: [Double] = []
-    /// Calls done on one thread (band thread busy, or nothing for a second thread to do).
-    var oneThread = 0
-    var bytes = 0
-
-    mutating func add(cpu c: Double, wall w: Double, critical: Double?, lead: Double?, bytes b: Int) {
-        cpu.append(c); wall.append(w); bytes += b
-        if let critical { self.critical.append(critical * 1e6) } else { oneThread += 1 }
-        if let lead { self.lead.append(lead * 1e6) }
-    }
-
-    /// "the calling thread's lead p10 / p50 / p90 ... ms": how balanced the two threads were.
-    var leadSummary: String {
-        let s = lead.sorted()
-        guard !s.isEmpty else { return "no two-thread call" }
-        let p = { (q: Double) in Table.fixed(s[min(s.count - 1, Int(Double(s.count) * q))] / 1000, 2) }
-        return "the calling thread's CPU after the hand-over minus the band thread's job p1 / p10 / p50 / p90 / p99 \(p(0.01)) / \(p(0.1)) / \(p(0.5)) / \(p(0.9)) / \(p(0.99)) ms"
     }
 }

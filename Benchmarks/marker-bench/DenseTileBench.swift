@@ -40,8 +40,6 @@ struct DenseTileBench {
         var paths: [(name: String, samples: [[Double]])] = [
             ("render alone (TileRenderer.render), one thread", []),
             ("render + PNG (TileRenderer.renderTile), one thread", []),
-            ("render + PNG in two bands (TileRenderer.renderTileInBands, as markerd), critical-path thread CPU", []),
-            ("render + PNG in two bands, both threads' CPU", []),
             ("the grid walk alone (MarkerLayer.forEachStaticMarker over the tile and its margins, as a render's collect walks it; after the other paths, so with what they left in the caches)", []),
         ]
         // Per tile: the steps of the one-thread render (`renderTimingPhases`), every repetition.
@@ -58,19 +56,13 @@ struct DenseTileBench {
                 _ = try renderer.renderTile(core, tile: t, tileSize: 256, density: 1, now: 0)
                 s[1].append((Machine.threadCPUSeconds - c0) * 1e6)
                 c0 = Machine.threadCPUSeconds
-                let p0 = Machine.processCPUSeconds
-                let b = try renderer.renderTileInBands(core, tile: t, tileSize: 256, density: 1, now: 0)
-                // One thread when the band thread was busy: its own CPU time is the critical path.
-                s[2].append((b.criticalCPU ?? (Machine.threadCPUSeconds - c0)) * 1e6)
-                s[3].append((Machine.processCPUSeconds - p0) * 1e6)
-                c0 = Machine.threadCPUSeconds
                 var found = 0
                 // The search of `TileRenderer.collect` (one style in use: the style column is not read).
                 let v = RasterView.tile(t, tileSize: 256, density: 1)
                 core.forEachStaticMarker(viewX: [(Double(v.originX) / v.scale, Double(v.originX + Int64(v.width)) / v.scale)],
                                          viewY0: Double(v.originY) / v.scale, viewY1: Double(v.originY + Int64(v.height)) / v.scale,
                                          unitsPerPx: v.unitsPerPx, marginPx: TileRenderer.marginPx, now: 0, readStyles: false) { _ in found += 1 }
-                s[4].append((Machine.threadCPUSeconds - c0) * 1e6)
+                s[2].append((Machine.threadCPUSeconds - c0) * 1e6)
                 precondition(found > 0, "the walk found no marker in tile \(t)")
                 tileSteps.append(try renderer.renderTimingPhases(core, view: v, now: 0).phases)
             }

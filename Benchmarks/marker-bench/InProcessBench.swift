@@ -69,7 +69,7 @@ struct InProcessBench {
         let paths: [(String, TileRenderer)] = (options.renderOnly ? [] : [
             ("exact (opaque cover only)", TileRenderer(culling: .exact)),
             ("within 1/255, no node sweep", TileRenderer(culling: .withinOne, sweepAbove: .max)),
-        ]) + [("within 1/255, node sweep", TileRenderer(culling: .withinOne, sweepAbove: 0, sweepBandsAbove: .max))]
+        ]) + [("within 1/255, node sweep", TileRenderer(culling: .withinOne, sweepAbove: 0))]
         // Tiles under random markers (mostly in city clusters) at z4, 10 and 14: total thread CPU
         // time of the same tiles without and with the node sweep (default threshold).
         for z in options.zoomZeroOnly ? [] : [4, 10, 14] {
@@ -78,9 +78,7 @@ struct InProcessBench {
             var cpu: [Double] = []
             var swept = 0
             // `--only render`: the second renderer takes the sweep for every tile.
-            // One thread each (no bands), so that thread CPU time counts the whole render.
-            for renderer in [TileRenderer(sweepAbove: .max, bandsAbove: .max),
-                             TileRenderer(sweepAbove: options.renderOnly ? 0 : 500_000, bandsAbove: .max)] {
+            for renderer in [TileRenderer(sweepAbove: .max), TileRenderer(sweepAbove: options.renderOnly ? 0 : 500_000)] {
                 let cpu0 = Machine.threadCPUSeconds
                 for t in tiles {
                     let v = RasterView.tile(t, tileSize: 256, density: 1)
@@ -110,72 +108,13 @@ struct InProcessBench {
                           value: Table.fixed(best * 1000, 1), unit: "ms (best of \(options.zoomZeroOnly ? 20 : 3))",
                           note: "\(Table.count(r.markers)) markers counted, \(Table.count(r.visited)) visited one by one, \(Table.count(r.draws)) draws"))
         }
-        if options.zoomZeroOnly { try sweepBands(core, view, label: label) }
-    }
-
-    /// The z0 render with the node sweep on one thread and in strips shared by two threads
-    /// (`TileRenderer.renderSweepShared`, taken here whatever the load), 20 renders each,
-    /// alternating: wall clock median and best, process CPU median per render. Two threads only
-    /// gain wall-clock time while the other core is idle: the row gives the load average.
-    private func sweepBands(_ core: MarkerLayer, _ view: RasterView, label: String) throws {
-        let renderer = TileRenderer(culling: .withinOne, sweepAbove: 0, sweepBandsAbove: .max)
-        var wall: [[Double]] = [[], []], cpu: [[Double]] = [[], []]
-        var draws = [0, 0]
-        let load0 = Machine.loadAverage ?? 0
-        Progress.log("[\(label)] in-process: z0 render, node sweep, one thread and two bands alternating")
-        for i in 0..<40 {
-            let two = i % 2
-            let cpu0 = Machine.processCPUSeconds
-            let (r, elapsed) = try timed { () throws(RenderError) -> RenderedRaster in
-                two == 1 ? try renderer.renderSweepShared(core, view: view, now: 0) : try renderer.render(core, view: view, now: 0)
-            }
-            cpu[two].append(Machine.processCPUSeconds - cpu0)
-            wall[two].append(elapsed.micros / 1000)
-            draws[two] = r.draws
-        }
-        if options.verbose {
-            for two in 0...1 { Progress.log("[\(label)] z0 \(two == 1 ? "two bands" : "one thread") wall (ms): " + wall[two].map { Table.fixed($0, 1) }.joined(separator: " ")) }
-        }
-        // Each band's own work, swept one after the other on this thread (each band is the
-        // raster of its rows, so `render` on it is exactly what its thread does): thread CPU,
-        // best of 20 each. On an idle second core the two-band wall clock is about the larger.
-        let h = view.height, m = h * 3 / 8
-        for cuts in [[0, h / 2, h], [0, m, h], [0, m / 2, m, m + (h - m) / 2, h]] {
-            let strips = (0..<cuts.count - 1).map { i -> RasterView in
-                var v = view
-                v.originY += Int64(cuts[i])
-                v.height = cuts[i + 1] - cuts[i]
-                return v
-            }
-            var best = [Double](repeating: .infinity, count: strips.count)
-            for _ in 0..<20 {
-                for (b, v) in strips.enumerated() {
-                    let cpu0 = Machine.threadCPUSeconds
-                    _ = try renderer.render(core, view: v, now: 0)
-                    best[b] = min(best[b], Machine.threadCPUSeconds - cpu0)
-                }
-            }
-            let rows = (0..<strips.count).map { "\(cuts[$0])-\(cuts[$0 + 1] - 1)" }.joined(separator: " / ")
-            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, each of \(strips.count) strips alone (rows \(rows)), thread CPU time",
-                          value: best.map { Table.fixed($0 * 1000, 1) }.joined(separator: " / "), unit: "ms (best of 20)",
-                          note: "sum \(Table.fixed(best.reduce(0, +) * 1000, 1)) ms (the strips' overlap: compare the one-thread render); with two strips the larger is the critical path on an idle core"))
-        }
-        let load1 = Machine.loadAverage ?? 0
-        for two in 0...1 {
-            let w = wall[two].sorted(), c = cpu[two].sorted()
-            table.add(Row(size: label, measure: "in-process z0 render (no PNG), node sweep, \(two == 1 ? "strips shared by two threads" : "one thread"), wall clock",
-                          value: Table.fixed(w[w.count / 2], 1), unit: "ms (median of \(w.count))",
-                          note: String(format: "best %.1f ms; process CPU median %.1f ms per render; %d draws; loadavg %.1f-%.1f",
-                                       w.first!, c[c.count / 2] * 1000, draws[two], min(load0, load1), max(load0, load1))))
-        }
     }
 
     /// The z0 tile through `MarkerService.getTile` in this process (`--only z0`): the layer loaded
     /// through the upsert path in batches of 50,000 (as over RPC), then, 9 times, one static
     /// marker moved to the world's centre (a new version of every z0 tile) and the z0 tile asked
     /// for: the render, PNG encoding and the service's bookkeeping on this thread, without the
-    /// network. Median process CPU time (the service may sweep in two bands, see
-    /// `TileRenderer.sweepBandsAbove`), to compare with the GetTile row of `--only tiles`
+    /// network. Median process CPU time, to compare with the GetTile row of `--only tiles`
     /// (markerd's CPU) and the in-process render above; once with this process's allocator
     /// settings, then with markerd's (`MallocTuning.apply`: process-wide and for good, so last),
     /// then with those after 1,000 batches of 1,000 small moves (`MoveMarkers` as RPCBench sends

@@ -67,22 +67,17 @@ struct OneCityBench {
                       measure: "in-process one city, its z10 tile's PNG (PNGEncodeOptions.tile, one thread), fastest / median",
                       value: "\(Table.fixed((pngTimes.min() ?? 0) / 1000, 2)) / \(Table.fixed(png.p50 / 1000, 2))",
                       unit: "ms thread CPU", note: "\(Self.repetitions) encodings of the last render's canvas; \(Table.fixed(Double(pngBytes) / 1024, 1)) KB"))
-        // The whole tile as GetTile makes it: on one thread, and in two bands (as markerd).
-        var oneThread: [Double] = [], bandsBoth: [Double] = [], bandsCritical: [Double] = []
+        // The whole tile as GetTile makes it.
+        var oneThread: [Double] = []
         for _ in 0..<Self.repetitions {
             let c0 = Machine.threadCPUSeconds
             _ = try renderer.renderTile(layer, tile: tile, tileSize: 256, density: 1, now: 0)
             oneThread.append((Machine.threadCPUSeconds - c0) * 1e6)
-            let p0 = Machine.processCPUSeconds
-            let t = try renderer.renderTileInBands(layer, tile: tile, tileSize: 256, density: 1, now: 0)
-            bandsBoth.append((Machine.processCPUSeconds - p0) * 1e6)
-            bandsCritical.append((t.criticalCPU ?? .nan) * 1e6)
         }
         let ms = { (v: [Double]) in "\(Table.fixed((v.min() ?? 0) / 1000, 2)) / \(Table.fixed(LatencySummary(samplesMicros: v).p50 / 1000, 2))" }
         table.add(Row(size: Table.count(Self.markers),
-                      measure: "in-process one city, its z10 tile, render + PNG: one thread (renderTile) / two bands (renderTileInBands, as markerd): both threads / critical path; fastest / median each",
-                      value: "\(ms(oneThread)); \(ms(bandsBoth)); \(ms(bandsCritical))",
-                      unit: "ms CPU", note: "\(Self.repetitions) of each, alternating; both threads: process CPU time"))
+                      measure: "in-process one city, its z10 tile, render + PNG (renderTile), fastest / median",
+                      value: ms(oneThread), unit: "ms thread CPU", note: "\(Self.repetitions) renders"))
         table.add(Row(size: Table.count(Self.markers),
                       measure: "in-process one city, its z10 tile, render alone (the four steps), fastest / median",
                       value: "\(Table.fixed((totals.min() ?? 0) / 1000, 2)) / \(Table.fixed(summary.p50 / 1000, 2))",

@@ -51,7 +51,7 @@ struct TileBench {
         }
         table.add(Row(size: label, measure: "PNG bytes per tile (the cold tiles above, 256 px, density 1)",
                       value: pngBytes.map { "z\($0.zoom) \(Table.bytes(Int($0.mean.rounded())))" }.joined(separator: ", "),
-                      unit: "mean", note: "PNGEncodeOptions.tile (PixelDeflater, no filter); empty tiles count as the shared transparent PNG"))
+                      unit: "mean", note: "PNGEncodeOptions.tile (libdeflate, no filter); empty tiles count as the shared transparent PNG"))
         try zoomZero(client, serverPID: server.pid, mover: mover)
         for inFlight in [2, 4] { try throughput(client, serverPID: server.pid, inFlight: inFlight) }
     }

@@ -1,19 +1,18 @@
-// libpng shim. Every libpng call that can fail runs under a setjmp established in this file;
-// libpng's error callback records the message and longjmps back here, and the public functions
-// turn that into a negative status. Variables changed between setjmp and a possible longjmp
-// are `volatile` (C11 7.13.2.1).
+// PNG shim. Decoding goes through libpng: every libpng call that can fail runs under a setjmp
+// established in this file; libpng's error callback records the message and longjmps back here,
+// and the public functions turn that into a negative status. Variables changed between setjmp
+// and a possible longjmp are `volatile` (C11 7.13.2.1). Encoding writes the few chunks itself
+// (signature, IHDR, tRNS, one IDAT, IEND) around one zlib stream from libdeflate.
 #include "CPNG.h"
 
+#include <libdeflate.h>
 #include <png.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 typedef struct {
     jmp_buf jmp;
@@ -21,14 +20,9 @@ typedef struct {
     size_t err_cap;
     int truncated;  // the reader ran out of input
     int no_memory;  // an allocation in our callbacks failed
-    // reading
     const uint8_t *data;
     size_t len;
     size_t pos;
-    // writing
-    uint8_t *out;
-    size_t out_len;
-    size_t out_cap;
 } cpng_ctx;
 
 static void cpng_set_err(char *err, size_t cap, const char *fmt, ...) {
@@ -70,31 +64,6 @@ static void cpng_read_fn(png_structp png, png_bytep out, size_t n) {
     ctx->pos += n;
 }
 
-static void cpng_write_fn(png_structp png, png_bytep data, size_t n) {
-    cpng_ctx *ctx = (cpng_ctx *)png_get_io_ptr(png);
-    if (ctx->out_cap - ctx->out_len < n) {
-        size_t cap = ctx->out_cap ? ctx->out_cap : 4096;
-        while (cap - ctx->out_len < n) {
-            if (cap > SIZE_MAX / 2) {
-                ctx->no_memory = 1;
-                png_error(png, "out of memory");
-            }
-            cap *= 2;
-        }
-        uint8_t *grown = (uint8_t *)realloc(ctx->out, cap);
-        if (grown == NULL) {
-            ctx->no_memory = 1;
-            png_error(png, "out of memory");
-        }
-        ctx->out = grown;
-        ctx->out_cap = cap;
-    }
-    memcpy(ctx->out + ctx->out_len, data, n);
-    ctx->out_len += n;
-}
-
-static void cpng_flush_fn(png_structp png) { (void)png; }
-
 // Exact round(x * y / 255) for x, y in 0...255.
 static inline uint32_t cpng_mul255(uint32_t x, uint32_t y) {
     uint32_t t = x * y + 128;
@@ -119,7 +88,7 @@ int cpng_read_header(const uint8_t *data, size_t len, uint32_t *width, uint32_t 
                          len, CPNG_HEADER_BYTES);
     if (cpng_be32(data + 8) != 13 || memcmp(data + 12, "IHDR", 4) != 0)
         return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "corrupt PNG: first chunk is not a 13-byte IHDR");
-    uint32_t crc = (uint32_t)crc32(0L, data + 12, 17);
+    uint32_t crc = libdeflate_crc32(0, data + 12, 17);
     if (crc != cpng_be32(data + 29))
         return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "corrupt PNG: IHDR CRC mismatch");
     uint32_t w = cpng_be32(data + 16), h = cpng_be32(data + 20);
@@ -316,20 +285,6 @@ static const uint64_t cpng_reciprocal[256] = {
     0x001041042u, 0x00103091cu, 0x001020409u, 0x001010102u,
 };
 
-// True when all `n` bytes at `p` are 0 (a fully transparent premultiplied row). Reads 8 bytes at
-// a time and stops at the first 64-byte block holding a non-zero byte.
-static int cpng_is_zero(const uint8_t *p, size_t n) {
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        uint64_t w[8];
-        memcpy(w, p + i, 64);
-        if ((w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7]) != 0) return 0;
-    }
-    for (; i < n; i++)
-        if (p[i] != 0) return 0;
-    return 1;
-}
-
 // One pixel, straight from premultiplied: c = min(255, round(c' * 255 / a)) = min(255,
 // floor((c' * 255 + floor(a / 2)) / a)), all 0 when a == 0 (whatever c' is). The division is a
 // multiplication by cpng_reciprocal[a].
@@ -368,483 +323,242 @@ static void cpng_unpremultiply_row(const uint8_t *src, uint8_t *dst, uint32_t wi
     }
     for (; x < width; x++, src += 4, dst += 4) cpng_unpremultiply_pixel(src, dst);
 }
+// One thread's encoding state: a libdeflate compressor per level used (made on first use) and a
+// scratch buffer for the filtered rows, kept for the thread's life (freed when it exits), so that
+// a tile costs no allocation but its output.
+typedef struct {
+    struct libdeflate_compressor *compressors[CPNG_LEVEL_MAX + 1];
+    uint8_t *scratch;
+    size_t scratch_cap;
+} cpng_thread_state;
 
-// Checks the zlib parameters shared by the writer and the segments.
-static int cpng_check_zlib(int level, int strategy, int mem_level, char *err, size_t err_cap) {
-    if (level < -1 || level > 9)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib level %d", level);
-    if (strategy < -1 || strategy > Z_FIXED)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib strategy %d", strategy);
-    if (mem_level != -1 && (mem_level < 1 || mem_level > MAX_MEM_LEVEL))
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid zlib memory level %d", mem_level);
-    return CPNG_OK;
+// Filtered images up to this size (1 MiB: a 512 px tile) use the thread's scratch buffer; larger
+// ones get a buffer of their own for the call, so that a big icon does not pin memory per thread.
+#define CPNG_SCRATCH_MAX ((size_t)1 << 20)
+
+static pthread_key_t cpng_state_key;
+static pthread_once_t cpng_state_once = PTHREAD_ONCE_INIT;
+
+static void cpng_state_free(void *p) {
+    cpng_thread_state *s = (cpng_thread_state *)p;
+    for (int i = 0; i <= CPNG_LEVEL_MAX; i++) libdeflate_free_compressor(s->compressors[i]);
+    free(s->scratch);
+    free(s);
 }
 
-struct cpng_writer {
-    cpng_ctx ctx;
-    png_structp png;
-    png_infop info;
-    uint8_t *scratch;       // one un-premultiplied row (CPNG_ENCODE_PREMULTIPLIED only)
-    uint32_t width;
-    uint32_t height;
-    uint32_t rows_written;
-    int premultiplied;
-};
+static void cpng_state_key_make(void) { (void)pthread_key_create(&cpng_state_key, cpng_state_free); }
 
-// Frees everything the writer holds, the output buffer included.
-static void cpng_writer_destroy(cpng_writer *w) {
-    if (w == NULL) return;
-    if (w->png != NULL) png_destroy_write_struct(&w->png, w->info ? &w->info : NULL);
-    free(w->scratch);
-    free(w->ctx.out);
-    free(w);
-}
-
-// After a longjmp from libpng: the status for the error (message already in err), w destroyed.
-static int cpng_writer_failed(cpng_writer *w, char *err, size_t err_cap) {
-    int no_memory = w->ctx.no_memory;
-    cpng_writer_destroy(w);
-    if (no_memory) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    return CPNG_E_CORRUPT;  // libpng rejected our parameters; message already in err
-}
-
-int cpng_writer_begin(uint32_t width, uint32_t height, int level, int strategy, int mem_level, int filters,
-                      int flags, size_t size_hint, cpng_writer **writer, char *err, size_t err_cap) {
-    if (writer) *writer = NULL;
-    if (writer == NULL)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    if (width == 0 || height == 0 || width > 0x7FFFFFFFu || height > 0x7FFFFFFFu)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
-    int zrc = cpng_check_zlib(level, strategy, mem_level, err, err_cap);
-    if (zrc != CPNG_OK) return zrc;
-    if (filters < -1 || filters > 0xFF || (filters > 0 && (filters & 0x07) != 0))
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid filter set 0x%x", filters);
-
-    cpng_writer *w = (cpng_writer *)calloc(1, sizeof *w);
-    if (w == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    w->ctx.err = err;
-    w->ctx.err_cap = err_cap;
-    w->width = width;
-    w->height = height;
-    w->premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
-    w->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &w->ctx, cpng_error_fn, cpng_warning_fn);
-    if (w->png != NULL) w->info = png_create_info_struct(w->png);
-    // The output buffer belongs to ctx, whose address libpng holds; after this point only the
-    // write callback changes it.
-    size_t initial = size_hint > 0 ? size_hint : 16384;
-    w->ctx.out = (uint8_t *)malloc(initial);
-    w->ctx.out_cap = initial;
-    if (w->premultiplied) w->scratch = (uint8_t *)malloc((size_t)width * 4);
-    if (w->png == NULL || w->info == NULL || w->ctx.out == NULL || (w->premultiplied && w->scratch == NULL)) {
-        cpng_writer_destroy(w);
-        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+// This thread's state (NULL: out of memory).
+static cpng_thread_state *cpng_state(void) {
+    (void)pthread_once(&cpng_state_once, cpng_state_key_make);
+    cpng_thread_state *s = (cpng_thread_state *)pthread_getspecific(cpng_state_key);
+    if (s != NULL) return s;
+    s = (cpng_thread_state *)calloc(1, sizeof *s);
+    if (s == NULL) return NULL;
+    if (pthread_setspecific(cpng_state_key, s) != 0) {
+        free(s);
+        return NULL;
     }
+    return s;
+}
 
-    if (setjmp(w->ctx.jmp)) return cpng_writer_failed(w, err, err_cap);
-    png_set_write_fn(w->png, &w->ctx, cpng_write_fn, cpng_flush_fn);
-    png_set_IHDR(w->png, w->info, width, height, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    if (level >= 0) png_set_compression_level(w->png, level);
-    if (strategy >= 0) png_set_compression_strategy(w->png, strategy);
-    if (mem_level > 0) png_set_compression_mem_level(w->png, mem_level);
-    // libpng 1.6 stores 0 (PNG_NO_FILTERS) as "unset" and then applies its default (all
-    // filters, adaptive) in png_write_IHDR, so "None only" must be asked for explicitly.
-    if (filters >= 0) png_set_filter(w->png, PNG_FILTER_TYPE_BASE, filters == 0 ? PNG_FILTER_NONE : filters);
-    png_write_info(w->png, w->info);
-    *writer = w;
+static void cpng_put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+// Writes a chunk whose `len` data bytes are already at p + 8 (length, type, CRC around them);
+// returns the bytes after it.
+static uint8_t *cpng_chunk(uint8_t *p, const char type[4], uint32_t len) {
+    cpng_put_be32(p, len);
+    memcpy(p + 4, type, 4);
+    cpng_put_be32(p + 8 + len, libdeflate_crc32(0, p + 4, 4 + (size_t)len));
+    return p + 12 + len;
+}
+
+// The PNG of `filtered` (the image's rows, each its filter byte then its samples): signature,
+// IHDR (`bit_depth`, `color_type`, no interlace), a PLTE chunk of `plte_len` bytes when
+// `plte_len` > 0, a tRNS chunk of `trns_len` bytes when `trns_len` > 0, one IDAT chunk holding the
+// zlib stream libdeflate makes (`compressor`), IEND. Output as cpng_encode_rgba8.
+static int cpng_write_png(struct libdeflate_compressor *compressor, uint32_t width, uint32_t height, uint8_t bit_depth,
+                          uint8_t color_type, const uint8_t *plte, size_t plte_len, const uint8_t *trns, size_t trns_len,
+                          const uint8_t *filtered, size_t filtered_len, uint8_t **out, size_t *out_len, char *err,
+                          size_t err_cap) {
+    size_t bound = libdeflate_zlib_compress_bound(compressor, filtered_len);
+    if (bound > 0x7FFFFFFFu)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "image too large for one IDAT chunk");
+    size_t cap = 8 + 25 + 12 + plte_len + 12 + trns_len + 12 + bound + 12;
+    uint8_t *png = (uint8_t *)malloc(cap);
+    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    memcpy(png, cpng_signature, 8);
+    uint8_t *p = png + 8;
+    cpng_put_be32(p + 8, width);
+    cpng_put_be32(p + 12, height);
+    p[16] = bit_depth;
+    p[17] = color_type;
+    p[18] = p[19] = p[20] = 0;  // deflate, adaptive filtering (method 0), no interlace
+    p = cpng_chunk(p, "IHDR", 13);
+    if (plte_len > 0) {
+        memcpy(p + 8, plte, plte_len);
+        p = cpng_chunk(p, "PLTE", (uint32_t)plte_len);
+    }
+    if (trns_len > 0) {
+        memcpy(p + 8, trns, trns_len);
+        p = cpng_chunk(p, "tRNS", (uint32_t)trns_len);
+    }
+    size_t deflated = libdeflate_zlib_compress(compressor, filtered, filtered_len, p + 8, bound);
+    if (deflated == 0) {  // cannot happen with the bound's room
+        free(png);
+        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "libdeflate: output does not fit its bound");
+    }
+    p = cpng_chunk(p, "IDAT", (uint32_t)deflated);
+    p = cpng_chunk(p, "IEND", 0);
+    *out = png;
+    *out_len = (size_t)(p - png);
     if (err != NULL && err_cap > 0) err[0] = '\0';
     return CPNG_OK;
 }
 
-int cpng_writer_rows(cpng_writer *w, const uint8_t *pixels, uint32_t rows, size_t stride,
-                     char *err, size_t err_cap) {
-    if (w == NULL || (pixels == NULL && rows > 0))
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    if (w->png == NULL)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "the writer failed earlier");
-    if (stride / 4 < w->width)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
-    if (rows > w->height - w->rows_written)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "%u rows after %u of %u", rows,
-                         w->rows_written, w->height);
-    w->ctx.err = err;
-    w->ctx.err_cap = err_cap;
-    if (setjmp(w->ctx.jmp)) {
-        // The writer is unusable now; keep the struct so that the caller's finish/free frees it.
-        png_destroy_write_struct(&w->png, &w->info);
-        w->png = NULL;
-        w->info = NULL;
-        return w->ctx.no_memory ? cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory") : CPNG_E_CORRUPT;
+// The thread's compressor for `level` (made on first use) and a buffer of `len` bytes (the
+// thread's scratch, or malloc'd into `*owned` above CPNG_SCRATCH_MAX); NULL when out of memory.
+static struct libdeflate_compressor *cpng_prepare(int level, size_t len, uint8_t **buffer, uint8_t **owned) {
+    *owned = NULL;
+    cpng_thread_state *s = cpng_state();
+    if (s == NULL) return NULL;
+    if (s->compressors[level] == NULL) s->compressors[level] = libdeflate_alloc_compressor(level);
+    if (s->compressors[level] == NULL) return NULL;
+    if (len > CPNG_SCRATCH_MAX) {
+        *owned = *buffer = (uint8_t *)malloc(len);
+        return *buffer ? s->compressors[level] : NULL;
     }
-    const size_t row_bytes = (size_t)w->width * 4;
-    for (uint32_t y = 0; y < rows; y++) {
-        const uint8_t *row = pixels + (size_t)y * stride;
-        // A row of zero bytes (fully transparent) is its own straight-alpha form: written as is.
-        if (w->premultiplied && !cpng_is_zero(row, row_bytes)) {
-            cpng_unpremultiply_row(row, w->scratch, w->width);
-            row = w->scratch;
+    if (s->scratch_cap < len) {
+        free(s->scratch);
+        s->scratch_cap = 0;
+        s->scratch = (uint8_t *)malloc(len);
+        if (s->scratch == NULL) return NULL;
+        s->scratch_cap = len;
+    }
+    *buffer = s->scratch;
+    return s->compressors[level];
+}
+
+// Up to 256 straight-alpha RGBA colours (each the 4 bytes R, G, B, A read as one word), in order of
+// first appearance, with an open-addressing table from colour to index.
+typedef struct {
+    uint32_t colours[256];
+    int count;
+    uint32_t keys[1024];
+    int16_t slots[1024];  // index into `colours`, -1: empty
+} cpng_palette;
+
+// The index of `c`, added when new; -1 when the palette is full.
+static inline int cpng_palette_index(cpng_palette *p, uint32_t c) {
+    uint32_t h = (c * 2654435761u) >> 22;
+    for (;;) {
+        int16_t i = p->slots[h];
+        if (i < 0) {
+            if (p->count == 256) return -1;
+            p->slots[h] = (int16_t)p->count;
+            p->keys[h] = c;
+            p->colours[p->count] = c;
+            return p->count++;
         }
-        png_write_row(w->png, row);
+        if (p->keys[h] == c) return i;
+        h = (h + 1) & 1023;
     }
-    w->rows_written += rows;
-    if (err != NULL && err_cap > 0) err[0] = '\0';
-    return CPNG_OK;
 }
 
-int cpng_writer_finish(cpng_writer *w, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
-    if (out) *out = NULL;
-    if (out_len) *out_len = 0;
-    if (w == NULL || out == NULL || out_len == NULL) {
-        cpng_writer_destroy(w);
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
+// Writes the image as indexed rows (filter byte 0, then one palette index per pixel) to
+// `filtered` and its colours to `*p` when it holds at most 256 distinct straight-alpha colours
+// (returns 1); else returns 0, with `filtered` partly written. Fully transparent blocks of four
+// pixels take one lookup; a pixel equal to the one before it takes none.
+static int cpng_index_rows(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int premultiplied,
+                           uint8_t *filtered, cpng_palette *p) {
+    p->count = 0;
+    memset(p->slots, 0xFF, sizeof p->slots);
+    int zero = -1;  // index of (0, 0, 0, 0) once seen
+    uint32_t last = 0;
+    int last_index = -1;
+    for (uint32_t y = 0; y < height; y++) {
+        const uint8_t *src = pixels + (size_t)y * stride;
+        uint8_t *dst = filtered + (size_t)y * (1 + (size_t)width);
+        *dst++ = 0;  // filter type None
+        uint32_t x = 0;
+        while (x < width) {
+            if (x + 4 <= width) {
+                uint64_t w[2];
+                memcpy(w, src, 16);
+                if ((w[0] | w[1]) == 0) {
+                    if (zero < 0 && (zero = cpng_palette_index(p, 0)) < 0) return 0;
+                    memset(dst, zero, 4);
+                    x += 4, src += 16, dst += 4;
+                    continue;
+                }
+            }
+            uint32_t c;
+            memcpy(&c, src, 4);
+            if (c != last || last_index < 0) {
+                uint8_t s[4];
+                if (premultiplied) cpng_unpremultiply_pixel(src, s);
+                else memcpy(s, src, 4);
+                uint32_t straight;
+                memcpy(&straight, s, 4);
+                last = c;
+                if ((last_index = cpng_palette_index(p, straight)) < 0) return 0;
+            }
+            *dst++ = (uint8_t)last_index;
+            x++, src += 4;
+        }
     }
-    if (w->png == NULL) {
-        cpng_writer_destroy(w);
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "the writer failed earlier");
-    }
-    if (w->rows_written != w->height) {
-        uint32_t written = w->rows_written, height = w->height;
-        cpng_writer_destroy(w);
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "%u of %u rows written", written, height);
-    }
-    w->ctx.err = err;
-    w->ctx.err_cap = err_cap;
-    if (setjmp(w->ctx.jmp)) return cpng_writer_failed(w, err, err_cap);
-    png_write_end(w->png, NULL);
-    *out = w->ctx.out;
-    *out_len = w->ctx.out_len;
-    w->ctx.out = NULL;  // now the caller's
-    cpng_writer_destroy(w);
-    if (err != NULL && err_cap > 0) err[0] = '\0';
-    return CPNG_OK;
+    return 1;
 }
 
-void cpng_writer_free(cpng_writer *w) { cpng_writer_destroy(w); }
-
-int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride,
-                      int level, int strategy, int mem_level, int filters, int flags,
-                      size_t size_hint, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
+int cpng_encode_rgba8(const uint8_t *pixels, uint32_t width, uint32_t height, size_t stride, int level, int flags,
+                      uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
     if (out) *out = NULL;
     if (out_len) *out_len = 0;
     if (pixels == NULL || out == NULL || out_len == NULL)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    if (stride / 4 < width)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
-    cpng_writer *w = NULL;
-    int rc = cpng_writer_begin(width, height, level, strategy, mem_level, filters, flags, size_hint, &w, err, err_cap);
-    if (rc != CPNG_OK) return rc;
-    rc = cpng_writer_rows(w, pixels, height, stride, err, err_cap);
-    if (rc != CPNG_OK) {
-        cpng_writer_free(w);
-        return rc;
-    }
-    return cpng_writer_finish(w, out, out_len, err, err_cap);
-}
-
-// Output of a raw deflate stream, grown by doubling.
-typedef struct {
-    z_stream zs;
-    uint8_t *buf;
-    size_t cap;
-} cpng_deflater;
-
-// Deflates `n` bytes at `in` with `flush` until zlib has taken all of them (and, for Z_FINISH,
-// ended the stream; for Z_SYNC_FLUSH, flushed with output space left over, which is when zlib
-// says the flush is complete). CPNG_E_NO_MEMORY when the output cannot grow.
-static int cpng_deflate_feed(cpng_deflater *d, const uint8_t *in, size_t n, int flush) {
-    d->zs.next_in = (Bytef *)in;
-    d->zs.avail_in = (uInt)n;
-    for (;;) {
-        if (d->zs.avail_out == 0) {
-            size_t used = d->cap;
-            if (d->cap > SIZE_MAX / 2 || d->cap * 2 - used > UINT32_MAX) return CPNG_E_NO_MEMORY;
-            uint8_t *grown = (uint8_t *)realloc(d->buf, d->cap * 2);
-            if (grown == NULL) return CPNG_E_NO_MEMORY;
-            d->buf = grown;
-            d->cap *= 2;
-            d->zs.next_out = grown + used;
-            d->zs.avail_out = (uInt)(d->cap - used);
-        }
-        int rc = deflate(&d->zs, flush);
-        if (rc == Z_STREAM_ERROR) return CPNG_E_CORRUPT;
-        if (flush == Z_FINISH) {
-            if (rc == Z_STREAM_END) return CPNG_OK;
-        } else if (d->zs.avail_in == 0 && d->zs.avail_out != 0) {
-            return CPNG_OK;
-        }
-    }
-}
-
-// adler32 (RFC 1950) of `len` more bytes, as zlib's adler32() gives it. With SSE2 (every x86-64)
-// 16 bytes a step: s1 gains the block's byte sum (_mm_sad_epu8), s2 gains 16 times the s1 before
-// the block plus the bytes weighted 16 ... 1 (_mm_madd_epi16 of the bytes widened to 16 bits),
-// summed in 32-bit lanes for at most 5,552 bytes (zlib's NMAX: no lane can overflow) and then
-// reduced modulo 65521 in 64 bits; the last bytes go to zlib. zlib 1.2.13's own loop is scalar, 16 bytes unrolled: about 3.6
-// instructions a byte, this one under 1 (a dense 256 px tile's PNG filters 262 KB of rows).
-uint32_t cpng_adler32(uint32_t adler, const uint8_t *buf, size_t len) {
-    uint64_t s1 = adler & 0xFFFF, s2 = adler >> 16;
-#if defined(__SSE2__)
-    const uint32_t base = 65521;
-    const __m128i zero = _mm_setzero_si128();
-    const __m128i first8 = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9), last8 = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
-    while (len >= 16) {
-        size_t blocks = (len < 5552 ? len : 5552) / 16;
-        len -= blocks * 16;
-        // sums: byte sums since the chunk's start; prefix: those sums before each block, added up.
-        __m128i sums = zero, prefix = zero, weighted = zero;
-        for (size_t k = 0; k < blocks; k++, buf += 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)buf);
-            prefix = _mm_add_epi32(prefix, sums);
-            sums = _mm_add_epi32(sums, _mm_sad_epu8(v, zero));
-            weighted = _mm_add_epi32(weighted, _mm_madd_epi16(_mm_unpacklo_epi8(v, zero), first8));
-            weighted = _mm_add_epi32(weighted, _mm_madd_epi16(_mm_unpackhi_epi8(v, zero), last8));
-        }
-        uint32_t a[4], p[4], w[4];
-        _mm_storeu_si128((__m128i *)a, sums);
-        _mm_storeu_si128((__m128i *)p, prefix);
-        _mm_storeu_si128((__m128i *)w, weighted);
-        s2 += 16 * ((uint64_t)blocks * s1 + (uint64_t)p[0] + p[1] + p[2] + p[3]) + (uint64_t)w[0] + w[1] + w[2] + w[3];
-        s1 += (uint64_t)a[0] + a[1] + a[2] + a[3];
-        s1 %= base;
-        s2 %= base;
-    }
-#endif
-    // The rest (under 16 bytes with SSE2, else all of it): zlib's own loop.
-    return (uint32_t)adler32_z((uLong)(s2 << 16 | s1), buf, (z_size_t)len);
-}
-
-// adler32 after `n` more zero bytes: the sum s1 stays, s2 grows by n * s1.
-static uint32_t cpng_adler32_zeros(uint32_t adler, size_t n) {
-    uint64_t s1 = adler & 0xFFFFu, s2 = adler >> 16;
-    s2 = (s2 + (uint64_t)(n % 65521u) * s1) % 65521u;
-    return (uint32_t)((s2 << 16) | s1);
-}
-
-// One row as PNG filter type None into `dst` (1 + width * 4 bytes: the byte 0, then the row,
-// un-premultiplied when `premultiplied`; a row of zero bytes is its own straight-alpha form);
-// returns `adler` updated with those bytes. `*dst_zero` says whether dst's row bytes are all 0
-// already (then a transparent row is not written again) and is updated.
-static uint32_t cpng_filter_row(const uint8_t *row, uint8_t *dst, uint32_t width, int premultiplied, int *dst_zero,
-                                uint32_t adler) {
-    const size_t row_bytes = (size_t)width * 4;
-    dst[0] = 0;
-    if (premultiplied && cpng_is_zero(row, row_bytes)) {
-        if (!*dst_zero) memset(dst + 1, 0, row_bytes);
-        *dst_zero = 1;
-        return cpng_adler32_zeros(adler, 1 + row_bytes);
-    }
-    if (premultiplied) cpng_unpremultiply_row(row, dst + 1, width);
-    else memcpy(dst + 1, row, row_bytes);
-    *dst_zero = 0;
-    return cpng_adler32(adler, dst, 1 + row_bytes);
-}
-
-// Checks a segment's or filter's arguments: a width libpng takes and, unless `stride` is 0, a
-// stride of at least a row.
-static int cpng_check_rows(uint32_t width, size_t stride, char *err, size_t err_cap) {
-    if (width == 0 || width > 0x3FFFFFFEu)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid width %u", width);
-    if (stride != 0 && stride / 4 < width)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
-    return CPNG_OK;
-}
-
-int cpng_deflate_segment(const uint8_t *pixels, uint32_t width, uint32_t rows, size_t stride,
-                         int level, int strategy, int mem_level, int flags, int last, size_t size_hint,
-                         cpng_segment *seg, char *err, size_t err_cap) {
-    if (seg) memset(seg, 0, sizeof *seg);
-    if (seg == NULL || (pixels == NULL && rows > 0))
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    int rc = cpng_check_rows(width, stride, err, err_cap);
-    if (rc != CPNG_OK) return rc;
-    rc = cpng_check_zlib(level, strategy, mem_level, err, err_cap);
-    if (rc != CPNG_OK) return rc;
-
-    const size_t row_bytes = (size_t)width * 4;
-    const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
-    cpng_deflater d;
-    memset(&d, 0, sizeof d);
-    d.cap = size_hint > 0 && size_hint < UINT32_MAX ? size_hint : 16384;
-    d.buf = (uint8_t *)malloc(d.cap);
-    uint8_t *scratch = (uint8_t *)calloc(1 + row_bytes, 1);  // filter byte 0, then the row
-    if (d.buf == NULL || scratch == NULL) {
-        free(d.buf);
-        free(scratch);
-        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    }
-    if (deflateInit2(&d.zs, level, Z_DEFLATED, -15, mem_level > 0 ? mem_level : 8,
-                     strategy >= 0 ? strategy : Z_DEFAULT_STRATEGY) != Z_OK) {
-        free(d.buf);
-        free(scratch);
-        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory (deflateInit2)");
-    }
-    d.zs.next_out = d.buf;
-    d.zs.avail_out = (uInt)d.cap;
-
-    uint32_t adler = 1;
-    int scratch_zero = 1;  // scratch holds a row of zeros
-    for (uint32_t y = 0; y < rows && rc == CPNG_OK; y++) {
-        adler = cpng_filter_row(pixels + (size_t)y * stride, scratch, width, premultiplied, &scratch_zero, adler);
-        rc = cpng_deflate_feed(&d, scratch, 1 + row_bytes, Z_NO_FLUSH);
-    }
-    if (rc == CPNG_OK) rc = cpng_deflate_feed(&d, NULL, 0, last ? Z_FINISH : Z_SYNC_FLUSH);
-    size_t len = d.cap - d.zs.avail_out;
-    deflateEnd(&d.zs);
-    free(scratch);
-    if (rc != CPNG_OK) {
-        free(d.buf);
-        return cpng_fail(err, err_cap, rc, rc == CPNG_E_NO_MEMORY ? "out of memory" : "deflate failed");
-    }
-    seg->data = d.buf;
-    seg->len = len;
-    seg->raw_len = (size_t)rows * (1 + row_bytes);
-    seg->adler = adler;
-    seg->rows = rows;
-    seg->last = last ? 1 : 0;
-    if (err != NULL && err_cap > 0) err[0] = '\0';
-    return CPNG_OK;
-}
-
-void cpng_segment_free(cpng_segment *seg) {
-    if (seg == NULL) return;
-    free(seg->data);
-    memset(seg, 0, sizeof *seg);
-}
-
-int cpng_filter_rows(const uint8_t *pixels, uint32_t width, uint32_t rows, size_t stride, int flags,
-                     uint8_t *out, size_t out_cap, uint32_t *adler_out, char *err, size_t err_cap) {
-    if (out == NULL || adler_out == NULL || (pixels == NULL && rows > 0))
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    int rc = cpng_check_rows(width, stride, err, err_cap);
-    if (rc != CPNG_OK) return rc;
-    const size_t row_bytes = (size_t)width * 4;
-    if (out_cap / (1 + row_bytes) < rows)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "output of %zu bytes < %u filtered rows", out_cap, rows);
-    const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
-    uint32_t adler = 1;
-    for (uint32_t y = 0; y < rows; y++) {
-        int zero = 0;  // the output is not cleared
-        adler = cpng_filter_row(pixels + (size_t)y * stride, out + (size_t)y * (1 + row_bytes), width, premultiplied, &zero, adler);
-    }
-    *adler_out = adler;
-    if (err != NULL && err_cap > 0) err[0] = '\0';
-    return CPNG_OK;
-}
-
-int cpng_segment_from(const uint8_t *data, size_t len, uint32_t width, uint32_t rows, uint32_t adler, int last,
-                      cpng_segment *seg, char *err, size_t err_cap) {
-    if (seg) memset(seg, 0, sizeof *seg);
-    if (seg == NULL || (data == NULL && len > 0))
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    int rc = cpng_check_rows(width, 0, err, err_cap);
-    if (rc != CPNG_OK) return rc;
-    seg->data = (uint8_t *)malloc(len > 0 ? len : 1);
-    if (seg->data == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    if (len > 0) memcpy(seg->data, data, len);
-    seg->len = len;
-    seg->raw_len = (size_t)rows * (1 + (size_t)width * 4);
-    seg->adler = adler;
-    seg->rows = rows;
-    seg->last = last ? 1 : 0;
-    if (err != NULL && err_cap > 0) err[0] = '\0';
-    return CPNG_OK;
-}
-
-
-// `*ctx` zeroed with `err` set, and a libpng write struct reporting to it (NULL: out of memory)
-// with its info struct in `*info` (NULL when that failed; the caller checks). `ctx` must stay at
-// its address while libpng uses it.
-static png_structp cpng_create_write(cpng_ctx *ctx, png_infop *info, char *err, size_t err_cap) {
-    memset(ctx, 0, sizeof *ctx);
-    ctx->err = err;
-    ctx->err_cap = err_cap;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ctx, cpng_error_fn, cpng_warning_fn);
-    *info = png != NULL ? png_create_info_struct(png) : NULL;
-    return png;
-}
-int cpng_encode_segments(uint32_t width, uint32_t height, int level, int strategy, const cpng_segment *segments,
-                         size_t count, size_t size_hint, uint8_t **out, size_t *out_len, char *err, size_t err_cap) {
-    if (out) *out = NULL;
-    if (out_len) *out_len = 0;
-    if (out == NULL || out_len == NULL || segments == NULL || count == 0)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer or no segment");
     if (width == 0 || height == 0 || width > 0x3FFFFFFEu || height > 0x7FFFFFFFu)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
-    int rc = cpng_check_zlib(level, strategy, -1, err, err_cap);
-    if (rc != CPNG_OK) return rc;
-    const size_t row_raw = 1 + (size_t)width * 4;
-    uint64_t rows = 0, idat = 2 + 4;
-    uint32_t adler = 1;
-    for (size_t i = 0; i < count; i++) {
-        const cpng_segment *s = &segments[i];
-        if ((s->data == NULL && s->len > 0) || s->raw_len != (size_t)s->rows * row_raw || s->last != (i + 1 == count))
-            return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT,
-                             "segment %zu of %zu: inconsistent (rows %u, raw %zu, last %d)", i, count, s->rows,
-                             s->raw_len, s->last);
-        rows += s->rows;
-        idat += s->len;
-        adler = (uint32_t)adler32_combine(adler, s->adler, (z_off_t)s->raw_len);
+    if (stride / 4 < width)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "stride %zu < width * 4", stride);
+    if (level < 0 || level > CPNG_LEVEL_MAX)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid compression level %d", level);
+    const size_t row_bytes = (size_t)width * 4, filtered_row = 1 + row_bytes;
+    if ((size_t)height > SIZE_MAX / filtered_row)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
+    uint8_t *filtered, *owned;
+    struct libdeflate_compressor *compressor = cpng_prepare(level, (size_t)height * filtered_row, &filtered, &owned);
+    if (compressor == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    const int premultiplied = (flags & CPNG_ENCODE_PREMULTIPLIED) != 0;
+    cpng_palette palette;
+    if (cpng_index_rows(pixels, width, height, stride, premultiplied, filtered, &palette)) {
+        uint8_t plte[3 * 256], trns[256];
+        for (int i = 0; i < palette.count; i++) {
+            uint8_t rgba[4];
+            memcpy(rgba, &palette.colours[i], 4);
+            memcpy(plte + 3 * i, rgba, 3);
+            trns[i] = rgba[3];
+        }
+        int rc = cpng_write_png(compressor, width, height, 8, 3, plte, 3 * (size_t)palette.count, trns, (size_t)palette.count,
+                                filtered, (size_t)height * (1 + (size_t)width), out, out_len, err, err_cap);
+        free(owned);
+        return rc;
     }
-    if (rows != height)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "segments hold %llu of %u rows",
-                         (unsigned long long)rows, height);
-    if (idat > 0x7FFFFFFFu)
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "IDAT of %llu bytes", (unsigned long long)idat);
-
-    // zlib's header for these settings (deflate.c): CMF 0x78 (deflate, 32 KiB window), FLEVEL,
-    // FCHECK making CMF * 256 + FLG a multiple of 31.
-    int lvl = level < 0 ? 6 : level;
-    int level_flags = (strategy >= Z_HUFFMAN_ONLY || lvl < 2) ? 0 : lvl < 6 ? 1 : lvl == 6 ? 2 : 3;
-    unsigned header = (0x78u << 8) | ((unsigned)level_flags << 6);
-    header += 31 - header % 31;
-    const uint8_t head[2] = {(uint8_t)(header >> 8), (uint8_t)header};
-    const uint8_t trailer[4] = {(uint8_t)(adler >> 24), (uint8_t)(adler >> 16), (uint8_t)(adler >> 8), (uint8_t)adler};
-
-    cpng_ctx ctx;
-    png_infop info = NULL;
-    png_structp png = cpng_create_write(&ctx, &info, err, err_cap);
-    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    ctx.out_cap = size_hint > (size_t)idat + 64 ? size_hint : (size_t)idat + 64;  // + signature, IHDR, IEND
-    ctx.out = (uint8_t *)malloc(ctx.out_cap);
-    if (info == NULL || ctx.out == NULL) {
-        png_destroy_write_struct(&png, info ? &info : NULL);
-        free(ctx.out);
-        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    for (uint32_t y = 0; y < height; y++) {
+        const uint8_t *row = pixels + (size_t)y * stride;
+        uint8_t *dst = filtered + (size_t)y * filtered_row;
+        dst[0] = 0;  // filter type None
+        if (premultiplied) cpng_unpremultiply_row(row, dst + 1, width);
+        else memcpy(dst + 1, row, row_bytes);
     }
-    if (setjmp(ctx.jmp)) {
-        png_destroy_write_struct(&png, &info);
-        free(ctx.out);
-        if (ctx.no_memory) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-        return CPNG_E_CORRUPT;  // message already in err
-    }
-    png_set_write_fn(png, &ctx, cpng_write_fn, cpng_flush_fn);
-    png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    png_write_chunk_start(png, (png_const_bytep) "IDAT", (size_t)idat);
-    png_write_chunk_data(png, head, 2);
-    for (size_t i = 0; i < count; i++)
-        if (segments[i].len > 0) png_write_chunk_data(png, segments[i].data, segments[i].len);
-    png_write_chunk_data(png, trailer, 4);
-    png_write_chunk_end(png);
-    png_write_chunk(png, (png_const_bytep) "IEND", NULL, 0);
-    png_destroy_write_struct(&png, &info);
-    *out = ctx.out;
-    *out_len = ctx.out_len;
-    if (err != NULL && err_cap > 0) err[0] = '\0';
-    return CPNG_OK;
-}
-
-int cpng_inflate_zlib(const uint8_t *data, size_t len, uint8_t *out, size_t expected, char *err, size_t err_cap) {
-    if ((data == NULL && len > 0) || (out == NULL && expected > 0))
-        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
-    uLongf got = (uLongf)expected;
-    int rc = uncompress(out, &got, data, (uLong)len);
-    if (rc != Z_OK) return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "zlib: %s (%d)", zError(rc), rc);
-    if (got != expected)
-        return cpng_fail(err, err_cap, CPNG_E_CORRUPT, "zlib: %lu bytes, expected %zu", (unsigned long)got, expected);
-    if (err != NULL && err_cap > 0) err[0] = '\0';
-    return CPNG_OK;
+    int rc = cpng_write_png(compressor, width, height, 8, 6, NULL, 0, NULL, 0, filtered, (size_t)height * filtered_row,
+                            out, out_len, err, err_cap);
+    free(owned);
+    return rc;
 }
 
 int cpng_encode_transparent(uint32_t width, uint32_t height, uint8_t **out, size_t *out_len,
@@ -855,51 +569,19 @@ int cpng_encode_transparent(uint32_t width, uint32_t height, uint8_t **out, size
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid argument: NULL pointer");
     if (width == 0 || height == 0 || width > 0x7FFFFFFFu || height > 0x7FFFFFFFu)
         return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
-
-    cpng_ctx ctx;
-    png_infop info = NULL;
-    png_structp png = cpng_create_write(&ctx, &info, err, err_cap);
-    if (png == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    size_t row_bytes = ((size_t)width + 7) / 8;
-    uint8_t *row = (uint8_t *)calloc(row_bytes, 1);
-    ctx.out = (uint8_t *)malloc(4096);
-    ctx.out_cap = 4096;
-    if (info == NULL || row == NULL || ctx.out == NULL) {
-        png_destroy_write_struct(&png, info ? &info : NULL);
-        free(row);
-        free(ctx.out);
-        return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
-    }
-
-    if (setjmp(ctx.jmp)) {
-        png_destroy_write_struct(&png, &info);
-        free(row);
-        free(ctx.out);
-        if (ctx.no_memory) {
-            cpng_set_err(err, err_cap, "out of memory");
-            return CPNG_E_NO_MEMORY;
-        }
-        return CPNG_E_CORRUPT;
-    }
-
-    png_set_write_fn(png, &ctx, cpng_write_fn, cpng_flush_fn);
-    png_set_IHDR(png, info, width, height, 1, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_color_16 transparent;
-    memset(&transparent, 0, sizeof transparent);
-    png_set_tRNS(png, info, NULL, 0, &transparent);
-    png_set_compression_level(png, 9);
-    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
-    png_write_info(png, info);
-    for (uint32_t y = 0; y < height; y++) png_write_row(png, row);
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
-    free(row);
-
-    *out = ctx.out;
-    *out_len = ctx.out_len;
-    if (err != NULL && err_cap > 0) err[0] = '\0';
-    return CPNG_OK;
+    // Each row: filter type None, then width bits of gray 0.
+    const size_t filtered_row = 1 + ((size_t)width + 7) / 8;
+    if ((size_t)height > SIZE_MAX / filtered_row)
+        return cpng_fail(err, err_cap, CPNG_E_INVALID_ARGUMENT, "invalid size %ux%u", width, height);
+    uint8_t *filtered, *owned;
+    struct libdeflate_compressor *compressor = cpng_prepare(CPNG_LEVEL_MAX, (size_t)height * filtered_row, &filtered, &owned);
+    if (compressor == NULL) return cpng_fail(err, err_cap, CPNG_E_NO_MEMORY, "out of memory");
+    memset(filtered, 0, (size_t)height * filtered_row);
+    static const uint8_t gray0[2] = {0, 0};
+    int rc = cpng_write_png(compressor, width, height, 1, 0, NULL, 0, gray0, 2, filtered, (size_t)height * filtered_row,
+                            out, out_len, err, err_cap);
+    free(owned);
+    return rc;
 }
 
 void cpng_free(void *p) { free(p); }

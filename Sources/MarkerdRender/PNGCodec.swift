@@ -1,6 +1,6 @@
 private import CPNG
 
-/// PNG decoding and encoding over libpng (through the `CPNG` shim).
+/// PNG decoding over libpng and encoding over libdeflate (through the `CPNG` shim).
 ///
 /// Images in memory are premultiplied RGBA8 (`RGBAImage`); PNG files hold straight alpha.
 /// Decoding premultiplies with c' = round(c * a / 255); encoding un-premultiplies with
@@ -85,87 +85,21 @@ public enum PNGCodec {
 
     /// Shared by `encode(_:options:)` and `TileCanvas`.
     static func encode(premultiplied px: UnsafeBufferPointer<UInt8>, width: Int, height: Int,
-                       options: PNGEncodeOptions, sizeHint: Int = 0) -> [UInt8] {
-        precondition(width > 0 && height > 0 && px.count == width * height * 4, "cannot encode a \(width)x\(height) image")
-        if options.deflater == .pixel {
-            // One segment of every row (the same container as the two-thread paths).
-            do { return try encodeSegmented(premultiplied: px, width: width, height: height, cuts: [], options: options) } catch {
-                fatalError("PNG encoding failed: \(error.message)")
-            }
-        }
+                       options: PNGEncodeOptions) -> [UInt8] {
+        precondition(width > 0 && height > 0 && width < (1 << 30) && height <= Int(Int32.max) && px.count == width * height * 4,
+                     "cannot encode a \(width)x\(height) image")
         var out: UnsafeMutablePointer<UInt8>? = nil
         var len = 0
         var err = [CChar](repeating: 0, count: 256)
-        let filters: Int32 = options.filters.isEmpty ? 0 : options.filters.rawValue
         let rc = err.withUnsafeMutableBufferPointer { e in
-            cpng_encode_rgba8(px.baseAddress, UInt32(width), UInt32(height), width * 4,
-                              Int32(options.level), options.strategy.rawValue, Int32(options.memoryLevel), filters,
-                              Int32(CPNG_ENCODE_PREMULTIPLIED), sizeHint, &out, &len,
-                              e.baseAddress, e.count)
+            cpng_encode_rgba8(px.baseAddress, UInt32(width), UInt32(height), width * 4, Int32(options.level),
+                              Int32(CPNG_ENCODE_PREMULTIPLIED), &out, &len, e.baseAddress, e.count)
         }
         guard rc == 0, let out else {
             fatalError("PNG encoding failed: \(error(rc, err).message)")
         }
         defer { cpng_free(out) }
         return [UInt8](UnsafeBufferPointer(start: out, count: len))
-    }
-
-    /// Writes a premultiplied image as an 8-bit RGBA PNG (straight alpha) a band of rows at a time,
-    /// top to bottom: the same bytes as `encode` of the whole image with the same options, for a
-    /// caller that has the top rows before the bottom ones (`cpng_encode_rgba8` goes through the
-    /// same C writer; two-band tiles deflate in segments instead, `PNGCodec+Segments.swift`). Traps on
-    /// misuse (more rows than the image has, `finish` before the last row, a deflater other than
-    /// zlib's) and when memory runs out. Used by one thread at a time.
-    final class RowWriter {
-        let width: Int, height: Int
-        /// Rows written so far.
-        private(set) var rows = 0
-        private var writer: OpaquePointer?
-
-        init(width: Int, height: Int, options: PNGEncodeOptions, sizeHint: Int = 0) {
-            precondition(width > 0 && height > 0 && width <= Int(Int32.max) && height <= Int(Int32.max),
-                         "cannot encode a \(width)x\(height) image")
-            precondition(options.deflater == .zlib, "RowWriter deflates with zlib only")
-            self.width = width; self.height = height
-            var err = [CChar](repeating: 0, count: 256)
-            let filters: Int32 = options.filters.isEmpty ? 0 : options.filters.rawValue
-            let rc = err.withUnsafeMutableBufferPointer { e in
-                cpng_writer_begin(UInt32(width), UInt32(height), Int32(options.level), options.strategy.rawValue,
-                                  Int32(options.memoryLevel), filters, Int32(CPNG_ENCODE_PREMULTIPLIED), sizeHint,
-                                  &writer, e.baseAddress, e.count)
-            }
-            if rc != 0 { fatalError("PNG encoding failed: \(PNGCodec.error(rc, err).message)") }
-        }
-
-        deinit { cpng_writer_free(writer) }
-
-        /// Writes the next `px.count / (width * 4)` rows (premultiplied RGBA8, whole rows).
-        func write(premultiplied px: UnsafeBufferPointer<UInt8>) {
-            let stride = width * 4
-            precondition(px.count % stride == 0 && rows + px.count / stride <= height,
-                         "\(px.count) bytes are not whole rows of the \(height - rows) left")
-            if px.isEmpty { return }
-            var err = [CChar](repeating: 0, count: 256)
-            let rc = err.withUnsafeMutableBufferPointer { e in
-                cpng_writer_rows(writer, px.baseAddress, UInt32(px.count / stride), stride, e.baseAddress, e.count)
-            }
-            if rc != 0 { fatalError("PNG encoding failed: \(PNGCodec.error(rc, err).message)") }
-            rows += px.count / stride
-        }
-
-        /// The PNG; every row must have been written. The writer is spent afterwards.
-        func finish() -> [UInt8] {
-            precondition(rows == height, "finishing a PNG after \(rows) of \(height) rows")
-            var out: UnsafeMutablePointer<UInt8>? = nil
-            var len = 0
-            var err = [CChar](repeating: 0, count: 256)
-            let w = writer
-            writer = nil  // freed by cpng_writer_finish whatever happens
-            let rc = err.withUnsafeMutableBufferPointer { e in cpng_writer_finish(w, &out, &len, e.baseAddress, e.count) }
-            guard rc == 0, let out else { fatalError("PNG encoding failed: \(PNGCodec.error(rc, err).message)") }
-            defer { cpng_free(out) }
-            return [UInt8](UnsafeBufferPointer(start: out, count: len))
-        }
     }
 
     /// A fully transparent `width` x `height` PNG in the most compact form (1-bit gray with a

@@ -30,16 +30,6 @@ public struct TileCanvas: Sendable {
         self.pixels = [UInt8](repeating: 0, count: width * height * 4)
     }
 
-    /// `top` above `bottom`: a canvas as wide as both (they must be equally wide) and as high as
-    /// the two together, empty when both are.
-    public init(stacking top: TileCanvas, _ bottom: TileCanvas) {
-        precondition(top.width == bottom.width, "stacking canvases of widths \(top.width) and \(bottom.width)")
-        width = top.width
-        height = top.height + bottom.height
-        pixels = top.pixels + bottom.pixels
-        isEmpty = top.isEmpty && bottom.isEmpty
-    }
-
     /// Replaces the pixels under `patch`, placed with its top-left pixel at (`x`, `y`) and lying
     /// wholly inside this canvas, by `patch`'s (no compositing). `isEmpty` stays exact.
     mutating func paste(_ patch: TileCanvas, atX x: Int, y: Int) {
@@ -251,11 +241,5 @@ public struct TileCanvas: Sendable {
         return pixels.withUnsafeBufferPointer { px in
             PNGCodec.encode(premultiplied: px, width: width, height: height, options: options)
         }
-    }
-
-    /// All rows as one deflate segment of a PNG (`PNGCodec.deflateSegment`; `last`: the image's
-    /// bottom rows), for a PNG joined from several canvases stacked (`TileRenderer.renderBandsPNG`).
-    func segment(last: Bool, options: PNGEncodeOptions) -> PNGCodec.Segment {
-        pixels.withUnsafeBufferPointer { PNGCodec.deflateSegment(premultiplied: $0, width: width, last: last, options: options) }
     }
 }

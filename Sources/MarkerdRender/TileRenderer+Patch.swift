@@ -41,7 +41,7 @@ extension TileRenderer {
             sub.originY += Int64(w.y)
             sub.width = w.width
             sub.height = w.height
-            let r = sweep ? try renderSweepBand(layer, sub, now: now) : try render(layer, sub, now: now, alone: false)
+            let r = sweep ? try renderSweep(layer, sub, now: now) : try render(layer, view: sub, now: now)
             canvas.paste(r.canvas, atX: w.x, y: w.y)
         }
         return canvas

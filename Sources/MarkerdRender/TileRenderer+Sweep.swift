@@ -283,6 +283,14 @@ extension TileRenderer {
         return b
     }
 
+    /// Step 4 for `view`: the sweep and its draws.
+    func renderSweep(_ layer: MarkerLayer, _ view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
+        let (kept, clips, sprites, markers, visited) = try sweep(layer, view, now: now)
+        var canvas = TileCanvas(width: view.width, height: view.height)
+        let draws = Self.draw(kept, clips, sprites, on: &canvas)
+        return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: visited)
+    }
+
     /// The draws that can change a pixel by more than the bound, in draw order, with their clips
     /// (as `cull`), the sprites, and the markers touching the raster (those of skipped nodes
     /// counted whole) and the markers visited one by one.

@@ -153,27 +153,12 @@ public struct RenderedRaster: Sendable {
 ///    heap as one cursor sorted by key, not one entry each. A marker is left out by its device
 ///    position alone when the footprint placed there is settled (remembered per position, as
 ///    settling only grows), so markers stacked on busy positions cost a grid entry read, not a
-///    style lookup, a heap entry and a mask test. Sweeps of rasters around which the grid counts
-///    at least `sweepBandsAbove` markers run as horizontal strips shared by this thread and the
-///    band thread when no other render runs (`TileRenderer+SweepBands.swift`: claimed from both
-///    ends, the middle cut learnt from the strips' times; each strip keeps the bound, as culling
-///    is pixel-local).
-/// 5. Optionally (off by default in the library, on in markerd from 2,000 draws; see
-///    `defaultBandsAbove`), rasters that
-///    collect at least `bandsAbove` draws (step 4 aside) are cut into two
-///    horizontal bands where the bands' draws balance, and steps 1-3 run for each band on its
-///    own thread when no other render is running and fewer tasks are runnable than there are
-///    CPUs (in `renderTile`: at most one other per CPU, as the calling thread takes the band
-///    thread's part when that has not started) (`TileRenderer+Bands.swift`; the second thread
-///    is `BandThread`, parked between
-///    jobs); the two canvases are stacked before PNG encoding, except in `renderTile`, where
-///    each band's thread deflates its own rows as one segment of the PNG's zlib stream
-///    (`renderBandsPNG`, `PNGCodec+Segments.swift`). Culling is pixel-local, so each band keeps
-///    the bound. In `renderTile`, a tile whose grid node counts estimate at least `bandsAbove`
-///    markers is cut before any marker is read (`bandEstimate`), and each band collects its own
-///    markers on its own thread (`renderBandsCollecting`, `TileRenderer+BandCollect.swift`: the
-///    same PNG as collecting first and splitting, without the serial collect). Tiles of `pngSegmentsAbove` draws up to `bandsAbove` render on one thread and
-///    deflate their PNG in two segments on two threads (`encodePNGInTwo`), under the same tests.
+///    style lookup, a heap entry and a mask test.
+///
+/// Every render runs on the calling thread, so its pixels (and a tile's PNG bytes) depend on the
+/// layer's content and the view alone, never on the host's load (two-thread bands and sweep
+/// strips were removed for this: they could differ by 1/255 where a draw straddled a cut; see
+/// docs/decisions.md).
 ///
 /// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
 /// it is settled already), so in a dense tile, where a kept pin mostly shows a few rows at its
@@ -207,14 +192,8 @@ public final class TileRenderer: Sendable {
     public let sprites: TileSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
     public let culling: Culling
-    /// See `init(sprites:culling:sweepAbove:bandsAbove:)`.
+    /// See `init(sprites:culling:sweepAbove:)`.
     public let sweepAbove: Int
-    /// See `init(sprites:culling:sweepAbove:bandsAbove:)`.
-    public let bandsAbove: Int
-    /// Rasters taking the sweep whose estimate reaches this many markers are swept in strips
-    /// shared with the band thread when no other render runs (`TileRenderer+SweepBands.swift`;
-    /// `.max`: never, one thread).
-    public let sweepBandsAbove: Int
     /// Extra reach (px at density 1) added to the icon extents when looking for markers: pixel
     /// rounding of positions and anchors, and pin sprites' minimum size of 4 px.
     public static let marginPx: Double = 4
@@ -238,27 +217,16 @@ public final class TileRenderer: Sendable {
     /// tiles per zoom, load average 5-6): the sweep for every tile costs more at every zoom, render
     /// CPU p50 / p99 z10 9.87 / 23.37 ms against 5.30 / 12.45 ms, z14 1.27 / 3.90 against
     /// 0.77 / 2.79 ms, z18 0.31 / 0.69 against 0.04 / 0.17 ms, so the threshold stays.
-    ///
-    /// `bandsAbove`: rasters that collect at least this many draws (markers times the world
-    /// copies their sprite touches; `.max`: never) are culled and drawn as two horizontal bands on
-    /// two threads when no other render of any renderer is running and fewer tasks are runnable
-    /// than there are CPUs (see `TileRenderer+Bands.swift`; default `defaultBandsAbove`).
-    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000,
-                bandsAbove: Int = TileRenderer.defaultBandsAbove, sweepBandsAbove: Int = TileRenderer.defaultSweepBandsAbove) {
+    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000) {
         self.sprites = sprites
         self.culling = culling
         self.sweepAbove = sweepAbove
-        self.bandsAbove = bandsAbove
-        self.sweepBandsAbove = sweepBandsAbove
     }
 
     /// Convenience: pins through a fresh `SpriteCache`, image icons from `images`.
     public convenience init(culling: Culling = .withinOne, sweepAbove: Int = 500_000,
-                            bandsAbove: Int = TileRenderer.defaultBandsAbove,
-                            sweepBandsAbove: Int = TileRenderer.defaultSweepBandsAbove,
                             images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
-        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove, bandsAbove: bandsAbove,
-                  sweepBandsAbove: sweepBandsAbove)
+        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove)
     }
 
     struct Item {
@@ -333,12 +301,11 @@ public final class TileRenderer: Sendable {
     }
 
     /// The markers to draw, as items with the sprite's top-left relative to the canvas.
-    /// `markers` counts those whose sprite touches the canvas and starts at row `countFromRow` or
-    /// below (a band's markers that do not reach the band above it, `renderBandsCollecting`).
+    /// `markers` counts those whose sprite touches the canvas.
     /// `bulk` (default true): with one style in use, `collectOneStyle`; false, a call per marker
     /// whatever the styles (what tests compare `collectOneStyle` with).
     func collect(_ layer: MarkerLayer, _ view: RasterView, now: Int64,
-                 countFromRow: Int = .min, bulk: Bool = true) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
+                 bulk: Bool = true) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
         let x0 = Double(view.originX) / view.scale, x1 = Double(view.originX + Int64(view.width)) / view.scale
         let y0 = Double(view.originY) / view.scale, y1 = Double(view.originY + Int64(view.height)) / view.scale
         // With one style in use every marker has it: the marker table's style column (a random
@@ -346,7 +313,7 @@ public final class TileRenderer: Sendable {
         var only: UInt32? = nil, styles = 0
         layer.styles.forEachInUse { i, _ in only = i; styles += 1 }
         if bulk && styles == 1 {
-            return try collectOneStyle(layer, view, style: only!, now: now, countFromRow: countFromRow, x0: x0, x1: x1, y0: y0, y1: y1)
+            return try collectOneStyle(layer, view, style: only!, now: now, x0: x0, x1: x1, y0: y0, y1: y1)
         }
         var items: [Item] = []
         var placer = Placer(self, layer, view)
@@ -356,7 +323,7 @@ public final class TileRenderer: Sendable {
                                   marginPx: TileRenderer.marginPx, now: now, readStyles: styles != 1) { c in
             var c = c
             if c.style == .max { c.style = single }
-            if placer.place(c, into: &items) && (countFromRow == .min || Int(items[items.count - 1].y) >= countFromRow) { markers += 1 }
+            if placer.place(c, into: &items) { markers += 1 }
         }
         if let failure = placer.failure { throw failure }
         return (items, placer.sprites, markers)
@@ -365,7 +332,7 @@ public final class TileRenderer: Sendable {
     /// `collect` when every marker has the same style (`style`): the grid's runs of entries
     /// (`MarkerLayer.forEachStaticRun`) placed in a loop without a call per marker, each run's
     /// items appended at once. The same items in the same order as `Placer.place` per marker.
-    func collectOneStyle(_ layer: MarkerLayer, _ view: RasterView, style: UInt32, now: Int64, countFromRow: Int,
+    func collectOneStyle(_ layer: MarkerLayer, _ view: RasterView, style: UInt32, now: Int64,
                          x0: Double, x1: Double, y0: Double, y1: Double) throws(RenderError) -> (items: [Item], sprites: [TileSprite], markers: Int) {
         var placer = Placer(self, layer, view)
         // The sprite is made when the first marker comes (as `Placer.place` makes it): a view
@@ -418,7 +385,7 @@ public final class TileRenderer: Sendable {
                         touched = true
                     }
                 }
-                if touched && top >= countFromRow { markers &+= 1 }
+                if touched { markers &+= 1 }
             }
             if n > 0 {
                 if items.capacity < items.count + n { items.reserveCapacity(Swift.max(items.count + n, 2 * items.capacity)) }
@@ -429,20 +396,13 @@ public final class TileRenderer: Sendable {
         return (items, placer.sprites, markers)
     }
 
-    /// Renders `view` (see the type's documentation). Throws when a pin sprite cannot be drawn.
+    /// Renders `view` (see the type's documentation) on the calling thread. The pixels are a
+    /// function of the layer's content, `view` and `now` alone. Throws when a pin sprite cannot
+    /// be drawn.
     public func render(_ layer: MarkerLayer, view: RasterView, now: Int64) throws(RenderError) -> RenderedRaster {
-        let running = TileRenderer.renderStarted()
-        defer { TileRenderer.renderEnded() }
-        return try render(layer, view, now: now, alone: running == 1)
-    }
-
-    /// `render`; `alone`: no other render runs (bands allowed, step 5).
-    func render(_ layer: MarkerLayer, _ view: RasterView, now: Int64, alone: Bool) throws(RenderError) -> RenderedRaster {
-        if usesSweep(layer, view) { return try renderSweep(layer, view, now: now, alone: alone) }
+        if usesSweep(layer, view) { return try renderSweep(layer, view, now: now) }
         let (items, sprites, markers) = try collect(layer, view, now: now)
-        let (canvas, draws) = alone && items.count >= bandsAbove && TileRenderer.idleCoreLikely()
-            ? renderBands(layer, items, sprites, width: view.width, height: view.height)
-            : renderItems(layer, items, sprites, width: view.width, height: view.height)
+        let (canvas, draws) = renderItems(layer, items, sprites, width: view.width, height: view.height)
         return RenderedRaster(canvas: canvas, markers: markers, draws: draws, visited: markers)
     }
 
@@ -530,56 +490,27 @@ public final class TileRenderer: Sendable {
         return runs
     }
 
-    /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`); an empty tile is the
-    /// shared `TransparentTile`. `debugOverlay` draws the tile's border and "z/x/y entries=N".
-    /// Counts as one render for the bands' test (`renderStarted`) until the PNG is encoded, so
-    /// that another tile's render does not take a second thread from this tile's encoding.
+    /// Renders the XYZ tile and encodes it (PNG, `PNGEncodeOptions.tile`) on the calling thread;
+    /// an empty tile is the shared `TransparentTile`. The bytes are a function of the layer's
+    /// content, the tile, its size and density, `now` and `debugOverlay` alone. `debugOverlay`
+    /// draws the tile's border and "z/x/y entries=N".
     ///
     /// `keepCanvasFrom`: when at least this many markers touch the tile (`markers`), `canvas` is
-    /// the rendered raster too (the two bands stacked when it was rendered in two), for patching
-    /// it after a small change (`renderPatched`); else nil. Default `.max`: never. Never with
-    /// `debugOverlay` (the overlay is not part of the markers' raster).
+    /// the rendered raster too, for patching it after a small change (`renderPatched`); else nil.
+    /// Default `.max`: never. Never with `debugOverlay` (the overlay is not part of the markers'
+    /// raster).
     public func renderTile(_ layer: MarkerLayer, tile: TileID, tileSize: Int, density: Int, now: Int64,
                            debugOverlay: Bool = false, keepCanvasFrom: Int = .max)
         throws(RenderError) -> (png: [UInt8], empty: Bool, markers: Int, canvas: TileCanvas?) {
-        let running = TileRenderer.renderStarted()
-        defer { TileRenderer.renderEnded() }
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
-        let keepFrom = debugOverlay ? Int.max : keepCanvasFrom
-        // Step 5, the PNG deflated in two segments on two threads (`renderBandsPNG`, `encodePNGInTwo`).
-        if running == 1 && !debugOverlay && bandsAbove < Int.max {
-            // One walk of the grid's nodes for both tests: `usesSweep`'s and `renderTileBands`'s
-            // (`estimate` stops at `atLeast`, which is at least either threshold).
-            let around = staticAround(layer, view, atLeast: max(sweepAbove, bandsAbove))
-            if !usesSweep(layer, around: around) {
-                var timing = BandTiming()
-                return try renderTileBands(layer, view, now: now, collectInBandsFrom: bandsAbove, around: around,
-                                           keepCanvasFrom: keepFrom, timing: &timing) { self.twoThreads(draws: $0) }
-            }
-        }
-        var r = try render(layer, view, now: now, alone: running == 1)
-        let kept = r.markers >= keepFrom ? r.canvas : nil
+        var r = try render(layer, view: view, now: now)
+        let kept = !debugOverlay && r.markers >= keepCanvasFrom ? r.canvas : nil
         if debugOverlay {
             let overlay = try DebugOverlay.image(width: r.canvas.width, height: r.canvas.height, density: density,
                                                  text: "\(tile.z)/\(tile.x)/\(tile.y) entries=\(r.markers)")
             r.canvas.draw(sprite: overlay, atX: 0, y: 0)
         }
         return (r.canvas.encodePNG(options: .tile), r.canvas.isEmpty, r.markers, kept)
-    }
-
-    /// A tile's PNG (`PNGEncodeOptions.tile`) from its canvas (a patched one: `renderPatched`),
-    /// as `renderTile` encodes a raster it rendered on one thread: in two deflate segments on two
-    /// threads when no other tile renders, the canvas has at least 2 rows and is not empty, and a
-    /// second core is likely free (`encodePNGInTwo`); else on this thread. The same bytes either
-    /// way as far as any decoder is concerned (one zlib stream of the same rows).
-    public func encodeTilePNG(_ canvas: TileCanvas) -> [UInt8] {
-        let running = TileRenderer.renderStarted()
-        defer { TileRenderer.renderEnded() }
-        if running == 1 && bandsAbove < Int.max && !canvas.isEmpty && TileRenderer.secondCoreLikely() {
-            var timing = BandTiming()
-            if let png = encodePNGInTwo(canvas, options: .tile, timing: &timing) { return png }
-        }
-        return canvas.encodePNG(options: .tile)
     }
 
     /// Sorts `items[range]` in the exact draw order (`less`): insertion sort for short runs (ties

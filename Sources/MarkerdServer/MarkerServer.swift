@@ -33,8 +33,6 @@ public final class MarkerServer: Sendable {
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
-        serviceConfig.tileBandsAbove = configuration.tileBandsAbove
-        serviceConfig.sweepBandsAbove = configuration.sweepBandsAbove
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
         dispatcher = RPCDispatcher(service: service)
         let handler = DispatchingHandler(dispatcher: dispatcher)

@@ -49,22 +49,6 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// Back the heap with transparent huge pages where the kernel only gives them on request
     /// (`MallocTuning.enableHugePages`). Default true.
     public var hugePages: Bool = true
-    /// Tiles and snapshots that collect at least this many draws are rendered as two bands on two
-    /// threads while no other render runs (`TileRenderer.bandsAbove`): tiles while at most two tasks
-    /// per CPU are runnable (`TileRenderer.secondCoreLikely`), snapshots while a core is idle (fewer
-    /// runnable than CPUs). Default 2,000 (about 1 ms of rendering): on a quiet 2-core
-    /// machine this took about 18 % off the 10M city tiles' z10 p99 for about 17 % more CPU on
-    /// those calls, throughput unchanged (Benchmarks/results/diary.md). `Int.max` (`--tile-bands-above
-    /// off`): always one thread. The library's default (`TileRenderer.defaultBandsAbove`) stays
-    /// off, so that in-process renders are the same whatever the load.
-    public var tileBandsAbove: Int = 2_000
-    /// Node sweeps (dense rasters such as the z0 tile over millions of markers) of rasters with at
-    /// least this many static markers around them run as strips shared by two threads while no
-    /// other render runs (`TileRenderer.sweepBandsAbove`; the second thread takes strips when it
-    /// gets a core, so no load test is needed).
-    /// Default 2,000,000 (`TileRenderer.defaultSweepBandsAbove`); `Int.max` (`--sweep-bands-above
-    /// off`): always one thread, e.g. to measure both paths of GetTile z0 back to back.
-    public var sweepBandsAbove: Int = ServiceConfiguration.defaultSweepBandsAbove
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -109,11 +93,6 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                                  Default 67108864 (64 MiB); 0 = always from scratch
       --huge-pages on|off        back the heap with transparent huge pages when the kernel's mode is
                                  madvise (markerd restarts itself once with GLIBC_TUNABLES set). Default on
-      --tile-bands-above N|off   render tiles with at least N marker draws on two threads while no other
-                                 tile renders and the CPUs are not oversubscribed. Default 2000
-      --sweep-bands-above N|off  sweep rasters with at least N static markers around them (the z0 tile
-                                 of a big layer) in strips shared by two threads while no other tile
-                                 renders. Default 2000000
       -h, --help                 this text
       --version                  print the version
     """
@@ -131,14 +110,6 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             i += 1
             guard i < arguments.count else { throw ParseError(description: "\(name) needs a value") }
             return arguments[i]
-        }
-        /// A whole number >= 0, or `off` (`Int.max`).
-        func countOrOff(_ name: String) throws(ParseError) -> Int {
-            let text = try value(name)
-            guard let n = text == "off" ? Int.max : Int(text), n >= 0 else {
-                throw ParseError(description: "\(name) takes a whole number >= 0 or off, not \"\(text)\"")
-            }
-            return n
         }
         func integer(_ name: String, min: Int) throws(ParseError) -> Int {
             let text = try value(name)
@@ -187,8 +158,6 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 let text = try value(arg)
                 guard text == "on" || text == "off" else { throw ParseError(description: "--huge-pages takes on or off, not \"\(text)\"") }
                 config.hugePages = text == "on"
-            case "--tile-bands-above": config.tileBandsAbove = try countOrOff(arg)
-            case "--sweep-bands-above": config.sweepBandsAbove = try countOrOff(arg)
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

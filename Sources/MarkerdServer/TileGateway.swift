@@ -188,11 +188,13 @@ public final class TileGateway: Sendable {
         func matches(_ version: UInt64) -> Bool { any || versions.contains(version) }
     }
 
-    /// The entity tag of a tile version: weak (`W/"12"`), because two renders of one version
-    /// need not be byte for byte equal: a raster tile rendered in two bands (the node sweep's, or
-    /// `--tile-bands-above`; whether bands run depends on the machine's load) may differ in a few
-    /// pixels by 1/255 from a one-thread render (two band renders by up to 2/255). They show the same markers, which is what a weak
-    /// validator promises; `If-None-Match` uses weak comparison, so 304s work as before.
+    /// The entity tag of a tile version: weak (`W/"12"`). Renders no longer depend on the host's
+    /// load (one thread, libdeflate), but a dense tile patched from its kept canvas
+    /// (`--kept-canvas-bytes`) may differ by 1/255 in a few pixels from the same version rendered
+    /// from scratch (a draw straddling a patch window's edge is culled differently), so two
+    /// answers for one version show the same markers without being byte for byte equal. With
+    /// `--kept-canvas-bytes 0` the bytes are a function of the version alone. `If-None-Match`
+    /// uses weak comparison.
     static func etag(_ version: UInt64) -> String { "W/\"\(version)\"" }
 
     private func rasterTile(_ a: GatewayRoute.TileAddress, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {

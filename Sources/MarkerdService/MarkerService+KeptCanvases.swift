@@ -93,7 +93,7 @@ extension MarkerService {
            let canvas = try tileRenderer.renderPatched(h.layer, view: view, base: kept.canvas, changed: changed, now: now) {
             keptCanvases.store(key, canvas, version: version)
             tileRenders.patched.add(1, ordering: .relaxed)
-            return TileCache.Tile(png: tileRenderer.encodeTilePNG(canvas), empty: canvas.isEmpty)
+            return TileCache.Tile(png: canvas.encodePNG(options: .tile), empty: canvas.isEmpty)
         }
         tileRenders.fromScratch.add(1, ordering: .relaxed)
         if tileRenderer.usesSweep(h.layer, view) {

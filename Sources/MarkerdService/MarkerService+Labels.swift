@@ -21,7 +21,7 @@ extension MarkerService {
         let view = RasterView.tile(tile, tileSize: tileSize, density: density)
         let canvas = try renderLabelled(h, view: view, pixelZoom: LabelPlacements.pixelZoom(z: tile.z, tileSize: tileSize), now: now).canvas
         if canvas.isEmpty { return TileCache.Tile(png: TransparentTile.png(size: canvas.width), empty: true) }
-        return TileCache.Tile(png: tileRenderer.encodeTilePNG(canvas), empty: false)
+        return TileCache.Tile(png: canvas.encodePNG(options: .tile), empty: false)
     }
 
     /// `view` (a tile, or a snapshot at whole zoom `pixelZoom`) with the layer's icons and, on top,

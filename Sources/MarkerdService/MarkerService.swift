@@ -30,16 +30,6 @@ public struct ServiceConfiguration: Sendable {
     public var tileURLTemplate: String = "/tiles/{layer}/{size}/{z}/{x}/{y}.png"
     /// Raster (PNG) and point (MVT) tiles kept (LRU by their bytes). Default 256 MiB; 0 = no cache.
     public var tileCacheBytes: Int = 256 << 20
-    /// `TileRenderer.bandsAbove` of the service's renderer: rasters with at least this many draws
-    /// render on two threads while no other render runs. Default `TileRenderer.defaultBandsAbove`
-    /// (`Int.max`: never).
-    public var tileBandsAbove: Int = TileRenderer.defaultBandsAbove
-    /// `TileRenderer.sweepBandsAbove` of the service's renderer: node sweeps of rasters with at
-    /// least this many static markers around them run as two bands on two threads while no other
-    /// render runs. Default `TileRenderer.defaultSweepBandsAbove` (2,000,000; `Int.max`: never).
-    public var sweepBandsAbove: Int = ServiceConfiguration.defaultSweepBandsAbove
-    /// `TileRenderer.defaultSweepBandsAbove`, for configurations that do not import the renderer.
-    public static let defaultSweepBandsAbove = TileRenderer.defaultSweepBandsAbove
     /// `TileRenderer.sweepAbove` of the service's renderer: rasters with at least this many static
     /// markers around them take the node sweep, and their canvases are kept to be patched after
     /// small changes (`KeptCanvases`). Default 500,000 (the renderer's).
@@ -98,8 +88,7 @@ public final class MarkerService: @unchecked Sendable {
                                             maxBytes: configuration.idempotencyMaxBytes,
                                             clock: configuration.idempotencyClock)
         self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
-        self.tileRenderer = TileRenderer(sweepAbove: configuration.tileSweepAbove, bandsAbove: configuration.tileBandsAbove,
-                                         sweepBandsAbove: configuration.sweepBandsAbove, images: { [icons] id in icons.icon(id)?.image })
+        self.tileRenderer = TileRenderer(sweepAbove: configuration.tileSweepAbove, images: { [icons] id in icons.icon(id)?.image })
         self.keptCanvases = KeptCanvases(capacityBytes: configuration.keptCanvasBytes)
     }
 

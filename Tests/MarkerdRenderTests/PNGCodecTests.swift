@@ -92,11 +92,7 @@ import Testing
 
     @Test func encodeDecodeRoundTripIsLossless() throws {
         var rng = SplitMix64(seed: testSeed("encodeDecodeRoundTripIsLossless"))
-        let settings: [PNGEncodeOptions] = [
-            .default, .fast, .smallest, .libpng,
-            PNGEncodeOptions(level: 0), PNGEncodeOptions(level: 6, filters: .paeth, strategy: .rle),
-            PNGEncodeOptions(level: 3, filters: [.sub, .up], strategy: .huffmanOnly),
-        ]
+        let settings: [PNGEncodeOptions] = [.default, .tile, .smallest] + (0...12).map { PNGEncodeOptions(level: $0) }
         for options in settings {
             let image = randomImage(width: Int.random(in: 1...40, using: &rng), height: Int.random(in: 1...40, using: &rng), using: &rng)
             let png = PNGCodec.encode(image, options: options)
@@ -111,48 +107,51 @@ import Testing
         #expect(try PNGCodec.decode(PNGCodec.encode(image)) == image)
     }
 
-    /// `PNGCodec.RowWriter` fed a seeded random image in random bands of rows (empty bands and
-    /// fully transparent rows included) writes exactly `encode`'s bytes, with every setting.
-    @Test func rowWriterMatchesEncode() throws {
-        var rng = SplitMix64(seed: testSeed("rowWriterMatchesEncode"))
-        let settings: [PNGEncodeOptions] = [.tileZlib, .default, .fast, .libpng, PNGEncodeOptions(level: 1, strategy: .rle)]
-        for round in 0..<40 {
-            let options = settings[round % settings.count]
-            let width = Int.random(in: 1...70, using: &rng), height = Int.random(in: 1...90, using: &rng)
-            var pixels = randomImage(width: width, height: height, using: &rng).pixels
-            // Some fully transparent rows (written to libpng as they are).
-            for y in 0..<height where Int.random(in: 0..<3, using: &rng) == 0 {
-                for i in (y * width * 4)..<((y + 1) * width * 4) { pixels[i] = 0 }
+    /// The encoder keeps a compressor and a scratch buffer per thread: images of other sizes and
+    /// levels encoded in between, and on other threads at the same time, leave each image's bytes
+    /// unchanged (the bytes are a function of the pixels and the level alone).
+    @Test func encodingIsAFunctionOfThePixelsAndLevel() async throws {
+        var rng = SplitMix64(seed: testSeed("encodingIsAFunctionOfThePixelsAndLevel"))
+        let images = (0..<6).map { _ in
+            randomImage(width: Int.random(in: 1...300, using: &rng), height: Int.random(in: 1...300, using: &rng), using: &rng)
+        }
+        let levels = [1, 6, 12, 1, 0, 6]
+        let first = zip(images, levels).map { PNGCodec.encode($0, options: PNGEncodeOptions(level: $1)) }
+        let again = await withTaskGroup(of: (Int, [UInt8]).self) { group in
+            for i in images.indices.reversed() {
+                group.addTask { [images] in (i, PNGCodec.encode(images[i], options: PNGEncodeOptions(level: levels[i]))) }
             }
-            let image = RGBAImage(width: width, height: height, pixels: pixels)
-            let writer = PNGCodec.RowWriter(width: width, height: height, options: options)
-            var y = 0
-            while y < height {
-                let rows = Int.random(in: 0...(height - y), using: &rng)
-                image.pixels.withUnsafeBufferPointer { writer.write(premultiplied: UnsafeBufferPointer(rebasing: $0[(y * width * 4)..<((y + rows) * width * 4)])) }
-                y += rows
-            }
-            #expect(writer.rows == height)
-            let png = writer.finish()
-            #expect(png == PNGCodec.encode(image, options: options), "round \(round): \(width)x\(height) \(options)")
-            #expect(try PNGCodec.decode(png) == image, "round \(round)")
+            var out = [[UInt8]](repeating: [], count: images.count)
+            for await (i, png) in group { out[i] = png }
+            return out
+        }
+        for i in images.indices {
+            #expect(byteMismatch(again[i], first[i]) == nil, "image \(i)")
+            #expect(try PNGCodec.decode(first[i], maxWidth: 300, maxHeight: 300) == images[i], "image \(i)")
         }
     }
 
-    /// Each filter setting reaches libpng (a regression test: libpng 1.6 treats a filter mask
-    /// of 0 as "use the default", which silently made "no filters" adaptive).
-    @Test func filterSettingsTakeEffect() throws {
-        var px = [UInt8]()
-        for y in 0..<64 {
-            for x in 0..<64 { px += [UInt8(x * 3), UInt8(200 - y * 2), UInt8((x * y) % 97 + 50), 255] }
+    /// Images of at most 256 distinct colours are written as indexed colour (IHDR colour type 3),
+    /// others as RGBA (6); both decode to exactly the image, at every level.
+    @Test func fewColoursAreIndexed() throws {
+        var rng = SplitMix64(seed: testSeed("fewColoursAreIndexed"))
+        for colours in [1, 2, 255, 256, 257, 600] {
+            let palette = randomImage(width: colours, height: 1, using: &rng).pixels
+            let width = 37, height = 29
+            var px = [UInt8](repeating: 0, count: width * height * 4)
+            for i in 0..<(width * height) {
+                // Every colour at least once, then random ones; some 16-byte transparent runs.
+                let c = i < colours ? i : Int(rng.next() % UInt64(colours))
+                for k in 0..<4 { px[4 * i + k] = i % 11 < 4 && i >= colours ? 0 : palette[4 * c + k] }
+            }
+            let image = RGBAImage(width: width, height: height, pixels: px)
+            let distinct = Set((0..<(width * height)).map { Array(px[(4 * $0)..<(4 * $0 + 4)]) }).count
+            for level in [0, 1, 6] {
+                let png = PNGCodec.encode(image, options: PNGEncodeOptions(level: level))
+                #expect(png[25] == (distinct <= 256 ? 3 : 6), "\(distinct) colours, level \(level): colour type \(png[25])")
+                #expect(try PNGCodec.decode(png) == image, "\(distinct) colours, level \(level)")
+            }
         }
-        let image = RGBAImage(width: 64, height: 64, pixels: px)
-        let sizes = [PNGFilters(), .unfiltered, .sub, .up, .paeth, .adaptive].map {
-            PNGCodec.encode(image, options: PNGEncodeOptions(level: 6, filters: $0)).count
-        }
-        #expect(sizes[0] == sizes[1], "empty set means None only")
-        #expect(Set(sizes[1...]).count == 5, "\(sizes)")
-        #expect(sizes[1] > 2 * sizes[2], "a smooth gradient compresses far better with Sub than unfiltered: \(sizes)")
     }
 
     @Test func sharedTransparentTiles() throws {
@@ -160,7 +159,6 @@ import Testing
             let image = try PNGCodec.decode(png, maxWidth: size, maxHeight: size)
             #expect(image.width == size && image.height == size && image.isFullyTransparent)
             #expect(png.count < 200, "\(png.count) bytes")
-            print("TransparentTile \(size): \(png.count) bytes")
         }
         #expect(TransparentTile.png(size: 256) == TransparentTile.png256)
         #expect(try PNGCodec.header(TransparentTile.png(size: 100)) == (100, 100))

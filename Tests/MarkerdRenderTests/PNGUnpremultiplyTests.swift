@@ -69,7 +69,7 @@ import Testing
                 }
             }
             let image = RGBAImage(width: width, height: height, pixels: px)
-            let options: PNGEncodeOptions = round % 2 == 0 ? .tile : PNGEncodeOptions(level: 6, memoryLevel: Int.random(in: 1...9, using: &rng))
+            let options = PNGEncodeOptions(level: round % 2 == 0 ? PNGEncodeOptions.tile.level : Int.random(in: 0...12, using: &rng))
             #expect(try Self.roundTrip(image, options) == Self.straightOracle(px), "round \(round) \(width)x\(height) \(options)")
         }
     }

@@ -461,6 +461,48 @@ struct MarkerServerGatewayTests {
         #expect(metrics.contains("markerd_http_connections 1\n"))  // the /metrics request's own
     }
 
+    /// A tile's bytes depend on its version alone, not on the host's load: markerd with its
+    /// default settings but no tile cache and no kept canvases (every request renders from
+    /// scratch) answers the same dense tile alone and to several requests at once with the same
+    /// bytes and ETag (until issue 37 a tile rendered while no other ran could take two bands and
+    /// two deflate segments, and differ from one rendered beside others).
+    @Test func tileBytesDependOnTheVersionAlone() throws {
+        let server = try TestServer(.inproc) {
+            $0.httpAddress = "127.0.0.1:0"
+            $0.tileCacheBytes = 0
+            $0.keptCanvasBytes = 0
+        }
+        defer { server.stop() }
+        let port = try #require(server.server.gateway).boundPort
+        let client = try server.client()
+        var create = V1.CreateLayerRequest()
+        create.layerID = "dense"
+        _ = try client.createLayer(create)
+        var rng = SplitMix64(seed: testSeed())
+        for batch in 0..<4 {
+            _ = try client.upsertMarkers("dense", (0..<2_500).map { i in
+                marker("m\(batch)-\(i)", 48.85 + (rng.unit() - 0.5) * 0.3, 2.35 + (rng.unit() - 0.5) * 0.4)
+            })
+        }
+        // z10 around the cluster (thousands of draws), and z0 (every marker in a few pixels).
+        for path in ["/tiles/dense/256/10/518/352.png", "/tiles/dense/256/0/0/0.png"] {
+            let alone = try RawHTTP.request(port: port, "GET", path)
+            #expect(alone.status == 200)
+            let tag = try #require(alone.header("ETag"))
+            #expect(tag.hasPrefix("W/\"") && tag.hasSuffix("\""), "\(path): ETag \(tag)")
+            let together = Mutex<[RawHTTPResponse?]>(Array(repeating: nil, count: 6))
+            DispatchQueue.concurrentPerform(iterations: 6) { k in
+                let r = try? RawHTTP.request(port: port, "GET", path)
+                together.withLock { $0[k] = r }
+            }
+            for (k, r) in together.withLock({ $0 }).enumerated() {
+                let r = try #require(r, "\(path): request \(k) failed")
+                #expect(r.status == 200 && r.header("ETag") == tag, "\(path): request \(k)")
+                #expect(byteMismatch(r.body, alone.body) == nil, "\(path): request \(k) differs from the tile rendered alone")
+            }
+        }
+    }
+
     @Test func serviceBehindTheGateway() throws {
         let server = try TestServer(.inproc) { $0.httpAddress = "127.0.0.1:0" }
         defer { server.stop() }

@@ -47,20 +47,11 @@ struct TileRPCTests {
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-cache-bytes", "-1"]) }
     }
 
-    @Test func tileBandsFlag() throws {
-        #expect(MarkerdConfiguration().tileBandsAbove == 2_000)
-        #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "0"]).tileBandsAbove == 0)
-        #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "5000"]).tileBandsAbove == 5000)
-        #expect(try MarkerdConfiguration.parse(["--tile-bands-above", "off"]).tileBandsAbove == .max)
-        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-bands-above", "-1"]) }
-        #expect(MarkerdConfiguration().sweepBandsAbove == 2_000_000)
-        #expect(try MarkerdConfiguration.parse(["--sweep-bands-above", "0"]).sweepBandsAbove == 0)
-        #expect(try MarkerdConfiguration.parse(["--sweep-bands-above", "off"]).sweepBandsAbove == .max)
+    @Test func keptCanvasFlag() throws {
         #expect(try MarkerdConfiguration.parse([]).keptCanvasBytes == 64 << 20)
         #expect(try MarkerdConfiguration.parse(["--kept-canvas-bytes", "4096"]).keptCanvasBytes == 4096)
         #expect(try MarkerdConfiguration.parse(["--swept-canvas-bytes", "0"]).keptCanvasBytes == 0)
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--swept-canvas-bytes", "-1"]) }
-        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--sweep-bands-above", "x"]) }
-        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-bands-above", "two"]) }
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--tile-bands-above", "2000"]) }
     }
 }

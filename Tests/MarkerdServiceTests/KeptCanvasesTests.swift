@@ -10,15 +10,14 @@ import Testing
 /// from scratch by a service that keeps no canvas (each within 1 of brute force, so within 2 of
 /// each other); many changes at once, a bulk upsert and a clear fall back to a render from
 /// scratch; the patch path really ran. Once for rasters that take the node sweep, once for tiles
-/// kept for their marker count (`keepCanvasFrom`), rendered on one thread and in two bands.
+/// kept for their marker count (`keepCanvasFrom`).
 @Suite struct KeptCanvasesTests {
     /// `sweep`: every raster takes the node sweep; else none does, and tiles of 100 markers or
-    /// more keep their canvas. `bandsAbove`: the renderer's `tileBandsAbove`.
-    static func service(keepCanvases: Bool, sweep: Bool, bandsAbove: Int = 2_000) -> MarkerService {
+    /// more keep their canvas.
+    static func service(keepCanvases: Bool, sweep: Bool) -> MarkerService {
         var c = ServiceConfiguration()
         c.tileSweepAbove = sweep ? 0 : .max
         c.keepCanvasFrom = sweep ? .max : 100
-        c.tileBandsAbove = bandsAbove
         c.keptCanvasBytes = keepCanvases ? 64 << 20 : 0
         return MarkerService(configuration: c)
     }
@@ -29,10 +28,10 @@ import Testing
     }
 
     /// Tiles around the dense spot at (40, 10) (z4-z6, a few hundred to 2,000 markers each), and
-    /// the z0 tile; the bands path keeps the two bands stacked.
-    @Test(arguments: [0, Int.max]) func patchedDenseTilesMatchTilesFromScratch(bandsAbove: Int) throws {
-        let patching = Self.service(keepCanvases: true, sweep: false, bandsAbove: bandsAbove)
-        let scratch = Self.service(keepCanvases: false, sweep: false, bandsAbove: bandsAbove)
+    /// the z0 tile.
+    @Test func patchedDenseTilesMatchTilesFromScratch() throws {
+        let patching = Self.service(keepCanvases: true, sweep: false)
+        let scratch = Self.service(keepCanvases: false, sweep: false)
         var tiles: [(z: UInt32, x: UInt32, y: UInt32, size: UInt32, density: UInt32)] = [(0, 0, 0, 256, 1)]
         for z: UInt32 in 4...6 {
             let t = TileID.containing(LatLng(latitude: 40, longitude: 10), zoom: Int(z))
