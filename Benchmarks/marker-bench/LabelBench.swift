@@ -110,6 +110,12 @@ struct LabelBench {
         for zoom in zooms {
             labelledP50[zoom.z] = try measure(client, serverPID: server.pid, zoom, &mover, labelsDrawn: &labelsDrawn)
         }
+        let bytes = try [Self.labelledID, Self.unlabelledID].map { id in
+            try client.call("GetLayerStats", V1.GetLayerStatsRequest(layerID: id), as: V1.GetLayerStatsResponse.self).stats?.approximateBytes ?? 0
+        }
+        table.add(Row(size: label, measure: "GetLayerStats approximate_bytes, labelled minus unlabelled layer (its label placements kept)",
+                      value: Table.bytes(Int(bytes[0]) - Int(bytes[1])), unit: "",
+                      note: "zooms placed: \(zooms.map { "z\($0.z)" }.joined(separator: ", ")) (eager below z8 at 1M, lazy above); labelled \(Table.bytes(Int(bytes[0]))), unlabelled \(Table.bytes(Int(bytes[1])))"))
         if let dir = options.pngDir {
             let paris = Self.zooms[2].tiles[0]
             try writePNGs(try [Self.labelledID, Self.unlabelledID].map { try getTile(client, $0, paris).png }, tile: paris, dir: dir)
