@@ -16,20 +16,24 @@ extension V1.UpsertMarkersRequest {
         guard !PlainWriter.hasNUL(layerID) else { return nil }
         return markers.withUnsafeBufferPointer { ms -> [UInt8]? in
             // Each marker's size is measured once: it is the length written before the marker.
+            // Its attributes are encoded (sorted) once while measuring, then copied as they are.
             var sizes = [Int](repeating: 0, count: ms.count)
+            var attributes = SortedAttributes(markers: ms.count)
             var size = PlainWriter.stringField(layerID)
             for i in ms.indices {
-                guard let n = plainSize(ms[i]) else { return nil }
+                guard let n = plainSize(ms[i], &attributes) else { return nil }
                 sizes[i] = n
                 size += PlainWriter.lengthDelimited(n)
             }
             return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
                 var w = PlainWriter(buffer.baseAddress!)
                 w.string(1, layerID)
-                for i in ms.indices {
-                    w.key(2, 2)
-                    w.varint(UInt64(sizes[i]))
-                    write(ms[i], &w)
+                attributes.bytes.withUnsafeBufferPointer { encoded in
+                    for i in ms.indices {
+                        w.key(2, 2)
+                        w.varint(UInt64(sizes[i]))
+                        write(ms[i], UnsafeBufferPointer(rebasing: encoded[attributes.range(i)]), &w)
+                    }
                 }
                 count = w.written(from: buffer.baseAddress!)
                 precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
@@ -38,8 +42,9 @@ extension V1.UpsertMarkersRequest {
     }
 
     /// A plain marker's encoded size (without its key and length), or nil when it is not plain
-    /// (an `animation` or a `label`) or a string holds a NUL byte.
-    private static func plainSize(_ m: V1.Marker) -> Int? {
+    /// (an `animation` or a `label`) or a string holds a NUL byte. Appends the marker's
+    /// attributes, encoded, to `attributes`.
+    private static func plainSize(_ m: V1.Marker, _ attributes: inout SortedAttributes) -> Int? {
         guard m.animation == nil, m.label == nil, !PlainWriter.hasNUL(m.id) else { return nil }
         var n = PlainWriter.stringField(m.id)
         if let p = m.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
@@ -58,17 +63,10 @@ extension V1.UpsertMarkersRequest {
         if m.clickable != nil { n += 2 }
         if m.draggable != nil { n += 2 }
         if m.visible != nil { n += 2 }
-        for (k, v) in m.attributes {
-            guard !PlainWriter.hasNUL(k), !PlainWriter.hasNUL(v) else { return nil }
-            n += PlainWriter.lengthDelimited(attributeEntrySize(k, v))
-        }
+        guard let a = attributes.append(m.attributes) else { return nil }
+        n += a
         if !m.extra.isEmpty { n += PlainWriter.lengthDelimited(m.extra.count) }
         return n
-    }
-
-    /// A map entry's size (key and value always written, as protobuf-c writes them).
-    private static func attributeEntrySize(_ k: String, _ v: String) -> Int {
-        PlainWriter.lengthDelimited(k.utf8.count) + PlainWriter.lengthDelimited(v.utf8.count)
     }
 
     private static func pinSize(_ pin: V1.DefaultPin) -> Int {
@@ -87,7 +85,7 @@ extension V1.UpsertMarkersRequest {
 
     /// Writes a plain marker's fields (as `plainSize` measured them), in field-number order as
     /// protobuf-c does.
-    private static func write(_ m: V1.Marker, _ w: inout PlainWriter) {
+    private static func write(_ m: V1.Marker, _ attributes: UnsafeBufferPointer<UInt8>, _ w: inout PlainWriter) {
         w.string(1, m.id)
         if let p = m.position {
             w.key(2, 2)
@@ -121,14 +119,7 @@ extension V1.UpsertMarkersRequest {
         if let v = m.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
         if let v = m.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
         if let v = m.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
-        if !m.attributes.isEmpty {
-            for (k, v) in m.attributes.sorted(by: { PlainWriter.utf8Less($0.key, $1.key) }) {
-                w.key(11, 2)
-                w.varint(UInt64(attributeEntrySize(k, v)))
-                w.presentString(1, k)
-                w.presentString(2, v)
-            }
-        }
+        w.bytes(attributes)
         if !m.extra.isEmpty {
             w.key(12, 2)
             w.varint(UInt64(m.extra.count))
@@ -153,18 +144,6 @@ private struct PlainWriter {
     }
 
     static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
-
-    /// Whether `a`'s UTF-8 bytes come before `b`'s (protobuf-c's order of map keys, as
-    /// `Arena.stringMap` sorts them), comparing the bytes in place.
-    static func utf8Less(_ a: String, _ b: String) -> Bool {
-        var a = a, b = b
-        return a.withUTF8 { pa in
-            b.withUTF8 { pb in
-                for i in 0..<Swift.min(pa.count, pb.count) where pa[i] != pb[i] { return pa[i] < pb[i] }
-                return pa.count < pb.count
-            }
-        }
-    }
 
     /// Key (fields 1...15: one byte) + length + `n` bytes.
     static func lengthDelimited(_ n: Int) -> Int { 1 + varintSize(UInt64(n)) + n }
@@ -193,7 +172,11 @@ private struct PlainWriter {
     }
 
     mutating func bytes(_ b: [UInt8]) {
-        b.withUnsafeBufferPointer { at.update(from: $0.baseAddress!, count: $0.count) }
+        b.withUnsafeBufferPointer { bytes($0) }
+    }
+
+    mutating func bytes(_ b: UnsafeBufferPointer<UInt8>) {
+        if let base = b.baseAddress { at.update(from: base, count: b.count) }
         at += b.count
     }
 
@@ -211,5 +194,90 @@ private struct PlainWriter {
     /// A plain string field: nothing when empty.
     mutating func string(_ field: UInt8, _ s: String) {
         if !s.isEmpty { presentString(field, s) }
+    }
+}
+
+/// The attributes of a batch's markers as protobuf-c writes them (`Marker.attributes`, field
+/// 11: one entry per key, `0x5A len 0x0A klen key 0x12 vlen value`, keys in ascending byte
+/// order), back to back, marker after marker. Each marker's entries are written in the
+/// dictionary's order and then, when that is not sorted already, reordered by their key bytes:
+/// no allocation per marker, no `String` comparisons.
+private struct SortedAttributes {
+    private(set) var bytes: [UInt8] = []
+    /// End of each marker's entries in `bytes` (from the previous marker's end).
+    private var ends: [Int] = []
+    /// The current marker's entries: where each starts in `bytes`, and where its key is.
+    private var entries: [(start: Int, key: Range<Int>)] = []
+    /// Scratch of `reorder`, kept for the next marker.
+    private var order: [Int] = []
+    private var reordered: [UInt8] = []
+
+    init(markers: Int) { ends.reserveCapacity(markers) }
+
+    /// Where marker `i`'s entries are in `bytes`.
+    func range(_ i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
+
+    /// Appends the entries of `attributes` as the next marker's; their size in bytes, or nil
+    /// (then the batch is not encoded) when a key or value holds a NUL byte.
+    mutating func append(_ attributes: [String: String]) -> Int? {
+        let start = bytes.count
+        entries.removeAll(keepingCapacity: true)
+        var sorted = true
+        for (k, v) in attributes {
+            var k = k, v = v
+            guard let entry = k.withUTF8({ kb in v.withUTF8 { vb in appendEntry(kb, vb) } }) else { return nil }
+            if sorted, let last = entries.last { sorted = less(last.key, entry.key) }
+            entries.append(entry)
+        }
+        if !sorted { reorder(from: start) }
+        ends.append(bytes.count)
+        return bytes.count - start
+    }
+
+    /// Writes one entry; where it starts and where its key is, or nil when a string holds a NUL.
+    private mutating func appendEntry(_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> (start: Int, key: Range<Int>)? {
+        guard !key.contains(0), !value.contains(0) else { return nil }
+        let start = bytes.count
+        bytes.append(11 << 3 | 2)
+        appendVarint(2 + PlainWriter.varintSize(UInt64(key.count)) + key.count + PlainWriter.varintSize(UInt64(value.count)) + value.count)
+        bytes.append(1 << 3 | 2)
+        appendVarint(key.count)
+        let keyStart = bytes.count
+        bytes.append(contentsOf: key)
+        bytes.append(2 << 3 | 2)
+        appendVarint(value.count)
+        bytes.append(contentsOf: value)
+        return (start, keyStart..<keyStart + key.count)
+    }
+
+    private mutating func appendVarint(_ v: Int) {
+        var v = v
+        while v >= 0x80 { bytes.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
+        bytes.append(UInt8(v))
+    }
+
+    /// Whether key `a`'s bytes come before key `b`'s (a prefix first).
+    private func less(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
+        bytes.withUnsafeBufferPointer { p in
+            for (i, j) in zip(a, b) where p[i] != p[j] { return p[i] < p[j] }
+            return a.count < b.count
+        }
+    }
+
+    /// Puts the current marker's entries (from `start` on) in key order; its keys are distinct
+    /// (a dictionary's).
+    private mutating func reorder(from start: Int) {
+        let end = bytes.count
+        var order = self.order   // taken out of `self` while `less` reads it; kept for its capacity
+        self.order = []
+        order.removeAll(keepingCapacity: true)
+        order.append(contentsOf: entries.indices)
+        order.sort { less(entries[$0].key, entries[$1].key) }
+        reordered.removeAll(keepingCapacity: true)
+        for i in order {
+            reordered.append(contentsOf: bytes[entries[i].start..<(i + 1 < entries.count ? entries[i + 1].start : end)])
+        }
+        bytes.replaceSubrange(start..<end, with: reordered)
+        self.order = order
     }
 }
