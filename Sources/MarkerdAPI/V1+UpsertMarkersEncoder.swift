@@ -16,24 +16,21 @@ extension V1.UpsertMarkersRequest {
         guard !PlainWriter.hasNUL(layerID) else { return nil }
         return markers.withUnsafeBufferPointer { ms -> [UInt8]? in
             // Each marker's size is measured once: it is the length written before the marker.
-            // Its attributes are encoded (sorted) once while measuring, then copied as they are.
             var sizes = [Int](repeating: 0, count: ms.count)
-            var attributes = SortedAttributes(markers: ms.count)
             var size = PlainWriter.stringField(layerID)
             for i in ms.indices {
-                guard let n = plainSize(ms[i], &attributes) else { return nil }
+                guard let n = plainSize(ms[i]) else { return nil }
                 sizes[i] = n
                 size += PlainWriter.lengthDelimited(n)
             }
+            var sorter = AttributeSorter()
             return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
                 var w = PlainWriter(buffer.baseAddress!)
                 w.string(1, layerID)
-                attributes.bytes.withUnsafeBufferPointer { encoded in
-                    for i in ms.indices {
-                        w.key(2, 2)
-                        w.varint(UInt64(sizes[i]))
-                        write(ms[i], UnsafeBufferPointer(rebasing: encoded[attributes.range(i)]), &w)
-                    }
+                for i in ms.indices {
+                    w.key(2, 2)
+                    w.varint(UInt64(sizes[i]))
+                    write(ms[i], &w, &sorter)
                 }
                 count = w.written(from: buffer.baseAddress!)
                 precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
@@ -42,9 +39,8 @@ extension V1.UpsertMarkersRequest {
     }
 
     /// A plain marker's encoded size (without its key and length), or nil when it is not plain
-    /// (an `animation` or a `label`) or a string holds a NUL byte. Appends the marker's
-    /// attributes, encoded, to `attributes`.
-    private static func plainSize(_ m: V1.Marker, _ attributes: inout SortedAttributes) -> Int? {
+    /// (an `animation` or a `label`) or a string holds a NUL byte.
+    private static func plainSize(_ m: V1.Marker) -> Int? {
         guard m.animation == nil, m.label == nil, !PlainWriter.hasNUL(m.id) else { return nil }
         var n = PlainWriter.stringField(m.id)
         if let p = m.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
@@ -63,8 +59,11 @@ extension V1.UpsertMarkersRequest {
         if m.clickable != nil { n += 2 }
         if m.draggable != nil { n += 2 }
         if m.visible != nil { n += 2 }
-        guard let a = attributes.append(m.attributes) else { return nil }
-        n += a
+        for (k, v) in m.attributes {
+            var k = k, v = v
+            guard let entry = k.withUTF8({ kb in v.withUTF8 { vb in AttributeSorter.entrySize(kb, vb) } }) else { return nil }
+            n += entry
+        }
         if !m.extra.isEmpty { n += PlainWriter.lengthDelimited(m.extra.count) }
         return n
     }
@@ -85,7 +84,7 @@ extension V1.UpsertMarkersRequest {
 
     /// Writes a plain marker's fields (as `plainSize` measured them), in field-number order as
     /// protobuf-c does.
-    private static func write(_ m: V1.Marker, _ attributes: UnsafeBufferPointer<UInt8>, _ w: inout PlainWriter) {
+    private static func write(_ m: V1.Marker, _ w: inout PlainWriter, _ sorter: inout AttributeSorter) {
         w.string(1, m.id)
         if let p = m.position {
             w.key(2, 2)
@@ -119,7 +118,7 @@ extension V1.UpsertMarkersRequest {
         if let v = m.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
         if let v = m.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
         if let v = m.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
-        w.bytes(attributes)
+        if !m.attributes.isEmpty { sorter.write(m.attributes, &w) }
         if !m.extra.isEmpty {
             w.key(12, 2)
             w.varint(UInt64(m.extra.count))
@@ -197,87 +196,69 @@ private struct PlainWriter {
     }
 }
 
-/// The attributes of a batch's markers as protobuf-c writes them (`Marker.attributes`, field
-/// 11: one entry per key, `0x5A len 0x0A klen key 0x12 vlen value`, keys in ascending byte
-/// order), back to back, marker after marker. Each marker's entries are written in the
-/// dictionary's order and then, when that is not sorted already, reordered by their key bytes:
-/// no allocation per marker, no `String` comparisons.
-private struct SortedAttributes {
-    private(set) var bytes: [UInt8] = []
-    /// End of each marker's entries in `bytes` (from the previous marker's end).
-    private var ends: [Int] = []
-    /// The current marker's entries: where each starts in `bytes`, and where its key is.
-    private var entries: [(start: Int, key: Range<Int>)] = []
-    /// Scratch of `reorder`, kept for the next marker.
+/// Writes a marker's attributes as protobuf-c does (`Marker.attributes`, field 11: one entry
+/// per key, `0x5A len 0x0A klen key 0x12 vlen value`, keys in ascending byte order): the
+/// entries in the dictionary's order and then, when that is not sorted already, reordered in
+/// place by their key bytes. No allocation per marker (its buffers are reused), no `String`
+/// comparisons.
+private struct AttributeSorter {
+    /// The marker's entries as written: where each starts, and where its key is.
+    private var entries: [(start: UnsafeMutablePointer<UInt8>, key: UnsafeMutablePointer<UInt8>, keyCount: Int)] = []
     private var order: [Int] = []
     private var reordered: [UInt8] = []
 
-    init(markers: Int) { ends.reserveCapacity(markers) }
+    /// The bytes of one entry (tag and length included), or nil when a string holds a NUL.
+    static func entrySize(_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !key.contains(0), !value.contains(0) else { return nil }
+        return PlainWriter.lengthDelimited(PlainWriter.lengthDelimited(key.count) + PlainWriter.lengthDelimited(value.count))
+    }
 
-    /// Where marker `i`'s entries are in `bytes`.
-    func range(_ i: Int) -> Range<Int> { (i == 0 ? 0 : ends[i - 1])..<ends[i] }
-
-    /// Appends the entries of `attributes` as the next marker's; their size in bytes, or nil
-    /// (then the batch is not encoded) when a key or value holds a NUL byte.
-    mutating func append(_ attributes: [String: String]) -> Int? {
-        let start = bytes.count
+    /// Writes the entries of `attributes` (measured by `entrySize`: no NUL) at `w`.
+    mutating func write(_ attributes: [String: String], _ w: inout PlainWriter) {
+        let start = w.at
         entries.removeAll(keepingCapacity: true)
         var sorted = true
         for (k, v) in attributes {
             var k = k, v = v
-            guard let entry = k.withUTF8({ kb in v.withUTF8 { vb in appendEntry(kb, vb) } }) else { return nil }
-            if sorted, let last = entries.last { sorted = less(last.key, entry.key) }
+            let entry = k.withUTF8 { kb in
+                v.withUTF8 { vb in
+                    let start = w.at
+                    w.key(11, 2)
+                    w.varint(UInt64(PlainWriter.lengthDelimited(kb.count) + PlainWriter.lengthDelimited(vb.count)))
+                    w.key(1, 2)
+                    w.varint(UInt64(kb.count))
+                    let key = w.at
+                    w.bytes(kb)
+                    w.key(2, 2)
+                    w.varint(UInt64(vb.count))
+                    w.bytes(vb)
+                    return (start, key, kb.count)
+                }
+            }
+            if sorted, let last = entries.last { sorted = Self.less(last.key, last.keyCount, entry.1, entry.2) }
             entries.append(entry)
         }
-        if !sorted { reorder(from: start) }
-        ends.append(bytes.count)
-        return bytes.count - start
+        if !sorted { reorder(start, w.at) }
     }
 
-    /// Writes one entry; where it starts and where its key is, or nil when a string holds a NUL.
-    private mutating func appendEntry(_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> (start: Int, key: Range<Int>)? {
-        guard !key.contains(0), !value.contains(0) else { return nil }
-        let start = bytes.count
-        bytes.append(11 << 3 | 2)
-        appendVarint(2 + PlainWriter.varintSize(UInt64(key.count)) + key.count + PlainWriter.varintSize(UInt64(value.count)) + value.count)
-        bytes.append(1 << 3 | 2)
-        appendVarint(key.count)
-        let keyStart = bytes.count
-        bytes.append(contentsOf: key)
-        bytes.append(2 << 3 | 2)
-        appendVarint(value.count)
-        bytes.append(contentsOf: value)
-        return (start, keyStart..<keyStart + key.count)
+    /// Whether the key of `a` bytes at `p` comes before the one of `b` bytes at `q` (a prefix first).
+    private static func less(_ p: UnsafeMutablePointer<UInt8>, _ a: Int, _ q: UnsafeMutablePointer<UInt8>, _ b: Int) -> Bool {
+        for i in 0..<Swift.min(a, b) where p[i] != q[i] { return p[i] < q[i] }
+        return a < b
     }
 
-    private mutating func appendVarint(_ v: Int) {
-        var v = v
-        while v >= 0x80 { bytes.append(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-        bytes.append(UInt8(v))
-    }
-
-    /// Whether key `a`'s bytes come before key `b`'s (a prefix first).
-    private func less(_ a: Range<Int>, _ b: Range<Int>) -> Bool {
-        bytes.withUnsafeBufferPointer { p in
-            for (i, j) in zip(a, b) where p[i] != p[j] { return p[i] < p[j] }
-            return a.count < b.count
-        }
-    }
-
-    /// Puts the current marker's entries (from `start` on) in key order; its keys are distinct
-    /// (a dictionary's).
-    private mutating func reorder(from start: Int) {
-        let end = bytes.count
-        var order = self.order   // taken out of `self` while `less` reads it; kept for its capacity
-        self.order = []
+    /// Puts the entries written from `start` to `end` in key order (their keys are distinct: a
+    /// dictionary's).
+    private mutating func reorder(_ start: UnsafeMutablePointer<UInt8>, _ end: UnsafeMutablePointer<UInt8>) {
+        let entries = self.entries
         order.removeAll(keepingCapacity: true)
         order.append(contentsOf: entries.indices)
-        order.sort { less(entries[$0].key, entries[$1].key) }
+        order.sort { Self.less(entries[$0].key, entries[$0].keyCount, entries[$1].key, entries[$1].keyCount) }
         reordered.removeAll(keepingCapacity: true)
         for i in order {
-            reordered.append(contentsOf: bytes[entries[i].start..<(i + 1 < entries.count ? entries[i + 1].start : end)])
+            let next = i + 1 < entries.count ? entries[i + 1].start : end
+            reordered.append(contentsOf: UnsafeBufferPointer(start: entries[i].start, count: next - entries[i].start))
         }
-        bytes.replaceSubrange(start..<end, with: reordered)
-        self.order = order
+        reordered.withUnsafeBufferPointer { start.update(from: $0.baseAddress!, count: $0.count) }
     }
 }
