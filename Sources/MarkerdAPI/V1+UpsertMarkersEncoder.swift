@@ -199,13 +199,19 @@ private struct PlainWriter {
 /// Writes a marker's attributes as protobuf-c does (`Marker.attributes`, field 11: one entry
 /// per key, `0x5A len 0x0A klen key 0x12 vlen value`, keys in ascending byte order): the
 /// entries in the dictionary's order and then, when that is not sorted already, reordered in
-/// place by their key bytes. No allocation per marker (its buffers are reused), no `String`
-/// comparisons.
+/// place by their key bytes (through a scratch buffer on the stack for small markers). No
+/// allocation per marker, no `String` comparisons.
 private struct AttributeSorter {
-    /// The marker's entries as written: where each starts, and where its key is.
-    private var entries: [(start: UnsafeMutablePointer<UInt8>, key: UnsafeMutablePointer<UInt8>, keyCount: Int)] = []
-    private var order: [Int] = []
-    private var reordered: [UInt8] = []
+    private struct Entry {
+        var start: UnsafeMutablePointer<UInt8>
+        var count: Int
+        var key: UnsafeMutablePointer<UInt8>
+        var keyCount: Int
+    }
+
+    /// The marker's entries as written (the first `written`; the array is reused).
+    private var entries: [Entry] = []
+    private var written = 0
 
     /// The bytes of one entry (tag and length included), or nil when a string holds a NUL.
     static func entrySize(_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Int? {
@@ -216,7 +222,7 @@ private struct AttributeSorter {
     /// Writes the entries of `attributes` (measured by `entrySize`: no NUL) at `w`.
     mutating func write(_ attributes: [String: String], _ w: inout PlainWriter) {
         let start = w.at
-        entries.removeAll(keepingCapacity: true)
+        written = 0
         var sorted = true
         for (k, v) in attributes {
             var k = k, v = v
@@ -232,33 +238,46 @@ private struct AttributeSorter {
                     w.key(2, 2)
                     w.varint(UInt64(vb.count))
                     w.bytes(vb)
-                    return (start, key, kb.count)
+                    return Entry(start: start, count: w.at - start, key: key, keyCount: kb.count)
                 }
             }
-            if sorted, let last = entries.last { sorted = Self.less(last.key, last.keyCount, entry.1, entry.2) }
-            entries.append(entry)
+            if sorted && written > 0 { sorted = Self.less(entries[written - 1], entry) }
+            if written < entries.count { entries[written] = entry } else { entries.append(entry) }
+            written += 1
         }
-        if !sorted { reorder(start, w.at) }
+        if !sorted { reorder(start, w.at - start) }
     }
 
-    /// Whether the key of `a` bytes at `p` comes before the one of `b` bytes at `q` (a prefix first).
-    private static func less(_ p: UnsafeMutablePointer<UInt8>, _ a: Int, _ q: UnsafeMutablePointer<UInt8>, _ b: Int) -> Bool {
-        for i in 0..<Swift.min(a, b) where p[i] != q[i] { return p[i] < q[i] }
-        return a < b
+    /// Whether `a`'s key comes before `b`'s (byte order, a prefix first).
+    @inline(__always) private static func less(_ a: Entry, _ b: Entry) -> Bool {
+        for i in 0..<Swift.min(a.keyCount, b.keyCount) where a.key[i] != b.key[i] { return a.key[i] < b.key[i] }
+        return a.keyCount < b.keyCount
     }
 
-    /// Puts the entries written from `start` to `end` in key order (their keys are distinct: a
-    /// dictionary's).
-    private mutating func reorder(_ start: UnsafeMutablePointer<UInt8>, _ end: UnsafeMutablePointer<UInt8>) {
-        let entries = self.entries
-        order.removeAll(keepingCapacity: true)
-        order.append(contentsOf: entries.indices)
-        order.sort { Self.less(entries[$0].key, entries[$0].keyCount, entries[$1].key, entries[$1].keyCount) }
-        reordered.removeAll(keepingCapacity: true)
-        for i in order {
-            let next = i + 1 < entries.count ? entries[i + 1].start : end
-            reordered.append(contentsOf: UnsafeBufferPointer(start: entries[i].start, count: next - entries[i].start))
+    /// Puts the `count` bytes of entries written from `start` in key order (their keys are
+    /// distinct: a dictionary's). Insertion sort for the usual handful, else the library's.
+    private mutating func reorder(_ start: UnsafeMutablePointer<UInt8>, _ count: Int) {
+        let n = written
+        entries.withUnsafeMutableBufferPointer { all in
+            var e = UnsafeMutableBufferPointer(rebasing: all[0..<n])
+            if n <= 16 {
+                for i in 1..<n {
+                    let x = e[i]
+                    var j = i
+                    while j > 0 && Self.less(x, e[j - 1]) { e[j] = e[j - 1]; j -= 1 }
+                    e[j] = x
+                }
+            } else {
+                e.sort(by: Self.less)
+            }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { scratch in
+                var at = scratch.baseAddress!
+                for x in e {
+                    at.update(from: x.start, count: x.count)
+                    at += x.count
+                }
+                start.update(from: scratch.baseAddress!, count: count)
+            }
         }
-        reordered.withUnsafeBufferPointer { start.update(from: $0.baseAddress!, count: $0.count) }
     }
 }
