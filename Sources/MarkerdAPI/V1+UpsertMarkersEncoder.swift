@@ -23,13 +23,14 @@ extension V1.UpsertMarkersRequest {
                 sizes[i] = n
                 size += PlainWriter.lengthDelimited(n)
             }
+            var sorter = AttributeSorter()
             return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
                 var w = PlainWriter(buffer.baseAddress!)
                 w.string(1, layerID)
                 for i in ms.indices {
                     w.key(2, 2)
                     w.varint(UInt64(sizes[i]))
-                    write(ms[i], &w)
+                    write(ms[i], &w, &sorter)
                 }
                 count = w.written(from: buffer.baseAddress!)
                 precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
@@ -59,16 +60,12 @@ extension V1.UpsertMarkersRequest {
         if m.draggable != nil { n += 2 }
         if m.visible != nil { n += 2 }
         for (k, v) in m.attributes {
-            guard !PlainWriter.hasNUL(k), !PlainWriter.hasNUL(v) else { return nil }
-            n += PlainWriter.lengthDelimited(attributeEntrySize(k, v))
+            var k = k, v = v
+            guard let entry = k.withUTF8({ kb in v.withUTF8 { vb in AttributeSorter.entrySize(kb, vb) } }) else { return nil }
+            n += entry
         }
         if !m.extra.isEmpty { n += PlainWriter.lengthDelimited(m.extra.count) }
         return n
-    }
-
-    /// A map entry's size (key and value always written, as protobuf-c writes them).
-    private static func attributeEntrySize(_ k: String, _ v: String) -> Int {
-        PlainWriter.lengthDelimited(k.utf8.count) + PlainWriter.lengthDelimited(v.utf8.count)
     }
 
     private static func pinSize(_ pin: V1.DefaultPin) -> Int {
@@ -87,7 +84,7 @@ extension V1.UpsertMarkersRequest {
 
     /// Writes a plain marker's fields (as `plainSize` measured them), in field-number order as
     /// protobuf-c does.
-    private static func write(_ m: V1.Marker, _ w: inout PlainWriter) {
+    private static func write(_ m: V1.Marker, _ w: inout PlainWriter, _ sorter: inout AttributeSorter) {
         w.string(1, m.id)
         if let p = m.position {
             w.key(2, 2)
@@ -121,14 +118,7 @@ extension V1.UpsertMarkersRequest {
         if let v = m.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
         if let v = m.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
         if let v = m.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
-        if !m.attributes.isEmpty {
-            for (k, v) in m.attributes.sorted(by: { PlainWriter.utf8Less($0.key, $1.key) }) {
-                w.key(11, 2)
-                w.varint(UInt64(attributeEntrySize(k, v)))
-                w.presentString(1, k)
-                w.presentString(2, v)
-            }
-        }
+        if !m.attributes.isEmpty { sorter.write(m.attributes, &w) }
         if !m.extra.isEmpty {
             w.key(12, 2)
             w.varint(UInt64(m.extra.count))
@@ -153,18 +143,6 @@ private struct PlainWriter {
     }
 
     static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
-
-    /// Whether `a`'s UTF-8 bytes come before `b`'s (protobuf-c's order of map keys, as
-    /// `Arena.stringMap` sorts them), comparing the bytes in place.
-    static func utf8Less(_ a: String, _ b: String) -> Bool {
-        var a = a, b = b
-        return a.withUTF8 { pa in
-            b.withUTF8 { pb in
-                for i in 0..<Swift.min(pa.count, pb.count) where pa[i] != pb[i] { return pa[i] < pb[i] }
-                return pa.count < pb.count
-            }
-        }
-    }
 
     /// Key (fields 1...15: one byte) + length + `n` bytes.
     static func lengthDelimited(_ n: Int) -> Int { 1 + varintSize(UInt64(n)) + n }
@@ -193,7 +171,11 @@ private struct PlainWriter {
     }
 
     mutating func bytes(_ b: [UInt8]) {
-        b.withUnsafeBufferPointer { at.update(from: $0.baseAddress!, count: $0.count) }
+        b.withUnsafeBufferPointer { bytes($0) }
+    }
+
+    mutating func bytes(_ b: UnsafeBufferPointer<UInt8>) {
+        if let base = b.baseAddress { at.update(from: base, count: b.count) }
         at += b.count
     }
 
@@ -211,5 +193,91 @@ private struct PlainWriter {
     /// A plain string field: nothing when empty.
     mutating func string(_ field: UInt8, _ s: String) {
         if !s.isEmpty { presentString(field, s) }
+    }
+}
+
+/// Writes a marker's attributes as protobuf-c does (`Marker.attributes`, field 11: one entry
+/// per key, `0x5A len 0x0A klen key 0x12 vlen value`, keys in ascending byte order): the
+/// entries in the dictionary's order and then, when that is not sorted already, reordered in
+/// place by their key bytes (through a scratch buffer on the stack for small markers). No
+/// allocation per marker, no `String` comparisons.
+private struct AttributeSorter {
+    private struct Entry {
+        var start: UnsafeMutablePointer<UInt8>
+        var count: Int
+        var key: UnsafeMutablePointer<UInt8>
+        var keyCount: Int
+    }
+
+    /// The marker's entries as written (the first `written`; the array is reused).
+    private var entries: [Entry] = []
+    private var written = 0
+
+    /// The bytes of one entry (tag and length included), or nil when a string holds a NUL.
+    static func entrySize(_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !key.contains(0), !value.contains(0) else { return nil }
+        return PlainWriter.lengthDelimited(PlainWriter.lengthDelimited(key.count) + PlainWriter.lengthDelimited(value.count))
+    }
+
+    /// Writes the entries of `attributes` (measured by `entrySize`: no NUL) at `w`.
+    mutating func write(_ attributes: [String: String], _ w: inout PlainWriter) {
+        let start = w.at
+        written = 0
+        var sorted = true
+        for (k, v) in attributes {
+            var k = k, v = v
+            let entry = k.withUTF8 { kb in
+                v.withUTF8 { vb in
+                    let start = w.at
+                    w.key(11, 2)
+                    w.varint(UInt64(PlainWriter.lengthDelimited(kb.count) + PlainWriter.lengthDelimited(vb.count)))
+                    w.key(1, 2)
+                    w.varint(UInt64(kb.count))
+                    let key = w.at
+                    w.bytes(kb)
+                    w.key(2, 2)
+                    w.varint(UInt64(vb.count))
+                    w.bytes(vb)
+                    return Entry(start: start, count: w.at - start, key: key, keyCount: kb.count)
+                }
+            }
+            if sorted && written > 0 { sorted = Self.less(entries[written - 1], entry) }
+            if written < entries.count { entries[written] = entry } else { entries.append(entry) }
+            written += 1
+        }
+        if !sorted { reorder(start, w.at - start) }
+    }
+
+    /// Whether `a`'s key comes before `b`'s (byte order, a prefix first).
+    @inline(__always) private static func less(_ a: Entry, _ b: Entry) -> Bool {
+        for i in 0..<Swift.min(a.keyCount, b.keyCount) where a.key[i] != b.key[i] { return a.key[i] < b.key[i] }
+        return a.keyCount < b.keyCount
+    }
+
+    /// Puts the `count` bytes of entries written from `start` in key order (their keys are
+    /// distinct: a dictionary's). Insertion sort for the usual handful, else the library's.
+    private mutating func reorder(_ start: UnsafeMutablePointer<UInt8>, _ count: Int) {
+        let n = written
+        entries.withUnsafeMutableBufferPointer { all in
+            var e = UnsafeMutableBufferPointer(rebasing: all[0..<n])
+            if n <= 16 {
+                for i in 1..<n {
+                    let x = e[i]
+                    var j = i
+                    while j > 0 && Self.less(x, e[j - 1]) { e[j] = e[j - 1]; j -= 1 }
+                    e[j] = x
+                }
+            } else {
+                e.sort(by: Self.less)
+            }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { scratch in
+                var at = scratch.baseAddress!
+                for x in e {
+                    at.update(from: x.start, count: x.count)
+                    at += x.count
+                }
+                start.update(from: scratch.baseAddress!, count: count)
+            }
+        }
     }
 }

@@ -159,24 +159,44 @@ public enum AttributeEncoding {
         return (key, value ?? key.upperBound..<key.upperBound)
     }
 
-    /// Valid UTF-8 without NUL bytes. ASCII is checked 8 bytes at a time.
-    @inline(__always) private static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
-        var i = 0, high: UInt64 = 0, zero: UInt64 = 0
-        while i + 8 <= b.count {
+    /// Valid UTF-8 without NUL bytes (the well-formed sequences of Unicode's table 3-7: no
+    /// overlong forms, surrogates or code points past U+10FFFF). ASCII is checked 8 bytes at a
+    /// time; the rest byte by byte here rather than through the standard library's generic
+    /// validation, which looks up type metadata on every call.
+    @inline(__always) static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
+        let n = b.count
+        var i = 0
+        while i + 8 <= n {
             let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            high |= w
-            zero |= (w &- 0x0101_0101_0101_0101) & ~w   // a zero byte's high bit (with w's high bits, masked below)
+            // High bits: a byte >= 0x80, or (with none) a zero byte.
+            if (w | ((w &- 0x0101_0101_0101_0101) & ~w)) & 0x8080_8080_8080_8080 != 0 { break }
             i += 8
         }
-        var tailHigh: UInt8 = 0
-        while i < b.count {
-            if b[i] == 0 { return false }
-            tailHigh |= b[i]
-            i += 1
+        while i < n {
+            let c = b[i]
+            if c < 0x80 {
+                if c == 0 { return false }
+                i += 1
+                continue
+            }
+            // A lead byte: how many continuation bytes follow, and the range of the first.
+            let more: Int, low: UInt8, high: UInt8
+            switch c {
+            case 0xC2...0xDF: (more, low, high) = (1, 0x80, 0xBF)
+            case 0xE0: (more, low, high) = (2, 0xA0, 0xBF)
+            case 0xED: (more, low, high) = (2, 0x80, 0x9F)
+            case 0xE1...0xEF: (more, low, high) = (2, 0x80, 0xBF)
+            case 0xF0: (more, low, high) = (3, 0x90, 0xBF)
+            case 0xF1...0xF3: (more, low, high) = (3, 0x80, 0xBF)
+            case 0xF4: (more, low, high) = (3, 0x80, 0x8F)
+            default: return false
+            }
+            guard n - i > more, b[i + 1] >= low, b[i + 1] <= high else { return false }
+            if more >= 2 && b[i + 2] & 0xC0 != 0x80 { return false }
+            if more == 3 && b[i + 3] & 0xC0 != 0x80 { return false }
+            i += more + 1
         }
-        let ascii = (high | UInt64(tailHigh)) & 0x8080_8080_8080_8080 == 0
-        if ascii { return zero & 0x8080_8080_8080_8080 == 0 }
-        return !b.contains(0) && String(validating: b, as: UTF8.self) != nil
+        return true
     }
 
     /// A varint of at most 4 bytes (< 2^28) starting at `start`; `at` moves past it. Nil when

@@ -52,14 +52,20 @@ public struct RestoreBatch: Sendable {
     /// End of each marker's attributes in `attributeBytes` (from the previous marker's end);
     /// empty while no marker of the batch has any.
     private var attributeEnds: [Int] = []
+    /// Bytes `attributeBytes` reserves when the first attributes come (`init`'s hint).
+    private var attributeCapacity = 0
     private var styleIndex: [IconStyle: UInt32] = [:]
     /// Orders and id hashes computed ahead of the upsert (`prepareLayout(idHashSeed:)`); nil
     /// until then, and again after any `append`.
     public internal(set) var layout: Layout? = nil
 
-    public init(capacity: Int = 0) {
+    /// A batch with room for `capacity` markers and, once a marker with attributes comes,
+    /// `attributeBytes` bytes of encoded attributes (a hint, e.g. the size of the request the
+    /// batch is decoded from: room never written costs no memory, and growing by copies does).
+    public init(capacity: Int = 0, attributeBytes: Int = 0) {
         idBytes.reserveCapacity(capacity * 8)
         entries.reserveCapacity(capacity)
+        attributeCapacity = attributeBytes
     }
 
     public var count: Int { entries.count }
@@ -98,6 +104,7 @@ public struct RestoreBatch: Sendable {
         let n = id.utf8.count
         guard n >= 1, n <= MarkerTable.maxIDBytes, position.isValid, extra.count <= maxPayloadBytes else { return false }
         if !attributes.isEmpty {
+            if attributeBytes.capacity == 0 { attributeBytes.reserveCapacity(Swift.max(attributeCapacity, attributes.count)) }
             let before = attributeBytes.count
             guard let payload = AttributeEncoding.appendCanonical(attributes, to: &attributeBytes) else { return false }
             guard payload + extra.count <= maxPayloadBytes else {

@@ -324,7 +324,7 @@ extension MarkerService {
         // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
         if Self.isMarkersSection(bytes),
            let (layerID, batch) = bytes.withUnsafeBytes({ raw in
-               plainBatch { V1.SnapshotSection.visitMarkersChunk(raw, reserve: $0, each: $1) }
+               plainBatch(attributeBytes: raw.count) { V1.SnapshotSection.visitMarkersChunk(raw, reserve: $0, each: $1) }
            }) {
             return { [self] in try restoreBatch(batch, into: layerID, c) }
         }

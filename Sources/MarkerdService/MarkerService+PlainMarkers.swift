@@ -16,10 +16,12 @@ extension MarkerService {
     /// are not UTF-8, more than `MarkerConversion.maxPayloadBytes` of attributes and extra, or
     /// anything `AttributeEncoding.appendCanonical` declines). A marker whose icon and anchor bytes repeat the
     /// previous marker's reuses its style without converting or validating it again.
-    func plainBatch(_ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool, UnsafeRawBufferPointer) -> Bool) -> String?) -> (String, RestoreBatch)? {
+    /// `attributeBytes` is the room the batch reserves for encoded attributes once a marker has
+    /// some (the size of the bytes decoded: they hold the attributes' wire form).
+    func plainBatch(attributeBytes: Int, _ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool, UnsafeRawBufferPointer) -> Bool) -> String?) -> (String, RestoreBatch)? {
         var batch = RestoreBatch()
         var lastStyle: UInt32? = nil
-        let layerID = visit({ batch = RestoreBatch(capacity: $0) }) { m, sameStyle, attributes in
+        let layerID = visit({ batch = RestoreBatch(capacity: $0, attributeBytes: attributeBytes) }) { m, sameStyle, attributes in
             guard let p = m.position, m.animation == nil, m.label == nil else { return false }
             let style: UInt32
             if sameStyle, let l = lastStyle {
@@ -47,7 +49,7 @@ extension MarkerService {
     /// batch being applied under it.
     func upsertPlainMarkers(_ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse? {
         guard let (layerID, decoded) = c.payload.withUnsafeBytes({ raw in
-            plainBatch { V1.UpsertMarkersRequest.visitPlain(raw, reserve: $0, each: $1) }
+            plainBatch(attributeBytes: raw.count) { V1.UpsertMarkersRequest.visitPlain(raw, reserve: $0, each: $1) }
         }), decoded.firstRepeatedID() == nil else { return nil }
         var batch = decoded
         if batch.count > 1 { batch.prepareLayout(idHashSeed: try handle(layerID).idHashSeed) }

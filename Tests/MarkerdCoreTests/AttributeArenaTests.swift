@@ -179,4 +179,62 @@ import Testing
             _ = try layer.upsert([MarkerRecord(id: "huge", position: p, attributes: ["k": String(repeating: "x", count: 1 << 20)])], now: 0)
         }
     }
+
+    /// `AttributeEncoding.isText` (what the bulk path validates keys and values with) agrees
+    /// with the standard library's UTF-8 validation plus "no NUL": on random bytes biased towards
+    /// lead and continuation bytes, and on the edges of table 3-7 (overlong forms, surrogates,
+    /// U+10FFFF and past it, cut sequences), at every offset around the 8-byte ASCII steps.
+    @Test func textValidationAgreesWithTheStandardLibrary() {
+        let seed = testSeed("AttributeArenaTests.textValidationAgreesWithTheStandardLibrary")
+        var rng = SplitMix64(seed: seed)
+        func expected(_ b: [UInt8]) -> Bool { !b.contains(0) && String(validating: b, as: UTF8.self) != nil }
+        let edges: [[UInt8]] = [[0xC0, 0x80], [0xC1, 0xBF], [0xC2, 0x80], [0xDF, 0xBF], [0xE0, 0x9F, 0xBF], [0xE0, 0xA0, 0x80],
+                                [0xED, 0x9F, 0xBF], [0xED, 0xA0, 0x80], [0xEF, 0xBF, 0xBF], [0xF0, 0x8F, 0xBF, 0xBF],
+                                [0xF0, 0x90, 0x80, 0x80], [0xF4, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80],
+                                [0xE3, 0x81], [0xF0, 0x9F, 0x98], [0x80], [0xBF], [0xFF], [0x00], [0x41]]
+        for edge in edges {
+            for before in 0..<10 {
+                for after in [0, 1, 9] {
+                    let b = Array(repeating: UInt8(0x61), count: before) + edge + Array(repeating: UInt8(0x62), count: after)
+                    #expect(b.withUnsafeBytes { AttributeEncoding.isText($0) } == expected(b), "\(b)")
+                }
+            }
+        }
+        let alphabet: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEF, 0xF0, 0xF3, 0xF4, 0xF5, 0xFF]
+        var agreedValid = 0
+        for round in 0..<20_000 {
+            let b = (0..<Int(rng.next() % 24)).map { _ in rng.next() % 3 == 0 ? UInt8(0x61) : alphabet[Int(rng.next() % UInt64(alphabet.count))] }
+            let want = expected(b)
+            if want { agreedValid += 1 }
+            #expect(b.withUnsafeBytes { AttributeEncoding.isText($0) } == want, "seed \(seed) round \(round): \(b)")
+        }
+        #expect(agreedValid > 100)
+    }
+
+    /// A batch's room for attributes (`RestoreBatch(capacity:attributeBytes:)`, the request's
+    /// size on the bulk path) changes nothing but its capacity: too small, exact or larger, the
+    /// batch holds the same canonical bytes.
+    @Test func attributeRoomHintKeepsTheBytes() throws {
+        let seed = testSeed("AttributeArenaTests.attributeRoomHintKeepsTheBytes")
+        var rng = SplitMix64(seed: seed)
+        let wires = (0..<500).map { i in Self.scrambledWire(Self.threeAttributes(i, &rng), &rng) }
+        var batches: [RestoreBatch] = []
+        for hint in [0, 1, wires.reduce(0) { $0 + $1.count }, 1 << 22] {
+            var batch = RestoreBatch(capacity: wires.count, attributeBytes: hint)
+            let pin = batch.styleIndex(IconStyle.defaultPin, hint: nil)
+            let style = try #require(pin)
+            for (i, wire) in wires.enumerated() {
+                let ok = wire.withUnsafeBytes {
+                    batch.append(id: "m\(i)", position: LatLng(latitude: 1, longitude: 2), style: style, zIndex: 0,
+                                 visible: true, clickable: true, draggable: false, extra: [], attributes: $0)
+                }
+                #expect(ok)
+            }
+            #expect(batch.attributeBytes.capacity >= hint)
+            batches.append(batch)
+        }
+        for b in batches.dropFirst() { #expect(byteMismatch(b.attributeBytes, batches[0].attributeBytes) == nil) }
+        for i in [0, 17, 499] { #expect(batches[0].record(i).attributes == batches.last!.record(i).attributes) }
+    }
 }
+

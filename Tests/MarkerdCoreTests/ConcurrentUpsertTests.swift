@@ -75,6 +75,41 @@ import Testing
         try RestoreTests.compareAnswers(a, b, ids: [], &rng, "seed \(seed)")
     }
 
+    /// All new markers with attributes (a few without, in scrambled wire order), batch after
+    /// batch, after an arena that already ends mid-chunk: with and without the second thread,
+    /// every slot reads the attributes last sent, and the arenas count the same bytes.
+    @Test func allNewWithAttributesStoresTheSameAttributes() throws {
+        var (seed, rng, a, b, runner) = try Self.start("ConcurrentUpsertTests.allNewWithAttributesStoresTheSameAttributes", .concurrent)
+        var expected: [String: [String: String]] = [:]
+        for round in 0..<5 {
+            let n = round == 0 ? 333 : MarkerLayer.concurrentUpsertAbove + Int(rng.next() % 6_000)
+            var batch = RestoreBatch(capacity: n, attributeBytes: round == 1 ? 0 : 40 * n)
+            let pin = batch.styleIndex(IconStyle.defaultPin, hint: nil)
+            let style = try #require(pin)
+            for i in 0..<n {
+                let id = "a\(round)-\(i)"
+                let attributes = i % 10 == 3 ? [:] : AttributeArenaTests.threeAttributes(i, &rng)
+                expected[id] = attributes
+                let wire = AttributeArenaTests.scrambledWire(attributes, &rng)
+                let ok = wire.withUnsafeBytes {
+                    batch.append(id: id, position: LatLng(latitude: Double(rng.next() % 170) - 85, longitude: Double(rng.next() % 360) - 180),
+                                 style: style, zIndex: 0, visible: true, clickable: true, draggable: false, extra: [], attributes: $0)
+                }
+                #expect(ok, "seed \(seed)")
+            }
+            batch.prepareLayout(idHashSeed: a.idHashSeed)
+            #expect(a.upsert(batch, now: RestoreTests.now) == b.upsert(batch, now: RestoreTests.now, alongside: runner), "seed \(seed) round \(round)")
+        }
+        #expect(runner.calls == 4, "seed \(seed): the second thread was not used")
+        #expect(a.attributes.liveBytes == b.attributes.liveBytes && a.attributes.approximateBytes == b.attributes.approximateBytes, "seed \(seed)")
+        for (id, attributes) in expected {
+            let sa = try #require(a.table.find(id)), sb = try #require(b.table.find(id))
+            #expect(a.attributes.withBytes(sa, AttributeEncoding.decode) == attributes, "seed \(seed) \(id)")
+            #expect(b.attributes.withBytes(sb, AttributeEncoding.decode) == attributes, "seed \(seed) \(id)")
+            #expect(b.marker(id: id)?.attributes == attributes, "seed \(seed) \(id)")
+        }
+    }
+
     /// Batches whose ids are not all new: some already in the layer (often missed by the sample
     /// of `likelyAllNew`), or repeated in the batch (an empty layer is not sampled at all). The
     /// grid inserts made ahead are undone; the layer answers as without the second thread.

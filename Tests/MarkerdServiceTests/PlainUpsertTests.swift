@@ -105,7 +105,7 @@ import Testing
             }
         }
         let request = V1.UpsertMarkersRequest(layerID: "a", markers: markers).serializedBytes()
-        let batch = try #require(request.withUnsafeBytes { raw in fast.plainBatch { V1.UpsertMarkersRequest.visitPlain(raw, reserve: $0, each: $1) } }?.1)
+        let batch = try #require(request.withUnsafeBytes { raw in fast.plainBatch(attributeBytes: raw.count) { V1.UpsertMarkersRequest.visitPlain(raw, reserve: $0, each: $1) } }?.1)
         #expect(batch.count == n)
         #expect(byteMismatch(batch.attributeBytes, markers.flatMap { AttributeEncoding.encode($0.attributes) }) == nil)
         let a = Self.send(fast, request)
