@@ -104,12 +104,13 @@ import Testing
     /// A moved marker renews only tiles whose pixels may have changed: every tile whose bytes
     /// changed has a new version, tiles far away keep theirs, and every tile equals the tile of
     /// a layer loaded afresh with the final markers (the incremental placement is the placement).
-    @Test func movesRenewOnlyTheirTilesAndMatchAFreshPlacement() throws {
+    /// z6 places lazily (300 markers), z2 eagerly: kept across the moves through watch lists.
+    @Test(arguments: [UInt32(6), 2])
+    func movesRenewOnlyTheirTilesAndMatchAFreshPlacement(zoom z: UInt32) throws {
         let s = MarkerService()
         try Self.createLayer(s, "a", Self.labelOptions())
         var markers = Self.places(300, lat: 40...56, lon: -10...20, seed: testSeed())
         try upsert(s, "a", markers)
-        let z: UInt32 = 6
         let lo = TileID.containing(LatLng(latitude: 56, longitude: -10), zoom: Int(z))
         let hi = TileID.containing(LatLng(latitude: 40, longitude: 20), zoom: Int(z))
         let tiles = (lo.y...hi.y).flatMap { y in (lo.x...hi.x).map { x in (x, y) } }
@@ -133,7 +134,7 @@ import Testing
             let f = try tile(fresh, "a", z, t.0, t.1)
             #expect(byteMismatch(after[k].png, f.png) == nil, "tile \(z)/\(t.0)/\(t.1) differs from a fresh placement")
         }
-        #expect(kept > 0, "every tile got a new version: updates are not local")
+        if z == 6 { #expect(kept > 0, "every tile got a new version: updates are not local") }
     }
 
     /// Two markers whose labels compete for the same place (positions RIGHT only): the higher
