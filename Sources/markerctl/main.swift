@@ -9,6 +9,7 @@ usage: markerctl [--url URL] COMMAND ...     (default URL tcp://127.0.0.1:7450, 
 
   layers list
   layers create LAYER [--min-marker-count N] [--tile-size 256|512] [--no-tiling]
+                [--labels ATTRIBUTE [--label-priority ATTRIBUTE]]   (label each pin with an attribute)
   layers delete LAYER
   layers stats LAYER
   register-icon ICON FILE.png [--anchor X,Y]
@@ -91,6 +92,9 @@ do {
             let minCount = option("--min-marker-count")
             let tileSize = option("--tile-size")
             let noTiling = flag("--no-tiling")
+            let labelAttribute = option("--labels")
+            let priorityAttribute = option("--label-priority")
+            if priorityAttribute != nil && labelAttribute == nil { fail("--label-priority needs --labels", code: 2) }
             var req = V1.CreateLayerRequest()
             req.layerID = positional(1, "LAYER")
             var tiling = V1.TilingOptions()
@@ -99,6 +103,13 @@ do {
             if noTiling { tiling.enabled = false }
             var options = V1.LayerOptions()
             options.tiling = tiling
+            if let labelAttribute {
+                var labels = V1.LabelOptions()
+                labels.enabled = true
+                labels.textAttribute = labelAttribute
+                if let priorityAttribute { labels.priorityAttribute = priorityAttribute }
+                options.labels = labels
+            }
             req.options = options
             print(describe(try client.createLayer(req)))
         case "delete":
