@@ -8,16 +8,23 @@ enum CairoCanvas {
                               Double(argb & 0xFF) / 255, Double(argb >> 24) / 255)
     }
 
-    /// Flushes `surface` (A8, `width` x `height`) and returns its coverage bytes, rows without
-    /// padding. Throws `.drawingFailed` naming `what` and Cairo's status if drawing failed.
-    static func mask(_ surface: OpaquePointer, _ cr: OpaquePointer, width: Int, height: Int,
-                     what: String) throws(RenderError) -> [UInt8] {
+    /// Flushes `surface` and returns its pixel data; throws `.drawingFailed` naming `what` and
+    /// Cairo's status if drawing failed.
+    private static func flushed(_ surface: OpaquePointer, _ cr: OpaquePointer, what: String) throws(RenderError) -> UnsafeMutablePointer<UInt8> {
         cairo_surface_flush(surface)
         let status = cairo_status(cr)
         guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
             let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
             throw RenderError(.drawingFailed, "cairo: drawing \(what) failed: \(reason)")
         }
+        return data
+    }
+
+    /// Flushes `surface` (A8, `width` x `height`) and returns its coverage bytes, rows without
+    /// padding. Throws `.drawingFailed` naming `what` and Cairo's status if drawing failed.
+    static func mask(_ surface: OpaquePointer, _ cr: OpaquePointer, width: Int, height: Int,
+                     what: String) throws(RenderError) -> [UInt8] {
+        let data = try flushed(surface, cr, what: what)
         let stride = Int(cairo_image_surface_get_stride(surface))
         return [UInt8](unsafeUninitializedCapacity: width * height) { out, count in
             for y in 0..<height { UnsafeMutableRawPointer(out.baseAddress! + y * width).copyMemory(from: data + y * stride, byteCount: width) }
@@ -29,12 +36,7 @@ enum CairoCanvas {
     /// Throws `.drawingFailed` naming `what` and Cairo's status if drawing failed.
     static func image(_ surface: OpaquePointer, _ cr: OpaquePointer, width: Int, height: Int,
                       what: String) throws(RenderError) -> RGBAImage {
-        cairo_surface_flush(surface)
-        let status = cairo_status(cr)
-        guard status == CAIRO_STATUS_SUCCESS, let data = cairo_image_surface_get_data(surface) else {
-            let reason = cairo_status_to_string(status).map { String(cString: $0) } ?? "unknown"
-            throw RenderError(.drawingFailed, "cairo: drawing \(what) failed: \(reason)")
-        }
+        let data = try flushed(surface, cr, what: what)
         let stride = Int(cairo_image_surface_get_stride(surface))
         let raw = UnsafeRawPointer(data)
         // Cairo ARGB32: premultiplied, one native-endian 0xAARRGGBB word per pixel.
