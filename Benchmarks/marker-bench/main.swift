@@ -11,11 +11,6 @@ if arguments.contains("-h") || arguments.contains("--help") {
     print(Options.usage)
     exit(0)
 }
-// The same heap as markerd's: transparent huge pages (restarts this process once, same pid and
-// arguments), unless --small-pages. The in-process rows at 10M markers depend on it (every
-// random read of a table column or the grid also misses the TLB with 4 KiB pages).
-if !arguments.contains("--small-pages") { MallocTuning.enableHugePages() }
-
 let options: Options
 do {
     options = try Options.parse(arguments)
