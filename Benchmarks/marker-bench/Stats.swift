@@ -1,5 +1,4 @@
 import Foundation
-import MarkerdServer
 
 /// Percentiles and timing helpers. Every latency in marker-bench is kept in microseconds.
 enum Stats {

@@ -3,7 +3,6 @@
 // See Benchmarks/README.md and `marker-bench --help`.
 import Dispatch
 import Foundation
-import MarkerdServer
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--echo-server" { Floor.runEchoServer() }
