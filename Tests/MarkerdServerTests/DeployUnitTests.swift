@@ -24,10 +24,12 @@ import Testing
 
     @Test(arguments: ["run", "bench"])
     func makefileSetsTheMallocTunables(target: String) throws {
-        // `make -n` prints the recipes without running them, in an environment without GLIBC_TUNABLES.
+        // `make -n` prints the recipes without running them, in an environment without GLIBC_TUNABLES
+        // (nor an outer make's flags and variables, as under `make test`).
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["-u", "GLIBC_TUNABLES", "make", "-n", "-C", Self.root.path, target]
+        process.arguments = ["-u", "GLIBC_TUNABLES", "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL",
+                             "make", "-n", "-C", Self.root.path, target]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
