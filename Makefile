@@ -2,6 +2,9 @@
 SWIFT ?= swift
 DATA_DIR ?= ./data
 ARGS ?=
+## glibc malloc tunables for markerd and marker-bench (read by glibc at startup only; deploy/markerd.service sets the same):
+## transparent huge pages for the heap where the kernel's THP mode is madvise. GLIBC_TUNABLES= runs on 4 KiB pages.
+GLIBC_TUNABLES ?= glibc.malloc.hugetlb=1
 
 .PHONY: run test test-debug build release deps test-deps bench-deps protos check-protos bench clean
 
@@ -22,7 +25,7 @@ release: deps
 
 ## Build in release mode and run markerd on tcp://127.0.0.1:7450 (HTTP gateway 127.0.0.1:8080), data in ./data.
 run: release
-	.build/release/markerd --data-dir $(DATA_DIR) --http 127.0.0.1:8080 $(ARGS)
+	GLIBC_TUNABLES=$(GLIBC_TUNABLES) .build/release/markerd --data-dir $(DATA_DIR) --http 127.0.0.1:8080 $(ARGS)
 
 ## The whole test suite: Swift unit + integration tests, then the Python reference client against a real markerd.
 ## Built optimised (-O, with -enable-testing for @testable imports) in a build directory of its own, so it neither
@@ -44,7 +47,7 @@ protos:
 	scripts/gen-protos.sh
 
 bench: release bench-deps
-	.build/release/marker-bench $(ARGS)
+	GLIBC_TUNABLES=$(GLIBC_TUNABLES) .build/release/marker-bench $(ARGS)
 
 clean:
 	rm -rf .build

@@ -11,8 +11,8 @@ import MarkerdService
 /// tile over all N markers in this process with each of `TileRenderer`'s culling paths (exact;
 /// within 1/255; within 1/255 with the node sweep): time, markers visited one by one, draws
 /// (`--only move`: the build and the moves only). The process runs on transparent huge pages
-/// like markerd unless `--small-pages` (see main.swift); the move row's note gives its
-/// AnonHugePages.
+/// like markerd when GLIBC_TUNABLES asks for them (`make bench` does; see `Options.usage`); the
+/// move row's note gives its AnonHugePages.
 struct InProcessBench {
     let options: Options
     let layer: SyntheticLayer

@@ -160,6 +160,7 @@ final class MarkerdProcess: @unchecked Sendable {
         }
         child = ChildProcess(name: name, executable: path,
                              arguments: ["--listen", "tcp://127.0.0.1:0"] + arguments, echo: echo)
+        child.process.environment = Machine.markerdEnvironment
         url = try child.start()
         client = try MarkerdClient(url: url, timeout: .seconds(600))
         let info = try client.serverInfo()

@@ -84,10 +84,6 @@ struct Options: Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("mapnik/render_places.py").path
     }
-    /// Keep this process on glibc's default 4 KiB pages (`--small-pages`): do not re-execute
-    /// with transparent huge pages for the heap as markerd does (`MallocTuning.enableHugePages`).
-    /// Default false (huge pages, like markerd). Checked in main.swift before parsing.
-    var smallPages = false
     /// The one section `--only` asked for, or nil.
     var only: String? = nil {
         didSet {
@@ -172,16 +168,18 @@ struct Options: Sendable {
       --label-zooms Z[,Z...]  labels: measure only these zooms (of 0, 3, 10, 14), markerd's
                            and Mapnik's. Default all four
       --mapnik-python PATH labels: the Python with python3-mapnik. Default /usr/bin/python3
-      --small-pages        keep this process on 4 KiB pages; by default marker-bench, like
-                           markerd, restarts itself once with GLIBC_TUNABLES=glibc.malloc.hugetlb=1
-                           (transparent huge pages for the heap, when the kernel's THP mode is
-                           "madvise"), which the in-process rows depend on at 10M markers
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
       --verbose            echo markerd's log lines on standard error
       --keep-data          keep the durability data directories (the path is logged)
       -h, --help           this text
+
+    Heap pages: glibc reads GLIBC_TUNABLES at startup only. The in-process rows run on this
+    process's heap: set GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (`make bench` does) for markerd's
+    transparent huge pages, which they depend on at 10M markers. markerd children get that
+    tunable added unless GLIBC_TUNABLES already sets glibc.malloc.hugetlb, as deploy/markerd.service
+    runs markerd; GLIBC_TUNABLES=glibc.malloc.hugetlb=0 keeps both on 4 KiB pages.
     """
 
     struct ParseError: Error, CustomStringConvertible {
@@ -247,7 +245,6 @@ struct Options: Sendable {
                 o.labelZooms = zooms
             case "--mapnik-python": o.mapnikPython = try value(arg)
             case "--no-tune": o.tuneLoad = false
-            case "--small-pages": o.smallPages = true
             case "--markerd": o.markerdPath = try value(arg)
             case "--data-root": o.dataRoot = try value(arg)
             case "--verbose": o.verbose = true
@@ -276,7 +273,6 @@ struct Options: Sendable {
             if let pngDir { parts.append("--png-dir \(pngDir)") }
             if let labelZooms { parts.append("--label-zooms \(labelZooms.map(String.init).joined(separator: ","))") }
         }
-        if smallPages { parts.append("--small-pages") }
         parts.append("--markerd \(markerdPath)")
         if !skipDurability { parts.append("--data-root \(dataRoot)") }
         return parts.joined(separator: " ")

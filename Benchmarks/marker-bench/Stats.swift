@@ -1,5 +1,4 @@
 import Foundation
-import MarkerdServer
 
 /// Percentiles and timing helpers. Every latency in marker-bench is kept in microseconds.
 enum Stats {
@@ -127,10 +126,30 @@ enum Machine {
     /// malloc for transparent huge pages, and the kernel's THP mode.
     static var heapPages: String {
         let tunables = ProcessInfo.processInfo.environment["GLIBC_TUNABLES"] ?? ""
-        let mode = MallocTuning.transparentHugePageMode() ?? "unknown"
+        let mode = transparentHugePageMode ?? "unknown"
         if tunables.contains("glibc.malloc.hugetlb=1") { return "transparent huge pages (GLIBC_TUNABLES=\(tunables), THP mode \(mode)), as markerd's" }
         if mode == "always" { return "transparent huge pages (THP mode always)" }
-        return "4 KiB pages (THP mode \(mode)" + (tunables.isEmpty ? "" : ", GLIBC_TUNABLES=\(tunables)") + "; markerd uses huge pages)"
+        return "4 KiB pages (THP mode \(mode)" + (tunables.isEmpty ? "" : ", GLIBC_TUNABLES=\(tunables)")
+            + "; markerd's are huge: set GLIBC_TUNABLES=glibc.malloc.hugetlb=1 as make bench does)"
+    }
+
+    /// The kernel's transparent huge page mode ("always", "madvise" or "never"), or nil.
+    static var transparentHugePageMode: String? {
+        guard let text = try? String(contentsOfFile: "/sys/kernel/mm/transparent_hugepage/enabled", encoding: .utf8),
+              let open = text.firstIndex(of: "["), let close = text[open...].firstIndex(of: "]") else { return nil }
+        return String(text[text.index(after: open)..<close])
+    }
+
+    /// The environment markerd children run with: this process's, with transparent huge pages for
+    /// the heap (`glibc.malloc.hugetlb=1` added to GLIBC_TUNABLES, as deploy/markerd.service and
+    /// `make run` start markerd) unless GLIBC_TUNABLES already sets `glibc.malloc.hugetlb`.
+    static var markerdEnvironment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        let tunables = environment["GLIBC_TUNABLES"] ?? ""
+        if !tunables.contains("glibc.malloc.hugetlb") {
+            environment["GLIBC_TUNABLES"] = tunables.isEmpty ? "glibc.malloc.hugetlb=1" : tunables + ":glibc.malloc.hugetlb=1"
+        }
+        return environment
     }
 
     /// CPU time (user + system) process `pid` has used so far, in seconds, or nil.

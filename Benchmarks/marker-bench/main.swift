@@ -3,7 +3,6 @@
 // See Benchmarks/README.md and `marker-bench --help`.
 import Dispatch
 import Foundation
-import MarkerdServer
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--echo-server" { Floor.runEchoServer() }
@@ -11,11 +10,6 @@ if arguments.contains("-h") || arguments.contains("--help") {
     print(Options.usage)
     exit(0)
 }
-// The same heap as markerd's: transparent huge pages (restarts this process once, same pid and
-// arguments), unless --small-pages. The in-process rows at 10M markers depend on it (every
-// random read of a table column or the grid also misses the TLB with 4 KiB pages).
-if !arguments.contains("--small-pages") { MallocTuning.enableHugePages() }
-
 let options: Options
 do {
     options = try Options.parse(arguments)

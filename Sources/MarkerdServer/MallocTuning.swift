@@ -2,7 +2,10 @@
 import Glibc
 #endif
 
-/// Process-wide allocator settings for markerd (glibc only; a no-op elsewhere).
+/// Process-wide allocator settings for markerd that `mallopt` sets at startup (glibc only; a
+/// no-op elsewhere). Settings glibc reads only before `main` (transparent huge pages for the
+/// heap: `GLIBC_TUNABLES=glibc.malloc.hugetlb=1`) are the caller's: deploy/markerd.service and
+/// `make run` set them.
 ///
 /// glibc serves allocations below its mmap threshold from heap arenas, and raises that
 /// threshold (up to 32 MiB) every time a larger mmapped block is freed. A layer's columns grow
@@ -49,55 +52,6 @@ public enum MallocTuning {
             && mallopt(mTrimThreshold, Int32(clamping: trimThresholdBytes)) == 1
         #else
         return false
-        #endif
-    }
-
-    /// The glibc tunable that makes malloc advise transparent huge pages (MADV_HUGEPAGE) for the
-    /// memory it maps (glibc 2.35 and later; older versions ignore it).
-    static let hugePageTunable = "glibc.malloc.hugetlb=1"
-
-    /// Restarts this process (`execv` of the binary /proc/self/exe links to, with the same
-    /// arguments: the same pid, and the same process name for `ps`, `pgrep` and systemd, which an
-    /// exec of the link itself would rename "exe") with `hugePageTunable` added to
-    /// GLIBC_TUNABLES, when the kernel gives transparent huge pages only on request ("[madvise]" in /sys/kernel/mm/transparent_hugepage/enabled) and the
-    /// variable does not set that tunable yet. Call it first thing, before any thread starts:
-    /// glibc reads its tunables at startup only. Returns (doing nothing) when no restart is
-    /// needed or possible: THP "always" or "never", the tunable already set (also after the
-    /// restart, so it happens at most once), not Linux, or the binary's path or `execv` failed.
-    ///
-    /// Why: a 10M-marker layer's columns and grid are gigabytes that grow while a bulk load
-    /// faults them in page by page, and that queries read at random (a page of 1,000 markers is
-    /// 1,000 scattered rows), each read also missing the TLB with 4 KiB pages (a two-level walk
-    /// under virtualisation). Measured in process at 10M markers (marker-bench `--only viewport`,
-    /// runs alternating with and without on a loaded shared machine): loading took 15-25 % less
-    /// CPU per marker; QueryViewport's server work did not differ beyond the noise (about 5 %
-    /// less at 1M). Resident memory grows by at most part of a huge page per mapping (10M
-    /// markers: within 2.5 B/marker of the runs without).
-    public static func enableHugePages() {
-        #if os(Linux)
-        let current = getenv("GLIBC_TUNABLES").map { String(cString: $0) } ?? ""
-        guard !current.contains("glibc.malloc.hugetlb"), transparentHugePageMode() == "madvise" else { return }
-        guard let binary = realpath("/proc/self/exe", nil) else { return }
-        defer { free(binary) }
-        setenv("GLIBC_TUNABLES", current.isEmpty ? hugePageTunable : current + ":" + hugePageTunable, 1)
-        execv(binary, CommandLine.unsafeArgv)
-        // Still here: execv failed; carry on with small pages, and do not pass the variable on.
-        if current.isEmpty { unsetenv("GLIBC_TUNABLES") } else { setenv("GLIBC_TUNABLES", current, 1) }
-        #endif
-    }
-
-    /// The kernel's transparent huge page mode ("always", "madvise" or "never"), or nil.
-    public static func transparentHugePageMode() -> String? {
-        #if os(Linux)
-        guard let f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r") else { return nil }
-        defer { fclose(f) }
-        var buffer = [CChar](repeating: 0, count: 128)
-        guard fgets(&buffer, Int32(buffer.count), f) != nil else { return nil }
-        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let open = text.firstIndex(of: "["), let close = text[open...].firstIndex(of: "]") else { return nil }
-        return String(text[text.index(after: open)..<close])
-        #else
-        return nil
         #endif
     }
 }

@@ -46,9 +46,6 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// changed markers' windows are rendered again (`ServiceConfiguration.keptCanvasBytes`).
     /// Default 64 MiB; 0: always from scratch. `--swept-canvas-bytes` is an older name of its flag.
     public var keptCanvasBytes: Int = 64 << 20
-    /// Back the heap with transparent huge pages where the kernel only gives them on request
-    /// (`MallocTuning.enableHugePages`). Default true.
-    public var hugePages: Bool = true
 
     public enum FsyncPolicy: String, Sendable, CaseIterable {
         /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
@@ -91,8 +88,6 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers
                                  or more) kept to re-render only what changed after a small change.
                                  Default 67108864 (64 MiB); 0 = always from scratch
-      --huge-pages on|off        back the heap with transparent huge pages when the kernel's mode is
-                                 madvise (markerd restarts itself once with GLIBC_TUNABLES set). Default on
       -h, --help                 this text
       --version                  print the version
     """
@@ -154,10 +149,6 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 }
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
             case "--kept-canvas-bytes", "--swept-canvas-bytes": config.keptCanvasBytes = try integer(arg, min: 0)
-            case "--huge-pages":
-                let text = try value(arg)
-                guard text == "on" || text == "off" else { throw ParseError(description: "--huge-pages takes on or off, not \"\(text)\"") }
-                config.hugePages = text == "on"
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

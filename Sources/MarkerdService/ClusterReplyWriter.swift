@@ -103,14 +103,10 @@ final class ClusterReplyWriter: GridClusterVisitor {
     /// 0 without a memo, else `defaultBlockLevels` unless given.
     let blockLevels: Int
     /// Default `blockLevels`: 2 (blocks of 4 x 4 target cells: a 1080x1920 px viewport covers
-    /// about 6 x 9 blocks); `MARKERD_CLUSTER_BLOCK_LEVELS` (0-3) overrides it, for measurements.
-    /// Larger blocks make warm answers cheaper (fewer look-ups) and cold ones dearer (a block's
-    /// cells outside the box are encoded too), and one update re-stamps more cells' output.
-    static let defaultBlockLevels: Int = {
-        guard let v = ProcessInfo.processInfo.environment["MARKERD_CLUSTER_BLOCK_LEVELS"].flatMap({ Int($0) }), (0...3).contains(v)
-        else { return 2 }
-        return v
-    }()
+    /// about 6 x 9 blocks). Larger blocks make warm answers cheaper (fewer look-ups) and cold ones
+    /// dearer (a block's cells outside the box are encoded too), and one update re-stamps more
+    /// cells' output. Tests and measurements pass other levels to `init(memo:blockLevels:)`.
+    static let defaultBlockLevels = 2
 
     /// A block being written afresh (`enterBlock` missed): every target cell's items are written
     /// into `clusterBytes` and `freshSlots` (for the memo), only those of cells in the box into the

@@ -29,9 +29,6 @@ do {
     die("\(error)\n\n\(MarkerdConfiguration.usage)", code: 2)
 }
 
-// Transparent huge pages for the heap (may restart this process once, same pid and arguments).
-if configuration.hugePages { MallocTuning.enableHugePages() }
-
 // Large blocks in their own mappings, so freed request buffers and column generations leave RSS.
 MallocTuning.apply()
 

@@ -38,10 +38,12 @@ final class MarkerdProcess {
         return Int(UInt16(bigEndian: addr.sin_port))
     }
 
-    init(arguments: [String], port: Int = MarkerdProcess.freePort()) throws {
+    /// Starts markerd listening on `port` with `arguments`, in `environment` (nil: this process's).
+    init(arguments: [String], port: Int = MarkerdProcess.freePort(), environment: [String: String]? = nil) throws {
         url = "tcp://127.0.0.1:\(port)"
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["--listen", url] + arguments
+        process.environment = environment
         process.standardError = stderrPipe
         process.standardOutput = FileHandle.nullDevice
         try process.run()
