@@ -22,21 +22,27 @@ import Testing
         #expect(environment == ["Environment=\(Self.tunables)"])
     }
 
-    @Test(arguments: ["run", "bench"])
-    func makefileSetsTheMallocTunables(target: String) throws {
-        // `make -n` prints the recipes without running them, in an environment without GLIBC_TUNABLES
-        // (nor an outer make's flags and variables, as under `make test`).
+    /// Runs `executable` with `arguments`; its exit status and its standard output and error.
+    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["-u", "GLIBC_TUNABLES", "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL",
-                             "make", "-n", "-C", Self.root.path, target]
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
         try process.run()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text.prefix(2000))")
+        return (process.terminationStatus, text)
+    }
+
+    @Test(arguments: ["run", "bench"])
+    func makefileSetsTheMallocTunables(target: String) throws {
+        // `make -n` prints the recipes without running them, in an environment without GLIBC_TUNABLES
+        // (nor an outer make's flags and variables, as under `make test`).
+        let (status, text) = try Self.run("/usr/bin/env", ["-u", "GLIBC_TUNABLES", "-u", "MAKEFLAGS", "-u", "MFLAGS", "-u", "MAKELEVEL",
+                                                           "make", "-n", "-C", Self.root.path, target])
+        #expect(status == 0, "\(text.prefix(2000))")
         let binary = target == "run" ? ".build/release/markerd " : ".build/release/marker-bench "
         let line = text.split(separator: "\n").first { $0.contains(binary) }
         #expect(line?.hasPrefix("\(Self.tunables) \(binary)") == true, "\(text.prefix(2000))")
@@ -44,15 +50,7 @@ import Testing
 
     @Test(.enabled(if: analyzer != nil, "systemd-analyze is not installed: the unit's exposure score is not checked"))
     func unitExposureIsAtMostTwo() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(Self.analyzer))
-        process.arguments = ["security", "--offline=true", "--no-pager", Self.unit]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (_, text) = try Self.run(try #require(Self.analyzer), ["security", "--offline=true", "--no-pager", Self.unit])
         // "→ Overall exposure level for markerd.service: 1.2 OK 🙂"
         let line = try #require(text.split(separator: "\n").first { $0.contains("Overall exposure level") },
                                 "no score in systemd-analyze's output:\n\(text)")
