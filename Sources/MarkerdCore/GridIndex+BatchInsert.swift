@@ -14,7 +14,7 @@ extension GridIndex {
     /// result has the same nodes (keys, leaf or internal, child masks, counts, z bounds) and the
     /// same entries per leaf as inserting them one by one in any order. Inside a leaf, the new
     /// entries follow the old ones in spatial order (`insertOrderKey`: the Morton order of their
-    /// level-16 cells, an LSD radix sort, `RestoreBatch.Layout.radixSort`, ties in the given
+    /// level-16 cells, `RadixSort.order`, ties in the given
     /// order), as one-by-one inserts in that order would list them; only the run layout (which
     /// blocks each leaf's run takes) differs.
     /// `sorted`: the items already come in that order (`RestoreBatch.Layout.spatial`), not sorted again.
@@ -32,9 +32,9 @@ extension GridIndex {
         }
         entries.reserveGrowing(2 * items.count)
         blockNext.reserveGrowing(2 * items.count / GridIndex.blockSize)
-        let sorted = presorted ? items : RestoreBatch.Layout.radixSort(items.enumerated().map { k, item in
-            GridIndex.insertOrderKey(x: item.entry.x, y: item.entry.y) << 32 | UInt64(k)
-        }, passes: [(32, 11), (43, 11), (54, 10)]).map { items[Int($0)] }
+        let sorted = presorted ? items : RadixSort.order(items.map { item in
+            GridIndex.insertOrderKey(x: item.entry.x, y: item.entry.y)
+        }).map { items[Int($0)] }
         if sorted.count < Self.levelwiseInsertAbove {
             for (e, cls) in sorted { insert(e.slot, x: e.x, y: e.y, z: e.z, cls: cls) }
         } else {

@@ -336,7 +336,7 @@ extension MarkerLayer {
 struct DrawCollector {
     let limit: Int
     let topmost: Bool
-    private(set) var heap: [GridEntry] = []
+    private(set) var heap = BinaryHeap<GridEntry>()
 
     init(limit: Int, topmost: Bool) { self.limit = limit; self.topmost = topmost }
 
@@ -363,28 +363,15 @@ struct DrawCollector {
 
     mutating func offer(_ e: GridEntry, _ layer: MarkerLayer) {
         if limit == 0 { return }
+        // The heap's least element is the worst kept: `worse(a, b)` is `better(b, a)`.
+        let topmost = self.topmost
+        let worse = { (a: GridEntry, b: GridEntry) in
+            topmost ? DrawCollector.drawLess(a, b, layer) : DrawCollector.drawLess(b, a, layer)
+        }
         if heap.count < limit {
-            heap.append(e)
-            var i = heap.count - 1
-            while i > 0 {
-                let p = (i - 1) / 2
-                if !better(heap[p], heap[i], layer) { break }
-                heap.swapAt(p, i)
-                i = p
-            }
-        } else if better(e, heap[0], layer) {
-            heap[0] = e
-            var i = 0
-            let n = heap.count
-            while true {
-                let l = 2 * i + 1, r = l + 1
-                var m = i
-                if l < n && better(heap[m], heap[l], layer) { m = l }
-                if r < n && better(heap[m], heap[r], layer) { m = r }
-                if m == i { break }
-                heap.swapAt(i, m)
-                i = m
-            }
+            heap.push(e, by: worse)
+        } else if let w = heap.first, better(e, w, layer) {
+            heap.replaceFirst(with: e, by: worse)
         }
     }
 
@@ -394,7 +381,7 @@ struct DrawCollector {
     /// The kept entries in draw order (bottom first).
     func sortedEntries(_ layer: MarkerLayer) -> [GridEntry] {
         let table = layer.table   // captured once (not the whole layer per comparison)
-        return heap.sorted { a, b in
+        return heap.elements.sorted { a, b in
             if a.z != b.z { return a.z < b.z }
             if a.y != b.y { return a.y < b.y }
             return table.compareIDs(a.slot, b.slot) < 0

@@ -38,20 +38,9 @@ extension MarkerTable {
         buckets = Array(repeating: Bucket.empty, count: size)
         bucketShift = shift
         var pairs = [UInt64](repeating: 0, count: n)   // hash << 32 | slot
-        var scratch = [UInt64](repeating: 0, count: n)
         for s in 0..<n { pairs[s] = UInt64(idHash[s]) << 32 | UInt64(s) }
-        // LSD radix sort on the hash (bits 32...63), stable: equal hashes stay in slot order.
-        for digitShift: UInt64 in [32, 48] {
-            var starts = [Int](repeating: 0, count: 65_537)
-            for p in pairs { starts[Int((p >> digitShift) & 0xFFFF) + 1] += 1 }
-            for d in 0..<65_536 { starts[d + 1] += starts[d] }
-            for p in pairs {
-                let d = Int((p >> digitShift) & 0xFFFF)
-                scratch[starts[d]] = p
-                starts[d] += 1
-            }
-            swap(&pairs, &scratch)
-        }
+        // Stable by the hash (bits 32...63): equal hashes stay in slot order.
+        RadixSort.sort(&pairs, bits: 32..<64, maxDigitBits: 16) { $0 }
         var repeats: [(kept: Int32, repeated: Int32)] = []
         let mask = size - 1
         var groupStart = 0

@@ -22,11 +22,7 @@ extension RestoreBatch {
         init(_ batch: RestoreBatch, idHashSeed seed: UInt64) {
             idHashSeed = seed
             let n = batch.count
-            // LSD radix sort of (cell key << 32 | index) by the key's 32 bits, 11 + 11 + 10 per pass.
-            let spatialKeys = batch.entries.enumerated().map { i, e in
-                SpatialKey.morton(x: e.world.x >> 16, y: e.world.y >> 16) << 32 | UInt64(i)
-            }
-            let spatial = Self.radixSort(spatialKeys, passes: [(32, 11), (43, 11), (54, 10)])
+            let spatial = RadixSort.order(batch.entries.map { e in SpatialKey.morton(x: e.world.x >> 16, y: e.world.y >> 16) })
             var hashes = [UInt32](repeating: 0, count: n)
             var ids = [UInt8]()
             ids.reserveCapacity(batch.idBytes.count)
@@ -43,26 +39,6 @@ extension RestoreBatch {
             self.hashes = hashes
             self.ids = ids
             self.idEnds = idEnds
-        }
-
-        /// The low 32 bits (indices) of `items` sorted by the bits above, least significant
-        /// digit first (`passes`: the shift and width of each digit), stable.
-        static func radixSort(_ keys: [UInt64], passes: [(shift: Int, bits: Int)]) -> [Int32] {
-            var items = keys
-            var scratch = items
-            for (shift, bits) in passes {
-                let mask = (1 << bits) - 1
-                var starts = [Int](repeating: 0, count: mask + 2)
-                for v in items { starts[Int(v >> UInt64(shift)) & mask + 1] += 1 }
-                for d in 0...mask { starts[d + 1] += starts[d] }
-                for v in items {
-                    let d = Int(v >> UInt64(shift)) & mask
-                    scratch[starts[d]] = v
-                    starts[d] += 1
-                }
-                swap(&items, &scratch)
-            }
-            return items.map { Int32(truncatingIfNeeded: $0) }
         }
     }
 

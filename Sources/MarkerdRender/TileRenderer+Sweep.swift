@@ -117,49 +117,6 @@ extension TileRenderer {
         }
     }
 
-    /// A binary heap of events (`BinaryHeap`'s order: `pop` returns an element no other is `<`),
-    /// moving a hole down and up instead of swapping and reading its storage through one
-    /// unsafe pointer per operation: the sweep pushes and pops an event per part and per drawn
-    /// marker.
-    fileprivate struct EventHeap {
-        private var items: [Event] = []
-        var first: Event? { items.first }
-
-        mutating func push(_ e: Event) {
-            items.append(e)
-            items.withUnsafeMutableBufferPointer { b in
-                var i = b.count - 1
-                while i > 0 {
-                    let parent = (i - 1) >> 1
-                    if !(e < b[parent]) { break }
-                    b[i] = b[parent]
-                    i = parent
-                }
-                b[i] = e
-            }
-        }
-
-        mutating func pop() -> Event? {
-            guard let top = items.first else { return nil }
-            let last = items.removeLast()
-            if items.isEmpty { return top }
-            items.withUnsafeMutableBufferPointer { b in
-                let n = b.count
-                var i = 0
-                while true {
-                    let l = 2 * i + 1
-                    if l >= n { break }
-                    let c = l + 1 < n && b[l + 1] < b[l] ? l + 1 : l
-                    if !(b[c] < last) { break }
-                    b[i] = b[c]
-                    i = c
-                }
-                b[i] = last
-            }
-            return top
-        }
-    }
-
     /// What the sweep walks: a grid node, or the markers of a leaf in one device row (`row`,
     /// world y `y0...y1`): a leaf whose markers span a few device rows is taken one row at a
     /// time, bottom up, so that the upper rows, whose footprints only later markers of their
@@ -336,7 +293,7 @@ extension TileRenderer {
         /// leaf counts once: those of an opened row when it is read, whether drawn or not; the
         /// rest when its top row comes out, opened or not).
         var leafCounted: [Int] = []
-        var heap = EventHeap()
+        var heap = BinaryHeap<Event>()
         /// Leaf parts taken and to be read (`openAll`).
         var opening: [Part] = []
         var kept: [Item] = [], batch: [Item] = []

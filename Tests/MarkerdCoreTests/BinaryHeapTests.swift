@@ -29,3 +29,25 @@ import Testing
         }
     }
 }
+
+extension BinaryHeapTests {
+    /// With an ordering passed in (here: greatest first) and `replaceFirst`, a heap bounded to
+    /// `k` elements keeps the k least, as a sorted array would.
+    @Test func boundedHeapWithOrderingKeepsTheLeast() {
+        let seed = testSeed("BinaryHeapTests.boundedHeapWithOrderingKeepsTheLeast")
+        var rng = SplitMix64(seed: seed)
+        let greater = { (a: Int, b: Int) in a > b }
+        for round in 0..<100 {
+            let k = 1 + Int(rng.next() % 20)
+            var heap = BinaryHeap<Int>()
+            var all: [Int] = []
+            for _ in 0..<Int(rng.next() % 200) {
+                let v = Int(rng.next() % 100)
+                all.append(v)
+                if heap.count < k { heap.push(v, by: greater) } else if let w = heap.first, v < w { heap.replaceFirst(with: v, by: greater) }
+                #expect(heap.first == all.sorted().prefix(k).last, "seed \(seed) round \(round)")
+            }
+            #expect(heap.elements.sorted() == Array(all.sorted().prefix(k)), "seed \(seed) round \(round)")
+        }
+    }
+}

@@ -5,8 +5,8 @@ import MarkerdTestSupport
 import Testing
 
 /// The cold-tile path's pieces added for dense tiles (`CoverageMask.add(...clip:)` against the
-/// full `add` is in CullingBoundTests): `cullExact`'s row memo against testing every row, `RadixSort` against a comparison
-/// sort, `RasterView`'s pixel rounding and world copies against their definitions, and tiles
+/// full `add` is in CullingBoundTests; `RadixSort` in MarkerdCoreTests): `cullExact`'s row memo against testing
+/// every row, `RasterView`'s pixel rounding and world copies against their definitions, and tiles
 /// whose bytes depend on the layer alone.
 @Suite struct ColdTilePathTests {
     let now: Int64 = 1_700_000_000_000
@@ -144,20 +144,6 @@ import Testing
         }
         let snapshot = RasterView.snapshot(center: LatLng(latitude: 10, longitude: 20), zoom: 7.3, width: 300, height: 200, density: 2)
         #expect(snapshot.integerScale == nil)
-    }
-
-    /// `RadixSort.order` is the stable sort by key: small and large key ranges, few and many
-    /// distinct keys, below and above the comparison-sort cutoff.
-    @Test func radixSortIsStableSortByKey() {
-        var rng = SplitMix64(seed: testSeed())
-        for round in 0..<60 {
-            let n = [0, 1, 5, 2047, 2048, 5000, 20000][round % 7]
-            let bits = UInt64([1, 8, 23, 33, 47, 64][round % 6])
-            let base = rng.next()
-            let keys = (0..<n).map { _ in base &+ (bits == 64 ? rng.next() : rng.next() % (UInt64(1) << bits)) }
-            let expected = (0..<n).sorted { (keys[$0], $0) < (keys[$1], $1) }.map(Int32.init)
-            #expect(mismatch(RadixSort.order(keys), expected) == nil, "round \(round): n \(n), \(bits)-bit range")
-        }
     }
 
     /// `RasterView.floor` is `rounded(.down)`; `copies` holds every world copy in which some

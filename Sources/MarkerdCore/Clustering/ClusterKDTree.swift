@@ -146,9 +146,9 @@ struct ClusterKDTree: Sendable {
             if right - left > 600 {
                 let n = Double(right - left + 1)
                 let m = Double(k - left + 1)
-                let z = ClusterMath.ln(n)
-                let s = 0.5 * ClusterMath.expo(2 * z / 3)
-                let sd = 0.5 * ClusterMath.squareRoot(z * s * (n - s) / n) * (m - n / 2 < 0 ? -1 : 1)
+                let z = CoreMath.log(n)
+                let s = 0.5 * CoreMath.exp(2 * z / 3)
+                let sd = 0.5 * (z * s * (n - s) / n).squareRoot() * (m - n / 2 < 0 ? -1 : 1)
                 let newLeft = max(left, Int((Double(k) - m * s / n + sd).rounded(.down)))
                 let newRight = min(right, Int((Double(k) + (n - m) * s / n + sd).rounded(.down)))
                 select(ids, coords, k, newLeft, newRight, axis)

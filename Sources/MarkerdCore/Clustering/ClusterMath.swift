@@ -1,13 +1,6 @@
-// Small numeric helpers private to the clustering code (the core engineer will unify the
-// Web Mercator helpers later). libc is imported only for sin/log/exp/atan/sqrt: the Swift
-// standard library has no transcendental functions, and Foundation is not needed.
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+// Supercluster's projection and JavaScript's rounding, for the Supercluster-compatible index
+// (its numbers must match supercluster's bit for bit, hence its own formulas beside `Mercator`'s;
+// the elementary functions are `CoreMath`'s, the C library's).
 
 /// Namespace for the clustering module's private math (named to avoid colliding with MarkerdCore's own helpers).
 enum ClusterMath {
@@ -20,8 +13,8 @@ enum ClusterMath {
     /// infinity and `sin` would give NaN. NaN in, NaN out: callers reject non-finite input.
     @inline(__always)
     static func latY(_ lat: Double) -> Double {
-        let s = sin((lat < -90 ? -90 : (lat > 90 ? 90 : lat)) * Double.pi / 180)
-        let y = 0.5 - 0.25 * log((1 + s) / (1 - s)) / Double.pi
+        let s = CoreMath.sin((lat < -90 ? -90 : (lat > 90 ? 90 : lat)) * Double.pi / 180)
+        let y = 0.5 - 0.25 * CoreMath.log((1 + s) / (1 - s)) / Double.pi
         return y < 0 ? 0 : (y > 1 ? 1 : y)
     }
 
@@ -33,7 +26,7 @@ enum ClusterMath {
     @inline(__always)
     static func yLat(_ y: Double) -> Double {
         let y2 = (180 - y * 360) * Double.pi / 180
-        return 360 * atan(exp(y2)) / Double.pi - 90
+        return 360 * CoreMath.atan(CoreMath.exp(y2)) / Double.pi - 90
     }
 
     /// JavaScript `Math.round`: nearest integer, halves rounded toward +infinity.
@@ -46,9 +39,4 @@ enum ClusterMath {
     /// JavaScript `%` on numbers (truncating remainder, sign of the dividend).
     @inline(__always)
     static func jsRem(_ a: Double, _ b: Double) -> Double { a.truncatingRemainder(dividingBy: b) }
-
-    @inline(__always) static func ln(_ x: Double) -> Double { log(x) }
-    @inline(__always) static func expo(_ x: Double) -> Double { exp(x) }
-    @inline(__always) static func squareRoot(_ x: Double) -> Double { x.squareRoot() }
-    @inline(__always) static func log2Value(_ x: Double) -> Double { log2(x) }
 }

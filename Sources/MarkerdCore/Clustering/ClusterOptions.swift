@@ -27,7 +27,7 @@ public struct ClusterOptions: Sendable, Equatable {
     /// log2 of the number of cells per tile side: `max(0, round(log2(extent / radius)))`.
     public var cellsPerTileLog2: Int {
         guard radius > 0, extent > 0 else { return 0 }
-        return max(0, Int(ClusterMath.log2Value(extent / radius).rounded()))
+        return max(0, Int(CoreMath.log2(extent / radius).rounded()))
     }
 
     /// The effective cell size in tile pixels: `extent / 2^cellsPerTileLog2`.

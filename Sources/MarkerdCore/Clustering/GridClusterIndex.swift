@@ -135,7 +135,7 @@ public struct GridClusterIndex: Sendable {
         }
         last = []
         let depthBits = 2 * (options.maxZoom + k)  // the key bits that name a cell of maxZoom
-        Self.radixSort(&entries, topBits: depthBits)
+        RadixSort.sort(&entries, bits: (64 - depthBits)..<64, maxDigitBits: 11) { $0.key }
         count = entries.count
         entries.withUnsafeBufferPointer { buildLevels($0) }
     }
@@ -287,28 +287,6 @@ public struct GridClusterIndex: Sendable {
         cells[c].sumX &+= x; cells[c].sumY &+= y
         cells[c].minX = min(cells[c].minX, x0); cells[c].minY = min(cells[c].minY, y0)
         cells[c].maxX = max(cells[c].maxX, x1); cells[c].maxY = max(cells[c].maxY, y1)
-    }
-
-    /// Sorts `entries` by the top `topBits` bits of their keys (stable LSD radix sort, 11 bits a pass).
-    private static func radixSort(_ entries: inout [BulkEntry], topBits: Int) {
-        let digitBits = 11, buckets = 1 << 11
-        var spare = [BulkEntry](repeating: BulkEntry(key: 0, id: 0), count: entries.count)
-        var low = 64 - topBits
-        while low < 64 {
-            let shift = UInt64(low), mask = UInt64(buckets - 1)
-            var offsets = [Int](repeating: 0, count: buckets + 1)
-            for e in entries { offsets[Int((e.key >> shift) & mask) + 1] += 1 }
-            for b in 0..<buckets { offsets[b + 1] += offsets[b] }
-            spare.withUnsafeMutableBufferPointer { out in
-                for e in entries {
-                    let b = Int((e.key >> shift) & mask)
-                    out[offsets[b]] = e
-                    offsets[b] += 1
-                }
-            }
-            swap(&entries, &spare)
-            low += digitBits
-        }
     }
 
     /// The quadtree order of a world point: the bits of y and x interleaved (y's bit first, as in

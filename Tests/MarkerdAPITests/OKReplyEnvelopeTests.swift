@@ -1,5 +1,4 @@
 import MarkerdAPI
-import MarkerdServer
 import MarkerdTestSupport
 import Testing
 

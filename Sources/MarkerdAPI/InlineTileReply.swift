@@ -1,5 +1,3 @@
-import MarkerdAPI
-
 /// An OK `Response` envelope carrying a `GetTileResponse`, encoded straight into the reply
 /// buffer: the PNG is copied once (the generic path copies it into the payload, the envelope
 /// and the message). The bytes equal what protobuf-c packs for the same messages (fields in
@@ -10,6 +8,11 @@ import MarkerdAPI
 public struct InlineTileReply: Sendable {
     let requestID: UInt64
     let response: V1.GetTileResponse
+
+    public init(requestID: UInt64, response: V1.GetTileResponse) {
+        self.requestID = requestID
+        self.response = response
+    }
 
     /// Bytes of the GetTileResponse.
     private var payloadSize: Int {

@@ -1,5 +1,3 @@
-import MarkerdAPI
-
 /// An OK `Response` envelope without a message, written straight into the reply buffer: the
 /// payload is copied once, where `serializedBytes()` packs it into an array that is then copied
 /// into the nng message (two copies of a 300 KB GetClusters answer). `write(requestID:payloadCount:into:payload:)`
