@@ -8,6 +8,37 @@ enum CairoCanvas {
                               Double(argb & 0xFF) / 255, Double(argb >> 24) / 255)
     }
 
+    /// Draws with `draw` on a new A8 `width` x `height` surface (antialias gray) and returns its
+    /// coverage (see `mask`). Throws `.drawingFailed` naming `what` if Cairo fails.
+    static func drawMask(width: Int, height: Int, what: String, _ draw: (_ cr: OpaquePointer) -> Void) throws(RenderError) -> [UInt8] {
+        try drawing(CAIRO_FORMAT_A8, width: width, height: height, what: what) { (surface, cr) throws(RenderError) in
+            draw(cr)
+            return try mask(surface, cr, width: width, height: height, what: what)
+        }
+    }
+
+    /// Draws with `draw` on a new ARGB32 `width` x `height` surface (antialias gray) and returns
+    /// its pixels (see `image`). Throws `.drawingFailed` naming `what` if Cairo fails.
+    static func drawImage(width: Int, height: Int, what: String, _ draw: (_ cr: OpaquePointer) -> Void) throws(RenderError) -> RGBAImage {
+        try drawing(CAIRO_FORMAT_ARGB32, width: width, height: height, what: what) { (surface, cr) throws(RenderError) in
+            draw(cr)
+            return try image(surface, cr, width: width, height: height, what: what)
+        }
+    }
+
+    /// A new `format` surface and a context on it (antialias gray) for `body`, destroyed after.
+    private static func drawing<T>(_ format: cairo_format_t, width: Int, height: Int, what: String,
+                                   _ body: (OpaquePointer, OpaquePointer) throws(RenderError) -> T) throws(RenderError) -> T {
+        guard let surface = cairo_image_surface_create(format, Int32(width), Int32(height)),
+              cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
+        else { throw RenderError(.drawingFailed, "cairo: cannot create a \(width)x\(height) surface for \(what)") }
+        defer { cairo_surface_destroy(surface) }
+        guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context for \(what)") }
+        defer { cairo_destroy(cr) }
+        cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
+        return try body(surface, cr)
+    }
+
     /// Flushes `surface` and returns its pixel data; throws `.drawingFailed` naming `what` and
     /// Cairo's status if drawing failed.
     private static func flushed(_ surface: OpaquePointer, _ cr: OpaquePointer, what: String) throws(RenderError) -> UnsafeMutablePointer<UInt8> {

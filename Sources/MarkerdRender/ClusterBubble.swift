@@ -69,29 +69,22 @@ public struct ClusterBubble: Hashable, Sendable {
         let d = (1...3).contains(density) ? Double(density) : 1
         let band = min(max(band, 0), 2)
         let size = Int(Double(ClusterBubble.diameter(band: band)) * d)
-        guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, Int32(size), Int32(size)),
-              cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
-        else { throw RenderError(.drawingFailed, "cairo: cannot create a \(size)x\(size) surface") }
-        defer { cairo_surface_destroy(surface) }
-        guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
-        defer { cairo_destroy(cr) }
-        cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
+        return try CairoCanvas.drawImage(width: size, height: size, what: "a cluster bubble") { cr in
 
-        let s = Double(size), stroke = 2 * d
-        cairo_arc(cr, s / 2, s / 2, s / 2 - stroke / 2, 0, 2 * Double.pi)
-        CairoCanvas.setSource(cr, ClusterBubble.fill(band: band))
-        cairo_fill_preserve(cr)
-        CairoCanvas.setSource(cr, 0xFFFF_FFFF)
-        cairo_set_line_width(cr, stroke)
-        cairo_stroke(cr)
+            let s = Double(size), stroke = 2 * d
+            cairo_arc(cr, s / 2, s / 2, s / 2 - stroke / 2, 0, 2 * Double.pi)
+            CairoCanvas.setSource(cr, ClusterBubble.fill(band: band))
+            cairo_fill_preserve(cr)
+            CairoCanvas.setSource(cr, 0xFFFF_FFFF)
+            cairo_set_line_width(cr, stroke)
+            cairo_stroke(cr)
 
-        TextEngine.with { engine in
-            let ink = engine.setText(label, family: TextEngine.uiFamily, sizePx: [12.0, 13, 14][band] * d, bold: true).ink
-            engine.draw(on: cr, x: (s / 2 - (ink.x + ink.width / 2)).rounded(),
-                        y: (s / 2 - (ink.y + ink.height / 2)).rounded(), color: 0xFFFF_FFFF)
+            TextEngine.with { engine in
+                let ink = engine.setText(label, family: TextEngine.uiFamily, sizePx: [12.0, 13, 14][band] * d, bold: true).ink
+                engine.draw(on: cr, x: (s / 2 - (ink.x + ink.width / 2)).rounded(),
+                            y: (s / 2 - (ink.y + ink.height / 2)).rounded(), color: 0xFFFF_FFFF)
+            }
         }
-
-        return try CairoCanvas.image(surface, cr, width: size, height: size, what: "a cluster bubble")
     }
 }
 

@@ -8,26 +8,20 @@ public enum DebugOverlay {
     /// The overlay as a premultiplied `width x height` image. Throws `.drawingFailed` if Cairo
     /// cannot allocate the surface.
     public static func image(width: Int, height: Int, density: Int, text: String) throws(RenderError) -> RGBAImage {
-        guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, Int32(width), Int32(height)),
-              cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
-        else { throw RenderError(.drawingFailed, "cairo: cannot create a \(width)x\(height) surface") }
-        defer { cairo_surface_destroy(surface) }
-        guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
-        defer { cairo_destroy(cr) }
-        let d = Double(max(1, density))
-        cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE)
-        cairo_set_source_rgba(cr, 0, 0.4, 1, 1)
-        cairo_set_line_width(cr, d)
-        cairo_rectangle(cr, d / 2, d / 2, Double(width) - d, Double(height) - d)
-        cairo_stroke(cr)
+        return try CairoCanvas.drawImage(width: width, height: height, what: "the debug overlay") { cr in
+            let d = Double(max(1, density))
+            cairo_set_antialias(cr, CAIRO_ANTIALIAS_NONE)
+            cairo_set_source_rgba(cr, 0, 0.4, 1, 1)
+            cairo_set_line_width(cr, d)
+            cairo_rectangle(cr, d / 2, d / 2, Double(width) - d, Double(height) - d)
+            cairo_stroke(cr)
 
-        cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
-        TextEngine.with { engine in
-            let baseline = engine.setText(text, family: TextEngine.uiFamily, sizePx: 12 * d, bold: false).baseline
-            engine.draw(on: cr, x: 4 * d, y: (4 * d + baseline).rounded() - baseline, color: 0xFF00_0000,
-                        halo: 0xFFFF_FFFF, haloWidth: 3 * d)
+            cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
+            TextEngine.with { engine in
+                let baseline = engine.setText(text, family: TextEngine.uiFamily, sizePx: 12 * d, bold: false).baseline
+                engine.draw(on: cr, x: 4 * d, y: (4 * d + baseline).rounded() - baseline, color: 0xFF00_0000,
+                            halo: 0xFFFF_FFFF, haloWidth: 3 * d)
+            }
         }
-
-        return try CairoCanvas.image(surface, cr, width: width, height: height, what: "the debug overlay")
     }
 }

@@ -72,18 +72,13 @@ final class GlyphMasks: Sendable {
         let left = Int((ext.x_bearing * d).rounded(.down)) - 1, top = Int((ext.y_bearing * d).rounded(.down)) - 1
         let w = Int(((ext.x_bearing + ext.width) * d).rounded(.up)) - left + 2
         let h = Int(((ext.y_bearing + ext.height) * d).rounded(.up)) - top + 2
-        guard let surface = cairo_image_surface_create(CAIRO_FORMAT_A8, Int32(w), Int32(h)),
-              cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
-        else { throw RenderError(.drawingFailed, "cairo: cannot create a \(w)x\(h) glyph surface") }
-        defer { cairo_surface_destroy(surface) }
-        guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
-        defer { cairo_destroy(cr) }
-        cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
-        cairo_translate(cr, Double(-left) + Double(key.phaseX) / 4, Double(-top) + Double(key.phaseY) / 4)
-        cairo_scale(cr, d, d)
-        cairo_set_scaled_font(cr, g.font)
-        cairo_glyph_path(cr, &glyph, 1)
-        cairo_fill(cr)
-        return Mask(left: left, top: top, width: w, height: h, bytes: try CairoCanvas.mask(surface, cr, width: w, height: h, what: "a glyph"))
+        let bytes = try CairoCanvas.drawMask(width: w, height: h, what: "a glyph") { cr in
+            cairo_translate(cr, Double(-left) + Double(key.phaseX) / 4, Double(-top) + Double(key.phaseY) / 4)
+            cairo_scale(cr, d, d)
+            cairo_set_scaled_font(cr, g.font)
+            cairo_glyph_path(cr, &glyph, 1)
+            cairo_fill(cr)
+        }
+        return Mask(left: left, top: top, width: w, height: h, bytes: bytes)
     }
 }

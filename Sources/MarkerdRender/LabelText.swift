@@ -97,16 +97,10 @@ public final class LabelText: LabelMeasurer {
                 try self.glyphMasks.add(glyphs, originX: laid.originX, originY: laid.originY, density: density,
                                         into: &mask, width: w, height: h)
             } else {
-                guard let surface = cairo_image_surface_create(CAIRO_FORMAT_A8, Int32(w), Int32(h)),
-                      cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
-                else { throw RenderError(.drawingFailed, "cairo: cannot create a \(w)x\(h) surface") }
-                defer { cairo_surface_destroy(surface) }
-                guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
-                defer { cairo_destroy(cr) }
-                cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
-                cairo_scale(cr, Double(density), Double(density))
-                engine.draw(on: cr, x: laid.originX, y: laid.originY, color: 0xFF00_0000)
-                mask = try CairoCanvas.mask(surface, cr, width: w, height: h, what: "a label")
+                mask = try CairoCanvas.drawMask(width: w, height: h, what: "a label") { cr in
+                    cairo_scale(cr, Double(density), Double(density))
+                    engine.draw(on: cr, x: laid.originX, y: laid.originY, color: 0xFF00_0000)
+                }
             }
             let radius = Double(key.style.haloWidth) * Double(density)
             let halo = radius > 0 && paint.haloColor >> 24 != 0 ? LabelHalo.dilate(mask, width: w, height: h, radius: radius) : []

@@ -54,54 +54,47 @@ extension PinStyle {
             text = e
         }
 
-        guard let surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, Int32(width), Int32(size)),
-              cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS
-        else { throw RenderError(.drawingFailed, "cairo: cannot create a \(width)x\(size) surface") }
-        defer { cairo_surface_destroy(surface) }
-        guard let cr = cairo_create(surface) else { throw RenderError(.drawingFailed, "cairo: cannot create a context") }
-        defer { cairo_destroy(cr) }
-        cairo_set_antialias(cr, CAIRO_ANTIALIAS_GRAY)
+        return try CairoCanvas.drawImage(width: width, height: size, what: "a pin") { cr in
 
-        // Design space (48 units) -> device px around the sprite's centre, shrunk when the
-        // outline is thicker than one unit so that the tip's round join stays inside.
-        let f = min(s / 48, max(s / 2 - strokeWidth / 2, 1) / 23.5)
-        let cx = Double(width) / 2
-        func dy(_ y: Double) -> Double { s / 2 + (y - 24) * f }
-        let headY = dy(16.5)
-        let radius = 15 * f
-        let tipY = dy(47.5)
-        let dist = tipY - headY
-        let phi = dist > radius ? (radius / dist).clampedAcos : 0
-        let right = Double.pi / 2 - phi  // tangent points, as angles from the head's centre
-        let left = Double.pi / 2 + phi
-        // Two mirrored arcs meeting at the top, so that the path is symmetric about x = cx.
-        cairo_move_to(cr, cx, tipY)
-        cairo_line_to(cr, cx + radius * cos(right), headY + radius * sin(right))
-        cairo_arc_negative(cr, cx, headY, radius, right, -Double.pi / 2)
-        cairo_arc_negative(cr, cx, headY, radius, -Double.pi / 2, left - 2 * Double.pi)
-        cairo_close_path(cr)
+            // Design space (48 units) -> device px around the sprite's centre, shrunk when the
+            // outline is thicker than one unit so that the tip's round join stays inside.
+            let f = min(s / 48, max(s / 2 - strokeWidth / 2, 1) / 23.5)
+            let cx = Double(width) / 2
+            func dy(_ y: Double) -> Double { s / 2 + (y - 24) * f }
+            let headY = dy(16.5)
+            let radius = 15 * f
+            let tipY = dy(47.5)
+            let dist = tipY - headY
+            let phi = dist > radius ? (radius / dist).clampedAcos : 0
+            let right = Double.pi / 2 - phi  // tangent points, as angles from the head's centre
+            let left = Double.pi / 2 + phi
+            // Two mirrored arcs meeting at the top, so that the path is symmetric about x = cx.
+            cairo_move_to(cr, cx, tipY)
+            cairo_line_to(cr, cx + radius * cos(right), headY + radius * sin(right))
+            cairo_arc_negative(cr, cx, headY, radius, right, -Double.pi / 2)
+            cairo_arc_negative(cr, cx, headY, radius, -Double.pi / 2, left - 2 * Double.pi)
+            cairo_close_path(cr)
 
-        CairoCanvas.setSource(cr, style.fillColor)
-        cairo_fill_preserve(cr)
-        if strokeWidth > 0 && style.strokeColor >> 24 != 0 {
-            CairoCanvas.setSource(cr, style.strokeColor)
-            cairo_set_line_width(cr, strokeWidth)
-            cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
-            cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)
-            cairo_stroke(cr)
-        } else {
-            cairo_new_path(cr)
+            CairoCanvas.setSource(cr, style.fillColor)
+            cairo_fill_preserve(cr)
+            if strokeWidth > 0 && style.strokeColor >> 24 != 0 {
+                CairoCanvas.setSource(cr, style.strokeColor)
+                cairo_set_line_width(cr, strokeWidth)
+                cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND)
+                cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)
+                cairo_stroke(cr)
+            } else {
+                cairo_new_path(cr)
+            }
+
+            if let text {
+                let ascent = text.baseline - text.logical.y
+                let descent = text.logical.y + text.logical.height - text.baseline
+                let baseline = (headY + (ascent - descent) / 2).rounded()
+                engine.draw(on: cr, x: (cx - (text.ink.x + text.ink.width / 2)).rounded(), y: baseline - text.baseline,
+                            color: style.labelColor, halo: 0xFFFF_FFFF, haloWidth: haloWidth)
+            }
         }
-
-        if let text {
-            let ascent = text.baseline - text.logical.y
-            let descent = text.logical.y + text.logical.height - text.baseline
-            let baseline = (headY + (ascent - descent) / 2).rounded()
-            engine.draw(on: cr, x: (cx - (text.ink.x + text.ink.width / 2)).rounded(), y: baseline - text.baseline,
-                        color: style.labelColor, halo: 0xFFFF_FFFF, haloWidth: haloWidth)
-        }
-
-        return try CairoCanvas.image(surface, cr, width: width, height: size, what: "a pin")
     }
 
 }
