@@ -3,12 +3,12 @@ import MarkerdCore
 import MarkerdService
 
 /// The load's work under the layer's write lock, in this process (`--only apply`): the N
-/// synthetic markers as `RestoreBatch`es of 50,000 (BulkLoader's batch size), each with its
+/// synthetic markers as `MarkerBatch`es of 50,000 (BulkLoader's batch size), each with its
 /// layout prepared ahead (`prepareLayout`, as `MarkerService.upsertPlainMarkers` does before
 /// taking the lock), then upserted one after the other into one fresh `MarkerLayer`. Thread CPU
 /// time of the upserts alone (what the RPC load serializes on the write lock) and of the batch
 /// building plus layouts (what the load's decoding threads do in parallel), per marker. Each
-/// batch also goes into a second layer with markerd's `WriteHelper` (the grid inserts on a second
+/// batch also goes into a second layer with markerd's `BulkUpsertThread` (the grid inserts on a second
 /// thread): the wall time of those upserts is what the lock is held for with it, against the
 /// first layer's wall time without (the order alternates batch by batch). Same seeded markers
 /// every run, so two builds can be compared back to back.
@@ -23,7 +23,7 @@ struct ApplyBench {
         var core = try MarkerLayer()
         let seed = core.idHashSeed
         var helped = try MarkerLayer()
-        let helper = WriteHelper()
+        let helper = BulkUpsertThread()
         var serialWall = 0.0, helpedWall = 0.0
         let dragSet = Set(layer.draggable)
         var prepareCPU = 0.0, applyCPU = 0.0
@@ -31,7 +31,7 @@ struct ApplyBench {
         while start < layer.count {
             let end = min(layer.count, start + Self.batchSize)
             let cpu0 = Machine.threadCPUSeconds
-            var batch = RestoreBatch(capacity: end - start)
+            var batch = MarkerBatch(capacity: end - start)
             guard let style = batch.styleIndex(IconStyle.defaultPin, hint: nil) else { throw BenchError("default pin rejected") }
             for i in start..<end {
                 guard batch.append(id: SyntheticLayer.id(i), position: layer.position(i), style: style, zIndex: 0, visible: true,
@@ -68,8 +68,8 @@ struct ApplyBench {
                                    (layer.count + Self.batchSize - 1) / Self.batchSize, Self.batchSize, applyCPU)))
         table.add(Row(size: label, measure: "in-process batch building + prepareLayout (the load's work outside the lock), thread CPU",
                       value: Table.fixed(prepareCPU * 1e9 / n, 0), unit: "ns/marker",
-                      note: "RestoreBatch.append per marker (projection included) and the layout's sorts and hashes; no protobuf decode"))
-        table.add(Row(size: label, measure: "in-process batch upserts, wall: one thread -> with WriteHelper (grid inserts on a second thread)",
+                      note: "MarkerBatch.append per marker (projection included) and the layout's sorts and hashes; no protobuf decode"))
+        table.add(Row(size: label, measure: "in-process batch upserts, wall: one thread -> with BulkUpsertThread (grid inserts on a second thread)",
                       value: String(format: "%.0f -> %.0f", serialWall * 1e9 / n, helpedWall * 1e9 / n), unit: "ns/marker",
                       note: String(format: "%.2fx the one-thread time; the same batches into two layers, in turn", helpedWall / serialWall)))
     }

@@ -227,7 +227,7 @@ struct ClusterBench {
             _ = try core.upsert(layer.records(start..<min(n, start + 100_000)), now: 0)
         }
         let cpu0 = Machine.threadCPUSeconds
-        let (_, build) = timed { core.enableGridClusters(ClusterOptions()) }
+        let (_, build) = timed { core.enableGridClusters(GridClusterOptions()) }
         let buildCPU = Machine.threadCPUSeconds - cpu0
         let index = core.gridClusterIndex!
         table.add(Row(size: label, measure: "in-process MarkerLayer.enableGridClusters (grid cluster build)",

@@ -17,7 +17,7 @@ extension GridIndex {
     /// level-16 cells, `RadixSort.order`, ties in the given
     /// order), as one-by-one inserts in that order would list them; only the run layout (which
     /// blocks each leaf's run takes) differs.
-    /// `sorted`: the items already come in that order (`RestoreBatch.Layout.spatial`), not sorted again.
+    /// `sorted`: the items already come in that order (`MarkerBatch.Layout.spatial`), not sorted again.
     mutating func insert(_ items: [(entry: GridEntry, cls: UInt32)], sorted presorted: Bool = false) {
         guard items.count > 1 else {
             for (e, cls) in items { insert(e.slot, x: e.x, y: e.y, z: e.z, cls: cls) }
@@ -47,7 +47,7 @@ extension GridIndex {
     }
 
     /// The order of `insert(_:)`: the interleaved top 16 bits of y and x (the Morton code of
-    /// the level-16 cell, 32 bits), as `RestoreBatch.Layout.spatial` orders a batch. In that
+    /// the level-16 cell, 32 bits), as `MarkerBatch.Layout.spatial` orders a batch. In that
     /// order the entries of each node down to level 16 lie next to each other, so
     /// `insertLevelwise` hands them on to the children without moving them.
     @inline(__always) static func insertOrderKey(x: UInt32, y: UInt32) -> UInt64 {

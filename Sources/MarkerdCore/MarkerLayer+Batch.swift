@@ -1,13 +1,13 @@
-/// Upserting a batch of plain markers given in columns (`RestoreBatch`: decoded straight from an
+/// Upserting a batch of plain markers given in columns (`MarkerBatch`: decoded straight from an
 /// UpsertMarkersRequest or a snapshot chunk), without building a `MarkerRecord` per marker.
 extension MarkerLayer {
     /// The seed of the layer's id hashes, fixed for the layer's life: what
-    /// `RestoreBatch.prepareLayout(idHashSeed:)` takes for a batch to be upserted into it.
+    /// `MarkerBatch.prepareLayout(idHashSeed:)` takes for a batch to be upserted into it.
     public var idHashSeed: UInt64 { table.seed }
 
     /// Upserts like `upsert(_:now:)` would upsert `batch.record(i)` for every `i` in order (same
     /// table, grid, counters, drags, clusters and version; a repeated id is applied in order,
-    /// the last one wins, counted as updated). Never fails: `RestoreBatch.append` already
+    /// the last one wins, counted as updated). Never fails: `MarkerBatch.append` already
     /// refused what `MarkerLayer.validate` rejects and validated each distinct style.
     /// Each distinct style is retained once with its count, before any old style is released.
     ///
@@ -23,7 +23,7 @@ extension MarkerLayer {
     ///   are new. When some are not, those grid inserts are taken out again and the batch goes
     ///   on as without it. Either way the layer ends up as without it; with all new, exactly so
     ///   (same slots, grid nodes and entry order).
-    public mutating func upsert(_ batch: RestoreBatch, now: Int64, spatialSlots: Bool = true,
+    public mutating func upsert(_ batch: MarkerBatch, now: Int64, spatialSlots: Bool = true,
                                 alongside helper: (any ConcurrentWork)? = nil) -> UpsertResult {
         upsert(batch, now: now, deferIndexes: false, spatialSlots: spatialSlots, alongside: helper)
     }
@@ -34,7 +34,7 @@ extension MarkerLayer {
 
     /// `upsert(_:now:spatialSlots:)`, or with `deferIndexes` (see MarkerLayer+Restore.swift) every
     /// marker in a new slot that neither the id index nor the grid lists yet, in the batch's order.
-    mutating func upsert(_ batch: RestoreBatch, now: Int64, deferIndexes: Bool, spatialSlots spatial: Bool = true,
+    mutating func upsert(_ batch: MarkerBatch, now: Int64, deferIndexes: Bool, spatialSlots spatial: Bool = true,
                          alongside helper: (any ConcurrentWork)? = nil) -> UpsertResult {
         // Styles in order of first use, as marker-by-marker retains would number them.
         let styleIndex = batch.styles.indices.map { batch.styleUses[$0] == 0 ? 0 : styles.retain(batch.styles[$0], times: batch.styleUses[$0]) }
@@ -49,7 +49,7 @@ extension MarkerLayer {
         // In that case the slots are found or created first, new ones numbered in the markers'
         // spatial order (`spatialSlots`); the loop below still applies the markers in the order
         // given (so a repeated id's last marker wins, and its first one creates it).
-        var slots: [Int32] = [], layout: RestoreBatch.Layout? = nil
+        var slots: [Int32] = [], layout: MarkerBatch.Layout? = nil
         if sortGrid && spatial, let helper, batch.count >= Self.concurrentUpsertAbove,
            let prepared = batch.layout, prepared.idHashSeed == table.seed, likelyAllNew(prepared) {
             switch concurrentSlotsAndGrid(batch, prepared, firstNew: firstNew, styleIndex: styleIndex, helper) {
@@ -121,12 +121,12 @@ extension MarkerLayer {
     /// style, id reference, id bytes: see `gather`) then touches a few neighbouring rows of
     /// each batch instead of one cache line per marker and column. Call with no freed slot to
     /// reuse (`table.freeHead < 0`): then the new slots are exactly those from `slotCount` up.
-    /// Also returns the layout used: the batch's own (`RestoreBatch.prepareLayout`) when made
+    /// Also returns the layout used: the batch's own (`MarkerBatch.prepareLayout`) when made
     /// for this layer's id hash seed, else one computed here.
-    private mutating func spatialSlots(_ batch: RestoreBatch) -> ([Int32], RestoreBatch.Layout?) {
+    private mutating func spatialSlots(_ batch: MarkerBatch) -> ([Int32], MarkerBatch.Layout?) {
         let n = batch.count
         let layout = batch.layout.flatMap { $0.idHashSeed == table.seed ? $0 : nil }
-            ?? RestoreBatch.Layout(batch, idHashSeed: table.seed)
+            ?? MarkerBatch.Layout(batch, idHashSeed: table.seed)
         // The home buckets of `touchChunk` ids are read ahead of their lookups
         // (`MarkerTable.touchHomes`): at millions of markers each home is a cache miss.
         var slots = [Int32](repeating: 0, count: n)
@@ -159,7 +159,7 @@ extension MarkerLayer {
     /// Whether none of `newSample` ids spread over the batch (its layout's spatial order) is in
     /// the layer: the gate of the concurrent upsert, whose grid inserts are wasted (and undone)
     /// when some id is. True at once for an empty layer.
-    private func likelyAllNew(_ layout: RestoreBatch.Layout) -> Bool {
+    private func likelyAllNew(_ layout: MarkerBatch.Layout) -> Bool {
         let n = layout.spatial.count
         guard table.count > 0, n > 0 else { return true }
         return layout.ids.withUnsafeBufferPointer { ids in
@@ -186,7 +186,7 @@ extension MarkerLayer {
     /// order with the slot it gets if all are new (the k-th in spatial order: `firstNew` + k,
     /// as `spatialSlots` numbers them); this thread files the ids (`spatialSlots`) and, when
     /// they were all new, stores the columns. When some were not, the entries are removed again.
-    private mutating func concurrentSlotsAndGrid(_ batch: RestoreBatch, _ layout: RestoreBatch.Layout, firstNew: Int,
+    private mutating func concurrentSlotsAndGrid(_ batch: MarkerBatch, _ layout: MarkerBatch.Layout, firstNew: Int,
                                                  styleIndex: [UInt32], _ helper: any ConcurrentWork) -> ConcurrentUpsert {
         let n = batch.count
         var moved = grid
@@ -213,7 +213,7 @@ extension MarkerLayer {
 
     /// Every marker's grid entry in `layout.spatial` order, each with the slot it gets when all
     /// are new (the k-th in that order: `firstNew` + k).
-    private static func predictedEntries(_ batch: RestoreBatch, _ layout: RestoreBatch.Layout,
+    private static func predictedEntries(_ batch: MarkerBatch, _ layout: MarkerBatch.Layout,
                                          firstNew: Int) -> [(entry: GridEntry, cls: UInt32)] {
         layout.spatial.enumerated().map { k, i in
             let e = batch.entries[Int(i)]
@@ -223,7 +223,7 @@ extension MarkerLayer {
     }
 
     /// Marker `i`'s flags as `upsert` stores them, and its extra bytes.
-    @inline(__always) private static func flagsAndExtra(_ batch: RestoreBatch, _ i: Int) -> (UInt8, [UInt8]) {
+    @inline(__always) private static func flagsAndExtra(_ batch: MarkerBatch, _ i: Int) -> (UInt8, [UInt8]) {
         var f = batch.entries[i].markerFlags
         if !batch.attributeRange(i).isEmpty { f |= MarkerFlags.hasAttributes }
         guard !batch.extras.isEmpty, let x = batch.extras[Int32(i)] else { return (f, []) }
@@ -232,7 +232,7 @@ extension MarkerLayer {
 
     /// `upsert`'s loop for a batch whose markers all got new slots (`slots`) with their grid
     /// entries inserted already: the columns, counters, attributes and extras.
-    private mutating func storeNew(_ batch: RestoreBatch, slots: [Int32], styleIndex: [UInt32]) {
+    private mutating func storeNew(_ batch: MarkerBatch, slots: [Int32], styleIndex: [UInt32]) {
         batch.attributeBytes.withUnsafeBytes { attributes in
             for (i, e) in batch.entries.enumerated() {
                 let (f, extra) = Self.flagsAndExtra(batch, i)

@@ -56,8 +56,8 @@ extension MarkerLayer {
     /// index in bulk from the current visible static markers (`GridClusterIndex(options:points:)`:
     /// a radix sort plus O(cells x log markers)). Replaces an index with other options; a no-op
     /// when the options are the same. Does not change the version.
-    /// Traps on invalid options (`ClusterOptions.isValid`).
-    public mutating func enableGridClusters(_ options: ClusterOptions) {
+    /// Traps on invalid options (`GridClusterOptions.isValid`).
+    public mutating func enableGridClusters(_ options: GridClusterOptions) {
         if let c = clusters, c.options == options { return }
         var points: [ClusterPoint] = []
         points.reserveCapacity(staticCounter)
@@ -71,7 +71,7 @@ extension MarkerLayer {
     public mutating func disableGridClusters() { clusters = nil }
 
     /// The options of the maintained grid clusters, or nil when off.
-    public var gridClusterOptions: ClusterOptions? { clusters?.options }
+    public var gridClusterOptions: GridClusterOptions? { clusters?.options }
 
     /// The maintained grid cluster index (a copy-on-write value), or nil when off.
     public var gridClusterIndex: GridClusterIndex? { clusters }

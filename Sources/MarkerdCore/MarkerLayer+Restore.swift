@@ -25,7 +25,7 @@ extension MarkerLayer {
     /// it fills the table column by column and retains each distinct style once with its count,
     /// without building records. New slots follow the batch's order (a snapshot lists a layer in
     /// slot order, which the restore keeps).
-    public mutating func restore(_ batch: RestoreBatch, now: Int64) -> UpsertResult {
+    public mutating func restore(_ batch: MarkerBatch, now: Int64) -> UpsertResult {
         upsert(batch, now: now, deferIndexes: clusters == nil && grid.isPristine && (table.isPristine || hasDeferredGrid),
                spatialSlots: false)
     }

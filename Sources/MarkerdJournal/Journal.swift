@@ -20,6 +20,26 @@ public enum SyncPolicy: Sendable, Equatable {
     /// typically up to ~30 s) and, because the manifest and new segments are not fsynced, can
     /// leave damage that needs `markerd repair`.
     case off
+
+    /// The policy a `--fsync` flag value names: `always`, `everysec` (Redis's `appendfsync` name for
+    /// `.everySecond`) or `off`; nil for anything else.
+    public init?(flag: String) {
+        switch flag {
+        case "always": self = .always
+        case "everysec": self = .everySecond
+        case "off": self = .off
+        default: return nil
+        }
+    }
+
+    /// The `--fsync` flag value naming this policy (see `init?(flag:)`).
+    public var flag: String {
+        switch self {
+        case .always: "always"
+        case .everySecond: "everysec"
+        case .off: "off"
+        }
+    }
 }
 
 public struct JournalOptions: Sendable {

@@ -88,7 +88,7 @@ public struct ClusterBubble: Hashable, Sendable {
     }
 }
 
-/// Bubble sprites by (label, size band, density), each drawn once, like `SpriteCache` for pins.
+/// Bubble sprites by (label, size band, density), each drawn once, like `PinSpriteCache` for pins.
 /// Thread-safe; bounded (a full cache drops an arbitrary entry). Drawing happens outside the
 /// lock, so two first requests for one key may both draw (identical results).
 public final class ClusterBubbleCache: Sendable {

@@ -43,7 +43,7 @@
 /// uniqueness check per `uncovered` or `add`), so that the per-draw tests touch no
 /// reference-counted storage. A sprite's tables are made once, with the sprite
 /// (`TileSprite.shape`). On the z10 tile of `marker-bench --only onecity` the whole render took
-/// 0.79x the instructions it took with the previous array-based mask (callgrind, session 22).
+/// 0.79x the instructions it took with the previous array-based mask (callgrind).
 struct CoverageMask {
     let width: Int
     let height: Int

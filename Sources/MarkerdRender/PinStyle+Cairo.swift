@@ -1,4 +1,4 @@
-import MarkerdCore  // PinStyle, once the core lands (see PinStyle.swift)
+import MarkerdCore
 private import CCairo
 #if canImport(Glibc)
 private import Glibc  // acos, sin, cos

@@ -1,4 +1,4 @@
-import MarkerdCore  // PinStyle, once the core lands (see PinStyle.swift)
+import MarkerdCore
 /// Rendering-side conveniences for `PinStyle` (MapConductor's DefaultMarkerIcon): a map pin -
 /// a round head with a point at the bottom centre - 48 px x `scale` x density square, anchored at
 /// its tip, (0.5, 1.0) of the sprite.

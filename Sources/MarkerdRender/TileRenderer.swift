@@ -189,7 +189,7 @@ public struct RenderedRaster: Sendable {
 /// rows' markers around them (about 1.3M, each tested at its position when its turn comes; see
 /// Benchmarks/results/diary.md for the profile and the figures).
 public final class TileRenderer: Sendable {
-    public let sprites: TileSpriteCache
+    public let sprites: IconSpriteCache
     /// What the renderer may leave out (default `.withinOne`).
     public let culling: Culling
     /// See `init(sprites:culling:sweepAbove:)`.
@@ -217,16 +217,16 @@ public final class TileRenderer: Sendable {
     /// tiles per zoom, load average 5-6): the sweep for every tile costs more at every zoom, render
     /// CPU p50 / p99 z10 9.87 / 23.37 ms against 5.30 / 12.45 ms, z14 1.27 / 3.90 against
     /// 0.77 / 2.79 ms, z18 0.31 / 0.69 against 0.04 / 0.17 ms, so the threshold stays.
-    public init(sprites: TileSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000) {
+    public init(sprites: IconSpriteCache, culling: Culling = .withinOne, sweepAbove: Int = 500_000) {
         self.sprites = sprites
         self.culling = culling
         self.sweepAbove = sweepAbove
     }
 
-    /// Convenience: pins through a fresh `SpriteCache`, image icons from `images`.
+    /// Convenience: pins through a fresh `PinSpriteCache`, image icons from `images`.
     public convenience init(culling: Culling = .withinOne, sweepAbove: Int = 500_000,
                             images: @escaping @Sendable (String) -> RGBAImage? = { _ in nil }) {
-        self.init(sprites: TileSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove)
+        self.init(sprites: IconSpriteCache(images: images), culling: culling, sweepAbove: sweepAbove)
     }
 
     struct Item {

@@ -36,7 +36,7 @@ public struct TileSprite: Sendable {
     public var height: Int { image.height }
 
     /// The sprite of a pin drawn by `PinStyle.render(density:)`, cropped to the pin's square.
-    static func pin(_ style: PinStyle, anchor: Anchor, density: Int, cache: SpriteCache) throws(RenderError) -> TileSprite {
+    static func pin(_ style: PinStyle, anchor: Anchor, density: Int, cache: PinSpriteCache) throws(RenderError) -> TileSprite {
         let full = try cache.sprite(for: style, density: Float(density))
         let s = full.height
         var image = full
@@ -83,20 +83,20 @@ public struct TileSprite: Sendable {
     }
 }
 
-/// Tile sprites by (icon style, density): pins drawn once through a `SpriteCache`, image icons
+/// Tile sprites by (icon style, density): pins drawn once through a `PinSpriteCache`, image icons
 /// scaled once per (icon, density) from the decoded pixels `images` returns (nil: not registered,
 /// drawn as nothing). Bounded: a full cache drops an arbitrary entry.
-public final class TileSpriteCache: Sendable {
+public final class IconSpriteCache: Sendable {
     private struct Key: Hashable, Sendable { let style: IconStyle; let density: Int }
     private struct ImageKey: Hashable, Sendable { let id: String; let density: Int }
 
-    public let pins: SpriteCache
+    public let pins: PinSpriteCache
     private let images: @Sendable (String) -> RGBAImage?
     private let sprites = Mutex<[Key: TileSprite]>([:])
     private let scaled = Mutex<[ImageKey: RGBAImage]>([:])
     public let capacity: Int
 
-    public init(pins: SpriteCache = SpriteCache(), capacity: Int = 8192, images: @escaping @Sendable (String) -> RGBAImage?) {
+    public init(pins: PinSpriteCache = PinSpriteCache(), capacity: Int = 8192, images: @escaping @Sendable (String) -> RGBAImage?) {
         self.pins = pins
         self.images = images
         self.capacity = max(1, capacity)

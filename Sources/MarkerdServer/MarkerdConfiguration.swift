@@ -1,3 +1,4 @@
+import MarkerdJournal
 import MarkerdService
 
 /// markerd's settings, from the command line. Every option has a default, so `markerd` alone
@@ -13,8 +14,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var dataDirectory: String = "./data"
     /// Keep everything in memory only (no journal, no snapshots).
     public var ephemeral: Bool = false
-    /// When an acknowledged write is on disk; see ``FsyncPolicy``.
-    public var fsync: FsyncPolicy = .always
+    /// When an acknowledged write is on disk (`--fsync always|everysec|off`); see `SyncPolicy`. Default `.always`.
+    public var fsync: SyncPolicy = .always
     /// Write a snapshot when the journal has grown by this many bytes since the last one. Default 256 MiB; 0 = never.
     public var snapshotEveryBytes: Int = 256 << 20
     /// How long a mutation's reply is remembered by its idempotency key
@@ -47,15 +48,6 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// Default 64 MiB; 0: always from scratch. `--swept-canvas-bytes` is an older name of its flag.
     public var keptCanvasBytes: Int = 64 << 20
 
-    public enum FsyncPolicy: String, Sendable, CaseIterable {
-        /// fsync before every acknowledgement (group commit). Loses nothing acknowledged. Default.
-        case always
-        /// write before acknowledging, fsync once a second: a process crash loses nothing,
-        /// a power loss or kernel crash can lose the last second.
-        case everysec
-        /// write before acknowledging, never fsync: a power loss can lose anything the OS had not written.
-        case off
-    }
 
     public init() {}
 
@@ -128,7 +120,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             case "--ephemeral": config.ephemeral = true
             case "--fsync":
                 let text = try value(arg)
-                guard let policy = FsyncPolicy(rawValue: text) else {
+                guard let policy = SyncPolicy(flag: text) else {
                     throw ParseError(description: "--fsync takes always, everysec or off, not \"\(text)\"")
                 }
                 config.fsync = policy

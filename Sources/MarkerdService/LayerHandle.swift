@@ -26,7 +26,7 @@ final class LayerHandle: @unchecked Sendable {
     /// Label placements per pixel zoom (labelled layers only; see `LabelPlacements`).
     let labels = LabelPlacements()
     /// `layer.idHashSeed` (fixed for the layer's life), readable without the lock: bulk upserts
-    /// hash their ids before taking it (`RestoreBatch.prepareLayout`).
+    /// hash their ids before taking it (`MarkerBatch.prepareLayout`).
     let idHashSeed: UInt64
 
     init(id: String, layer: MarkerLayer, options: V1.LayerOptions) {
@@ -99,7 +99,7 @@ enum LayerOptionsResolution {
         guard c.algorithm == "grid" || c.algorithm == "supercluster" else {
             throw .invalidArgument("options.clustering.algorithm \"\(c.algorithm!)\" is not grid or supercluster")
         }
-        try ClusterConfig.validate(c)
+        try LayerClustering.validate(c)
         api.clustering = c
         api.pointTile = try PointTileBudget.resolve(api.pointTile)
         let labels: LabelStyle

@@ -16,11 +16,11 @@ import MarkerdCore
 //   layer version. The first query of a layer builds the snapshot synchronously.
 
 /// A layer's clustering options with every default filled in.
-struct ClusterConfig: Sendable, Equatable {
+struct LayerClustering: Sendable, Equatable {
     enum Algorithm: String, Sendable { case grid, supercluster }
     var enabled: Bool
     var algorithm: Algorithm
-    var grid: ClusterOptions
+    var grid: GridClusterOptions
     var supercluster: SuperclusterOptions
 
     init(_ c: V1.ClusteringOptions?) {
@@ -29,14 +29,14 @@ struct ClusterConfig: Sendable, Equatable {
         algorithm = c.algorithm == "supercluster" ? .supercluster : .grid
         let radius = Double(c.radiusPx ?? 60), minPoints = Int(c.minPoints ?? 2)
         let maxZoom = Int(c.maxZoom ?? 16), extent = Double(c.extent ?? 512)
-        grid = ClusterOptions(radius: radius, minPoints: max(1, minPoints), maxZoom: maxZoom, extent: extent)
+        grid = GridClusterOptions(radius: radius, minPoints: max(1, minPoints), maxZoom: maxZoom, extent: extent)
         supercluster = SuperclusterOptions(minZoom: 0, maxZoom: maxZoom, minPoints: minPoints, radius: radius, extent: extent)
     }
 
     /// Grid options to build at layer creation: clustering enabled with the grid algorithm
     /// (otherwise the grid is built by the first cluster query).
-    static func eagerGridOptions(_ c: V1.ClusteringOptions?) -> ClusterOptions? {
-        let config = ClusterConfig(c)
+    static func eagerGridOptions(_ c: V1.ClusteringOptions?) -> GridClusterOptions? {
+        let config = LayerClustering(c)
         return config.enabled && config.algorithm == .grid ? config.grid : nil
     }
 
@@ -46,7 +46,7 @@ struct ClusterConfig: Sendable, Equatable {
         guard minPoints >= 1 else { throw .invalidArgument("options.clustering.min_points must be at least 1") }
         guard extent >= 1 && extent <= 65536 else { throw .invalidArgument("options.clustering.extent \(extent) must be within 1...65536") }
         guard maxZoom <= 24 else { throw .invalidArgument("options.clustering.max_zoom \(maxZoom) must be within 0...24") }
-        let o = ClusterConfig(c).grid
+        let o = LayerClustering(c).grid
         guard o.isValid else {
             throw .invalidArgument("options.clustering: max_zoom \(maxZoom) with extent \(extent) / radius_px \(c.radiusPx ?? 60) "
                 + "needs \(Int(maxZoom) + o.cellsPerTileLog2) grid levels, more than 29")
@@ -137,12 +137,12 @@ extension MarkerService {
 
     // MARK: Layer plumbing
 
-    func clusterConfig(_ h: LayerHandle) -> ClusterConfig {
-        h.lock.withReadLock { ClusterConfig(h.options.clustering) }
+    func clusterConfig(_ h: LayerHandle) -> LayerClustering {
+        h.lock.withReadLock { LayerClustering(h.options.clustering) }
     }
 
     /// Makes sure the layer maintains its grid clusters (building them once if needed).
-    func ensureGridClusters(_ h: LayerHandle, _ options: ClusterOptions) {
+    func ensureGridClusters(_ h: LayerHandle, _ options: GridClusterOptions) {
         let ready = h.lock.withReadLock { h.layer.gridClusterOptions == options }
         if !ready { h.lock.withWriteLock { if !h.deleted { h.layer.enableGridClusters(options) } } }
     }
@@ -187,7 +187,7 @@ extension MarkerService {
             h.clusterState.install(old)
             return old
         }
-        let index = SuperclusterIndex(points: markers.map { ClusterLngLat(longitude: $0.position.longitude, latitude: $0.position.latitude) },
+        let index = SuperclusterIndex(points: markers.map(\.position),
                                       options: options)
         let s = SuperclusterSnapshot(layerVersion: version, options: options, index: index, markers: markers)
         h.clusterState.install(s)
@@ -377,7 +377,7 @@ extension MarkerService {
         let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
         let now = Self.nowUnixMs()
         let written = h.lock.withReadLockIfFree { () -> Bool in
-            let config = ClusterConfig(h.options.clustering)
+            let config = LayerClustering(h.options.clustering)
             guard !h.deleted, config.algorithm == .grid, h.layer.gridClusterOptions == config.grid,
                   let generation = h.layer.gridClusterGeneration, h.layer.nextAnimationEnd.map({ $0 > now }) ?? true
             else { return false }
@@ -406,7 +406,7 @@ extension MarkerService {
 
     /// Checks a GetClusters request; its bounds, integer zoom, layer and clustering options. For the
     /// grid algorithm, makes sure the layer maintains its grid clusters.
-    private func clustersQuery(_ r: V1.GetClustersRequest) throws(RPCError) -> (V1.Bounds, Int, LayerHandle, ClusterConfig) {
+    private func clustersQuery(_ r: V1.GetClustersRequest) throws(RPCError) -> (V1.Bounds, Int, LayerHandle, LayerClustering) {
         guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
         guard b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite else {
             throw .invalidArgument("bounds must be finite")

@@ -180,11 +180,7 @@ extension MarkerService {
         let replayErrors = Atomic<Int>(0)
         let pipeline = RecoveryPipeline()
         var lastPrinted = ContinuousClock.now
-        let policy: SyncPolicy = switch configuration.fsync {
-            case .always: .always
-            case .everySecond: .everySecond
-            case .off: .off
-        }
+        let policy = configuration.fsync
         let firstSection = Mutex<ContinuousClock.Instant?>(nil)
         var snapshotFinished = false  // the reader thread's: grids built before the first record
         let gridNanoseconds = Atomic<UInt64>(0)
@@ -351,7 +347,7 @@ extension MarkerService {
 
     /// Applies one snapshot section's markers in columns like `upsertRecords`, leaving a new
     /// layer's grid for `finishRestores()`.
-    func restoreBatch(_ batch: RestoreBatch, into layerID: String, _ c: MutationCommit) throws(RPCError) {
+    func restoreBatch(_ batch: MarkerBatch, into layerID: String, _ c: MutationCommit) throws(RPCError) {
         try write(layerID, c) { (h) throws(RPCError) in
             _ = h.layer.restore(batch, now: c.nowUnixMs)
         }

@@ -8,7 +8,7 @@ import Synchronization
 /// z0 tile over 10M markers takes 130-150 ms of CPU from scratch, a moved marker's two windows a
 /// few ms), and every other tile that at least `ServiceConfiguration.keepCanvasFrom` markers
 /// touch (a city's z10 tile: 4-5 ms from scratch at p50 through markerd, about 2 ms patched
-/// after a marker moved in; `marker-bench --only tiles`, session 24).
+/// after a marker moved in; `marker-bench --only tiles`).
 ///
 /// Keyed by layer, its `TileVersions` instance, tile and size; each entry remembers the
 /// layer version it shows. The changes since then come from `TileVersions.changes(after:)`,

@@ -178,7 +178,7 @@ extension MarkerService {
         // Above every version and drag id any layer had, this id's earlier lives included
         // (replay leaves that to the end of recovery: `startAboveRecoveredVersions`).
         if !c.replaying { layer.start(at: try versions.fresh()) }
-        if let grid = ClusterConfig.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
+        if let grid = LayerClustering.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
         let h = LayerHandle(id: r.layerID, layer: layer, options: api)
         var response = V1.CreateLayerResponse()
         response.layer = h.apiLayer(nowUnixMs: c.nowUnixMs)

@@ -2,7 +2,7 @@ import MarkerdAPI
 import MarkerdCore
 
 /// Plain marker batches (no animation: bulk loads and snapshot chunks) decoded by the
-/// hand-written wire decoder straight into columns (`RestoreBatch`, attributes as their wire
+/// hand-written wire decoder straight into columns (`MarkerBatch`, attributes as their wire
 /// bytes, copied as they are when sorted) and applied in one pass, without protobuf-c,
 /// `V1.Marker` arrays, `MarkerRecord`s, dictionaries or a `Set<String>` of ids.
 /// Anything else, and every error, goes the protobuf-c way, which gives the same result or the
@@ -18,10 +18,10 @@ extension MarkerService {
     /// previous marker's reuses its style without converting or validating it again.
     /// `attributeBytes` is the room the batch reserves for encoded attributes once a marker has
     /// some (the size of the bytes decoded: they hold the attributes' wire form).
-    func plainBatch(attributeBytes: Int, _ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool, UnsafeRawBufferPointer) -> Bool) -> String?) -> (String, RestoreBatch)? {
-        var batch = RestoreBatch()
+    func plainBatch(attributeBytes: Int, _ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool, UnsafeRawBufferPointer) -> Bool) -> String?) -> (String, MarkerBatch)? {
+        var batch = MarkerBatch()
         var lastStyle: UInt32? = nil
-        let layerID = visit({ batch = RestoreBatch(capacity: $0, attributeBytes: attributeBytes) }) { m, sameStyle, attributes in
+        let layerID = visit({ batch = MarkerBatch(capacity: $0, attributeBytes: attributeBytes) }) { m, sameStyle, attributes in
             guard let p = m.position, m.animation == nil, m.label == nil else { return false }
             let style: UInt32
             if sameStyle, let l = lastStyle {
@@ -44,7 +44,7 @@ extension MarkerService {
     /// UpsertMarkers through the plain decoder: the response, or nil when the request is not
     /// plain, repeats an id, or anything else that the protobuf-c path reports as an error
     /// (then nothing was applied). The journal record holds the request's own bytes, as for
-    /// every mutation. The batch's orders and id hashes (`RestoreBatch.prepareLayout`) are
+    /// every mutation. The batch's orders and id hashes (`MarkerBatch.prepareLayout`) are
     /// computed before the layer's write lock is taken, so that they overlap with another
     /// batch being applied under it.
     func upsertPlainMarkers(_ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse? {

@@ -107,7 +107,7 @@ extension MarkerService {
         let extent = Int(r.extent ?? 4096)
         guard extent >= 16 && extent <= 65536 else { throw .invalidArgument("extent \(extent) is not within 16...65536") }
         let h = try handle(r.layerID)
-        let (config, budget) = h.lock.withReadLock { (ClusterConfig(h.options.clustering), PointTileBudget(h.options.pointTile)) }
+        let (config, budget) = h.lock.withReadLock { (LayerClustering(h.options.clustering), PointTileBudget(h.options.pointTile)) }
         // Counting and thinning read the grid cluster index (built once if the layer has none).
         ensureGridClusters(h, config.grid)
         let snapshot = config.algorithm == .supercluster && (r.clustered || budget.mode == .cluster)
@@ -133,7 +133,7 @@ extension MarkerService {
     /// The encoded point tile of `r` within `budget` (see `getPointTile`). Call under the layer's
     /// read lock, with the grid clusters built; `snapshot`: the supercluster snapshot when the
     /// layer's clusters are supercluster's and the tile may show them.
-    func pointTileBytes(_ h: LayerHandle, _ config: ClusterConfig, _ budget: PointTileBudget, _ snapshot: SuperclusterSnapshot?,
+    func pointTileBytes(_ h: LayerHandle, _ config: LayerClustering, _ budget: PointTileBudget, _ snapshot: SuperclusterSnapshot?,
                         _ r: V1.GetPointTileRequest, extent: Int) throws(RPCError) -> [UInt8] {
         let z = Int(r.z), x = Int(r.x), y = Int(r.y)
         guard let index = h.layer.gridClusterIndex else { throw .unavailable("clusters are being rebuilt; retry") }

@@ -10,7 +10,7 @@ public struct ServiceConfiguration: Sendable {
     /// Journal and snapshots live here; nil = ephemeral (memory only).
     public var dataDirectory: String? = nil
     /// When an acknowledged write is on disk. Default `.always`.
-    public var fsync: Fsync = .always
+    public var fsync: SyncPolicy = .always
     /// Snapshot after the journal grew by this many bytes since the last one; 0 = never. Default 256 MiB.
     public var snapshotEveryBytes: Int = 256 << 20
     /// How long the reply of a mutation is remembered by its idempotency key: a request resent
@@ -44,10 +44,6 @@ public struct ServiceConfiguration: Sendable {
     /// windows a tenth of that; `Int.max`: swept rasters only.
     public var keepCanvasFrom: Int = 10_000
 
-    public enum Fsync: Sendable {
-        case always, everySecond, off
-    }
-
     public init() {}
 }
 
@@ -75,8 +71,8 @@ public final class MarkerService: @unchecked Sendable {
     let keptCanvases: KeptCanvases
     /// GetTile's renders, from scratch and patched (`tileRenderCounts`).
     let tileRenders = TileRenderCounters()
-    /// The second thread of bulk upserts of new markers (see `WriteHelper`).
-    let writeHelper = WriteHelper()
+    /// The second thread of bulk upserts of new markers (see `BulkUpsertThread`).
+    let writeHelper = BulkUpsertThread()
     /// Reservations that keep layer versions from ever repeating (see `VersionCeiling`).
     let versions: VersionCeiling
 

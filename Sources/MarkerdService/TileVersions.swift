@@ -290,9 +290,9 @@ extension LayerHandle {
 
     /// Footprints of a plain batch's markers that will be drawn into tiles (visible, not
     /// draggable: a batch has no animations), as `staticFootprints(_:now:)` of its records.
-    static func staticFootprints(_ batch: RestoreBatch) -> [IconFootprint] {
+    static func staticFootprints(_ batch: MarkerBatch) -> [IconFootprint] {
         batch.entries.compactMap { e in
-            guard e.flags & RestoreBatch.visible != 0, e.flags & RestoreBatch.draggable == 0 else { return nil }
+            guard e.flags & MarkerBatch.visible != 0, e.flags & MarkerBatch.draggable == 0 else { return nil }
             return IconFootprint(position: e.world, extents: batch.styles[Int(e.style)].extents)
         }
     }

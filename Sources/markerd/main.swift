@@ -32,9 +32,9 @@ do {
 // Large blocks in their own mappings, so freed request buffers and column generations leave RSS.
 MallocTuning.apply()
 
-let server: MarkerServer
+let server: MarkerdNode
 do {
-    server = try MarkerServer(configuration: configuration) { line in
+    server = try MarkerdNode(configuration: configuration) { line in
         line.hasPrefix("recovery warning:") || line.hasPrefix("journal warning:") ? Log.warning(line) : Log.info(line)
     }
     try server.start()
@@ -43,7 +43,7 @@ do {
 }
 Log.info("markerd listening", ["version": MarkerdVersion.string, "urls": server.boundURLs.joined(separator: ","),
                                "data_dir": configuration.ephemeral ? "(ephemeral)" : configuration.dataDirectory,
-                               "fsync": configuration.fsync.rawValue, "contexts": configuration.contexts,
+                               "fsync": configuration.fsync.flag, "contexts": configuration.contexts,
                                "http": server.httpURL ?? "off"])
 
 // SIGTERM / SIGINT: stop taking requests, finish those in flight, flush, exit 0.

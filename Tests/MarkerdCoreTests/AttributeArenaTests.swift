@@ -211,16 +211,16 @@ import Testing
         #expect(agreedValid > 100)
     }
 
-    /// A batch's room for attributes (`RestoreBatch(capacity:attributeBytes:)`, the request's
+    /// A batch's room for attributes (`MarkerBatch(capacity:attributeBytes:)`, the request's
     /// size on the bulk path) changes nothing but its capacity: too small, exact or larger, the
     /// batch holds the same canonical bytes.
     @Test func attributeRoomHintKeepsTheBytes() throws {
         let seed = testSeed("AttributeArenaTests.attributeRoomHintKeepsTheBytes")
         var rng = SplitMix64(seed: seed)
         let wires = (0..<500).map { i in Self.scrambledWire(Self.threeAttributes(i, &rng), &rng) }
-        var batches: [RestoreBatch] = []
+        var batches: [MarkerBatch] = []
         for hint in [0, 1, wires.reduce(0) { $0 + $1.count }, 1 << 22] {
-            var batch = RestoreBatch(capacity: wires.count, attributeBytes: hint)
+            var batch = MarkerBatch(capacity: wires.count, attributeBytes: hint)
             let pin = batch.styleIndex(IconStyle.defaultPin, hint: nil)
             let style = try #require(pin)
             for (i, wire) in wires.enumerated() {

@@ -2,10 +2,10 @@ import MarkerdTestSupport
 import Testing
 @testable import MarkerdCore
 
-/// `MarkerLayer.upsert(_: RestoreBatch, now:)` (plain markers in columns, the UpsertMarkers fast
+/// `MarkerLayer.upsert(_: MarkerBatch, now:)` (plain markers in columns, the UpsertMarkers fast
 /// path) against `upsert(_: [MarkerRecord], now:)` of the same markers, `GridIndex.insert(_:)`
 /// (new entries in spatial order) against one-by-one inserts, and
-/// `RestoreBatch.firstRepeatedID` against a brute-force search.
+/// `MarkerBatch.firstRepeatedID` against a brute-force search.
 @Suite struct BatchUpsertTests {
     static func plain(_ n: Int, ids: (Int) -> String, _ rng: inout SplitMix64) -> [MarkerRecord] {
         RestoreTests.markers(n, ids: ids, &rng).map { m in
@@ -16,7 +16,7 @@ import Testing
     }
 
     /// `plain` markers and the same markers as one column batch (`RestoreTests.columnBatches`).
-    static func plainBatch(_ n: Int, ids: (Int) -> String, _ rng: inout SplitMix64) throws -> (records: [MarkerRecord], batch: RestoreBatch) {
+    static func plainBatch(_ n: Int, ids: (Int) -> String, _ rng: inout SplitMix64) throws -> (records: [MarkerRecord], batch: MarkerBatch) {
         let records = plain(n, ids: ids, &rng)
         return (records, try #require(RestoreTests.columnBatches([records])?.first))
     }
@@ -26,7 +26,7 @@ import Testing
         var rng = SplitMix64(seed: seed)
         // A used layer: markers with animations, attributes, drags in progress, clusters on.
         var a = try MarkerLayer(options: TilingOptions(minMarkerCount: 100))
-        a.enableGridClusters(ClusterOptions())
+        a.enableGridClusters(GridClusterOptions())
         _ = try a.upsert(RestoreTests.markers(3_000, ids: { "r\($0)" }, &rng), now: RestoreTests.now)
         for i in stride(from: 0, to: 3_000, by: 17) { _ = try a.beginDrag(id: "r\(i)") }
         var b = a
@@ -80,7 +80,7 @@ import Testing
         #expect(b.grid.validate().problems.isEmpty, "seed \(seed): grid")
     }
 
-    /// A batch whose layout was computed ahead (`RestoreBatch.prepareLayout`, as the service does
+    /// A batch whose layout was computed ahead (`MarkerBatch.prepareLayout`, as the service does
     /// before taking the layer's lock) upserts exactly as one without (whose layout the layer
     /// computes): the same slots, grid nodes and entry order; a layout for another seed is not
     /// used. The layout's orders and hashes against brute-force sorts and hashing.

@@ -38,7 +38,7 @@ import Testing
         }
     }
 
-    static func prepared(_ n: Int, ids: (Int) -> String, seed: UInt64, _ rng: inout SplitMix64) throws -> ([MarkerRecord], RestoreBatch) {
+    static func prepared(_ n: Int, ids: (Int) -> String, seed: UInt64, _ rng: inout SplitMix64) throws -> ([MarkerRecord], MarkerBatch) {
         var (records, batch) = try BatchUpsertTests.plainBatch(n, ids: ids, &rng)
         batch.prepareLayout(idHashSeed: seed)
         return (records, batch)
@@ -83,7 +83,7 @@ import Testing
         var expected: [String: [String: String]] = [:]
         for round in 0..<5 {
             let n = round == 0 ? 333 : MarkerLayer.concurrentUpsertAbove + Int(rng.next() % 6_000)
-            var batch = RestoreBatch(capacity: n, attributeBytes: round == 1 ? 0 : 40 * n)
+            var batch = MarkerBatch(capacity: n, attributeBytes: round == 1 ? 0 : 40 * n)
             let pin = batch.styleIndex(IconStyle.defaultPin, hint: nil)
             let style = try #require(pin)
             for i in 0..<n {

@@ -548,7 +548,7 @@ struct LabelScenario {
         layer.finishRestore()
         #expect(layer.marker(id: "a")?.label == last && layer.marker(id: "b")?.label == nil)
         #expect(layer.labels.count == 1)
-        var batch = RestoreBatch()
+        var batch = MarkerBatch()
         let pin = batch.styleIndex(.defaultPin, hint: nil)
         let appended = batch.append(id: "a", position: here, style: try #require(pin), zIndex: 0, visible: true, clickable: true,
                                     draggable: false, extra: [])

@@ -164,12 +164,12 @@ import Testing
         #expect(fresh.count == 0 && !fresh.hasDeferredGrid)
     }
 
-    /// `markers` as `RestoreBatch`es of the same sizes (plain markers only: no animation;
+    /// `markers` as `MarkerBatch`es of the same sizes (plain markers only: no animation;
     /// attributes given as their canonical wire bytes), or nil if `append` refuses one.
-    static func columnBatches(_ batches: [[MarkerRecord]]) -> [RestoreBatch]? {
-        var out: [RestoreBatch] = []
+    static func columnBatches(_ batches: [[MarkerRecord]]) -> [MarkerBatch]? {
+        var out: [MarkerBatch] = []
         for b in batches {
-            var batch = RestoreBatch(capacity: b.count)
+            var batch = MarkerBatch(capacity: b.count)
             var last: UInt32? = nil
             for m in b {
                 guard let style = batch.styleIndex(m.style, hint: last),
@@ -223,7 +223,7 @@ import Testing
     }
 
     @Test func columnBatchRefusesWhatValidateRejects() {
-        var batch = RestoreBatch()
+        var batch = MarkerBatch()
         let ok = batch.styleIndex(.defaultPin, hint: nil)!
         #expect(batch.styleIndex(IconStyle(source: .pin(PinStyle(scale: 0))), hint: ok) == nil)
         #expect(batch.styleIndex(IconStyle(source: .pin(PinStyle()), anchor: Anchor(x: 2, y: 0)), hint: nil) == nil)

@@ -129,7 +129,7 @@ import Testing
     }
 
     @Test func spriteCacheDrawsEachKeyOnce() async throws {
-        let cache = SpriteCache()
+        let cache = PinSpriteCache()
         let styles = [PinStyle(), PinStyle(fillColor: 0xFF00_00FF), PinStyle(label: "7")]
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<64 {
@@ -148,7 +148,7 @@ import Testing
     }
 
     @Test func spriteCacheIsBounded() throws {
-        let cache = SpriteCache(capacity: 2)
+        let cache = PinSpriteCache(capacity: 2)
         for label in ["a", "b", "c", "d"] { _ = try cache.sprite(for: PinStyle(label: label)) }
         #expect(cache.count == 2)
         #expect(cache.drawCount == 4)

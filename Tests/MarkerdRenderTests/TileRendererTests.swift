@@ -34,7 +34,7 @@ func makeRenderer(_ culling: TileRenderer.Culling = .withinOne, sweepAbove: Int 
 func tolerance(_ r: TileRenderer) -> Int { r.culling == .exact ? 0 : 1 }
 
 /// The brute-force renderer: every static marker, one draw each, in draw order.
-func bruteForce(_ layer: MarkerLayer, _ view: RasterView, now: Int64, sprites: TileSpriteCache) throws -> TileCanvas {
+func bruteForce(_ layer: MarkerLayer, _ view: RasterView, now: Int64, sprites: IconSpriteCache) throws -> TileCanvas {
     var all: [MarkerRecord] = []
     var from = 0
     while true {

@@ -102,7 +102,7 @@ import Testing
         var config = MarkerdConfiguration()
         config.listenURLs = ["inproc://durability-\(UInt64.random(in: 0...UInt64.max))"]
         config.dataDirectory = dir
-        let server = try MarkerServer(configuration: config) { line in lines.withLock { $0.append(line) } }
+        let server = try MarkerdNode(configuration: config) { line in lines.withLock { $0.append(line) } }
         try server.start()
         defer { server.stop() }
         let c = try MarkerdClient(url: server.boundURLs[0], timeout: .seconds(20))

@@ -6,7 +6,7 @@ import MarkerdTransport
 
 /// A markerd server running in-process for a test, on its own URL and (optionally) data dir.
 final class TestServer {
-    let server: MarkerServer
+    let server: MarkerdNode
     let url: String
     let dataDirectory: String?
 
@@ -29,7 +29,7 @@ final class TestServer {
         }
         configure(&config)
         self.dataDirectory = dataDirectory
-        server = try MarkerServer(configuration: config)
+        server = try MarkerdNode(configuration: config)
         try server.start()
         url = server.boundURLs[0]
     }

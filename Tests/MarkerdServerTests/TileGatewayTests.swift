@@ -422,8 +422,8 @@ struct TileGatewayTests {
     }
 }
 
-@Suite("markerd --http: the gateway in MarkerServer", .serialized)
-struct MarkerServerGatewayTests {
+@Suite("markerd --http: the gateway in MarkerdNode", .serialized)
+struct MarkerdNodeGatewayTests {
     @Test func parsesHTTPOption() throws {
         #expect(try MarkerdConfiguration.parse([]).httpAddress == nil)
         #expect(try MarkerdConfiguration.parse(["--http", "127.0.0.1:8080"]).httpAddress == "127.0.0.1:8080")

@@ -35,7 +35,7 @@ import Testing
         for start in stride(from: 0, to: n, by: 100_000) { _ = try layer.upsert(Array(records[start..<min(n, start + 100_000)]), now: 0) }
         let rss0 = Self.residentBytes()
         var t0 = ContinuousClock.now
-        layer.enableGridClusters(ClusterOptions())
+        layer.enableGridClusters(GridClusterOptions())
         let build = ContinuousClock.now - t0
         let rss1 = Self.residentBytes()
         let index = layer.gridClusterIndex!

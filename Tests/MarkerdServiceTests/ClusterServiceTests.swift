@@ -159,7 +159,7 @@ struct ClusterTestService {
         var clustering = V1.ClusteringOptions()
         clustering.enabled = true
         try s.createLayer("c", clustering: clustering)
-        let options = ClusterOptions()  // the layer's: radius 60, extent 512, max zoom 16
+        let options = GridClusterOptions()  // the layer's: radius 60, extent 512, max zoom 16
         var markers: [V1.Marker] = []
         for i in 0..<5000 {
             let hot = [(48.85, 2.35), (35.68, 139.76), (0.0, 179.9), (-33.9, 151.2)][i % 4]
@@ -344,7 +344,7 @@ struct ClusterTestService {
         // leaves / children / expansion zoom agree with the core index on the same input
         let core = SuperclusterIndex(points: features.map {
             let c = ($0["geometry"] as! [String: Any])["coordinates"] as! [Double]
-            return ClusterLngLat(longitude: c[0], latitude: c[1])
+            return LatLng(latitude: c[1], longitude: c[0])
         })
         for c in r.clusters {
             let leaves = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "places", clusterID: c.id, limit: 1000))

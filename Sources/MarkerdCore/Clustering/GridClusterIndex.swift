@@ -3,7 +3,7 @@
 
 /// Dynamic clustering index (markerd's default algorithm).
 ///
-/// For each zoom 0...maxZoom, points are grouped by grid cell (see `ClusterOptions` for the cell
+/// For each zoom 0...maxZoom, points are grouped by grid cell (see `GridClusterOptions` for the cell
 /// size). A cell with at least `minPoints` members is one cluster (count, centroid, member bounds);
 /// a smaller cell returns its members unclustered; above `maxZoom` every point is returned alone.
 /// The cells of zoom z+1 nest 2 x 2 in those of zoom z, so the non-empty cells form a quadtree.
@@ -33,7 +33,7 @@
 ///
 /// Value type; not thread-safe for concurrent mutation (wrap it in the owner's lock).
 public struct GridClusterIndex: Sendable {
-    public let options: ClusterOptions
+    public let options: GridClusterOptions
     /// log2 of cells per tile side.
     private let k: Int
 
@@ -100,8 +100,8 @@ public struct GridClusterIndex: Sendable {
     }
 
     /// An empty index. Traps on invalid options (`options.isValid`).
-    public init(options: ClusterOptions = ClusterOptions()) {
-        precondition(options.isValid, "ClusterOptions invalid: radius/extent > 0, minPoints >= 1, 0 <= maxZoom, maxZoom + cellsPerTileLog2 <= 29")
+    public init(options: GridClusterOptions = GridClusterOptions()) {
+        precondition(options.isValid, "GridClusterOptions invalid: radius/extent > 0, minPoints >= 1, 0 <= maxZoom, maxZoom + cellsPerTileLog2 <= 29")
         self.options = options
         self.k = options.cellsPerTileLog2
     }
@@ -116,7 +116,7 @@ public struct GridClusterIndex: Sendable {
     /// gathered bottom-up from its children. Memory access is sequential except for one write per
     /// point of its holder and position. O(n) for the radix sort plus O(cells x log n); 32 bytes
     /// per point of temporary memory.
-    public init(options: ClusterOptions = ClusterOptions(), points: [ClusterPoint]) {
+    public init(options: GridClusterOptions = GridClusterOptions(), points: [ClusterPoint]) {
         self.init(options: options)
         guard let maxId = points.lazy.map(\.id).max() else { return }
         reserve(maxId: maxId)

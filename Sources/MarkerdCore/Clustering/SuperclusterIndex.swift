@@ -31,16 +31,6 @@ public struct SuperclusterOptions: Sendable, Equatable {
     }
 }
 
-/// A longitude/latitude pair in degrees (WGS84), input of `SuperclusterIndex`.
-public struct ClusterLngLat: Sendable, Hashable {
-    public var longitude: Double
-    public var latitude: Double
-    public init(longitude: Double, latitude: Double) {
-        self.longitude = longitude
-        self.latitude = latitude
-    }
-}
-
 /// A cluster or a single input point, as returned by `SuperclusterIndex` (supercluster's GeoJSON features).
 public struct SuperclusterFeature: Sendable, Equatable {
     /// True for a cluster, false for a single input point.
@@ -92,7 +82,7 @@ public struct SuperclusterIndex: Sendable {
     public let options: SuperclusterOptions
     /// Input points, in input order; nil for an input feature without geometry (skipped, but it keeps
     /// its index and counts in the cluster-id offset, as in supercluster).
-    public let points: [ClusterLngLat?]
+    public let points: [LatLng?]
 
     static let offsetX = 0
     static let offsetY = 1
@@ -111,12 +101,12 @@ public struct SuperclusterIndex: Sendable {
     }
 
     /// Builds the index (supercluster's `load`). Cost: O(n log n) per zoom level.
-    public init(points: [ClusterLngLat], options: SuperclusterOptions = SuperclusterOptions()) {
+    public init(points: [LatLng], options: SuperclusterOptions = SuperclusterOptions()) {
         self.init(optionalPoints: points, options: options)
     }
 
     /// Builds the index over points some of which may be missing (nil: a feature without geometry).
-    public init(optionalPoints points: [ClusterLngLat?], options: SuperclusterOptions = SuperclusterOptions()) {
+    public init(optionalPoints points: [LatLng?], options: SuperclusterOptions = SuperclusterOptions()) {
         precondition(options.minZoom >= 0 && options.minZoom <= options.maxZoom && options.maxZoom + 1 < 32,
                      "SuperclusterOptions: need 0 <= minZoom <= maxZoom <= 30")
         precondition(options.radius > 0 && options.extent > 0, "SuperclusterOptions: radius and extent must be positive")

@@ -28,7 +28,7 @@ import Testing
             let pts = Self.uniformPoints(n, seed: 42)
             let before = Self.residentBytes()
             let t0 = ContinuousClock.now
-            let index = GridClusterIndex(options: ClusterOptions(), points: pts)
+            let index = GridClusterIndex(options: GridClusterOptions(), points: pts)
             let dt = ContinuousClock.now - t0
             let after = Self.residentBytes()
             print("BENCH grid-index build n=\(n) uniform: \(dt), RSS +\((after - before) >> 20) MiB, cells \(index.cellCount)")

@@ -13,7 +13,7 @@ import Testing
 
     /// Random points around a few hotspots, the index built in bulk and the same points upserted
     /// one by one in another order.
-    static func indexes(_ options: ClusterOptions, _ rng: inout SplitMix64) -> (points: [Int32: ClusterPoint], bulk: GridClusterIndex, upserted: GridClusterIndex) {
+    static func indexes(_ options: GridClusterOptions, _ rng: inout SplitMix64) -> (points: [Int32: ClusterPoint], bulk: GridClusterIndex, upserted: GridClusterIndex) {
         let hotspots: [(UInt32, UInt32)] = (0..<5).map { _ in (UInt32(truncatingIfNeeded: rng.next()), UInt32(truncatingIfNeeded: rng.next())) }
         var points: [Int32: ClusterPoint] = [:]
         for id in 0..<Int32(3000) { points[id] = T.randomPoint(id, &rng, hotspots: hotspots) }
@@ -30,8 +30,8 @@ import Testing
         return ClusterBox(minX: p.x &- half, minY: minY, maxX: p.x &+ half, maxY: maxY)
     }
 
-    @Test(arguments: [ClusterOptions(), ClusterOptions(radius: 40, minPoints: 3, maxZoom: 5, extent: 256)])
-    func countsAndSamplesMatchBruteForce(options: ClusterOptions) throws {
+    @Test(arguments: [GridClusterOptions(), GridClusterOptions(radius: 40, minPoints: 3, maxZoom: 5, extent: 256)])
+    func countsAndSamplesMatchBruteForce(options: GridClusterOptions) throws {
         var rng = SplitMix64(seed: Self.seed())
         let (points, index, upserted) = Self.indexes(options, &rng)
         let k = options.cellsPerTileLog2

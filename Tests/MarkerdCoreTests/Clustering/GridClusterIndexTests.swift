@@ -13,7 +13,7 @@ import Testing
 
     /// Brute-force clustering of `points` (one zoom): cell key -> members.
     struct Oracle {
-        let options: ClusterOptions
+        let options: GridClusterOptions
         let points: [Int32: ClusterPoint]
         var k: Int { options.cellsPerTileLog2 }
 
@@ -82,7 +82,7 @@ import Testing
 
     /// `ops` random upserts, moves and removals of `ids` ids, checked against the oracle; with
     /// `bulk` > 0, starting from an index built in bulk from `bulk` random points.
-    func runRandom(options: ClusterOptions, ops: Int, ids: Int32, salt: UInt64, bulk: Int = 0, name: String = #function) throws {
+    func runRandom(options: GridClusterOptions, ops: Int, ids: Int32, salt: UInt64, bulk: Int = 0, name: String = #function) throws {
         var rng = SplitMix64(seed: Self.seed(salt, name))
         let hotspots: [(UInt32, UInt32)] = (0..<6).map { i in
             i == 0 ? (UInt32.max - 5000, 1 << 31) : (UInt32(truncatingIfNeeded: rng.next()), UInt32(truncatingIfNeeded: rng.next()))
@@ -138,7 +138,7 @@ import Testing
         #expect(index.clusters(in: .world, zoom: 0).isEmpty)
     }
 
-    func check(_ index: GridClusterIndex, _ truth: [Int32: ClusterPoint], _ options: ClusterOptions,
+    func check(_ index: GridClusterIndex, _ truth: [Int32: ClusterPoint], _ options: GridClusterOptions,
                _ rng: inout SplitMix64, deep: Bool) throws {
         let oracle = Oracle(options: options, points: truth)
         for z in 0...(options.maxZoom + 1) {
@@ -213,11 +213,11 @@ import Testing
     }
 
     @Test func randomUpdatesMatchOracleDefaults() throws {
-        try runRandom(options: ClusterOptions(), ops: 4000, ids: 600, salt: 0)
+        try runRandom(options: GridClusterOptions(), ops: 4000, ids: 600, salt: 0)
     }
 
     @Test func randomUpdatesMatchOracleMinPoints4() throws {
-        try runRandom(options: ClusterOptions(radius: 40, minPoints: 4, maxZoom: 12, extent: 512), ops: 3000, ids: 400, salt: 1)
+        try runRandom(options: GridClusterOptions(radius: 40, minPoints: 4, maxZoom: 12, extent: 512), ops: 3000, ids: 400, salt: 1)
     }
 
     /// The bulk build (Morton-ordered insertion) with duplicate ids: the last occurrence wins, as
@@ -225,7 +225,7 @@ import Testing
     @Test func bulkBuildWithDuplicatesMatchesUpsertsAndOracle() throws {
         var rng = SplitMix64(seed: Self.seed(3))
         let hotspots: [(UInt32, UInt32)] = (0..<4).map { _ in (UInt32(truncatingIfNeeded: rng.next()), UInt32(truncatingIfNeeded: rng.next())) }
-        let options = ClusterOptions()
+        let options = GridClusterOptions()
         let points = (0..<3000).map { _ in Self.randomPoint(Int32(rng.next() % 700), &rng, hotspots: hotspots) }
         var sequential = GridClusterIndex(options: options)
         var truth: [Int32: ClusterPoint] = [:]
@@ -258,20 +258,20 @@ import Testing
 
     /// Updates of an index built in bulk (cells numbered breadth-first, then freed and reused).
     @Test func randomUpdatesAfterBulkBuildMatchOracle() throws {
-        try runRandom(options: ClusterOptions(), ops: 3000, ids: 500, salt: 5, bulk: 1500)
+        try runRandom(options: GridClusterOptions(), ops: 3000, ids: 500, salt: 5, bulk: 1500)
     }
 
     @Test func randomUpdatesMatchOracleMinPoints1() throws {
-        try runRandom(options: ClusterOptions(radius: 300, minPoints: 1, maxZoom: 10, extent: 256), ops: 2000, ids: 300, salt: 2)
+        try runRandom(options: GridClusterOptions(radius: 300, minPoints: 1, maxZoom: 10, extent: 256), ops: 2000, ids: 300, salt: 2)
     }
 
     @Test func optionsCellSize() {
-        #expect(ClusterOptions().cellsPerTileLog2 == 3)
-        #expect(ClusterOptions().cellSize == 64)
-        #expect(ClusterOptions(radius: 40).cellSize == 32) // 512/40 = 12.8 -> 2^4 (log2 3.68 rounds to 4)
-        #expect(ClusterOptions(radius: 1000).cellsPerTileLog2 == 0)
-        #expect(!ClusterOptions(maxZoom: 27).isValid)
-        #expect(!ClusterOptions(minPoints: 0).isValid)
+        #expect(GridClusterOptions().cellsPerTileLog2 == 3)
+        #expect(GridClusterOptions().cellSize == 64)
+        #expect(GridClusterOptions(radius: 40).cellSize == 32) // 512/40 = 12.8 -> 2^4 (log2 3.68 rounds to 4)
+        #expect(GridClusterOptions(radius: 1000).cellsPerTileLog2 == 0)
+        #expect(!GridClusterOptions(maxZoom: 27).isValid)
+        #expect(!GridClusterOptions(minPoints: 0).isValid)
     }
 
     @Test func worldCoordinates() {
@@ -362,7 +362,7 @@ import Testing
     @Test func upsertAtTheSamePositionRestampsTheCellsAboveThePoint() {
         let seed = Self.seed(17)
         var rng = SplitMix64(seed: seed)
-        let options = ClusterOptions(radius: 60, minPoints: 1_000_000, maxZoom: 10, extent: 512)
+        let options = GridClusterOptions(radius: 60, minPoints: 1_000_000, maxZoom: 10, extent: 512)
         var index = GridClusterIndex(options: options)
         var points: [ClusterPoint] = []
         for i in 0..<3000 {

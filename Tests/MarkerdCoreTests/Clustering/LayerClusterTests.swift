@@ -6,7 +6,7 @@ import Testing
 /// removals, visibility / draggable changes, drags, animation expiry and clears, they equal the
 /// clusters computed from scratch on the final visible static markers. Prints the seed; SEED= replays.
 @Suite struct LayerClusterTests {
-    static let options = ClusterOptions(radius: 60, minPoints: 2, maxZoom: 12, extent: 512)
+    static let options = GridClusterOptions(radius: 60, minPoints: 2, maxZoom: 12, extent: 512)
 
     static func randomRecord(_ id: String, _ rng: inout SplitMix64, now: Int64) -> MarkerRecord {
         // a few hotspots so that clusters form and split at many zooms; some exact duplicates

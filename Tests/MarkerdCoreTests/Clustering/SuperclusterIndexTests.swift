@@ -6,7 +6,7 @@ import Testing
 /// Ports of supercluster 8.0.1's test/test.js expectations (those that do not need map/reduce).
 @Suite struct SuperclusterIndexTests {
     struct Place {
-        var lngLat: ClusterLngLat?
+        var lngLat: LatLng?
         var id: Int?
         var properties: [String: Any]
     }
@@ -25,7 +25,7 @@ import Testing
         let features = try #require(try loadJSON("places.json")["features"] as? [[String: Any]])
         return features.map { f in
             let c = (f["geometry"] as? [String: Any])?["coordinates"] as? [Double]
-            return Place(lngLat: c.map { ClusterLngLat(longitude: $0[0], latitude: $0[1]) }, id: (f["id"] as? NSNumber)?.intValue,
+            return Place(lngLat: c.map { LatLng(latitude: $0[1], longitude: $0[0]) }, id: (f["id"] as? NSNumber)?.intValue,
                          properties: f["properties"] as? [String: Any] ?? [:])
         }
     }
@@ -120,7 +120,7 @@ import Testing
     @Test func leavesWithExtraPoint() throws {
         // getLeaves handles null-property features: the added point is leaf #6 of cluster 165.
         var points = try Self.places().map(\.lngLat)
-        points.append(ClusterLngLat(longitude: -79.04411780507252, latitude: 43.08771393436908))
+        points.append(LatLng(latitude: 43.08771393436908, longitude: -79.04411780507252))
         let index = SuperclusterIndex(optionalPoints: points)
         #expect(try index.leaves(of: 165, limit: 1, offset: 6).map(\.id) == [163])
     }
@@ -149,7 +149,7 @@ import Testing
     }
 
     @Test func clustersAcrossTheAntimeridian() throws {
-        let points = [-178.989, -178.990, -178.991, -178.992].map { ClusterLngLat(longitude: $0, latitude: 0) }
+        let points = [-178.989, -178.990, -178.991, -178.992].map { LatLng(latitude: 0, longitude: $0) }
         let index = SuperclusterIndex(points: points)
         let nonCrossing = index.clusters(west: -179, south: -10, east: -177, north: 10, zoom: 1)
         let crossing = index.clusters(west: 179, south: -10, east: -177, north: 10, zoom: 1)
@@ -170,13 +170,13 @@ import Testing
     }
 
     @Test func sameLocationPointsAreClustered() {
-        let p = ClusterLngLat(longitude: -1.426798, latitude: 53.943034)
+        let p = LatLng(latitude: 53.943034, longitude: -1.426798)
         let index = SuperclusterIndex(points: [p, p], options: SuperclusterOptions(maxZoom: 20, radius: 16, extent: 8192))
         #expect(index.itemCount(zoom: 20) == 1)
     }
 
     @Test func unclusteredPointCoordsAreNotRounded() throws {
-        let index = SuperclusterIndex(points: [ClusterLngLat(longitude: 173.19150559062456, latitude: -41.340357424709275)],
+        let index = SuperclusterIndex(points: [LatLng(latitude: -41.340357424709275, longitude: 173.19150559062456)],
                                       options: SuperclusterOptions(maxZoom: 19))
         let f = try #require(index.tile(z: 20, x: 1028744, y: 656754)?.first)
         #expect(f.x == 421 && f.y == 281)

@@ -11,7 +11,7 @@
 /// checks what `MarkerLayer.validate` checks and refuses
 /// (returns false) what it would reject, so that the caller can take the record path for its
 /// error message.
-public struct RestoreBatch: Sendable {
+public struct MarkerBatch: Sendable {
     public static let visible: UInt8 = 1
     public static let clickable: UInt8 = 2
     public static let draggable: UInt8 = 4
@@ -23,7 +23,7 @@ public struct RestoreBatch: Sendable {
         public var zIndex: Int32
         /// Index into `styles`.
         public var style: UInt32
-        /// `RestoreBatch.visible` | `.clickable` | `.draggable`.
+        /// `MarkerBatch.visible` | `.clickable` | `.draggable`.
         public var flags: UInt8
         public var position: LatLng
         public var world: WorldPoint
@@ -32,9 +32,9 @@ public struct RestoreBatch: Sendable {
         /// visible, clickable, draggable as given; `hasExtra` is the upsert's to add).
         @inline(__always) var markerFlags: UInt8 {
             var f = MarkerFlags.occupied
-            if flags & RestoreBatch.visible != 0 { f |= MarkerFlags.visible }
-            if flags & RestoreBatch.clickable != 0 { f |= MarkerFlags.clickable }
-            if flags & RestoreBatch.draggable != 0 { f |= MarkerFlags.draggable }
+            if flags & MarkerBatch.visible != 0 { f |= MarkerFlags.visible }
+            if flags & MarkerBatch.clickable != 0 { f |= MarkerFlags.clickable }
+            if flags & MarkerBatch.draggable != 0 { f |= MarkerFlags.draggable }
             return f
         }
     }
@@ -143,7 +143,7 @@ public struct RestoreBatch: Sendable {
     }
 }
 
-extension RestoreBatch {
+extension MarkerBatch {
     /// The index of the first marker whose id an earlier marker of the batch already has, or
     /// nil when every id is distinct. Costs one pass over the ids with a scratch open-addressing
     /// table of marker indexes keyed by a hash of the id bytes (no `String`s), 4 bytes per

@@ -3,11 +3,11 @@ import Foundation
 import Synchronization
 import Testing
 
-/// `WriteHelper.run`: each of the two pieces of work runs exactly once, `run` returns only
+/// `BulkUpsertThread.run`: each of the two pieces of work runs exactly once, `run` returns only
 /// when both are done, and the second piece is taken by whichever thread gets to it first.
 @Suite struct WriteHelperTests {
     @Test func eachPartRunsOnceAndRunWaitsForBoth() {
-        let helper = WriteHelper()
+        let helper = BulkUpsertThread()
         let here = Atomic<Int>(0), there = Atomic<Int>(0), onHelper = Atomic<Int>(0)
         let caller = Thread.current
         for k in 0..<2_000 {

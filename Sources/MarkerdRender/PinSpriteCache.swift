@@ -1,4 +1,4 @@
-import MarkerdCore  // PinStyle, once the core lands (see PinStyle.swift)
+import MarkerdCore
 private import Synchronization
 
 /// Pin sprites by (normalized style, density), each drawn once and then shared. Thread-safe.
@@ -7,7 +7,7 @@ private import Synchronization
 /// in parallel. Holds at most `capacity` sprites: inserting into a full cache evicts an
 /// arbitrary entry (labels make the key space unbounded, so the cache must be bounded).
 /// A failed drawing is not cached; the next request tries again.
-public final class SpriteCache: Sendable {
+public final class PinSpriteCache: Sendable {
     /// Sprites kept at most.
     public let capacity: Int
 

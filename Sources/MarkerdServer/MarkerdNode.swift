@@ -3,10 +3,10 @@ import MarkerdAPI
 import MarkerdService
 import MarkerdTransport
 
-/// markerd as a library: the service (recovered from the data directory), the RPC dispatcher
+/// One markerd process as a library (a node): the service (recovered from the data directory), the RPC dispatcher
 /// and the NNG REP server, wired together. `markerd` is a thin `main` around this; tests run it
 /// in-process (inproc://, ipc://, tcp://127.0.0.1:0).
-public final class MarkerServer: Sendable {
+public final class MarkerdNode: Sendable {
     public let configuration: MarkerdConfiguration
     public let service: MarkerService
     public let dispatcher: RPCDispatcher
@@ -23,11 +23,7 @@ public final class MarkerServer: Sendable {
         self.configuration = configuration
         var serviceConfig = ServiceConfiguration()
         serviceConfig.dataDirectory = configuration.ephemeral ? nil : configuration.dataDirectory
-        serviceConfig.fsync = switch configuration.fsync {
-            case .always: .always
-            case .everysec: .everySecond
-            case .off: .off
-        }
+        serviceConfig.fsync = configuration.fsync
         serviceConfig.snapshotEveryBytes = configuration.snapshotEveryBytes
         serviceConfig.idempotencyTTL = configuration.idempotencyTTL
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes

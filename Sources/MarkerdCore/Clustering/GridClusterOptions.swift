@@ -6,7 +6,7 @@
 /// cells, `cellsPerTile` being the power of two that makes the cell size closest to `radius`
 /// (in log scale): radius 60 with extent 512 gives 8 cells of 64 px. So the cells of zoom z+1 nest
 /// 2 x 2 in the cells of zoom z, and no cell straddles two tiles.
-public struct ClusterOptions: Sendable, Equatable {
+public struct GridClusterOptions: Sendable, Equatable {
     /// Target cell size in tile pixels. Default 60. Must be > 0.
     public var radius: Double
     /// A cell with fewer members returns them unclustered. Default 2. Must be >= 1.

@@ -1,8 +1,8 @@
 /// The orders and id hashes a bulk upsert of a batch needs (`MarkerLayer.upsert(_:now:)` with
 /// spatial slots), computed from the batch alone, so that a caller can compute them before
-/// taking the layer's write lock (`RestoreBatch.prepareLayout(idHashSeed:)`) while another
+/// taking the layer's write lock (`MarkerBatch.prepareLayout(idHashSeed:)`) while another
 /// batch is being applied under it: the sorts and the hashing then take no time under the lock.
-extension RestoreBatch {
+extension MarkerBatch {
     /// See the extension's comment. Marker `i` of the batch is the `k`-th in spatial order when
     /// `spatial[k] == i`.
     public struct Layout: Sendable {
@@ -19,7 +19,7 @@ extension RestoreBatch {
         let ids: [UInt8]
         let idEnds: [UInt32]
 
-        init(_ batch: RestoreBatch, idHashSeed seed: UInt64) {
+        init(_ batch: MarkerBatch, idHashSeed seed: UInt64) {
             idHashSeed = seed
             let n = batch.count
             let spatial = RadixSort.order(batch.entries.map { e in SpatialKey.morton(x: e.world.x >> 16, y: e.world.y >> 16) })

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 
-extension MarkerServer {
+extension MarkerdNode {
     /// Serves until SIGTERM or SIGINT, then stops gracefully (stop taking requests, finish those
     /// in flight within `drainSeconds`, flush and fsync the journal) and exits 0. A second
     /// signal while draining exits at once. Never returns.
