@@ -1,5 +1,5 @@
-/// Where the cull writes its draws' clips (`CoverageMask.uncovered`: `r0, r1, lo0, hi0, ...`
-/// per kept draw): a growable run of `Int16` written through a pointer, so that keeping a draw
+/// Where the cull writes its draws' clips (`CoverageMask.uncovered`: `r0, r1`, then each row's
+/// masks, per kept draw): a growable run of `UInt64` written through a pointer, so that keeping a draw
 /// costs its stores and no array append (the append had cost about 90 instructions per kept
 /// draw). `array` copies the contents out when the cull is done.
 ///
@@ -8,14 +8,14 @@
 /// that memory (no copy on write): keep one buffer per cull and pass it `inout`.
 struct ClipBuffer {
     private final class Storage {
-        let base: UnsafeMutablePointer<Int16>
+        let base: UnsafeMutablePointer<UInt64>
         init(capacity: Int) { base = .allocate(capacity: capacity) }
         deinit { base.deallocate() }
     }
 
     private var storage: Storage
     /// The first value; valid until the next `reserve` that grows the buffer.
-    private(set) var base: UnsafeMutablePointer<Int16>
+    private(set) var base: UnsafeMutablePointer<UInt64>
     /// Values written and committed.
     private(set) var count = 0
     private var capacity: Int
@@ -28,7 +28,7 @@ struct ClipBuffer {
     }
 
     /// Room for `n` more values: where they go (`base + count`). Nothing counts until `commit`.
-    @inline(__always) mutating func reserve(_ n: Int) -> UnsafeMutablePointer<Int16> {
+    @inline(__always) mutating func reserve(_ n: Int) -> UnsafeMutablePointer<UInt64> {
         if count &+ n > capacity { grow(count &+ n) }
         return base + count
     }
@@ -37,7 +37,7 @@ struct ClipBuffer {
     @inline(__always) mutating func commit(_ n: Int) { count &+= n }
 
     /// The value at `i` (below `count`).
-    @inline(__always) subscript(i: Int) -> Int16 { base[i] }
+    @inline(__always) subscript(i: Int) -> UInt64 { base[i] }
 
     private mutating func grow(_ needed: Int) {
         capacity = Swift.max(needed, 2 * capacity)
@@ -48,5 +48,5 @@ struct ClipBuffer {
     }
 
     /// The committed values.
-    var array: [Int16] { Array(UnsafeBufferPointer(start: base, count: count)) }
+    var array: [UInt64] { Array(UnsafeBufferPointer(start: base, count: count)) }
 }

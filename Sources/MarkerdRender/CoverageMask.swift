@@ -387,15 +387,15 @@ struct CoverageMask {
     /// Says where a draw of `shape` with its top-left at (`x`, `y`) is still needed. A pixel
     /// counts as uncovered when it lies inside the canvas, has alpha > 0 and its bit is clear.
     /// Appends to `clips` the range of sprite rows `r0 ..< r1` with an uncovered pixel, then per
-    /// row of it the sprite columns from its first to its last uncovered pixel (`r0, r1, lo0,
-    /// hi0, lo1, hi1, ...`; a row without one gets an empty range). Pixels left out are
-    /// transparent or get an opaque pixel from a later draw, as do covered pixels inside the
-    /// ranges, so not drawing them changes nothing. Returns false (and appends nothing) when no
-    /// pixel is uncovered. Sprites are at most 1024 px, so the numbers fit in Int16. (This form,
-    /// for tests, appends to an array; the renderer's cull writes into a `ClipBuffer` through
-    /// `uncoveredThenAdd`, without a buffer per call.)
-    mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout [Int16]) -> Bool {
-        var buffer = ClipBuffer(capacity: 2 &+ 2 &* shape.height)
+    /// row of it `shape.words` masks of its uncovered pixels (bit `c` of word `k`: sprite column
+    /// `64 k + c`; `r0, r1, m(r0, 0), m(r0, 1), ..., m(r0 + 1, 0), ...`; a row without one gets
+    /// zero masks). The renderer draws exactly these pixels (`TileCanvas.composite`), so a
+    /// pixel's value depends only on the draws that cover it: any window of a raster rendered
+    /// on its own has the raster's bytes there. Returns false (and appends nothing) when no
+    /// pixel is uncovered. (This form, for tests, appends to an array; the renderer's cull writes
+    /// into a `ClipBuffer` through `uncoveredThenAdd`, without a buffer per call.)
+    mutating func uncovered(_ shape: Shapes.Shape, x: Int, y: Int, into clips: inout [UInt64]) -> Bool {
+        var buffer = ClipBuffer(capacity: 2 &+ shape.words &* shape.height)
         defer { clips.append(contentsOf: UnsafeBufferPointer(start: buffer.base, count: buffer.count)) }
         return uncovered(shape, x: x, y: y, into: &buffer, adding: nil)
     }
@@ -415,7 +415,7 @@ struct CoverageMask {
         if r0 >= r1 || x >= width || x &+ shape.width <= 0 { return false }
         unique()
         // The clip is written in place at the end of `clips`, and counted when it is complete.
-        let out = clips.reserve(2 &+ 2 &* (r1 &- r0))
+        let out = clips.reserve(2 &+ shape.words &* (r1 &- r0))
         var first = -1, last = -1
         let shift = CoverageMask.blockShift, size = CoverageMask.blockSize
         let bits = UnsafePointer(bits), blocks = UnsafePointer(blocks)
@@ -437,17 +437,23 @@ struct CoverageMask {
             while r < rowEnd {
                 defer { r &+= 1 }
                 let row = bits + (y &+ r) &* stride, m = visible + r &* words
+                // The row's masks go where they belong if it is the first row with an uncovered
+                // pixel or a later one; a row without one is overwritten by the next (or left
+                // past the clip's end).
+                let masks = out + (2 &+ (r &- (first < 0 ? r : first)) &* words)
                 var a = -1, b = 0
                 if words == 1 {
                     // The draw touches the canvas and is at most 64 px wide: its columns start
                     // within one word of the canvas (`chunk` without its range test).
                     let u = ~(row[rowK] &>> rowShiftLo | (row[rowK &+ 1] &<< 1) &<< rowShiftHi) & m[0]
                     if u == 0 { continue }
+                    masks[0] = u
                     a = u.trailingZeroBitCount; b = 64 &- u.leadingZeroBitCount
                 } else {
                     var k = 0
                     while k < words {
                         let u = ~CoverageMask.chunk(row, x &+ k &<< 6, columns: width) & m[k]
+                        masks[k] = u
                         if u != 0 {
                             if a < 0 { a = k &<< 6 &+ u.trailingZeroBitCount }
                             b = k &<< 6 &+ 64 &- u.leadingZeroBitCount
@@ -457,12 +463,10 @@ struct CoverageMask {
                     if a < 0 { continue }
                 }
                 if first < 0 { first = r }
-                // Rows since the last one with an uncovered pixel get an empty range.
+                // Rows since the last one with an uncovered pixel get zero masks.
                 var gap = last < 0 ? r : last &+ 1
-                while gap < r { out[2 &+ 2 &* (gap &- first)] = 0; out[3 &+ 2 &* (gap &- first)] = 0; gap &+= 1 }
+                while gap < r { (out + (2 &+ (gap &- first) &* words)).update(repeating: 0, count: words); gap &+= 1 }
                 last = r
-                out[2 &+ 2 &* (r &- first)] = Int16(truncatingIfNeeded: a)
-                out[3 &+ 2 &* (r &- first)] = Int16(truncatingIfNeeded: b)
                 if let drawn {
                     let cl = max(0, x &+ a), ch = min(width, x &+ b)
                     if cl < ch { addRow(drawn, x: x, y: y, row: r, columns: cl, ch, into: &added) }
@@ -521,8 +525,8 @@ struct CoverageMask {
         }
         guard first >= 0 else { return false }
         if added.top <= added.bottom { refreshBlocks(rows: added.top, added.bottom &+ 1, columns: added.lo, added.hi) }
-        out[0] = Int16(truncatingIfNeeded: first); out[1] = Int16(truncatingIfNeeded: last &+ 1)
-        clips.commit(2 &+ 2 &* (last &+ 1 &- first))
+        out[0] = UInt64(truncatingIfNeeded: first); out[1] = UInt64(truncatingIfNeeded: last &+ 1)
+        clips.commit(2 &+ words &* (last &+ 1 &- first))
         return true
     }
 
@@ -612,15 +616,18 @@ struct CoverageMask {
         add(shape, x: x, y: y, clip: nil)
     }
 
-    /// `add` limited to `clip`, what `uncovered` appended for this draw at this mask (`r0, r1,
-    /// lo0, hi0, ...`): the same result, as every pixel of the draw outside its clip is already
-    /// settled (nothing to add there), but only the clip's rows and columns are visited.
-    mutating func add(_ shape: Shapes.Shape, x: Int, y: Int, clip: UnsafeBufferPointer<Int16>?) {
+    /// `add` limited to `clip`, what `uncovered` appended for this draw at this mask (`r0, r1`,
+    /// then each row's masks): the same result, as every pixel of the draw outside its clip is
+    /// already settled (nothing to add there), but only the clip's rows and, per row, the columns
+    /// from its first to its last uncovered pixel are visited.
+    mutating func add(_ shape: Shapes.Shape, x: Int, y: Int, clip: UnsafeBufferPointer<UInt64>?) {
         var r0 = max(0, 0 &- y), r1 = min(shape.height, height &- y)
         if let clip { r0 = max(r0, Int(clip[0])); r1 = min(r1, Int(clip[1])) }
         if r0 >= r1 { return }
         unique()
-        let clipRows = clip.map { $0.baseAddress! + (2 &- 2 &* Int($0[0])) }
+        let words = shape.words
+        let clipRows = clip.map { $0.baseAddress! + 2 }
+        let clipFirst = clip.map { Int($0[0]) } ?? 0
         var added = AddedArea()
         var r = r0
         while r < r1 {
@@ -628,7 +635,18 @@ struct CoverageMask {
             // The row's columns to visit: inside the canvas and the clip.
             var cl = max(0, x), ch = min(width, x &+ shape.width)
             if let clipRows {
-                cl = max(cl, x &+ Int(clipRows[2 &* r])); ch = min(ch, x &+ Int(clipRows[2 &* r &+ 1]))
+                let masks = clipRows + (r &- clipFirst) &* words
+                var a = -1, b = 0, k = 0
+                while k < words {
+                    let u = masks[k]
+                    if u != 0 {
+                        if a < 0 { a = k &<< 6 &+ u.trailingZeroBitCount }
+                        b = k &<< 6 &+ 64 &- u.leadingZeroBitCount
+                    }
+                    k &+= 1
+                }
+                if a < 0 { continue }
+                cl = max(cl, x &+ a); ch = min(ch, x &+ b)
             }
             if cl < ch { addRow(shape, x: x, y: y, row: r, columns: cl, ch, into: &added) }
         }

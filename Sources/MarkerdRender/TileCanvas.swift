@@ -57,26 +57,23 @@ public struct TileCanvas: Sendable {
     /// outside the canvas). Only the part inside the canvas is drawn, so a sprite crossing a tile
     /// edge is drawn partially on each neighbouring tile and the halves meet seamlessly.
     public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int) {
-        draw(sprite: sprite, atX: x, y: y, times: 1, clipAt: nil)
+        draw(sprite: sprite, atX: x, y: y, times: 1, clips: nil)
     }
 
     /// Composites `sprite` `times` times in a row at the same place: exactly what `times` calls of
     /// `draw(sprite:atX:y:)` give, but each pixel stops as soon as one more draw would not change
     /// it (repeated source-over of the same premultiplied source is monotone in every channel, so
     /// a pixel reaches a fixed point within 256 draws; opaque source pixels after one).
-    ///
-    /// `clip`, when given, limits the draw to sprite rows `c[0] ..< c[1]` and, in row `c[0] + i`,
-    /// to the columns `c[2 + 2i] ..< c[3 + 2i]` (sprite coordinates; `c` counted from
-    /// `clip.startIndex`): the renderer leaves out pixels that a later opaque draw replaces anyway.
-    public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int, clip: ArraySlice<Int16>? = nil) {
-        guard let clip else { return draw(sprite: sprite, atX: x, y: y, times: times, clipAt: nil) }
-        clip.withUnsafeBufferPointer { draw(sprite: sprite, atX: x, y: y, times: times, clipAt: $0) }
+    public mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int) {
+        draw(sprite: sprite, atX: x, y: y, times: times, clips: nil)
     }
 
-    /// `draw(sprite:atX:y:times:clip:)` with the clip as a buffer (`clip[0]` its first number):
-    /// the renderer's loop passes its clips this way, without an array slice (and its reference
-    /// count traffic) per draw.
-    mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int, clipAt clip: UnsafeBufferPointer<Int16>?) {
+    /// `draw(sprite:atX:y:times:)` limited by the renderer's clips (`CoverageMask.uncovered`): with
+    /// `clips`, the sprite is drawn once per clip, each time on exactly the pixels its clip's
+    /// masks hold; the clips are those of identical draws from the top of the draw order down,
+    /// each holding the next one's pixels (a pixel in the first `n` clips only is drawn `n`
+    /// times). nil: `times` whole draws.
+    mutating func draw(sprite: RGBAImage, atX x: Int, y: Int, times: Int, clips: UnsafeBufferPointer<UnsafePointer<UInt64>>?) {
         if times < 1 { return }
         let (w, h) = (width, height)
         let drew = sprite.pixels.withUnsafeBytes { src in
@@ -84,7 +81,7 @@ public struct TileCanvas: Sendable {
                 pixels.withUnsafeMutableBytes { dst in
                     TileCanvas.composite(SpritePixels(pixels: src.baseAddress, spans: spans.isEmpty ? nil : spans.baseAddress,
                                                       width: sprite.width, height: sprite.height),
-                                         onto: dst, width: w, height: h, atX: x, y: y, times: times, clipAt: clip)
+                                         onto: dst, width: w, height: h, atX: x, y: y, times: times, clips: clips)
                 }
             }
         }
@@ -107,67 +104,113 @@ public struct TileCanvas: Sendable {
         if pixels.withUnsafeMutableBytes(body) { isEmpty = false }
     }
 
-    /// `draw(sprite:atX:y:times:clip:)` on the `width x height` canvas bytes `dst`; returns
-    /// whether a sprite pixel with alpha > 0 landed (`isEmpty` is the caller's).
+    /// `draw(sprite:atX:y:times:clips:)` on the `width x height` canvas bytes `dst`; returns
+    /// whether a sprite pixel with alpha > 0 landed (`isEmpty` is the caller's). With `clips`,
+    /// `times` is their count.
     @inline(__always)
     static func composite(_ sprite: SpritePixels, onto dst: UnsafeMutableRawBufferPointer, width: Int, height: Int,
-                          atX x: Int, y: Int, times: Int, clipAt clip: UnsafeBufferPointer<Int16>?) -> Bool {
+                          atX x: Int, y: Int, times: Int, clips: UnsafeBufferPointer<UnsafePointer<UInt64>>?) -> Bool {
         if times < 1 { return false }
         let sw = sprite.width
         let sh = sprite.height
         guard let src = sprite.pixels, sw > 0, sh > 0, x < width, y < height, x > -sw, y > -sh else { return false }
-        let sx0 = max(0, -x), sx1 = min(sw, width - x)
-        var sy0 = max(0, -y), sy1 = min(sh, height - y)
-        var clipRows = 0
-        if let clip {
-            clipRows = Int(clip[0])
-            sy0 = max(sy0, clipRows); sy1 = min(sy1, Int(clip[1]))
-            if sy0 >= sy1 { return false }
-        }
-        var drew = false
-        // Wrapping arithmetic for the rows' offsets: the canvas and the sprite are far below
-        // 2^31 px, and the rows and columns are clipped to both above.
         let base = dst.baseAddress!
+        guard let clips else {
+            let sx0 = max(0, -x), sx1 = min(sw, width - x)
+            let sy0 = max(0, -y), sy1 = min(sh, height - y)
+            var drew = false
+            // Wrapping arithmetic for the rows' offsets: the canvas and the sprite are far below
+            // 2^31 px, and the rows and columns are clipped to both above.
+            for sy in sy0..<sy1 {
+                var lo = sx0, hi = sx1
+                if let spans = sprite.spans {
+                    lo = max(lo, Int(spans[2 &* sy])); hi = min(hi, Int(spans[2 &* sy &+ 1]))
+                }
+                if lo >= hi { continue }
+                let srcRow = src.advanced(by: sy &* sw &* 4)
+                let dstRow = base.advanced(by: ((y &+ sy) &* width &+ x) &* 4)
+                if times == 1 {
+                    if TileCanvas.compositeRow(dstRow + lo &* 4, srcRow + lo &* 4, count: hi &- lo) { drew = true }
+                } else if compositePixels(dstRow, srcRow, lo, hi, times: times) {
+                    drew = true
+                }
+            }
+            return drew
+        }
+        // The clips' masks hold only pixels inside the canvas with alpha > 0 (`uncovered`).
+        let words = (sw &+ 63) &>> 6
+        let top = clips[0]
+        let sy0 = Int(top[0]), sy1 = Int(top[1])
+        var drew = false
         for sy in sy0..<sy1 {
-            var lo = sx0, hi = sx1
-            if let spans = sprite.spans {
-                lo = max(lo, Int(spans[2 &* sy])); hi = min(hi, Int(spans[2 &* sy &+ 1]))
-            }
-            if let clip {
-                let c = 2 &+ 2 &* (sy &- clipRows)
-                lo = max(lo, Int(clip[c])); hi = min(hi, Int(clip[c &+ 1]))
-            }
-            if lo >= hi { continue }
             let srcRow = src.advanced(by: sy &* sw &* 4)
             let dstRow = base.advanced(by: ((y &+ sy) &* width &+ x) &* 4)
-            if times == 1 {
-                // Four pixels at a time, the rest one by one (the same arithmetic).
-                if TileCanvas.compositeRow(dstRow + lo &* 4, srcRow + lo &* 4, count: hi &- lo) { drew = true }
-                continue
-            }
-            for sx in lo..<hi {
-                let s = srcRow.loadUnaligned(fromByteOffset: sx * 4, as: UInt32.self)
-                let a = s >> 24
-                if a == 0 { continue }
+            var k = 0
+            while k < words {
+                defer { k &+= 1 }
+                /// Clip `i`'s mask of word `k` in row `sy` (0 outside its rows).
+                @inline(__always) func mask(_ i: Int) -> UInt64 {
+                    let c = clips[i], r0 = Int(c[0])
+                    return sy >= r0 && sy < Int(c[1]) ? c[2 &+ (sy &- r0) &* words &+ k] : 0
+                }
+                var m = top[2 &+ (sy &- sy0) &* words &+ k]
+                if m == 0 { continue }
                 drew = true
-                if a == 255 {
-                    dstRow.storeBytes(of: s, toByteOffset: sx * 4, as: UInt32.self)
+                let column = k &<< 6
+                if clips.count == 1 {
+                    // Runs of set bits, four pixels at a time where they are long.
+                    while m != 0 {
+                        let lo = m.trailingZeroBitCount
+                        let run = (~(m &>> UInt64(lo))).trailingZeroBitCount
+                        let at = column &+ lo
+                        _ = TileCanvas.compositeRow(dstRow + at &* 4, srcRow + at &* 4, count: run)
+                        m = run == 64 ? 0 : m & ~(((UInt64(1) &<< UInt64(run)) &- 1) &<< UInt64(lo))
+                    }
                     continue
                 }
-                var d = dstRow.loadUnaligned(fromByteOffset: sx * 4, as: UInt32.self)
-                if times == 1 {
-                    d = s &+ TileCanvas.scale(d, by: 255 - a)
-                } else {
-                    var n = 0
-                    while n < times {
-                        let next = s &+ TileCanvas.scale(d, by: 255 - a)
-                        if next == d { break }
-                        d = next
-                        n += 1
+                // Identical draws: clip `i + 1` holds a subset of clip `i`'s pixels, so the pixels
+                // in the first `i + 1` clips only are drawn `i + 1` times.
+                var i = 0
+                while m != 0 {
+                    let next = i &+ 1 < clips.count ? mask(i &+ 1) : 0
+                    var only = m & ~next
+                    while only != 0 {
+                        let b = only.trailingZeroBitCount
+                        only &= only &- 1
+                        _ = compositePixels(dstRow, srcRow, column &+ b, column &+ b &+ 1, times: i &+ 1)
                     }
+                    m = next
+                    i &+= 1
                 }
-                dstRow.storeBytes(of: d, toByteOffset: sx * 4, as: UInt32.self)
             }
+        }
+        return drew
+    }
+
+    /// Source-over of sprite row `srcRow`'s pixels `lo ..< hi` onto `dstRow`'s, `times` times each,
+    /// stopping per pixel at the fixed point; returns whether a pixel had alpha > 0.
+    @inline(__always)
+    private static func compositePixels(_ dstRow: UnsafeMutableRawPointer, _ srcRow: UnsafeRawPointer, _ lo: Int, _ hi: Int,
+                                        times: Int) -> Bool {
+        var drew = false
+        for sx in lo..<hi {
+            let s = srcRow.loadUnaligned(fromByteOffset: sx &* 4, as: UInt32.self)
+            let a = s >> 24
+            if a == 0 { continue }
+            drew = true
+            if a == 255 {
+                dstRow.storeBytes(of: s, toByteOffset: sx &* 4, as: UInt32.self)
+                continue
+            }
+            var d = dstRow.loadUnaligned(fromByteOffset: sx &* 4, as: UInt32.self)
+            var n = 0
+            while n < times {
+                let next = s &+ TileCanvas.scale(d, by: 255 - a)
+                if next == d { break }
+                d = next
+                n &+= 1
+            }
+            dstRow.storeBytes(of: d, toByteOffset: sx &* 4, as: UInt32.self)
         }
         return drew
     }

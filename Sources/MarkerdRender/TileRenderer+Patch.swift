@@ -9,8 +9,10 @@ import MarkerdCore
 /// it in the same order (the draw order of two markers depends on those two alone), so the
 /// earlier raster's pixels there are still those of drawing every marker now. Each footprint's
 /// window of device pixels is rendered again as a raster of its own (a `RasterView` window, swept
-/// like any raster) and copied over the earlier raster. Every window is within 1 per channel of
-/// drawing every marker, and so is the earlier raster outside them: the result keeps the bound.
+/// like any raster) and copied over the earlier raster. A pixel's value depends only on the draws
+/// covering it (`TileRenderer`, step 2), so each window has the bytes the whole raster rendered
+/// from scratch has there, and so has the earlier raster outside them: the patched raster is byte
+/// for byte the raster rendered from scratch.
 /// It is for dense rasters (the z0 tile of millions of markers), where a render from scratch
 /// walks the whole layer while a moved marker's windows cover a few hundred pixels.
 extension TileRenderer {

@@ -252,7 +252,7 @@ extension TileRenderer {
     /// (as `cull`), the sprites, and the markers touching the raster (those of skipped nodes
     /// counted whole) and the markers visited one by one.
     func sweep(_ layer: MarkerLayer, _ view: RasterView, now: Int64) throws(RenderError)
-        -> (items: [Item], clips: [Int16], sprites: [TileSprite], markers: Int, visited: Int) {
+        -> (items: [Item], clips: [UInt64], sprites: [TileSprite], markers: Int, visited: Int) {
         var placer = Placer(self, layer, view)
         var styleIndexes: [UInt32] = []
         layer.styles.forEachInUse { i, _ in styleIndexes.append(i) }

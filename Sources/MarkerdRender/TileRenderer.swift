@@ -128,17 +128,18 @@ public struct RenderedRaster: Sendable {
 ///    two with alpha >= 240, eight with alpha >= 128, ... settle a pixel: whatever was drawn
 ///    there before changes the result by at most 1; `.exact` settles only under opaque
 ///    pixels, by 0). A draw is dropped when every one of its non-transparent pixels inside the
-///    canvas is settled; one that stays is clipped, per sprite row, to the columns from its
-///    first to its last pixel not settled yet (`CoverageMask.uncovered`). Settled pixels form a
-///    prefix of each pixel's draws, and every draw after them is drawn, so the bound holds
-///    whatever of the prefix is drawn (which is why a settled pixel inside a clip, or in one of
-///    two neighbouring tiles only, may differ from brute force, by at most 1).
+///    canvas is settled; one that stays is clipped to exactly its pixels not settled yet (per
+///    sprite row, masks of 64 columns a word: `CoverageMask.uncovered`). Settled pixels form a
+///    prefix of each pixel's draws, and every draw after them is drawn, so the bound holds.
+///    Because a draw paints exactly its unsettled pixels, and whether a pixel is settled depends
+///    on the draws covering that pixel alone, a pixel's value is a function of the draws that
+///    cover it: a window rendered on its own (`renderPatched`), a neighbouring tile, the sweep
+///    and the plain path all give the same bytes where they overlap.
 /// 3. What is left is drawn bottom up; a run of identical draws (same sprite, same pixel) is
-///    drawn as `TileCanvas.draw(sprite:atX:y:times:clip:)` draws it (`TileCanvas.composite`),
-///    which stops per pixel at the fixed point (identical to drawing it that many times -
-///    repeated semi-transparent draws are not idempotent, so they are never merged into one),
-///    clipped by the run's last draw (culled first, against the fewest settled pixels: the
-///    others need a subset of its pixels).
+///    drawn as `TileCanvas.draw(sprite:atX:y:times:clips:)` draws it (`TileCanvas.composite`):
+///    each pixel as many times as the run's clips hold it, stopping at the fixed point (identical
+///    to drawing it that many times - repeated semi-transparent draws are not idempotent, so they
+///    are never merged into one).
 /// 4. Dense rasters (`sweepAbove`; `.withinOne` only) do not collect every marker first: a sweep
 ///    (`TileRenderer+Sweep.swift`) walks the static grid's nodes and the markers of opened leaves
 ///    in one heap by the draw order's bound (z-index, world y; a node at its largest z-index and
@@ -155,10 +156,9 @@ public struct RenderedRaster: Sendable {
 ///    settling only grows), so markers stacked on busy positions cost a grid entry read, not a
 ///    style lookup, a heap entry and a mask test.
 ///
-/// Every render runs on the calling thread, so its pixels (and a tile's PNG bytes) depend on the
-/// layer's content and the view alone, never on the host's load (two-thread bands and sweep
-/// strips were removed for this: they could differ by 1/255 where a draw straddled a cut; see
-/// docs/decisions.md).
+/// Every render runs on the calling thread, and its pixels (and a tile's PNG bytes) depend on the
+/// layer's content and the view alone, never on the host's load or on how the raster was
+/// reached (rendered whole or patched from a kept canvas: step 2).
 ///
 /// A kept draw updates the mask only inside its clip (`CoverageMask.add(...clip:)`: the rest of
 /// it is settled already), so in a dense tile, where a kept pin mostly shows a few rows at its
@@ -418,9 +418,9 @@ public final class TileRenderer: Sendable {
     /// kept draw (a pin sprite is 9 KB at density 1; a dense z10 tile keeps thousands of draws).
     static let packBytesPerDraw = 256
 
-    /// Step 3: draws the culled items (in draw order), a run of identical draws at once; returns
-    /// the compositions performed.
-    static func draw(_ kept: [Item], _ clips: [Int16], _ sprites: [TileSprite], on canvas: inout TileCanvas) -> Int {
+    /// Step 3: draws the culled items (in draw order), a run of identical draws at once, each on
+    /// exactly the pixels of its clip; returns the compositions performed.
+    static func draw(_ kept: [Item], _ clips: [UInt64], _ sprites: [TileSprite], on canvas: inout TileCanvas) -> Int {
         // Every sprite's pixels and spans in two flat arrays, so that the loop holds plain
         // pointers: no reference counting or uniqueness check per draw (a dense tile keeps
         // thousands). Only where the copy is small beside the draws (at most `packBytesPerDraw`
@@ -430,8 +430,8 @@ public final class TileRenderer: Sendable {
         for s in sprites { spriteBytes += s.image.pixels.count + 4 * s.image.rowSpans.count }
         if spriteBytes > packBytesPerDraw * kept.count {
             let images = sprites.map(\.image)
-            return forEachRun(kept, clips) { it, times, clip in
-                canvas.draw(sprite: images[Int(it.sprite)], atX: Int(it.x), y: Int(it.y), times: times, clipAt: clip)
+            return forEachRun(kept, clips) { it, clips in
+                canvas.draw(sprite: images[Int(it.sprite)], atX: Int(it.x), y: Int(it.y), times: clips.count, clips: clips)
             }
         }
         var pixels: [UInt8] = [], spans: [Int32] = []
@@ -451,9 +451,9 @@ public final class TileRenderer: Sendable {
                                             width: s.image.width, height: s.image.height)
                 }
                 refs.withUnsafeBufferPointer { refs in
-                    draws = forEachRun(kept, clips) { it, times, clip in
+                    draws = forEachRun(kept, clips) { it, clips in
                         if TileCanvas.composite(refs[Int(it.sprite)], onto: dst, width: width, height: height,
-                                                atX: Int(it.x), y: Int(it.y), times: times, clipAt: clip) {
+                                                atX: Int(it.x), y: Int(it.y), times: clips.count, clips: clips) {
                             drew = true
                         }
                     }
@@ -466,22 +466,31 @@ public final class TileRenderer: Sendable {
     }
 
     /// Calls `body` for each run of identical kept draws (same sprite, same pixel) in order, with
-    /// the run's first item, its length and the clip to draw it with; returns the number of runs.
-    /// The run's last draw was culled first, against the fewest covered pixels: its clip spans
-    /// hold every pixel any draw of the run still needs (the rest of them differ only by the
-    /// run's own opaque pixels, which one draw sets as well as many).
+    /// the run's first item and its draws' clips from the top of the draw order down (the run's
+    /// last draw, culled first against the fewest settled pixels, first: each clip holds the
+    /// pixels of the next); returns the number of runs.
     @inline(__always)
-    private static func forEachRun(_ kept: [Item], _ clips: [Int16],
-                                   _ body: (Item, Int, UnsafeBufferPointer<Int16>) -> Void) -> Int {
+    private static func forEachRun(_ kept: [Item], _ clips: [UInt64],
+                                   _ body: (Item, UnsafeBufferPointer<UnsafePointer<UInt64>>) -> Void) -> Int {
+        if kept.isEmpty { return 0 }
         var runs = 0
+        var run: [UnsafePointer<UInt64>] = []
         kept.withUnsafeBufferPointer { kept in
         clips.withUnsafeBufferPointer { clips in
+            let base = clips.baseAddress!
             var i = 0
             while i < kept.count {
                 let it = kept[i]
                 var j = i + 1
                 while j < kept.count && kept[j].sprite == it.sprite && kept[j].x == it.x && kept[j].y == it.y { j += 1 }
-                body(it, j - i, UnsafeBufferPointer(rebasing: clips[Int(kept[j - 1].clip)...]))
+                if j == i + 1 {
+                    var one = base + Int(it.clip)
+                    withUnsafePointer(to: &one) { body(it, UnsafeBufferPointer(start: $0, count: 1)) }
+                } else {
+                    run.removeAll(keepingCapacity: true)
+                    for k in stride(from: j - 1, through: i, by: -1) { run.append(base + Int(kept[k].clip)) }
+                    run.withUnsafeBufferPointer { body(it, $0) }
+                }
                 runs += 1
                 i = j
             }
@@ -539,7 +548,7 @@ public final class TileRenderer: Sendable {
 
     /// Steps 1-2 of the type's documentation: the draws that can change a pixel, in draw order,
     /// with their clip spans (see `cullExact`).
-    func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (items: [Item], clips: [Int16]) {
+    func cull(_ layer: MarkerLayer, _ items: [Item], _ sprites: [TileSprite], width: Int, height: Int) -> (items: [Item], clips: [UInt64]) {
         if items.isEmpty { return ([], []) }
         var mask = coverageMask(width: width, height: height)
         return Self.cullExact(Self.inDrawOrder(layer, items), sprites, &mask)
@@ -615,12 +624,12 @@ public final class TileRenderer: Sendable {
     /// `settledRows`: whether to keep `SettledRows` (nil: from `SettledRows.minItems` items up; its
     /// table of 2 bytes per sprite position costs more than it saves in sparse rasters).
     static func cullExact(_ items: [Item], _ sprites: [TileSprite], _ mask: inout CoverageMask,
-                          settledRows: Bool? = nil) -> (items: [Item], clips: [Int16]) {
+                          settledRows: Bool? = nil) -> (items: [Item], clips: [UInt64]) {
         var kept: [Item] = []
         // Room for the usual case without regrowing (a dense z10 tile keeps about 40 % of its
         // draws, with a few clip rows each); reserved memory is not touched until used.
         kept.reserveCapacity(items.count)
-        var clips = ClipBuffer(capacity: items.count * 16)
+        var clips = ClipBuffer(capacity: items.count * 4)
         let shapes = CoverageMask.Shapes(sprites)
         var rows: SettledRows? = settledRows ?? (items.count >= SettledRows.minItems)
             ? SettledRows(width: mask.width, height: mask.height) : nil

@@ -8,7 +8,7 @@ import Synchronization
 /// and the viewer's JSON endpoints, on ``NNGHTTPServer`` (HTTP/1.1 over nng's TCP streams). See
 /// ``GatewayRoute`` for the URLs.
 ///
-/// Caching: live tile URLs carry `ETag: W/"<tile version>"` and `Cache-Control: public,
+/// Caching: live tile URLs carry `ETag: "<tile version>"` (strong) and `Cache-Control: public,
 /// max-age=5`; `If-None-Match` with the current version answers 304. Versioned tile URLs
 /// (`/tiles/{layer}/v{version}/...`) are answered 200 with `Cache-Control: public,
 /// max-age=31536000, immutable` only while `version` is the layer's current version (checked
@@ -188,14 +188,11 @@ public final class TileGateway: Sendable {
         func matches(_ version: UInt64) -> Bool { any || versions.contains(version) }
     }
 
-    /// The entity tag of a tile version: weak (`W/"12"`). Renders no longer depend on the host's
-    /// load (one thread, libdeflate), but a dense tile patched from its kept canvas
-    /// (`--kept-canvas-bytes`) may differ by 1/255 in a few pixels from the same version rendered
-    /// from scratch (a draw straddling a patch window's edge is culled differently), so two
-    /// answers for one version show the same markers without being byte for byte equal. With
-    /// `--kept-canvas-bytes 0` the bytes are a function of the version alone. `If-None-Match`
-    /// uses weak comparison.
-    static func etag(_ version: UInt64) -> String { "W/\"\(version)\"" }
+    /// The entity tag of a tile version: strong (`"12"`). A tile's bytes are a function of its
+    /// layer's content and options (the version) alone: rendered on one thread whatever the load,
+    /// and a tile patched from its kept canvas is byte for byte the tile rendered from scratch.
+    /// `If-None-Match` compares weakly, as RFC 9110 says, so `W/"12"` from an older server matches.
+    static func etag(_ version: UInt64) -> String { "\"\(version)\"" }
 
     private func rasterTile(_ a: GatewayRoute.TileAddress, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
         let tags = EntityTags(request.header("If-None-Match"))

@@ -176,7 +176,7 @@ import Testing
             var whole = CoverageMask(width: width, height: height, exact: exact), clipped = whole
             let sprites = (0..<3).map { _ in ClippedDrawTests.randomSprite(&rng) }
             let shapes = CoverageMask.Shapes(sprites)
-            var clips: [Int16] = []
+            var clips: [UInt64] = []
             do {
                 do {
                     for step in 0..<Int(rng.next() % 60) {

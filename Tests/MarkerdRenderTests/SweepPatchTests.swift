@@ -4,9 +4,10 @@ import MarkerdTestSupport
 import Testing
 
 /// `TileRenderer.renderPatched`: an earlier raster with the changed markers' windows rendered
-/// again stays within 1 per channel of brute force after random changes (moves, new markers,
-/// removals, icon, z-index and visibility changes, across the antimeridian), and a patch that
-/// leaves out a change's footprints does not (the check can fail).
+/// again is byte for byte the raster rendered from scratch (and within 1 per channel of brute
+/// force) after random changes (moves, new markers, removals, icon, z-index and visibility
+/// changes, across the antimeridian), and a patch that leaves out a change's footprints does not
+/// match (the check can fail). Any window of a raster rendered on its own is the raster's crop.
 @Suite struct SweepPatchTests {
     let now: Int64 = 1_700_000_000_000
 
@@ -91,6 +92,9 @@ import Testing
                     }
                     let diff = maxDifference(patched.pixels, slow.pixels)
                     #expect(diff <= 1, "round \(round) step \(step) \(view): patched raster differs from brute force by \(diff)")
+                    // Byte for byte the raster rendered from scratch (what makes ETags strong).
+                    let fresh = try r.render(layer, view: view, now: now).canvas
+                    #expect(byteMismatch(patched.pixels, fresh.pixels) == nil, "round \(round) step \(step) \(view): patched raster is not the fresh one")
                     #expect(patched.isEmpty == slow.isEmpty)
                     worst = max(worst, diff); patches += 1
                     bases[v] = patched
@@ -118,6 +122,44 @@ import Testing
         #expect(maxDifference(seen.pixels, slow.pixels) <= 1)
         #expect(patches > 20, "only \(patches) patched renders (\(declined) declined)")
         print("sweep patches: \(patches) patched rasters, \(declined) declined, worst difference \(worst) from brute force")
+    }
+
+    /// A pixel's value depends only on the draws that cover it (each draw paints exactly the pixels
+    /// later draws have not settled): random windows of dense rasters, rendered on their own with
+    /// and without the node sweep, are byte for byte the crop of the whole raster (itself rendered
+    /// with the sweep and without), also where draws straddle the window's edges.
+    @Test(arguments: [0, Int.max])
+    func windowsAreTheRastersCrop(sweepAbove: Int) throws {
+        var rng = SplitMix64(seed: testSeed())
+        let r = TileRenderer(sweepAbove: sweepAbove, images: { id in id == "square" ? opaqueSquare : nil })
+        let other = TileRenderer(sweepAbove: sweepAbove == 0 ? .max : 0, images: { id in id == "square" ? opaqueSquare : nil })
+        var windows = 0
+        for round in 0..<3 {
+            let layer = try Self.denseLayer(&rng, count: 5_000 + Int(rng.next() % 4000), edge: round == 2, now: now)
+            let p = LatLng(latitude: (rng.unit() - 0.5) * 100, longitude: round == 2 ? 179.9 : (rng.unit() - 0.5) * 300)
+            let views = [RasterView.tile(TileID(z: 0, x: 0, y: 0)!, tileSize: 256, density: 1),
+                         RasterView.tile(TileID.containing(p, zoom: 1 + Int(rng.next() % 3)), tileSize: 512, density: 1 + Int(rng.next() % 2))]
+            for view in views {
+                let whole = try r.render(layer, view: view, now: now).canvas
+                let byOther = try other.render(layer, view: view, now: now).canvas
+                #expect(byteMismatch(whole.pixels, byOther.pixels) == nil, "round \(round) \(view): the sweep and the plain path differ")
+                for _ in 0..<8 {
+                    var sub = view
+                    let x = Int(rng.next() % UInt64(view.width - 1)), y = Int(rng.next() % UInt64(view.height - 1))
+                    sub.originX += Int64(x); sub.originY += Int64(y)
+                    sub.width = 1 + Int(rng.next() % UInt64(min(96, view.width - x)))
+                    sub.height = 1 + Int(rng.next() % UInt64(min(96, view.height - y)))
+                    let window = try r.render(layer, view: sub, now: now).canvas
+                    var crop: [UInt8] = []
+                    for row in y..<(y + sub.height) {
+                        crop += whole.pixels[((row * view.width + x) * 4)..<((row * view.width + x + sub.width) * 4)]
+                    }
+                    #expect(byteMismatch(window.pixels, crop) == nil, "round \(round) \(view) window \(x),\(y) \(sub.width)x\(sub.height)")
+                    windows += 1
+                }
+            }
+        }
+        #expect(windows == 48)
     }
 
     /// `patchWindows` merges windows only where that covers no more pixels: against each
