@@ -91,14 +91,15 @@ public final class NNGRequestClient: @unchecked Sendable {
     /// Dials `configuration.url` (tls+tcp://) with its TLS settings: see ``init(configuration:)``.
     private static func dialTLS(_ sock: nng_socket, _ configuration: ClientConfiguration) throws(NNGError) {
         let url = configuration.url
-        let config = try TLSConfig(client: configuration.tls ?? TLSClientFiles(), host: urlHost(url))
+        let files = configuration.tls ?? TLSClientFiles()
+        let config = try TLSConfig(client: files, host: urlHost(url))
         var dialer = nng_dialer()
         try nngCheck(nng_dialer_create(&dialer, sock, url), "nng_dialer_create(\(url))")
         try nngCheck(nng_dialer_set_ptr(dialer, NNG_OPT_TLS_CONFIG, UnsafeMutableRawPointer(config.pointer)),
                      "nng_dialer_set_ptr(\(url), \(NNG_OPT_TLS_CONFIG))")
         let first = nng_dialer_start(dialer, 0)
         if first == 0 { return }
-        let error = NNGError(code: first, operation: "TLS dial \(url)")
+        let error = NNGError(code: first, operation: "TLS dial \(url) (server name \(files.serverName ?? urlHost(url)))")
         if [.cryptographic, .peerAuthentication, .connectionShutdown, .connectionReset].contains(error) { throw error }
         try nngCheck(nng_dialer_start(dialer, cnng_flag_nonblock()), "nng_dialer_start(\(url))")
     }
