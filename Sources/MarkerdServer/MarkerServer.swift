@@ -85,7 +85,7 @@ public final class MarkerServer: Sendable {
     /// Re-reads the TLS certificate, key and client CA files (SIGHUP) for the `tls+tcp://`
     /// listeners and the HTTPS gateway: new connections use them, open connections keep the
     /// certificate they started with. Throws if a file cannot be read or is not a usable
-    /// certificate or key; a listener that had not been given the new one yet keeps the old.
+    /// certificate or key; every listener whose reload failed keeps its old certificate.
     public func reloadTLS() throws(NNGError) {
         try transport.reloadTLS()
         try httpsGateway?.reloadTLS()

@@ -29,8 +29,9 @@ public struct TLSClientFiles: Sendable, Equatable {
     /// CA certificates (PEM) the server's certificate must chain to. The server is always
     /// verified; nil uses no CA at all, so every server is refused (there is no system store).
     public var caFile: String?
-    /// The name the server's certificate must carry (DNS or IP subjectAltName, or CN), also sent
-    /// as SNI. nil: the host of the URL.
+    /// The name the server's certificate must carry (a DNS subjectAltName, or its CN: mbedTLS
+    /// 2.28 does not match IP addresses, so `tls+tcp://127.0.0.1:...` needs a name here), also
+    /// sent as SNI. nil: the host of the URL.
     public var serverName: String?
     /// A client certificate (PEM) for servers that ask for one (mutual TLS); with ``keyFile``.
     public var certificateFile: String?

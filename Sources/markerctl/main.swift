@@ -10,7 +10,8 @@ usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.
 
   TLS options, for a tls+tcp:// URL:
     --tls-ca FILE            CA certificates (PEM) the server's certificate must chain to
-    --tls-server-name NAME   name the server's certificate must carry. Default: the URL's host
+    --tls-server-name NAME   name the server's certificate must carry (a DNS name or its CN: nng's mbedTLS
+                             2.28 does not match IP addresses). Default: the URL's host
     --tls-cert FILE          client certificate (PEM), for a server that requires one (--tls-client-ca)
     --tls-key FILE           the client certificate's private key (PEM)
 
