@@ -88,12 +88,25 @@ enum Floor {
             tlsRequester = try NNGRequestClient(configuration: ClientConfiguration(url: tlsURL, maxMessageBytes: 256 << 20, tls: tls))
         }
 
-        /// Times `iterations` sequential round trips of `sizes` (after `warmup` untimed ones),
-        /// over tcp:// or (`overTLS`) tls+tcp://.
-        func measure(_ sizes: Sizes, iterations: Int, warmup: Int = 500, overTLS: Bool = false) throws -> LatencySummary {
-            let on = overTLS ? tlsRequester : requester
-            for _ in 0..<warmup { _ = try roundTrip(sizes, on: on) }
-            return LatencySummary(samplesMicros: try (0..<iterations).map { _ in try roundTrip(sizes, on: on).micros })
+        /// Times `iterations` sequential round trips of `sizes` (after `warmup` untimed ones).
+        func measure(_ sizes: Sizes, iterations: Int, warmup: Int = 500) throws -> LatencySummary {
+            for _ in 0..<warmup { _ = try roundTrip(sizes) }
+            return LatencySummary(samplesMicros: try (0..<iterations).map { _ in try roundTrip(sizes).micros })
+        }
+
+        /// Times `iterations` round trips of `sizes` over tls+tcp:// and as many over tcp://,
+        /// alternating (after `warmup` of each), so that both see the same machine load.
+        func measureTLSAndTCP(_ sizes: Sizes, iterations: Int, warmup: Int = 500) throws -> (tls: LatencySummary, tcp: LatencySummary) {
+            for _ in 0..<warmup {
+                _ = try roundTrip(sizes, on: tlsRequester)
+                _ = try roundTrip(sizes)
+            }
+            var tls: [Double] = [], tcp: [Double] = []
+            for _ in 0..<iterations {
+                tls.append(try roundTrip(sizes, on: tlsRequester).micros)
+                tcp.append(try roundTrip(sizes).micros)
+            }
+            return (LatencySummary(samplesMicros: tls), LatencySummary(samplesMicros: tcp))
         }
 
         /// Times `iterations` new tls+tcp:// clients from creation to their first 100 B reply:
