@@ -57,7 +57,7 @@ let package = Package(
 
         // MARK: Executables
         .executableTarget(name: "markerd", dependencies: ["MarkerdServer"]),
-        .executableTarget(name: "markerctl", dependencies: ["MarkerdClient", "MarkerdAPI"]),
+        .executableTarget(name: "markerctl", dependencies: ["MarkerdClient", "MarkerdAPI", "MarkerdTransport"]),
         .executableTarget(
             name: "marker-bench",
             dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdTransport", "MarkerdRender", "MarkerdService", "MarkerdServer", "MarkerdClient",

@@ -86,6 +86,15 @@ struct RPCBench {
         table.addLatency(size: label, measure: "floor: bare NNG REQ/REP round trip, loopback TCP, 2 processes",
                          floor100, floor: floor100, floorSizes: Floor.Sizes(request: 100, reply: 100),
                          note: "\(floorCalls) calls; echo server replies inline on the nng thread")
+        let overTLS = try floor.measureTLSAndTCP(Floor.Sizes(request: 100, reply: 100), iterations: floorCalls)
+        table.addLatency(size: label, measure: "floor over tls+tcp:// (TLS 1.2, nng's mbedTLS 2.28, P-256 certificate): per-call overhead vs tcp://",
+                         overTLS.tls, floor: overTLS.tcp, floorSizes: Floor.Sizes(request: 100, reply: 100),
+                         note: String(format: "\(floorCalls) calls each, alternating with tcp:// calls to the same echo server (the floor here); +%.1f µs p50, +%.1f µs p99",
+                                      overTLS.tls.p50 - overTLS.tcp.p50, overTLS.tls.p99 - overTLS.tcp.p99))
+        let tlsConnect = try floor.measureTLSConnect(iterations: 50)
+        table.addLatency(size: label, measure: "TLS connect: a new tls+tcp:// client's connect + handshake + first 100 B call",
+                         tlsConnect, floor: floor100, floorSizes: Floor.Sizes(request: 100, reply: 100),
+                         note: "50 new clients one after another (each dials synchronously, then calls once); ratio against the tcp:// floor's one call")
         let inProcess = try NNGRoundTrip.measure(payloadBytes: 100, iterations: floorCalls, warmup: 500)
         table.add(Row(size: label, measure: "floor for reference: NNGRoundTrip.measure (client and echo server in one process)",
                       value: "\(Table.micros(inProcess.p50Microseconds)) / \(Table.micros(inProcess.p99Microseconds))",

@@ -3,9 +3,12 @@
 // See Benchmarks/README.md and `marker-bench --help`.
 import Dispatch
 import Foundation
+import MarkerdTransport
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "--echo-server" { Floor.runEchoServer() }
+if arguments.first == "--echo-server" {
+    Floor.runEchoServer(tls: arguments.count == 3 ? TLSServerFiles(certificateFile: arguments[1], keyFile: arguments[2]) : nil)
+}
 if arguments.contains("-h") || arguments.contains("--help") {
     print(Options.usage)
     exit(0)

@@ -40,12 +40,17 @@ public final class MarkerdClient: Sendable {
     /// - Parameters:
     ///   - timeout: how long one call waits for its reply. Default 60 s.
     ///   - maxMessageBytes: largest reply accepted. Default 256 MiB.
+    ///   - tls: CA, server name and client certificate for a `tls+tcp://` URL. A TLS handshake
+    ///     that fails (untrusted, expired or misnamed server certificate; a client certificate
+    ///     missing or refused) throws `.transport` here (`.cryptographic`, or
+    ///     `.connectionShutdown` for a missing client certificate); see
+    ///     `NNGRequestClient.init(configuration:)`.
     public init(url: String = "tcp://127.0.0.1:7450", timeout: Duration = .seconds(60),
-                maxMessageBytes: Int = 256 << 20) throws(ClientError) {
+                maxMessageBytes: Int = 256 << 20, tls: TLSClientFiles? = nil) throws(ClientError) {
         self.url = url
         self.timeout = timeout
         do {
-            transport = try NNGRequestClient(configuration: ClientConfiguration(url: url, maxMessageBytes: maxMessageBytes))
+            transport = try NNGRequestClient(configuration: ClientConfiguration(url: url, maxMessageBytes: maxMessageBytes, tls: tls))
         } catch {
             throw .transport(error)
         }

@@ -4,7 +4,8 @@ import MarkerdService
 /// markerd's settings, from the command line. Every option has a default, so `markerd` alone
 /// runs a durable server on tcp://127.0.0.1:7450 with its data in ./data.
 public struct MarkerdConfiguration: Sendable, Equatable {
-    /// NNG listen URLs (`tcp://host:port`, `ipc:///path`, `inproc://name`). Default tcp://127.0.0.1:7450.
+    /// NNG listen URLs (`tcp://host:port`, `tls+tcp://host:port`, `ipc:///path`, `inproc://name`).
+    /// Default tcp://127.0.0.1:7450.
     public var listenURLs: [String] = ["tcp://127.0.0.1:7450"]
     /// REP contexts, i.e. requests received concurrently. Default 64.
     public var contexts: Int = 64
@@ -34,6 +35,18 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// `host:port` of the HTTP tile gateway (tiles, TileJSON, /metrics, /healthz, /readyz, the viewer at
     /// `/`); port 0 picks one. nil (the default): no HTTP gateway.
     public var httpAddress: String? = nil
+    /// `host:port` of the same gateway over HTTPS (``tlsCertificateFile``); port 0 picks one. nil
+    /// (the default): none. Independent of ``httpAddress``: either, both or neither.
+    public var httpsAddress: String? = nil
+    /// The server certificate (PEM, optionally followed by intermediates) of the `tls+tcp://`
+    /// listeners and the HTTPS gateway; required by either, re-read on SIGHUP.
+    public var tlsCertificateFile: String? = nil
+    /// The certificate's private key (PEM, unencrypted); re-read on SIGHUP.
+    public var tlsKeyFile: String? = nil
+    /// CA certificates (PEM) for mutual TLS: when set, TLS clients must present a certificate
+    /// signed by one of them (on `tls+tcp://` and HTTPS alike). nil (the default): no client
+    /// certificate asked for. Re-read on SIGHUP.
+    public var tlsClientCAFile: String? = nil
     /// How long an HTTP client may take to send a whole request once its first byte arrived;
     /// then it gets `408 Request Timeout` and the connection is closed. Default 10 s.
     public var httpHeaderTimeout: Duration = .seconds(10)
@@ -57,7 +70,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
            markerd repair DIR    keep the valid prefix of a damaged journal, say what was dropped
 
     options:
-      --listen URL               NNG listen URL, repeatable (tcp://, ipc://, inproc://). Default tcp://127.0.0.1:7450
+      --listen URL               NNG listen URL, repeatable (tcp://, tls+tcp://, ipc://, inproc://). Default tcp://127.0.0.1:7450
       --contexts N               concurrent REP contexts. Default 64
       --max-message-bytes N      largest request in bytes. Default 67108864 (64 MiB)
       --data-dir DIR             journal and snapshots. Default ./data
@@ -72,6 +85,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --drain-seconds S          graceful shutdown budget for requests in flight. Default 8
       --http HOST:PORT           serve the HTTP tile gateway, /metrics, /healthz, /readyz and the viewer (e.g. 127.0.0.1:8080;
                                  port 0 picks one). Default off
+      --https HOST:PORT          the same gateway over HTTPS (needs --tls-cert, --tls-key). Default off
+      --tls-cert FILE            server certificate (PEM) for tls+tcp:// listeners and --https; re-read on SIGHUP
+      --tls-key FILE             its private key (PEM, unencrypted); re-read on SIGHUP
+      --tls-client-ca FILE       require TLS clients to present a certificate signed by these CAs (mutual TLS)
       --http-header-timeout-ms N  time a client has to send a whole request once it began; then
                                  408 and close. Default 10000
       --http-idle-timeout-ms N   close HTTP connections idle (or not reading a response) this long.
@@ -105,13 +122,23 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             }
             return n
         }
+        /// `HOST:PORT` (an optional `scheme` prefix dropped), port 0-65535.
+        func hostPort(_ name: String, scheme: String) throws(ParseError) -> String {
+            var text = try value(name)
+            if text.hasPrefix(scheme) { text.removeFirst(scheme.count) }
+            guard let colon = text.lastIndex(of: ":"), colon != text.startIndex,
+                  let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+                throw ParseError(description: "\(name) takes HOST:PORT (e.g. 127.0.0.1:8080), not \"\(text)\"")
+            }
+            return text
+        }
         while i < arguments.count {
             let arg = arguments[i]
             switch arg {
             case "--listen":
                 let url = try value(arg)
-                guard url.hasPrefix("tcp://") || url.hasPrefix("ipc://") || url.hasPrefix("inproc://") else {
-                    throw ParseError(description: "--listen takes tcp://, ipc:// or inproc:// URLs, not \"\(url)\"")
+                guard ["tcp://", "tls+tcp://", "ipc://", "inproc://"].contains(where: url.hasPrefix) else {
+                    throw ParseError(description: "--listen takes tcp://, tls+tcp://, ipc:// or inproc:// URLs, not \"\(url)\"")
                 }
                 listen.append(url)
             case "--contexts": config.contexts = try integer(arg, min: 1)
@@ -147,20 +174,24 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                     throw ParseError(description: "--drain-seconds takes seconds from 0 to 60, not \"\(text)\"")
                 }
                 config.drainSeconds = s
-            case "--http":
-                var text = try value(arg)
-                if text.hasPrefix("http://") { text.removeFirst("http://".count) }
-                guard let colon = text.lastIndex(of: ":"), colon != text.startIndex,
-                      let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
-                    throw ParseError(description: "--http takes HOST:PORT (e.g. 127.0.0.1:8080), not \"\(text)\"")
-                }
-                config.httpAddress = text
+            case "--http": config.httpAddress = try hostPort(arg, scheme: "http://")
+            case "--https": config.httpsAddress = try hostPort(arg, scheme: "https://")
+            case "--tls-cert": config.tlsCertificateFile = try value(arg)
+            case "--tls-key": config.tlsKeyFile = try value(arg)
+            case "--tls-client-ca": config.tlsClientCAFile = try value(arg)
             default:
                 throw ParseError(description: "unknown option \"\(arg)\"")
             }
             i += 1
         }
         if !listen.isEmpty { config.listenURLs = listen }
+        let usesTLS = config.httpsAddress != nil || config.listenURLs.contains { $0.hasPrefix("tls+") }
+        if usesTLS && (config.tlsCertificateFile == nil || config.tlsKeyFile == nil) {
+            throw ParseError(description: "tls+tcp:// listeners and --https need --tls-cert and --tls-key")
+        }
+        if !usesTLS && (config.tlsCertificateFile != nil || config.tlsKeyFile != nil || config.tlsClientCAFile != nil) {
+            throw ParseError(description: "--tls-cert, --tls-key and --tls-client-ca need a tls+tcp:// --listen URL or --https")
+        }
         return config
     }
 

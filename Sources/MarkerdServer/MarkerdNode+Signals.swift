@@ -4,12 +4,25 @@ import Foundation
 extension MarkerdNode {
     /// Serves until SIGTERM or SIGINT, then stops gracefully (stop taking requests, finish those
     /// in flight within `drainSeconds`, flush and fsync the journal) and exits 0. A second
-    /// signal while draining exits at once. Never returns.
+    /// signal while draining exits at once. SIGHUP reloads the TLS certificates
+    /// (``reloadTLS()``; a failure is logged and the old certificate stays). Never returns.
     public func runUntilSignalled() -> Never {
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
+        signal(SIGHUP, SIG_IGN)
         let queue = DispatchQueue(label: "markerd.signals")
         var sources: [DispatchSourceSignal] = []
+        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
+        hangup.setEventHandler { [self] in
+            do {
+                try reloadTLS()
+                Log.info("SIGHUP: TLS certificates reloaded", ["cert": configuration.tlsCertificateFile ?? "(none)"])
+            } catch {
+                Log.error("SIGHUP: TLS certificates not reloaded, keeping the old ones", ["error": "\(error)"])
+            }
+        }
+        hangup.resume()
+        sources.append(hangup)
         for sig in [SIGTERM, SIGINT] {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler { [self] in

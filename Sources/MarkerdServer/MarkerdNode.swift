@@ -13,6 +13,8 @@ public final class MarkerdNode: Sendable {
     let transport: NNGReplyServer
     /// The HTTP gateway, when ``MarkerdConfiguration/httpAddress`` is set.
     public let gateway: TileGateway?
+    /// The HTTPS gateway, when ``MarkerdConfiguration/httpsAddress`` is set.
+    public let httpsGateway: TileGateway?
 
     /// Opens the service (loading the newest snapshot and replaying the journal, unless
     /// ephemeral) and prepares the listeners. Nothing is served until ``start()``.
@@ -32,10 +34,13 @@ public final class MarkerdNode: Sendable {
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
         dispatcher = RPCDispatcher(service: service)
         let handler = DispatchingHandler(dispatcher: dispatcher)
+        let tls = configuration.tlsCertificateFile.flatMap { cert in
+            configuration.tlsKeyFile.map { TLSServerFiles(certificateFile: cert, keyFile: $0, clientCAFile: configuration.tlsClientCAFile) }
+        }
         transport = NNGReplyServer(
             configuration: ServerConfiguration(
                 listenURLs: configuration.listenURLs, contexts: configuration.contexts,
-                maxMessageBytes: configuration.maxMessageBytes),
+                maxMessageBytes: configuration.maxMessageBytes, tls: tls),
             handler: handler)
         if let address = configuration.httpAddress {
             gateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
@@ -43,6 +48,13 @@ public final class MarkerdNode: Sendable {
                                   idleTimeout: configuration.httpIdleTimeout)
         } else {
             gateway = nil
+        }
+        if let address = configuration.httpsAddress {
+            httpsGateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
+                                       metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
+                                       idleTimeout: configuration.httpIdleTimeout, tls: tls)
+        } else {
+            httpsGateway = nil
         }
     }
 
@@ -52,7 +64,9 @@ public final class MarkerdNode: Sendable {
         try transport.start()
         do {
             try gateway?.start()
+            try httpsGateway?.start()
         } catch {
+            gateway?.stop(drainTimeout: .zero)
             transport.stop(drainTimeout: .zero)
             throw error
         }
@@ -60,6 +74,18 @@ public final class MarkerdNode: Sendable {
 
     /// `http://host:port` of the HTTP gateway as bound, or nil without one.
     public var httpURL: String? { gateway?.boundURL }
+
+    /// `https://host:port` of the HTTPS gateway as bound, or nil without one.
+    public var httpsURL: String? { httpsGateway?.boundURL }
+
+    /// Re-reads the TLS certificate, key and client CA files (SIGHUP) for the `tls+tcp://`
+    /// listeners and the HTTPS gateway: new connections use them, open connections keep the
+    /// certificate they started with. Throws if a file cannot be read or is not a usable
+    /// certificate or key; every listener whose reload failed keeps its old certificate.
+    public func reloadTLS() throws(NNGError) {
+        try transport.reloadTLS()
+        try httpsGateway?.reloadTLS()
+    }
 
     /// The URLs actually bound (a tcp port 0 resolved to the real port).
     public var boundURLs: [String] { transport.boundURLs }
@@ -70,7 +96,10 @@ public final class MarkerdNode: Sendable {
     /// disconnect can make nng 1.5 panic (nanomsg/nng#2110).
     public func stop() {
         service.beginDraining()
-        gateway?.stop(drainTimeout: .milliseconds(Int64(min(configuration.drainSeconds, 2) * 1000)))
+        // Both gateways at once, so the HTTPS one adds nothing to the shutdown budget.
+        let gateways = [gateway, httpsGateway]
+        let gatewayDrain = Duration.milliseconds(Int64(min(configuration.drainSeconds, 2) * 1000))
+        DispatchQueue.concurrentPerform(iterations: gateways.count) { gateways[$0]?.stop(drainTimeout: gatewayDrain) }
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
     }

@@ -31,15 +31,17 @@ public final class TileGateway: Sendable {
     ///   - metrics: the RPC metrics shown on /metrics (nil: only the gateway's own).
     ///   - headerTimeout: ``HTTPServerConfiguration/headerTimeout`` (408 after it). Default 10 s.
     ///   - idleTimeout: ``HTTPServerConfiguration/idleTimeout`` (idle connections closed). Default 60 s.
+    ///   - tls: serve HTTPS with this certificate. Default nil: plain HTTP.
     public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil,
-                headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60)) {
+                headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
+                tls: TLSServerFiles? = nil) {
         self.provider = provider
         self.metrics = metrics
         let handler = GatewayHandler()
         server = NNGHTTPServer(
             configuration: HTTPServerConfiguration(
                 address: address, pathPrefix: "/", allowedMethods: ["GET", "HEAD", "OPTIONS"],
-                defaultHeaders: [Self.corsHeader], headerTimeout: headerTimeout, idleTimeout: idleTimeout),
+                defaultHeaders: [Self.corsHeader], headerTimeout: headerTimeout, idleTimeout: idleTimeout, tls: tls),
             handler: handler)
         handler.gateway.withLock { $0 = WeakGateway(self) }
     }
@@ -47,12 +49,16 @@ public final class TileGateway: Sendable {
     /// Starts listening. Throws ``NNGError`` (`.addressInUse`, `.addressInvalid`, ...).
     public func start() throws(NNGError) { try server.start() }
 
+    /// HTTPS only: re-reads the certificate files for new connections (see
+    /// ``NNGHTTPServer/reloadTLS()``); throws and keeps the old certificate if they are unusable.
+    public func reloadTLS() throws(NNGError) { try server.reloadTLS() }
+
     /// Stops: waits up to `drainTimeout` for requests in flight, then closes.
     public func stop(drainTimeout: Duration = .seconds(2)) { server.stop(drainTimeout: drainTimeout) }
 
     /// The bound port (0 before start).
     public var boundPort: Int { server.boundPort }
-    /// `http://host:port` as bound.
+    /// `http://host:port` (`https://` with TLS) as bound.
     public var boundURL: String { server.boundURL }
     public var statistics: HTTPServerStatistics { server.statistics }
 

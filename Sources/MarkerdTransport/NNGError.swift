@@ -65,6 +65,11 @@ public struct NNGError: Error, Hashable, CustomStringConvertible, Sendable {
     /// The peer shut the connection down (`NNG_ECONNSHUT`).
     public static let connectionShutdown = code(NNG_ECONNSHUT)
     public static let internalError = code(NNG_EINTERNAL)
+    /// A TLS handshake failed (`NNG_ECRYPTO`), e.g. a server certificate the client does not
+    /// trust, an expired one, or a server that wants a client certificate.
+    public static let cryptographic = code(NNG_ECRYPTO)
+    /// The peer could not be authenticated (`NNG_EPEERAUTH`).
+    public static let peerAuthentication = code(NNG_EPEERAUTH)
 }
 
 /// Turns an nng status into a throw: 0 returns, anything else throws ``NNGError``.

@@ -49,8 +49,9 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
                 defaultHeaders: [HTTPHeader] = [], maxRequestBodyBytes: Int = 64 << 10,
                 maxRequestLineBytes: Int = 8 << 10, maxHeaderBytes: Int = 32 << 10,
                 headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
-                maxConnections: Int = 1024) {
+                maxConnections: Int = 1024, tls: TLSServerFiles? = nil) {
         self.address = address
+        self.tls = tls
         self.pathPrefix = pathPrefix
         self.allowedMethods = allowedMethods
         self.defaultHeaders = defaultHeaders
@@ -62,8 +63,18 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         self.maxConnections = maxConnections
     }
 
-    /// `address` as an nng URL (`http://host:port`).
-    public var url: String { address.hasPrefix("http://") ? address : "http://" + address }
+    /// Serve HTTPS with this certificate (TLS 1.2 through nng's mbedTLS); nil (the default):
+    /// plain HTTP. Read at ``NNGHTTPServer/start()`` and again at ``NNGHTTPServer/reloadTLS()``.
+    public var tls: TLSServerFiles?
+
+    /// `address` as a URL: `http://host:port`, or `https://host:port` with ``tls``.
+    public var url: String { (tls == nil ? "http://" : "https://") + hostPort }
+
+    /// `address` without an `http://` or `https://` prefix.
+    var hostPort: String {
+        for prefix in ["http://", "https://"] where address.hasPrefix(prefix) { return String(address.dropFirst(prefix.count)) }
+        return address
+    }
 
     var headLimits: HTTPRequestHead.Limits {
         HTTPRequestHead.Limits(requestLineBytes: maxRequestLineBytes, headerBytes: maxHeaderBytes)
@@ -341,7 +352,8 @@ public final class NNGHTTPServer: @unchecked Sendable {
     /// The bound TCP port (the chosen one when the address said port 0). 0 before `start()`.
     public var boundPort: Int { lock.withLock { port } }
 
-    /// `http://host:port` as bound (port 0 replaced by the bound port). Empty before `start()`.
+    /// `http://host:port` (`https://` with TLS) as bound (port 0 replaced by the bound port).
+    /// Empty before `start()`.
     public var boundURL: String {
         lock.withLock {
             guard port != 0 else { return "" }
@@ -368,8 +380,8 @@ public final class NNGHTTPServer: @unchecked Sendable {
 
     /// Listens and starts serving. Throws ``NNGError``: `.addressInvalid` for an address nng
     /// cannot parse or resolve, `.addressInUse` when the port is taken (by this process too),
-    /// `.invalidArgument` for a bad path prefix or limit, `.invalidState` if started twice. On a
-    /// throw nothing stays open.
+    /// `.invalidArgument` for a bad path prefix or limit, `.invalidState` if started twice, a file
+    /// or mbedTLS error for unreadable or invalid certificate files. On a throw nothing stays open.
     public func start() throws(NNGError) {
         lock.lock()
         defer { lock.unlock() }
@@ -380,12 +392,17 @@ public final class NNGHTTPServer: @unchecked Sendable {
               config.maxConnections > 0 else {
             throw NNGError(code: NNGError.invalidArgument.code, operation: "NNGHTTPServer.start(configuration)")
         }
-        let tcpURL = "tcp://" + config.url.dropFirst("http://".count)
+        let tlsConfig = try config.tls.map { files throws(NNGError) in try TLSConfig(server: files) }
+        let tcpURL = (tlsConfig == nil ? "tcp://" : "tls+tcp://") + config.hostPort
         var l: OpaquePointer?
         try nngCheck(nng_stream_listener_alloc(&l, tcpURL), "nng_stream_listener_alloc(\(tcpURL))")
         guard let l else { throw NNGError(code: NNGError.internalError.code, operation: "nng_stream_listener_alloc") }
         var bound: Int32 = 0
         do throws(NNGError) {
+            if let tlsConfig {
+                try nngCheck(nng_stream_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, UnsafeMutableRawPointer(tlsConfig.pointer)),
+                             "nng_stream_listener_set_ptr(\(tcpURL), \(NNG_OPT_TLS_CONFIG))")
+            }
             try nngCheck(nng_stream_listener_listen(l), "nng_stream_listener_listen(\(tcpURL))")
             try nngCheck(nng_stream_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &bound), "nng_stream_listener_get_int(bound port)")
         } catch {
@@ -449,6 +466,20 @@ public final class NNGHTTPServer: @unchecked Sendable {
                 connection.free()
             }
         }
+    }
+
+    /// Reads ``HTTPServerConfiguration/tls``'s files again and gives the listener the new
+    /// certificate: connections accepted from now on use it, open ones keep theirs (see
+    /// ``NNGReplyServer/reloadTLS()``). Throws, keeping the old certificate, when a file cannot
+    /// be read or mbedTLS refuses it. Does nothing without TLS or when not running.
+    public func reloadTLS() throws(NNGError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard lifecycle == .running, let l = listener, let files = configuration.tls else { return }
+        let fresh = try TLSConfig(server: files)
+        try nngCheck(nng_stream_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, UnsafeMutableRawPointer(fresh.pointer)),
+                     "nng_stream_listener_set_ptr(\(NNG_OPT_TLS_CONFIG))")
+        consumeArmedAccept(host: urlHost(configuration.url), port: port)
     }
 
     /// Stops taking requests: closes the listener and idle connections, waits up to

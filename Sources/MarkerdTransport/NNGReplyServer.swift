@@ -3,9 +3,14 @@ import Synchronization
 
 /// Settings for ``NNGReplyServer``.
 public struct ServerConfiguration: Sendable, Equatable {
-    /// URLs to listen on (`tcp://host:port`, `ipc:///path`, `inproc://name`); at least one.
-    /// A tcp port of 0 picks a free port: read it back from ``NNGReplyServer/boundURLs``.
+    /// URLs to listen on (`tcp://host:port`, `tls+tcp://host:port`, `ipc:///path`,
+    /// `inproc://name`); at least one. A tcp port of 0 picks a free port: read it back from
+    /// ``NNGReplyServer/boundURLs``.
     public var listenURLs: [String]
+    /// The certificate of the `tls+tcp://` listeners (required when there is one, unused
+    /// otherwise). Read at ``NNGReplyServer/start()`` and again at
+    /// ``NNGReplyServer/reloadTLS()``.
+    public var tls: TLSServerFiles?
     /// Requests served concurrently: one nng context (with one aio) each. At least 1.
     public var contexts: Int
     /// Largest request body accepted, in bytes. nng's `NNG_OPT_RECVMAXSZ` is set to this plus
@@ -16,8 +21,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxMessageBytes: Int
 
     public init(listenURLs: [String] = ["tcp://127.0.0.1:7450"], contexts: Int = 64,
-                maxMessageBytes: Int = 64 << 20) {
+                maxMessageBytes: Int = 64 << 20, tls: TLSServerFiles? = nil) {
         self.listenURLs = listenURLs
+        self.tls = tls
         self.contexts = contexts
         self.maxMessageBytes = maxMessageBytes
     }
@@ -344,6 +350,7 @@ public final class NNGReplyServer: @unchecked Sendable {
     private var contexts: [ReplyContext] = []   // guarded by lock
     private var bound: [String] = []            // guarded by lock
     private var ports: [Int] = []               // guarded by lock
+    private var tlsListeners: [(listener: nng_listener, host: String, port: Int)] = []  // guarded by lock
 
     public init(configuration: ServerConfiguration = ServerConfiguration(), handler: any RequestHandler) {
         self.configuration = configuration
@@ -376,8 +383,9 @@ public final class NNGReplyServer: @unchecked Sendable {
 
     /// Opens the socket, sets the receive limit, creates the contexts, starts every listener
     /// and then begins receiving. Throws ``NNGError`` (`.addressInUse`, `.addressInvalid`,
-    /// `.invalidArgument` for a bad configuration, `.invalidState` if started twice); on a
-    /// throw nothing stays open.
+    /// `.invalidArgument` for a bad configuration or a `tls+tcp://` URL without
+    /// ``ServerConfiguration/tls``, `.invalidState` if started twice, a file or mbedTLS error for
+    /// unreadable or invalid certificate files, see ``reloadTLS()``); on a throw nothing stays open.
     public func start() throws(NNGError) {
         lock.lock()
         defer { lock.unlock() }
@@ -385,6 +393,15 @@ public final class NNGReplyServer: @unchecked Sendable {
         let config = configuration
         guard !config.listenURLs.isEmpty, config.contexts > 0, config.maxMessageBytes > 0 else {
             throw NNGError(code: NNGError.invalidArgument.code, operation: "NNGReplyServer.start(configuration)")
+        }
+        let tlsConfig: TLSConfig?
+        if config.listenURLs.contains(where: { $0.hasPrefix("tls+") }) {
+            guard let files = config.tls else {
+                throw NNGError(code: NNGError.invalidArgument.code, operation: "NNGReplyServer.start: tls+tcp:// needs certificate files")
+            }
+            tlsConfig = try TLSConfig(server: files)
+        } else {
+            tlsConfig = nil
         }
         var sock = nng_socket()
         try nngCheck(nng_rep0_open(&sock), "nng_rep0_open")
@@ -406,14 +423,20 @@ public final class NNGReplyServer: @unchecked Sendable {
             }
             var urls: [String] = []
             var tcpPorts: [Int] = []
+            var tls: [(listener: nng_listener, host: String, port: Int)] = []
             for url in config.listenURLs {
                 var listener = nng_listener()
                 try nngCheck(nng_listener_create(&listener, sock, url), "nng_listener_create(\(url))")
+                if url.hasPrefix("tls+"), let tlsConfig {
+                    try nngCheck(nng_listener_set_ptr(listener, NNG_OPT_TLS_CONFIG, UnsafeMutableRawPointer(tlsConfig.pointer)),
+                                 "nng_listener_set_ptr(\(url), \(NNG_OPT_TLS_CONFIG))")
+                }
                 try nngCheck(nng_listener_start(listener, 0), "nng_listener_start(\(url))")
                 var port: Int32 = 0
                 if nng_listener_get_int(listener, NNG_OPT_TCP_BOUND_PORT, &port) == 0 {
                     tcpPorts.append(Int(port))
                     urls.append(Self.replacingZeroPort(url, with: Int(port)))
+                    if url.hasPrefix("tls+") { tls.append((listener, urlHost(url), Int(port))) }
                 } else {
                     urls.append(url)
                 }
@@ -422,12 +445,32 @@ public final class NNGReplyServer: @unchecked Sendable {
             contexts = made
             bound = urls
             ports = tcpPorts
+            tlsListeners = tls
             lifecycle = .running
         } catch {
             Self.teardown(made, socket: sock)
             throw error
         }
         for context in made { context.arm() }
+    }
+
+    /// Reads ``ServerConfiguration/tls``'s files again and gives the `tls+tcp://` listeners the
+    /// new certificate: connections made from now on use it, connections already open keep
+    /// theirs (nng 1.5.2 cannot change a TLS config in use, but a listener's config can be
+    /// replaced while it runs; see ``consumeArmedAccept(host:port:)`` for the one accept nng
+    /// has already prepared). Throws, keeping the old certificate, when a file cannot be read
+    /// or mbedTLS refuses it (e.g. a key that is not PEM). Does nothing without TLS listeners
+    /// or before ``start()``.
+    public func reloadTLS() throws(NNGError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard lifecycle == .running, !tlsListeners.isEmpty, let files = configuration.tls else { return }
+        let fresh = try TLSConfig(server: files)
+        for entry in tlsListeners {
+            try nngCheck(nng_listener_set_ptr(entry.listener, NNG_OPT_TLS_CONFIG, UnsafeMutableRawPointer(fresh.pointer)),
+                         "nng_listener_set_ptr(\(NNG_OPT_TLS_CONFIG))")
+        }
+        for entry in tlsListeners { consumeArmedAccept(host: entry.host, port: entry.port) }
     }
 
     /// Stops receiving new requests, waits up to `drainTimeout` for requests already handed to
@@ -476,7 +519,7 @@ public final class NNGReplyServer: @unchecked Sendable {
     }
 
     static func replacingZeroPort(_ url: String, with port: Int) -> String {
-        guard url.hasPrefix("tcp"), url.hasSuffix(":0") else { return url }
+        guard url.hasPrefix("tcp") || url.hasPrefix("tls+tcp"), url.hasSuffix(":0") else { return url }
         return String(url.dropLast()) + String(port)
     }
 }

@@ -2,8 +2,11 @@ internal import CNNG
 
 /// Settings for ``NNGRequestClient``.
 public struct ClientConfiguration: Sendable, Equatable {
-    /// The server URL to dial (`tcp://...`, `ipc://...`, `inproc://...`).
+    /// The server URL to dial (`tcp://...`, `tls+tcp://...`, `ipc://...`, `inproc://...`).
     public var url: String
+    /// TLS settings for a `tls+tcp://` URL (ignored for others). nil with a `tls+tcp://` URL:
+    /// no CA, so no server is trusted.
+    public var tls: TLSClientFiles?
     /// Largest reply body accepted, in bytes (`NNG_OPT_RECVMAXSZ` is this plus
     /// ``nngHeaderAllowance``); a bigger reply drops the connection and the call times out.
     /// Must be > 0. Default 64 MiB.
@@ -15,8 +18,9 @@ public struct ClientConfiguration: Sendable, Equatable {
     public var maxIdleContexts: Int
 
     public init(url: String, maxMessageBytes: Int = 64 << 20, resendTime: Duration? = nil,
-                maxIdleContexts: Int = 16) {
+                maxIdleContexts: Int = 16, tls: TLSClientFiles? = nil) {
         self.url = url
+        self.tls = tls
         self.maxMessageBytes = maxMessageBytes
         self.resendTime = resendTime
         self.maxIdleContexts = maxIdleContexts
@@ -45,7 +49,17 @@ public final class NNGRequestClient: @unchecked Sendable {
     private var closed = false            // guarded by lock
 
     /// Opens the socket and starts dialing. Throws for a bad URL or configuration
-    /// (`.addressInvalid`, `.invalidArgument`, `.notSupported`).
+    /// (`.addressInvalid`, `.invalidArgument`, `.notSupported`, unreadable or invalid TLS files).
+    ///
+    /// A `tls+tcp://` URL is dialed once synchronously first, so that a failed TLS handshake
+    /// throws here instead of making every call time out: `.cryptographic` (or
+    /// `.peerAuthentication`) for a server certificate not signed by ``TLSClientFiles/caFile``,
+    /// expired, or for another name, or a client certificate the server refuses;
+    /// `.connectionShutdown` (or `.connectionReset`) when the server closes the connection in
+    /// the handshake, as a server that requires a client certificate does when none is given.
+    /// Any other failure (e.g. `.connectionRefused`: the server is not up yet) falls back to
+    /// dialing in the background like `tcp://`. That first dial waits as long as a TCP connect does (an
+    /// unreachable host that drops packets: the kernel's SYN retries, about two minutes).
     public init(configuration: ClientConfiguration) throws(NNGError) {
         self.configuration = configuration
         guard configuration.maxMessageBytes > 0, configuration.maxIdleContexts >= 0 else {
@@ -61,13 +75,33 @@ public final class NNGRequestClient: @unchecked Sendable {
                 try nngCheck(nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, nngMilliseconds(resend)),
                              "nng_socket_set_ms(\(NNG_OPT_REQ_RESENDTIME))")
             }
-            try nngCheck(nng_dial(sock, configuration.url, nil, cnng_flag_nonblock()),
-                         "nng_dial(\(configuration.url))")
+            if configuration.url.hasPrefix("tls+") {
+                try Self.dialTLS(sock, configuration)
+            } else {
+                try nngCheck(nng_dial(sock, configuration.url, nil, cnng_flag_nonblock()),
+                             "nng_dial(\(configuration.url))")
+            }
         } catch {
             nng_close(sock)
             throw error
         }
         socket = sock
+    }
+
+    /// Dials `configuration.url` (tls+tcp://) with its TLS settings: see ``init(configuration:)``.
+    private static func dialTLS(_ sock: nng_socket, _ configuration: ClientConfiguration) throws(NNGError) {
+        let url = configuration.url
+        let files = configuration.tls ?? TLSClientFiles()
+        let config = try TLSConfig(client: files, host: urlHost(url))
+        var dialer = nng_dialer()
+        try nngCheck(nng_dialer_create(&dialer, sock, url), "nng_dialer_create(\(url))")
+        try nngCheck(nng_dialer_set_ptr(dialer, NNG_OPT_TLS_CONFIG, UnsafeMutableRawPointer(config.pointer)),
+                     "nng_dialer_set_ptr(\(url), \(NNG_OPT_TLS_CONFIG))")
+        let first = nng_dialer_start(dialer, 0)
+        if first == 0 { return }
+        let error = NNGError(code: first, operation: "TLS dial \(url) (server name \(files.serverName ?? urlHost(url)))")
+        if [.cryptographic, .peerAuthentication, .connectionShutdown, .connectionReset].contains(error) { throw error }
+        try nngCheck(nng_dialer_start(dialer, cnng_flag_nonblock()), "nng_dialer_start(\(url))")
     }
 
     /// Convenience for `init(configuration: ClientConfiguration(url: url))`.

@@ -3,9 +3,17 @@
 import Foundation
 import MarkerdAPI
 import MarkerdClient
+import MarkerdTransport
 
 let usage = """
-usage: markerctl [--url URL] COMMAND ...     (default URL tcp://127.0.0.1:7450, or $MARKERD_URL)
+usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.0.0.1:7450, or $MARKERD_URL)
+
+  TLS options, for a tls+tcp:// URL:
+    --tls-ca FILE            CA certificates (PEM) the server's certificate must chain to
+    --tls-server-name NAME   name the server's certificate must carry (a DNS name or its CN: nng's mbedTLS
+                             2.28 does not match IP addresses). Default: the URL's host
+    --tls-cert FILE          client certificate (PEM), for a server that requires one (--tls-client-ca)
+    --tls-key FILE           the client certificate's private key (PEM)
 
   layers list
   layers create LAYER [--min-marker-count N] [--tile-size 256|512] [--no-tiling]
@@ -79,8 +87,12 @@ func json(_ m: V1.Marker) -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
+let tlsFiles = TLSClientFiles(caFile: option("--tls-ca"), serverName: option("--tls-server-name"),
+                              certificateFile: option("--tls-cert"), keyFile: option("--tls-key"))
+if (tlsFiles.certificateFile == nil) != (tlsFiles.keyFile == nil) { fail("--tls-cert and --tls-key go together", code: 2) }
+
 do {
-    let client = try MarkerdClient(url: url, timeout: .seconds(120))
+    let client = try MarkerdClient(url: url, timeout: .seconds(120), tls: tlsFiles)
     let command = args.removeFirst()
     switch command {
     case "layers":

@@ -78,6 +78,26 @@ final class MarkerdProcess {
         return process.isRunning ? nil : process.terminationStatus
     }
 
+    /// Reads standard error while markerd runs until a line containing `text` has arrived;
+    /// returns everything read. Throws after `timeout` (or when standard error closes without
+    /// it). What it read is no longer in ``stderrText()``.
+    func waitForLog(_ text: String, timeout: Duration = .seconds(30)) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        let fd = stderrPipe.fileHandleForReading.fileDescriptor
+        var seen = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: seen, as: UTF8.self).contains(text) {
+            let left = deadline - .now
+            guard left > .zero else { throw ProcessError(message: "no \"\(text)\" in markerd's log: \(String(decoding: seen, as: UTF8.self))") }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(left.components.seconds * 1000 + 1)) > 0 else { continue }
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw ProcessError(message: "markerd's log ended without \"\(text)\"") }
+            seen += chunk[..<n]
+        }
+        return String(decoding: seen, as: UTF8.self)
+    }
+
     func stderrText() -> String {
         if process.isRunning { return "(still running)" }
         return String(decoding: stderrPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

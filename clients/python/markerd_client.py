@@ -37,6 +37,22 @@ def load_protos(out_dir=None, protos_dir=None):
     return _pb
 
 
+def _tls_config(url, ca_file, server_name, cert_file, key_file):
+    """pynng's client TLSConfig: the server is always verified (against ``ca_file``; none: nothing
+    is trusted) and must carry ``server_name``, by default the URL's host."""
+    def read(path):
+        with open(path) as f:
+            return f.read()
+    if (cert_file is None) != (key_file is None):
+        raise ValueError("tls_cert_file and tls_key_file go together")
+    host = url.split("://", 1)[1].rsplit(":", 1)[0].strip("[]")
+    return pynng.TLSConfig(pynng.TLSConfig.MODE_CLIENT, server_name=server_name or host,
+                           ca_string=read(ca_file) if ca_file else None,
+                           own_cert_string=read(cert_file) if cert_file else None,
+                           own_key_string=read(key_file) if key_file else None,
+                           auth_mode=pynng.TLSConfig.AUTH_MODE_REQUIRED)
+
+
 class MarkerdError(Exception):
     """A non-OK reply: ``code`` is the gRPC status name (e.g. "INVALID_ARGUMENT")."""
 
@@ -47,12 +63,31 @@ class MarkerdError(Exception):
 
 
 class MarkerdClient:
-    """Blocking client. Every mutation carries a fresh idempotency key unless one is given."""
+    """Blocking client. Every mutation carries a fresh idempotency key unless one is given.
 
-    def __init__(self, url="tcp://127.0.0.1:7450", timeout_ms=10_000):
+    A ``tls+tcp://`` URL takes ``tls_ca_file`` (PEM: the CAs the server's certificate must chain to),
+    optionally ``tls_server_name`` (the name that certificate must carry; default the URL's host) and
+    ``tls_cert_file`` + ``tls_key_file`` (PEM: a client certificate, for a markerd started with
+    ``--tls-client-ca``). Its first dial is synchronous, so a failed handshake (untrusted, expired or
+    misnamed server certificate; a client certificate missing or refused) raises
+    ``pynng.exceptions.CryptoError`` (or ``AuthenticationError``) here instead of every call timing
+    out; a server not up yet (connection refused) is dialed in the background as for tcp://."""
+
+    def __init__(self, url="tcp://127.0.0.1:7450", timeout_ms=10_000, tls_ca_file=None, tls_server_name=None,
+                 tls_cert_file=None, tls_key_file=None):
         self.pb = load_protos()
         self.sock = pynng.Req0(recv_timeout=timeout_ms, send_timeout=timeout_ms)
-        self.sock.dial(url, block=False)  # connects (and reconnects) in the background
+        if url.startswith("tls+"):
+            try:
+                self.sock.tls_config = _tls_config(url, tls_ca_file, tls_server_name, tls_cert_file, tls_key_file)
+                self.sock.dial(url, block=True)
+            except pynng.exceptions.ConnectionRefused:
+                self.sock.dial(url, block=False)
+            except Exception:
+                self.sock.close()
+                raise
+        else:
+            self.sock.dial(url, block=False)  # connects (and reconnects) in the background
         self._ids = itertools.count(1)
 
     def close(self):

@@ -2,7 +2,8 @@
 
     python3 clients/python/test_reference_client.py --markerd .build/debug/markerd
 
-Starts markerd on a free loopback port with a temporary data directory, runs the tests, stops it,
+Starts markerd on a free loopback port with a temporary data directory (and on a second one over
+mutual TLS, with certificates made by the openssl command line tool), runs the tests, stops it,
 and prints "N passed, N failed".
 """
 import argparse
@@ -15,6 +16,8 @@ import tempfile
 import time
 import traceback
 
+import pynng  # noqa: E402
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from markerd_client import MarkerdClient, MarkerdError, load_protos  # noqa: E402
 
@@ -23,6 +26,56 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# The tls+tcp:// URL of the markerd under test and the directory of its certificates (set by main).
+TLS = {}
+
+
+def make_certificates(directory):
+    """ca.pem signs server.pem and client.pem; other-ca.pem signs nothing markerd trusts. EC P-256 keys."""
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    def path(name, ext="pem"):
+        return os.path.join(directory, f"{name}.{ext}")
+    for ca in ("ca", "other-ca"):
+        run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", path(ca, "key"), "-out", path(ca), "-days", "2", "-subj", f"/CN={ca}")
+    with open(path("san", "ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", path(name, "key"), "-out", path(name, "csr"), "-subj", f"/CN={name}")
+        run("x509", "-req", "-in", path(name, "csr"), "-CA", path("ca"), "-CAkey", path("ca", "key"),
+            "-CAcreateserial", "-out", path(name), "-days", "2", "-extfile", path("san", "ext"))
+    return path
+
+
+def test_mutual_tls(client, pb):
+    path, url = TLS["path"], TLS["url"]
+    tls_client = MarkerdClient(url, tls_ca_file=path("ca"), tls_server_name="localhost",
+                               tls_cert_file=path("client"), tls_key_file=path("client", "key"))
+    try:
+        tls_client.create_layer("py-tls")
+        tls_client.upsert_markers("py-tls", [marker(pb, "t", 10, 20)])
+        assert tls_client.layer_stats("py-tls").markers == 1
+    finally:
+        tls_client.close()
+    assert client.layer_stats("py-tls").markers == 1  # the same server over tcp://
+    refusals = {
+        "no client certificate": dict(tls_ca_file=path("ca"), tls_server_name="localhost"),
+        "server not signed by this CA": dict(tls_ca_file=path("other-ca"), tls_server_name="localhost",
+                                             tls_cert_file=path("client"), tls_key_file=path("client", "key")),
+        "another server name": dict(tls_ca_file=path("ca"), tls_server_name="markerd.example.com",
+                                    tls_cert_file=path("client"), tls_key_file=path("client", "key")),
+    }
+    for what, options in refusals.items():
+        try:
+            MarkerdClient(url, **options).close()
+            raise AssertionError(f"{what}: the TLS dial succeeded")
+        except pynng.exceptions.NNGException as e:  # CryptoError; a missing client certificate: connection shut
+            assert not isinstance(e, pynng.exceptions.Timeout), (what, e)
 
 
 def marker(pb, mid, lat, lon, **kw):
@@ -88,7 +141,12 @@ def main():
     pb = load_protos()
     data = tempfile.mkdtemp(prefix="markerd-py-")
     url = f"tcp://127.0.0.1:{free_port()}"
-    proc = subprocess.Popen([args.markerd, "--listen", url, "--data-dir", data], stderr=subprocess.PIPE, text=True)
+    TLS["url"] = f"tls+tcp://127.0.0.1:{free_port()}"
+    certs = tempfile.mkdtemp(prefix="markerd-py-tls-")
+    TLS["path"] = path = make_certificates(certs)
+    proc = subprocess.Popen([args.markerd, "--listen", url, "--listen", TLS["url"], "--data-dir", data,
+                             "--tls-cert", path("server"), "--tls-key", path("server", "key"),
+                             "--tls-client-ca", path("ca")], stderr=subprocess.PIPE, text=True)
     passed = failed = 0
     try:
         client = MarkerdClient(url)
@@ -119,6 +177,7 @@ def main():
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(certs, ignore_errors=True)
     print(f"reference-client: {passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 
