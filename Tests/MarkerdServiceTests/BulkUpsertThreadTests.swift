@@ -5,7 +5,7 @@ import Testing
 
 /// `BulkUpsertThread.run`: each of the two pieces of work runs exactly once, `run` returns only
 /// when both are done, and the second piece is taken by whichever thread gets to it first.
-@Suite struct WriteHelperTests {
+@Suite struct BulkUpsertThreadTests {
     @Test func eachPartRunsOnceAndRunWaitsForBoth() {
         let helper = BulkUpsertThread()
         let here = Atomic<Int>(0), there = Atomic<Int>(0), onHelper = Atomic<Int>(0)
