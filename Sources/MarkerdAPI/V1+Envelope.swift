@@ -65,7 +65,9 @@ extension V1 {
         /// A request that is still queued when it expires gets DEADLINE_EXCEEDED and is not applied.
         /// Proto field `timeout_ms` = 4; absent decodes to 0, which is not encoded.
         public var timeoutMs: UInt32 = 0
-        /// Reserved for authentication; ignored today.
+        /// A token of the server's auth file (`--auth-file`). Without one the server answers
+        /// UNAUTHENTICATED; outside the token's scopes or layers PERMISSION_DENIED, before any work.
+        /// Ignored when the server runs without an auth file.
         /// Proto field `auth_token` = 5; absent decodes to "", which is not encoded.
         public var authToken: String = ""
         /// The serialized request message of `method`.

@@ -4,12 +4,21 @@ import Foundation
 extension MarkerServer {
     /// Serves until SIGTERM or SIGINT, then stops gracefully (stop taking requests, finish those
     /// in flight within `drainSeconds`, flush and fsync the journal) and exits 0. A second
-    /// signal while draining exits at once. Never returns.
+    /// signal while draining exits at once. SIGHUP reloads (``reload()``) without dropping a
+    /// connection. Never returns.
     public func runUntilSignalled() -> Never {
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
+        signal(SIGHUP, SIG_IGN)
         let queue = DispatchQueue(label: "markerd.signals")
         var sources: [DispatchSourceSignal] = []
+        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
+        hangup.setEventHandler { [self] in
+            Log.info("SIGHUP: reloading")
+            reload()
+        }
+        hangup.resume()
+        sources.append(hangup)
         for sig in [SIGTERM, SIGINT] {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler { [self] in

@@ -13,14 +13,32 @@ public final class MarkerServer: Sendable {
     let transport: NNGReplyServer
     /// The HTTP gateway, when ``MarkerdConfiguration/httpAddress`` is set.
     public let gateway: TileGateway?
+    /// The operators' gateway (no tokens), when ``MarkerdConfiguration/opsHTTPAddress`` is set.
+    public let opsGateway: TileGateway?
+    /// Tokens, signing key, audit log (``reload()`` re-reads them).
+    public let access: AccessControl
+
+    /// Why markerd does not start: protected mode, or an auth file, key or audit log that
+    /// cannot be read.
+    public struct StartupError: Error, CustomStringConvertible {
+        public var description: String
+    }
 
     /// Opens the service (loading the newest snapshot and replaying the journal, unless
     /// ephemeral) and prepares the listeners. Nothing is served until ``start()``.
     /// `progress` gets recovery's lines and, while serving, the journal's (see
     /// `MarkerService.open`).
-    /// - Throws: a journal/recovery error that names the damaged file and offset.
+    /// - Throws: ``StartupError`` (protected mode: a non-loopback address without
+    ///   `--auth-file` or `--allow-anonymous`; an unreadable auth file, key or audit log), or a
+    ///   journal/recovery error that names the damaged file and offset.
     public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil) throws {
         self.configuration = configuration
+        if let violation = configuration.protectedModeViolation() { throw StartupError(description: violation) }
+        do {
+            access = try AccessControl(configuration: configuration)
+        } catch {
+            throw StartupError(description: error.description)
+        }
         var serviceConfig = ServiceConfiguration()
         serviceConfig.dataDirectory = configuration.ephemeral ? nil : configuration.dataDirectory
         serviceConfig.fsync = switch configuration.fsync {
@@ -34,7 +52,7 @@ public final class MarkerServer: Sendable {
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
-        dispatcher = RPCDispatcher(service: service)
+        dispatcher = RPCDispatcher(service: service, access: access)
         let handler = DispatchingHandler(dispatcher: dispatcher)
         transport = NNGReplyServer(
             configuration: ServerConfiguration(
@@ -44,9 +62,16 @@ public final class MarkerServer: Sendable {
         if let address = configuration.httpAddress {
             gateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
                                   metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                  idleTimeout: configuration.httpIdleTimeout)
+                                  idleTimeout: configuration.httpIdleTimeout, access: access)
         } else {
             gateway = nil
+        }
+        if let address = configuration.opsHTTPAddress {
+            opsGateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
+                                     metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
+                                     idleTimeout: configuration.httpIdleTimeout)
+        } else {
+            opsGateway = nil
         }
     }
 
@@ -56,7 +81,9 @@ public final class MarkerServer: Sendable {
         try transport.start()
         do {
             try gateway?.start()
+            try opsGateway?.start()
         } catch {
+            gateway?.stop(drainTimeout: .zero)
             transport.stop(drainTimeout: .zero)
             throw error
         }
@@ -64,6 +91,14 @@ public final class MarkerServer: Sendable {
 
     /// `http://host:port` of the HTTP gateway as bound, or nil without one.
     public var httpURL: String? { gateway?.boundURL }
+
+    /// `http://host:port` of the operators' gateway as bound, or nil without one.
+    public var opsHTTPURL: String? { opsGateway?.boundURL }
+
+    /// SIGHUP: re-reads the auth file and the tile signing key and reopens the audit log;
+    /// connections stay open. What fails to load keeps its old state (logged, returned).
+    @discardableResult
+    public func reload() -> [String] { access.reload() }
 
     /// The URLs actually bound (a tcp port 0 resolved to the real port).
     public var boundURLs: [String] { transport.boundURLs }
@@ -75,6 +110,7 @@ public final class MarkerServer: Sendable {
     public func stop() {
         service.beginDraining()
         gateway?.stop(drainTimeout: .milliseconds(Int64(min(configuration.drainSeconds, 2) * 1000)))
+        opsGateway?.stop(drainTimeout: .zero)
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
     }
