@@ -35,15 +35,19 @@ public final class MarkerdClient: Sendable {
     public let url: String
     let transport: NNGRequestClient
     let timeout: Duration
+    /// Sent as every request's `auth_token` (a token of the server's `--auth-file`); "" sends none.
+    let authToken: String
 
     /// Dials `url` (the server may start later: the dial retries in the background).
     /// - Parameters:
     ///   - timeout: how long one call waits for its reply. Default 60 s.
     ///   - maxMessageBytes: largest reply accepted. Default 256 MiB.
+    ///   - authToken: the token every request carries (`markerd token add`); default none.
     public init(url: String = "tcp://127.0.0.1:7450", timeout: Duration = .seconds(60),
-                maxMessageBytes: Int = 256 << 20) throws(ClientError) {
+                maxMessageBytes: Int = 256 << 20, authToken: String = "") throws(ClientError) {
         self.url = url
         self.timeout = timeout
+        self.authToken = authToken
         do {
             transport = try NNGRequestClient(configuration: ClientConfiguration(url: url, maxMessageBytes: maxMessageBytes))
         } catch {
@@ -69,6 +73,7 @@ public final class MarkerdClient: Sendable {
         envelope.requestID = UInt64.random(in: 1...UInt64.max)
         envelope.idempotencyKey = idempotencyKey
         envelope.timeoutMs = timeoutMs
+        envelope.authToken = authToken
         envelope.payload = payload
         let replyBytes: [UInt8]
         do {
