@@ -27,7 +27,8 @@ public struct Grant: Sendable, Equatable {
 }
 
 /// The tokens of an auth file, looked up by the token a request presents: the token's SHA-256
-/// is compared, in constant time, with the stored hashes. Valid tokens are then remembered by
+/// is looked up by its first 8 bytes (which tell an attacker nothing about stored tokens: it
+/// cannot choose a digest) and compared whole, in constant time. Valid tokens are then remembered by
 /// their bytes (in memory only; at most ``cacheLimit``), so a known token costs a hash of its
 /// bytes (SipHash, seeded per process) and a constant-time compare instead of SHA-256 (about
 /// 1 µs with mbedTLS). Invalid tokens are never remembered.
@@ -44,6 +45,8 @@ public final class Authenticator: Sendable {
     private struct Remembered { let token: [UInt8]; let grant: Grant }
     private struct State {
         var file: AuthFile
+        /// The first 8 bytes of each token's digest -> its indices in `file.tokens`.
+        var byDigest: [UInt64: [Int]]
         /// Token-bytes hash -> the valid tokens with that hash.
         var cache: [Int: [Remembered]] = [:]
         var cached = 0
@@ -54,13 +57,23 @@ public final class Authenticator: Sendable {
     /// Loads `path`. Throws ``AuthError`` naming the file and the bad line.
     public init(path: String) throws(AuthError) {
         self.path = path
-        state = Mutex(State(file: try AuthFile.load(path: path)))
+        state = Mutex(Self.state(try AuthFile.load(path: path)))
+    }
+
+    private static func state(_ file: AuthFile) -> State {
+        var index: [UInt64: [Int]] = [:]
+        for (i, t) in file.tokens.enumerated() { index[prefix(t.digest), default: []].append(i) }
+        return State(file: file, byDigest: index)
+    }
+
+    private static func prefix(_ digest: [UInt8]) -> UInt64 {
+        digest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// A table from an already-parsed file (tests, benchmarks); ``reload()`` reads `path`.
     public init(file: AuthFile, path: String = "") {
         self.path = path
-        state = Mutex(State(file: file))
+        state = Mutex(Self.state(file))
     }
 
     /// Re-reads the auth file; on error keeps the current tokens and throws. Returns the number
@@ -68,11 +81,10 @@ public final class Authenticator: Sendable {
     @discardableResult
     public func reload() throws(AuthError) -> Int {
         let file = try AuthFile.load(path: path)
+        var fresh = Self.state(file)
         state.withLock { s in
-            s.file = file
-            s.cache = [:]
-            s.cached = 0
-            s.generation += 1
+            fresh.generation = s.generation + 1
+            s = fresh
         }
         return file.tokens.count
     }
@@ -99,10 +111,10 @@ public final class Authenticator: Sendable {
         if let known { return known }
         let digest = Crypto.sha256(token)
         return state.withLock { s -> Grant? in
-            // Every digest is compared (no early exit), so the time does not tell which matched.
-            var found: TokenRecord?
-            for record in s.file.tokens where Crypto.constantTimeEqual(record.digest, digest) { found = record }
-            guard let found else { return nil }
+            let candidates = s.byDigest[Self.prefix(digest)] ?? []
+            guard let found = candidates.map({ s.file.tokens[$0] }).first(where: { Crypto.constantTimeEqual($0.digest, digest) }) else {
+                return nil
+            }
             let grant = Grant(name: found.name, scopes: found.scopes, layers: found.layers)
             // Remember it only if the file was not reloaded meanwhile (the token may be revoked).
             if s.generation == generation {

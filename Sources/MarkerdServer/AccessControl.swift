@@ -99,7 +99,7 @@ public final class AccessControl: Sendable {
         guard let authenticator else { return (Caller(), nil) }
         let access = MethodAccess.table[method]
         var caller = Caller(access: access)
-        let short = method.split(separator: "/").last.map(String.init) ?? method
+        var short: String { method.split(separator: "/").last.map(String.init) ?? method }
         // nil: the method names no layer, or its payload is not a well-formed message.
         let layerRange = access?.layerScoped == true ? V1.layerIDRange(inPayload: payload) : nil
         func layerName() -> String? {
