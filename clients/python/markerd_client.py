@@ -47,10 +47,15 @@ class MarkerdError(Exception):
 
 
 class MarkerdClient:
-    """Blocking client. Every mutation carries a fresh idempotency key unless one is given."""
+    """Blocking client. Every mutation carries a fresh idempotency key unless one is given.
 
-    def __init__(self, url="tcp://127.0.0.1:7450", timeout_ms=10_000):
+    ``auth_token``: a token of the server's ``--auth-file`` (``markerd token add``), sent with
+    every request; None sends none.
+    """
+
+    def __init__(self, url="tcp://127.0.0.1:7450", timeout_ms=10_000, auth_token=None):
         self.pb = load_protos()
+        self.auth_token = auth_token
         self.sock = pynng.Req0(recv_timeout=timeout_ms, send_timeout=timeout_ms)
         self.sock.dial(url, block=False)  # connects (and reconnects) in the background
         self._ids = itertools.count(1)
@@ -64,6 +69,8 @@ class MarkerdClient:
                               payload=request.SerializeToString(), timeout_ms=timeout_ms)
         if idempotency_key is not None:
             envelope.idempotency_key = idempotency_key
+        if self.auth_token:
+            envelope.auth_token = self.auth_token
         self.sock.send(envelope.SerializeToString())
         reply = pb.Response()
         reply.ParseFromString(self.sock.recv())
