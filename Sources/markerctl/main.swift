@@ -6,6 +6,7 @@ import MarkerdClient
 
 let usage = """
 usage: markerctl [--url URL] COMMAND ...     (default URL tcp://127.0.0.1:7450, or $MARKERD_URL)
+       a markerd with --auth-file needs a token: $MARKERD_TOKEN (from `markerd token add`)
 
   layers list
   layers create LAYER [--min-marker-count N] [--tile-size 256|512] [--no-tiling]
@@ -19,6 +20,7 @@ usage: markerctl [--url URL] COMMAND ...     (default URL tcp://127.0.0.1:7450, 
   clear LAYER
   snapshot
   info
+  sign-url LAYER [--ttl SECONDS]   a signed tile URL template path (default 3600 s, at most 7 days)
 """
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
@@ -80,7 +82,8 @@ func json(_ m: V1.Marker) -> String {
 }
 
 do {
-    let client = try MarkerdClient(url: url, timeout: .seconds(120))
+    let client = try MarkerdClient(url: url, timeout: .seconds(120),
+                                   authToken: ProcessInfo.processInfo.environment["MARKERD_TOKEN"] ?? "")
     let command = args.removeFirst()
     switch command {
     case "layers":
@@ -175,6 +178,12 @@ do {
     case "snapshot":
         let r = try client.createSnapshot()
         print(String(format: "snapshot %@: %d markers, %d bytes, %.2f s", r.path, r.markers, r.bytes, r.seconds))
+    case "sign-url":
+        let layer = positional(0, "LAYER")
+        let ttl = option("--ttl").map { UInt32($0) ?? { fail("--ttl takes whole seconds", code: 2) }() } ?? 0
+        let r = try client.signTileURL(layer, ttlSeconds: ttl)
+        print(r.urlTemplate)
+        FileHandle.standardError.write("expires \(r.expiresUnix) (Unix seconds); prefix \(r.pathPrefix) goes before any of the layer's gateway paths\n".data(using: .utf8)!)
     case "info":
         let r = try client.serverInfo()
         print("markerd \(r.version) uptime=\(Int(r.uptimeSeconds))s layers=\(r.layers) markers=\(r.markers) durable=\(r.durable)")
