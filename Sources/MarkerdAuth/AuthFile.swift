@@ -77,20 +77,72 @@ public struct LayerPattern: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// A token's quotas (the optional `rps=`, `bps=` and `expensive=` fields of its line); nil is
+/// no limit.
+public struct Limits: Sendable, Equatable {
+    /// Requests per second (a token bucket holding `max(1, rps)`: a second's burst). Decimals allowed.
+    public var requestsPerSecond: Double?
+    /// Request plus reply bytes per second (a request is let in while the bucket is not in
+    /// debt; its bytes and its reply's are then taken, possibly into debt).
+    public var bytesPerSecond: Double?
+    /// Expensive requests (renders, point tiles, clusters, viewport pages, snapshots) that may
+    /// be in flight at once on the worker threads.
+    public var concurrentExpensive: Int?
+
+    public init(requestsPerSecond: Double? = nil, bytesPerSecond: Double? = nil, concurrentExpensive: Int? = nil) {
+        self.requestsPerSecond = requestsPerSecond
+        self.bytesPerSecond = bytesPerSecond
+        self.concurrentExpensive = concurrentExpensive
+    }
+
+    public var isUnlimited: Bool { requestsPerSecond == nil && bytesPerSecond == nil && concurrentExpensive == nil }
+
+    /// ` rps=10 bps=1048576 expensive=2` (the fields set, each with a leading space).
+    public var fields: String {
+        var out = ""
+        if let r = requestsPerSecond { out += " rps=\(Self.number(r))" }
+        if let b = bytesPerSecond { out += " bps=\(Self.number(b))" }
+        if let e = concurrentExpensive { out += " expensive=\(e)" }
+        return out
+    }
+
+    private static func number(_ v: Double) -> String { v == v.rounded() && v < 1e15 ? String(Int64(v)) : String(v) }
+
+    /// Sets the field `key=value` (`rps`, `bps`, `expensive`); throws naming what is wrong.
+    public mutating func set(_ field: some StringProtocol) throws(AuthError) {
+        let parts = field.split(separator: "=", maxSplits: 1)
+        guard parts.count == 2 else { throw AuthError("\"\(field)\" is not rps=N, bps=N or expensive=N") }
+        switch parts[0] {
+        case "rps", "bps":
+            guard let v = Double(parts[1]), v.isFinite, v > 0 else {
+                throw AuthError("\(parts[0])=\(parts[1]): needs a number above 0")
+            }
+            if parts[0] == "rps" { requestsPerSecond = v } else { bytesPerSecond = v }
+        case "expensive":
+            guard let v = Int(parts[1]), v >= 1 else { throw AuthError("expensive=\(parts[1]): needs a whole number >= 1") }
+            concurrentExpensive = v
+        default:
+            throw AuthError("unknown field \"\(parts[0])\" (expected rps, bps or expensive)")
+        }
+    }
+}
+
 /// One token of an auth file: its name (what logs and the audit trail show), the SHA-256 of the
-/// token (the token itself is never stored), its scopes and the layers it may use.
+/// token (the token itself is never stored), its scopes, the layers it may use and its quotas.
 public struct TokenRecord: Sendable, Equatable {
     public var name: String
     /// SHA-256 of the token's bytes (32 bytes).
     public var digest: [UInt8]
     public var scopes: Scopes
     public var layers: [LayerPattern]
+    public var limits: Limits
 
-    public init(name: String, digest: [UInt8], scopes: Scopes, layers: [LayerPattern]) {
+    public init(name: String, digest: [UInt8], scopes: Scopes, layers: [LayerPattern], limits: Limits = Limits()) {
         self.name = name
         self.digest = digest
         self.scopes = scopes
         self.layers = layers
+        self.limits = limits
     }
 
     /// Token names: 1-64 bytes of `A-Z a-z 0-9 . _ - @`.
@@ -100,20 +152,21 @@ public struct TokenRecord: Sendable, Equatable {
 
     /// The auth file line of this token.
     public var line: String {
-        "token \(name) \(Crypto.hex(digest)) \(scopes) \(layers.map(\.description).joined(separator: ","))"
+        "token \(name) \(Crypto.hex(digest)) \(scopes) \(layers.map(\.description).joined(separator: ","))\(limits.fields)"
     }
 }
 
 /// markerd's auth file (`--auth-file`), a text file of lines:
 ///
 ///     # comment (a line starting with #; blank lines are ignored too)
-///     token NAME SHA256-HEX SCOPES LAYERS
+///     token NAME SHA256-HEX SCOPES LAYERS [rps=N] [bps=N] [expensive=N]
 ///     public LAYERS
 ///
 /// `token`: one token per line (fields separated by spaces or tabs): a unique name (1-64 bytes of
 /// `A-Z a-z 0-9 . _ - @`), the SHA-256 of the token in hex (64 digits, unique), its scopes
 /// (`read`, `write`, `admin`, comma-separated) and the layers it may use (``LayerPattern``s,
-/// comma-separated, e.g. `fleet-*,depots`). `public`: layers the HTTP gateway serves without a
+/// comma-separated, e.g. `fleet-*,depots`), then optionally its quotas (``Limits``). `public`:
+/// layers the HTTP gateway serves without a
 /// token (any number of such lines). `markerd token add|list|revoke` edit the file.
 public struct AuthFile: Sendable, Equatable {
     public var tokens: [TokenRecord] = []
@@ -134,8 +187,8 @@ public struct AuthFile: Sendable, Equatable {
             guard let keyword = fields.first, !keyword.hasPrefix("#") else { continue }
             switch keyword {
             case "token":
-                guard fields.count == 5 else {
-                    throw fail("a token line is `token NAME SHA256-HEX SCOPES LAYERS`, got \(fields.count) fields")
+                guard fields.count >= 5 else {
+                    throw fail("a token line is `token NAME SHA256-HEX SCOPES LAYERS [rps=N] [bps=N] [expensive=N]`, got \(fields.count) fields")
                 }
                 let name = String(fields[1])
                 guard TokenRecord.isValidName(name) else {
@@ -150,7 +203,11 @@ public struct AuthFile: Sendable, Equatable {
                     throw fail("token \(name): scopes \"\(fields[3])\" are not a comma-separated list of read, write, admin")
                 }
                 let layers = try patterns(fields[4], fail)
-                file.tokens.append(TokenRecord(name: name, digest: digest, scopes: scopes, layers: layers))
+                var limits = Limits()
+                for field in fields.dropFirst(5) {
+                    do { try limits.set(field) } catch { throw fail("token \(name): \(error.description)") }
+                }
+                file.tokens.append(TokenRecord(name: name, digest: digest, scopes: scopes, layers: layers, limits: limits))
             case "public":
                 guard fields.count == 2 else { throw fail("a public line is `public LAYERS`, got \(fields.count) fields") }
                 file.publicLayers += try patterns(fields[1], fail)

@@ -1,15 +1,17 @@
 import Synchronization
 
-/// What a valid token may do: its name and the scopes and layers of its auth file line.
+/// What a valid token may do: its name and the scopes, layers and quotas of its auth file line.
 public struct Grant: Sendable, Equatable {
     public let name: String
     public let scopes: Scopes
     public let layers: [LayerPattern]
+    public let limits: Limits
 
-    public init(name: String, scopes: Scopes, layers: [LayerPattern]) {
+    public init(name: String, scopes: Scopes, layers: [LayerPattern], limits: Limits = Limits()) {
         self.name = name
         self.scopes = scopes
         self.layers = layers
+        self.limits = limits
     }
 
     /// Whether the token has `scope` and, when `layer` (the layer id's UTF-8 bytes) is given,
@@ -115,7 +117,7 @@ public final class Authenticator: Sendable {
             guard let found = candidates.map({ s.file.tokens[$0] }).first(where: { Crypto.constantTimeEqual($0.digest, digest) }) else {
                 return nil
             }
-            let grant = Grant(name: found.name, scopes: found.scopes, layers: found.layers)
+            let grant = Grant(name: found.name, scopes: found.scopes, layers: found.layers, limits: found.limits)
             // Remember it only if the file was not reloaded meanwhile (the token may be revoked).
             if s.generation == generation {
                 if s.cached >= Self.cacheLimit { s.cache = [:]; s.cached = 0 }

@@ -17,6 +17,8 @@ public final class AccessControl: Sendable {
     let audit: AuditLog?
     /// `--cors-origin` values; empty: `*` for what is served without a token, nothing otherwise.
     public let corsOrigins: [String]
+    /// Per-token quotas (the auth file's `rps=`, `bps=`, `expensive=`).
+    public let quotas = QuotaBook()
 
     /// The longest SignTileURL ttl: 7 days. The default: 1 hour.
     public static let maxSignedTTL: Int64 = 7 * 24 * 3600
@@ -88,6 +90,28 @@ public final class AccessControl: Sendable {
         var access: MethodAccess?
         /// The layer the request names (only read when it is written to the audit log).
         var layer: String?
+        /// Let in by the token's quotas (to be finished with the reply's size).
+        var quotaAdmitted = false
+        /// With RESOURCE_EXHAUSTED from a quota: the retry hint.
+        var retryAfterMs: UInt32 = 0
+    }
+
+    /// Takes a call of `bytes` from its token's quotas (``QuotaBook``); RESOURCE_EXHAUSTED with
+    /// a retry hint (also set in `caller`) when over them.
+    func admitQuota(_ caller: inout Caller, bytes: Int) -> RPCError? {
+        guard let grant = caller.grant, !grant.limits.isUnlimited else { return nil }
+        if let refusal = quotas.admit(grant, bytes: bytes, expensive: caller.access?.expensive == true) {
+            caller.retryAfterMs = refusal.retryAfterMilliseconds
+            return .resourceExhausted("\(refusal.reason); retry after \(refusal.retryAfterMilliseconds) ms")
+        }
+        caller.quotaAdmitted = true
+        return nil
+    }
+
+    /// Ends a call let in by ``admitQuota(_:bytes:)``: its reply's bytes, its expensive slot.
+    func finishQuota(_ caller: Caller, replyBytes: Int) {
+        guard caller.quotaAdmitted, let grant = caller.grant else { return }
+        quotas.finish(grant, replyBytes: replyBytes, expensive: caller.access?.expensive == true)
     }
 
     /// Checks one call before any work: its token (`auth_token`'s bytes), the method's scope

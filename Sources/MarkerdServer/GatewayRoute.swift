@@ -67,6 +67,14 @@ public enum GatewayRoute: Sendable, Equatable {
     public static let maxZoom = 22
     public static let tileSizes: Set<Int> = [256, 512]
 
+    /// Counted against a token's `expensive=` quota: tiles, point tiles, viewport pages.
+    public var isExpensive: Bool {
+        switch self {
+        case .rasterTile, .pointTile, .viewport: true
+        default: false
+        }
+    }
+
     /// The layer the route reads, for the per-layer paths (tiles, TileJSON, viewport, hit-test).
     public var layer: String? {
         switch self {

@@ -14,6 +14,9 @@ struct MethodAccess: Sendable, Equatable {
     let scope: Scopes
     /// Whether the request names a layer in field 1 (from the descriptors, not a list here).
     let layerScoped: Bool
+    /// Counted against a token's `expensive=` quota on the worker threads: renders, tiles,
+    /// clusters, viewport pages, snapshots (network-thread answers are bounded and never count).
+    var expensive = false
 
     /// Written to the audit log (write and admin calls).
     var audited: Bool { scope != .read }
@@ -28,13 +31,18 @@ struct MethodAccess: Sendable, Equatable {
         "CreateLayer": .admin, "DeleteLayer": .admin, "CreateSnapshot": .admin,
     ]
 
+    static let expensiveMethods: Set<String> = [
+        "GetTile", "RenderSnapshot", "GetPointTile", "GetClusters", "GetClusterLeaves", "QueryViewport", "CreateSnapshot",
+    ]
+
     /// Full method name -> access, for every rpc of `service MarkerService` listed in ``scopes``.
     static let table: [String: MethodAccess] = {
         var table: [String: MethodAccess] = [:]
         for method in ProtoSchema.methods {
             guard let scope = scopes[method.name] else { continue }
             let first = method.request.fields.first { $0.number == 1 }
-            table[method.path] = MethodAccess(scope: scope, layerScoped: first?.name == "layer_id" && first?.type == .string)
+            table[method.path] = MethodAccess(scope: scope, layerScoped: first?.name == "layer_id" && first?.type == .string,
+                                              expensive: expensiveMethods.contains(method.name))
         }
         return table
     }()

@@ -62,9 +62,11 @@ public final class RPCDispatcher: Sendable {
         let short = context.shortMethod
         metrics.record(stage: .queued, method: short, micros: ServerMetrics.micros(started - receivedAt))
         var token = request.authToken
-        let (caller, refusal) = token.withUTF8 { t in
+        var (checked, refusal) = token.withUTF8 { t in
             request.payload.withUnsafeBytes { access.authorize(method: method, token: UnsafeRawBufferPointer(t), payload: $0) }
         }
+        if refusal == nil { refusal = access.admitQuota(&checked, bytes: body.count) }
+        let caller = checked
         if let refusal {
             finish(method: short, requestID: requestID, receivedAt: receivedAt, result: .failure(refusal), caller: caller, reply: reply)
             return
@@ -115,7 +117,9 @@ public final class RPCDispatcher: Sendable {
     public func answerInline(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant,
                              respond handOff: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
         var replyMicros = 0.0
+        var replySize = 0  // the reply's bytes, once answered
         func respond(_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) {
+            replySize = size
             let start = ContinuousClock.now
             withoutActuallyEscaping(fill) { handOff(size, $0) }
             replyMicros = ServerMetrics.micros(since: start)
@@ -125,9 +129,23 @@ public final class RPCDispatcher: Sendable {
               head.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(head.timeoutMs)))
         else { return false }
         let id = head.requestID, payload = UnsafeRawBufferPointer(rebasing: body[head.payload])
+        var caller: AccessControl.Caller?
         if access.authenticator != nil {
             let token = UnsafeRawBufferPointer(rebasing: body[head.authToken])
-            guard access.authorize(method: method.fullName, token: token, payload: payload).error == nil else { return false }
+            var (checked, error) = access.authorize(method: method.fullName, token: token, payload: payload)
+            // Answers here are bounded work: they take from the request and byte rates, never an expensive slot.
+            checked.access?.expensive = false
+            guard error == nil, access.admitQuota(&checked, bytes: body.count) == nil else { return false }
+            caller = checked
+        }
+        defer {
+            if let caller {
+                if replySize > 0 {
+                    access.finishQuota(caller, replyBytes: replySize)
+                } else if caller.quotaAdmitted, let grant = caller.grant {
+                    access.quotas.refund(grant, bytes: body.count, expensive: false)
+                }
+            }
         }
         /// An OK envelope around a payload of `size` bytes that `fill` writes in place.
         func respondEnveloped(_ size: Int, _ fill: @escaping (UnsafeMutableRawBufferPointer) -> Void) {
@@ -197,8 +215,12 @@ public final class RPCDispatcher: Sendable {
         method: Substring, requestID: UInt64, receivedAt: ContinuousClock.Instant,
         result: Result<[UInt8], RPCError>, caller: AccessControl.Caller? = nil, reply: @Sendable (V1.Response) -> Void
     ) {
-        let response = envelope(method: method, requestID: requestID, receivedAt: receivedAt, result: result)
-        if let caller { access.audit(caller, method: method, code: response.code, requestID: requestID) }
+        var response = envelope(method: method, requestID: requestID, receivedAt: receivedAt, result: result)
+        if let caller {
+            response.retryAfterMs = caller.retryAfterMs
+            access.finishQuota(caller, replyBytes: response.payload.count)
+            access.audit(caller, method: method, code: response.code, requestID: requestID)
+        }
         let start = ContinuousClock.now
         reply(response)
         metrics.record(stage: .reply, method: method, micros: ServerMetrics.micros(since: start))

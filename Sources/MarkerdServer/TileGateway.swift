@@ -26,6 +26,7 @@ import Synchronization
 /// prefix that is forged, expired or for another layer: 403. `/metrics` needs a token with the
 /// admin scope; `/layers.json` lists the public layers and those the token may read; `/`,
 /// `/healthz` and `/readyz` are open. Answers for a Bearer token are `Cache-Control: private`.
+/// A Bearer token over its quotas (``QuotaBook``) gets 429 with `Retry-After` (seconds).
 ///
 /// CORS: without `--cors-origin`, `Access-Control-Allow-Origin: *` on what is served to anyone
 /// (everything when there is no auth file; public layers and the open paths otherwise) and no
@@ -128,11 +129,25 @@ public final class TileGateway: Sendable {
                     response = refusal
                 case .success(let admission):
                     if case .anyone = admission { open = true }
+                    // A Bearer token's quotas: 429 with Retry-After (whole seconds) when over them.
+                    var quota: (grant: Grant, expensive: Bool)?
+                    if case .bearer(let grant) = admission, let quotas = access?.quotas {
+                        let expensive = route.isExpensive
+                        if let refusal = quotas.admit(grant, bytes: request.target.utf8.count, expensive: expensive) {
+                            let seconds = (refusal.retryAfterMilliseconds + 999) / 1000
+                            response = Self.error(429, "\(refusal.reason); retry after \(refusal.retryAfterMilliseconds) ms")
+                            response.setHeader("Retry-After", String(seconds))
+                            addCORS(to: &response, request: request, open: false)
+                            return count(routeName, response)
+                        }
+                        quota = (grant, expensive)
+                    }
                     do throws(RPCError) {
                         response = try serve(route, request, admission)
                     } catch {
                         response = Self.error(Self.httpStatus(error.code), error.message)
                     }
+                    if let quota { access?.quotas.finish(quota.grant, replyBytes: response.body.count, expensive: quota.expensive) }
                     if case .bearer = admission, let cache = response.header("Cache-Control"), cache.hasPrefix("public") {
                         response.setHeader("Cache-Control", "private" + cache.dropFirst("public".count))
                     }

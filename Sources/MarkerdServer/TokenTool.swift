@@ -9,11 +9,15 @@ public enum TokenTool {
 
     public static let usage = """
     usage: markerd token add NAME --scopes read,write,admin --layers PATTERNS [--auth-file PATH]
+                             [--rps N] [--bps N] [--expensive N]
                print a new random token once (store it now: only its SHA-256 is kept)
            markerd token list [--auth-file PATH]
            markerd token revoke NAME [--auth-file PATH]
     SCOPES: read (queries, tiles), write (markers, drags, icons), admin (layers, snapshots), comma-separated.
     PATTERNS: layer ids with * for any run of characters, comma-separated, e.g. 'fleet-*,depots' or '*'.
+    Quotas (default none): --rps requests/s, --bps request+reply bytes/s, --expensive renders, tiles,
+    clusters, viewport pages and snapshots in flight at once. Over them: RESOURCE_EXHAUSTED / HTTP 429
+    with a retry hint.
     The auth file also takes `public PATTERNS` lines (edit by hand): layers whose tiles need no token.
     Default auth file \(defaultAuthFile). Reload a running markerd with SIGHUP (systemctl reload markerd).
     """
@@ -24,15 +28,17 @@ public enum TokenTool {
                            error report: (String) -> Void = { FileHandle.standardError.write(Data(("markerd: " + $0 + "\n").utf8)) }) -> Int32 {
         var positional: [String] = []
         var path = defaultAuthFile, scopesText: String?, layersText: String?
+        var limitFields: [String] = []
         var i = 0
         while i < arguments.count {
             let arg = arguments[i]
-            if ["--auth-file", "--scopes", "--layers"].contains(arg) {
+            if ["--auth-file", "--scopes", "--layers", "--rps", "--bps", "--expensive"].contains(arg) {
                 guard i + 1 < arguments.count else { report("\(arg) needs a value\n\n\(usage)"); return 2 }
                 switch arg {
                 case "--auth-file": path = arguments[i + 1]
                 case "--scopes": scopesText = arguments[i + 1]
-                default: layersText = arguments[i + 1]
+                case "--layers": layersText = arguments[i + 1]
+                default: limitFields.append(arg.dropFirst(2) + "=" + arguments[i + 1])
                 }
                 i += 2
             } else if arg == "-h" || arg == "--help" {
@@ -47,14 +53,16 @@ public enum TokenTool {
             switch positional.first {
             case "add":
                 guard positional.count == 2, let scopesText, let layersText else { report(usage); return 2 }
-                let token = try add(name: positional[1], scopes: scopesText, layers: layersText, path: path)
+                var limits = Limits()
+                for field in limitFields { try limits.set(field) }
+                let token = try add(name: positional[1], scopes: scopesText, layers: layersText, limits: limits, path: path)
                 output(token)
                 report("token \(positional[1]) added to \(path); it is shown only now. Reload markerd (SIGHUP) to use it.")
             case "list":
                 guard positional.count == 1 else { report(usage); return 2 }
                 let file = try AuthFile.load(path: path)
                 for t in file.tokens {
-                    output("\(t.name)\t\(t.scopes)\t\(t.layers.map(\.description).joined(separator: ","))")
+                    output("\(t.name)\t\(t.scopes)\t\(t.layers.map(\.description).joined(separator: ","))\(t.limits.fields.replacingOccurrences(of: " ", with: "\t"))")
                 }
                 if !file.publicLayers.isEmpty {
                     output("(public)\t-\t\(file.publicLayers.map(\.description).joined(separator: ","))")
@@ -76,7 +84,8 @@ public enum TokenTool {
 
     /// Adds a token called `name` and returns it: `mkd_` and 43 base64url characters (256 bits
     /// from getrandom). Creates the file when missing.
-    public static func add(name: String, scopes scopesText: String, layers layersText: String, path: String) throws(AuthError) -> String {
+    public static func add(name: String, scopes scopesText: String, layers layersText: String, limits: Limits = Limits(),
+                           path: String) throws(AuthError) -> String {
         guard TokenRecord.isValidName(name) else { throw AuthError("token name \"\(name)\" is not 1-64 bytes of A-Z a-z 0-9 . _ - @") }
         guard let scopes = Scopes(list: scopesText) else {
             throw AuthError("--scopes \"\(scopesText)\" is not a comma-separated list of read, write, admin")
@@ -90,7 +99,7 @@ public enum TokenTool {
         let file = try parse(text, path)
         guard !file.tokens.contains(where: { $0.name == name }) else { throw AuthError("\(path) already has a token called \(name)") }
         let token = "mkd_" + Crypto.base64url(try Crypto.randomBytes(32))
-        let record = TokenRecord(name: name, digest: Crypto.sha256(Array(token.utf8)), scopes: scopes, layers: layers)
+        let record = TokenRecord(name: name, digest: Crypto.sha256(Array(token.utf8)), scopes: scopes, layers: layers, limits: limits)
         try write((text.hasSuffix("\n") || text.isEmpty ? text : text + "\n") + record.line + "\n", to: path)
         return token
     }
@@ -112,7 +121,8 @@ public enum TokenTool {
 
     static let header = """
     # markerd auth file (markerd --auth-file). Lines:
-    #   token NAME SHA256-OF-TOKEN SCOPES LAYERS    scopes: read,write,admin; layers: patterns with *
+    #   token NAME SHA256-OF-TOKEN SCOPES LAYERS [rps=N] [bps=N] [expensive=N]
+    #                                               scopes: read,write,admin; layers: patterns with *
     #   public LAYERS                               layers whose HTTP tiles need no token
     # Edit with `markerd token add|list|revoke`; reload markerd with SIGHUP.
 

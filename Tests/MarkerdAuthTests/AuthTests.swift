@@ -163,3 +163,73 @@ import Testing
         #expect(try String(contentsOfFile: path, encoding: .utf8).count == 65)
     }
 }
+
+@Suite struct QuotaBookTests {
+    /// A clock the test moves.
+    final class Clock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var t = ContinuousClock.now
+        var now: ContinuousClock.Instant { lock.lock(); defer { lock.unlock() }; return t }
+        func advance(_ d: Duration) { lock.lock(); t = t + d; lock.unlock() }
+    }
+
+    func grant(_ limits: Limits, name: String = "t") -> Grant { Grant(name: name, scopes: .read, layers: [], limits: limits) }
+
+    @Test func requestRate() throws {
+        let clock = Clock()
+        let book = QuotaBook(now: { clock.now })
+        let g = grant(Limits(requestsPerSecond: 2))
+        #expect(book.admit(g, bytes: 0, expensive: false) == nil)
+        #expect(book.admit(g, bytes: 0, expensive: false) == nil)
+        let refusal = try #require(book.admit(g, bytes: 0, expensive: false))
+        #expect(refusal.retryAfterMilliseconds == 500 && refusal.reason.contains("rps=2"))
+        clock.advance(.milliseconds(499))
+        #expect(book.admit(g, bytes: 0, expensive: false) != nil)
+        clock.advance(.milliseconds(1))
+        #expect(book.admit(g, bytes: 0, expensive: false) == nil)
+        // Another token has its own bucket; a token without limits is never refused.
+        #expect(book.admit(grant(Limits(requestsPerSecond: 2), name: "u"), bytes: 0, expensive: false) == nil)
+        for _ in 0..<100 { #expect(book.admit(grant(Limits()), bytes: 1 << 30, expensive: true) == nil) }
+        // A refund gives the request back.
+        clock.advance(.seconds(10))
+        #expect(book.admit(g, bytes: 0, expensive: false) == nil)
+        book.refund(g, bytes: 0, expensive: false)
+        #expect(book.admit(g, bytes: 0, expensive: false) == nil)
+        #expect(book.admit(g, bytes: 0, expensive: false) == nil)
+        #expect(book.admit(g, bytes: 0, expensive: false) != nil)
+    }
+
+    @Test func byteRateTakesRepliesIntoDebt() throws {
+        let clock = Clock()
+        let book = QuotaBook(now: { clock.now })
+        let g = grant(Limits(bytesPerSecond: 100))
+        #expect(book.admit(g, bytes: 30, expensive: false) == nil)   // 70 left
+        book.finish(g, replyBytes: 120, expensive: false)              // -50
+        let refusal = try #require(book.admit(g, bytes: 1, expensive: false))
+        #expect(refusal.retryAfterMilliseconds == 510)
+        clock.advance(.milliseconds(510))
+        #expect(book.admit(g, bytes: 1, expensive: false) == nil)
+    }
+
+    @Test func expensiveInFlight() {
+        let book = QuotaBook()
+        let g = grant(Limits(concurrentExpensive: 1))
+        #expect(book.admit(g, bytes: 0, expensive: true) == nil)
+        #expect(book.admit(g, bytes: 0, expensive: true)?.retryAfter == QuotaBook.expensiveRetry)
+        #expect(book.admit(g, bytes: 0, expensive: false) == nil, "cheap requests are not counted")
+        book.finish(g, replyBytes: 0, expensive: true)
+        #expect(book.admit(g, bytes: 0, expensive: true) == nil)
+    }
+
+    @Test func limitsInTheAuthFile() throws {
+        let digest = String(repeating: "ab", count: 32)
+        let file = try AuthFile.parse("token a \(digest) read * rps=2.5 bps=1048576 expensive=3")
+        let limits = file.tokens[0].limits
+        #expect(limits == Limits(requestsPerSecond: 2.5, bytesPerSecond: 1_048_576, concurrentExpensive: 3))
+        #expect(file.tokens[0].line.hasSuffix(" * rps=2.5 bps=1048576 expensive=3"))
+        #expect(try AuthFile.parse(file.tokens[0].line).tokens == file.tokens)
+        for bad in ["rps=0", "rps=x", "expensive=0", "bps=-1", "burst=3", "rps"] {
+            #expect(throws: AuthError.self, "\(bad)") { try AuthFile.parse("token a \(digest) read * \(bad)") }
+        }
+    }
+}

@@ -370,3 +370,48 @@ let layerFreeMethods: Set<String> = ["ListLayers", "RegisterIcon", "CreateSnapsh
         #expect(process.process.isRunning)
     }
 }
+
+/// Per-token quotas over real sockets: RESOURCE_EXHAUSTED with retry_after_ms on the worker and
+/// the network-thread paths, expensive slots given back, HTTP 429 with Retry-After.
+@Suite(.serialized) struct QuotaTests {
+    @Test func rpcAndHTTPQuotas() throws {
+        let fixture = try AuthFixture()
+        defer { fixture.remove() }
+        // One request per 1000 s: the second call is refused whatever the machine's speed.
+        let slow = try TokenTool.add(name: "slow", scopes: "read", layers: "*", limits: Limits(requestsPerSecond: 0.001), path: fixture.path)
+        let slowTiles = try TokenTool.add(name: "slow-tiles", scopes: "read", layers: "*", limits: Limits(requestsPerSecond: 0.001), path: fixture.path)
+        let slowHTTP = try TokenTool.add(name: "slow-http", scopes: "read", layers: "*", limits: Limits(requestsPerSecond: 0.001), path: fixture.path)
+        let one = try TokenTool.add(name: "one", scopes: "read", layers: "*", limits: Limits(concurrentExpensive: 1), path: fixture.path)
+        let server = try TestServer(.tcp) { $0.authFile = fixture.path; $0.httpAddress = "127.0.0.1:0" }
+        defer { server.stop() }
+        let root = try MarkerdClient(url: server.url, authToken: fixture.root)
+        _ = try createLayer(root, "fleet-1")
+        _ = try root.upsertMarkers("fleet-1", [marker("a", 48.8566, 2.3522)])
+        let raw = try NNGRequestClient(configuration: ClientConfiguration(url: server.url))
+
+        // Worker path (GetLayer).
+        #expect(try rawCall(raw, "GetLayer", token: slow, payload: layerPayload("fleet-1")).code == .ok)
+        let refused = try rawCall(raw, "GetLayer", token: slow, payload: layerPayload("fleet-1"))
+        #expect(refused.code == .resourceExhausted && refused.retryAfterMs > 990_000 && refused.message.contains("retry after"),
+                "\(refused.code) \(refused.retryAfterMs) \(refused.message)")
+
+        // Network-thread path: a cached tile.
+        let tile = V1.GetTileRequest(layerID: "fleet-1", z: 14, x: 8298, y: 5636).serializedBytes()
+        for _ in 0..<2 { #expect(try rawCall(raw, "GetTile", token: fixture.root, payload: tile).code == .ok) }
+        #expect(try rawCall(raw, "GetTile", token: slowTiles, payload: tile).code == .ok)
+        #expect(try rawCall(raw, "GetTile", token: slowTiles, payload: tile).code == .resourceExhausted)
+
+        // expensive=1, one call at a time: each call gives its slot back.
+        for z in 0..<4 {
+            let r = try rawCall(raw, "GetTile", token: one, payload: V1.GetTileRequest(layerID: "fleet-1", z: UInt32(z)).serializedBytes())
+            #expect(r.code == .ok, "call \(z): \(r.code) \(r.message)")
+        }
+
+        // HTTP: 429 with Retry-After in seconds.
+        let port = try #require(server.server.gateway?.boundPort)
+        let path = "/tiles/fleet-1/256/14/8298/5636.png"
+        #expect(try RawHTTP.request(port: port, "GET", path, headers: [("Authorization", "Bearer \(slowHTTP)")]).status == 200)
+        let limited = try RawHTTP.request(port: port, "GET", path, headers: [("Authorization", "Bearer \(slowHTTP)")])
+        #expect(limited.status == 429 && (Int(limited.header("Retry-After") ?? "") ?? 0) > 990)
+    }
+}

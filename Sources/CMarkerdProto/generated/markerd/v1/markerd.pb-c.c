@@ -3492,7 +3492,7 @@ const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
   (ProtobufCMessageInit) markerd__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[5] =
 {
   {
     "request_id",
@@ -3542,17 +3542,30 @@ static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[4
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "retry_after_ms",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__Response, has_retry_after_ms),
+    offsetof(Markerd__V1__Response, retry_after_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__response__field_indices_by_name[] = {
   1,   /* field[1] = code */
   2,   /* field[2] = message */
   3,   /* field[3] = payload */
   0,   /* field[0] = request_id */
+  4,   /* field[4] = retry_after_ms */
 };
 static const ProtobufCIntRange markerd__v1__response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
 {
@@ -3562,7 +3575,7 @@ const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
   "Markerd__V1__Response",
   "markerd.v1",
   sizeof(Markerd__V1__Response),
-  4,
+  5,
   markerd__v1__response__field_descriptors,
   markerd__v1__response__field_indices_by_name,
   1,  markerd__v1__response__number_ranges,

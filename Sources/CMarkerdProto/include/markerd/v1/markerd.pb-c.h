@@ -248,10 +248,16 @@ struct  Markerd__V1__Response
    */
   protobuf_c_boolean has_payload;
   ProtobufCBinaryData payload;
+  /*
+   * With RESOURCE_EXHAUSTED from a token's quota (the auth file's rps=, bps=, expensive=): how
+   * long to wait before trying again, in milliseconds. 0 otherwise.
+   */
+  protobuf_c_boolean has_retry_after_ms;
+  uint32_t retry_after_ms;
 };
 #define MARKERD__V1__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__response__descriptor) \
-    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL} }
+    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0 }
 
 
 struct  Markerd__V1__LatLng
