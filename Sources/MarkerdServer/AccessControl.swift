@@ -30,7 +30,12 @@ public final class AccessControl: Sendable {
     public init(configuration: MarkerdConfiguration) throws(AuthError) {
         authenticator = try configuration.authFile.map { path throws(AuthError) in try Authenticator(path: path) }
         signingKeyPath = configuration.tileSigningKeyFile ?? configuration.authFile.map { $0 + ".tile-key" }
-        signer = Mutex(try signingKeyPath.map { path throws(AuthError) in try TileSigner.loadOrCreate(path: path) })
+        do {
+            signer = Mutex(try signingKeyPath.map { path throws(AuthError) in try TileSigner.loadOrCreate(path: path) })
+        } catch {
+            throw AuthError(error.description + (configuration.tileSigningKeyFile == nil
+                ? " (the default beside --auth-file; give --tile-signing-key-file PATH somewhere markerd may write, e.g. its data directory)" : ""))
+        }
         do {
             audit = try configuration.auditLog.map { path throws(AuditLog.AuditLogError) in try AuditLog(path: path) }
         } catch {
