@@ -71,7 +71,8 @@ public final class RPCDispatcher: Sendable {
             finish(method: short, requestID: requestID, receivedAt: receivedAt, result: .failure(refusal), caller: caller, reply: reply)
             return
         }
-        if let grant = caller.grant { context.mayRead = { grant.allows(.read, layer: $0) } }
+        // Only methods without a layer list layers (ListLayers); the closure costs an allocation.
+        if let grant = caller.grant, caller.access?.layerScoped == false { context.mayRead = { grant.allows(.read, layer: $0) } }
         do {
             try context.checkDeadline()
         } catch {
