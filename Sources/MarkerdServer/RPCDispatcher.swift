@@ -9,7 +9,8 @@ import MarkerdService
 /// - undecodable envelope or payload -> INVALID_ARGUMENT
 /// - unknown method -> UNIMPLEMENTED
 /// - with an auth file: no or an unknown `auth_token` -> UNAUTHENTICATED, a method or layer
-///   outside the token's scopes and layers -> PERMISSION_DENIED (``AccessControl``), before any work
+///   outside the token's scopes and layers -> PERMISSION_DENIED (``AccessControl``), over the
+///   token's quotas -> RESOURCE_EXHAUSTED with `retry_after_ms` (``QuotaBook``); all before any work
 /// - `timeout_ms` expired before the work started -> DEADLINE_EXCEEDED (nothing applied)
 /// - anything the service throws -> its code; an unexpected Swift error -> INTERNAL
 public final class RPCDispatcher: Sendable {
