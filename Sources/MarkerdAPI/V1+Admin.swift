@@ -1,4 +1,4 @@
-// V1+Admin.swift: Administration: snapshots and server info.
+// V1+Admin.swift: Administration: snapshots, server info and signed tile URLs.
 // Types mirror Protos/markerd/v1/markerd.proto; see `V1` for the field conventions.
 private import CMarkerdProto
 private import CProtobufC
@@ -33,6 +33,54 @@ extension V1 {
             self.markers = markers
             self.bytes = bytes
             self.seconds = seconds
+        }
+    }
+
+    /// A signed path prefix for a layer's HTTP gateway paths (tiles, point tiles, TileJSON, viewport,
+    /// hit-test), for a backend to hand to an app whose map SDK takes a URL template and cannot add
+    /// headers: `{prefix}/tiles/{layer}/256/{z}/{x}/{y}.png` reads the layer without a token until it
+    /// expires (then 403). Needs the read scope on the layer.
+    public struct SignTileURLRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// How long the URL stays valid, in seconds. 0 means 3600; longer than 604800 (7 days) is cut to it.
+        /// Proto field `ttl_seconds` = 2; absent decodes to 0, which is not encoded.
+        public var ttlSeconds: UInt32 = 0
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            ttlSeconds: UInt32 = 0
+        ) {
+            self.layerID = layerID
+            self.ttlSeconds = ttlSeconds
+        }
+    }
+
+    /// The proto message `SignTileURLResponse`.
+    public struct SignTileURLResponse: ProtoMessage {
+        /// "/t/{expiry}.{signature}": goes before any of the layer's gateway paths.
+        /// Proto field `path_prefix` = 1; absent decodes to "", which is not encoded.
+        public var pathPrefix: String = ""
+        /// The raster tile template: path_prefix + "/tiles/{layer}/{size}/{z}/{x}/{y}.png" (layer and
+        /// size filled in; {z}, {x}, {y} left for the SDK).
+        /// Proto field `url_template` = 2; absent decodes to "", which is not encoded.
+        public var urlTemplate: String = ""
+        /// When the prefix stops working, Unix seconds.
+        /// Proto field `expires_unix` = 3; absent decodes to 0, which is not encoded.
+        public var expiresUnix: Int64 = 0
+
+        public init() {}
+
+        public init(
+            pathPrefix: String = "",
+            urlTemplate: String = "",
+            expiresUnix: Int64 = 0
+        ) {
+            self.pathPrefix = pathPrefix
+            self.urlTemplate = urlTemplate
+            self.expiresUnix = expiresUnix
         }
     }
 
@@ -117,6 +165,56 @@ extension V1.CreateSnapshotResponse: CBridged {
         setPlain(self.markers, &c.has_markers, &c.markers)
         setPlain(self.bytes, &c.has_bytes, &c.bytes)
         setPlain(self.seconds, &c.has_seconds, &c.seconds)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.SignTileURLRequest: CBridged {
+    static var protoName: String { "SignTileURLRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__sign_tile_urlrequest__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__SignTileURLRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "SignTileURLRequest.layer_id"),
+            ttlSeconds: c.ttl_seconds
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__SignTileURLRequest()
+        markerd__v1__sign_tile_urlrequest__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        setPlain(self.ttlSeconds, &c.has_ttl_seconds, &c.ttl_seconds)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.SignTileURLResponse: CBridged {
+    static var protoName: String { "SignTileURLResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__sign_tile_urlresponse__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__SignTileURLResponse.self)
+        self.init(
+            pathPrefix: try swiftString(c.path_prefix, "SignTileURLResponse.path_prefix"),
+            urlTemplate: try swiftString(c.url_template, "SignTileURLResponse.url_template"),
+            expiresUnix: c.expires_unix
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__SignTileURLResponse()
+        markerd__v1__sign_tile_urlresponse__init(&c)
+        c.path_prefix = arena.cString(self.pathPrefix)
+        c.url_template = arena.cString(self.urlTemplate)
+        setPlain(self.expiresUnix, &c.has_expires_unix, &c.expires_unix)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -65,7 +65,9 @@ extension V1 {
         /// A request that is still queued when it expires gets DEADLINE_EXCEEDED and is not applied.
         /// Proto field `timeout_ms` = 4; absent decodes to 0, which is not encoded.
         public var timeoutMs: UInt32 = 0
-        /// Reserved for authentication; ignored today.
+        /// A token of the server's auth file (`--auth-file`). Without one the server answers
+        /// UNAUTHENTICATED; outside the token's scopes or layers PERMISSION_DENIED, before any work.
+        /// Ignored when the server runs without an auth file.
         /// Proto field `auth_token` = 5; absent decodes to "", which is not encoded.
         public var authToken: String = ""
         /// The serialized request message of `method`.
@@ -103,6 +105,10 @@ extension V1 {
         /// The serialized response message of the method; empty unless code == OK.
         /// Proto field `payload` = 4; absent decodes to [], which is not encoded.
         public var payload: [UInt8] = []
+        /// With RESOURCE_EXHAUSTED from a token's quota (the auth file's rps=, bps=, expensive=): how
+        /// long to wait before trying again, in milliseconds. 0 otherwise.
+        /// Proto field `retry_after_ms` = 5; absent decodes to 0, which is not encoded.
+        public var retryAfterMs: UInt32 = 0
 
         public init() {}
 
@@ -110,12 +116,14 @@ extension V1 {
             requestID: UInt64 = 0,
             code: Code = .ok,
             message: String = "",
-            payload: [UInt8] = []
+            payload: [UInt8] = [],
+            retryAfterMs: UInt32 = 0
         ) {
             self.requestID = requestID
             self.code = code
             self.message = message
             self.payload = payload
+            self.retryAfterMs = retryAfterMs
         }
     }
 }
@@ -175,7 +183,8 @@ extension V1.Response: CBridged {
             requestID: c.request_id,
             code: swiftEnum(c.code),
             message: try swiftString(c.message, "Response.message"),
-            payload: swiftBytes(c.payload.data, c.payload.len)
+            payload: swiftBytes(c.payload.data, c.payload.len),
+            retryAfterMs: c.retry_after_ms
         )
     }
 
@@ -189,6 +198,7 @@ extension V1.Response: CBridged {
             c.has_payload = 1
             c.payload = ProtobufCBinaryData(len: self.payload.count, data: arena.bytes(self.payload))
         }
+        setPlain(self.retryAfterMs, &c.has_retry_after_ms, &c.retry_after_ms)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

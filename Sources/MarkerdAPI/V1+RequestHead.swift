@@ -6,10 +6,11 @@ extension V1 {
     /// Only for the plain envelope of a query: `init` returns nil (and the caller decodes with
     /// `V1.Request(serializedBytes:)`, which gives the answer or the error) for anything else:
     /// malformed bytes, an unknown field number, a field with an unexpected wire type, a field
-    /// that occurs twice, a `timeout_ms` beyond `UInt32`, a method name that is not printable ASCII (a NUL would cut the full decode's C string short), or a non-empty `idempotency_key` or
-    /// `auth_token` (strings whose UTF-8 the full decode checks). Whenever it returns a head,
-    /// the full decode succeeds with the same method bytes, request id, timeout and payload
-    /// (`RequestHeadTests` compares them on seeded random envelopes).
+    /// that occurs twice, a `timeout_ms` beyond `UInt32`, a method name or `auth_token` that is
+    /// not printable ASCII (a NUL would cut the full decode's C string short; other bytes may be
+    /// invalid UTF-8, which the full decode checks), or a non-empty `idempotency_key`. Whenever it
+    /// returns a head, the full decode succeeds with the same method bytes, request id, timeout,
+    /// auth token and payload (`RequestHeadTests` compares them on seeded random envelopes).
     public struct RequestHead: Sendable, Equatable {
         /// Byte range of the method name (`Request.method`) within the envelope's bytes.
         public var method: Range<Int>
@@ -17,13 +18,15 @@ extension V1 {
         public var requestID: UInt64
         /// `Request.timeout_ms`; 0 (no deadline) when absent.
         public var timeoutMs: UInt32
+        /// Byte range of `Request.auth_token` within the envelope's bytes (empty when absent).
+        public var authToken: Range<Int>
         /// Byte range of `Request.payload` within the envelope's bytes (empty when absent).
         public var payload: Range<Int>
 
         /// Reads the head of the envelope `bytes`, or nil (see the type's notes).
         public init?(_ bytes: UnsafeRawBufferPointer) {
             var reader = WireReader(bytes)
-            var method = 0..<0, payload = 0..<0
+            var method = 0..<0, payload = 0..<0, authToken = 0..<0
             var requestID: UInt64 = 0, timeout: UInt64 = 0
             var seen: UInt8 = 0
             while !reader.atEnd {
@@ -40,14 +43,15 @@ extension V1 {
                 default:
                     guard wireType == 2, let r = reader.lengthDelimited() else { return nil }
                     switch field {
-                    case 1:
-                        // Method names are printable ASCII; other bytes take the full decode: bytes
-                        // from 0x80 may be invalid UTF-8, and protobuf-c hands the string over as a C
-                        // string, so a NUL would cut it short there (control bytes: no method has them).
+                    case 1, 5:
+                        // Method names and tokens are printable ASCII; other bytes take the full
+                        // decode: bytes from 0x80 may be invalid UTF-8, and protobuf-c hands the
+                        // string over as a C string, so a NUL would cut it short there (control
+                        // bytes: no method or token has them).
                         for i in r where bytes[i] < 0x20 || bytes[i] >= 0x7F { return nil }
-                        method = r
+                        if field == 1 { method = r } else { authToken = r }
                     case 6: payload = r
-                    default: guard r.isEmpty else { return nil }  // idempotency_key, auth_token
+                    default: guard r.isEmpty else { return nil }  // idempotency_key
                     }
                 }
             }
@@ -55,7 +59,36 @@ extension V1 {
             self.method = method
             self.requestID = requestID
             self.timeoutMs = UInt32(timeout)
+            self.authToken = authToken
             self.payload = payload
         }
+    }
+
+    /// Where field 1 of a request message is, read in place from its wire bytes: `layer_id` in
+    /// every request that names a layer (`MethodAccess` checks that against the descriptors).
+    /// `.some(range)` of the last occurrence (protobuf keeps the last), an empty range when the
+    /// field is absent; nil when the bytes are not a well-formed message, field 1 is not
+    /// length-delimited (then the full decode fails too), or the id has a byte outside printable
+    /// ASCII: no layer id has one, and the service would not see these bytes (protobuf-c cuts
+    /// the string at a NUL, Swift repairs invalid UTF-8), so an access check of them would
+    /// judge another name than the one served.
+    public static func layerIDRange(inPayload bytes: UnsafeRawBufferPointer) -> Range<Int>? {
+        var reader = WireReader(bytes)
+        var found = 0..<0
+        while !reader.atEnd {
+            guard let key = reader.key() else { return nil }
+            switch key & 7 {
+            case 0: guard reader.varint() != nil else { return nil }
+            case 1: guard reader.fixed64() != nil else { return nil }
+            case 5: guard reader.fixed32() != nil else { return nil }
+            case 2:
+                guard let r = reader.lengthDelimited() else { return nil }
+                if key >> 3 == 1 { found = r }
+            default: return nil  // groups: no markerd message has them
+            }
+            if key >> 3 == 1 && key & 7 != 2 { return nil }
+        }
+        for i in found where bytes[i] < 0x20 || bytes[i] >= 0x7F { return nil }
+        return found
     }
 }

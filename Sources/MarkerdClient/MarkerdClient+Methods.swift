@@ -121,4 +121,12 @@ extension MarkerdClient {
     public func serverInfo() throws(ClientError) -> V1.GetServerInfoResponse {
         try call("GetServerInfo", V1.GetServerInfoRequest())
     }
+
+    /// A signed path prefix for `layerID`'s HTTP tiles, valid `ttlSeconds` (0: an hour; at most 7 days).
+    public func signTileURL(_ layerID: String, ttlSeconds: UInt32 = 0) throws(ClientError) -> V1.SignTileURLResponse {
+        var request = V1.SignTileURLRequest()
+        request.layerID = layerID
+        request.ttlSeconds = ttlSeconds
+        return try call("SignTileURL", request)
+    }
 }

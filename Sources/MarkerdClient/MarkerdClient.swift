@@ -35,6 +35,8 @@ public final class MarkerdClient: Sendable {
     public let url: String
     let transport: NNGRequestClient
     let timeout: Duration
+    /// Sent as every request's `auth_token` (a token of the server's `--auth-file`); "" sends none.
+    let authToken: String
 
     /// Dials `url` (the server may start later: the dial retries in the background).
     /// - Parameters:
@@ -45,10 +47,12 @@ public final class MarkerdClient: Sendable {
     ///     missing or refused) throws `.transport` here (`.cryptographic`, or
     ///     `.connectionShutdown` for a missing client certificate); see
     ///     `NNGRequestClient.init(configuration:)`.
+    ///   - authToken: the token every request carries (`markerd token add`); default none.
     public init(url: String = "tcp://127.0.0.1:7450", timeout: Duration = .seconds(60),
-                maxMessageBytes: Int = 256 << 20, tls: TLSClientFiles? = nil) throws(ClientError) {
+                maxMessageBytes: Int = 256 << 20, tls: TLSClientFiles? = nil, authToken: String = "") throws(ClientError) {
         self.url = url
         self.timeout = timeout
+        self.authToken = authToken
         do {
             transport = try NNGRequestClient(configuration: ClientConfiguration(url: url, maxMessageBytes: maxMessageBytes, tls: tls))
         } catch {
@@ -74,6 +78,7 @@ public final class MarkerdClient: Sendable {
         envelope.requestID = UInt64.random(in: 1...UInt64.max)
         envelope.idempotencyKey = idempotencyKey
         envelope.timeoutMs = timeoutMs
+        envelope.authToken = authToken
         envelope.payload = payload
         let replyBytes: [UInt8]
         do {

@@ -13,6 +13,7 @@
 ///     /tiles/{layer}/v{version}/{z}/{x}/{y}.mvt             versioned point-data tile
 ///     /viewport/{layer}?west=&south=&east=&north=&zoom=[&density=&limit=]   QueryViewport (JSON)
 ///     /hittest/{layer}?lat=&lon=&zoom=[&density=&tolerance=&max=]           HitTest (JSON)
+///     /t/{expiry}.{signature}/...                           any per-layer path above, signed (``TileSigner``)
 ///
 /// `size` is 256 or 512, `z` 0-22, `x` and `y` 0..<2^z, density 1-3, `version` a decimal
 /// UInt64. Numbers are plain decimal digits (no sign, at most 20 digits).
@@ -65,6 +66,23 @@ public enum GatewayRoute: Sendable, Equatable {
 
     public static let maxZoom = 22
     public static let tileSizes: Set<Int> = [256, 512]
+
+    /// Counted against a token's `expensive=` quota: tiles, point tiles, viewport pages.
+    public var isExpensive: Bool {
+        switch self {
+        case .rasterTile, .pointTile, .viewport: true
+        default: false
+        }
+    }
+
+    /// The layer the route reads, for the per-layer paths (tiles, TileJSON, viewport, hit-test).
+    public var layer: String? {
+        switch self {
+        case .viewer, .healthz, .readyz, .metrics, .layers: nil
+        case .tileJSON(let layer), .viewport(let layer), .hitTest(let layer): layer
+        case .rasterTile(let a), .pointTile(let a): a.layer
+        }
+    }
 
     /// Parses a request path (without the query).
     public static func parse(_ path: String) -> Result<GatewayRoute, Failure> {

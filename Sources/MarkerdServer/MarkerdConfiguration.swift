@@ -61,6 +61,21 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// Default 64 MiB; 0: always from scratch. `--swept-canvas-bytes` is an older name of its flag.
     public var keptCanvasBytes: Int = 64 << 20
 
+    // Access (issue 38): see ``AccessControl`` and ``protectedModeViolation()``.
+    /// The token file (``AuthFile``); nil: no authentication, which only loopback, ipc:// and
+    /// inproc:// listeners allow unless ``allowAnonymous``. Reloaded on SIGHUP.
+    public var authFile: String? = nil
+    /// Serve non-loopback listeners without `--auth-file` (Redis's protected mode off).
+    public var allowAnonymous: Bool = false
+    /// The key of signed tile URLs; default `<authFile>.tile-key` (created when missing).
+    public var tileSigningKeyFile: String? = nil
+    /// JSON-lines audit log of write and admin calls (``AuditLog``); `-` is standard error. nil: none.
+    public var auditLog: String? = nil
+    /// `--cors-origin`, repeatable (see ``TileGateway``). Empty: `*` for what is served to anyone.
+    public var corsOrigins: [String] = []
+    /// `host:port` of a second HTTP gateway that serves everything (viewer, /metrics, every
+    /// layer) without tokens, for operators; loopback unless ``allowAnonymous``. nil: none.
+    public var opsHTTPAddress: String? = nil
 
     public init() {}
 
@@ -68,6 +83,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     usage: markerd [options]
            markerd check DIR     explain damage in a data directory
            markerd repair DIR    keep the valid prefix of a damaged journal, say what was dropped
+           markerd token add|list|revoke ...   edit an auth file (markerd token --help)
 
     options:
       --listen URL               NNG listen URL, repeatable (tcp://, tls+tcp://, ipc://, inproc://). Default tcp://127.0.0.1:7450
@@ -97,6 +113,16 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers
                                  or more) kept to re-render only what changed after a small change.
                                  Default 67108864 (64 MiB); 0 = always from scratch
+      --auth-file PATH           tokens with scopes and layers (see `markerd token`); every RPC then needs
+                                 one, private layers' tiles need a Bearer token or a signed URL. SIGHUP
+                                 reloads it. Without it only loopback, ipc:// and inproc:// are served
+      --allow-anonymous          serve non-loopback addresses without --auth-file
+      --tile-signing-key-file PATH  key of signed tile URLs. Default PATH.tile-key beside --auth-file
+                                 (created when missing)
+      --audit-log PATH           JSON lines of write and admin calls and refused calls; - = stderr
+      --cors-origin ORIGIN       allowed browser origin, repeatable. Default * for public layers only
+      --ops-http HOST:PORT       a second HTTP gateway for operators: viewer, /metrics and every layer
+                                 without tokens (loopback unless --allow-anonymous)
       -h, --help                 this text
       --version                  print the version
     """
@@ -179,6 +205,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             case "--tls-cert": config.tlsCertificateFile = try value(arg)
             case "--tls-key": config.tlsKeyFile = try value(arg)
             case "--tls-client-ca": config.tlsClientCAFile = try value(arg)
+            case "--auth-file": config.authFile = try value(arg)
+            case "--allow-anonymous": config.allowAnonymous = true
+            case "--tile-signing-key-file": config.tileSigningKeyFile = try value(arg)
+            case "--audit-log": config.auditLog = try value(arg)
+            case "--cors-origin": config.corsOrigins.append(try value(arg))
+            case "--ops-http": config.opsHTTPAddress = try hostPort(arg, scheme: "http://")
             default:
                 throw ParseError(description: "unknown option \"\(arg)\"")
             }

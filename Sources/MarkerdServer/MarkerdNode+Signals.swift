@@ -4,8 +4,8 @@ import Foundation
 extension MarkerdNode {
     /// Serves until SIGTERM or SIGINT, then stops gracefully (stop taking requests, finish those
     /// in flight within `drainSeconds`, flush and fsync the journal) and exits 0. A second
-    /// signal while draining exits at once. SIGHUP reloads the TLS certificates
-    /// (``reloadTLS()``; a failure is logged and the old certificate stays). Never returns.
+    /// signal while draining exits at once. SIGHUP reloads (``reload()``: tokens, signing key,
+    /// audit log, TLS certificates) without dropping a connection. Never returns.
     public func runUntilSignalled() -> Never {
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
@@ -14,12 +14,8 @@ extension MarkerdNode {
         var sources: [DispatchSourceSignal] = []
         let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
         hangup.setEventHandler { [self] in
-            do {
-                try reloadTLS()
-                Log.info("SIGHUP: TLS certificates reloaded", ["cert": configuration.tlsCertificateFile ?? "(none)"])
-            } catch {
-                Log.error("SIGHUP: TLS certificates not reloaded, keeping the old ones", ["error": "\(error)"])
-            }
+            Log.info("SIGHUP: reloading")
+            reload()
         }
         hangup.resume()
         sources.append(hangup)

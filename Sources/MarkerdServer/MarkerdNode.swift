@@ -15,14 +15,32 @@ public final class MarkerdNode: Sendable {
     public let gateway: TileGateway?
     /// The HTTPS gateway, when ``MarkerdConfiguration/httpsAddress`` is set.
     public let httpsGateway: TileGateway?
+    /// The operators' gateway (no tokens), when ``MarkerdConfiguration/opsHTTPAddress`` is set.
+    public let opsGateway: TileGateway?
+    /// Tokens, signing key, audit log (``reload()`` re-reads them).
+    public let access: AccessControl
+
+    /// Why markerd does not start: protected mode, or an auth file, key or audit log that
+    /// cannot be read.
+    public struct StartupError: Error, CustomStringConvertible {
+        public var description: String
+    }
 
     /// Opens the service (loading the newest snapshot and replaying the journal, unless
     /// ephemeral) and prepares the listeners. Nothing is served until ``start()``.
     /// `progress` gets recovery's lines and, while serving, the journal's (see
     /// `MarkerService.open`).
-    /// - Throws: a journal/recovery error that names the damaged file and offset.
+    /// - Throws: ``StartupError`` (protected mode: a non-loopback address without
+    ///   `--auth-file` or `--allow-anonymous`; an unreadable auth file, key or audit log), or a
+    ///   journal/recovery error that names the damaged file and offset.
     public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil) throws {
         self.configuration = configuration
+        if let violation = configuration.protectedModeViolation() { throw StartupError(description: violation) }
+        do {
+            access = try AccessControl(configuration: configuration)
+        } catch {
+            throw StartupError(description: error.description)
+        }
         var serviceConfig = ServiceConfiguration()
         serviceConfig.dataDirectory = configuration.ephemeral ? nil : configuration.dataDirectory
         serviceConfig.fsync = configuration.fsync
@@ -32,7 +50,7 @@ public final class MarkerdNode: Sendable {
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
-        dispatcher = RPCDispatcher(service: service)
+        dispatcher = RPCDispatcher(service: service, access: access)
         let handler = DispatchingHandler(dispatcher: dispatcher)
         let tls = configuration.tlsCertificateFile.flatMap { cert in
             configuration.tlsKeyFile.map { TLSServerFiles(certificateFile: cert, keyFile: $0, clientCAFile: configuration.tlsClientCAFile) }
@@ -45,16 +63,23 @@ public final class MarkerdNode: Sendable {
         if let address = configuration.httpAddress {
             gateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
                                   metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                  idleTimeout: configuration.httpIdleTimeout)
+                                  idleTimeout: configuration.httpIdleTimeout, access: access)
         } else {
             gateway = nil
         }
         if let address = configuration.httpsAddress {
             httpsGateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
                                        metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                       idleTimeout: configuration.httpIdleTimeout, tls: tls)
+                                       idleTimeout: configuration.httpIdleTimeout, tls: tls, access: access)
         } else {
             httpsGateway = nil
+        }
+        if let address = configuration.opsHTTPAddress {
+            opsGateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
+                                     metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
+                                     idleTimeout: configuration.httpIdleTimeout)
+        } else {
+            opsGateway = nil
         }
     }
 
@@ -65,6 +90,7 @@ public final class MarkerdNode: Sendable {
         do {
             try gateway?.start()
             try httpsGateway?.start()
+            try opsGateway?.start()
         } catch {
             gateway?.stop(drainTimeout: .zero)
             transport.stop(drainTimeout: .zero)
@@ -78,13 +104,28 @@ public final class MarkerdNode: Sendable {
     /// `https://host:port` of the HTTPS gateway as bound, or nil without one.
     public var httpsURL: String? { httpsGateway?.boundURL }
 
-    /// Re-reads the TLS certificate, key and client CA files (SIGHUP) for the `tls+tcp://`
-    /// listeners and the HTTPS gateway: new connections use them, open connections keep the
-    /// certificate they started with. Throws if a file cannot be read or is not a usable
-    /// certificate or key; every listener whose reload failed keeps its old certificate.
-    public func reloadTLS() throws(NNGError) {
-        try transport.reloadTLS()
-        try httpsGateway?.reloadTLS()
+    /// `http://host:port` of the operators' gateway as bound, or nil without one.
+    public var opsHTTPURL: String? { opsGateway?.boundURL }
+
+    /// SIGHUP: re-reads the auth file and the tile signing key, reopens the audit log, and
+    /// re-reads the TLS certificate, key and client CA files for the `tls+tcp://` listeners and
+    /// the HTTPS gateway (new connections use them, open ones keep the certificate they started
+    /// with); connections stay open. What fails to load keeps its old state (logged, returned).
+    @discardableResult
+    public func reload() -> [String] {
+        var failures = access.reload()
+        do {
+            try transport.reloadTLS()
+            try httpsGateway?.reloadTLS()
+            if configuration.tlsCertificateFile != nil {
+                Log.info("TLS certificates reloaded", ["cert": configuration.tlsCertificateFile ?? ""])
+            }
+        } catch {
+            let message = "TLS certificates not reloaded, keeping the old ones: \(error)"
+            Log.error("TLS certificates not reloaded, keeping the old ones", ["error": "\(error)"])
+            failures.append(message)
+        }
+        return failures
     }
 
     /// The URLs actually bound (a tcp port 0 resolved to the real port).
@@ -96,10 +137,11 @@ public final class MarkerdNode: Sendable {
     /// disconnect can make nng 1.5 panic (nanomsg/nng#2110).
     public func stop() {
         service.beginDraining()
-        // Both gateways at once, so the HTTPS one adds nothing to the shutdown budget.
+        // The gateways at once, so the HTTPS one adds nothing to the shutdown budget.
         let gateways = [gateway, httpsGateway]
         let gatewayDrain = Duration.milliseconds(Int64(min(configuration.drainSeconds, 2) * 1000))
         DispatchQueue.concurrentPerform(iterations: gateways.count) { gateways[$0]?.stop(drainTimeout: gatewayDrain) }
+        opsGateway?.stop(drainTimeout: .zero)
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
     }

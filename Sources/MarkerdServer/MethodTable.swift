@@ -4,7 +4,7 @@ import MarkerdService
 /// The method table: every rpc of `service MarkerService` in Protos/markerd/v1/markerd.proto,
 /// bound to the service. Mutations are listed by ``MutationKind``.
 enum MethodTable {
-    static func routes(for service: MarkerService) -> [String: Route] {
+    static func routes(for service: MarkerService, access: AccessControl) -> [String: Route] {
         var routes: [String: Route] = [:]
         /// A read whose body returns the encoded response.
         func readEncoded<Req: ProtoMessage>(
@@ -28,7 +28,11 @@ enum MethodTable {
             readEncoded(name, type) { (r, context) throws(RPCError) in try body(r, context).serializedBytes() }
         }
         read("GetLayer", V1.GetLayerRequest.self) { r, _ throws(RPCError) in try service.getLayer(r) }
-        read("ListLayers", V1.ListLayersRequest.self) { r, _ throws(RPCError) in service.listLayers(r) }
+        read("ListLayers", V1.ListLayersRequest.self) { r, context throws(RPCError) in
+            var response = service.listLayers(r)
+            if let mayRead = context.mayRead { response.layers.removeAll { !mayRead($0.id) } }
+            return response
+        }
         read("GetLayerStats", V1.GetLayerStatsRequest.self) { r, _ throws(RPCError) in try service.getLayerStats(r) }
         read("GetMarkers", V1.GetMarkersRequest.self) { r, _ throws(RPCError) in try service.getMarkers(r) }
         readEncoded("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewportPayload(r) }
@@ -45,6 +49,7 @@ enum MethodTable {
         read("RenderSnapshot", V1.RenderSnapshotRequest.self) { r, _ throws(RPCError) in try service.renderSnapshot(r) }
         read("GetServerInfo", V1.GetServerInfoRequest.self) { r, _ throws(RPCError) in service.getServerInfo(r) }
         read("CreateSnapshot", V1.CreateSnapshotRequest.self) { r, _ throws(RPCError) in try service.createSnapshot(r) }
+        read("SignTileURL", V1.SignTileURLRequest.self) { r, _ throws(RPCError) in try access.signTileURL(r, service: service) }
         for kind in MutationKind.allCases {
             routes[kind.methodName] = .mutation(kind)
         }

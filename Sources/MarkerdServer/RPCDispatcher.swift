@@ -1,4 +1,5 @@
 import MarkerdAPI
+import MarkerdAuth
 import MarkerdService
 
 /// Turns one request envelope into one response envelope: decodes `Request`, checks the
@@ -7,6 +8,9 @@ import MarkerdService
 /// Failure modes, each answered with an error reply (never a crash):
 /// - undecodable envelope or payload -> INVALID_ARGUMENT
 /// - unknown method -> UNIMPLEMENTED
+/// - with an auth file: no or an unknown `auth_token` -> UNAUTHENTICATED, a method or layer
+///   outside the token's scopes and layers -> PERMISSION_DENIED (``AccessControl``), over the
+///   token's quotas -> RESOURCE_EXHAUSTED with `retry_after_ms` (``QuotaBook``); all before any work
 /// - `timeout_ms` expired before the work started -> DEADLINE_EXCEEDED (nothing applied)
 /// - anything the service throws -> its code; an unexpected Swift error -> INTERNAL
 public final class RPCDispatcher: Sendable {
@@ -15,11 +19,15 @@ public final class RPCDispatcher: Sendable {
     let service: MarkerService
     let routes: [String: Route]
     public let metrics: ServerMetrics
+    /// Tokens, scopes and the audit log; without an auth file every call is allowed.
+    public let access: AccessControl
 
-    public init(service: MarkerService, metrics: ServerMetrics = ServerMetrics()) {
+    public init(service: MarkerService, metrics: ServerMetrics = ServerMetrics(), access: AccessControl? = nil) {
         self.service = service
         self.metrics = metrics
-        self.routes = MethodTable.routes(for: service)
+        let access = access ?? AccessControl()
+        self.access = access
+        self.routes = MethodTable.routes(for: service, access: access)
     }
 
     /// Every method name the server answers, for documentation and tests.
@@ -51,13 +59,25 @@ public final class RPCDispatcher: Sendable {
         }
         let deadline: ContinuousClock.Instant? =
             request.timeoutMs == 0 ? nil : receivedAt.advanced(by: .milliseconds(Int64(request.timeoutMs)))
-        let context = CallContext(method: method, idempotencyKey: request.idempotencyKey, deadline: deadline)
+        var context = CallContext(method: method, idempotencyKey: request.idempotencyKey, deadline: deadline)
         let short = context.shortMethod
         metrics.record(stage: .queued, method: short, micros: ServerMetrics.micros(started - receivedAt))
+        var token = request.authToken
+        var (checked, refusal) = token.withUTF8 { t in
+            request.payload.withUnsafeBytes { access.authorize(method: method, token: UnsafeRawBufferPointer(t), payload: $0) }
+        }
+        if refusal == nil { refusal = access.admitQuota(&checked, bytes: body.count) }
+        let caller = checked
+        if let refusal {
+            finish(method: short, requestID: requestID, receivedAt: receivedAt, result: .failure(refusal), caller: caller, reply: reply)
+            return
+        }
+        // Only methods without a layer list layers (ListLayers); the closure costs an allocation.
+        if let grant = caller.grant, caller.access?.layerScoped == false { context.mayRead = { grant.allows(.read, layer: $0) } }
         do {
             try context.checkDeadline()
         } catch {
-            finish(method: short, requestID: requestID, receivedAt: receivedAt, result: .failure(error), reply: reply)
+            finish(method: short, requestID: requestID, receivedAt: receivedAt, result: .failure(error), caller: caller, reply: reply)
             return
         }
         switch route {
@@ -69,10 +89,10 @@ public final class RPCDispatcher: Sendable {
                     return .failure(error)
                 }
             }
-            finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, reply: reply)
+            finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, caller: caller, reply: reply)
         case .mutation(let kind):
             service.mutate(kind, payload: request.payload, context: context) { [self] result in
-                finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, reply: reply)
+                finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, caller: caller, reply: reply)
             }
         }
     }
@@ -90,14 +110,18 @@ public final class RPCDispatcher: Sendable {
     /// and returns true: the same bytes as `handle` would answer. Otherwise returns false without
     /// calling it, and the caller hands the request to `handle`. The envelope is read in place
     /// (`V1.RequestHead`: no protobuf-c unpack, no copy of the payload, which is decoded from the
-    /// request's bytes); an envelope it does not take (e.g. one with an idempotency key or auth
-    /// token) goes to `handle`. Bodies over 512 bytes are not looked at.
+    /// request's bytes); an envelope it does not take (e.g. one with an idempotency key) goes to
+    /// `handle`. Bodies over 512 bytes are not looked at. The auth token is checked here as in
+    /// `handle` (``AccessControl/authorize(method:token:payload:)``); a refused call goes to
+    /// `handle`, which refuses it the same way and writes the audit log.
     ///
     /// Records the `inline` and `reply` stages (``ServerMetrics/Stage``) of what it answers.
     public func answerInline(body: UnsafeRawBufferPointer, receivedAt: ContinuousClock.Instant,
                              respond handOff: (_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) -> Void) -> Bool {
         var replyMicros = 0.0
+        var replySize = 0  // the reply's bytes, once answered
         func respond(_ size: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Void) {
+            replySize = size
             let start = ContinuousClock.now
             withoutActuallyEscaping(fill) { handOff(size, $0) }
             replyMicros = ServerMetrics.micros(since: start)
@@ -107,6 +131,24 @@ public final class RPCDispatcher: Sendable {
               head.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(head.timeoutMs)))
         else { return false }
         let id = head.requestID, payload = UnsafeRawBufferPointer(rebasing: body[head.payload])
+        var caller: AccessControl.Caller?
+        if access.authenticator != nil {
+            let token = UnsafeRawBufferPointer(rebasing: body[head.authToken])
+            var (checked, error) = access.authorize(method: method.fullName, token: token, payload: payload)
+            // Answers here are bounded work: they take from the request and byte rates, never an expensive slot.
+            checked.access?.expensive = false
+            guard error == nil, access.admitQuota(&checked, bytes: body.count) == nil else { return false }
+            caller = checked
+        }
+        defer {
+            if let caller {
+                if replySize > 0 {
+                    access.finishQuota(caller, replyBytes: replySize)
+                } else if caller.quotaAdmitted, let grant = caller.grant {
+                    access.quotas.refund(grant, bytes: body.count, expensive: false)
+                }
+            }
+        }
         /// An OK envelope around a payload of `size` bytes that `fill` writes in place.
         func respondEnveloped(_ size: Int, _ fill: @escaping (UnsafeMutableRawBufferPointer) -> Void) {
             respond(OKReplyEnvelope.headerSize(requestID: id, payloadCount: size) + size) { out in
@@ -166,16 +208,21 @@ public final class RPCDispatcher: Sendable {
         try? R(serializedBytes: payload)
     }
 
-    /// The methods `answerInline` may answer: short name and full method name's bytes.
-    static let inlineMethods: [(name: String, bytes: [UInt8])] =
-        ["GetTile", "GetClusters", "HitTest", "QueryViewport"].map { ($0, Array((servicePrefix + $0).utf8)) }
+    /// The methods `answerInline` may answer: short name, full name and the full name's bytes.
+    static let inlineMethods: [(name: String, fullName: String, bytes: [UInt8])] =
+        ["GetTile", "GetClusters", "HitTest", "QueryViewport"].map { ($0, servicePrefix + $0, Array((servicePrefix + $0).utf8)) }
 
 
     private func finish(
         method: Substring, requestID: UInt64, receivedAt: ContinuousClock.Instant,
-        result: Result<[UInt8], RPCError>, reply: @Sendable (V1.Response) -> Void
+        result: Result<[UInt8], RPCError>, caller: AccessControl.Caller? = nil, reply: @Sendable (V1.Response) -> Void
     ) {
-        let response = envelope(method: method, requestID: requestID, receivedAt: receivedAt, result: result)
+        var response = envelope(method: method, requestID: requestID, receivedAt: receivedAt, result: result)
+        if let caller {
+            response.retryAfterMs = caller.retryAfterMs
+            access.finishQuota(caller, replyBytes: response.payload.count)
+            access.audit(caller, method: method, code: response.code, requestID: requestID)
+        }
         let start = ContinuousClock.now
         reply(response)
         metrics.record(stage: .reply, method: method, micros: ServerMetrics.micros(since: start))

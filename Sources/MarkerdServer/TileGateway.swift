@@ -1,5 +1,6 @@
 import Foundation
 import MarkerdAPI
+import MarkerdAuth
 import MarkerdService
 import MarkerdTransport
 import Synchronization
@@ -14,8 +15,23 @@ import Synchronization
 /// max-age=31536000, immutable` only while `version` is the layer's current version (checked
 /// before and after rendering); otherwise they answer `302 Found` to the live URL with
 /// `Cache-Control: no-cache`, so an immutable response never holds anything but that version's
-/// pixels. Every response carries `Access-Control-Allow-Origin: *`. Other methods than GET,
-/// HEAD and OPTIONS (a CORS preflight, 204) get 405.
+/// pixels. Other methods than GET, HEAD and OPTIONS (a CORS preflight, 204) get 405.
+///
+/// Access (with an ``AccessControl`` whose auth file is loaded; without one everything is served
+/// to anyone, as `--ops-http` does): a layer's paths (tiles, point tiles, TileJSON, viewport,
+/// hit-test) are served without credentials only for layers of the auth file's `public` lines;
+/// other layers need `Authorization: Bearer TOKEN` of a token with the read scope on the layer,
+/// or a signed prefix (`/t/{expiry}.{signature}` before the path, ``TileSigner``). No or an
+/// unknown token: 401 with `WWW-Authenticate: Bearer`; a token without the layer, or a signed
+/// prefix that is forged, expired or for another layer: 403. `/metrics` needs a token with the
+/// admin scope; `/layers.json` lists the public layers and those the token may read; `/`,
+/// `/healthz` and `/readyz` are open. Answers for a Bearer token are `Cache-Control: private`.
+/// A Bearer token over its quotas (``QuotaBook``) gets 429 with `Retry-After` (seconds).
+///
+/// CORS: without `--cors-origin`, `Access-Control-Allow-Origin: *` on what is served to anyone
+/// (everything when there is no auth file; public layers and the open paths otherwise) and no
+/// such header for private layers. With `--cors-origin` (repeatable), a request whose `Origin`
+/// is one of them gets it back (with `Vary: Origin`) on every path; `*` among them allows any.
 public final class TileGateway: Sendable {
     public static let liveCacheControl = "public, max-age=5"
     public static let immutableCacheControl = "public, max-age=31536000, immutable"
@@ -23,6 +39,8 @@ public final class TileGateway: Sendable {
 
     public let provider: any TileProvider
     public let metrics: ServerMetrics?
+    /// Tokens, signing key, CORS origins; nil: everything served to anyone, `*` CORS.
+    public let access: AccessControl?
     let server: NNGHTTPServer
     private let requestCounts = Mutex<[String: [Int: UInt64]]>([:])  // route -> status -> count
 
@@ -32,16 +50,20 @@ public final class TileGateway: Sendable {
     ///   - headerTimeout: ``HTTPServerConfiguration/headerTimeout`` (408 after it). Default 10 s.
     ///   - idleTimeout: ``HTTPServerConfiguration/idleTimeout`` (idle connections closed). Default 60 s.
     ///   - tls: serve HTTPS with this certificate. Default nil: plain HTTP.
+    ///   - access: who may read what (see the type's notes); nil: everything, to anyone.
     public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil,
                 headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
-                tls: TLSServerFiles? = nil) {
+                tls: TLSServerFiles? = nil, access: AccessControl? = nil) {
         self.provider = provider
         self.metrics = metrics
+        self.access = access
         let handler = GatewayHandler()
+        // `*` on the server's own answers (405, 400, 408, ...) only when everything is open.
+        let open = access?.authenticator == nil && (access?.corsOrigins ?? []).isEmpty
         server = NNGHTTPServer(
             configuration: HTTPServerConfiguration(
                 address: address, pathPrefix: "/", allowedMethods: ["GET", "HEAD", "OPTIONS"],
-                defaultHeaders: [Self.corsHeader], headerTimeout: headerTimeout, idleTimeout: idleTimeout, tls: tls),
+                defaultHeaders: open ? [Self.corsHeader] : [], headerTimeout: headerTimeout, idleTimeout: idleTimeout, tls: tls),
             handler: handler)
         handler.gateway.withLock { $0 = WeakGateway(self) }
     }
@@ -75,9 +97,19 @@ public final class TileGateway: Sendable {
 
     /// Answers one request (synchronously; called on the HTTP server's handler queue).
     public func respond(to request: HTTPRequest) -> HTTPResponse {
-        let parsed = GatewayRoute.parse(request.path)
+        var path = request.path
+        var signed: SignedPrefix?
+        if path.hasPrefix(SignedPrefix.start) {
+            guard let s = SignedPrefix(path) else {
+                return count("unknown", Self.error(404, "no such path: \(request.path)"))
+            }
+            signed = s
+            path = String(path.dropFirst(s.text.count))
+        }
+        let parsed = GatewayRoute.parse(path)
         let routeName: String
         var response: HTTPResponse
+        var open = access?.authenticator == nil
         switch parsed {
         case .failure(.notFound):
             routeName = "unknown"
@@ -87,22 +119,163 @@ public final class TileGateway: Sendable {
             response = Self.error(400, message)
         case .success(let route):
             routeName = Self.routeName(route)
-            if request.method == "OPTIONS" {
+            if signed != nil && route.layer == nil {
+                response = Self.error(404, "no such path: \(request.path)")
+            } else if request.method == "OPTIONS" {
+                open = isOpen(route)
                 response = HTTPResponse(status: 204, headers: [
                     HTTPHeader("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"),
-                    HTTPHeader("Access-Control-Allow-Headers", "If-None-Match"),
+                    HTTPHeader("Access-Control-Allow-Headers", "If-None-Match, Authorization"),
                     HTTPHeader("Access-Control-Max-Age", "86400"),
                 ])
             } else {
-                do throws(RPCError) {
-                    response = try serve(route, request)
-                } catch {
-                    response = Self.error(Self.httpStatus(error.code), error.message)
+                switch admit(route, request, signed) {
+                case .failure(let refusal):
+                    response = refusal
+                case .success(let admission):
+                    if case .anyone = admission { open = true }
+                    // A Bearer token's quotas: 429 with Retry-After (whole seconds) when over them.
+                    var quota: (grant: Grant, expensive: Bool)?
+                    if case .bearer(let grant) = admission, let quotas = access?.quotas {
+                        let expensive = route.isExpensive
+                        if let refusal = quotas.admit(grant, bytes: request.target.utf8.count, expensive: expensive) {
+                            let seconds = (refusal.retryAfterMilliseconds + 999) / 1000
+                            response = Self.error(429, "\(refusal.reason); retry after \(refusal.retryAfterMilliseconds) ms")
+                            response.setHeader("Retry-After", String(seconds))
+                            addCORS(to: &response, request: request, open: false)
+                            return count(routeName, response)
+                        }
+                        quota = (grant, expensive)
+                    }
+                    do throws(RPCError) {
+                        response = try serve(route, request, admission)
+                    } catch {
+                        response = Self.error(Self.httpStatus(error.code), error.message)
+                    }
+                    if let quota { access?.quotas.finish(quota.grant, replyBytes: response.body.count, expensive: quota.expensive) }
+                    if case .bearer = admission, let cache = response.header("Cache-Control"), cache.hasPrefix("public") {
+                        response.setHeader("Cache-Control", "private" + cache.dropFirst("public".count))
+                    }
                 }
             }
         }
+        addCORS(to: &response, request: request, open: open)
+        return count(routeName, response)
+    }
+
+    private func count(_ routeName: String, _ response: HTTPResponse) -> HTTPResponse {
         requestCounts.withLock { $0[routeName, default: [:]][response.status, default: 0] += 1 }
         return response
+    }
+
+    // MARK: - Access
+
+    /// `/t/{expiry}.{signature}` at the start of a path (``TileSigner``).
+    struct SignedPrefix {
+        static let start = "/t/"
+        /// The prefix as it appears in the path, without the slash after it.
+        let text: String
+        let expiry: Int64
+        let signature: Substring
+
+        /// nil unless `path` is `/t/{digits}.{signature}/...`.
+        init?(_ path: String) {
+            let rest = path.dropFirst(Self.start.count)
+            guard let slash = rest.firstIndex(of: "/") else { return nil }
+            let segment = rest[..<slash]
+            guard let dot = segment.firstIndex(of: "."), let e = GatewayRoute.decimal(segment[..<dot]),
+                  let expiry = Int64(exactly: e), segment.index(after: dot) < segment.endIndex else { return nil }
+            self.expiry = expiry
+            signature = segment[segment.index(after: dot)...]
+            text = Self.start + segment
+        }
+    }
+
+    /// How a request was let in.
+    enum Admission {
+        /// No credentials needed: no auth file, a public layer or an open path.
+        case anyone
+        /// `Authorization: Bearer` of this token.
+        case bearer(Grant)
+        /// A valid signed prefix (kept in the URLs the answer contains).
+        case signed(prefix: String)
+
+        var prefix: String {
+            if case .signed(let p) = self { return p }
+            return ""
+        }
+    }
+
+    /// ``admit(_:_:_:)``'s answer.
+    enum Verdict {
+        case success(Admission)
+        /// The response that refuses the request (401, 403, 404).
+        case failure(HTTPResponse)
+    }
+
+    /// Whether `route` is served without credentials.
+    private func isOpen(_ route: GatewayRoute) -> Bool {
+        guard let authenticator = access?.authenticator else { return true }
+        switch route {
+        case .viewer, .healthz, .readyz, .layers: return true
+        case .metrics: return false
+        default: return route.layer.map(authenticator.isPublic) ?? false
+        }
+    }
+
+    /// Lets a request in, or answers why not (401, 403; 404 for a signed prefix without a key).
+    private func admit(_ route: GatewayRoute, _ request: HTTPRequest, _ signed: SignedPrefix?) -> Verdict {
+        if let signed, let layer = route.layer {
+            guard let signer = access?.tileSigner else {
+                return .failure(Self.error(404, "signed paths need a signing key (--tile-signing-key-file or --auth-file)"))
+            }
+            switch signer.check(layer: layer, expiry: signed.expiry, signature: signed.signature,
+                                now: Int64(Date().timeIntervalSince1970)) {
+            case nil: return .success(.signed(prefix: signed.text))
+            case .expired: return .failure(Self.error(403, "signed path expired"))
+            case .forged: return .failure(Self.error(403, "signed path not valid for layer \(layer)"))
+            }
+        }
+        guard let authenticator = access?.authenticator else { return .success(.anyone) }
+        guard let authorization = request.header("Authorization") else {
+            if isOpen(route) { return .success(.anyone) }
+            return .failure(Self.unauthorized("this path needs Authorization: Bearer TOKEN or a signed path"))
+        }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer",
+              let grant = authenticator.grant(token: String(parts[1].trimmingCharacters(in: .whitespaces))) else {
+            return .failure(Self.unauthorized("unknown token"))
+        }
+        switch route {
+        case .metrics:
+            guard grant.scopes.contains(.admin) else { return .failure(Self.error(403, "/metrics needs a token with the admin scope")) }
+        default:
+            if let layer = route.layer, !grant.allows(.read, layer: layer) {
+                return .failure(Self.error(403, "token \(grant.name) may not read layer \(layer)"))
+            }
+        }
+        return .success(.bearer(grant))
+    }
+
+    static func unauthorized(_ message: String) -> HTTPResponse {
+        var r = error(401, message)
+        r.setHeader("WWW-Authenticate", "Bearer realm=\"markerd\"")
+        return r
+    }
+
+    /// `Access-Control-Allow-Origin` (see the type's notes).
+    private func addCORS(to response: inout HTTPResponse, request: HTTPRequest, open: Bool) {
+        let origins = access?.corsOrigins ?? []
+        if origins.isEmpty {
+            if open { response.setHeader(Self.corsHeader.name, Self.corsHeader.value) }
+            return
+        }
+        response.setHeader("Vary", "Origin")
+        if origins.contains("*") {
+            response.setHeader(Self.corsHeader.name, "*")
+        } else if let origin = request.header("Origin"), origins.contains(origin) {
+            response.setHeader(Self.corsHeader.name, origin)
+        }
     }
 
     /// The label of a route in /metrics (`markerd_http_requests_total{route=...}`).
@@ -133,7 +306,7 @@ public final class TileGateway: Sendable {
         }
     }
 
-    private func serve(_ route: GatewayRoute, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+    private func serve(_ route: GatewayRoute, _ request: HTTPRequest, _ admission: Admission) throws(RPCError) -> HTTPResponse {
         switch route {
         case .viewer:
             return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/html; charset=utf-8"),
@@ -149,13 +322,20 @@ public final class TileGateway: Sendable {
                                                        HTTPHeader("Cache-Control", "no-store")],
                                 body: Array(metricsText().utf8))
         case .layers:
-            return try json(["layers": provider.layers()], cache: "no-cache")
+            var layers = provider.layers()
+            if let authenticator = access?.authenticator {
+                layers.removeAll { l in
+                    if case .bearer(let grant) = admission, grant.allows(.read, layer: l.id) { return false }
+                    return !authenticator.isPublic(l.id)
+                }
+            }
+            return try json(["layers": layers], cache: "no-cache")
         case .tileJSON(let layer):
-            return try tileJSON(layer, request)
+            return try tileJSON(layer, request, prefix: admission.prefix)
         case .rasterTile(let a):
-            return try rasterTile(a, request)
+            return try rasterTile(a, request, prefix: admission.prefix)
         case .pointTile(let a):
-            return try pointTile(a, request)
+            return try pointTile(a, request, prefix: admission.prefix)
         case .viewport(let layer):
             let q = QueryString(request.query)
             let query = ViewportQuery(layer: layer, west: try q.double("west", -180...180),
@@ -163,7 +343,9 @@ public final class TileGateway: Sendable {
                                       north: try q.double("north", -90...90), zoom: try q.double("zoom", 0...22),
                                       density: try q.int("density", 1...3, default: 1),
                                       limit: try q.int("limit", 1...100_000, default: 1000))
-            return try json(provider.viewport(query), cache: "no-store")
+            var result = try provider.viewport(query)
+            if let t = result.tileURLTemplate, t.hasPrefix("/") { result.tileURLTemplate = admission.prefix + t }
+            return try json(result, cache: "no-store")
         case .hitTest(let layer):
             let q = QueryString(request.query)
             let query = HitTestQuery(layer: layer, lat: try q.double("lat", -90...90), lon: try q.double("lon", -180...180),
@@ -200,24 +382,24 @@ public final class TileGateway: Sendable {
     /// `If-None-Match` compares weakly, as RFC 9110 says, so `W/"12"` from an older server matches.
     static func etag(_ version: UInt64) -> String { "\"\(version)\"" }
 
-    private func rasterTile(_ a: GatewayRoute.TileAddress, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+    private func rasterTile(_ a: GatewayRoute.TileAddress, _ request: HTTPRequest, prefix: String) throws(RPCError) -> HTTPResponse {
         let tags = EntityTags(request.header("If-None-Match"))
         let render = { () throws(RPCError) -> (body: [UInt8], version: UInt64, notModified: Bool) in
             let r = try self.provider.tile(layer: a.layer, z: a.z, x: a.x, y: a.y, size: a.size, density: a.density,
                                            knownVersion: tags.known)
             return (r.png, r.version, r.notModified)
         }
-        return try tileResponse(a, tags: tags, contentType: "image/png", livePath: a.liveRasterPath, render: render)
+        return try tileResponse(a, tags: tags, contentType: "image/png", livePath: prefix + a.liveRasterPath, render: render)
     }
 
-    private func pointTile(_ a: GatewayRoute.TileAddress, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+    private func pointTile(_ a: GatewayRoute.TileAddress, _ request: HTTPRequest, prefix: String) throws(RPCError) -> HTTPResponse {
         let tags = EntityTags(request.header("If-None-Match"))
         let render = { () throws(RPCError) -> (body: [UInt8], version: UInt64, notModified: Bool) in
             let r = try self.provider.pointTile(layer: a.layer, z: a.z, x: a.x, y: a.y, knownVersion: tags.known)
             return (r.mvt, r.version, r.notModified)
         }
         return try tileResponse(a, tags: tags, contentType: "application/vnd.mapbox-vector-tile",
-                                livePath: a.livePointPath, render: render)
+                                livePath: prefix + a.livePointPath, render: render)
     }
 
     private func tileResponse(
@@ -240,14 +422,14 @@ public final class TileGateway: Sendable {
 
     // MARK: - TileJSON, metrics, JSON
 
-    private func tileJSON(_ layer: String, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+    private func tileJSON(_ layer: String, _ request: HTTPRequest, prefix: String) throws(RPCError) -> HTTPResponse {
         let info = try provider.layerInfo(layer)
         let host = request.header("Host") ?? boundURL.replacingOccurrences(of: "http://", with: "")
         let scheme = request.header("X-Forwarded-Proto") == "https" ? "https" : "http"
         let doc = TileJSON(
             tilejson: "3.0.0", name: layer, description: "markerd raster markers of layer \(layer)",
             version: "1.0.\(info.version)", scheme: "xyz",
-            tiles: ["\(scheme)://\(host)/tiles/\(layer)/\(info.tileSize)/{z}/{x}/{y}.png"],
+            tiles: ["\(scheme)://\(host)\(prefix)/tiles/\(layer)/\(info.tileSize)/{z}/{x}/{y}.png"],
             minzoom: 0, maxzoom: GatewayRoute.maxZoom,
             bounds: [-180, -85.05112878, 180, 85.05112878], center: [0, 0, 2],
             tileSize: info.tileSize, markerdLayerVersion: info.version)

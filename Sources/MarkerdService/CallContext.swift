@@ -7,11 +7,16 @@ public struct CallContext: Sendable {
     /// When the call must have been applied by; `nil` = no deadline. Measured on the
     /// monotonic clock from the moment the request was received.
     public var deadline: ContinuousClock.Instant?
+    /// The layers the caller may read (its token's, with `--auth-file`): ListLayers lists only
+    /// those. nil: every layer.
+    public var mayRead: (@Sendable (String) -> Bool)?
 
-    public init(method: String, idempotencyKey: String = "", deadline: ContinuousClock.Instant? = nil) {
+    public init(method: String, idempotencyKey: String = "", deadline: ContinuousClock.Instant? = nil,
+                mayRead: (@Sendable (String) -> Bool)? = nil) {
         self.method = method
         self.idempotencyKey = idempotencyKey
         self.deadline = deadline
+        self.mayRead = mayRead
     }
 
     /// Throws DEADLINE_EXCEEDED when the deadline has passed; call before doing the work.

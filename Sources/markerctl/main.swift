@@ -7,6 +7,7 @@ import MarkerdTransport
 
 let usage = """
 usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.0.0.1:7450, or $MARKERD_URL)
+       a markerd with --auth-file needs a token: $MARKERD_TOKEN (from `markerd token add`)
 
   TLS options, for a tls+tcp:// URL:
     --tls-ca FILE            CA certificates (PEM) the server's certificate must chain to
@@ -27,6 +28,7 @@ usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.
   clear LAYER
   snapshot
   info
+  sign-url LAYER [--ttl SECONDS]   a signed tile URL template path (default 3600 s, at most 7 days)
 """
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
@@ -92,7 +94,8 @@ let tlsFiles = TLSClientFiles(caFile: option("--tls-ca"), serverName: option("--
 if (tlsFiles.certificateFile == nil) != (tlsFiles.keyFile == nil) { fail("--tls-cert and --tls-key go together", code: 2) }
 
 do {
-    let client = try MarkerdClient(url: url, timeout: .seconds(120), tls: tlsFiles)
+    let client = try MarkerdClient(url: url, timeout: .seconds(120), tls: tlsFiles,
+                                   authToken: ProcessInfo.processInfo.environment["MARKERD_TOKEN"] ?? "")
     let command = args.removeFirst()
     switch command {
     case "layers":
@@ -187,6 +190,12 @@ do {
     case "snapshot":
         let r = try client.createSnapshot()
         print(String(format: "snapshot %@: %d markers, %d bytes, %.2f s", r.path, r.markers, r.bytes, r.seconds))
+    case "sign-url":
+        let layer = positional(0, "LAYER")
+        let ttl = option("--ttl").map { UInt32($0) ?? { fail("--ttl takes whole seconds", code: 2) }() } ?? 0
+        let r = try client.signTileURL(layer, ttlSeconds: ttl)
+        print(r.urlTemplate)
+        FileHandle.standardError.write("expires \(r.expiresUnix) (Unix seconds); prefix \(r.pathPrefix) goes before any of the layer's gateway paths\n".data(using: .utf8)!)
     case "info":
         let r = try client.serverInfo()
         print("markerd \(r.version) uptime=\(Int(r.uptimeSeconds))s layers=\(r.layers) markers=\(r.markers) durable=\(r.durable)")

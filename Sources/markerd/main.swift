@@ -9,13 +9,16 @@ func die(_ message: String, code: Int32 = 1) -> Never {
     exit(code)
 }
 
-if arguments.contains("-h") || arguments.contains("--help") {
+if arguments.first != "token" && (arguments.contains("-h") || arguments.contains("--help")) {
     print(MarkerdConfiguration.usage)
     exit(0)
 }
 if arguments.first == "--version" {
     print("markerd \(MarkerdVersion.string)")
     exit(0)
+}
+if arguments.first == "token" {
+    exit(TokenTool.run(Array(arguments.dropFirst())))
 }
 if let sub = arguments.first, sub == "check" || sub == "repair" {
     guard arguments.count == 2 else { die("usage: markerd \(sub) DIR", code: 2) }

@@ -16,7 +16,8 @@ import Testing
         #expect(head.requestID == full.requestID, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
         #expect(head.timeoutMs == full.timeoutMs, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
         #expect(Array(wire[head.payload]) == full.payload, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
-        #expect(full.idempotencyKey.isEmpty && full.authToken.isEmpty, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        #expect(Array(wire[head.authToken]) == Array(full.authToken.utf8), "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        #expect(full.idempotencyKey.isEmpty, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
         return true
     }
 
@@ -27,7 +28,7 @@ import Testing
         if Bool.random(using: &rng) { r.requestID = [1, 127, 128, 300, UInt64.max, rng.next()][Int.random(in: 0..<6, using: &rng)] }
         if Bool.random(using: &rng) { r.timeoutMs = [1, 1000, UInt32.max][Int.random(in: 0..<3, using: &rng)] }
         if Int.random(in: 0..<4, using: &rng) == 0 { r.idempotencyKey = "key-\(rng.next() % 100)" }
-        if Int.random(in: 0..<4, using: &rng) == 0 { r.authToken = "token" }
+        if Int.random(in: 0..<4, using: &rng) == 0 { r.authToken = ["token", "mkd_Zx-9_", "tok\u{e9}n"][Int.random(in: 0..<3, using: &rng)] }
         r.payload = (0..<Int.random(in: 0...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
         return r
     }
@@ -40,12 +41,12 @@ import Testing
             let request = Self.randomRequest(&rng)
             let wire = request.serializedBytes()
             let read = expectAgrees(wire, seed: seed)
-            // A plain envelope (no key, no token) is always read.
-            if request.idempotencyKey.isEmpty && request.authToken.isEmpty {
+            // A plain envelope (no key; no token or an ASCII one) is always read.
+            if request.idempotencyKey.isEmpty && request.authToken.utf8.allSatisfy({ $0 < 0x80 }) {
                 plain += 1
                 if read { plainRead += 1 }
             } else {
-                #expect(!read, "seed \(seed): read an envelope with a key or token: \(hex(wire))")
+                #expect(!read, "seed \(seed): read an envelope with a key or a non-ASCII token: \(hex(wire))")
             }
             // Byte flips, insertions and cuts: the head either declines or agrees.
             var mutated = wire
@@ -69,10 +70,42 @@ import Testing
         // timeout beyond UInt32, a non-ASCII method, a truncated varint, a method with a NUL
         // (protobuf-c's C string would end there: SEED=450160070 of `agreesWithTheFullDecode`
         // found it) and one with another control byte.
-        for hexBytes in ["10011002", "3800", "12017a", "20808080801f", "0a01ff", "1080", "0a032f0061", "0a032f0a61"] {
+        // Also a token with a NUL, and one with a byte from 0x80.
+        for hexBytes in ["10011002", "3800", "12017a", "20808080801f", "0a01ff", "1080", "0a032f0061", "0a032f0a61",
+                         "2a03610062", "2a0161" + "2a0161", "2a02c3a9"] {
             #expect(bytes(hex: hexBytes).withUnsafeBytes { V1.RequestHead($0) } == nil, "\(hexBytes)")
         }
         let empty = bytes(hex: "").withUnsafeBytes { V1.RequestHead($0) }
         #expect(empty?.method.isEmpty == true && empty?.payload.isEmpty == true && empty?.requestID == 0 && empty?.timeoutMs == 0)
+    }
+
+    /// `V1.layerIDRange(inPayload:)` against protobuf-c: whenever both read a (mutated) payload,
+    /// they name the same layer (a NUL in the id made them differ: protobuf-c cuts there).
+    @Test func layerIDRangeAgreesWithTheFullDecode() {
+        let seed = testSeed("RequestHeadTests.layerIDRangeAgreesWithTheFullDecode")
+        var rng = SplitMix64(seed: seed)
+        var compared = 0
+        for i in 0..<3_000 {
+            var r = V1.GetTileRequest()
+            r.layerID = ["fleet-1", "", "a", String(repeating: "x", count: 130)][i % 4]
+            r.z = UInt32(rng.next() % 23)
+            var wire = r.serializedBytes()
+            if i % 3 == 0 {
+                var second = V1.GetTileRequest()
+                second.layerID = "second"
+                wire += second.serializedBytes()
+            }
+            for _ in 0..<Int.random(in: 0...2, using: &rng) where !wire.isEmpty {
+                let k = Int.random(in: 0..<wire.count, using: &rng)
+                if Bool.random(using: &rng) { wire[k] = UInt8.random(in: 0...255, using: &rng) } else { wire.removeSubrange(k...) }
+            }
+            let range = wire.withUnsafeBytes { V1.layerIDRange(inPayload: $0) }
+            guard let full = try? V1.GetTileRequest(serializedBytes: wire) else { continue }
+            // Declining is safe (the access check refuses); reading another id than protobuf-c is not.
+            guard let range else { continue }
+            #expect(Array(wire[range]) == Array(full.layerID.utf8), "seed \(seed): \(hex(wire))")
+            compared += 1
+        }
+        #expect(compared > 1_000, "seed \(seed): only \(compared) payloads compared")
     }
 }

@@ -49,14 +49,15 @@ final class MarkerdProcess {
         try process.run()
     }
 
-    /// Waits until the server answers ListLayers (it may be replaying its journal).
-    func waitUntilReady(timeout: Duration = .seconds(60)) throws -> MarkerdClient {
+    /// Waits until the server answers ListLayers (it may be replaying its journal); the client
+    /// returned sends `authToken`.
+    func waitUntilReady(timeout: Duration = .seconds(60), authToken: String = "") throws -> MarkerdClient {
         let deadline = ContinuousClock.now + timeout
-        let client = try MarkerdClient(url: url, timeout: .seconds(2))
+        let client = try MarkerdClient(url: url, timeout: .seconds(2), authToken: authToken)
         while true {
             do {
                 _ = try client.listLayers()
-                return try MarkerdClient(url: url, timeout: .seconds(30))
+                return try MarkerdClient(url: url, timeout: .seconds(30), authToken: authToken)
             } catch {
                 if !process.isRunning {
                     throw ProcessError(message: "markerd exited with \(process.terminationStatus): \(stderrText())")

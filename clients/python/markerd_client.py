@@ -71,11 +71,15 @@ class MarkerdClient:
     ``--tls-client-ca``). Its first dial is synchronous, so a failed handshake (untrusted, expired or
     misnamed server certificate; a client certificate missing or refused) raises
     ``pynng.exceptions.CryptoError`` (or ``AuthenticationError``) here instead of every call timing
-    out; a server not up yet (connection refused) is dialed in the background as for tcp://."""
+    out; a server not up yet (connection refused) is dialed in the background as for tcp://.
+
+    ``auth_token``: a token of the server's ``--auth-file`` (``markerd token add``), sent with
+    every request; None sends none."""
 
     def __init__(self, url="tcp://127.0.0.1:7450", timeout_ms=10_000, tls_ca_file=None, tls_server_name=None,
-                 tls_cert_file=None, tls_key_file=None):
+                 tls_cert_file=None, tls_key_file=None, auth_token=None):
         self.pb = load_protos()
+        self.auth_token = auth_token
         self.sock = pynng.Req0(recv_timeout=timeout_ms, send_timeout=timeout_ms)
         if url.startswith("tls+"):
             try:
@@ -99,6 +103,8 @@ class MarkerdClient:
                               payload=request.SerializeToString(), timeout_ms=timeout_ms)
         if idempotency_key is not None:
             envelope.idempotency_key = idempotency_key
+        if self.auth_token:
+            envelope.auth_token = self.auth_token
         self.sock.send(envelope.SerializeToString())
         reply = pb.Response()
         reply.ParseFromString(self.sock.recv())

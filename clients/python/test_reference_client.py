@@ -134,6 +134,52 @@ def test_unknown_method(client, pb):
         assert e.code == "UNIMPLEMENTED", e
 
 
+def wait_until_answering(client, pb, proc):
+    """Waits until markerd answers anything (an error status counts: e.g. UNAUTHENTICATED)."""
+    deadline = time.time() + 20
+    while True:
+        try:
+            return client.call("ListLayers", pb.ListLayersRequest(), pb.ListLayersResponse)
+        except MarkerdError:
+            return None
+        except Exception:
+            if time.time() > deadline or proc.poll() is not None:
+                raise
+            time.sleep(0.1)
+
+
+def check_auth_token(markerd, pb):
+    """A markerd with --auth-file: no token is UNAUTHENTICATED, the token from `markerd token add` works
+    on its layers and is PERMISSION_DENIED on others."""
+    folder = tempfile.mkdtemp(prefix="markerd-py-auth-")
+    tokens = os.path.join(folder, "tokens")
+    token = subprocess.run([markerd, "token", "add", "py", "--scopes", "read,write,admin", "--layers", "py-*",
+                            "--auth-file", tokens], check=True, capture_output=True, text=True).stdout.strip()
+    url = f"tcp://127.0.0.1:{free_port()}"
+    proc = subprocess.Popen([markerd, "--listen", url, "--ephemeral", "--auth-file", tokens],
+                            stderr=subprocess.DEVNULL)
+    try:
+        anonymous = MarkerdClient(url)
+        client = MarkerdClient(url, auth_token=token)
+        wait_until_answering(anonymous, pb, proc)
+        for who, layer, code in [(anonymous, "py-1", "UNAUTHENTICATED"), (client, "other-1", "PERMISSION_DENIED")]:
+            try:
+                who.create_layer(layer)
+                raise AssertionError(f"expected {code}")
+            except MarkerdError as e:
+                assert e.code == code, e
+        assert client.create_layer("py-1").id == "py-1"
+        anonymous.close()
+        client.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--markerd", required=True)
@@ -170,6 +216,14 @@ def main():
                     print(f"FAIL {name}")
                     traceback.print_exc()
         client.close()
+        try:
+            check_auth_token(args.markerd, pb)
+            passed += 1
+            print("ok   check_auth_token")
+        except Exception:
+            failed += 1
+            print("FAIL check_auth_token")
+            traceback.print_exc()
     finally:
         proc.terminate()
         try:

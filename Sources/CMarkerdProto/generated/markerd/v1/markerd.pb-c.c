@@ -3209,6 +3209,96 @@ void   markerd__v1__create_snapshot_response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__create_snapshot_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__sign_tile_urlrequest__init
+                     (Markerd__V1__SignTileURLRequest         *message)
+{
+  static const Markerd__V1__SignTileURLRequest init_value = MARKERD__V1__SIGN_TILE_URLREQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__sign_tile_urlrequest__get_packed_size
+                     (const Markerd__V1__SignTileURLRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__sign_tile_urlrequest__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__sign_tile_urlrequest__pack
+                     (const Markerd__V1__SignTileURLRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__sign_tile_urlrequest__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__sign_tile_urlrequest__pack_to_buffer
+                     (const Markerd__V1__SignTileURLRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__sign_tile_urlrequest__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__SignTileURLRequest *
+       markerd__v1__sign_tile_urlrequest__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__SignTileURLRequest *)
+     protobuf_c_message_unpack (&markerd__v1__sign_tile_urlrequest__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__sign_tile_urlrequest__free_unpacked
+                     (Markerd__V1__SignTileURLRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__sign_tile_urlrequest__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__sign_tile_urlresponse__init
+                     (Markerd__V1__SignTileURLResponse         *message)
+{
+  static const Markerd__V1__SignTileURLResponse init_value = MARKERD__V1__SIGN_TILE_URLRESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__sign_tile_urlresponse__get_packed_size
+                     (const Markerd__V1__SignTileURLResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__sign_tile_urlresponse__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__sign_tile_urlresponse__pack
+                     (const Markerd__V1__SignTileURLResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__sign_tile_urlresponse__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__sign_tile_urlresponse__pack_to_buffer
+                     (const Markerd__V1__SignTileURLResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__sign_tile_urlresponse__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__SignTileURLResponse *
+       markerd__v1__sign_tile_urlresponse__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__SignTileURLResponse *)
+     protobuf_c_message_unpack (&markerd__v1__sign_tile_urlresponse__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__sign_tile_urlresponse__free_unpacked
+                     (Markerd__V1__SignTileURLResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__sign_tile_urlresponse__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__get_server_info_request__init
                      (Markerd__V1__GetServerInfoRequest         *message)
 {
@@ -3402,7 +3492,7 @@ const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
   (ProtobufCMessageInit) markerd__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[5] =
 {
   {
     "request_id",
@@ -3452,17 +3542,30 @@ static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[4
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "retry_after_ms",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__Response, has_retry_after_ms),
+    offsetof(Markerd__V1__Response, retry_after_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__response__field_indices_by_name[] = {
   1,   /* field[1] = code */
   2,   /* field[2] = message */
   3,   /* field[3] = payload */
   0,   /* field[0] = request_id */
+  4,   /* field[4] = retry_after_ms */
 };
 static const ProtobufCIntRange markerd__v1__response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
 {
@@ -3472,7 +3575,7 @@ const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
   "Markerd__V1__Response",
   "markerd.v1",
   sizeof(Markerd__V1__Response),
-  4,
+  5,
   markerd__v1__response__field_descriptors,
   markerd__v1__response__field_indices_by_name,
   1,  markerd__v1__response__number_ranges,
@@ -8234,6 +8337,121 @@ const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descript
   (ProtobufCMessageInit) markerd__v1__create_snapshot_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor markerd__v1__sign_tile_urlrequest__field_descriptors[2] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__SignTileURLRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "ttl_seconds",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__SignTileURLRequest, has_ttl_seconds),
+    offsetof(Markerd__V1__SignTileURLRequest, ttl_seconds),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__sign_tile_urlrequest__field_indices_by_name[] = {
+  0,   /* field[0] = layer_id */
+  1,   /* field[1] = ttl_seconds */
+};
+static const ProtobufCIntRange markerd__v1__sign_tile_urlrequest__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlrequest__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.SignTileURLRequest",
+  "SignTileURLRequest",
+  "Markerd__V1__SignTileURLRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__SignTileURLRequest),
+  2,
+  markerd__v1__sign_tile_urlrequest__field_descriptors,
+  markerd__v1__sign_tile_urlrequest__field_indices_by_name,
+  1,  markerd__v1__sign_tile_urlrequest__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__sign_tile_urlrequest__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__sign_tile_urlresponse__field_descriptors[3] =
+{
+  {
+    "path_prefix",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__SignTileURLResponse, path_prefix),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "url_template",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__SignTileURLResponse, url_template),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "expires_unix",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Markerd__V1__SignTileURLResponse, has_expires_unix),
+    offsetof(Markerd__V1__SignTileURLResponse, expires_unix),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__sign_tile_urlresponse__field_indices_by_name[] = {
+  2,   /* field[2] = expires_unix */
+  0,   /* field[0] = path_prefix */
+  1,   /* field[1] = url_template */
+};
+static const ProtobufCIntRange markerd__v1__sign_tile_urlresponse__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlresponse__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.SignTileURLResponse",
+  "SignTileURLResponse",
+  "Markerd__V1__SignTileURLResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__SignTileURLResponse),
+  3,
+  markerd__v1__sign_tile_urlresponse__field_descriptors,
+  markerd__v1__sign_tile_urlresponse__field_indices_by_name,
+  1,  markerd__v1__sign_tile_urlresponse__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__sign_tile_urlresponse__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 #define markerd__v1__get_server_info_request__field_descriptors NULL
 #define markerd__v1__get_server_info_request__field_indices_by_name NULL
 #define markerd__v1__get_server_info_request__number_ranges NULL
@@ -8556,7 +8774,7 @@ const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
   markerd__v1__animation_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[26] =
+static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[27] =
 {
   { "CreateLayer", &markerd__v1__create_layer_request__descriptor, &markerd__v1__create_layer_response__descriptor },
   { "GetLayer", &markerd__v1__get_layer_request__descriptor, &markerd__v1__get_layer_response__descriptor },
@@ -8584,6 +8802,7 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "GetPointTile", &markerd__v1__get_point_tile_request__descriptor, &markerd__v1__get_point_tile_response__descriptor },
   { "CreateSnapshot", &markerd__v1__create_snapshot_request__descriptor, &markerd__v1__create_snapshot_response__descriptor },
   { "GetServerInfo", &markerd__v1__get_server_info_request__descriptor, &markerd__v1__get_server_info_response__descriptor },
+  { "SignTileURL", &markerd__v1__sign_tile_urlrequest__descriptor, &markerd__v1__sign_tile_urlresponse__descriptor },
 };
 const unsigned markerd__v1__marker_service__method_indices_by_name[] = {
   13,        /* BeginDrag */
@@ -8611,6 +8830,7 @@ const unsigned markerd__v1__marker_service__method_indices_by_name[] = {
   5,        /* RegisterIcon */
   7,        /* RemoveMarkers */
   18,        /* RenderSnapshot */
+  26,        /* SignTileURL */
   6         /* UpsertMarkers */
 };
 const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
@@ -8620,7 +8840,7 @@ const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
   "MarkerService",
   "Markerd__V1__MarkerService",
   "markerd.v1",
-  26,
+  27,
   markerd__v1__marker_service__method_descriptors,
   markerd__v1__marker_service__method_indices_by_name
 };
@@ -8831,6 +9051,14 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
   service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
+                                                const Markerd__V1__SignTileURLRequest *input,
+                                                Markerd__V1__SignTileURLResponse_Closure closure,
+                                                void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
                                         Markerd__V1__MarkerService_ServiceDestroy destroy)

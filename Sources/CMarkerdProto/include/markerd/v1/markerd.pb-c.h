@@ -88,6 +88,8 @@ typedef struct Markerd__V1__GetPointTileRequest Markerd__V1__GetPointTileRequest
 typedef struct Markerd__V1__GetPointTileResponse Markerd__V1__GetPointTileResponse;
 typedef struct Markerd__V1__CreateSnapshotRequest Markerd__V1__CreateSnapshotRequest;
 typedef struct Markerd__V1__CreateSnapshotResponse Markerd__V1__CreateSnapshotResponse;
+typedef struct Markerd__V1__SignTileURLRequest Markerd__V1__SignTileURLRequest;
+typedef struct Markerd__V1__SignTileURLResponse Markerd__V1__SignTileURLResponse;
 typedef struct Markerd__V1__GetServerInfoRequest Markerd__V1__GetServerInfoRequest;
 typedef struct Markerd__V1__GetServerInfoResponse Markerd__V1__GetServerInfoResponse;
 
@@ -214,7 +216,9 @@ struct  Markerd__V1__Request
   protobuf_c_boolean has_timeout_ms;
   uint32_t timeout_ms;
   /*
-   * Reserved for authentication; ignored today.
+   * A token of the server's auth file (`--auth-file`). Without one the server answers
+   * UNAUTHENTICATED; outside the token's scopes or layers PERMISSION_DENIED, before any work.
+   * Ignored when the server runs without an auth file.
    */
   char *auth_token;
   /*
@@ -244,10 +248,16 @@ struct  Markerd__V1__Response
    */
   protobuf_c_boolean has_payload;
   ProtobufCBinaryData payload;
+  /*
+   * With RESOURCE_EXHAUSTED from a token's quota (the auth file's rps=, bps=, expensive=): how
+   * long to wait before trying again, in milliseconds. 0 otherwise.
+   */
+  protobuf_c_boolean has_retry_after_ms;
+  uint32_t retry_after_ms;
 };
 #define MARKERD__V1__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__response__descriptor) \
-    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL} }
+    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0 }
 
 
 struct  Markerd__V1__LatLng
@@ -1602,6 +1612,50 @@ struct  Markerd__V1__CreateSnapshotResponse
 #define MARKERD__V1__CREATE_SNAPSHOT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_snapshot_response__descriptor) \
     , NULL, 0, 0, 0, 0, 0, 0 }
+
+
+/*
+ * A signed path prefix for a layer's HTTP gateway paths (tiles, point tiles, TileJSON, viewport,
+ * hit-test), for a backend to hand to an app whose map SDK takes a URL template and cannot add
+ * headers: `{prefix}/tiles/{layer}/256/{z}/{x}/{y}.png` reads the layer without a token until it
+ * expires (then 403). Needs the read scope on the layer.
+ */
+struct  Markerd__V1__SignTileURLRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * How long the URL stays valid, in seconds. 0 means 3600; longer than 604800 (7 days) is cut to it.
+   */
+  protobuf_c_boolean has_ttl_seconds;
+  uint32_t ttl_seconds;
+};
+#define MARKERD__V1__SIGN_TILE_URLREQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__sign_tile_urlrequest__descriptor) \
+    , NULL, 0, 0 }
+
+
+struct  Markerd__V1__SignTileURLResponse
+{
+  ProtobufCMessage base;
+  /*
+   * "/t/{expiry}.{signature}": goes before any of the layer's gateway paths.
+   */
+  char *path_prefix;
+  /*
+   * The raster tile template: path_prefix + "/tiles/{layer}/{size}/{z}/{x}/{y}.png" (layer and
+   * size filled in; {z}, {x}, {y} left for the SDK).
+   */
+  char *url_template;
+  /*
+   * When the prefix stops working, Unix seconds.
+   */
+  protobuf_c_boolean has_expires_unix;
+  int64_t expires_unix;
+};
+#define MARKERD__V1__SIGN_TILE_URLRESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__sign_tile_urlresponse__descriptor) \
+    , NULL, NULL, 0, 0 }
 
 
 struct  Markerd__V1__GetServerInfoRequest
@@ -2983,6 +3037,44 @@ Markerd__V1__CreateSnapshotResponse *
 void   markerd__v1__create_snapshot_response__free_unpacked
                      (Markerd__V1__CreateSnapshotResponse *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__SignTileURLRequest methods */
+void   markerd__v1__sign_tile_urlrequest__init
+                     (Markerd__V1__SignTileURLRequest         *message);
+size_t markerd__v1__sign_tile_urlrequest__get_packed_size
+                     (const Markerd__V1__SignTileURLRequest   *message);
+size_t markerd__v1__sign_tile_urlrequest__pack
+                     (const Markerd__V1__SignTileURLRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__sign_tile_urlrequest__pack_to_buffer
+                     (const Markerd__V1__SignTileURLRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__SignTileURLRequest *
+       markerd__v1__sign_tile_urlrequest__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__sign_tile_urlrequest__free_unpacked
+                     (Markerd__V1__SignTileURLRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__SignTileURLResponse methods */
+void   markerd__v1__sign_tile_urlresponse__init
+                     (Markerd__V1__SignTileURLResponse         *message);
+size_t markerd__v1__sign_tile_urlresponse__get_packed_size
+                     (const Markerd__V1__SignTileURLResponse   *message);
+size_t markerd__v1__sign_tile_urlresponse__pack
+                     (const Markerd__V1__SignTileURLResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__sign_tile_urlresponse__pack_to_buffer
+                     (const Markerd__V1__SignTileURLResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__SignTileURLResponse *
+       markerd__v1__sign_tile_urlresponse__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__sign_tile_urlresponse__free_unpacked
+                     (Markerd__V1__SignTileURLResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__GetServerInfoRequest methods */
 void   markerd__v1__get_server_info_request__init
                      (Markerd__V1__GetServerInfoRequest         *message);
@@ -3239,6 +3331,12 @@ typedef void (*Markerd__V1__CreateSnapshotRequest_Closure)
 typedef void (*Markerd__V1__CreateSnapshotResponse_Closure)
                  (const Markerd__V1__CreateSnapshotResponse *message,
                   void *closure_data);
+typedef void (*Markerd__V1__SignTileURLRequest_Closure)
+                 (const Markerd__V1__SignTileURLRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__SignTileURLResponse_Closure)
+                 (const Markerd__V1__SignTileURLResponse *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__GetServerInfoRequest_Closure)
                  (const Markerd__V1__GetServerInfoRequest *message,
                   void *closure_data);
@@ -3356,6 +3454,10 @@ struct Markerd__V1__MarkerService_Service
                           const Markerd__V1__GetServerInfoRequest *input,
                           Markerd__V1__GetServerInfoResponse_Closure closure,
                           void *closure_data);
+  void (*sign_tile_url)(Markerd__V1__MarkerService_Service *service,
+                        const Markerd__V1__SignTileURLRequest *input,
+                        Markerd__V1__SignTileURLResponse_Closure closure,
+                        void *closure_data);
 };
 typedef void (*Markerd__V1__MarkerService_ServiceDestroy)(Markerd__V1__MarkerService_Service *);
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
@@ -3389,7 +3491,8 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## get_cluster_expansion_zoom,\
       function_prefix__ ## get_point_tile,\
       function_prefix__ ## create_snapshot,\
-      function_prefix__ ## get_server_info  }
+      function_prefix__ ## get_server_info,\
+      function_prefix__ ## sign_tile_url  }
 void markerd__v1__marker_service__create_layer(ProtobufCService *service,
                                                const Markerd__V1__CreateLayerRequest *input,
                                                Markerd__V1__CreateLayerResponse_Closure closure,
@@ -3494,6 +3597,10 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   const Markerd__V1__GetServerInfoRequest *input,
                                                   Markerd__V1__GetServerInfoResponse_Closure closure,
                                                   void *closure_data);
+void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
+                                                const Markerd__V1__SignTileURLRequest *input,
+                                                Markerd__V1__SignTileURLResponse_Closure closure,
+                                                void *closure_data);
 
 /* --- descriptors --- */
 
@@ -3575,6 +3682,8 @@ extern const ProtobufCMessageDescriptor markerd__v1__get_point_tile_request__des
 extern const ProtobufCMessageDescriptor markerd__v1__get_point_tile_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__create_snapshot_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlrequest__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlresponse__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_server_info_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descriptor;
 extern const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor;
