@@ -44,7 +44,7 @@ public final class MarkerServer: Sendable {
         if let address = configuration.httpAddress {
             gateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
                                   metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                  idleTimeout: configuration.httpIdleTimeout)
+                                  idleTimeout: configuration.httpIdleTimeout, viewerFiles: configuration.viewerFiles)
         } else {
             gateway = nil
         }

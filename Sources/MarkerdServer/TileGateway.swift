@@ -23,6 +23,8 @@ public final class TileGateway: Sendable {
 
     public let provider: any TileProvider
     public let metrics: ServerMetrics?
+    /// Where the viewer's Leaflet and basemap files come from.
+    public let viewerFiles: ViewerFiles
     let server: NNGHTTPServer
     private let requestCounts = Mutex<[String: [Int: UInt64]]>([:])  // route -> status -> count
 
@@ -31,10 +33,13 @@ public final class TileGateway: Sendable {
     ///   - metrics: the RPC metrics shown on /metrics (nil: only the gateway's own).
     ///   - headerTimeout: ``HTTPServerConfiguration/headerTimeout`` (408 after it). Default 10 s.
     ///   - idleTimeout: ``HTTPServerConfiguration/idleTimeout`` (idle connections closed). Default 60 s.
+    ///   - viewerFiles: the directories of Leaflet and the basemap. Default: Debian's Leaflet, no basemap.
     public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil,
-                headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60)) {
+                headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
+                viewerFiles: ViewerFiles = ViewerFiles()) {
         self.provider = provider
         self.metrics = metrics
+        self.viewerFiles = viewerFiles
         let handler = GatewayHandler()
         server = NNGHTTPServer(
             configuration: HTTPServerConfiguration(
@@ -103,6 +108,8 @@ public final class TileGateway: Sendable {
     public static func routeName(_ route: GatewayRoute) -> String {
         switch route {
         case .viewer: "viewer"
+        case .leafletFile: "viewer_leaflet"
+        case .basemapFile: "viewer_basemap"
         case .healthz: "healthz"
         case .readyz: "readyz"
         case .metrics: "metrics"
@@ -133,6 +140,15 @@ public final class TileGateway: Sendable {
             return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/html; charset=utf-8"),
                                                        HTTPHeader("Cache-Control", "no-cache")],
                                 body: Array(ViewerPage.html.utf8))
+        case .leafletFile(let path):
+            return try ViewerFiles.response(directory: viewerFiles.leafletDirectory, path: path,
+                                            what: "Leaflet: apt-get install libjs-leaflet, or markerd --leaflet-dir DIR")
+        case .basemapFile(let path):
+            guard let directory = viewerFiles.basemapDirectory else {
+                throw .notFound("no basemap: start markerd with --basemap-dir DIR (scripts/build-basemap.py builds one)")
+            }
+            return try ViewerFiles.response(directory: directory, path: path,
+                                            what: "the basemap: scripts/build-basemap.py --out DIR builds it")
         case .healthz:
             return .text(200, "ok\n", headers: [HTTPHeader("Cache-Control", "no-store")])
         case .readyz:
