@@ -8,12 +8,13 @@ Starts a real markerd (ephemeral, free loopback ports, `--basemap-dir`, Leaflet 
 libjs-leaflet), loads with markerctl
   - `places`: the 34,006 real places of Tests/Fixtures/places/cities.tsv, TILED and labelled
     (`layers create places --labels name --label-priority population`),
-  - `dots`: 3,000 synthetic markers (scripts/gen-markers.py), TILED, unlabelled,
+  - `dots`: 3,000 synthetic markers (scripts/gen-markers.py), TILED in 512 px tiles, unlabelled,
   - `capitals`: the 300 most populous places, NATIVE (`--min-marker-count 100000`): live markers,
 takes headless-Chromium screenshots (1024x768; the map is x 300..1023, the panel left of it) and
 checks what a person would see, pixel by pixel:
   - sea in the sea colour where the sea is (mid-Atlantic, Indian Ocean, Bay of Biscay...),
-  - land in the land colour over continents (Sahara, Greenland, the Paris basin),
+  - land in the land colour over continents (Greenland, Taymyr, the Paris basin), on both sides
+    of the antimeridian (Chukotka and Alaska),
   - the places' red pins at Paris and other cities at z10/z5, their dark label text beside them,
   - every live marker of `capitals` in view drawn as a circle in its colour (red) at its place,
     and red nowhere else,
@@ -269,7 +270,7 @@ def main():
     try:
         markerctl(ctl, server.rpc, "layers", "create", "places", "--labels", "name", "--label-priority", "population")
         markerctl(ctl, server.rpc, "load", "places", os.path.join(out, "places.geojson"))
-        markerctl(ctl, server.rpc, "layers", "create", "dots")
+        markerctl(ctl, server.rpc, "layers", "create", "dots", "--tile-size", "512")
         markerctl(ctl, server.rpc, "load", "dots", os.path.join(out, "dots.csv"))
         markerctl(ctl, server.rpc, "layers", "create", "capitals", "--min-marker-count", "100000")
         markerctl(ctl, server.rpc, "load", "capitals", os.path.join(out, "capitals.geojson"))
@@ -342,10 +343,19 @@ def main():
                     and not any(abs(x - px) <= 8 and abs(y - py) <= 8 for (px, py), _ in shown))
         check(stray == 0, f"Europe z5: no live-marker pixels away from the data ({stray})")
 
-        # The unlabelled tiled layer at z2.
-        img = chromium(browser, view_url("dots", (20, 0, 2)), out, "dots-world-z2")
-        red = sum(is_red(p) for row in img.px for p in row[PANEL:])
-        check(red > 1000, f"dots z2: markers drawn ({red} red pixels)")
+        # Across the antimeridian the basemap repeats like the tiles: land on both sides.
+        v = (62, 180, 3)
+        img = chromium(browser, view_url("capitals", v), out, "capitals-bering-z3")
+        for name, lat, lon, colour in [("Chukotka", 67, 172, LAND), ("Alaska", 65, -152, LAND), ("the Bering Sea", 58, -178, SEA)]:
+            x, y = screen(v, lat, lon if lon > 0 else lon + 360)
+            check(share(img.block(x, y, 4), colour) >= 0.9,
+                  f"Bering z3: {'land' if colour == LAND else 'sea'} colour over {name} at ({x:.0f}, {y:.0f})")
+
+        # The unlabelled tiled layer of 512 px tiles at z2, and at z0 (the z0 tile drawn at half size).
+        for z, least in [(2, 1000), (0, 200)]:
+            img = chromium(browser, view_url("dots", (20, 0, z)), out, f"dots-world-z{z}")
+            red = sum(is_red(p) for row in img.px for p in row[PANEL:])
+            check(red > least, f"dots z{z}, 512 px tiles: markers drawn ({red} red pixels)")
 
         metrics = fetch(server.http + "/metrics")
         with open(os.path.join(out, "metrics.txt"), "w") as f:

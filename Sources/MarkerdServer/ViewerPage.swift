@@ -103,8 +103,11 @@ function showBasemap() {
   if (!entry) {
     basemaps[name] = "loading";
     json("/viewer/basemap/" + name).then(doc => {
-      basemaps[name] = L.geoJSON(doc, { pane: "basemap", renderer: L.canvas({ pane: "basemap", padding: 0.5 }), interactive: false,
-        style: { color: BORDER, weight: 0.8, fillColor: LAND, fillOpacity: 1, opacity: 1 }, attribution: "Natural Earth" });
+      // Three copies side by side: the world repeats sideways (tiles and markers do too).
+      const renderer = L.canvas({ pane: "basemap", padding: 0.5 });
+      basemaps[name] = L.layerGroup([-360, 0, 360].map(shift => L.geoJSON(doc, { pane: "basemap", renderer, interactive: false,
+        coordsToLatLng: c => L.latLng(c[1], c[0] + shift), attribution: shift === 0 ? "Natural Earth" : undefined,
+        style: { color: BORDER, weight: 0.8, fillColor: LAND, fillOpacity: 1, opacity: 1 } })));
       $("basemap").textContent = "basemap: Natural Earth countries (" + doc.features.length + ")";
       basemapShown = null; showBasemap();
     }).catch(e => {
@@ -137,7 +140,11 @@ function setTiles() {
   if (!t) { if (tiles) { map.removeLayer(tiles); tiles = null; } return; }
   if (tiles) { tiles.setUrl(t); return; }
   const size = vp.tileSize || 256;
-  tiles = L.tileLayer(t, { tileSize: size, zoomOffset: size === 512 ? -1 : 0, maxZoom: 22, maxNativeZoom: 22, attribution: "markerd" });
+  // 512 px tiles: a 512 px tile of zoom z covers what 256 px tiles of z + 1 do; at map zoom 0 the
+  // z0 tile is drawn at half size (minNativeZoom).
+  const big = size === 512;
+  tiles = L.tileLayer(t, { tileSize: size, zoomOffset: big ? -1 : 0, minNativeZoom: big ? 1 : 0, maxZoom: 22, maxNativeZoom: 22,
+    attribution: "markerd" });
   tiles.on("tileload", () => { tileStats.loaded++; showStats(); });
   tiles.on("tileerror", () => { tileStats.failed++; showStats(); });
   tiles.addTo(map);
@@ -173,6 +180,19 @@ function showTemplate() {
   const t = (vp && vp.tileURLTemplate) || ("/tiles/" + encodeURIComponent(layer) + "/" + l.tileSize + "/{z}/{x}/{y}.png");
   $("template").setAttribute("value", location.origin + t);
   $("tilejson").href = "/tiles/" + encodeURIComponent(layer) + ".json";
+}
+
+// ---- the layer list (picker and stats), refreshed with the viewport ----
+function loadLayers() {
+  return json("/layers.json").then(j => {
+    layers = j.layers;
+    const picker = $("layer"), names = layers.map(l => l.id + " (" + l.markerCount + ", " + l.mode + ")");
+    if (names.join("\n") !== [...picker.options].map(o => o.textContent).join("\n")) {  // keep an open picker open
+      picker.replaceChildren(...layers.map((l, i) => { const o = document.createElement("option"); o.value = l.id; o.textContent = names[i]; return o; }));
+      if (layer && layers.some(l => l.id === layer)) picker.value = layer;
+    }
+    showStats();
+  }).catch(e => { $("hits").textContent = "layers.json: " + e.message; });
 }
 
 // ---- hit-test ----
@@ -221,7 +241,7 @@ function start() {
   map.on("moveend", () => { saveHash(); loadViewport(); showStats(); });
   map.on("click", e => { if (layer) hitTest(e.latlng); });
   showBasemap();
-  setInterval(loadViewport, 3000);
+  setInterval(() => { loadLayers(); loadViewport(); }, 3000);
   $("copy").addEventListener("click", () => {
     const t = $("template"); t.select();
     if (navigator.clipboard) navigator.clipboard.writeText(t.value).catch(() => document.execCommand("copy")); else document.execCommand("copy");
@@ -231,13 +251,7 @@ function start() {
     if (tiles) { map.removeLayer(tiles); tiles = null; }
     live.clearLayers(); saveHash(); showStats(); showTemplate(); loadViewport();
   });
-  json("/layers.json").then(j => {
-    layers = j.layers;
-    for (const l of layers) {
-      const o = document.createElement("option");
-      o.value = l.id; o.textContent = l.id + " (" + l.markerCount + ", " + l.mode + ")";
-      $("layer").appendChild(o);
-    }
+  loadLayers().then(() => {
     const wanted = p.get("layer");
     layer = layers.some(l => l.id === wanted) ? wanted : (layers[0] ? layers[0].id : null);
     if (!layer) { $("hits").textContent = "no layers yet: create one with markerctl"; return; }
@@ -245,7 +259,7 @@ function start() {
     showStats(); showTemplate(); loadViewport();
     const hit = (p.get("hit") || "").split(",").map(parseFloat);
     if (hit.length === 2 && hit.every(isFinite)) hitTest(L.latLng(hit[0], hit[1]));
-  }).catch(e => { $("hits").textContent = "layers.json: " + e.message; });
+  });
 }
 start();
 </script>
