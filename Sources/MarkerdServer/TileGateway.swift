@@ -142,13 +142,13 @@ public final class TileGateway: Sendable {
                                 body: Array(ViewerPage.html.utf8))
         case .leafletFile(let path):
             return try ViewerFiles.response(directory: viewerFiles.leafletDirectory, path: path,
-                                            what: "Leaflet: apt-get install libjs-leaflet, or markerd --leaflet-dir DIR")
+                                            what: "Leaflet: apt-get install libjs-leaflet, or start markerd with --leaflet-dir DIR")
         case .basemapFile(let path):
             guard let directory = viewerFiles.basemapDirectory else {
                 throw .notFound("no basemap: start markerd with --basemap-dir DIR (scripts/build-basemap.py builds one)")
             }
             return try ViewerFiles.response(directory: directory, path: path,
-                                            what: "the basemap: scripts/build-basemap.py --out DIR builds it")
+                                            what: "basemap: scripts/build-basemap.py --out DIR builds it")
         case .healthz:
             return .text(200, "ok\n", headers: [HTTPHeader("Cache-Control", "no-store")])
         case .readyz:

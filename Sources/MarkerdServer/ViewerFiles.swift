@@ -59,14 +59,15 @@ public struct ViewerFiles: Sendable, Equatable {
 
     /// The file `path` (already checked by ``isServable(_:)``) below `directory` as a 200
     /// response (`Cache-Control: public, max-age=3600`). NOT_FOUND when it is missing or not a
-    /// regular file; `what` names the directory in that message (e.g. how to get it).
+    /// regular file, with `what` in the message (what is missing and how to get it; the message
+    /// does not show the server's directory).
     static func response(directory: String, path: String, what: String) throws(RPCError) -> HTTPResponse {
         let full = (directory.hasSuffix("/") ? directory : directory + "/") + path
         var isDirectory: ObjCBool = false
         guard let type = contentType(path[...]),
               FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue,
               let data = FileManager.default.contents(atPath: full) else {
-            throw .notFound("\(path) is not in \(directory) (\(what))")
+            throw .notFound("no \(path) here (\(what))")
         }
         return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", type),
                                                    HTTPHeader("Cache-Control", "public, max-age=3600")],
