@@ -10,12 +10,14 @@ libjs-leaflet), loads with markerctl
     (`layers create places --labels name --label-priority population`),
   - `dots`: 3,000 synthetic markers (scripts/gen-markers.py), TILED in 512 px tiles, unlabelled,
   - `capitals`: the 300 most populous places, NATIVE (`--min-marker-count 100000`): live markers,
+  - `clusters`: the same places as `places`, clustered into count bubbles in the tiles (`--clusters`),
 takes headless-Chromium screenshots (1024x768; the map is x 300..1023, the panel left of it) and
 checks what a person would see, pixel by pixel:
   - sea in the sea colour where the sea is (mid-Atlantic, Indian Ocean, Bay of Biscay...),
   - land in the land colour over continents (Greenland, Taymyr, the Paris basin), on both sides
     of the antimeridian (Chukotka and Alaska),
   - the places' red pins at Paris and other cities at z10/z5, their dark label text beside them,
+  - cluster bubbles where the places crowd,
   - every live marker of `capitals` in view drawn as a circle in its colour (red) at its place,
     and red nowhere else,
   - the hit-test panel listing Paris with its attributes, the stats and the tile template,
@@ -189,6 +191,10 @@ def is_red(c):   # markerd's default pin fill (0xFFFF0000), antialiased edges as
     return c[0] > 200 and c[1] < 60 and c[2] < 60
 
 
+def is_bubble(c):  # ClusterBubble.fill: blue, orange or red by count band
+    return any(near(c, b, 12) for b in ((0x1E, 0x88, 0xE5), (0xFB, 0x8C, 0x00), (0xE5, 0x39, 0x35)))
+
+
 def is_text(c):  # label text: dark grey to black
     return max(c) < 90
 
@@ -270,12 +276,16 @@ def main():
     try:
         markerctl(ctl, server.rpc, "layers", "create", "places", "--labels", "name", "--label-priority", "population")
         markerctl(ctl, server.rpc, "load", "places", os.path.join(out, "places.geojson"))
+        markerctl(ctl, server.rpc, "layers", "create", "clusters", "--clusters")
+        markerctl(ctl, server.rpc, "load", "clusters", os.path.join(out, "places.geojson"))
         markerctl(ctl, server.rpc, "layers", "create", "dots", "--tile-size", "512")
         markerctl(ctl, server.rpc, "load", "dots", os.path.join(out, "dots.csv"))
         markerctl(ctl, server.rpc, "layers", "create", "capitals", "--min-marker-count", "100000")
         markerctl(ctl, server.rpc, "load", "capitals", os.path.join(out, "capitals.geojson"))
         layers = {l["id"]: l for l in json.loads(fetch(server.http + "/layers.json"))["layers"]}
         check(layers["places"]["mode"] == "tiled" and layers["places"]["markerCount"] == len(all_places)
+              and layers["places"]["labels"] and layers["places"]["labelAttribute"] == "name"
+              and layers["clusters"]["clusters"] and not layers["places"]["clusters"]
               and layers["capitals"]["mode"] == "native", f"layers loaded: {sorted(layers)}")
 
         def view_url(layer, v, hit=None):
@@ -322,11 +332,11 @@ def main():
         dom = chromium(browser, view_url("places", v, label), out, "places-paris-z10-hit", dump_dom=True)
         hits = re.search(r'<pre id="hits">(.*?)</pre>', dom, re.S)
         hits = hits.group(1).split("\n") if hits else []
-        check(hits[1:4] == ["2988507 (tiled)  48.85341, 2.34880", "  name: Paris", "  population: 2138551"],
+        check(hits[1:4] == ["2988507 (tiled, on its label)  48.85341, 2.34880", "  name: Paris", "  population: 2138551"],
               f"hit-test on Paris's pin lists Paris first with its attributes: {hits[:4]}")
         check(f'value="{server.http}/tiles/places/256/{{z}}/{{x}}/{{y}}.png"' in dom, "the panel shows the tile template")
-        check(re.search(r"<td>markers</td><td>34006</td>", dom) is not None and "<td>tiled</td>" in dom,
-              "the panel shows the layer's stats")
+        check("<td>markers</td><td>34006</td>" in dom and "<td>mode</td><td>tiled</td>" in dom
+              and "<td>labels</td><td>on (name)</td>" in dom, "the panel shows the layer's stats")
         check("basemap: Natural Earth countries (177)" in dom, "the panel names the basemap")
         chromium(browser, view_url("places", v, label), out, "places-paris-z10-hit")
 
@@ -350,6 +360,18 @@ def main():
             x, y = screen(v, lat, lon if lon > 0 else lon + 360)
             check(share(img.block(x, y, 4), colour) >= 0.9,
                   f"Bering z3: {'land' if colour == LAND else 'sea'} colour over {name} at ({x:.0f}, {y:.0f})")
+
+        # The clustered layer at z2: count bubbles where the places crowd (western Europe, the
+        # Ganges plain, eastern China), none in the sea.
+        v = (20, 0, 2)
+        img = chromium(browser, view_url("clusters", v), out, "clusters-world-z2")
+        for name, lat, lon in [("western Europe", 49, 5), ("northern India", 26, 80), ("eastern China", 32, 115)]:
+            x, y = screen(v, lat, lon)
+            n = sum(is_bubble(p) for p in img.block(x, y, 30))
+            check(n >= 200, f"clusters z2: cluster bubbles over {name} at ({x:.0f}, {y:.0f}): {n} pixels")
+        for name, lat, lon in [("mid-Atlantic", 30, -40), ("South Atlantic", -25, -15), ("Indian Ocean", -25, 80)]:
+            x, y = screen(v, lat, lon)
+            check(share(img.block(x, y, 4), SEA) >= 0.9, f"clusters z2: sea colour in the {name} at ({x:.0f}, {y:.0f})")
 
         # The unlabelled tiled layer of 512 px tiles at z2, and at z0 (the z0 tile drawn at half size).
         for z, least in [(2, 1000), (0, 200)]:

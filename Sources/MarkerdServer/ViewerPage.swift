@@ -5,7 +5,8 @@
 ///
 /// - A layer picker (`/layers.json`).
 /// - The layer's raster tiles (`L.tileLayer` on the viewport's tile template, versioned so the
-///   browser may keep them; a clustered layer's tiles show its cluster bubbles), and its live
+///   browser may keep them; a layer with `clustering.raster` shows its clusters there as count
+///   bubbles, a labelled layer its labels), and its live
 ///   markers (`/viewport/{layer}`: every marker of a native layer, the moving ones of a tiled
 ///   layer) as circles, refreshed after every move and every 3 s.
 /// - A click runs `/hittest/{layer}` and lists the hits with their attributes (panel and popup).
@@ -75,7 +76,9 @@ function row(k, v) {
 }
 function showStats() {
   const l = layers.find(l => l.id === layer), rows = [];
-  if (l) rows.push(row("mode", l.mode), row("markers", l.markerCount), row("version", l.version), row("tile size", l.tileSize + " px"));
+  if (l) rows.push(row("mode", l.mode), row("markers", l.markerCount), row("version", l.version), row("tile size", l.tileSize + " px"),
+    row("labels", l.labels ? "on" + (l.labelAttribute ? " (" + l.labelAttribute + ")" : "") : "off"),
+    row("clusters", l.clusters ? "bubbles in the tiles" : "off"));
   if (vp) rows.push(row("static in view", vp.staticInView), row("live in view", vp.liveInView),
     row("live drawn", vp.markers.length + (vp.nextPageToken ? " (more not shown)" : "")));
   if (map) rows.push(row("zoom", map.getZoom()), row("center", map.getCenter().lat.toFixed(4) + ", " + map.getCenter().lng.toFixed(4)));
@@ -204,7 +207,7 @@ function hitTest(ll) {
     if (j.hits.length === 0) lines.push("no marker here");
     for (const h of j.hits) {
       const m = h.marker;
-      lines.push(m.id + (h.tiled ? " (tiled)" : " (live)") + "  " + m.lat.toFixed(5) + ", " + m.lon.toFixed(5));
+      lines.push(m.id + (h.tiled ? " (tiled" : " (live") + (h.onLabel ? ", on its label)" : ")") + "  " + m.lat.toFixed(5) + ", " + m.lon.toFixed(5));
       for (const k of Object.keys(m.attributes).sort()) lines.push("  " + k + ": " + m.attributes[k]);
     }
     $("hits").textContent = lines.join("\n");

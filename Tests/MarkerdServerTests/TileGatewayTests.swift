@@ -604,6 +604,34 @@ struct MarkerServerGatewayTests {
         #expect(metrics.text.contains("markerd_kept_canvas_bytes 0\n"))
     }
 
+    /// /layers.json tells the viewer which layers label their pins (and from which attribute) and
+    /// which draw clusters into their tiles.
+    @Test func layersJSONSaysLabelsAndClusters() throws {
+        let server = try TestServer(.inproc) { $0.httpAddress = "127.0.0.1:0" }
+        defer { server.stop() }
+        let port = try #require(server.server.gateway).boundPort
+        let client = try server.client()
+        for (id, labels, clustering) in [("plain", nil, nil), ("named", V1.LabelOptions(enabled: true, textAttribute: "name"), nil),
+                                         ("bubbles", nil, V1.ClusteringOptions(enabled: true, raster: true)),
+                                         ("grouped", nil, V1.ClusteringOptions(enabled: true))]
+                as [(String, V1.LabelOptions?, V1.ClusteringOptions?)] {
+            var create = V1.CreateLayerRequest()
+            create.layerID = id
+            create.options = V1.LayerOptions(clustering: clustering, labels: labels)
+            _ = try client.createLayer(create)
+        }
+        let list = try #require(try json(try RawHTTP.request(port: port, "GET", "/layers.json"))["layers"] as? [[String: Any]])
+        let byID = Dictionary(uniqueKeysWithValues: list.compactMap { l in (l["id"] as? String).map { ($0, l) } })
+        #expect(byID.keys.sorted() == ["bubbles", "grouped", "named", "plain"])
+        for (id, labels, attribute, clusters) in [("plain", false, nil, false), ("named", true, "name", false),
+                                                  ("bubbles", false, nil, true), ("grouped", false, nil, false)] as [(String, Bool, String?, Bool)] {
+            let l = try #require(byID[id])
+            #expect(l["labels"] as? Bool == labels, "\(id)")
+            #expect(l["labelAttribute"] as? String == attribute, "\(id)")
+            #expect(l["clusters"] as? Bool == clusters, "\(id)")
+        }
+    }
+
     @Test func httpPortInUseFailsStartCleanly() throws {
         let first = try TestServer(.inproc) { $0.httpAddress = "127.0.0.1:0" }
         defer { first.stop() }
