@@ -6,7 +6,7 @@ ARGS ?=
 ## transparent huge pages for the heap where the kernel's THP mode is madvise. GLIBC_TUNABLES= runs on 4 KiB pages.
 GLIBC_TUNABLES ?= glibc.malloc.hugetlb=1
 
-.PHONY: run test test-debug build release deps test-deps bench-deps protos check-protos bench clean
+.PHONY: run test test-debug build release deps test-deps bench-deps basemap protos check-protos bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -17,17 +17,23 @@ test-deps:
 bench-deps:
 	@scripts/install-deps.sh --bench
 
+## The viewer's basemap (Natural Earth countries as GeoJSON) in .build/basemap.
+basemap:
+	@scripts/install-deps.sh --basemap
+
 build: deps
 	$(SWIFT) build
 
 release: deps
 	$(SWIFT) build -c release
 
-## Build in release mode and run markerd on tcp://127.0.0.1:7450 (HTTP gateway 127.0.0.1:8080), data in ./data.
-run: release
-	GLIBC_TUNABLES=$(GLIBC_TUNABLES) .build/release/markerd --data-dir $(DATA_DIR) --http 127.0.0.1:8080 $(ARGS)
+## Build in release mode and run markerd on tcp://127.0.0.1:7450 (HTTP gateway and viewer on 127.0.0.1:8080,
+## over the basemap in .build/basemap), data in ./data.
+run: release basemap
+	GLIBC_TUNABLES=$(GLIBC_TUNABLES) .build/release/markerd --data-dir $(DATA_DIR) --http 127.0.0.1:8080 --basemap-dir .build/basemap $(ARGS)
 
-## The whole test suite: Swift unit + integration tests, then the Python reference client against a real markerd.
+## The whole test suite: Swift unit + integration tests, the Python reference client against a real markerd, then
+## the viewer in headless Chromium against a real markerd (screenshots in .build/viewer-test).
 ## Built optimised (-O, with -enable-testing for @testable imports) in a build directory of its own, so it neither
 ## rebuilds nor is rebuilt by `make run` / `make bench`: the brute-force renderers the tile tests compare against
 ## take about 6x longer unoptimised (the suite took 1411 s in debug and 224 s optimised on one 2-vCPU host).
@@ -38,6 +44,7 @@ test: test-deps
 	$(SWIFT) build $(TEST_BUILD) --build-tests
 	$(SWIFT) test $(TEST_BUILD) --skip-build
 	python3 clients/python/test_reference_client.py --markerd $(TEST_MARKERD)
+	python3 scripts/viewer-test.py --markerd $(TEST_MARKERD)
 
 ## The same suite in a debug build (slower; for lldb and for checks that only debug builds make).
 test-debug:

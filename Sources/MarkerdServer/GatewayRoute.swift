@@ -2,6 +2,8 @@
 /// templates work in HERE's `fromXyzUrlTemplate`, MapLibre and Leaflet:
 ///
 ///     /                                                     viewer page (HTML)
+///     /viewer/leaflet/{path}                                Leaflet's files (``ViewerFiles``)
+///     /viewer/basemap/{path}                                the basemap's GeoJSON (``ViewerFiles``)
 ///     /healthz                                              "ok" (liveness)
 ///     /readyz                                               "ready", or 503 and why not (readiness)
 ///     /metrics                                              Prometheus text
@@ -19,6 +21,10 @@
 /// UInt64. Numbers are plain decimal digits (no sign, at most 20 digits).
 public enum GatewayRoute: Sendable, Equatable {
     case viewer
+    /// A file below the Leaflet directory; `path` passed ``ViewerFiles/isServable(_:)``.
+    case leafletFile(path: String)
+    /// A file below the basemap directory; `path` passed ``ViewerFiles/isServable(_:)``.
+    case basemapFile(path: String)
     case healthz
     case readyz
     case metrics
@@ -93,6 +99,11 @@ public enum GatewayRoute: Sendable, Equatable {
         case "/metrics": return .success(.metrics)
         case "/layers.json": return .success(.layers)
         default: break
+        }
+        for (prefix, route) in [("/viewer/leaflet/", GatewayRoute.leafletFile), ("/viewer/basemap/", GatewayRoute.basemapFile)]
+        where path.hasPrefix(prefix) {
+            let rest = path.dropFirst(prefix.count)
+            return ViewerFiles.isServable(rest) ? .success(route(String(rest))) : .failure(.notFound)
         }
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         guard parts.count >= 2, parts.allSatisfy({ !$0.isEmpty }) else { return .failure(.notFound) }

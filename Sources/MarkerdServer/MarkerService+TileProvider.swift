@@ -67,12 +67,17 @@ public struct ServiceTileProvider: TileProvider {
         req.tolerancePx = Float(q.tolerancePx)
         req.maxResults = UInt32(clamping: q.maxResults)
         let r = try service.hitTest(req)
-        return HitTestResult(hits: r.hits.map { HitTestResult.Hit(marker: Self.marker($0.marker ?? V1.Marker()), tiled: $0.tiled) })
+        return HitTestResult(hits: r.hits.map {
+            HitTestResult.Hit(marker: Self.marker($0.marker ?? V1.Marker()), tiled: $0.tiled, onLabel: $0.onLabel)
+        })
     }
 
     static func summary(_ l: V1.Layer) -> LayerSummary {
-        LayerSummary(id: l.id, version: l.version, mode: l.mode == .tiled ? "tiled" : "native",
-                     markerCount: l.markerCount, tileSize: Int(l.options?.tiling?.tileSize ?? 256))
+        let labels = l.options?.labels
+        return LayerSummary(id: l.id, version: l.version, mode: l.mode == .tiled ? "tiled" : "native",
+                            markerCount: l.markerCount, tileSize: Int(l.options?.tiling?.tileSize ?? 256),
+                            clusters: l.options?.clustering?.enabled == true && l.options?.clustering?.raster == true,
+                            labels: labels?.enabled == true, labelAttribute: labels?.enabled == true ? labels?.textAttribute : nil)
     }
 
     static func marker(_ m: V1.Marker) -> GatewayMarker {

@@ -53,6 +53,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// How long an HTTP connection may sit idle (no request in progress) or stall a response
     /// write before it is closed. Default 60 s.
     public var httpIdleTimeout: Duration = .seconds(60)
+    /// Where the viewer (`/` of the HTTP gateway) gets Leaflet (`--leaflet-dir`, default Debian's
+    /// /usr/share/javascript/leaflet) and its basemap GeoJSON (`--basemap-dir`, default none).
+    public var viewerFiles = ViewerFiles()
     /// Raster and point tiles kept in memory (LRU by bytes). Default 256 MiB; 0 = no tile cache.
     public var tileCacheBytes: Int = 256 << 20
     /// Bytes of dense rasters' canvases (the z0-z4 tiles of layers with millions of markers, and
@@ -109,6 +112,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                                  408 and close. Default 10000
       --http-idle-timeout-ms N   close HTTP connections idle (or not reading a response) this long.
                                  Default 60000
+      --leaflet-dir DIR          where the viewer's Leaflet files are (leaflet.js, leaflet.css).
+                                 Default /usr/share/javascript/leaflet (Debian's libjs-leaflet)
+      --basemap-dir DIR          the viewer's basemap GeoJSON (scripts/build-basemap.py --out DIR makes
+                                 it; make run uses .build/basemap). Default none: no land under the markers
       --tile-cache-bytes N       raster and point tiles kept in memory. Default 268435456 (256 MiB); 0 = none
       --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers
                                  or more) kept to re-render only what changed after a small change.
@@ -192,6 +199,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                 guard config.idempotencyMaxBytes <= maxIdempotencyMaxBytes else {
                     throw ParseError(description: "--idempotency-max-bytes takes at most \(maxIdempotencyMaxBytes), not \(config.idempotencyMaxBytes)")
                 }
+            case "--leaflet-dir": config.viewerFiles.leafletDirectory = try value(arg)
+            case "--basemap-dir": config.viewerFiles.basemapDirectory = try value(arg)
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
             case "--kept-canvas-bytes", "--swept-canvas-bytes": config.keptCanvasBytes = try integer(arg, min: 0)
             case "--drain-seconds":

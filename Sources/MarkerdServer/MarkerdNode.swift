@@ -63,21 +63,23 @@ public final class MarkerdNode: Sendable {
         if let address = configuration.httpAddress {
             gateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
                                   metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                  idleTimeout: configuration.httpIdleTimeout, access: access)
+                                  idleTimeout: configuration.httpIdleTimeout, access: access,
+                                  viewerFiles: configuration.viewerFiles)
         } else {
             gateway = nil
         }
         if let address = configuration.httpsAddress {
             httpsGateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
                                        metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                       idleTimeout: configuration.httpIdleTimeout, tls: tls, access: access)
+                                       idleTimeout: configuration.httpIdleTimeout, tls: tls, access: access,
+                                       viewerFiles: configuration.viewerFiles)
         } else {
             httpsGateway = nil
         }
         if let address = configuration.opsHTTPAddress {
             opsGateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
                                      metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                     idleTimeout: configuration.httpIdleTimeout)
+                                     idleTimeout: configuration.httpIdleTimeout, viewerFiles: configuration.viewerFiles)
         } else {
             opsGateway = nil
         }

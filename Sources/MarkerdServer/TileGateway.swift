@@ -41,6 +41,8 @@ public final class TileGateway: Sendable {
     public let metrics: ServerMetrics?
     /// Tokens, signing key, CORS origins; nil: everything served to anyone, `*` CORS.
     public let access: AccessControl?
+    /// Where the viewer's Leaflet and basemap files come from.
+    public let viewerFiles: ViewerFiles
     let server: NNGHTTPServer
     private let requestCounts = Mutex<[String: [Int: UInt64]]>([:])  // route -> status -> count
 
@@ -51,12 +53,14 @@ public final class TileGateway: Sendable {
     ///   - idleTimeout: ``HTTPServerConfiguration/idleTimeout`` (idle connections closed). Default 60 s.
     ///   - tls: serve HTTPS with this certificate. Default nil: plain HTTP.
     ///   - access: who may read what (see the type's notes); nil: everything, to anyone.
+    ///   - viewerFiles: the directories of Leaflet and the basemap. Default: Debian's Leaflet, no basemap.
     public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil,
                 headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
-                tls: TLSServerFiles? = nil, access: AccessControl? = nil) {
+                tls: TLSServerFiles? = nil, access: AccessControl? = nil, viewerFiles: ViewerFiles = ViewerFiles()) {
         self.provider = provider
         self.metrics = metrics
         self.access = access
+        self.viewerFiles = viewerFiles
         let handler = GatewayHandler()
         // `*` on the server's own answers (405, 400, 408, ...) only when everything is open.
         let open = access?.authenticator == nil && (access?.corsOrigins ?? []).isEmpty
@@ -282,6 +286,8 @@ public final class TileGateway: Sendable {
     public static func routeName(_ route: GatewayRoute) -> String {
         switch route {
         case .viewer: "viewer"
+        case .leafletFile: "viewer_leaflet"
+        case .basemapFile: "viewer_basemap"
         case .healthz: "healthz"
         case .readyz: "readyz"
         case .metrics: "metrics"
@@ -312,6 +318,15 @@ public final class TileGateway: Sendable {
             return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/html; charset=utf-8"),
                                                        HTTPHeader("Cache-Control", "no-cache")],
                                 body: Array(ViewerPage.html.utf8))
+        case .leafletFile(let path):
+            return try ViewerFiles.response(directory: viewerFiles.leafletDirectory, path: path,
+                                            what: "Leaflet: apt-get install libjs-leaflet, or start markerd with --leaflet-dir DIR")
+        case .basemapFile(let path):
+            guard let directory = viewerFiles.basemapDirectory else {
+                throw .notFound("no basemap: start markerd with --basemap-dir DIR (scripts/build-basemap.py builds one)")
+            }
+            return try ViewerFiles.response(directory: directory, path: path,
+                                            what: "basemap: scripts/build-basemap.py --out DIR builds it")
         case .healthz:
             return .text(200, "ok\n", headers: [HTTPHeader("Cache-Control", "no-store")])
         case .readyz:

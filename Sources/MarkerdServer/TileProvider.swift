@@ -54,13 +54,24 @@ public struct LayerSummary: Sendable, Equatable, Codable {
     public var mode: String
     public var markerCount: UInt64
     public var tileSize: Int
+    /// The raster tiles draw clusters as count bubbles (`clustering.enabled` and `clustering.raster`).
+    public var clusters: Bool
+    /// The raster tiles label the pins (`labels.enabled`).
+    public var labels: Bool
+    /// The attribute labels take their text from (`labels.text_attribute`); nil: the markers' own
+    /// `label.text` only, or no labels.
+    public var labelAttribute: String?
 
-    public init(id: String, version: UInt64, mode: String, markerCount: UInt64, tileSize: Int) {
+    public init(id: String, version: UInt64, mode: String, markerCount: UInt64, tileSize: Int, clusters: Bool = false,
+                labels: Bool = false, labelAttribute: String? = nil) {
         self.id = id
         self.version = version
         self.mode = mode
         self.markerCount = markerCount
         self.tileSize = tileSize
+        self.clusters = clusters
+        self.labels = labels
+        self.labelAttribute = labelAttribute
     }
 }
 
@@ -174,9 +185,12 @@ public struct HitTestResult: Sendable, Equatable, Codable {
         public var marker: GatewayMarker
         /// Drawn into raster tiles (a static marker of a tiled layer).
         public var tiled: Bool
-        public init(marker: GatewayMarker, tiled: Bool) {
+        /// The point is on the marker's label rather than its icon.
+        public var onLabel: Bool
+        public init(marker: GatewayMarker, tiled: Bool, onLabel: Bool = false) {
             self.marker = marker
             self.tiled = tiled
+            self.onLabel = onLabel
         }
     }
     /// Topmost first.

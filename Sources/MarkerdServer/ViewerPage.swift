@@ -1,11 +1,20 @@
-/// The viewer served at `/` by ``TileGateway``: one HTML page with plain JavaScript, no outside
-/// libraries and no network besides the gateway. Pick a layer (`/layers.json`), pan (drag) and
-/// zoom (wheel, or +/-) a Web Mercator canvas that draws markerd's raster tiles (from the
-/// viewport's tile template, versioned so the browser may cache them for good) and the live
-/// markers (`/viewport/{layer}`); a click runs `/hittest/{layer}` and lists the hits.
+/// The viewer served at `/` by ``TileGateway``: one HTML page on Leaflet, which the gateway
+/// serves from the installed package (`/viewer/leaflet/`, ``ViewerFiles``), over an offline
+/// basemap (`/viewer/basemap/countries-z0.geojson` below z3, `countries-z3.geojson` from z3:
+/// sea as the map's background, countries as filled polygons). Nothing is loaded from elsewhere.
 ///
-/// The URL fragment keeps the view: `/#layer=cities&z=3.5&lat=48.1&lon=11.6`; `&hit=LAT,LON`
-/// runs a hit-test there on load (for screenshots).
+/// - A layer picker (`/layers.json`).
+/// - The layer's raster tiles (`L.tileLayer` on the viewport's tile template, versioned so the
+///   browser may keep them; a layer with `clustering.raster` shows its clusters there as count
+///   bubbles, a labelled layer its labels), and its live
+///   markers (`/viewport/{layer}`: every marker of a native layer, the moving ones of a tiled
+///   layer) as circles, refreshed after every move and every 3 s.
+/// - A click runs `/hittest/{layer}` and lists the hits with their attributes (panel and popup).
+/// - A panel with the layer's stats and its tile URL template to copy.
+///
+/// The URL fragment keeps the view: `/#layer=cities&z=5&lat=48.1&lon=11.6`; `&hit=LAT,LON` runs
+/// a hit-test there on load (for screenshots). Without a basemap (`markerd --basemap-dir`) the
+/// map says so and shows the sea colour alone; without Leaflet the page says so.
 enum ViewerPage {
     static let html = #"""
 <!doctype html>
@@ -14,17 +23,22 @@ enum ViewerPage {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>markerd viewer</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/viewer/leaflet/leaflet.css">
 <style>
-  html, body { margin: 0; height: 100%; font: 13px system-ui, sans-serif; background: #1d2330; color: #dde3ee; }
+  html, body { margin: 0; height: 100%; font: 13px system-ui, sans-serif; }
   #app { display: flex; height: 100%; }
-  #side { width: 260px; padding: 10px; box-sizing: border-box; overflow: auto; background: #252c3b; border-right: 1px solid #39425a; }
+  #side { width: 300px; flex: none; padding: 10px; box-sizing: border-box; overflow: auto; background: #252c3b; color: #dde3ee; }
   #side h1 { font-size: 16px; margin: 0 0 8px; }
-  #side select { width: 100%; margin-bottom: 8px; }
-  #side pre { white-space: pre-wrap; word-break: break-all; font-size: 11px; background: #1d2330; padding: 6px; border-radius: 4px; }
-  .k { color: #8b95ad; }
-  #map { flex: 1; position: relative; }
-  canvas { position: absolute; inset: 0; width: 100%; height: 100%; cursor: grab; }
-  canvas.drag { cursor: grabbing; }
+  #side h2 { font-size: 14px; margin: 14px 0 6px; }
+  #side select, #side input { width: 100%; box-sizing: border-box; margin-bottom: 6px; }
+  #side pre { white-space: pre-wrap; word-break: break-word; font-size: 11px; background: #1d2330; padding: 6px; border-radius: 4px; margin: 0; }
+  #side table { border-collapse: collapse; width: 100%; }
+  #side td { padding: 1px 4px 1px 0; }
+  #side td:first-child, .k { color: #8b95ad; }
+  #side a { color: #9cc3e0; }
+  #map { flex: 1; background: #9cc3e0; }
+  .note { background: #fff3cd; color: #5c4400; padding: 4px 8px; border-radius: 4px; font: 12px system-ui, sans-serif; }
 </style>
 </head>
 <body>
@@ -33,243 +47,224 @@ enum ViewerPage {
     <h1>markerd viewer</h1>
     <label class="k" for="layer">layer</label>
     <select id="layer"></select>
-    <div id="status"></div>
-    <h1 style="margin-top:12px">hit-test</h1>
+    <table id="stats"></table>
+    <h2>tile URL template</h2>
+    <input id="template" readonly>
+    <button id="copy">copy</button> <a id="tilejson" href="#">TileJSON</a>
+    <div id="basemap" class="k" style="margin-top:8px">basemap: loading</div>
+    <h2>hit-test</h2>
     <div class="k">click the map</div>
     <pre id="hits">-</pre>
   </div>
-  <div id="map"><canvas id="c"></canvas></div>
+  <div id="map"></div>
 </div>
+<script src="/viewer/leaflet/leaflet.js"></script>
 <script>
 "use strict";
-const MAX_LAT = 85.05112878, TILE = 256;
-const canvas = document.getElementById("c"), ctx = canvas.getContext("2d");
-const layerSelect = document.getElementById("layer");
-const statusEl = document.getElementById("status"), hitsEl = document.getElementById("hits");
-const dpr = Math.min(3, Math.max(1, Math.round(window.devicePixelRatio || 1)));
-const view = { lat: 20, lon: 0, zoom: 2 };
-let pendingHit = null, layer = null, layers = [], vp = null, vpSeq = 0, hitMarkers = [], clickPoint = null;
-const tiles = new Map();            // url -> {img, status}
-const tileStats = { requested: 0, loaded: 0, failed: 0, lastStatus: "-" };
+const LAND = "#f2efe6", BORDER = "#b5ab98", SEA = "#9cc3e0", LIVE = "#1f6feb", HIT = "#ffd400";
+const HIT_TOLERANCE = 4;  // px around a click that still hits a marker (a mouse is precise)
+const $ = id => document.getElementById(id);
+const dpr = window.devicePixelRatio >= 2.5 ? 3 : window.devicePixelRatio >= 1.5 ? 2 : 1;
+let map = null, layers = [], layer = null, vp = null, vpSeq = 0, tiles = null, tileTemplate = null;
+const liveRenderer = typeof L === "undefined" ? null : L.canvas({ padding: 0.3 });
+let live = null, hitRing = null, basemaps = {}, basemapShown = null, basemapNote = null;
+const tileStats = { loaded: 0, failed: 0 };
 
-function worldSize(z) { return TILE * Math.pow(2, z); }
-function project(lat, lon, z) {
-  const s = worldSize(z), phi = Math.max(-MAX_LAT, Math.min(MAX_LAT, lat)) * Math.PI / 180;
-  return { x: (lon + 180) / 360 * s, y: (1 - Math.log(Math.tan(phi) + 1 / Math.cos(phi)) / Math.PI) / 2 * s };
+function row(k, v) {
+  const tr = document.createElement("tr"), a = document.createElement("td"), b = document.createElement("td");
+  a.textContent = k; b.textContent = v; tr.append(a, b); return tr;
 }
-function unproject(x, y, z) {
-  const s = worldSize(z), lon = x / s * 360 - 180;
-  const lat = Math.atan(Math.sinh(Math.PI * (1 - 2 * y / s))) * 180 / Math.PI;
-  return { lat, lon };
+function showStats() {
+  const l = layers.find(l => l.id === layer), rows = [];
+  if (l) rows.push(row("mode", l.mode), row("markers", l.markerCount), row("version", l.version), row("tile size", l.tileSize + " px"),
+    row("labels", l.labels ? "on" + (l.labelAttribute ? " (" + l.labelAttribute + ")" : "") : "off"),
+    row("clusters", l.clusters ? "bubbles in the tiles" : "off"));
+  if (vp) rows.push(row("static in view", vp.staticInView), row("live in view", vp.liveInView),
+    row("live drawn", vp.markers.length + (vp.nextPageToken ? " (more not shown)" : "")));
+  if (map) rows.push(row("zoom", map.getZoom()), row("center", map.getCenter().lat.toFixed(4) + ", " + map.getCenter().lng.toFixed(4)));
+  rows.push(row("tiles", tileStats.loaded + " loaded, " + tileStats.failed + " failed"));
+  $("stats").replaceChildren(...rows);
 }
-function size() { return { w: canvas.clientWidth, h: canvas.clientHeight }; }
-function center() { return project(view.lat, view.lon, view.zoom); }
-function screenToLatLon(px, py) {
-  const { w, h } = size(), c = center();
-  const ll = unproject(c.x + px - w / 2, c.y + py - h / 2, view.zoom);
-  ll.lon = ((ll.lon + 540) % 360) - 180;
-  return ll;
+function json(url) {
+  return fetch(url).then(r => r.ok ? r.json() : r.text().then(t => { throw new Error(r.status + " " + t.trim()); }));
 }
-function clampView() {
-  view.zoom = Math.max(0, Math.min(22, view.zoom));
-  view.lat = Math.max(-MAX_LAT, Math.min(MAX_LAT, view.lat));
-  view.lon = ((view.lon + 540) % 360) - 180;
+function argb(c, fallback) {
+  if (c == null) return fallback;
+  return "rgba(" + ((c >>> 16) & 255) + "," + ((c >>> 8) & 255) + "," + (c & 255) + "," + (((c >>> 24) & 255) / 255).toFixed(3) + ")";
 }
-function saveHash() {
-  if (!layer) return;
-  history.replaceState(null, "", "#layer=" + encodeURIComponent(layer) + "&z=" + view.zoom.toFixed(2) +
-    "&lat=" + view.lat.toFixed(5) + "&lon=" + view.lon.toFixed(5));
-}
-function readHash() {
-  const p = new URLSearchParams(location.hash.slice(1));
-  if (p.get("z")) view.zoom = parseFloat(p.get("z"));
-  if (p.get("lat")) view.lat = parseFloat(p.get("lat"));
-  if (p.get("lon")) view.lon = parseFloat(p.get("lon"));
-  if (p.get("hit")) { const [la, lo] = p.get("hit").split(",").map(parseFloat); if (isFinite(la) && isFinite(lo)) pendingHit = { lat: la, lon: lo }; }
-  clampView();
-  return p.get("layer");
+function nearLon(lon) {  // the copy of lon nearest the view's centre (the world repeats sideways)
+  const c = map.getCenter().lng;
+  return lon + 360 * Math.round((c - lon) / 360);
 }
 
-// ---- tiles ----
-function tileURL(z, x, y) {
-  if (!vp || vp.mode !== "tiled" || !vp.tileURLTemplate) return null;
-  let t = vp.tileURLTemplate;
-  const live = "/tiles/" + layer + "/";
-  if (vp.tileVersion != null && t.startsWith(live)) t = live + "v" + vp.tileVersion + "/" + t.slice(live.length);
-  if (dpr > 1) t = t.replace(/\.png$/, "@" + dpr + "x.png");
-  return t.replace("{z}", z).replace("{x}", x).replace("{y}", y);
-}
-function loadTile(url) {
-  const entry = { img: null, status: "loading" };
-  tiles.set(url, entry);
-  tileStats.requested++;
-  fetch(url).then(r => {
-    tileStats.lastStatus = r.status + " " + r.statusText;
-    if (!r.ok) throw new Error(String(r.status));
-    return r.blob();
-  }).then(b => createImageBitmap(b)).then(img => {
-    entry.img = img; entry.status = "ok"; tileStats.loaded++; draw();
-  }).catch(() => { entry.status = "failed"; tileStats.failed++; draw(); });
+// ---- basemap: sea is the map's background, countries filled polygons below the tiles ----
+function basemapFor(zoom) { return zoom < 3 ? "countries-z0.geojson" : "countries-z3.geojson"; }
+function showBasemap() {
+  const name = basemapFor(map.getZoom());
+  if (basemapShown === name) return;
+  const entry = basemaps[name];
+  if (!entry) {
+    basemaps[name] = "loading";
+    json("/viewer/basemap/" + name).then(doc => {
+      // Three copies side by side: the world repeats sideways (tiles and markers do too).
+      const renderer = L.canvas({ pane: "basemap", padding: 0.5 });
+      basemaps[name] = L.layerGroup([-360, 0, 360].map(shift => L.geoJSON(doc, { pane: "basemap", renderer, interactive: false,
+        coordsToLatLng: c => L.latLng(c[1], c[0] + shift), attribution: shift === 0 ? "Natural Earth" : undefined,
+        style: { color: BORDER, weight: 0.8, fillColor: LAND, fillOpacity: 1, opacity: 1 } })));
+      $("basemap").textContent = "basemap: Natural Earth countries (" + doc.features.length + ")";
+      basemapShown = null; showBasemap();
+    }).catch(e => {
+      basemaps[name] = "missing";
+      $("basemap").textContent = "basemap missing: " + e.message;
+      if (!basemapNote) {
+        basemapNote = L.control({ position: "bottomleft" });
+        basemapNote.onAdd = () => { const d = L.DomUtil.create("div", "note"); d.textContent = "basemap missing (markerd --basemap-dir)"; return d; };
+        basemapNote.addTo(map);
+      }
+    });
+    return;
+  }
+  if (!(entry instanceof L.Layer)) return;
+  for (const other of Object.values(basemaps)) if (other instanceof L.Layer && other !== entry) map.removeLayer(other);
+  entry.addTo(map);
+  basemapShown = name;
 }
 
-// ---- viewport + hit-test ----
-function bounds() {
-  const { w, h } = size(), nw = screenToLatLon(0, 0), se = screenToLatLon(w, h);
-  const full = worldSize(view.zoom) <= w;
-  return { west: full ? -180 : nw.lon, east: full ? 180 : se.lon, north: Math.min(MAX_LAT, nw.lat), south: Math.max(-MAX_LAT, se.lat) };
+// ---- the layer: raster tiles, live markers ----
+function setTiles() {
+  let t = vp && vp.mode === "tiled" && vp.tileURLTemplate;
+  if (t) {
+    const prefix = "/tiles/" + layer + "/";
+    if (vp.tileVersion != null && t.startsWith(prefix)) t = prefix + "v" + vp.tileVersion + "/" + t.slice(prefix.length);
+    if (dpr > 1) t = t.replace(/\.png$/, "@" + dpr + "x.png");
+  }
+  if (t === tileTemplate) return;
+  tileTemplate = t || null;
+  if (!t) { if (tiles) { map.removeLayer(tiles); tiles = null; } return; }
+  if (tiles) { tiles.setUrl(t); return; }
+  const size = vp.tileSize || 256;
+  // 512 px tiles: a 512 px tile of zoom z covers what 256 px tiles of z + 1 do; at map zoom 0 the
+  // z0 tile is drawn at half size (minNativeZoom).
+  const big = size === 512;
+  tiles = L.tileLayer(t, { tileSize: size, zoomOffset: big ? -1 : 0, minNativeZoom: big ? 1 : 0, maxZoom: 22, maxNativeZoom: 22,
+    attribution: "markerd" });
+  tiles.on("tileload", () => { tileStats.loaded++; showStats(); });
+  tiles.on("tileerror", () => { tileStats.failed++; showStats(); });
+  tiles.addTo(map);
 }
-let vpTimer = null;
-function scheduleViewport() { clearTimeout(vpTimer); vpTimer = setTimeout(loadViewport, 120); }
+function drawLive() {
+  live.clearLayers();
+  if (!vp) return;
+  for (const m of vp.markers) {
+    const c = L.circleMarker([m.lat, nearLon(m.lon)], { renderer: liveRenderer, radius: 6, weight: 1.5, color: "#ffffff",
+      fillColor: argb(m.fillColor, LIVE), fillOpacity: 1, interactive: false });
+    c.addTo(live);
+  }
+}
+function viewBounds() {
+  const b = map.getBounds(), clamp = v => Math.max(-85.05, Math.min(85.05, v));
+  const wrap = lon => ((lon + 540) % 360) - 180;
+  const full = b.getEast() - b.getWest() >= 360;
+  return { west: full ? -180 : wrap(b.getWest()), east: full ? 180 : wrap(b.getEast()), south: clamp(b.getSouth()), north: clamp(b.getNorth()) };
+}
 function loadViewport() {
-  if (!layer) return;
-  const b = bounds(), seq = ++vpSeq;
-  const q = "west=" + b.west.toFixed(6) + "&south=" + b.south.toFixed(6) + "&east=" + b.east.toFixed(6) +
-    "&north=" + b.north.toFixed(6) + "&zoom=" + view.zoom.toFixed(3) + "&density=" + dpr + "&limit=5000";
-  fetch("/viewport/" + encodeURIComponent(layer) + "?" + q).then(r => r.ok ? r.json() : r.text().then(t => { throw new Error(r.status + " " + t); }))
-    .then(j => { if (seq === vpSeq) { vp = j; draw(); } })
-    .catch(e => { statusEl.textContent = "viewport: " + e.message; });
+  if (!layer || !map) return;
+  const b = viewBounds(), seq = ++vpSeq;
+  const q = "west=" + b.west.toFixed(6) + "&south=" + b.south.toFixed(6) + "&east=" + b.east.toFixed(6) + "&north=" + b.north.toFixed(6) +
+    "&zoom=" + map.getZoom() + "&density=" + dpr + "&limit=5000";
+  json("/viewport/" + encodeURIComponent(layer) + "?" + q).then(j => {
+    if (seq !== vpSeq) return;
+    vp = j; setTiles(); drawLive(); showStats(); showTemplate();
+  }).catch(e => { $("hits").textContent = "viewport: " + e.message; });
 }
-function hitTest(px, py) { hitTestAt(screenToLatLon(px, py)); }
-function hitTestAt(ll) {
-  clickPoint = ll;
-  const q = "lat=" + ll.lat.toFixed(6) + "&lon=" + ll.lon.toFixed(6) + "&zoom=" + view.zoom.toFixed(3) + "&density=" + dpr;
-  fetch("/hittest/" + encodeURIComponent(layer) + "?" + q).then(r => r.ok ? r.json() : r.text().then(t => { throw new Error(r.status + " " + t); }))
-    .then(j => {
-      hitMarkers = j.hits.map(h => h.marker);
-      hitsEl.textContent = "at " + ll.lat.toFixed(5) + ", " + ll.lon.toFixed(5) + "\n" + (j.hits.length === 0 ? "no marker here" :
-        j.hits.map(h => h.marker.id + (h.tiled ? " (tiled)" : " (live)") + "\n  " + h.marker.lat.toFixed(5) + ", " +
-          h.marker.lon.toFixed(5) + (Object.keys(h.marker.attributes).length ? "\n  " + JSON.stringify(h.marker.attributes) : "")).join("\n"));
-      draw();
-    }).catch(e => { hitsEl.textContent = "hit-test failed: " + e.message; });
-}
-
-// ---- drawing ----
-function color(argb, fallback) {
-  if (argb == null) return fallback;
-  const a = ((argb >>> 24) & 255) / 255, r = (argb >>> 16) & 255, g = (argb >>> 8) & 255, b = argb & 255;
-  return "rgba(" + r + "," + g + "," + b + "," + a.toFixed(3) + ")";
-}
-function drawPin(x, y, fill, highlight) {
-  ctx.beginPath();
-  ctx.moveTo(x, y);
-  ctx.bezierCurveTo(x - 3, y - 7, x - 7, y - 10, x - 7, y - 15);
-  ctx.arc(x, y - 15, 7, Math.PI, 0);
-  ctx.bezierCurveTo(x + 7, y - 10, x + 3, y - 7, x, y);
-  ctx.fillStyle = fill; ctx.fill();
-  ctx.lineWidth = highlight ? 3 : 1; ctx.strokeStyle = highlight ? "#ffe14d" : "#ffffff"; ctx.stroke();
-}
-function draw() {
-  const w = canvas.clientWidth, h = canvas.clientHeight;
-  if (canvas.width !== w * dpr || canvas.height !== h * dpr) { canvas.width = w * dpr; canvas.height = h * dpr; }
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.fillStyle = "#2b3447"; ctx.fillRect(0, 0, w, h);
-  const c = center(), ox = c.x - w / 2, oy = c.y - h / 2;
-  const tsize = (vp && vp.tileSize) || (layers.find(l => l.id === layer) || {}).tileSize || 256;
-  const tz = Math.max(0, Math.min(22, Math.round(view.zoom + Math.log2(TILE / tsize))));
-  const n = Math.pow(2, tz), span = worldSize(view.zoom) / n;
-  const x0 = Math.floor(ox / span), x1 = Math.floor((ox + w) / span), y0 = Math.max(0, Math.floor(oy / span)), y1 = Math.min(n - 1, Math.floor((oy + h) / span));
-  // world background (ocean) and graticule per tile
-  ctx.fillStyle = "#33405a";
-  ctx.fillRect(-ox - worldSize(view.zoom) * 4, -oy, worldSize(view.zoom) * 9, worldSize(view.zoom));
-  for (let ty = y0; ty <= y1; ty++) for (let tx = x0; tx <= x1; tx++) {
-    const wx = ((tx % n) + n) % n, sx = tx * span - ox, sy = ty * span - oy;
-    ctx.strokeStyle = "rgba(255,255,255,0.08)"; ctx.lineWidth = 1; ctx.strokeRect(sx + 0.5, sy + 0.5, span, span);
-    const url = tileURL(tz, wx, ty);
-    if (!url) continue;
-    let t = tiles.get(url);
-    if (!t) { loadTile(url); t = tiles.get(url); }
-    if (t.img) ctx.drawImage(t.img, sx, sy, span, span);
-  }
-  // live markers (all markers in native mode)
-  const ws = worldSize(view.zoom);
-  const hit = new Set(hitMarkers.map(m => m.id));
-  if (vp) for (const m of vp.markers) {
-    const p = project(m.lat, m.lon, view.zoom);
-    for (const k of [-1, 0, 1]) {
-      const sx = p.x + k * ws - ox, sy = p.y - oy;
-      if (sx < -20 || sx > w + 20 || sy < -40 || sy > h + 20) continue;
-      drawPin(sx, sy, color(m.fillColor, "#e8453c"), hit.has(m.id));
-    }
-  }
-  for (const m of hitMarkers) {
-    if (vp && vp.markers.some(v => v.id === m.id)) continue;
-    const p = project(m.lat, m.lon, view.zoom);
-    ctx.beginPath(); ctx.arc(p.x - ox, p.y - oy, 9, 0, 2 * Math.PI);
-    ctx.lineWidth = 3; ctx.strokeStyle = "#ffe14d"; ctx.stroke();
-  }
-  if (clickPoint) {
-    const p = project(clickPoint.lat, clickPoint.lon, view.zoom);
-    ctx.strokeStyle = "#ffffff"; ctx.lineWidth = 1;
-    ctx.beginPath(); ctx.moveTo(p.x - ox - 6, p.y - oy); ctx.lineTo(p.x - ox + 6, p.y - oy);
-    ctx.moveTo(p.x - ox, p.y - oy - 6); ctx.lineTo(p.x - ox, p.y - oy + 6); ctx.stroke();
-  }
+function showTemplate() {
   const l = layers.find(l => l.id === layer);
-  statusEl.innerHTML =
-    "<div><span class=k>zoom</span> " + view.zoom.toFixed(2) + " <span class=k>tile z</span> " + tz + "</div>" +
-    "<div><span class=k>center</span> " + view.lat.toFixed(4) + ", " + view.lon.toFixed(4) + "</div>" +
-    (l ? "<div><span class=k>markers</span> " + l.markerCount + " <span class=k>version</span> " + l.version + "</div>" : "") +
-    (vp ? "<div><span class=k>mode</span> " + vp.mode + " <span class=k>static</span> " + vp.staticInView +
-      " <span class=k>live</span> " + vp.liveInView + "</div><div><span class=k>drawn live</span> " + vp.markers.length + "</div>" : "") +
-    "<div><span class=k>tiles</span> " + tileStats.loaded + " ok, " + tileStats.failed + " failed of " + tileStats.requested +
-    " <span class=k>last</span> " + tileStats.lastStatus + "</div>";
+  if (!l) return;
+  const t = (vp && vp.tileURLTemplate) || ("/tiles/" + encodeURIComponent(layer) + "/" + l.tileSize + "/{z}/{x}/{y}.png");
+  $("template").setAttribute("value", location.origin + t);
+  $("tilejson").href = "/tiles/" + encodeURIComponent(layer) + ".json";
 }
 
-// ---- interaction ----
-let drag = null;
-canvas.addEventListener("pointerdown", e => {
-  drag = { x: e.clientX, y: e.clientY, c: center(), moved: false };
-  canvas.setPointerCapture(e.pointerId); canvas.classList.add("drag");
-});
-canvas.addEventListener("pointermove", e => {
-  if (!drag) return;
-  const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
-  if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
-  const ll = unproject(drag.c.x - dx, drag.c.y - dy, view.zoom);
-  view.lat = ll.lat; view.lon = ll.lon; clampView(); draw();
-});
-canvas.addEventListener("pointerup", e => {
-  if (!drag) return;
-  const r = canvas.getBoundingClientRect();
-  if (!drag.moved) hitTest(e.clientX - r.left, e.clientY - r.top);
-  else { scheduleViewport(); saveHash(); }
-  drag = null; canvas.classList.remove("drag");
-});
-function zoomAt(px, py, dz) {
-  const before = screenToLatLon(px, py);
-  view.zoom = Math.max(0, Math.min(22, view.zoom + dz));
-  const { w, h } = size(), p = project(before.lat, before.lon, view.zoom);
-  const ll = unproject(p.x - (px - w / 2), p.y - (py - h / 2), view.zoom);
-  view.lat = ll.lat; view.lon = ll.lon; clampView(); draw(); scheduleViewport(); saveHash();
+// ---- the layer list (picker and stats), refreshed with the viewport ----
+function loadLayers() {
+  return json("/layers.json").then(j => {
+    layers = j.layers;
+    const picker = $("layer"), names = layers.map(l => l.id + " (" + l.markerCount + ", " + l.mode + ")");
+    if (names.join("\n") !== [...picker.options].map(o => o.textContent).join("\n")) {  // keep an open picker open
+      picker.replaceChildren(...layers.map((l, i) => { const o = document.createElement("option"); o.value = l.id; o.textContent = names[i]; return o; }));
+      if (layer && layers.some(l => l.id === layer)) picker.value = layer;
+    }
+    showStats();
+  }).catch(e => { $("hits").textContent = "layers.json: " + e.message; });
 }
-canvas.addEventListener("wheel", e => {
-  e.preventDefault();
-  const r = canvas.getBoundingClientRect();
-  zoomAt(e.clientX - r.left, e.clientY - r.top, -e.deltaY / 300);
-}, { passive: false });
-window.addEventListener("keydown", e => {
-  const { w, h } = size();
-  if (e.key === "+" || e.key === "=") zoomAt(w / 2, h / 2, 1);
-  if (e.key === "-") zoomAt(w / 2, h / 2, -1);
-});
-window.addEventListener("resize", () => { draw(); scheduleViewport(); });
-layerSelect.addEventListener("change", () => {
-  layer = layerSelect.value; vp = null; hitMarkers = []; tiles.clear(); saveHash(); draw(); loadViewport();
-});
 
-fetch("/layers.json").then(r => r.json()).then(j => {
-  layers = j.layers;
-  const wanted = readHash();
-  for (const l of layers) {
-    const o = document.createElement("option");
-    o.value = l.id; o.textContent = l.id + " (" + l.markerCount + ", " + l.mode + ")";
-    layerSelect.appendChild(o);
+// ---- hit-test ----
+function hitTest(ll) {
+  const lon = ((ll.lng + 540) % 360) - 180;
+  const q = "lat=" + ll.lat.toFixed(6) + "&lon=" + lon.toFixed(6) + "&zoom=" + map.getZoom() + "&density=" + dpr + "&tolerance=" + HIT_TOLERANCE;
+  json("/hittest/" + encodeURIComponent(layer) + "?" + q).then(j => {
+    const lines = ["at " + ll.lat.toFixed(5) + ", " + lon.toFixed(5)];
+    if (j.hits.length === 0) lines.push("no marker here");
+    for (const h of j.hits) {
+      const m = h.marker;
+      lines.push(m.id + (h.tiled ? " (tiled" : " (live") + (h.onLabel ? ", on its label)" : ")") + "  " + m.lat.toFixed(5) + ", " + m.lon.toFixed(5));
+      for (const k of Object.keys(m.attributes).sort()) lines.push("  " + k + ": " + m.attributes[k]);
+    }
+    $("hits").textContent = lines.join("\n");
+    if (hitRing) { map.removeLayer(hitRing); hitRing = null; }
+    if (j.hits.length > 0) {  // the popup shows the topmost hit, the panel every hit
+      const m = j.hits[0].marker, pre = document.createElement("pre"), more = j.hits.length - 1;
+      pre.style.margin = "0";
+      pre.textContent = lines.slice(1, 2 + Object.keys(m.attributes).length).join("\n") + (more ? "\n(" + more + " more under it: see the panel)" : "");
+      hitRing = L.circleMarker([m.lat, nearLon(m.lon)], { radius: 11, weight: 3, color: HIT, fill: false, interactive: false }).addTo(map);
+      L.popup({ maxWidth: 320 }).setLatLng([m.lat, nearLon(m.lon)]).setContent(pre).openOn(map);
+    }
+  }).catch(e => { $("hits").textContent = "hit-test failed: " + e.message; });
+}
+
+// ---- state in the URL fragment ----
+function saveHash() {
+  if (!layer || !map) return;
+  const c = map.getCenter();
+  history.replaceState(null, "", "#layer=" + encodeURIComponent(layer) + "&z=" + map.getZoom() + "&lat=" + c.lat.toFixed(5) + "&lon=" + c.lng.toFixed(5));
+}
+
+function start() {
+  if (typeof L === "undefined") {
+    $("map").innerHTML = "<p class=note style='margin:20px'>Leaflet did not load from /viewer/leaflet/leaflet.js: apt-get install libjs-leaflet, or start markerd with --leaflet-dir DIR.</p>";
+    return;
   }
-  layer = layers.some(l => l.id === wanted) ? wanted : (layers[0] ? layers[0].id : null);
-  if (layer) layerSelect.value = layer; else statusEl.textContent = "no layers yet: create one with markerctl";
-  draw(); loadViewport();
-  if (layer && pendingHit) hitTestAt(pendingHit);
-}).catch(e => { statusEl.textContent = "layers.json: " + e.message; });
-draw();
+  const p = new URLSearchParams(location.hash.slice(1)), num = (k, d) => { const v = parseFloat(p.get(k)); return isFinite(v) ? v : d; };
+  map = L.map("map", { worldCopyJump: true, maxZoom: 22, attributionControl: false, zoomControl: true })
+    .setView([num("lat", 20), num("lon", 0)], num("z", 2));
+  L.control.attribution({ prefix: "Leaflet" }).addTo(map);
+  map.createPane("basemap").style.zIndex = 150;
+  live = L.layerGroup().addTo(map);
+  map.on("zoomend", showBasemap);
+  map.on("moveend", () => { saveHash(); loadViewport(); showStats(); });
+  map.on("click", e => { if (layer) hitTest(e.latlng); });
+  showBasemap();
+  setInterval(() => { loadLayers(); loadViewport(); }, 3000);
+  $("copy").addEventListener("click", () => {
+    const t = $("template"); t.select();
+    if (navigator.clipboard) navigator.clipboard.writeText(t.value).catch(() => document.execCommand("copy")); else document.execCommand("copy");
+  });
+  $("layer").addEventListener("change", () => {
+    layer = $("layer").value; vp = null; tileTemplate = null; tileStats.loaded = tileStats.failed = 0;
+    if (tiles) { map.removeLayer(tiles); tiles = null; }
+    live.clearLayers(); saveHash(); showStats(); showTemplate(); loadViewport();
+  });
+  loadLayers().then(() => {
+    const wanted = p.get("layer");
+    layer = layers.some(l => l.id === wanted) ? wanted : (layers[0] ? layers[0].id : null);
+    if (!layer) { $("hits").textContent = "no layers yet: create one with markerctl"; return; }
+    $("layer").value = layer;
+    showStats(); showTemplate(); loadViewport();
+    const hit = (p.get("hit") || "").split(",").map(parseFloat);
+    if (hit.length === 2 && hit.every(isFinite)) hitTest(L.latLng(hit[0], hit[1]));
+  });
+}
+start();
 </script>
 </body>
 </html>

@@ -19,6 +19,7 @@ usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.
   layers list
   layers create LAYER [--min-marker-count N] [--tile-size 256|512] [--no-tiling]
                 [--labels ATTRIBUTE [--label-priority ATTRIBUTE]]   (label each pin with an attribute)
+                [--clusters]   (cluster the markers; tiles draw clusters as count bubbles)
   layers delete LAYER
   layers stats LAYER
   register-icon ICON FILE.png [--anchor X,Y]
@@ -107,6 +108,7 @@ do {
             let minCount = option("--min-marker-count")
             let tileSize = option("--tile-size")
             let noTiling = flag("--no-tiling")
+            let clusters = flag("--clusters")
             let labelAttribute = option("--labels")
             let priorityAttribute = option("--label-priority")
             if priorityAttribute != nil && labelAttribute == nil { fail("--label-priority needs --labels", code: 2) }
@@ -124,6 +126,12 @@ do {
                 labels.textAttribute = labelAttribute
                 if let priorityAttribute { labels.priorityAttribute = priorityAttribute }
                 options.labels = labels
+            }
+            if clusters {
+                var clustering = V1.ClusteringOptions()
+                clustering.enabled = true
+                clustering.raster = true
+                options.clustering = clustering
             }
             req.options = options
             print(describe(try client.createLayer(req)))

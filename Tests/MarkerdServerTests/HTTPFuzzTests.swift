@@ -170,7 +170,9 @@ private struct FuzzRequest {
         var path: String
         switch rng.next() % 16 {
         case 0: path = pick(["/", "/index.html", "/healthz", "/readyz", "/metrics", "/layers.json", "/healthz/", "//", "/HEALTHZ",
-                             "/metrics?x=1", "/layers.json#f", "/index.html?%FF"], &rng)
+                             "/metrics?x=1", "/layers.json#f", "/index.html?%FF", "/viewer/leaflet/leaflet.js",
+                             "/viewer/leaflet/images/layers.png", "/viewer/leaflet/../leaflet/leaflet.js", "/viewer/leaflet/%2e%2e/x.js",
+                             "/viewer/basemap/countries-z0.geojson", "/viewer/basemap/.x.geojson", "/viewer/leaflet//"], &rng)
         case 1: path = "/tiles/\(layer).json"
         case 2, 3: path = "/tiles/\(layer)/\(size)/\(zText)/\(x)/\(y)\(density).png"
         case 4: path = "/tiles/\(layer)/\(version)/\(size)/\(zText)/\(x)/\(y)\(density).png"

@@ -75,7 +75,7 @@ final class FakeTileProvider: TileProvider, @unchecked Sendable {
     }
 }
 
-private func makeGateway(metrics: ServerMetrics? = nil) throws -> (TileGateway, FakeTileProvider) {
+private func makeGateway(metrics: ServerMetrics? = nil, viewerFiles: ViewerFiles = ViewerFiles()) throws -> (TileGateway, FakeTileProvider) {
     let provider = FakeTileProvider([
         "cities": .init(tileSize: 256, version: 7, markers: [
             GatewayMarker(id: "berlin", lat: 52.52, lon: 13.40, attributes: ["name": "Berlin"]),
@@ -84,7 +84,7 @@ private func makeGateway(metrics: ServerMetrics? = nil) throws -> (TileGateway, 
         ]),
         "big": .init(tileSize: 512, version: 1, markers: []),
     ])
-    let gateway = TileGateway(address: "127.0.0.1:0", provider: provider, metrics: metrics)
+    let gateway = TileGateway(address: "127.0.0.1:0", provider: provider, metrics: metrics, viewerFiles: viewerFiles)
     try gateway.start()
     return (gateway, provider)
 }
@@ -312,10 +312,63 @@ struct TileGatewayTests {
         let page = try RawHTTP.request(port: port, "GET", "/")
         #expect(page.status == 200)
         #expect(page.header("Content-Type") == "text/html; charset=utf-8")
-        for needle in ["<canvas", "/layers.json", "/viewport/", "/hittest/", "tileURLTemplate"] {
+        for needle in ["/viewer/leaflet/leaflet.js", "/viewer/leaflet/leaflet.css", "/viewer/basemap/", "L.tileLayer",
+                       "/layers.json", "/viewport/", "/hittest/", "tileURLTemplate"] {
             #expect(page.text.contains(needle), "\(needle)")
         }
         #expect(!page.text.contains("http://") && !page.text.contains("https://"), "the viewer loads nothing from elsewhere")
+    }
+
+    /// The viewer's Leaflet and basemap files come from their directories and from nowhere else:
+    /// no `..`, escapes, hidden files, directories or unlisted extensions; a missing basemap is a
+    /// 404 that says how to get one.
+    @Test func viewerFilesStayInsideTheirDirectories() throws {
+        let root = TestServer.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let files = [("leaflet/leaflet.js", "var L = {};"), ("leaflet/images/layers.png", "png bytes"),
+                     ("leaflet/.hidden.js", "hidden"), ("leaflet/notes.txt", "text"), ("secret.js", "SECRET"),
+                     ("basemap/countries-z0.geojson", "{\"type\":\"FeatureCollection\",\"features\":[]}")]
+        for (path, text) in files {
+            let full = root + "/" + path
+            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: full))
+        }
+        let (gateway, _) = try makeGateway(viewerFiles: ViewerFiles(leafletDirectory: root + "/leaflet",
+                                                                    basemapDirectory: root + "/basemap"))
+        defer { gateway.stop() }
+        let port = gateway.boundPort
+        for (path, type, text) in [("/viewer/leaflet/leaflet.js", "text/javascript; charset=utf-8", "var L = {};"),
+                                   ("/viewer/leaflet/images/layers.png", "image/png", "png bytes"),
+                                   ("/viewer/basemap/countries-z0.geojson", "application/geo+json",
+                                    "{\"type\":\"FeatureCollection\",\"features\":[]}")] {
+            let r = try RawHTTP.request(port: port, "GET", path)
+            #expect(r.status == 200, "\(path): \(r.status) \(r.text)")
+            #expect(r.header("Content-Type") == type, "\(path)")
+            #expect(r.text == text, "\(path)")
+        }
+        let refused = ["/viewer/leaflet/../secret.js", "/viewer/leaflet/images/../../secret.js", "/viewer/leaflet/%2e%2e/secret.js",
+                       "/viewer/leaflet/..%2fsecret.js", "/viewer/leaflet/%2Fetc/passwd.js", "/viewer/leaflet//secret.js",
+                       "/viewer/leaflet/./leaflet.js", "/viewer/leaflet/.hidden.js", "/viewer/leaflet/notes.txt",
+                       "/viewer/leaflet/images", "/viewer/leaflet/images/", "/viewer/leaflet/", "/viewer/leaflet",
+                       "/viewer/leaflet/leaflet.js/", "/viewer/leaflet/nope.js", "/viewer/leaflet/leaflet.js\\..\\secret.js",
+                       "/viewer/basemap/../secret.js", "/viewer/basemap/../leaflet/leaflet.js", "/viewer/secret.js",
+                       "/viewer/leaflet/" + Array(repeating: "a", count: 9).joined(separator: "/") + ".js"]
+        for path in refused {
+            let r = try RawHTTP.request(port: port, "GET", path)
+            #expect(r.status == 404, "\(path): \(r.status) \(r.text)")
+            #expect(!r.text.contains("SECRET") && !r.text.contains("var L") && !r.text.contains(root), "\(path)")
+        }
+        #expect(gateway.requestCount(route: "viewer_leaflet", status: 200) == 2)
+        #expect(gateway.requestCount(route: "viewer_basemap", status: 200) == 1)
+
+        // No basemap directory: 404 naming the flag; Leaflet still served.
+        let (bare, _) = try makeGateway(viewerFiles: ViewerFiles(leafletDirectory: root + "/leaflet/"))
+        defer { bare.stop() }
+        let missing = try RawHTTP.request(port: bare.boundPort, "GET", "/viewer/basemap/countries-z0.geojson")
+        #expect(missing.status == 404)
+        #expect(missing.text.contains("--basemap-dir"), "\(missing.text)")
+        #expect(try RawHTTP.request(port: bare.boundPort, "GET", "/viewer/leaflet/leaflet.js").text == "var L = {};")
     }
 
     @Test func viewerJSONEndpoints() throws {
@@ -431,6 +484,10 @@ struct MarkerdNodeGatewayTests {
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http", "8080"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http", "h:99999"]) }
         #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--http"]) }
+        #expect(try MarkerdConfiguration.parse([]).viewerFiles == ViewerFiles(leafletDirectory: "/usr/share/javascript/leaflet"))
+        #expect(try MarkerdConfiguration.parse(["--leaflet-dir", "/opt/leaflet", "--basemap-dir", "/var/basemap"]).viewerFiles
+                == ViewerFiles(leafletDirectory: "/opt/leaflet", basemapDirectory: "/var/basemap"))
+        #expect(throws: MarkerdConfiguration.ParseError.self) { try MarkerdConfiguration.parse(["--basemap-dir"]) }
         let defaults = try MarkerdConfiguration.parse([])
         #expect(defaults.httpHeaderTimeout == .seconds(10) && defaults.httpIdleTimeout == .seconds(60))
         let set = try MarkerdConfiguration.parse(["--http-header-timeout-ms", "1500", "--http-idle-timeout-ms", "250"])
@@ -545,6 +602,34 @@ struct MarkerdNodeGatewayTests {
         #expect(metrics.text.contains("markerd_tile_renders_total{how=\"from_scratch\"} 1\n"))
         #expect(metrics.text.contains("markerd_tile_renders_total{how=\"patched\"} 0\n"))
         #expect(metrics.text.contains("markerd_kept_canvas_bytes 0\n"))
+    }
+
+    /// /layers.json tells the viewer which layers label their pins (and from which attribute) and
+    /// which draw clusters into their tiles.
+    @Test func layersJSONSaysLabelsAndClusters() throws {
+        let server = try TestServer(.inproc) { $0.httpAddress = "127.0.0.1:0" }
+        defer { server.stop() }
+        let port = try #require(server.server.gateway).boundPort
+        let client = try server.client()
+        for (id, labels, clustering) in [("plain", nil, nil), ("named", V1.LabelOptions(enabled: true, textAttribute: "name"), nil),
+                                         ("bubbles", nil, V1.ClusteringOptions(enabled: true, raster: true)),
+                                         ("grouped", nil, V1.ClusteringOptions(enabled: true))]
+                as [(String, V1.LabelOptions?, V1.ClusteringOptions?)] {
+            var create = V1.CreateLayerRequest()
+            create.layerID = id
+            create.options = V1.LayerOptions(clustering: clustering, labels: labels)
+            _ = try client.createLayer(create)
+        }
+        let list = try #require(try json(try RawHTTP.request(port: port, "GET", "/layers.json"))["layers"] as? [[String: Any]])
+        let byID = Dictionary(uniqueKeysWithValues: list.compactMap { l in (l["id"] as? String).map { ($0, l) } })
+        #expect(byID.keys.sorted() == ["bubbles", "grouped", "named", "plain"])
+        for (id, labels, attribute, clusters) in [("plain", false, nil, false), ("named", true, "name", false),
+                                                  ("bubbles", false, nil, true), ("grouped", false, nil, false)] as [(String, Bool, String?, Bool)] {
+            let l = try #require(byID[id])
+            #expect(l["labels"] as? Bool == labels, "\(id)")
+            #expect(l["labelAttribute"] as? String == attribute, "\(id)")
+            #expect(l["clusters"] as? Bool == clusters, "\(id)")
+        }
     }
 
     @Test func httpPortInUseFailsStartCleanly() throws {
