@@ -84,7 +84,7 @@ public enum GatewayRoute: Sendable, Equatable {
     /// The layer the route reads, for the per-layer paths (tiles, TileJSON, viewport, hit-test).
     public var layer: String? {
         switch self {
-        case .viewer, .healthz, .readyz, .metrics, .layers: nil
+        case .viewer, .leafletFile, .basemapFile, .healthz, .readyz, .metrics, .layers: nil
         case .tileJSON(let layer), .viewport(let layer), .hitTest(let layer): layer
         case .rasterTile(let a), .pointTile(let a): a.layer
         }

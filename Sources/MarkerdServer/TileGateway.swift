@@ -221,7 +221,7 @@ public final class TileGateway: Sendable {
     private func isOpen(_ route: GatewayRoute) -> Bool {
         guard let authenticator = access?.authenticator else { return true }
         switch route {
-        case .viewer, .healthz, .readyz, .layers: return true
+        case .viewer, .leafletFile, .basemapFile, .healthz, .readyz, .layers: return true
         case .metrics: return false
         default: return route.layer.map(authenticator.isPublic) ?? false
         }

@@ -518,11 +518,14 @@ struct MarkerdNodeGatewayTests {
         #expect(metrics.contains("markerd_http_connections 1\n"))  // the /metrics request's own
     }
 
-    /// A tile's bytes depend on its version alone, not on the host's load: markerd with its
-    /// default settings but no tile cache and no kept canvases (every request renders from
+    /// A tile's bytes depend on its version alone, not on the host's load or on how it was
+    /// reached: markerd with no tile cache and no kept canvases (every request renders from
     /// scratch) answers the same dense tile alone and to several requests at once with the same
-    /// bytes and ETag (until issue 37 a tile rendered while no other ran could take two bands and
-    /// two deflate segments, and differ from one rendered beside others).
+    /// bytes and a strong ETag (until issue 37 a tile rendered while no other ran could take two
+    /// bands and two deflate segments, and differ from one rendered beside others); and after
+    /// markers move, a second markerd with its default kept canvases answers the tile patched
+    /// from its kept canvas with the bytes of the first one's tile rendered from scratch (until
+    /// issue 37 a patch could differ by 1/255, and ETags were weak).
     @Test func tileBytesDependOnTheVersionAlone() throws {
         let server = try TestServer(.inproc) {
             $0.httpAddress = "127.0.0.1:0"
@@ -530,23 +533,28 @@ struct MarkerdNodeGatewayTests {
             $0.keptCanvasBytes = 0
         }
         defer { server.stop() }
+        let patching = try TestServer(.inproc) { $0.httpAddress = "127.0.0.1:0" }
+        defer { patching.stop() }
         let port = try #require(server.server.gateway).boundPort
-        let client = try server.client()
+        let patchingPort = try #require(patching.server.gateway).boundPort
+        let clients = [try server.client(), try patching.client()]
         var create = V1.CreateLayerRequest()
         create.layerID = "dense"
-        _ = try client.createLayer(create)
         var rng = SplitMix64(seed: testSeed())
-        for batch in 0..<4 {
-            _ = try client.upsertMarkers("dense", (0..<2_500).map { i in
-                marker("m\(batch)-\(i)", 48.85 + (rng.unit() - 0.5) * 0.3, 2.35 + (rng.unit() - 0.5) * 0.4)
-            })
+        let batches = (0..<4).map { batch in
+            (0..<2_500).map { i in marker("m\(batch)-\(i)", 48.85 + (rng.unit() - 0.5) * 0.3, 2.35 + (rng.unit() - 0.5) * 0.4) }
+        }
+        for client in clients {
+            _ = try client.createLayer(create)
+            for b in batches { _ = try client.upsertMarkers("dense", b) }
         }
         // z10 around the cluster (thousands of draws), and z0 (every marker in a few pixels).
-        for path in ["/tiles/dense/256/10/518/352.png", "/tiles/dense/256/0/0/0.png"] {
+        let paths = ["/tiles/dense/256/10/518/352.png", "/tiles/dense/256/0/0/0.png"]
+        for path in paths {
             let alone = try RawHTTP.request(port: port, "GET", path)
             #expect(alone.status == 200)
             let tag = try #require(alone.header("ETag"))
-            #expect(tag.hasPrefix("W/\"") && tag.hasSuffix("\""), "\(path): ETag \(tag)")
+            #expect(tag.hasPrefix("\"") && tag.hasSuffix("\""), "\(path): ETag \(tag) is not strong")
             let together = Mutex<[RawHTTPResponse?]>(Array(repeating: nil, count: 6))
             DispatchQueue.concurrentPerform(iterations: 6) { k in
                 let r = try? RawHTTP.request(port: port, "GET", path)
@@ -557,7 +565,24 @@ struct MarkerdNodeGatewayTests {
                 #expect(r.status == 200 && r.header("ETag") == tag, "\(path): request \(k)")
                 #expect(byteMismatch(r.body, alone.body) == nil, "\(path): request \(k) differs from the tile rendered alone")
             }
+            // The patching server keeps the dense tiles' canvases.
+            #expect(try RawHTTP.request(port: patchingPort, "GET", path).status == 200)
         }
+        // A few markers move within the cluster: the patching server patches its kept canvases.
+        let moves = (0..<5).map { k in
+            V1.MarkerMove(id: "m\(k)-\(k * 7)", position: V1.LatLng(latitude: 48.85 + (rng.unit() - 0.5) * 0.2,
+                                                                     longitude: 2.35 + (rng.unit() - 0.5) * 0.3))
+        }
+        for client in clients { _ = try client.moveMarkers("dense", moves) }
+        for path in paths {
+            let fresh = try RawHTTP.request(port: port, "GET", path)
+            let patched = try RawHTTP.request(port: patchingPort, "GET", path)
+            #expect(fresh.status == 200 && patched.status == 200)
+            #expect(byteMismatch(patched.body, fresh.body) == nil, "\(path): the patched tile differs from the one rendered from scratch")
+        }
+        let metrics = String(decoding: try RawHTTP.request(port: patchingPort, "GET", "/metrics").body, as: UTF8.self)
+        let patchedCount = metrics.split(separator: "\n").first { $0.hasPrefix("markerd_tile_renders_total{how=\"patched\"}") }
+        #expect(patchedCount.map { !$0.hasSuffix(" 0") } == true, "no tile was patched: \(patchedCount ?? "no counter")")
     }
 
     @Test func serviceBehindTheGateway() throws {
