@@ -13,34 +13,63 @@ extension V1.UpsertMarkersRequest {
     /// request: the markers are read in place, not copied into one (`BulkLoader` sends slices of
     /// its caller's array). Nil for what `serializedPlainBytes()` does not handle.
     public static func serializedPlainBytes(layerID: String, markers: ArraySlice<V1.Marker>) -> [UInt8]? {
-        guard !PlainWriter.hasNUL(layerID) else { return nil }
-        return markers.withUnsafeBufferPointer { ms -> [UInt8]? in
-            // Each marker's size is measured once: it is the length written before the marker.
-            var sizes = [Int](repeating: 0, count: ms.count)
+        guard let plain = PlainEncoding(layerID: layerID, markers: markers) else { return nil }
+        return [UInt8](unsafeUninitializedCapacity: plain.size) { buffer, count in
+            plain.write(into: UnsafeMutableRawBufferPointer(buffer))
+            count = plain.size
+        }
+    }
+
+    /// A plain request of `layerID` and `markers` measured, to be written where the caller
+    /// wants it (`MarkerdClient` writes it straight into the transport's message): `size`
+    /// bytes, byte for byte `serializedPlainBytes(layerID:markers:)`.
+    public struct PlainEncoding {
+        /// Bytes `write(into:)` writes.
+        public let size: Int
+        private let layerID: String
+        private let markers: ArraySlice<V1.Marker>
+        /// Each marker's size: the length written before it.
+        private let sizes: [Int]
+
+        /// Measures the request; nil for what `serializedPlainBytes()` does not handle.
+        public init?(layerID: String, markers: ArraySlice<V1.Marker>) {
+            guard !PlainWriter.hasNUL(layerID) else { return nil }
             var size = PlainWriter.stringField(layerID)
-            for i in ms.indices {
-                guard let n = plainSize(ms[i]) else { return nil }
-                sizes[i] = n
+            var sizes = [Int](repeating: 0, count: markers.count)
+            // Each marker is read in place (`markers[i]` borrowed: an element of an unsafe
+            // buffer would be copied, retaining and releasing all of its strings).
+            for (k, i) in markers.indices.enumerated() {
+                guard let n = plainSize(markers[i]) else { return nil }
+                sizes[k] = n
                 size += PlainWriter.lengthDelimited(n)
             }
+            self.size = size
+            self.layerID = layerID
+            self.markers = markers
+            self.sizes = sizes
+        }
+
+        /// Writes the request into `out` (exactly `size` bytes).
+        public func write(into out: UnsafeMutableRawBufferPointer) {
+            precondition(out.count == size, "plain request buffer is \(out.count) bytes, expected \(size)")
+            guard size > 0 else { return }
+            let start = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
             var sorter = AttributeSorter()
-            return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-                var w = PlainWriter(buffer.baseAddress!)
-                w.string(1, layerID)
-                for i in ms.indices {
-                    w.key(2, 2)
-                    w.varint(UInt64(sizes[i]))
-                    write(ms[i], &w, &sorter)
-                }
-                count = w.written(from: buffer.baseAddress!)
-                precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
+            var w = PlainWriter(start)
+            w.string(1, layerID)
+            for (k, i) in markers.indices.enumerated() {
+                w.key(2, 2)
+                w.varint(UInt64(sizes[k]))
+                V1.UpsertMarkersRequest.write(markers[i], &w, &sorter)
             }
+            let count = w.written(from: start)
+            precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
         }
     }
 
     /// A plain marker's encoded size (without its key and length), or nil when it is not plain
     /// (an `animation` or a `label`) or a string holds a NUL byte.
-    private static func plainSize(_ m: V1.Marker) -> Int? {
+    fileprivate static func plainSize(_ m: V1.Marker) -> Int? {
         guard m.animation == nil, m.label == nil, !PlainWriter.hasNUL(m.id) else { return nil }
         var n = PlainWriter.stringField(m.id)
         if let p = m.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
@@ -84,7 +113,7 @@ extension V1.UpsertMarkersRequest {
 
     /// Writes a plain marker's fields (as `plainSize` measured them), in field-number order as
     /// protobuf-c does.
-    private static func write(_ m: V1.Marker, _ w: inout PlainWriter, _ sorter: inout AttributeSorter) {
+    fileprivate static func write(_ m: V1.Marker, _ w: inout PlainWriter, _ sorter: inout AttributeSorter) {
         w.string(1, m.id)
         if let p = m.position {
             w.key(2, 2)
