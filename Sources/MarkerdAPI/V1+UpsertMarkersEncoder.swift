@@ -36,13 +36,17 @@ extension V1.UpsertMarkersRequest {
             guard !PlainWriter.hasNUL(layerID) else { return nil }
             var size = PlainWriter.stringField(layerID)
             var sizes = [Int](repeating: 0, count: markers.count)
-            // Each marker is read in place (`markers[i]` borrowed: an element of an unsafe
-            // buffer would be copied, retaining and releasing all of its strings).
-            for (k, i) in markers.indices.enumerated() {
-                guard let n = plainSize(markers[i]) else { return nil }
-                sizes[k] = n
-                size += PlainWriter.lengthDelimited(n)
+            // Each marker is read in place, field by field (a `V1.Marker` passed by value is
+            // copied first, retaining and releasing all of its strings).
+            let plain = markers.withUnsafeBufferPointer { ms -> Bool in
+                for i in ms.indices {
+                    guard let n = plainSize(ms.baseAddress! + i) else { return false }
+                    sizes[i] = n
+                    size += PlainWriter.lengthDelimited(n)
+                }
+                return true
             }
+            guard plain else { return nil }
             self.size = size
             self.layerID = layerID
             self.markers = markers
@@ -57,10 +61,12 @@ extension V1.UpsertMarkersRequest {
             var sorter = AttributeSorter()
             var w = PlainWriter(start)
             w.string(1, layerID)
-            for (k, i) in markers.indices.enumerated() {
-                w.key(2, 2)
-                w.varint(UInt64(sizes[k]))
-                V1.UpsertMarkersRequest.write(markers[i], &w, &sorter)
+            markers.withUnsafeBufferPointer { ms in
+                for i in ms.indices {
+                    w.key(2, 2)
+                    w.varint(UInt64(sizes[i]))
+                    V1.UpsertMarkersRequest.write(ms.baseAddress! + i, &w, &sorter)
+                }
             }
             let count = w.written(from: start)
             precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
@@ -69,11 +75,11 @@ extension V1.UpsertMarkersRequest {
 
     /// A plain marker's encoded size (without its key and length), or nil when it is not plain
     /// (an `animation` or a `label`) or a string holds a NUL byte.
-    fileprivate static func plainSize(_ m: V1.Marker) -> Int? {
-        guard m.animation == nil, m.label == nil, !PlainWriter.hasNUL(m.id) else { return nil }
-        var n = PlainWriter.stringField(m.id)
-        if let p = m.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
-        switch m.icon {
+    fileprivate static func plainSize(_ m: UnsafePointer<V1.Marker>) -> Int? {
+        guard m.pointee.animation == nil, m.pointee.label == nil, !PlainWriter.hasNUL(m.pointee.id) else { return nil }
+        var n = PlainWriter.stringField(m.pointee.id)
+        if let p = m.pointee.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
+        switch m.pointee.icon {
         case .pin(let pin)?:
             if let label = pin.label, PlainWriter.hasNUL(label) { return nil }
             n += PlainWriter.lengthDelimited(pinSize(pin))
@@ -83,17 +89,17 @@ extension V1.UpsertMarkersRequest {
         case nil:
             break
         }
-        if let a = m.anchor { n += PlainWriter.lengthDelimited((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)) }
-        if m.zIndex != 0 { n += 1 + PlainWriter.varintSize(UInt64(bitPattern: Int64(m.zIndex))) }
-        if m.clickable != nil { n += 2 }
-        if m.draggable != nil { n += 2 }
-        if m.visible != nil { n += 2 }
-        for (k, v) in m.attributes {
+        if let a = m.pointee.anchor { n += PlainWriter.lengthDelimited((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)) }
+        if m.pointee.zIndex != 0 { n += 1 + PlainWriter.varintSize(UInt64(bitPattern: Int64(m.pointee.zIndex))) }
+        if m.pointee.clickable != nil { n += 2 }
+        if m.pointee.draggable != nil { n += 2 }
+        if m.pointee.visible != nil { n += 2 }
+        for (k, v) in m.pointee.attributes {
             var k = k, v = v
             guard let entry = k.withUTF8({ kb in v.withUTF8 { vb in AttributeSorter.entrySize(kb, vb) } }) else { return nil }
             n += entry
         }
-        if !m.extra.isEmpty { n += PlainWriter.lengthDelimited(m.extra.count) }
+        if !m.pointee.extra.isEmpty { n += PlainWriter.lengthDelimited(m.pointee.extra.count) }
         return n
     }
 
@@ -113,15 +119,15 @@ extension V1.UpsertMarkersRequest {
 
     /// Writes a plain marker's fields (as `plainSize` measured them), in field-number order as
     /// protobuf-c does.
-    fileprivate static func write(_ m: V1.Marker, _ w: inout PlainWriter, _ sorter: inout AttributeSorter) {
-        w.string(1, m.id)
-        if let p = m.position {
+    fileprivate static func write(_ m: UnsafePointer<V1.Marker>, _ w: inout PlainWriter, _ sorter: inout AttributeSorter) {
+        w.string(1, m.pointee.id)
+        if let p = m.pointee.position {
             w.key(2, 2)
             w.varint(UInt64(latLngSize(p)))
             if p.latitude != 0 { w.key(1, 1); w.fixed64(p.latitude.bitPattern) }
             if p.longitude != 0 { w.key(2, 1); w.fixed64(p.longitude.bitPattern) }
         }
-        switch m.icon {
+        switch m.pointee.icon {
         case .pin(let pin)?:
             w.key(3, 2)
             w.varint(UInt64(pinSize(pin)))
@@ -137,21 +143,21 @@ extension V1.UpsertMarkersRequest {
         case nil:
             break
         }
-        if let a = m.anchor {
+        if let a = m.pointee.anchor {
             w.key(5, 2)
             w.varint(UInt64((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)))
             if a.x != 0 { w.key(1, 5); w.fixed32(a.x.bitPattern) }
             if a.y != 0 { w.key(2, 5); w.fixed32(a.y.bitPattern) }
         }
-        if m.zIndex != 0 { w.key(6, 0); w.varint(UInt64(bitPattern: Int64(m.zIndex))) }
-        if let v = m.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
-        if let v = m.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
-        if let v = m.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
-        if !m.attributes.isEmpty { sorter.write(m.attributes, &w) }
-        if !m.extra.isEmpty {
+        if m.pointee.zIndex != 0 { w.key(6, 0); w.varint(UInt64(bitPattern: Int64(m.pointee.zIndex))) }
+        if let v = m.pointee.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
+        if let v = m.pointee.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
+        if let v = m.pointee.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
+        if !m.pointee.attributes.isEmpty { sorter.write(m.pointee.attributes, &w) }
+        if !m.pointee.extra.isEmpty {
             w.key(12, 2)
-            w.varint(UInt64(m.extra.count))
-            w.bytes(m.extra)
+            w.varint(UInt64(m.pointee.extra.count))
+            w.bytes(m.pointee.extra)
         }
     }
 }
