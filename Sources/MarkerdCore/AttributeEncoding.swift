@@ -146,6 +146,20 @@ public enum AttributeEncoding {
     /// one value, valid UTF-8 without NUL (absent value: empty).
     @inline(__always)
     private static func entry(_ raw: UnsafeRawBufferPointer, _ at: inout Int) -> (key: Range<Int>, value: Range<Int>)? {
+        // The canonical layout with one-byte lengths (what clients send for short keys and
+        // values) read at once: `0x5A n 0x0A kn key 0x12 vn value`, n = 4 + kn + vn < 128.
+        let s = at
+        if raw.count - s >= 6, raw[s] == entryTag, raw[s + 2] == keyTag, raw[s + 1] < 0x80, raw[s + 3] < 0x80 {
+            let n = Int(raw[s + 1]), kn = Int(raw[s + 3])
+            let v = s + 4 + kn
+            if 4 + kn <= n, n <= raw.count - s - 2, raw[v] == valueTag, Int(raw[v + 1]) == n - 4 - kn {
+                let key = s + 4..<v, value = v + 2..<s + 2 + n
+                guard kn > 0, isText(UnsafeRawBufferPointer(rebasing: raw[key])),
+                      isText(UnsafeRawBufferPointer(rebasing: raw[value])) else { return nil }
+                at = s + 2 + n
+                return (key, value)
+            }
+        }
         guard raw[at] == entryTag, let n = varint(raw, &at, from: at + 1), n <= raw.count - at else { return nil }
         let range = at..<at + n
         var key: Range<Int>? = nil, value: Range<Int>? = nil

@@ -227,6 +227,8 @@ import Testing
             Self.entry(Array("name".utf8), [0x61, 0x00]),  // a NUL
             Self.entry([], Array("v".utf8)),  // an empty key
             Self.entry(Array("name".utf8), [0xED, 0xA0, 0x80]),  // a surrogate
+            Array(Self.entry(Array("name".utf8), Array("Köln".utf8)).dropLast()),  // cut short
+            { var e = Self.entry(Array("name".utf8), Array("Köln".utf8)); e[e.count - 6] += 1; return e }(),  // value past the entry
         ]
         var source: [UInt8] = [0xFF]
         var ranges: [Range<Int>] = []
