@@ -45,8 +45,11 @@ extension MarkerdClient {
     public func upsertMarkers(_ layerID: String, _ markers: ArraySlice<V1.Marker>, idempotencyKey: String? = nil) throws(ClientError) -> V1.UpsertMarkersResponse {
         // Plain markers (most bulk loads) are encoded without protobuf-c, straight into the
         // transport's message: the same bytes, cheaper.
+        // Their attributes are encoded into scratch bytes reused from call to call.
         let key = idempotencyKey ?? Self.newIdempotencyKey()
-        if let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: markers) {
+        let scratch = scratches.withLock { $0.popLast() } ?? EncodingScratch()
+        defer { scratches.withLock { if $0.count < Self.maxPooledScratches { $0.append(scratch) } } }
+        if let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: markers, scratch: scratch) {
             return try call("UpsertMarkers", payloadCount: plain.size, idempotencyKey: key, writePayload: plain.write)
         }
         return try call("UpsertMarkers", payload: V1.UpsertMarkersRequest(layerID: layerID, markers: Array(markers)).serializedBytes(),

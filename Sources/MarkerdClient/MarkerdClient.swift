@@ -1,5 +1,6 @@
 import MarkerdAPI
 import MarkerdTransport
+import Synchronization
 
 /// Why a call failed: the transport (no reply), a non-OK status from the server, or a reply
 /// that could not be decoded.
@@ -35,6 +36,10 @@ public final class MarkerdClient: Sendable {
     public let url: String
     let transport: NNGRequestClient
     let timeout: Duration
+    /// Scratch bytes of plain request encodings, kept between calls (`upsertMarkers`): at most
+    /// `maxPooledScratches`, each as large as the largest batch's attributes it encoded.
+    let scratches = Mutex<[EncodingScratch]>([])
+    static let maxPooledScratches = 8
 
     /// Dials `url` (the server may start later: the dial retries in the background).
     /// - Parameters:
