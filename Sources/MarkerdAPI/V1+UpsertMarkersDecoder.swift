@@ -36,7 +36,8 @@ extension V1.UpsertMarkersRequest {
     /// previous marker's (so they are equal: callers can reuse what they derived from them);
     /// false for the first marker. The marker comes without its `attributes`: `each`'s third
     /// argument holds their wire bytes instead (field 11's entries, tags and lengths included,
-    /// as they came; empty: none), valid only during the call, for the caller to take as they
+    /// as they came; empty: none), a part of `bytes` (so a caller may keep its offset in them)
+    /// valid only during the call, for the caller to take as they
     /// are (`AttributeEncoding.appendCanonical`) or decode.
     public static func visitPlain(_ bytes: UnsafeRawBufferPointer, reserve: (Int) -> Void,
                                   each: (V1.Marker, _ sameStyle: Bool, _ attributes: UnsafeRawBufferPointer) -> Bool) -> String? {

@@ -13,38 +13,95 @@ extension V1.UpsertMarkersRequest {
     /// request: the markers are read in place, not copied into one (`BulkLoader` sends slices of
     /// its caller's array). Nil for what `serializedPlainBytes()` does not handle.
     public static func serializedPlainBytes(layerID: String, markers: ArraySlice<V1.Marker>) -> [UInt8]? {
-        guard !PlainWriter.hasNUL(layerID) else { return nil }
-        return markers.withUnsafeBufferPointer { ms -> [UInt8]? in
-            // Each marker's size is measured once: it is the length written before the marker.
-            var sizes = [Int](repeating: 0, count: ms.count)
-            var size = PlainWriter.stringField(layerID)
-            for i in ms.indices {
-                guard let n = plainSize(ms[i]) else { return nil }
-                sizes[i] = n
-                size += PlainWriter.lengthDelimited(n)
-            }
-            var sorter = AttributeSorter()
-            return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-                var w = PlainWriter(buffer.baseAddress!)
-                w.string(1, layerID)
-                for i in ms.indices {
-                    w.key(2, 2)
-                    w.varint(UInt64(sizes[i]))
-                    write(ms[i], &w, &sorter)
-                }
-                count = w.written(from: buffer.baseAddress!)
-                precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
-            }
+        guard let plain = PlainEncoding(layerID: layerID, markers: markers, scratch: EncodingScratch()) else { return nil }
+        return [UInt8](unsafeUninitializedCapacity: plain.size) { buffer, count in
+            plain.write(into: UnsafeMutableRawBufferPointer(buffer))
+            count = plain.size
         }
     }
 
-    /// A plain marker's encoded size (without its key and length), or nil when it is not plain
-    /// (an `animation` or a `label`) or a string holds a NUL byte.
-    private static func plainSize(_ m: V1.Marker) -> Int? {
-        guard m.animation == nil, m.label == nil, !PlainWriter.hasNUL(m.id) else { return nil }
-        var n = PlainWriter.stringField(m.id)
-        if let p = m.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
-        switch m.icon {
+    /// A plain request of `layerID` and `markers` measured, to be written where the caller
+    /// wants it (`MarkerdClient` writes it straight into the transport's message): `size`
+    /// bytes, byte for byte `serializedPlainBytes(layerID:markers:)`. Each marker's attributes
+    /// are encoded once, while measuring, into `scratch` (one walk of each dictionary), and
+    /// copied from there by `write(into:)`.
+    public struct PlainEncoding {
+        /// Bytes `write(into:)` writes.
+        public let size: Int
+        private let layerID: String
+        private let markers: ArraySlice<V1.Marker>
+        /// Each marker's size: the length written before it.
+        private let sizes: [Int]
+        /// The markers' attribute entries, sorted, back to back; marker `i`'s end at
+        /// `attributeEnds[i]` (empty while no marker has attributes).
+        private let scratch: EncodingScratch
+        private let attributeEnds: [Int]
+
+        /// Measures the request, encoding the markers' attributes into `scratch` (which the
+        /// encoding uses until it is written: one encoding at a time per scratch); nil for what
+        /// `serializedPlainBytes()` does not handle.
+        public init?(layerID: String, markers: ArraySlice<V1.Marker>, scratch: EncodingScratch) {
+            guard !PlainWriter.hasNUL(layerID) else { return nil }
+            var size = PlainWriter.stringField(layerID)
+            var sizes = [Int](repeating: 0, count: markers.count)
+            var ends: [Int] = []
+            var sorter = AttributeSorter()
+            // Each marker is read in place, field by field (a `V1.Marker` passed by value is
+            // copied first, retaining and releasing all of its strings).
+            let plain = markers.withUnsafeBufferPointer { ms -> Bool in
+                var used = 0
+                for i in ms.indices {
+                    let m = ms.baseAddress! + i
+                    guard var n = plainSize(m) else { return false }
+                    if !m.pointee.attributes.isEmpty {
+                        if ends.isEmpty { ends = [Int](repeating: 0, count: ms.count) }
+                        guard let end = sorter.write(m.pointee.attributes, to: scratch, at: used) else { return false }
+                        n += end - used
+                        used = end
+                    }
+                    if !ends.isEmpty { ends[i] = used }
+                    sizes[i] = n
+                    size += PlainWriter.lengthDelimited(n)
+                }
+                return true
+            }
+            guard plain else { return nil }
+            self.size = size
+            self.layerID = layerID
+            self.markers = markers
+            self.sizes = sizes
+            self.scratch = scratch
+            self.attributeEnds = ends
+        }
+
+        /// Writes the request into `out` (exactly `size` bytes).
+        public func write(into out: UnsafeMutableRawBufferPointer) {
+            precondition(out.count == size, "plain request buffer is \(out.count) bytes, expected \(size)")
+            guard size > 0 else { return }
+            let start = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            var w = PlainWriter(start)
+            w.string(1, layerID)
+            markers.withUnsafeBufferPointer { ms in
+                for i in ms.indices {
+                    w.key(2, 2)
+                    w.varint(UInt64(sizes[i]))
+                    let attributes = attributeEnds.isEmpty ? 0..<0 : (i == 0 ? 0 : attributeEnds[i - 1])..<attributeEnds[i]
+                    V1.UpsertMarkersRequest.write(ms.baseAddress! + i, &w, attributes: scratch.bytes(attributes))
+                }
+            }
+            let count = w.written(from: start)
+            precondition(count == size, "plain encoder wrote \(count) bytes, expected \(size)")
+        }
+    }
+
+    /// A plain marker's encoded size (without its key and length, and without its attributes,
+    /// which `AttributeSorter` measures as it writes them), or nil when it is not plain (an
+    /// `animation` or a `label`) or a string holds a NUL byte.
+    fileprivate static func plainSize(_ m: UnsafePointer<V1.Marker>) -> Int? {
+        guard m.pointee.animation == nil, m.pointee.label == nil, !PlainWriter.hasNUL(m.pointee.id) else { return nil }
+        var n = PlainWriter.stringField(m.pointee.id)
+        if let p = m.pointee.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
+        switch m.pointee.icon {
         case .pin(let pin)?:
             if let label = pin.label, PlainWriter.hasNUL(label) { return nil }
             n += PlainWriter.lengthDelimited(pinSize(pin))
@@ -54,17 +111,12 @@ extension V1.UpsertMarkersRequest {
         case nil:
             break
         }
-        if let a = m.anchor { n += PlainWriter.lengthDelimited((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)) }
-        if m.zIndex != 0 { n += 1 + PlainWriter.varintSize(UInt64(bitPattern: Int64(m.zIndex))) }
-        if m.clickable != nil { n += 2 }
-        if m.draggable != nil { n += 2 }
-        if m.visible != nil { n += 2 }
-        for (k, v) in m.attributes {
-            var k = k, v = v
-            guard let entry = k.withUTF8({ kb in v.withUTF8 { vb in AttributeSorter.entrySize(kb, vb) } }) else { return nil }
-            n += entry
-        }
-        if !m.extra.isEmpty { n += PlainWriter.lengthDelimited(m.extra.count) }
+        if let a = m.pointee.anchor { n += PlainWriter.lengthDelimited((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)) }
+        if m.pointee.zIndex != 0 { n += 1 + PlainWriter.varintSize(UInt64(bitPattern: Int64(m.pointee.zIndex))) }
+        if m.pointee.clickable != nil { n += 2 }
+        if m.pointee.draggable != nil { n += 2 }
+        if m.pointee.visible != nil { n += 2 }
+        if !m.pointee.extra.isEmpty { n += PlainWriter.lengthDelimited(m.pointee.extra.count) }
         return n
     }
 
@@ -82,17 +134,17 @@ extension V1.UpsertMarkersRequest {
 
     private static func latLngSize(_ p: V1.LatLng) -> Int { (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0) }
 
-    /// Writes a plain marker's fields (as `plainSize` measured them), in field-number order as
-    /// protobuf-c does.
-    private static func write(_ m: V1.Marker, _ w: inout PlainWriter, _ sorter: inout AttributeSorter) {
-        w.string(1, m.id)
-        if let p = m.position {
+    /// Writes a plain marker's fields (as `plainSize` measured them, and its `attributes` as
+    /// `AttributeSorter` encoded them), in field-number order as protobuf-c does.
+    fileprivate static func write(_ m: UnsafePointer<V1.Marker>, _ w: inout PlainWriter, attributes: UnsafeRawBufferPointer) {
+        w.string(1, m.pointee.id)
+        if let p = m.pointee.position {
             w.key(2, 2)
             w.varint(UInt64(latLngSize(p)))
             if p.latitude != 0 { w.key(1, 1); w.fixed64(p.latitude.bitPattern) }
             if p.longitude != 0 { w.key(2, 1); w.fixed64(p.longitude.bitPattern) }
         }
-        switch m.icon {
+        switch m.pointee.icon {
         case .pin(let pin)?:
             w.key(3, 2)
             w.varint(UInt64(pinSize(pin)))
@@ -108,21 +160,21 @@ extension V1.UpsertMarkersRequest {
         case nil:
             break
         }
-        if let a = m.anchor {
+        if let a = m.pointee.anchor {
             w.key(5, 2)
             w.varint(UInt64((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)))
             if a.x != 0 { w.key(1, 5); w.fixed32(a.x.bitPattern) }
             if a.y != 0 { w.key(2, 5); w.fixed32(a.y.bitPattern) }
         }
-        if m.zIndex != 0 { w.key(6, 0); w.varint(UInt64(bitPattern: Int64(m.zIndex))) }
-        if let v = m.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
-        if let v = m.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
-        if let v = m.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
-        if !m.attributes.isEmpty { sorter.write(m.attributes, &w) }
-        if !m.extra.isEmpty {
+        if m.pointee.zIndex != 0 { w.key(6, 0); w.varint(UInt64(bitPattern: Int64(m.pointee.zIndex))) }
+        if let v = m.pointee.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
+        if let v = m.pointee.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
+        if let v = m.pointee.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
+        w.bytes(attributes.assumingMemoryBound(to: UInt8.self))
+        if !m.pointee.extra.isEmpty {
             w.key(12, 2)
-            w.varint(UInt64(m.extra.count))
-            w.bytes(m.extra)
+            w.varint(UInt64(m.pointee.extra.count))
+            w.bytes(m.pointee.extra)
         }
     }
 }
@@ -196,16 +248,48 @@ private struct PlainWriter {
     }
 }
 
+/// Bytes reused from one `V1.UpsertMarkersRequest.PlainEncoding` to the next (a client keeps
+/// a few, `MarkerdClient`): a bulk load encodes each batch's attributes into memory that earlier
+/// batches faulted in already, rather than into fresh pages (about 3 MB per 50,000 markers with
+/// three attributes). Grows by doubling and keeps its size; used by one encoding at a time.
+public final class EncodingScratch: @unchecked Sendable {
+    fileprivate private(set) var base: UnsafeMutableRawPointer? = nil
+    private var capacity = 0
+
+    public init() {}
+
+    deinit { base?.deallocate() }
+
+    /// Room for `count` bytes from the start, keeping the bytes before `keeping`.
+    @inline(__always) fileprivate func reserve(_ count: Int, keeping: Int) {
+        if count > capacity { grow(count, keeping: keeping) }
+    }
+
+    private func grow(_ count: Int, keeping: Int) {
+        let grown = Swift.max(count, 2 * capacity, 1 << 16)
+        let fresh = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)
+        if let base, keeping > 0 { fresh.copyMemory(from: base, byteCount: keeping) }
+        base?.deallocate()
+        base = fresh
+        capacity = grown
+    }
+
+    fileprivate func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
+        range.isEmpty ? UnsafeRawBufferPointer(start: nil, count: 0) : UnsafeRawBufferPointer(start: base! + range.lowerBound, count: range.count)
+    }
+}
+
 /// Writes a marker's attributes as protobuf-c does (`Marker.attributes`, field 11: one entry
-/// per key, `0x5A len 0x0A klen key 0x12 vlen value`, keys in ascending byte order): the
-/// entries in the dictionary's order and then, when that is not sorted already, reordered in
-/// place by their key bytes (through a scratch buffer on the stack for small markers). No
-/// allocation per marker, no `String` comparisons.
+/// per key, `0x5A len 0x0A klen key 0x12 vlen value`, keys in ascending byte order) into an
+/// `EncodingScratch`: the entries in the dictionary's order and then, when that is not sorted
+/// already, reordered in place by their key bytes (through a scratch buffer on the stack for
+/// small markers). No allocation per marker, no `String` comparisons.
 private struct AttributeSorter {
+    /// Where an entry is, as offsets into the scratch (which may move as it grows).
     private struct Entry {
-        var start: UnsafeMutablePointer<UInt8>
+        var start: Int
         var count: Int
-        var key: UnsafeMutablePointer<UInt8>
+        var key: Int
         var keyCount: Int
     }
 
@@ -213,50 +297,53 @@ private struct AttributeSorter {
     private var entries: [Entry] = []
     private var written = 0
 
-    /// The bytes of one entry (tag and length included), or nil when a string holds a NUL.
-    static func entrySize(_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard !key.contains(0), !value.contains(0) else { return nil }
-        return PlainWriter.lengthDelimited(PlainWriter.lengthDelimited(key.count) + PlainWriter.lengthDelimited(value.count))
-    }
-
-    /// Writes the entries of `attributes` (measured by `entrySize`: no NUL) at `w`.
-    mutating func write(_ attributes: [String: String], _ w: inout PlainWriter) {
-        let start = w.at
+    /// Writes the entries of `attributes` into `scratch` from `start`; the end of the last, or
+    /// nil when a key or value holds a NUL (protobuf-c would cut it).
+    mutating func write(_ attributes: [String: String], to scratch: EncodingScratch, at start: Int) -> Int? {
         written = 0
+        var end = start
         var sorted = true
         for (k, v) in attributes {
             var k = k, v = v
             let entry = k.withUTF8 { kb in
-                v.withUTF8 { vb in
-                    let start = w.at
+                v.withUTF8 { vb -> Entry? in
+                    guard !kb.contains(0), !vb.contains(0) else { return nil }
+                    let inner = PlainWriter.lengthDelimited(kb.count) + PlainWriter.lengthDelimited(vb.count)
+                    scratch.reserve(end + PlainWriter.lengthDelimited(inner), keeping: end)
+                    let at = scratch.base!.assumingMemoryBound(to: UInt8.self) + end
+                    var w = PlainWriter(at)
                     w.key(11, 2)
-                    w.varint(UInt64(PlainWriter.lengthDelimited(kb.count) + PlainWriter.lengthDelimited(vb.count)))
+                    w.varint(UInt64(inner))
                     w.key(1, 2)
                     w.varint(UInt64(kb.count))
-                    let key = w.at
+                    let key = end + w.written(from: at)
                     w.bytes(kb)
                     w.key(2, 2)
                     w.varint(UInt64(vb.count))
                     w.bytes(vb)
-                    return Entry(start: start, count: w.at - start, key: key, keyCount: kb.count)
+                    return Entry(start: end, count: w.written(from: at), key: key, keyCount: kb.count)
                 }
             }
-            if sorted && written > 0 { sorted = Self.less(entries[written - 1], entry) }
+            guard let entry else { return nil }
+            end += entry.count
+            if sorted && written > 0 { sorted = Self.less(entries[written - 1], entry, scratch.base!) }
             if written < entries.count { entries[written] = entry } else { entries.append(entry) }
             written += 1
         }
-        if !sorted { reorder(start, w.at - start) }
+        if !sorted { reorder(scratch.base!, start, end - start) }
+        return end
     }
 
     /// Whether `a`'s key comes before `b`'s (byte order, a prefix first).
-    @inline(__always) private static func less(_ a: Entry, _ b: Entry) -> Bool {
-        for i in 0..<Swift.min(a.keyCount, b.keyCount) where a.key[i] != b.key[i] { return a.key[i] < b.key[i] }
+    @inline(__always) private static func less(_ a: Entry, _ b: Entry, _ base: UnsafeMutableRawPointer) -> Bool {
+        let ak = base.assumingMemoryBound(to: UInt8.self) + a.key, bk = base.assumingMemoryBound(to: UInt8.self) + b.key
+        for i in 0..<Swift.min(a.keyCount, b.keyCount) where ak[i] != bk[i] { return ak[i] < bk[i] }
         return a.keyCount < b.keyCount
     }
 
     /// Puts the `count` bytes of entries written from `start` in key order (their keys are
     /// distinct: a dictionary's). Insertion sort for the usual handful, else the library's.
-    private mutating func reorder(_ start: UnsafeMutablePointer<UInt8>, _ count: Int) {
+    private mutating func reorder(_ base: UnsafeMutableRawPointer, _ start: Int, _ count: Int) {
         let n = written
         entries.withUnsafeMutableBufferPointer { all in
             var e = UnsafeMutableBufferPointer(rebasing: all[0..<n])
@@ -264,19 +351,19 @@ private struct AttributeSorter {
                 for i in 1..<n {
                     let x = e[i]
                     var j = i
-                    while j > 0 && Self.less(x, e[j - 1]) { e[j] = e[j - 1]; j -= 1 }
+                    while j > 0 && Self.less(x, e[j - 1], base) { e[j] = e[j - 1]; j -= 1 }
                     e[j] = x
                 }
             } else {
-                e.sort(by: Self.less)
+                e.sort { Self.less($0, $1, base) }
             }
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { scratch in
                 var at = scratch.baseAddress!
                 for x in e {
-                    at.update(from: x.start, count: x.count)
+                    at.update(from: base.assumingMemoryBound(to: UInt8.self) + x.start, count: x.count)
                     at += x.count
                 }
-                start.update(from: scratch.baseAddress!, count: count)
+                (base + start).copyMemory(from: scratch.baseAddress!, byteCount: count)
             }
         }
     }

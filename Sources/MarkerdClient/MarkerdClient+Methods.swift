@@ -43,10 +43,17 @@ extension MarkerdClient {
     /// `upsertMarkers` of a slice, sent without copying the markers (a bulk load's batch of its
     /// caller's array).
     public func upsertMarkers(_ layerID: String, _ markers: ArraySlice<V1.Marker>, idempotencyKey: String? = nil) throws(ClientError) -> V1.UpsertMarkersResponse {
-        // Plain markers (most bulk loads) are encoded without protobuf-c: the same bytes, cheaper.
-        let payload = V1.UpsertMarkersRequest.serializedPlainBytes(layerID: layerID, markers: markers)
-            ?? V1.UpsertMarkersRequest(layerID: layerID, markers: Array(markers)).serializedBytes()
-        return try call("UpsertMarkers", payload: payload, idempotencyKey: idempotencyKey ?? Self.newIdempotencyKey())
+        // Plain markers (most bulk loads) are encoded without protobuf-c, straight into the
+        // transport's message: the same bytes, cheaper.
+        // Their attributes are encoded into scratch bytes reused from call to call.
+        let key = idempotencyKey ?? Self.newIdempotencyKey()
+        let scratch = scratches.withLock { $0.popLast() } ?? EncodingScratch()
+        defer { scratches.withLock { if $0.count < Self.maxPooledScratches { $0.append(scratch) } } }
+        if let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: markers, scratch: scratch) {
+            return try call("UpsertMarkers", payloadCount: plain.size, idempotencyKey: key, writePayload: plain.write)
+        }
+        return try call("UpsertMarkers", payload: V1.UpsertMarkersRequest(layerID: layerID, markers: Array(markers)).serializedBytes(),
+                        idempotencyKey: key)
     }
 
     public func removeMarkers(_ layerID: String, ids: [String], idempotencyKey: String? = nil) throws(ClientError) -> V1.RemoveMarkersResponse {

@@ -1,5 +1,6 @@
 import MarkerdAPI
 import MarkerdTransport
+import Synchronization
 
 /// Why a call failed: the transport (no reply), a non-OK status from the server, or a reply
 /// that could not be decoded.
@@ -37,6 +38,10 @@ public final class MarkerdClient: Sendable {
     let timeout: Duration
     /// Sent as every request's `auth_token` (a token of the server's `--auth-file`); "" sends none.
     let authToken: String
+    /// Scratch bytes of plain request encodings, kept between calls (`upsertMarkers`): at most
+    /// `maxPooledScratches`, each as large as the largest batch's attributes it encoded.
+    let scratches = Mutex<[EncodingScratch]>([])
+    static let maxPooledScratches = 8
 
     /// Dials `url` (the server may start later: the dial retries in the background).
     /// - Parameters:
@@ -73,16 +78,31 @@ public final class MarkerdClient: Sendable {
         _ method: String, payload: [UInt8], as _: Response.Type = Response.self,
         idempotencyKey: String = "", timeoutMs: UInt32 = 0
     ) throws(ClientError) -> Response {
+        try call(method, payloadCount: payload.count, idempotencyKey: idempotencyKey, timeoutMs: timeoutMs) { out in
+            payload.withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+    }
+
+    /// `call` with a request of `payloadCount` bytes that `writePayload` encodes straight into
+    /// the transport's message, after the envelope's fields (one copy of a bulk load's request
+    /// bytes, where an encoded array would be copied into protobuf-c's, packed into a third and
+    /// copied into the message).
+    func call<Response: ProtoMessage>(
+        _ method: String, payloadCount: Int, as _: Response.Type = Response.self,
+        idempotencyKey: String = "", timeoutMs: UInt32 = 0,
+        writePayload: (UnsafeMutableRawBufferPointer) -> Void
+    ) throws(ClientError) -> Response {
         var envelope = V1.Request()
         envelope.method = method.hasPrefix("/") ? method : "/markerd.v1.MarkerService/" + method
         envelope.requestID = UInt64.random(in: 1...UInt64.max)
         envelope.idempotencyKey = idempotencyKey
         envelope.timeoutMs = timeoutMs
         envelope.authToken = authToken
-        envelope.payload = payload
         let replyBytes: [UInt8]
         do {
-            replyBytes = try transport.call(envelope.serializedBytes(), timeout: timeout)
+            replyBytes = try transport.call(requestSize: envelope.serializedSize(payloadCount: payloadCount), timeout: timeout,
+                                            write: { envelope.write(payloadCount: payloadCount, into: $0, payload: writePayload) },
+                                            read: { Array($0.bindMemory(to: UInt8.self)) })
         } catch {
             throw .transport(error)
         }

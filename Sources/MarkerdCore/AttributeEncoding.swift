@@ -27,17 +27,12 @@ public enum AttributeEncoding {
         return out
     }
 
-    /// Appends the canonical form of `raw` (field 11 entries as they come on the wire: tag,
-    /// length, entry, one after the other, in any order, a repeated key's last value winning
-    /// as in protobuf) to `out`, and returns the attributes' payload: the bytes of their keys
-    /// and values (as counted against the service's size limit). Returns nil, leaving `out`
-    /// unchanged, for what this does not take: an entry with fields other than key and value
-    /// (once each), a missing or empty key, a string that is not UTF-8 or holds a NUL, or an
-    /// encoding over `maxEncodedBytes`; then decode the marker with protobuf-c, which gives the
-    /// attributes or the error. Already canonical bytes (what markerd and its clients write)
-    /// are validated and copied in one pass; others are sorted (O(k log k) for k entries).
-    public static func appendCanonical(_ raw: UnsafeRawBufferPointer, to out: inout [UInt8]) -> Int? {
-        // One pass that validates and checks for the canonical form, without allocating.
+    /// Validates `raw` (field 11 entries as they come on the wire: tag, length, entry, one
+    /// after the other, in any order) in one pass without allocating: the attributes' payload
+    /// (the bytes of their keys and values, as counted against the service's size limit) and
+    /// whether `raw` is canonical already (then it is stored as it is). Nil for what
+    /// `appendCanonical` declines (see there).
+    public static func check(_ raw: UnsafeRawBufferPointer) -> (payload: Int, canonical: Bool)? {
         var canonical = true
         var payload = 0
         var previousKey = 0..<0
@@ -52,21 +47,35 @@ public enum AttributeEncoding {
                 && (previousKey.isEmpty || compare(raw, previousKey, key) < 0)
             previousKey = key
         }
-        if canonical {
-            guard raw.count <= maxEncodedBytes else { return nil }
+        if canonical && raw.count > maxEncodedBytes { return nil }
+        return (payload, canonical)
+    }
+
+    /// Appends the canonical form of `raw` (field 11 entries as they come on the wire: tag,
+    /// length, entry, one after the other, in any order, a repeated key's last value winning
+    /// as in protobuf) to `out`, and returns the attributes' payload: the bytes of their keys
+    /// and values (as counted against the service's size limit). Returns nil, leaving `out`
+    /// unchanged, for what this does not take: an entry with fields other than key and value
+    /// (once each), a missing or empty key, a string that is not UTF-8 or holds a NUL, or an
+    /// encoding over `maxEncodedBytes`; then decode the marker with protobuf-c, which gives the
+    /// attributes or the error. Already canonical bytes (what markerd and its clients write)
+    /// are validated and copied in one pass; others are sorted (O(k log k) for k entries).
+    public static func appendCanonical(_ raw: UnsafeRawBufferPointer, to out: inout [UInt8]) -> Int? {
+        guard let checked = check(raw) else { return nil }
+        if checked.canonical {
             out.append(contentsOf: raw.assumingMemoryBound(to: UInt8.self))
-            return payload
+            return checked.payload
         }
+        var at = 0
         // Sort by key (stable: a repeated key's entries keep their order), keep each key's last.
         var entries: [(key: Range<Int>, value: Range<Int>)] = []
-        at = 0
         while at < raw.count, let e = entry(raw, &at) { entries.append(e) }
         let order = entries.indices.sorted { a, b in
             let c = compare(raw, entries[a].key, entries[b].key)
             return c != 0 ? c < 0 : a < b
         }
         var fresh: [UInt8] = []
-        payload = 0
+        var payload = 0
         for (j, i) in order.enumerated() {
             if j + 1 < order.count && compare(raw, entries[i].key, entries[order[j + 1]].key) == 0 { continue }
             payload += entries[i].key.count + entries[i].value.count
@@ -137,6 +146,20 @@ public enum AttributeEncoding {
     /// one value, valid UTF-8 without NUL (absent value: empty).
     @inline(__always)
     private static func entry(_ raw: UnsafeRawBufferPointer, _ at: inout Int) -> (key: Range<Int>, value: Range<Int>)? {
+        // The canonical layout with one-byte lengths (what clients send for short keys and
+        // values) read at once: `0x5A n 0x0A kn key 0x12 vn value`, n = 4 + kn + vn < 128.
+        let s = at
+        if raw.count - s >= 6, raw[s] == entryTag, raw[s + 2] == keyTag, raw[s + 1] < 0x80, raw[s + 3] < 0x80 {
+            let n = Int(raw[s + 1]), kn = Int(raw[s + 3])
+            let v = s + 4 + kn
+            if 4 + kn <= n, n <= raw.count - s - 2, raw[v] == valueTag, Int(raw[v + 1]) == n - 4 - kn {
+                let key = s + 4..<v, value = v + 2..<s + 2 + n
+                guard kn > 0, isText(UnsafeRawBufferPointer(rebasing: raw[key])),
+                      isText(UnsafeRawBufferPointer(rebasing: raw[value])) else { return nil }
+                at = s + 2 + n
+                return (key, value)
+            }
+        }
         guard raw[at] == entryTag, let n = varint(raw, &at, from: at + 1), n <= raw.count - at else { return nil }
         let range = at..<at + n
         var key: Range<Int>? = nil, value: Range<Int>? = nil

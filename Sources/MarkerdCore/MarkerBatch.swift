@@ -5,9 +5,10 @@
 ///
 /// Marker `i` is `entries[i]` (position, projected position, z-index, style `styles[style]`,
 /// visible / clickable / draggable bits), its id `idBytes` up to `entries[i].idEnd` (from the
-/// previous marker's end), its attributes `attributeBytes` in `attributeRange(i)` (canonical,
-/// `AttributeEncoding`: as the wire brought them when they were sorted, which the layer stores
-/// as they are) and its extra bytes `extras[i]` (absent: none). Build it with `append`, which
+/// previous marker's end), its attributes `withAttributes { $0(i) }` (canonical,
+/// `AttributeEncoding`: a range of `attributeSource`, the bytes the batch is decoded from, when
+/// the wire brought them sorted, which the layer stores as they are; else re-encoded into the
+/// batch's own bytes) and its extra bytes `extras[i]` (absent: none). Build it with `append`, which
 /// checks what `MarkerLayer.validate` checks and refuses
 /// (returns false) what it would reject, so that the caller can take the record path for its
 /// error message.
@@ -47,35 +48,60 @@ public struct MarkerBatch: Sendable {
     public private(set) var styleUses: [UInt32] = []
     /// Non-empty extra bytes by marker index.
     public private(set) var extras: [Int32: [UInt8]] = [:]
-    /// The markers' encoded attributes (`AttributeEncoding`), back to back.
-    public private(set) var attributeBytes: [UInt8] = []
-    /// End of each marker's attributes in `attributeBytes` (from the previous marker's end);
-    /// empty while no marker of the batch has any.
-    private var attributeEnds: [Int] = []
-    /// Bytes `attributeBytes` reserves when the first attributes come (`init`'s hint).
-    private var attributeCapacity = 0
+    /// The bytes the batch is decoded from (a request's payload, a snapshot section; shared,
+    /// not copied): canonical attributes stay there (`append(...attributesAt:...)`).
+    public let attributeSource: [UInt8]
+    /// Attributes re-encoded because they did not come canonical in `attributeSource` (or came
+    /// from elsewhere: `append(...attributes:...)`), back to back.
+    private var ownAttributeBytes: [UInt8] = []
+    /// Where each marker's attributes are, `start << 32 | end`, in the bytes of
+    /// `attributeSource` followed by `ownAttributeBytes` (start == end: none); empty while no
+    /// marker of the batch has any.
+    private var attributeRanges: [UInt64] = []
     private var styleIndex: [IconStyle: UInt32] = [:]
     /// Orders and id hashes computed ahead of the upsert (`prepareLayout(idHashSeed:)`); nil
     /// until then, and again after any `append`.
     public internal(set) var layout: Layout? = nil
 
-    /// A batch with room for `capacity` markers and, once a marker with attributes comes,
-    /// `attributeBytes` bytes of encoded attributes (a hint, e.g. the size of the request the
-    /// batch is decoded from: room never written costs no memory, and growing by copies does).
-    public init(capacity: Int = 0, attributeBytes: Int = 0) {
+    /// A batch with room for `capacity` markers, decoded from `attributeSource` (whose
+    /// canonical attributes it keeps as ranges instead of copies; at most 4 GiB - 1: a request
+    /// or snapshot section is far smaller).
+    public init(capacity: Int = 0, attributeSource: [UInt8] = []) {
+        precondition(attributeSource.count < 1 << 32, "a batch's source of \(attributeSource.count) bytes")
         idBytes.reserveCapacity(capacity * 8)
         entries.reserveCapacity(capacity)
-        attributeCapacity = attributeBytes
+        self.attributeSource = attributeSource
     }
 
     public var count: Int { entries.count }
 
     func idStart(_ i: Int) -> Int { i == 0 ? 0 : Int(entries[i - 1].idEnd) }
 
-    /// Where marker `i`'s encoded attributes are in `attributeBytes` (empty: none).
-    @inline(__always) public func attributeRange(_ i: Int) -> Range<Int> {
-        attributeEnds.isEmpty ? 0..<0 : (i == 0 ? 0 : attributeEnds[i - 1])..<attributeEnds[i]
+    /// Whether marker `i` has attributes.
+    @inline(__always) public func hasAttributes(_ i: Int) -> Bool {
+        !attributeRanges.isEmpty && attributeRanges[i] >> 32 != attributeRanges[i] & 0xFFFF_FFFF
     }
+
+    /// Calls `body` with a function that gives marker `i`'s encoded attributes (empty: none),
+    /// valid only inside `body`.
+    @inline(__always) public func withAttributes<R>(_ body: ((Int) -> UnsafeRawBufferPointer) -> R) -> R {
+        attributeSource.withUnsafeBytes { source in
+            ownAttributeBytes.withUnsafeBytes { own in
+                attributeRanges.withUnsafeBufferPointer { ranges in
+                    body { i in
+                        guard !ranges.isEmpty else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+                        let start = Int(ranges[i] >> 32), end = Int(ranges[i] & 0xFFFF_FFFF)
+                        return start >= source.count
+                            ? UnsafeRawBufferPointer(rebasing: own[start - source.count..<end - source.count])
+                            : UnsafeRawBufferPointer(rebasing: source[start..<end])
+                    }
+                }
+            }
+        }
+    }
+
+    /// Marker `i`'s encoded attributes (empty: none).
+    public func encodedAttributes(_ i: Int) -> [UInt8] { withAttributes { Array($0(i)) } }
 
     /// The index of `style` in `styles`, adding it (after validating it) if new; nil when
     /// `IconStyle.validate` rejects it. `hint` is tried first (e.g. the previous marker's).
@@ -90,31 +116,74 @@ public struct MarkerBatch: Sendable {
         return i
     }
 
-    /// Appends a marker whose style is `styles[style]` (from `styleIndex`); false, leaving the
-    /// batch unchanged, when `MarkerLayer.validate` would reject it (id not 1-256 bytes,
-    /// position invalid), when `AttributeEncoding.appendCanonical` declines `attributes` (the
-    /// wire bytes of the marker's field 11 entries, back to back; empty: none), or when the
-    /// bytes of the attributes' keys and values plus `extra` are more than `maxPayloadBytes`
+    /// Appends a marker whose style is `styles[style]` (from `styleIndex`) and whose attributes
+    /// are the wire bytes of its field 11 entries, back to back, at `attributesAt` of
+    /// `attributeSource` (empty: none): kept there when canonical, else re-encoded. False,
+    /// leaving the batch unchanged, when `MarkerLayer.validate` would reject the marker (id not
+    /// 1-256 bytes, position invalid), when `AttributeEncoding.appendCanonical` declines its
+    /// attributes (not UTF-8, a NUL, an empty key, other fields: see there), or when the bytes
+    /// of the attributes' keys and values plus `extra` are more than `maxPayloadBytes`
     /// (default: no limit).
+    public mutating func append(id: String, position: LatLng, style: UInt32, zIndex z: Int32,
+                                visible: Bool, clickable: Bool, draggable: Bool, extra: [UInt8],
+                                attributesAt range: Range<Int>, maxPayloadBytes: Int = .max) -> Bool {
+        precondition(range.lowerBound >= 0 && range.upperBound <= attributeSource.count, "attributes at \(range) of \(attributeSource.count) bytes")
+        guard !range.isEmpty else {
+            return append(id: id, position: position, style: style, zIndex: z, visible: visible, clickable: clickable,
+                          draggable: draggable, extra: extra, attributes: UnsafeRawBufferPointer(start: nil, count: 0), maxPayloadBytes: maxPayloadBytes)
+        }
+        guard let checked = attributeSource.withUnsafeBytes({ AttributeEncoding.check(UnsafeRawBufferPointer(rebasing: $0[range])) }) else { return false }
+        guard checked.canonical else {
+            return attributeSource.withUnsafeBytes {
+                append(id: id, position: position, style: style, zIndex: z, visible: visible, clickable: clickable,
+                       draggable: draggable, extra: extra, attributes: UnsafeRawBufferPointer(rebasing: $0[range]), maxPayloadBytes: maxPayloadBytes)
+            }
+        }
+        return checked.payload + extra.count <= maxPayloadBytes
+            && appendChecked(id: id, position: position, style: style, zIndex: z, visible: visible, clickable: clickable,
+                             draggable: draggable, extra: extra, attributes: range)
+    }
+
+    /// `append(...attributesAt:...)` of attributes that are not in `attributeSource`
+    /// (`attributes`: field 11 entries, back to back; empty: none), copied into the batch
+    /// in canonical form.
     public mutating func append(id: String, position: LatLng, style: UInt32, zIndex z: Int32,
                                 visible: Bool, clickable: Bool, draggable: Bool, extra: [UInt8],
                                 attributes: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
                                 maxPayloadBytes: Int = .max) -> Bool {
-        var id = id
-        let n = id.utf8.count
-        guard n >= 1, n <= MarkerTable.maxIDBytes, position.isValid, extra.count <= maxPayloadBytes else { return false }
+        guard extra.count <= maxPayloadBytes else { return false }
+        let before = ownAttributeBytes.count
         if !attributes.isEmpty {
-            if attributeBytes.capacity == 0 { attributeBytes.reserveCapacity(Swift.max(attributeCapacity, attributes.count)) }
-            let before = attributeBytes.count
-            guard let payload = AttributeEncoding.appendCanonical(attributes, to: &attributeBytes) else { return false }
+            guard let payload = AttributeEncoding.appendCanonical(attributes, to: &ownAttributeBytes) else { return false }
             guard payload + extra.count <= maxPayloadBytes else {
-                attributeBytes.removeSubrange(before...)
+                ownAttributeBytes.removeSubrange(before...)
                 return false
             }
+            precondition(attributeSource.count + ownAttributeBytes.count < 1 << 32, "a batch's attributes over 4 GiB")
         }
-        if !attributes.isEmpty || !attributeEnds.isEmpty {
-            if attributeEnds.isEmpty { attributeEnds = Array(repeating: 0, count: entries.count) }
-            attributeEnds.append(attributeBytes.count)
+        let start = attributeSource.count + before
+        guard appendChecked(id: id, position: position, style: style, zIndex: z, visible: visible, clickable: clickable,
+                            draggable: draggable, extra: extra, attributes: start..<attributeSource.count + ownAttributeBytes.count) else {
+            ownAttributeBytes.removeSubrange(before...)
+            return false
+        }
+        return true
+    }
+
+    /// Appends a marker whose attributes are checked already and at `attributes` of the
+    /// source and own bytes (empty: none); false when `MarkerLayer.validate` would reject it.
+    private mutating func appendChecked(id: String, position: LatLng, style: UInt32, zIndex z: Int32,
+                                        visible: Bool, clickable: Bool, draggable: Bool, extra: [UInt8],
+                                        attributes: Range<Int>) -> Bool {
+        var id = id
+        let n = id.utf8.count
+        guard n >= 1, n <= MarkerTable.maxIDBytes, position.isValid else { return false }
+        if !attributes.isEmpty || !attributeRanges.isEmpty {
+            if attributeRanges.isEmpty {
+                attributeRanges.reserveCapacity(entries.capacity)
+                attributeRanges.append(contentsOf: repeatElement(0, count: entries.count))
+            }
+            attributeRanges.append(UInt64(attributes.lowerBound) << 32 | UInt64(attributes.upperBound))
         }
         id.withUTF8 { idBytes.append(contentsOf: $0) }
         layout = nil
@@ -138,7 +207,7 @@ public struct MarkerBatch: Sendable {
         return MarkerRecord(id: id(i), position: e.position, style: styles[Int(e.style)], zIndex: e.zIndex,
                             visible: f & Self.visible != 0, clickable: f & Self.clickable != 0,
                             draggable: f & Self.draggable != 0,
-                            attributes: attributeBytes.withUnsafeBytes { AttributeEncoding.decode(UnsafeRawBufferPointer(rebasing: $0[attributeRange(i)])) },
+                            attributes: withAttributes { AttributeEncoding.decode($0(i)) },
                             extra: extras[Int32(i)] ?? [])
     }
 }

@@ -69,7 +69,7 @@ extension MarkerLayer {
         // (-1: none), for inserting them in the layout's spatial order, with no sort here.
         var pendingAt = layout == nil ? [] : [Int32](repeating: -1, count: batch.count)
         batch.idBytes.withUnsafeBufferPointer { ids in
-            batch.attributeBytes.withUnsafeBytes { attributes in
+            batch.withAttributes { attributes in
                 batch.entries.withUnsafeBufferPointer { entries in
                     var start = 0
                     for (i, e) in entries.enumerated() {
@@ -99,7 +99,7 @@ extension MarkerLayer {
                             pendingAt = []
                         }
                         store(slot, isNew: isNew, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
-                              animation: nil, attributes: UnsafeRawBufferPointer(rebasing: attributes[batch.attributeRange(i)]),
+                              animation: nil, attributes: attributes(i),
                               extra: extra, label: nil, indexGrid: !deferIndexes && !sortGrid)
                     }
                 }
@@ -225,7 +225,7 @@ extension MarkerLayer {
     /// Marker `i`'s flags as `upsert` stores them, and its extra bytes.
     @inline(__always) private static func flagsAndExtra(_ batch: MarkerBatch, _ i: Int) -> (UInt8, [UInt8]) {
         var f = batch.entries[i].markerFlags
-        if !batch.attributeRange(i).isEmpty { f |= MarkerFlags.hasAttributes }
+        if batch.hasAttributes(i) { f |= MarkerFlags.hasAttributes }
         guard !batch.extras.isEmpty, let x = batch.extras[Int32(i)] else { return (f, []) }
         return (f | MarkerFlags.hasExtra, x)
     }
@@ -233,11 +233,11 @@ extension MarkerLayer {
     /// `upsert`'s loop for a batch whose markers all got new slots (`slots`) with their grid
     /// entries inserted already: the columns, counters, attributes and extras.
     private mutating func storeNew(_ batch: MarkerBatch, slots: [Int32], styleIndex: [UInt32]) {
-        batch.attributeBytes.withUnsafeBytes { attributes in
+        batch.withAttributes { attributes in
             for (i, e) in batch.entries.enumerated() {
                 let (f, extra) = Self.flagsAndExtra(batch, i)
                 store(slots[i], isNew: true, at: e.world, z: e.zIndex, style: styleIndex[Int(e.style)], flags: f,
-                      animation: nil, attributes: UnsafeRawBufferPointer(rebasing: attributes[batch.attributeRange(i)]),
+                      animation: nil, attributes: attributes(i),
                       extra: extra, label: nil, indexGrid: false)
             }
         }

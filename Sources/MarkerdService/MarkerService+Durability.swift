@@ -319,9 +319,7 @@ extension MarkerService {
         let c = MutationCommit(kind: .upsertMarkers, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
         // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
         if Self.isMarkersSection(bytes),
-           let (layerID, batch) = bytes.withUnsafeBytes({ raw in
-               plainBatch(attributeBytes: raw.count) { V1.SnapshotSection.visitMarkersChunk(raw, reserve: $0, each: $1) }
-           }) {
+           let (layerID, batch) = plainBatch(bytes, { V1.SnapshotSection.visitMarkersChunk($0, reserve: $1, each: $2) }) {
             return { [self] in try restoreBatch(batch, into: layerID, c) }
         }
         if Self.isIdempotencyKeysSection(bytes), let range = bytes.withUnsafeBytes(V1.SnapshotSection.packedIdempotencyKeys) {

@@ -8,34 +8,39 @@ import MarkerdCore
 /// Anything else, and every error, goes the protobuf-c way, which gives the same result or the
 /// same error message.
 extension MarkerService {
-    /// Markers visited by a plain decoder (`visit` calls it with the decoder's `reserve` and
-    /// `each`: `V1.UpsertMarkersRequest.visitPlain` or `V1.SnapshotSection.visitMarkersChunk`)
-    /// converted marker by marker into columns, positions projected; nil when the decoder
-    /// declines the bytes, the batch holds more than `MarkerConversion.maxBatch` markers, or a
-    /// marker would not convert or validate (attributes included: an empty key, strings that
-    /// are not UTF-8, more than `MarkerConversion.maxPayloadBytes` of attributes and extra, or
-    /// anything `AttributeEncoding.appendCanonical` declines). A marker whose icon and anchor bytes repeat the
+    /// Markers of `source` visited by a plain decoder (`visit` calls it with `source`'s bytes
+    /// and the decoder's `reserve` and `each`: `V1.UpsertMarkersRequest.visitPlain` or
+    /// `V1.SnapshotSection.visitMarkersChunk`) converted marker by marker into columns,
+    /// positions projected; nil when the decoder declines the bytes, the batch holds more than
+    /// `MarkerConversion.maxBatch` markers, or a marker would not convert or validate
+    /// (attributes included: an empty key, strings that are not UTF-8, more than
+    /// `MarkerConversion.maxPayloadBytes` of attributes and extra, or anything
+    /// `AttributeEncoding.appendCanonical` declines). The batch keeps canonical attributes as
+    /// ranges of `source` (shared, not copied). A marker whose icon and anchor bytes repeat the
     /// previous marker's reuses its style without converting or validating it again.
-    /// `attributeBytes` is the room the batch reserves for encoded attributes once a marker has
-    /// some (the size of the bytes decoded: they hold the attributes' wire form).
-    func plainBatch(attributeBytes: Int, _ visit: (_ reserve: (Int) -> Void, _ each: (V1.Marker, Bool, UnsafeRawBufferPointer) -> Bool) -> String?) -> (String, MarkerBatch)? {
-        var batch = MarkerBatch()
+    func plainBatch(_ source: [UInt8],
+                    _ visit: (_ bytes: UnsafeRawBufferPointer, _ reserve: (Int) -> Void, _ each: (V1.Marker, Bool, UnsafeRawBufferPointer) -> Bool) -> String?) -> (String, MarkerBatch)? {
+        var batch = MarkerBatch(attributeSource: source)
         var lastStyle: UInt32? = nil
-        let layerID = visit({ batch = MarkerBatch(capacity: $0, attributeBytes: attributeBytes) }) { m, sameStyle, attributes in
-            guard let p = m.position, m.animation == nil, m.label == nil else { return false }
-            let style: UInt32
-            if sameStyle, let l = lastStyle {
-                style = l
-            } else {
-                guard let s = try? MarkerConversion.iconStyle(m.icon, anchor: m.anchor, label: "", icon: icons.geometry),
-                      let i = batch.styleIndex(s, hint: lastStyle) else { return false }
-                style = i
-                lastStyle = i
+        let layerID = source.withUnsafeBytes { bytes in
+            visit(bytes, { batch = MarkerBatch(capacity: $0, attributeSource: source) }) { m, sameStyle, attributes in
+                guard let p = m.position, m.animation == nil, m.label == nil else { return false }
+                let style: UInt32
+                if sameStyle, let l = lastStyle {
+                    style = l
+                } else {
+                    guard let s = try? MarkerConversion.iconStyle(m.icon, anchor: m.anchor, label: "", icon: icons.geometry),
+                          let i = batch.styleIndex(s, hint: lastStyle) else { return false }
+                    style = i
+                    lastStyle = i
+                }
+                // The decoder's attributes lie within `bytes`: where, as a range of `source`.
+                let at = attributes.isEmpty ? 0 : attributes.baseAddress! - bytes.baseAddress!
+                return batch.append(id: m.id, position: LatLng(latitude: p.latitude, longitude: p.longitude), style: style,
+                                    zIndex: m.zIndex, visible: m.visible ?? true, clickable: m.clickable ?? true,
+                                    draggable: m.draggable ?? false, extra: m.extra,
+                                    attributesAt: at..<at + attributes.count, maxPayloadBytes: MarkerConversion.maxPayloadBytes)
             }
-            return batch.append(id: m.id, position: LatLng(latitude: p.latitude, longitude: p.longitude), style: style,
-                                zIndex: m.zIndex, visible: m.visible ?? true, clickable: m.clickable ?? true,
-                                draggable: m.draggable ?? false, extra: m.extra,
-                                attributes: attributes, maxPayloadBytes: MarkerConversion.maxPayloadBytes)
         }
         guard let layerID, batch.count <= MarkerConversion.maxBatch else { return nil }
         return (layerID, batch)
@@ -48,9 +53,8 @@ extension MarkerService {
     /// computed before the layer's write lock is taken, so that they overlap with another
     /// batch being applied under it.
     func upsertPlainMarkers(_ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse? {
-        guard let (layerID, decoded) = c.payload.withUnsafeBytes({ raw in
-            plainBatch(attributeBytes: raw.count) { V1.UpsertMarkersRequest.visitPlain(raw, reserve: $0, each: $1) }
-        }), decoded.firstRepeatedID() == nil else { return nil }
+        guard let (layerID, decoded) = plainBatch(c.payload, { V1.UpsertMarkersRequest.visitPlain($0, reserve: $1, each: $2) }),
+              decoded.firstRepeatedID() == nil else { return nil }
         var batch = decoded
         if batch.count > 1 { batch.prepareLayout(idHashSeed: try handle(layerID).idHashSeed) }
         return try write(layerID, c) { (h) throws(RPCError) in

@@ -50,9 +50,14 @@ import Testing
     /// keys and values in several scripts, empty values, values over 127 bytes (two-byte
     /// lengths), in any dictionary order. The bytes are protobuf-c's and decode back to the same
     /// attributes; a NUL in any key or value, also after valid ones, declines the batch.
+    ///
+    /// Every round also encodes into one `EncodingScratch` reused from round to round (as a
+    /// client's pool reuses them), after the previous round declined a batch in it: the same
+    /// bytes as protobuf-c's.
     @Test func attributesEncodeSortedAndDecodeBack() throws {
         let seed = testSeed("UpsertMarkersEncoderTests.attributesEncodeSortedAndDecodeBack")
         var rng = SplitMix64(seed: seed)
+        let reused = EncodingScratch()
         let keys = ["name", "category", "population", "名前", "a", "ab", "abc", "ab\u{7F}", "Ä", "z",
                     String(repeating: "k", count: 9), String(repeating: "k", count: 10) + "a", String(repeating: "k", count: 10) + "b",
                     String(repeating: "long key ", count: 20)]
@@ -79,6 +84,14 @@ import Testing
             let i = Int(rng.next() % UInt64(bad.count))
             if rng.next() % 2 == 0 { bad[i].attributes["zz\u{0}"] = "v" } else { bad[i].attributes[keys[round % keys.count]] = "v\u{0}w" }
             #expect(V1.UpsertMarkersRequest(layerID: "l", markers: bad).serializedPlainBytes() == nil, "seed \(seed) round \(round)")
+            // The same with the reused scratch, which then takes the declined batch.
+            let plain = try #require(V1.UpsertMarkersRequest.PlainEncoding(layerID: "l", markers: markers[...], scratch: reused), "seed \(seed) round \(round)")
+            let written = [UInt8](unsafeUninitializedCapacity: plain.size) { b, n in
+                plain.write(into: UnsafeMutableRawBufferPointer(b))
+                n = plain.size
+            }
+            #expect(byteMismatch(written, got) == nil, "seed \(seed) round \(round): reused scratch")
+            #expect(V1.UpsertMarkersRequest.PlainEncoding(layerID: "l", markers: bad[...], scratch: reused) == nil, "seed \(seed) round \(round)")
         }
     }
 }

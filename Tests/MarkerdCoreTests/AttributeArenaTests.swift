@@ -211,30 +211,66 @@ import Testing
         #expect(agreedValid > 100)
     }
 
-    /// A batch's room for attributes (`MarkerBatch(capacity:attributeBytes:)`, the request's
-    /// size on the bulk path) changes nothing but its capacity: too small, exact or larger, the
-    /// batch holds the same canonical bytes.
-    @Test func attributeRoomHintKeepsTheBytes() throws {
-        let seed = testSeed("AttributeArenaTests.attributeRoomHintKeepsTheBytes")
+    /// A batch decoded from a source (`MarkerBatch(attributeSource:)`, a request's payload on
+    /// the bulk path) keeps canonical attributes as ranges of it and re-encodes the others:
+    /// every marker reads its canonical attributes, also after the caller has reused its
+    /// array for other bytes, and attributes that are not valid text (bad UTF-8, a NUL, an empty
+    /// key) or over the payload limit are refused without changing the batch.
+    @Test func sourceRangesSurviveTheSourceBeingReused() throws {
+        let seed = testSeed("AttributeArenaTests.sourceRangesSurviveTheSourceBeingReused")
         var rng = SplitMix64(seed: seed)
-        let wires = (0..<500).map { i in Self.scrambledWire(Self.threeAttributes(i, &rng), &rng) }
-        var batches: [MarkerBatch] = []
-        for hint in [0, 1, wires.reduce(0) { $0 + $1.count }, 1 << 22] {
-            var batch = MarkerBatch(capacity: wires.count, attributeBytes: hint)
-            let pin = batch.styleIndex(IconStyle.defaultPin, hint: nil)
-            let style = try #require(pin)
-            for (i, wire) in wires.enumerated() {
-                let ok = wire.withUnsafeBytes {
-                    batch.append(id: "m\(i)", position: LatLng(latitude: 1, longitude: 2), style: style, zIndex: 0,
-                                 visible: true, clickable: true, draggable: false, extra: [], attributes: $0)
-                }
-                #expect(ok)
-            }
-            #expect(batch.attributeBytes.capacity >= hint)
-            batches.append(batch)
+        let attributes = (0..<400).map { i in i % 7 == 3 ? [:] : Self.threeAttributes(i, &rng) }
+        // Canonical (what clients send), scrambled (re-encoded by the batch) or none.
+        let wires = attributes.enumerated().map { i, a in i % 5 == 1 ? Self.scrambledWire(a, &rng) : AttributeEncoding.encode(a) }
+        let invalid: [[UInt8]] = [
+            Self.entry(Array("name".utf8), [0x61, 0xC3, 0x28]),  // invalid UTF-8
+            Self.entry(Array("name".utf8), [0x61, 0x00]),  // a NUL
+            Self.entry([], Array("v".utf8)),  // an empty key
+            Self.entry(Array("name".utf8), [0xED, 0xA0, 0x80]),  // a surrogate
+            Array(Self.entry(Array("name".utf8), Array("Köln".utf8)).dropLast()),  // cut short
+            { var e = Self.entry(Array("name".utf8), Array("Köln".utf8)); e[e.count - 6] += 1; return e }(),  // value past the entry
+        ]
+        var source: [UInt8] = [0xFF]
+        var ranges: [Range<Int>] = []
+        for w in wires + invalid {
+            ranges.append(source.count..<source.count + w.count)
+            source += w
         }
-        for b in batches.dropFirst() { #expect(byteMismatch(b.attributeBytes, batches[0].attributeBytes) == nil) }
-        for i in [0, 17, 499] { #expect(batches[0].record(i).attributes == batches.last!.record(i).attributes) }
+        var batch = MarkerBatch(capacity: wires.count, attributeSource: source)
+        let pin = batch.styleIndex(IconStyle.defaultPin, hint: nil)
+        let style = try #require(pin)
+        func append(_ i: Int, _ at: Range<Int>, limit: Int = .max) -> Bool {
+            batch.append(id: "m\(i)", position: LatLng(latitude: 1, longitude: 2), style: style, zIndex: 0, visible: true,
+                         clickable: true, draggable: false, extra: [], attributesAt: at, maxPayloadBytes: limit)
+        }
+        for i in wires.indices {
+            #expect(append(i, ranges[i]), "seed \(seed) marker \(i)")
+            // Refused: not valid text, or over the limit (canonical and re-encoded alike).
+            let bad = ranges[wires.count + i % invalid.count]
+            #expect(!append(i, bad), "seed \(seed) marker \(i): \(invalid[i % invalid.count])")
+            if !attributes[i].isEmpty { #expect(!append(i, ranges[i], limit: 3), "seed \(seed) marker \(i)") }
+        }
+        #expect(batch.count == wires.count)
+        // The caller's array reused for other bytes: the batch still reads its own.
+        for j in source.indices { source[j] = 0 }
+        source += [UInt8](repeating: 1, count: 4096)
+        for i in wires.indices {
+            #expect(batch.hasAttributes(i) == !attributes[i].isEmpty, "seed \(seed) marker \(i)")
+            #expect(byteMismatch(batch.encodedAttributes(i), AttributeEncoding.encode(attributes[i])) == nil, "seed \(seed) marker \(i)")
+            #expect(batch.record(i).attributes == attributes[i], "seed \(seed) marker \(i)")
+        }
+    }
+
+    /// One field 11 entry of `key` and `value` bytes (either may be invalid text).
+    static func entry(_ key: [UInt8], _ value: [UInt8]) -> [UInt8] {
+        var inner: [UInt8] = [AttributeEncoding.keyTag]
+        AttributeEncoding.appendVarint(key.count, to: &inner)
+        inner += key + [AttributeEncoding.valueTag]
+        AttributeEncoding.appendVarint(value.count, to: &inner)
+        inner += value
+        var out: [UInt8] = [AttributeEncoding.entryTag]
+        AttributeEncoding.appendVarint(inner.count, to: &out)
+        return out + inner
     }
 }
 

@@ -83,7 +83,7 @@ import Testing
         var expected: [String: [String: String]] = [:]
         for round in 0..<5 {
             let n = round == 0 ? 333 : MarkerLayer.concurrentUpsertAbove + Int(rng.next() % 6_000)
-            var batch = MarkerBatch(capacity: n, attributeBytes: round == 1 ? 0 : 40 * n)
+            var batch = MarkerBatch(capacity: n)
             let pin = batch.styleIndex(IconStyle.defaultPin, hint: nil)
             let style = try #require(pin)
             for i in 0..<n {

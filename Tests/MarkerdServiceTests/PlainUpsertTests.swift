@@ -105,9 +105,9 @@ import Testing
             }
         }
         let request = V1.UpsertMarkersRequest(layerID: "a", markers: markers).serializedBytes()
-        let batch = try #require(request.withUnsafeBytes { raw in fast.plainBatch(attributeBytes: raw.count) { V1.UpsertMarkersRequest.visitPlain(raw, reserve: $0, each: $1) } }?.1)
+        let batch = try #require(fast.plainBatch(request) { V1.UpsertMarkersRequest.visitPlain($0, reserve: $1, each: $2) }?.1)
         #expect(batch.count == n)
-        #expect(byteMismatch(batch.attributeBytes, markers.flatMap { AttributeEncoding.encode($0.attributes) }) == nil)
+        #expect(byteMismatch((0..<batch.count).flatMap(batch.encodedAttributes), markers.flatMap { AttributeEncoding.encode($0.attributes) }) == nil)
         let a = Self.send(fast, request)
         #expect(a == Self.send(slow, request + [0x78, 0x01]), "seed \(seed)")
         #expect(a.hasPrefix("ok \(n) 0"), "seed \(seed): \(a)")
