@@ -13,7 +13,10 @@
 /// - A panel with the layer's stats and its tile URL template to copy.
 ///
 /// The URL fragment keeps the view: `/#layer=cities&z=5&lat=48.1&lon=11.6`; `&hit=LAT,LON` runs
-/// a hit-test there on load (for screenshots). Without a basemap (`markerd --basemap-dir`) the
+/// a hit-test there on load (for screenshots); `&signed=/t/{expiry}.{signature}` (a prefix from
+/// the SignTileURL rpc, `markerctl sign-url`) shows a private layer without a token: every
+/// per-layer request (tiles, viewport, hit-test, TileJSON) goes through the prefix until it
+/// expires (then they fail with 403, and the panel says so). Without a basemap (`markerd --basemap-dir`) the
 /// map says so and shows the sea colour alone; without Leaflet the page says so.
 enum ViewerPage {
     static let html = #"""
@@ -69,6 +72,10 @@ let map = null, layers = [], layer = null, vp = null, vpSeq = 0, tiles = null, t
 const liveRenderer = typeof L === "undefined" ? null : L.canvas({ padding: 0.3 });
 let live = null, hitRing = null, basemaps = {}, basemapShown = null, basemapNote = null;
 const tileStats = { loaded: 0, failed: 0 };
+// A signed prefix (`#signed=/t/{expiry}.{signature}`, from the SignTileURL rpc or `markerctl sign-url`): put before
+// the layer's paths, it lets the page show a private layer without a token until it expires.
+let signed = "", signedLayer = null;
+const via = () => layer === signedLayer ? signed : "";  // the prefix of the current layer's paths
 
 function row(k, v) {
   const tr = document.createElement("tr"), a = document.createElement("td"), b = document.createElement("td");
@@ -134,7 +141,7 @@ function showBasemap() {
 function setTiles() {
   let t = vp && vp.mode === "tiled" && vp.tileURLTemplate;
   if (t) {
-    const prefix = "/tiles/" + layer + "/";
+    const prefix = via() + "/tiles/" + layer + "/";
     if (vp.tileVersion != null && t.startsWith(prefix)) t = prefix + "v" + vp.tileVersion + "/" + t.slice(prefix.length);
     if (dpr > 1) t = t.replace(/\.png$/, "@" + dpr + "x.png");
   }
@@ -172,27 +179,29 @@ function loadViewport() {
   const b = viewBounds(), seq = ++vpSeq;
   const q = "west=" + b.west.toFixed(6) + "&south=" + b.south.toFixed(6) + "&east=" + b.east.toFixed(6) + "&north=" + b.north.toFixed(6) +
     "&zoom=" + map.getZoom() + "&density=" + dpr + "&limit=5000";
-  json("/viewport/" + encodeURIComponent(layer) + "?" + q).then(j => {
+  json(via() + "/viewport/" + encodeURIComponent(layer) + "?" + q).then(j => {
     if (seq !== vpSeq) return;
     vp = j; setTiles(); drawLive(); showStats(); showTemplate();
   }).catch(e => { $("hits").textContent = "viewport: " + e.message; });
 }
 function showTemplate() {
   const l = layers.find(l => l.id === layer);
-  if (!l) return;
-  const t = (vp && vp.tileURLTemplate) || ("/tiles/" + encodeURIComponent(layer) + "/" + l.tileSize + "/{z}/{x}/{y}.png");
+  if (!l && !(vp && vp.tileURLTemplate)) return;
+  const t = (vp && vp.tileURLTemplate) || (via() + "/tiles/" + encodeURIComponent(layer) + "/" + l.tileSize + "/{z}/{x}/{y}.png");
   $("template").setAttribute("value", location.origin + t);
-  $("tilejson").href = "/tiles/" + encodeURIComponent(layer) + ".json";
+  $("tilejson").href = via() + "/tiles/" + encodeURIComponent(layer) + ".json";
 }
 
 // ---- the layer list (picker and stats), refreshed with the viewport ----
 function loadLayers() {
   return json("/layers.json").then(j => {
     layers = j.layers;
-    const picker = $("layer"), names = layers.map(l => l.id + " (" + l.markerCount + ", " + l.mode + ")");
+    const picker = $("layer"), ids = layers.map(l => l.id), names = layers.map(l => l.id + " (" + l.markerCount + ", " + l.mode + ")");
+    // A private layer seen through its signed prefix is not in /layers.json (which lists what needs no token).
+    if (signedLayer && !ids.includes(signedLayer)) { ids.push(signedLayer); names.push(signedLayer + " (signed)"); }
     if (names.join("\n") !== [...picker.options].map(o => o.textContent).join("\n")) {  // keep an open picker open
-      picker.replaceChildren(...layers.map((l, i) => { const o = document.createElement("option"); o.value = l.id; o.textContent = names[i]; return o; }));
-      if (layer && layers.some(l => l.id === layer)) picker.value = layer;
+      picker.replaceChildren(...ids.map((id, i) => { const o = document.createElement("option"); o.value = id; o.textContent = names[i]; return o; }));
+      if (layer && ids.includes(layer)) picker.value = layer;
     }
     showStats();
   }).catch(e => { $("hits").textContent = "layers.json: " + e.message; });
@@ -202,7 +211,7 @@ function loadLayers() {
 function hitTest(ll) {
   const lon = ((ll.lng + 540) % 360) - 180;
   const q = "lat=" + ll.lat.toFixed(6) + "&lon=" + lon.toFixed(6) + "&zoom=" + map.getZoom() + "&density=" + dpr + "&tolerance=" + HIT_TOLERANCE;
-  json("/hittest/" + encodeURIComponent(layer) + "?" + q).then(j => {
+  json(via() + "/hittest/" + encodeURIComponent(layer) + "?" + q).then(j => {
     const lines = ["at " + ll.lat.toFixed(5) + ", " + lon.toFixed(5)];
     if (j.hits.length === 0) lines.push("no marker here");
     for (const h of j.hits) {
@@ -226,7 +235,8 @@ function hitTest(ll) {
 function saveHash() {
   if (!layer || !map) return;
   const c = map.getCenter();
-  history.replaceState(null, "", "#layer=" + encodeURIComponent(layer) + "&z=" + map.getZoom() + "&lat=" + c.lat.toFixed(5) + "&lon=" + c.lng.toFixed(5));
+  history.replaceState(null, "", "#layer=" + encodeURIComponent(layer) + "&z=" + map.getZoom() + "&lat=" + c.lat.toFixed(5) + "&lon=" + c.lng.toFixed(5)
+    + (via() ? "&signed=" + signed : ""));
 }
 
 function start() {
@@ -235,6 +245,7 @@ function start() {
     return;
   }
   const p = new URLSearchParams(location.hash.slice(1)), num = (k, d) => { const v = parseFloat(p.get(k)); return isFinite(v) ? v : d; };
+  if (/^\/t\/[0-9]+\.[A-Za-z0-9_-]+$/.test(p.get("signed") || "") && p.get("layer")) { signed = p.get("signed"); layer = signedLayer = p.get("layer"); }
   map = L.map("map", { worldCopyJump: true, maxZoom: 22, attributionControl: false, zoomControl: true })
     .setView([num("lat", 20), num("lon", 0)], num("z", 2));
   L.control.attribution({ prefix: "Leaflet" }).addTo(map);
@@ -256,7 +267,7 @@ function start() {
   });
   loadLayers().then(() => {
     const wanted = p.get("layer");
-    layer = layers.some(l => l.id === wanted) ? wanted : (layers[0] ? layers[0].id : null);
+    if (!signedLayer) layer = layers.some(l => l.id === wanted) ? wanted : (layers[0] ? layers[0].id : null);
     if (!layer) { $("hits").textContent = "no layers yet: create one with markerctl"; return; }
     $("layer").value = layer;
     showStats(); showTemplate(); loadViewport();
