@@ -17,8 +17,8 @@ public struct InlineTileReply: Sendable {
     /// Bytes of the GetTileResponse.
     private var payloadSize: Int {
         var n = 0
-        if !response.png.isEmpty { n += 1 + Self.varintSize(UInt64(response.png.count)) + response.png.count }
-        if response.version != 0 { n += 1 + Self.varintSize(response.version) }
+        if !response.png.isEmpty { n += 1 + ProtoWriter.varintSize(UInt64(response.png.count)) + response.png.count }
+        if response.version != 0 { n += 1 + ProtoWriter.varintSize(response.version) }
         if response.notModified { n += 2 }
         if response.empty { n += 2 }
         return n
@@ -34,24 +34,17 @@ public struct InlineTileReply: Sendable {
     /// GetTileResponse written in place.
     public func write(into out: UnsafeMutableRawBufferPointer) {
         OKReplyEnvelope.write(requestID: requestID, payloadCount: payloadSize, into: out) { out in
-            var at = 0
-            func byte(_ b: UInt8) { out[at] = b; at += 1 }
-            func varint(_ v: UInt64) {
-                var v = v
-                while v >= 0x80 { byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-                byte(UInt8(v))
-            }
+            let start = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            var w = ProtoWriter(start)
             if !response.png.isEmpty {
-                byte(0x0A); varint(UInt64(response.png.count))
-                response.png.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[at ..< at + $0.count]).copyMemory(from: $0) }
-                at += response.png.count
+                w.byte(0x0A); w.varint(UInt64(response.png.count))
+                w.bytes(response.png)
             }
-            if response.version != 0 { byte(0x10); varint(response.version) }
-            if response.notModified { byte(0x18); byte(1) }
-            if response.empty { byte(0x20); byte(1) }
-            precondition(at == out.count, "InlineTileReply wrote \(at) of \(out.count) payload bytes")
+            if response.version != 0 { w.byte(0x10); w.varint(response.version) }
+            if response.notModified { w.byte(0x18); w.byte(1) }
+            if response.empty { w.byte(0x20); w.byte(1) }
+            precondition(w.written(from: start) == out.count, "InlineTileReply wrote \(w.written(from: start)) of \(out.count) payload bytes")
         }
     }
 
-    static func varintSize(_ v: UInt64) -> Int { max(1, (64 - v.leadingZeroBitCount + 6) / 7) }
 }

@@ -35,8 +35,8 @@ public struct OKReplyEnvelope: Sendable {
 
     /// Bytes of an OK envelope's fields before its payload of `payloadCount` bytes.
     public static func headerSize(requestID: UInt64, payloadCount: Int) -> Int {
-        (requestID != 0 ? 1 + InlineTileReply.varintSize(requestID) : 0)
-            + (payloadCount == 0 ? 0 : 1 + InlineTileReply.varintSize(UInt64(payloadCount)))
+        (requestID != 0 ? 1 + ProtoWriter.varintSize(requestID) : 0)
+            + (payloadCount == 0 ? 0 : 1 + ProtoWriter.varintSize(UInt64(payloadCount)))
     }
 
     /// Writes an OK envelope with a payload of `payloadCount` bytes into `out` (exactly
@@ -47,19 +47,13 @@ public struct OKReplyEnvelope: Sendable {
                              payload writePayload: (UnsafeMutableRawBufferPointer) -> Void) {
         precondition(out.count == headerSize(requestID: requestID, payloadCount: payloadCount) + payloadCount,
                      "OKReplyEnvelope buffer is \(out.count) bytes for a payload of \(payloadCount)")
-        var at = 0
-        func varint(_ v: UInt64) {
-            var v = v
-            while v >= 0x80 { out[at] = UInt8(truncatingIfNeeded: v) | 0x80; at += 1; v >>= 7 }
-            out[at] = UInt8(v)
-            at += 1
-        }
-        if requestID != 0 { out[at] = 0x08; at += 1; varint(requestID) }
+        let start = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var w = ProtoWriter(start)
+        if requestID != 0 { w.byte(0x08); w.varint(requestID) }
         if payloadCount != 0 {
-            out[at] = 0x22
-            at += 1
-            varint(UInt64(payloadCount))
-            writePayload(UnsafeMutableRawBufferPointer(rebasing: out[at...]))
+            w.byte(0x22)
+            w.varint(UInt64(payloadCount))
+            writePayload(UnsafeMutableRawBufferPointer(rebasing: out[w.written(from: start)...]))
         }
     }
 

@@ -3,11 +3,11 @@ extension V1.Request {
     /// (which is ignored): what `write(payloadCount:into:payload:)` fills.
     public func serializedSize(payloadCount: Int) -> Int {
         func string(_ s: String) -> Int {
-            s.isEmpty ? 0 : 1 + Self.varintSize(UInt64(Self.cLength(s))) + Self.cLength(s)
+            s.isEmpty ? 0 : 1 + ProtoWriter.varintSize(UInt64(Self.cLength(s))) + Self.cLength(s)
         }
-        return string(method) + (requestID != 0 ? 1 + Self.varintSize(requestID) : 0) + string(idempotencyKey)
-            + (timeoutMs != 0 ? 1 + Self.varintSize(UInt64(timeoutMs)) : 0) + string(authToken)
-            + (payloadCount == 0 ? 0 : 1 + Self.varintSize(UInt64(payloadCount)) + payloadCount)
+        return string(method) + (requestID != 0 ? 1 + ProtoWriter.varintSize(requestID) : 0) + string(idempotencyKey)
+            + (timeoutMs != 0 ? 1 + ProtoWriter.varintSize(UInt64(timeoutMs)) : 0) + string(authToken)
+            + (payloadCount == 0 ? 0 : 1 + ProtoWriter.varintSize(UInt64(payloadCount)) + payloadCount)
     }
 
     /// Writes this envelope into `out` (exactly `serializedSize(payloadCount:)` bytes) with a
@@ -21,34 +21,29 @@ extension V1.Request {
                       payload writePayload: (UnsafeMutableRawBufferPointer) -> Void) {
         precondition(out.count == serializedSize(payloadCount: payloadCount),
                      "Request buffer is \(out.count) bytes, expected \(serializedSize(payloadCount: payloadCount))")
-        var at = 0
-        func byte(_ b: UInt8) { out[at] = b; at += 1 }
-        func varint(_ v: UInt64) {
-            var v = v
-            while v >= 0x80 { byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-            byte(UInt8(v))
-        }
-        func string(_ key: UInt8, _ s: String) {
+        let start = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var w = ProtoWriter(start)
+        func string(_ field: UInt8, _ s: String) {
             guard !s.isEmpty else { return }
             let n = Self.cLength(s)
-            byte(key)
-            varint(UInt64(n))
-            for b in s.utf8.prefix(n) { byte(b) }
+            w.key(field, 2)
+            w.varint(UInt64(n))
+            var s = s
+            s.withUTF8 { w.bytes(UnsafeBufferPointer(rebasing: $0.prefix(n))) }
         }
-        string(1 << 3 | 2, method)
-        if requestID != 0 { byte(2 << 3 | 0); varint(requestID) }
-        string(3 << 3 | 2, idempotencyKey)
-        if timeoutMs != 0 { byte(4 << 3 | 0); varint(UInt64(timeoutMs)) }
-        string(5 << 3 | 2, authToken)
+        string(1, method)
+        if requestID != 0 { w.key(2, 0); w.varint(requestID) }
+        string(3, idempotencyKey)
+        if timeoutMs != 0 { w.key(4, 0); w.varint(UInt64(timeoutMs)) }
+        string(5, authToken)
         if payloadCount != 0 {
-            byte(6 << 3 | 2)
-            varint(UInt64(payloadCount))
-            writePayload(UnsafeMutableRawBufferPointer(rebasing: out[at...]))
+            w.key(6, 2)
+            w.varint(UInt64(payloadCount))
+            writePayload(UnsafeMutableRawBufferPointer(rebasing: out[w.written(from: start)...]))
         }
     }
 
     /// Bytes of `s` that protobuf-c encodes: up to its first NUL (it takes a C string).
     private static func cLength(_ s: String) -> Int { s.utf8.firstIndex(of: 0).map { s.utf8.distance(from: s.utf8.startIndex, to: $0) } ?? s.utf8.count }
 
-    private static func varintSize(_ v: UInt64) -> Int { max(1, (64 - v.leadingZeroBitCount + 6) / 7) }
 }

@@ -41,8 +41,8 @@ extension V1.UpsertMarkersRequest {
         /// encoding uses until it is written: one encoding at a time per scratch); nil for what
         /// `serializedPlainBytes()` does not handle.
         public init?(layerID: String, markers: ArraySlice<V1.Marker>, scratch: EncodingScratch) {
-            guard !PlainWriter.hasNUL(layerID) else { return nil }
-            var size = PlainWriter.stringField(layerID)
+            guard !hasNUL(layerID) else { return nil }
+            var size = ProtoWriter.stringField(layerID)
             var sizes = [Int](repeating: 0, count: markers.count)
             var ends: [Int] = []
             var sorter = AttributeSorter()
@@ -61,7 +61,7 @@ extension V1.UpsertMarkersRequest {
                     }
                     if !ends.isEmpty { ends[i] = used }
                     sizes[i] = n
-                    size += PlainWriter.lengthDelimited(n)
+                    size += ProtoWriter.lengthDelimited(n)
                 }
                 return true
             }
@@ -79,7 +79,7 @@ extension V1.UpsertMarkersRequest {
             precondition(out.count == size, "plain request buffer is \(out.count) bytes, expected \(size)")
             guard size > 0 else { return }
             let start = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            var w = PlainWriter(start)
+            var w = ProtoWriter(start)
             w.string(1, layerID)
             markers.withUnsafeBufferPointer { ms in
                 for i in ms.indices {
@@ -98,36 +98,36 @@ extension V1.UpsertMarkersRequest {
     /// which `AttributeSorter` measures as it writes them), or nil when it is not plain (an
     /// `animation` or a `label`) or a string holds a NUL byte.
     fileprivate static func plainSize(_ m: UnsafePointer<V1.Marker>) -> Int? {
-        guard m.pointee.animation == nil, m.pointee.label == nil, !PlainWriter.hasNUL(m.pointee.id) else { return nil }
-        var n = PlainWriter.stringField(m.pointee.id)
-        if let p = m.pointee.position { n += PlainWriter.lengthDelimited(latLngSize(p)) }
+        guard m.pointee.animation == nil, m.pointee.label == nil, !hasNUL(m.pointee.id) else { return nil }
+        var n = ProtoWriter.stringField(m.pointee.id)
+        if let p = m.pointee.position { n += ProtoWriter.lengthDelimited(latLngSize(p)) }
         switch m.pointee.icon {
         case .pin(let pin)?:
-            if let label = pin.label, PlainWriter.hasNUL(label) { return nil }
-            n += PlainWriter.lengthDelimited(pinSize(pin))
+            if let label = pin.label, hasNUL(label) { return nil }
+            n += ProtoWriter.lengthDelimited(pinSize(pin))
         case .iconID(let id)?:
-            guard !PlainWriter.hasNUL(id) else { return nil }
-            n += PlainWriter.lengthDelimited(id.utf8.count)
+            guard !hasNUL(id) else { return nil }
+            n += ProtoWriter.lengthDelimited(id.utf8.count)
         case nil:
             break
         }
-        if let a = m.pointee.anchor { n += PlainWriter.lengthDelimited((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)) }
-        if m.pointee.zIndex != 0 { n += 1 + PlainWriter.varintSize(UInt64(bitPattern: Int64(m.pointee.zIndex))) }
+        if let a = m.pointee.anchor { n += ProtoWriter.lengthDelimited((a.x != 0 ? 5 : 0) + (a.y != 0 ? 5 : 0)) }
+        if m.pointee.zIndex != 0 { n += 1 + ProtoWriter.varintSize(UInt64(bitPattern: Int64(m.pointee.zIndex))) }
         if m.pointee.clickable != nil { n += 2 }
         if m.pointee.draggable != nil { n += 2 }
         if m.pointee.visible != nil { n += 2 }
-        if !m.pointee.extra.isEmpty { n += PlainWriter.lengthDelimited(m.pointee.extra.count) }
+        if !m.pointee.extra.isEmpty { n += ProtoWriter.lengthDelimited(m.pointee.extra.count) }
         return n
     }
 
     private static func pinSize(_ pin: V1.DefaultPin) -> Int {
         var s = 0
-        if let v = pin.fillColor { s += 1 + PlainWriter.varintSize(UInt64(v)) }
-        if let v = pin.strokeColor { s += 1 + PlainWriter.varintSize(UInt64(v)) }
+        if let v = pin.fillColor { s += 1 + ProtoWriter.varintSize(UInt64(v)) }
+        if let v = pin.strokeColor { s += 1 + ProtoWriter.varintSize(UInt64(v)) }
         if pin.strokeWidth != nil { s += 5 }
         if pin.scale != nil { s += 5 }
-        if let l = pin.label { s += PlainWriter.lengthDelimited(l.utf8.count) }
-        if let v = pin.labelColor { s += 1 + PlainWriter.varintSize(UInt64(v)) }
+        if let l = pin.label { s += ProtoWriter.lengthDelimited(l.utf8.count) }
+        if let v = pin.labelColor { s += 1 + ProtoWriter.varintSize(UInt64(v)) }
         if pin.labelSize != nil { s += 5 }
         return s
     }
@@ -136,7 +136,7 @@ extension V1.UpsertMarkersRequest {
 
     /// Writes a plain marker's fields (as `plainSize` measured them, and its `attributes` as
     /// `AttributeSorter` encoded them), in field-number order as protobuf-c does.
-    fileprivate static func write(_ m: UnsafePointer<V1.Marker>, _ w: inout PlainWriter, attributes: UnsafeRawBufferPointer) {
+    fileprivate static func write(_ m: UnsafePointer<V1.Marker>, _ w: inout ProtoWriter, attributes: UnsafeRawBufferPointer) {
         w.string(1, m.pointee.id)
         if let p = m.pointee.position {
             w.key(2, 2)
@@ -179,73 +179,10 @@ extension V1.UpsertMarkersRequest {
     }
 }
 
-/// Writes protobuf wire bytes at a cursor (`V1.UpsertMarkersRequest.serializedPlainBytes`); the
-/// caller sized the buffer exactly.
-private struct PlainWriter {
-    var at: UnsafeMutablePointer<UInt8>
-
-    init(_ start: UnsafeMutablePointer<UInt8>) { at = start }
-
-    func written(from start: UnsafeMutablePointer<UInt8>) -> Int { at - start }
-
-    /// Whether `s` holds a NUL byte (protobuf-c cuts strings there). Reads the UTF-8 in place
-    /// (a generic search of `utf8` walked small strings byte by byte through their view).
-    @inline(__always) static func hasNUL(_ s: String) -> Bool {
-        s.utf8.withContiguousStorageIfAvailable { $0.contains(0) } ?? s.utf8.contains(0)
-    }
-
-    static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
-
-    /// Key (fields 1...15: one byte) + length + `n` bytes.
-    static func lengthDelimited(_ n: Int) -> Int { 1 + varintSize(UInt64(n)) + n }
-
-    /// A plain string field: nothing when empty.
-    static func stringField(_ s: String) -> Int { s.isEmpty ? 0 : lengthDelimited(s.utf8.count) }
-
-    @inline(__always) mutating func byte(_ b: UInt8) { at.pointee = b; at += 1 }
-
-    @inline(__always) mutating func key(_ field: UInt8, _ wireType: UInt8) { byte(field << 3 | wireType) }
-
-    @inline(__always) mutating func varint(_ value: UInt64) {
-        var v = value
-        while v >= 0x80 { byte(UInt8(truncatingIfNeeded: v) | 0x80); v >>= 7 }
-        byte(UInt8(v))
-    }
-
-    mutating func fixed32(_ v: UInt32) {
-        UnsafeMutableRawPointer(at).storeBytes(of: v.littleEndian, as: UInt32.self)
-        at += 4
-    }
-
-    mutating func fixed64(_ v: UInt64) {
-        UnsafeMutableRawPointer(at).storeBytes(of: v.littleEndian, as: UInt64.self)
-        at += 8
-    }
-
-    mutating func bytes(_ b: [UInt8]) {
-        b.withUnsafeBufferPointer { bytes($0) }
-    }
-
-    mutating func bytes(_ b: UnsafeBufferPointer<UInt8>) {
-        if let base = b.baseAddress { at.update(from: base, count: b.count) }
-        at += b.count
-    }
-
-    /// A string field that is encoded even when empty (optional or oneof strings).
-    mutating func presentString(_ field: UInt8, _ s: String) {
-        key(field, 2)
-        var s = s
-        s.withUTF8 { u in
-            varint(UInt64(u.count))
-            if let base = u.baseAddress { at.update(from: base, count: u.count) }
-            at += u.count
-        }
-    }
-
-    /// A plain string field: nothing when empty.
-    mutating func string(_ field: UInt8, _ s: String) {
-        if !s.isEmpty { presentString(field, s) }
-    }
+/// Whether `s` holds a NUL byte (protobuf-c cuts strings there). Reads the UTF-8 in place (a
+/// generic search of `utf8` walked small strings byte by byte through their view).
+@inline(__always) private func hasNUL(_ s: String) -> Bool {
+    s.utf8.withContiguousStorageIfAvailable { $0.contains(0) } ?? s.utf8.contains(0)
 }
 
 /// Bytes reused from one `V1.UpsertMarkersRequest.PlainEncoding` to the next (a client keeps
@@ -308,10 +245,10 @@ private struct AttributeSorter {
             let entry = k.withUTF8 { kb in
                 v.withUTF8 { vb -> Entry? in
                     guard !kb.contains(0), !vb.contains(0) else { return nil }
-                    let inner = PlainWriter.lengthDelimited(kb.count) + PlainWriter.lengthDelimited(vb.count)
-                    scratch.reserve(end + PlainWriter.lengthDelimited(inner), keeping: end)
+                    let inner = ProtoWriter.lengthDelimited(kb.count) + ProtoWriter.lengthDelimited(vb.count)
+                    scratch.reserve(end + ProtoWriter.lengthDelimited(inner), keeping: end)
                     let at = scratch.base!.assumingMemoryBound(to: UInt8.self) + end
-                    var w = PlainWriter(at)
+                    var w = ProtoWriter(at)
                     w.key(11, 2)
                     w.varint(UInt64(inner))
                     w.key(1, 2)

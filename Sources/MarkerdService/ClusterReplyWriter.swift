@@ -377,11 +377,11 @@ final class ClusterReplyWriter: GridClusterVisitor {
         out.reserveCapacity(16 + algorithm.utf8.count)
         if layerVersion != 0 {
             out.append(0x18)
-            MarkerWireEncoder.appendVarint(layerVersion, to: &out)
+            ProtoWriter.appendVarint(layerVersion, to: &out)
         }
         if !algorithm.isEmpty {
             out.append(0x22)
-            MarkerWireEncoder.appendVarint(UInt64(algorithm.utf8.count), to: &out)
+            ProtoWriter.appendVarint(UInt64(algorithm.utf8.count), to: &out)
             out.append(contentsOf: algorithm.utf8)
         }
         return out
@@ -473,13 +473,13 @@ final class ClusterReplyWriter: GridClusterVisitor {
         let position = (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0)
         let bounds = (sw.longitude != 0 ? 9 : 0) + (sw.latitude != 0 ? 9 : 0) + (ne.longitude != 0 ? 9 : 0) + (ne.latitude != 0 ? 9 : 0)
         // Fields 1-5 (id and count left out when zero, like expansion_zoom; position and bounds always present).
-        var size = 2 + MarkerWireEncoder.varintSize(UInt64(position)) + position + MarkerWireEncoder.varintSize(UInt64(bounds)) + bounds
-        @inline(__always) func varintField(_ v: UInt64) -> Int { v != 0 ? 1 + MarkerWireEncoder.varintSize(v) : 0 }
+        var size = 2 + ProtoWriter.varintSize(UInt64(position)) + position + ProtoWriter.varintSize(UInt64(bounds)) + bounds
+        @inline(__always) func varintField(_ v: UInt64) -> Int { v != 0 ? 1 + ProtoWriter.varintSize(v) : 0 }
         size += varintField(id) + varintField(count) + varintField(zoom)
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { buffer in
             var w = buffer.baseAddress!
             @inline(__always) func byte(_ b: UInt8) { w.pointee = b; w += 1 }
-            @inline(__always) func varint(_ v: UInt64) { MarkerWireEncoder.write(varint: v, at: &w) }
+            @inline(__always) func varint(_ v: UInt64) { ProtoWriter.write(varint: v, at: &w) }
             @inline(__always) func double(_ v: Double, _ tag: UInt8) {
                 guard v != 0 else { return }
                 byte(tag)
@@ -503,30 +503,30 @@ final class ClusterReplyWriter: GridClusterVisitor {
         let position = c.position.map { latLngSize($0) }
         let bounds = c.bounds.map { boundsSize($0) }
         var size = 0
-        if c.id != 0 { size += 1 + MarkerWireEncoder.varintSize(c.id) }
-        if c.count != 0 { size += 1 + MarkerWireEncoder.varintSize(UInt64(c.count)) }
-        if let position { size += 1 + MarkerWireEncoder.varintSize(UInt64(position)) + position }
-        if let bounds { size += 1 + MarkerWireEncoder.varintSize(UInt64(bounds)) + bounds }
-        if c.expansionZoom != 0 { size += 1 + MarkerWireEncoder.varintSize(UInt64(c.expansionZoom)) }
-        MarkerWireEncoder.appendTag(field, wireType: 2, to: &out)
-        MarkerWireEncoder.appendVarint(UInt64(size), to: &out)
-        if c.id != 0 { out.append(0x08); MarkerWireEncoder.appendVarint(c.id, to: &out) }
-        if c.count != 0 { out.append(0x10); MarkerWireEncoder.appendVarint(UInt64(c.count), to: &out) }
+        if c.id != 0 { size += 1 + ProtoWriter.varintSize(c.id) }
+        if c.count != 0 { size += 1 + ProtoWriter.varintSize(UInt64(c.count)) }
+        if let position { size += 1 + ProtoWriter.varintSize(UInt64(position)) + position }
+        if let bounds { size += 1 + ProtoWriter.varintSize(UInt64(bounds)) + bounds }
+        if c.expansionZoom != 0 { size += 1 + ProtoWriter.varintSize(UInt64(c.expansionZoom)) }
+        ProtoWriter.appendTag(field, wireType: 2, to: &out)
+        ProtoWriter.appendVarint(UInt64(size), to: &out)
+        if c.id != 0 { out.append(0x08); ProtoWriter.appendVarint(c.id, to: &out) }
+        if c.count != 0 { out.append(0x10); ProtoWriter.appendVarint(UInt64(c.count), to: &out) }
         if let p = c.position, let position {
             out.append(0x1A)
-            MarkerWireEncoder.appendVarint(UInt64(position), to: &out)
+            ProtoWriter.appendVarint(UInt64(position), to: &out)
             appendDouble(p.latitude, field: 1, to: &out)
             appendDouble(p.longitude, field: 2, to: &out)
         }
         if let b = c.bounds, let bounds {
             out.append(0x22)
-            MarkerWireEncoder.appendVarint(UInt64(bounds), to: &out)
+            ProtoWriter.appendVarint(UInt64(bounds), to: &out)
             appendDouble(b.west, field: 1, to: &out)
             appendDouble(b.south, field: 2, to: &out)
             appendDouble(b.east, field: 3, to: &out)
             appendDouble(b.north, field: 4, to: &out)
         }
-        if c.expansionZoom != 0 { out.append(0x28); MarkerWireEncoder.appendVarint(UInt64(c.expansionZoom), to: &out) }
+        if c.expansionZoom != 0 { out.append(0x28); ProtoWriter.appendVarint(UInt64(c.expansionZoom), to: &out) }
     }
 
     private static func latLngSize(_ p: V1.LatLng) -> Int { (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0) }
@@ -538,7 +538,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
     /// A double field (number < 16), left out when zero.
     @inline(__always)
     private static func appendDouble(_ v: Double, field: Int, to out: inout [UInt8]) {
-        if v != 0 { MarkerWireEncoder.appendDouble(v, tag: UInt8(field << 3 | 1), to: &out) }
+        if v != 0 { ProtoWriter.appendDouble(v, tag: UInt8(field << 3 | 1), to: &out) }
     }
 }
 

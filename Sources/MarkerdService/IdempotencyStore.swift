@@ -1,3 +1,4 @@
+import MarkerdAPI
 /// The completed entries of `IdempotencyCache`, packed: an entry costs its stored key, its reply
 /// payload and `overheadPerEntry` (40) bytes, in three arrays and no object per entry.
 ///
@@ -206,9 +207,9 @@ struct IdempotencyStore {
             let r = records[p]
             withUnsafeBytes(of: r.digest.littleEndian) { out.append(contentsOf: $0) }
             let delta = r.atUnixMs &- previousAt
-            MarkerWireEncoder.appendVarint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)), to: &out)
+            ProtoWriter.appendVarint(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)), to: &out)
             previousAt = r.atUnixMs
-            MarkerWireEncoder.appendVarint(UInt64(r.length), to: &out)
+            ProtoWriter.appendVarint(UInt64(r.length), to: &out)
             out.append(contentsOf: arena[Int(r.start)..<Int(r.start + r.length)])
             p += 1
         }

@@ -14,7 +14,6 @@ import Synchronization
 /// protobuf-c's, copied as it is). A marker with an animation or extra bytes goes through the
 /// regular encoder whole (field 9 sits between 8 and 10, and such markers are rare).
 /// One encoder per reply: the style cache assumes the layer does not change in between.
-/// (`appendVarint` and friends are for callers that build small messages field by field.)
 struct MarkerWireEncoder {
     /// Encoded icon + anchor fields of the styles seen so far, back to back (`styleRanges`).
     private var styleBytes: [UInt8] = []
@@ -100,7 +99,7 @@ struct MarkerWireEncoder {
                         p.size += p.attributes.count
                     }
                 }
-                total += Self.varintSize(tag) + Self.varintSize(UInt64(p.size)) + p.size
+                total += ProtoWriter.varintSize(tag) + ProtoWriter.varintSize(UInt64(p.size)) + p.size
                 plan.append(p)
             }
         }
@@ -116,16 +115,16 @@ struct MarkerWireEncoder {
             plan.attributes.withUnsafeBufferPointer { attributes in
                 styleBytes.withUnsafeBufferPointer { styles in
                     for (p, basics) in zip(plan.planned, plan.gathered.basics) {
-                        Self.write(varint: tag, at: &w)
-                        Self.write(varint: UInt64(p.size), at: &w)
+                        ProtoWriter.write(varint: tag, at: &w)
+                        ProtoWriter.write(varint: UInt64(p.size), at: &w)
                         if p.regular >= 0 {
-                            Self.write(regular[p.regular], at: &w)
+                            ProtoWriter.write(regular[p.regular], at: &w)
                             continue
                         }
                         let id = UnsafeBufferPointer(rebasing: ids[basics.idRange.lowerBound..<basics.idRange.lowerBound + p.idCount])
                         Self.writeBody(p, basics, id: id, style: UnsafeBufferPointer(rebasing: styles[styleRanges[Int(basics.styleIndex)]!]),
                                        at: &w)
-                        Self.write(UnsafeBufferPointer(rebasing: attributes[p.attributes]), at: &w)
+                        ProtoWriter.write(UnsafeBufferPointer(rebasing: attributes[p.attributes]), at: &w)
                     }
                 }
             }
@@ -160,9 +159,9 @@ struct MarkerWireEncoder {
         let positionSize = (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0)
         let z = UInt64(bitPattern: Int64(zIndex))
         var size = styleCount + 6   // clickable, draggable, visible: tag + 1 byte each
-        if idCount > 0 { size += 1 + varintSize(UInt64(idCount)) + idCount }
+        if idCount > 0 { size += 1 + ProtoWriter.varintSize(UInt64(idCount)) + idCount }
         size += 2 + positionSize     // position is always set
-        if z != 0 { size += 1 + varintSize(z) }
+        if z != 0 { size += 1 + ProtoWriter.varintSize(z) }
         return size
     }
 
@@ -171,23 +170,23 @@ struct MarkerWireEncoder {
     private static func writeBody(_ p: Planned, _ basics: MarkerBasics, id: UnsafeBufferPointer<UInt8>, style: UnsafeBufferPointer<UInt8>,
                                   at w: inout UnsafeMutablePointer<UInt8>) {
         if !id.isEmpty {
-            write(byte: 0x0A, at: &w)
-            write(varint: UInt64(id.count), at: &w)
-            write(id, at: &w)
+            ProtoWriter.write(byte: 0x0A, at: &w)
+            ProtoWriter.write(varint: UInt64(id.count), at: &w)
+            ProtoWriter.write(id, at: &w)
         }
-        write(byte: 0x12, at: &w)
-        write(byte: UInt8((p.position.latitude != 0 ? 9 : 0) + (p.position.longitude != 0 ? 9 : 0)), at: &w)
-        if p.position.latitude != 0 { write(double: p.position.latitude, tag: 0x09, at: &w) }
-        if p.position.longitude != 0 { write(double: p.position.longitude, tag: 0x11, at: &w) }
-        write(style, at: &w)
+        ProtoWriter.write(byte: 0x12, at: &w)
+        ProtoWriter.write(byte: UInt8((p.position.latitude != 0 ? 9 : 0) + (p.position.longitude != 0 ? 9 : 0)), at: &w)
+        if p.position.latitude != 0 { ProtoWriter.write(double: p.position.latitude, tag: 0x09, at: &w) }
+        if p.position.longitude != 0 { ProtoWriter.write(double: p.position.longitude, tag: 0x11, at: &w) }
+        ProtoWriter.write(style, at: &w)
         let z = UInt64(bitPattern: Int64(basics.zIndex))
         if z != 0 {
-            write(byte: 0x30, at: &w)
-            write(varint: z, at: &w)
+            ProtoWriter.write(byte: 0x30, at: &w)
+            ProtoWriter.write(varint: z, at: &w)
         }
-        write(byte: 0x38, at: &w); write(byte: basics.clickable ? 1 : 0, at: &w)
-        write(byte: 0x40, at: &w); write(byte: basics.draggable ? 1 : 0, at: &w)
-        write(byte: 0x50, at: &w); write(byte: basics.visible ? 1 : 0, at: &w)
+        ProtoWriter.write(byte: 0x38, at: &w); ProtoWriter.write(byte: basics.clickable ? 1 : 0, at: &w)
+        ProtoWriter.write(byte: 0x40, at: &w); ProtoWriter.write(byte: basics.draggable ? 1 : 0, at: &w)
+        ProtoWriter.write(byte: 0x50, at: &w); ProtoWriter.write(byte: basics.visible ? 1 : 0, at: &w)
     }
 
     /// Where a style's icon and anchor fields are in `styleBytes` (on first use per reply, from
@@ -221,56 +220,5 @@ struct MarkerWireEncoder {
             cache[style] = bytes
         }
         return bytes
-    }
-
-    @inline(__always) private static func write(byte: UInt8, at w: inout UnsafeMutablePointer<UInt8>) {
-        w.pointee = byte
-        w += 1
-    }
-
-    /// Writes `varint` as a protobuf varint at `w` and moves `w` past it (also `ClusterReplyWriter`'s).
-    @inline(__always) static func write(varint: UInt64, at w: inout UnsafeMutablePointer<UInt8>) {
-        var v = varint
-        while v >= 0x80 {
-            write(byte: UInt8(truncatingIfNeeded: v) | 0x80, at: &w)
-            v >>= 7
-        }
-        write(byte: UInt8(v), at: &w)
-    }
-
-    @inline(__always) private static func write(_ bytes: UnsafeBufferPointer<UInt8>, at w: inout UnsafeMutablePointer<UInt8>) {
-        guard let base = bytes.baseAddress else { return }
-        w.update(from: base, count: bytes.count)
-        w += bytes.count
-    }
-
-    @inline(__always) private static func write(_ bytes: [UInt8], at w: inout UnsafeMutablePointer<UInt8>) {
-        bytes.withUnsafeBufferPointer { write($0, at: &w) }
-    }
-
-    @inline(__always) private static func write(double v: Double, tag: UInt8, at w: inout UnsafeMutablePointer<UInt8>) {
-        write(byte: tag, at: &w)
-        UnsafeMutableRawPointer(w).storeBytes(of: v.bitPattern.littleEndian, as: UInt64.self)
-        w += 8
-    }
-
-    static func varintSize(_ v: UInt64) -> Int { v == 0 ? 1 : (64 - v.leadingZeroBitCount + 6) / 7 }
-
-    static func appendVarint(_ v: UInt64, to out: inout [UInt8]) {
-        var v = v
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        out.append(UInt8(v))
-    }
-
-    static func appendTag(_ field: Int, wireType: Int, to out: inout [UInt8]) {
-        appendVarint(UInt64(field << 3 | wireType), to: &out)
-    }
-
-    static func appendDouble(_ v: Double, tag: UInt8, to out: inout [UInt8]) {
-        out.append(tag)
-        withUnsafeBytes(of: v.bitPattern.littleEndian) { out.append(contentsOf: $0) }
     }
 }
