@@ -9,8 +9,8 @@ extension V1 {
         /// Stable while the cluster exists; NOT_FOUND once the layer changed it away.
         /// Proto field `id` = 1; absent decodes to 0, which is not encoded.
         public var id: UInt64 = 0
-        /// Proto field `count` = 2; absent decodes to 0, which is not encoded.
-        public var count: UInt32 = 0
+        /// Proto field `marker_count` = 2; absent decodes to 0, which is not encoded.
+        public var markerCount: UInt64 = 0
         /// Weighted centre of the members.
         /// Proto field `position` = 3.
         public var position: LatLng? = nil
@@ -25,13 +25,13 @@ extension V1 {
 
         public init(
             id: UInt64 = 0,
-            count: UInt32 = 0,
+            markerCount: UInt64 = 0,
             position: LatLng? = nil,
             bounds: Bounds? = nil,
             expansionZoom: UInt32 = 0
         ) {
             self.id = id
-            self.count = count
+            self.markerCount = markerCount
             self.position = position
             self.bounds = bounds
             self.expansionZoom = expansionZoom
@@ -77,8 +77,9 @@ extension V1 {
         /// The layer version the clusters reflect (supercluster snapshots may lag behind).
         /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
         public var layerVersion: UInt64 = 0
-        /// Proto field `algorithm` = 4; absent decodes to "", which is not encoded.
-        public var algorithm: String = ""
+        /// The layer's algorithm (never UNSPECIFIED). (Field 4 was its name as a string.)
+        /// Proto field `algorithm` = 5; absent decodes to .unspecified, which is not encoded.
+        public var algorithm: ClusterAlgorithm = .unspecified
 
         public init() {}
 
@@ -86,7 +87,7 @@ extension V1 {
             clusters: [Cluster] = [],
             markers: [Marker] = [],
             layerVersion: UInt64 = 0,
-            algorithm: String = ""
+            algorithm: ClusterAlgorithm = .unspecified
         ) {
             self.clusters = clusters
             self.markers = markers
@@ -234,7 +235,7 @@ extension V1.Cluster: CBridged {
         let c = cMessage.load(as: Markerd__V1__Cluster.self)
         self.init(
             id: c.id,
-            count: c.count,
+            markerCount: c.marker_count,
             position: try swiftMessage(c.position),
             bounds: try swiftMessage(c.bounds),
             expansionZoom: c.expansion_zoom
@@ -245,7 +246,7 @@ extension V1.Cluster: CBridged {
         var c = Markerd__V1__Cluster()
         markerd__v1__cluster__init(&c)
         setPlain(self.id, &c.has_id, &c.id)
-        setPlain(self.count, &c.has_count, &c.count)
+        setPlain(self.markerCount, &c.has_marker_count, &c.marker_count)
         c.position = arena.message(self.position)
         c.bounds = arena.message(self.bounds)
         setPlain(self.expansionZoom, &c.has_expansion_zoom, &c.expansion_zoom)
@@ -292,7 +293,7 @@ extension V1.GetClustersResponse: CBridged {
             clusters: try swiftMessages(c.n_clusters, c.clusters),
             markers: try swiftMessages(c.n_markers, c.markers),
             layerVersion: c.layer_version,
-            algorithm: try swiftString(c.algorithm, "GetClustersResponse.algorithm")
+            algorithm: swiftEnum(c.algorithm)
         )
     }
 
@@ -302,7 +303,7 @@ extension V1.GetClustersResponse: CBridged {
         (c.n_clusters, c.clusters) = arena.messages(self.clusters)
         (c.n_markers, c.markers) = arena.messages(self.markers)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
-        c.algorithm = arena.cString(self.algorithm)
+        setPlain(self.algorithm, &c.has_algorithm, &c.algorithm)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -4,7 +4,8 @@ private import CMarkerdProto
 private import CProtobufC
 
 extension V1 {
-    /// The gRPC canonical status codes (same numbers as google.rpc.Code).
+    /// The gRPC canonical status codes (same numbers as google.rpc.Code). The one enum without an
+    /// `_UNSPECIFIED` value: gRPC's convention makes 0 mean OK, which is what an unset code means.
     public enum Code: Int32, Sendable, CaseIterable {
         case ok = 0
         case cancelled = 1

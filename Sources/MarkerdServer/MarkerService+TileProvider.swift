@@ -54,7 +54,7 @@ public struct ServiceTileProvider: TileProvider {
         return ViewportResult(
             mode: r.mode == .tiled ? "tiled" : "native", markers: r.markers.map(Self.marker),
             tileURLTemplate: r.tiles?.urlTemplate, tileSize: r.tiles.map { Int($0.tileSize) },
-            tileVersion: r.tiles?.version, staticInView: r.staticInView, liveInView: r.liveInView,
+            tileVersion: r.tiles?.version, staticInView: r.staticInViewCount, liveInView: r.liveInViewCount,
             layerVersion: r.layerVersion, nextPageToken: r.nextPageToken)
     }
 

@@ -65,7 +65,7 @@ public enum MarkerConversion {
         var label: String { "markers[\(index)] (id \"\(m.id.prefix(64))\")" }
         let style = try iconStyle(m.icon, anchor: m.anchor, label: label, icon: icon)
         var animation: MarkerAnimation? = nil
-        if let a = m.animation, a.kind != .none {
+        if let a = m.animation, a.kind != .unspecified {
             let duration = a.durationMs == 0 ? defaultAnimationMs : a.durationMs
             guard duration <= maxAnimationMs else {
                 throw .invalidArgument("\(label): animation.duration_ms \(duration) is more than \(maxAnimationMs)")

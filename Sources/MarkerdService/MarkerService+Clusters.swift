@@ -7,17 +7,20 @@ import MarkerdCore
 // the cluster view of a tile for the raster renderer and the point tiles.
 //
 // Two algorithms, per layer (`ClusteringOptions.algorithm`):
-// - "grid" (default): the layer's GridClusterIndex, maintained by MarkerLayer on every change
+// - GRID (the default): the layer's GridClusterIndex, maintained by MarkerLayer on every change
 //   (built when the layer is created with clustering enabled, else on the first cluster query).
 //   Answers always reflect the current layer version. Cluster ids: `1 << 63 | GridClusterID`.
-// - "supercluster": exactly supercluster v8's clusters (positions, counts, members, ids) over a
+// - SUPERCLUSTER: exactly supercluster v8's clusters (positions, counts, members, ids) over a
 //   snapshot of the layer's visible static markers in slot order, rebuilt in the background
 //   (debounced) after changes; answers come from the last completed snapshot and carry its
 //   layer version. The first query of a layer builds the snapshot synchronously.
 
 /// A layer's clustering options with every default filled in.
 struct LayerClustering: Sendable, Equatable {
-    enum Algorithm: String, Sendable { case grid, supercluster }
+    enum Algorithm: Sendable {
+        case grid, supercluster
+        var api: V1.ClusterAlgorithm { self == .grid ? .grid : .supercluster }
+    }
     var enabled: Bool
     var algorithm: Algorithm
     var grid: GridClusterOptions
@@ -26,7 +29,7 @@ struct LayerClustering: Sendable, Equatable {
     init(_ c: V1.ClusteringOptions?) {
         let c = c ?? V1.ClusteringOptions()
         enabled = c.enabled ?? false
-        algorithm = c.algorithm == "supercluster" ? .supercluster : .grid
+        algorithm = c.algorithm == .supercluster ? .supercluster : .grid
         let radius = Double(c.radiusPx ?? 60), minPoints = Int(c.minPoints ?? 2)
         let maxZoom = Int(c.maxZoom ?? 16), extent = Double(c.extent ?? 512)
         grid = GridClusterOptions(radius: radius, minPoints: max(1, minPoints), maxZoom: maxZoom, extent: extent)
@@ -120,8 +123,8 @@ public enum ClusterTileItem: Sendable, Hashable {
 public struct ClusterTile: Sendable {
     /// The layer version the items reflect (supercluster: the snapshot's version).
     public var layerVersion: UInt64
-    /// "grid" or "supercluster".
-    public var algorithm: String
+    /// GRID or SUPERCLUSTER (never UNSPECIFIED).
+    public var algorithm: V1.ClusterAlgorithm
     /// Items whose position lies in the tile grown by the buffer, in the algorithm's order.
     public var items: [ClusterTileItem]
 }
@@ -234,7 +237,7 @@ extension MarkerService {
     /// by `fastLatLng`).
     static func apiCluster(_ c: GridCluster, expansionZoom: Int) -> V1.Cluster {
         let p = WorldPoint(x: c.x, y: c.y).fastLatLng
-        return V1.Cluster(id: gridIDBit | c.id.rawValue, count: UInt32(c.count),
+        return V1.Cluster(id: gridIDBit | c.id.rawValue, markerCount: UInt64(c.count),
                           position: V1.LatLng(latitude: p.latitude, longitude: p.longitude),
                           bounds: apiBounds(c.bounds), expansionZoom: UInt32(expansionZoom))
     }
@@ -250,7 +253,7 @@ extension MarkerService {
             }
         }
         let zoom = (try? s.index.expansionZoom(of: f.id)) ?? 0
-        return V1.Cluster(id: UInt64(f.id), count: UInt32(f.pointCount),
+        return V1.Cluster(id: UInt64(f.id), markerCount: UInt64(f.pointCount),
                           position: V1.LatLng(latitude: f.latitude, longitude: f.longitude),
                           bounds: b.minX <= b.maxX ? apiBounds(b) : nil, expansionZoom: UInt32(max(0, zoom)))
     }
@@ -315,7 +318,7 @@ extension MarkerService {
     public func getClusters(_ r: V1.GetClustersRequest) throws(RPCError) -> V1.GetClustersResponse {
         let (b, zoom, h, config) = try clustersQuery(r)
         var response = V1.GetClustersResponse()
-        response.algorithm = config.algorithm.rawValue
+        response.algorithm = config.algorithm.api
         switch config.algorithm {
         case .grid:
             let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
@@ -354,7 +357,7 @@ extension MarkerService {
             if locked { memo.prepare(generation: generation) }
             var writer = ClusterReplyWriter(memo: locked ? memo : nil)
             h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
-            return writer.payload(of: h.layer, algorithm: config.algorithm.rawValue)
+            return writer.payload(of: h.layer, algorithm: config.algorithm.api)
         }
     }
 
@@ -388,7 +391,7 @@ extension MarkerService {
             var writer = ClusterReplyWriter(memo: memo, budget: budget)
             h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
             guard !writer.isDone else { return false }
-            let tail = writer.tail(of: h.layer, algorithm: config.algorithm.rawValue)
+            let tail = writer.tail(of: h.layer, algorithm: config.algorithm.api)
             write(writer.bodyByteCount + tail.count) { writer.write(tail: tail, into: $0) }
             return true
         }
@@ -515,12 +518,12 @@ extension MarkerService {
         case .grid:
             ensureGridClusters(h, config.grid)
             return try read(layerID) { (h, _) throws(RPCError) in
-                ClusterTile(layerVersion: h.layer.version, algorithm: "grid",
+                ClusterTile(layerVersion: h.layer.version, algorithm: .grid,
                             items: try clusterTileItems(h, nil, box: box, z: z))
             }
         case .supercluster:
             let s = try superclusterSnapshot(h, config.supercluster)
-            return ClusterTile(layerVersion: s.layerVersion, algorithm: "supercluster",
+            return ClusterTile(layerVersion: s.layerVersion, algorithm: .supercluster,
                                items: try read(layerID) { (h, _) throws(RPCError) in try clusterTileItems(h, s, box: box, z: z) })
         }
     }

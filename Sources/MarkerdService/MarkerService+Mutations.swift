@@ -110,7 +110,10 @@ extension MarkerService {
     /// Applies one mutation: decode, validate, change state, journal. Also used for replay.
     func apply(_ c: MutationCommit) throws(RPCError) -> [UInt8] {
         switch c.kind {
-        case .createLayer: return try createLayer(decode(V1.CreateLayerRequest.self, c), c).serializedBytes()
+        case .createLayer:
+            var r = try decode(V1.CreateLayerRequest.self, c)
+            try Self.adoptLegacyAlgorithm(V1.CreateLayerRequest.legacyAlgorithmName(inRequest: c.payload), into: &r, c)
+            return try createLayer(r, c).serializedBytes()
         case .deleteLayer: return try deleteLayer(decode(V1.DeleteLayerRequest.self, c), c).serializedBytes()
         case .registerIcon: return try registerIcon(decode(V1.RegisterIconRequest.self, c), c).serializedBytes()
         case .upsertMarkers:
@@ -166,6 +169,22 @@ extension MarkerService {
 
     // MARK: Layers
 
+    /// Layers created before `ClusteringOptions.algorithm` became an enum name it in the string
+    /// field 6 (now reserved; `legacyName`): recovery restores them with that algorithm. A request
+    /// that still sets field 6 is INVALID_ARGUMENT, so that no journal record written since holds
+    /// one (it would be ignored live and honoured on replay).
+    static func adoptLegacyAlgorithm(_ legacyName: String?, into r: inout V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) {
+        guard let legacyName else { return }
+        guard c.replaying else {
+            throw .invalidArgument("options.clustering field 6 (the algorithm's name as a string) is no longer read: set the enum algorithm (field 8)")
+        }
+        if var options = r.options, var clustering = options.clustering, clustering.algorithm == nil {
+            clustering.algorithm = legacyName == "supercluster" ? .supercluster : .grid
+            options.clustering = clustering
+            r.options = options
+        }
+    }
+
     func createLayer(_ r: V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.CreateLayerResponse {
         try MarkerConversion.checkName(r.layerID, what: "layer_id")
         let (api, tiling, labels) = try LayerOptionsResolution.resolve(r.options)
@@ -203,7 +222,7 @@ extension MarkerService {
             all[r.layerID] = nil
             try h.lock.withWriteLock { () throws(RPCError) in
                 h.deleted = true
-                response.removedMarkers = UInt64(h.layer.count)
+                response.removedCount = UInt64(h.layer.count)
                 try journalAppend(c, response: response.serializedBytes())
             }
         }
@@ -285,8 +304,8 @@ extension MarkerService {
             let result = h.layer.remove(ids: r.ids)
             h.markTiles(before: before, after: { [] }, c, measurer: labelText)
             var response = V1.RemoveMarkersResponse()
-            response.removed = UInt32(result.removed)
-            response.notFound = UInt32(result.notFound)
+            response.removedCount = UInt64(result.removed)
+            response.notFoundCount = UInt64(result.notFound)
             response.layerVersion = h.layer.version
             if result.removed > 0 { try journalAppend(c, response: response.serializedBytes()) }
             return response
@@ -296,7 +315,7 @@ extension MarkerService {
     func clearLayer(_ r: V1.ClearLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.ClearLayerResponse {
         try write(r.layerID, c) { (h) throws(RPCError) in
             var response = V1.ClearLayerResponse()
-            response.removed = UInt64(h.layer.clear())
+            response.removedCount = UInt64(h.layer.clear())
             h.tileVersions.reset(seq: h.layer.version)
             h.labels.removeAll()
             response.layerVersion = h.layer.version
@@ -321,7 +340,7 @@ extension MarkerService {
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.move(moves) }
             h.markTiles(before: before, after: { h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs) }, c, measurer: labelText)
             var response = V1.MoveMarkersResponse()
-            response.moved = UInt32(result.moved)
+            response.movedCount = UInt64(result.moved)
             response.notFoundIDs = result.notFoundIDs
             response.layerVersion = h.layer.version
             if result.moved > 0 { try journalAppend(c, response: response.serializedBytes()) }

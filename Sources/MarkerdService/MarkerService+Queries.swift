@@ -27,10 +27,10 @@ extension MarkerService {
             let s = h.layer.stats(now: now)
             var stats = V1.LayerStats()
             stats.layerID = h.id
-            stats.markers = UInt64(s.markers)
-            stats.staticMarkers = UInt64(s.staticMarkers)
-            stats.liveMarkers = UInt64(s.liveMarkers)
-            stats.hiddenMarkers = UInt64(s.hiddenMarkers)
+            stats.markerCount = UInt64(s.markers)
+            stats.staticMarkerCount = UInt64(s.staticMarkers)
+            stats.liveMarkerCount = UInt64(s.liveMarkers)
+            stats.hiddenMarkerCount = UInt64(s.hiddenMarkers)
             stats.approximateBytes = UInt64(s.approximateBytes + h.labels.approximateBytes)  // with the label placements
             stats.mode = s.mode == .tiled ? .tiled : .native
             stats.version = s.version
@@ -162,8 +162,8 @@ extension MarkerService {
         }) else { return nil }
         var response = V1.QueryViewportResponse()
         response.mode = page.mode == .tiled ? .tiled : .native
-        response.staticInView = UInt64(page.staticInView)
-        response.liveInView = UInt64(page.liveInView)
+        response.staticInViewCount = UInt64(page.staticInView)
+        response.liveInViewCount = UInt64(page.liveInView)
         response.nextPageToken = page.nextPageToken ?? ""
         response.layerVersion = page.layerVersion
         if page.mode == .tiled {
@@ -254,9 +254,9 @@ extension MarkerService {
         var response = V1.GetServerInfoResponse()
         response.version = configuration.version
         let up = ContinuousClock.now - startedAt
-        response.uptimeSeconds = Double(up.components.seconds) + Double(up.components.attoseconds) / 1e18
-        response.layers = UInt32(handles.count)
-        response.markers = handles.reduce(0) { sum, h in sum + UInt64(h.lock.withReadLock { h.layer.count }) }
+        response.uptimeMs = UInt64(Self.milliseconds(up))
+        response.layerCount = UInt64(handles.count)
+        response.markerCount = handles.reduce(0) { sum, h in sum + UInt64(h.lock.withReadLock { h.layer.count }) }
         response.durable = journal != nil
         return response
     }

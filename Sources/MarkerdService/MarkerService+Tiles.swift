@@ -143,7 +143,7 @@ extension MarkerService {
             var response = V1.RenderSnapshotResponse()
             response.png = raster.canvas.encodePNG()
             response.layerVersion = h.layer.version
-            response.markersDrawn = UInt32(clamping: raster.markers)
+            response.drawnCount = UInt64(raster.markers)
             return response
         }
     }

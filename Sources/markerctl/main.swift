@@ -114,10 +114,10 @@ do {
             print(describe(try client.createLayer(req)))
         case "delete":
             let r = try client.deleteLayer(positional(1, "LAYER"))
-            print("deleted \(args[1]) (\(r.removedMarkers) markers)")
+            print("deleted \(args[1]) (\(r.removedCount) markers)")
         case "stats":
             let s = try client.layerStats(positional(1, "LAYER"))
-            print("layer=\(s.layerID) markers=\(s.markers) static=\(s.staticMarkers) live=\(s.liveMarkers) hidden=\(s.hiddenMarkers) " +
+            print("layer=\(s.layerID) markers=\(s.markerCount) static=\(s.staticMarkerCount) live=\(s.liveMarkerCount) hidden=\(s.hiddenMarkerCount) " +
                   "mode=\(s.mode == .tiled ? "TILED" : "NATIVE") version=\(s.version) approximate_bytes=\(s.approximateBytes)")
         default:
             fail("unknown layers subcommand \"\(sub)\"\n\n\(usage)", code: 2)
@@ -168,16 +168,16 @@ do {
     case "remove":
         let layer = positional(0, "LAYER")
         let r = try client.removeMarkers(layer, ids: Array(args.dropFirst()))
-        print("removed \(r.removed), not found \(r.notFound)")
+        print("removed \(r.removedCount), not found \(r.notFoundCount)")
     case "clear":
         let r = try client.clearLayer(positional(0, "LAYER"))
-        print("cleared \(args[0]) (\(r.removed) markers)")
+        print("cleared \(args[0]) (\(r.removedCount) markers)")
     case "snapshot":
         let r = try client.createSnapshot()
-        print(String(format: "snapshot %@: %d markers, %d bytes, %.2f s", r.path, r.markers, r.bytes, r.seconds))
+        print("snapshot \(r.path): \(r.markerCount) markers, \(r.sizeBytes) bytes, \(r.durationMs) ms")
     case "info":
         let r = try client.serverInfo()
-        print("markerd \(r.version) uptime=\(Int(r.uptimeSeconds))s layers=\(r.layers) markers=\(r.markers) durable=\(r.durable)")
+        print("markerd \(r.version) uptime=\(r.uptimeMs / 1000)s layers=\(r.layerCount) markers=\(r.markerCount) durable=\(r.durable)")
     default:
         fail("unknown command \"\(command)\"\n\n\(usage)", code: 2)
     }

@@ -42,7 +42,7 @@ enum Full {
         minPoints: 2147483651,
         maxZoom: 2147483652,
         extent: 2147483653,
-        algorithm: "algorithm-ü6"
+        algorithm: .supercluster
     )
     static let pointTileOptions = V1.PointTileOptions(
         mode: .cluster,
@@ -63,10 +63,10 @@ enum Full {
     )
     static let layerStats = V1.LayerStats(
         layerID: "layer_id-ü1",
-        markers: 1099511627778,
-        staticMarkers: 1099511627779,
-        liveMarkers: 1099511627780,
-        hiddenMarkers: 1099511627781,
+        markerCount: 1099511627778,
+        staticMarkerCount: 1099511627779,
+        liveMarkerCount: 1099511627780,
+        hiddenMarkerCount: 1099511627781,
         approximateBytes: 1099511627782,
         mode: .tiled,
         version: 1099511627784
@@ -92,7 +92,7 @@ enum Full {
         layerID: "layer_id-ü1"
     )
     static let deleteLayerResponse = V1.DeleteLayerResponse(
-        removedMarkers: 1099511627777
+        removedCount: 1099511627777
     )
     static let getLayerStatsRequest = V1.GetLayerStatsRequest(
         layerID: "layer_id-ü1"
@@ -142,8 +142,8 @@ enum Full {
         markers: [Full.marker, V1.Marker()]
     )
     static let upsertMarkersResponse = V1.UpsertMarkersResponse(
-        created: 2147483649,
-        updated: 2147483650,
+        createdCount: 1099511627777,
+        updatedCount: 1099511627778,
         layerVersion: 1099511627779
     )
     static let removeMarkersRequest = V1.RemoveMarkersRequest(
@@ -151,8 +151,8 @@ enum Full {
         ids: ["one", "", "drei-ü"]
     )
     static let removeMarkersResponse = V1.RemoveMarkersResponse(
-        removed: 2147483649,
-        notFound: 2147483650,
+        removedCount: 1099511627777,
+        notFoundCount: 1099511627778,
         layerVersion: 1099511627779
     )
     static let getMarkersRequest = V1.GetMarkersRequest(
@@ -167,7 +167,7 @@ enum Full {
         layerID: "layer_id-ü1"
     )
     static let clearLayerResponse = V1.ClearLayerResponse(
-        removed: 1099511627777,
+        removedCount: 1099511627777,
         layerVersion: 1099511627778
     )
     static let markerMove = V1.MarkerMove(
@@ -179,7 +179,7 @@ enum Full {
         moves: [Full.markerMove, V1.MarkerMove()]
     )
     static let moveMarkersResponse = V1.MoveMarkersResponse(
-        moved: 2147483649,
+        movedCount: 1099511627777,
         notFoundIDs: ["one", "", "drei-ü"],
         layerVersion: 1099511627779
     )
@@ -200,8 +200,8 @@ enum Full {
         mode: .tiled,
         markers: [Full.marker, V1.Marker()],
         tiles: Full.tileDescriptor,
-        staticInView: 1099511627780,
-        liveInView: 1099511627781,
+        staticInViewCount: 1099511627780,
+        liveInViewCount: 1099511627781,
         nextPageToken: "next_page_token-ü6",
         layerVersion: 1099511627783
     )
@@ -253,16 +253,16 @@ enum Full {
     static let createSnapshotRequest = V1.CreateSnapshotRequest()
     static let createSnapshotResponse = V1.CreateSnapshotResponse(
         path: "path-ü1",
-        markers: 1099511627778,
-        bytes: 1099511627779,
-        seconds: 4.5
+        markerCount: 1099511627778,
+        sizeBytes: 1099511627779,
+        durationMs: 1099511627781
     )
     static let getServerInfoRequest = V1.GetServerInfoRequest()
     static let getServerInfoResponse = V1.GetServerInfoResponse(
         version: "version-ü1",
-        uptimeSeconds: 2.5,
-        layers: 2147483651,
-        markers: 1099511627780,
+        uptimeMs: 1099511627782,
+        layerCount: 1099511627779,
+        markerCount: 1099511627780,
         durable: true
     )
     static let journalRecord = V1.JournalRecord(

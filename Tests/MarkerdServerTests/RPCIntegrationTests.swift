@@ -28,7 +28,7 @@ struct RPCIntegrationTests {
             }
         }
         let up = try c.upsertMarkers("cities", markers)
-        #expect(up.created == 50 && up.updated == 0)
+        #expect(up.createdCount == 50 && up.updatedCount == 0)
         #expect(up.layerVersion > 0)
 
         let got = try c.getMarkers("cities", ids: ["m1", "m2", "m3", "nope"])
@@ -46,15 +46,15 @@ struct RPCIntegrationTests {
         #expect(got.markers[2].draggable == true && got.markers[2].zIndex == 7 && got.markers[2].extra == [1, 2, 3])
 
         let stats = try c.layerStats("cities")
-        #expect(stats.markers == 50 && stats.liveMarkers == 1 && stats.staticMarkers == 49)
+        #expect(stats.markerCount == 50 && stats.liveMarkerCount == 1 && stats.staticMarkerCount == 49)
 
         let rm = try c.removeMarkers("cities", ids: ["m1", "m2", "nope"])
-        #expect(rm.removed == 2 && rm.notFound == 1)
-        #expect(try c.layerStats("cities").markers == 48)
+        #expect(rm.removedCount == 2 && rm.notFoundCount == 1)
+        #expect(try c.layerStats("cities").markerCount == 48)
 
         #expect(try c.listLayers().map(\.id) == ["cities"])
-        #expect(try c.clearLayer("cities").removed == 48)
-        #expect(try c.deleteLayer("cities").removedMarkers == 0)
+        #expect(try c.clearLayer("cities").removedCount == 48)
+        #expect(try c.deleteLayer("cities").removedCount == 0)
         #expect(statusCode { _ = try c.getLayer("cities") } == .notFound)
     }
 
@@ -96,7 +96,7 @@ struct RPCIntegrationTests {
                 Issue.record("batch was accepted: \(markers.map(\.id))")
             }
             let after = try c.layerStats("l")
-            #expect(after.markers == before.markers && after.version == before.version)
+            #expect(after.markerCount == before.markerCount && after.version == before.version)
         }
         try rejected([marker("ok", 1, 1), marker("nan", .nan, 1)], mentions: ["nan", "latitude"])
         try rejected([marker("ok", 1, 1), marker("north", 85.1, 1)], mentions: ["north", "latitude"])
@@ -198,9 +198,9 @@ struct RPCIntegrationTests {
         let markers = (0..<5_000).map { marker("m\($0)-padding-padding-padding", 1, 1) }
         #expect(statusCode { _ = try big.upsertMarkers("l", markers) } == .unavailable)
         let other = try s.client()
-        #expect(try other.layerStats("l").markers == 0)
+        #expect(try other.layerStats("l").markerCount == 0)
         _ = try other.upsertMarkers("l", [marker("small", 1, 1)])
-        #expect(try other.layerStats("l").markers == 1)
+        #expect(try other.layerStats("l").markerCount == 1)
     }
 
     @Test("idempotency keys: a repeat returns the first reply and applies nothing")
@@ -219,7 +219,7 @@ struct RPCIntegrationTests {
         // A failed mutation forgets its key: a corrected retry with the same key applies.
         #expect(statusCode { _ = try c.upsertMarkers("nope", [marker("b", 1, 1)], idempotencyKey: "key-2") } == .notFound)
         _ = try createLayer(c, "nope")
-        #expect(try c.upsertMarkers("nope", [marker("b", 1, 1)], idempotencyKey: "key-2").created == 1)
+        #expect(try c.upsertMarkers("nope", [marker("b", 1, 1)], idempotencyKey: "key-2").createdCount == 1)
     }
 
     @Test("an expired timeout_ms is DEADLINE_EXCEEDED and applies nothing")
@@ -273,7 +273,7 @@ struct RPCIntegrationTests {
         }
         #expect(errors.all.isEmpty, "\(errors.all)")
         for l in 0..<layers {
-            #expect(try c.layerStats("layer\(l)").markers == UInt64(writersPerLayer * batches * batchSize))
+            #expect(try c.layerStats("layer\(l)").markerCount == UInt64(writersPerLayer * batches * batchSize))
         }
     }
 }

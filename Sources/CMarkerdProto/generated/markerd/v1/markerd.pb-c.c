@@ -3808,18 +3808,6 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "algorithm",
-    6,
-    PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Markerd__V1__ClusteringOptions, algorithm),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
     "raster",
     7,
     PROTOBUF_C_LABEL_OPTIONAL,
@@ -3831,19 +3819,32 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "algorithm",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__ClusteringOptions, has_algorithm),
+    offsetof(Markerd__V1__ClusteringOptions, algorithm),
+    &markerd__v1__cluster_algorithm__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__clustering_options__field_indices_by_name[] = {
-  5,   /* field[5] = algorithm */
+  6,   /* field[6] = algorithm */
   0,   /* field[0] = enabled */
   4,   /* field[4] = extent */
   3,   /* field[3] = max_zoom */
   2,   /* field[2] = min_points */
   1,   /* field[1] = radius_px */
-  6,   /* field[6] = raster */
+  5,   /* field[5] = raster */
 };
-static const ProtobufCIntRange markerd__v1__clustering_options__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__clustering_options__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 7, 5 },
   { 0, 7 }
 };
 const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor =
@@ -3857,7 +3858,7 @@ const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor =
   7,
   markerd__v1__clustering_options__field_descriptors,
   markerd__v1__clustering_options__field_indices_by_name,
-  1,  markerd__v1__clustering_options__number_ranges,
+  2,  markerd__v1__clustering_options__number_ranges,
   (ProtobufCMessageInit) markerd__v1__clustering_options__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -4443,48 +4444,48 @@ static const ProtobufCFieldDescriptor markerd__v1__layer_stats__field_descriptor
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "markers",
+    "marker_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__LayerStats, has_markers),
-    offsetof(Markerd__V1__LayerStats, markers),
+    offsetof(Markerd__V1__LayerStats, has_marker_count),
+    offsetof(Markerd__V1__LayerStats, marker_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "static_markers",
+    "static_marker_count",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__LayerStats, has_static_markers),
-    offsetof(Markerd__V1__LayerStats, static_markers),
+    offsetof(Markerd__V1__LayerStats, has_static_marker_count),
+    offsetof(Markerd__V1__LayerStats, static_marker_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "live_markers",
+    "live_marker_count",
     4,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__LayerStats, has_live_markers),
-    offsetof(Markerd__V1__LayerStats, live_markers),
+    offsetof(Markerd__V1__LayerStats, has_live_marker_count),
+    offsetof(Markerd__V1__LayerStats, live_marker_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "hidden_markers",
+    "hidden_marker_count",
     5,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__LayerStats, has_hidden_markers),
-    offsetof(Markerd__V1__LayerStats, hidden_markers),
+    offsetof(Markerd__V1__LayerStats, has_hidden_marker_count),
+    offsetof(Markerd__V1__LayerStats, hidden_marker_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -4529,12 +4530,12 @@ static const ProtobufCFieldDescriptor markerd__v1__layer_stats__field_descriptor
 };
 static const unsigned markerd__v1__layer_stats__field_indices_by_name[] = {
   5,   /* field[5] = approximate_bytes */
-  4,   /* field[4] = hidden_markers */
+  4,   /* field[4] = hidden_marker_count */
   0,   /* field[0] = layer_id */
-  3,   /* field[3] = live_markers */
-  1,   /* field[1] = markers */
+  3,   /* field[3] = live_marker_count */
+  1,   /* field[1] = marker_count */
   6,   /* field[6] = mode */
-  2,   /* field[2] = static_markers */
+  2,   /* field[2] = static_marker_count */
   7,   /* field[7] = version */
 };
 static const ProtobufCIntRange markerd__v1__layer_stats__number_ranges[1 + 1] =
@@ -4819,12 +4820,12 @@ const ProtobufCMessageDescriptor markerd__v1__delete_layer_request__descriptor =
 static const ProtobufCFieldDescriptor markerd__v1__delete_layer_response__field_descriptors[1] =
 {
   {
-    "removed_markers",
+    "removed_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__DeleteLayerResponse, has_removed_markers),
-    offsetof(Markerd__V1__DeleteLayerResponse, removed_markers),
+    offsetof(Markerd__V1__DeleteLayerResponse, has_removed_count),
+    offsetof(Markerd__V1__DeleteLayerResponse, removed_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -4832,7 +4833,7 @@ static const ProtobufCFieldDescriptor markerd__v1__delete_layer_response__field_
   },
 };
 static const unsigned markerd__v1__delete_layer_response__field_indices_by_name[] = {
-  0,   /* field[0] = removed_markers */
+  0,   /* field[0] = removed_count */
 };
 static const ProtobufCIntRange markerd__v1__delete_layer_response__number_ranges[1 + 1] =
 {
@@ -5610,24 +5611,24 @@ const ProtobufCMessageDescriptor markerd__v1__upsert_markers_request__descriptor
 static const ProtobufCFieldDescriptor markerd__v1__upsert_markers_response__field_descriptors[3] =
 {
   {
-    "created",
+    "created_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__UpsertMarkersResponse, has_created),
-    offsetof(Markerd__V1__UpsertMarkersResponse, created),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__UpsertMarkersResponse, has_created_count),
+    offsetof(Markerd__V1__UpsertMarkersResponse, created_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "updated",
+    "updated_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__UpsertMarkersResponse, has_updated),
-    offsetof(Markerd__V1__UpsertMarkersResponse, updated),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__UpsertMarkersResponse, has_updated_count),
+    offsetof(Markerd__V1__UpsertMarkersResponse, updated_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -5647,9 +5648,9 @@ static const ProtobufCFieldDescriptor markerd__v1__upsert_markers_response__fiel
   },
 };
 static const unsigned markerd__v1__upsert_markers_response__field_indices_by_name[] = {
-  0,   /* field[0] = created */
+  0,   /* field[0] = created_count */
   2,   /* field[2] = layer_version */
-  1,   /* field[1] = updated */
+  1,   /* field[1] = updated_count */
 };
 static const ProtobufCIntRange markerd__v1__upsert_markers_response__number_ranges[1 + 1] =
 {
@@ -5725,24 +5726,24 @@ const ProtobufCMessageDescriptor markerd__v1__remove_markers_request__descriptor
 static const ProtobufCFieldDescriptor markerd__v1__remove_markers_response__field_descriptors[3] =
 {
   {
-    "removed",
+    "removed_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__RemoveMarkersResponse, has_removed),
-    offsetof(Markerd__V1__RemoveMarkersResponse, removed),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__RemoveMarkersResponse, has_removed_count),
+    offsetof(Markerd__V1__RemoveMarkersResponse, removed_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "not_found",
+    "not_found_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__RemoveMarkersResponse, has_not_found),
-    offsetof(Markerd__V1__RemoveMarkersResponse, not_found),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__RemoveMarkersResponse, has_not_found_count),
+    offsetof(Markerd__V1__RemoveMarkersResponse, not_found_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -5763,8 +5764,8 @@ static const ProtobufCFieldDescriptor markerd__v1__remove_markers_response__fiel
 };
 static const unsigned markerd__v1__remove_markers_response__field_indices_by_name[] = {
   2,   /* field[2] = layer_version */
-  1,   /* field[1] = not_found */
-  0,   /* field[0] = removed */
+  1,   /* field[1] = not_found_count */
+  0,   /* field[0] = removed_count */
 };
 static const ProtobufCIntRange markerd__v1__remove_markers_response__number_ranges[1 + 1] =
 {
@@ -5929,12 +5930,12 @@ const ProtobufCMessageDescriptor markerd__v1__clear_layer_request__descriptor =
 static const ProtobufCFieldDescriptor markerd__v1__clear_layer_response__field_descriptors[2] =
 {
   {
-    "removed",
+    "removed_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__ClearLayerResponse, has_removed),
-    offsetof(Markerd__V1__ClearLayerResponse, removed),
+    offsetof(Markerd__V1__ClearLayerResponse, has_removed_count),
+    offsetof(Markerd__V1__ClearLayerResponse, removed_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -5955,7 +5956,7 @@ static const ProtobufCFieldDescriptor markerd__v1__clear_layer_response__field_d
 };
 static const unsigned markerd__v1__clear_layer_response__field_indices_by_name[] = {
   1,   /* field[1] = layer_version */
-  0,   /* field[0] = removed */
+  0,   /* field[0] = removed_count */
 };
 static const ProtobufCIntRange markerd__v1__clear_layer_response__number_ranges[1 + 1] =
 {
@@ -6082,12 +6083,12 @@ const ProtobufCMessageDescriptor markerd__v1__move_markers_request__descriptor =
 static const ProtobufCFieldDescriptor markerd__v1__move_markers_response__field_descriptors[3] =
 {
   {
-    "moved",
+    "moved_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__MoveMarkersResponse, has_moved),
-    offsetof(Markerd__V1__MoveMarkersResponse, moved),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__MoveMarkersResponse, has_moved_count),
+    offsetof(Markerd__V1__MoveMarkersResponse, moved_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -6120,7 +6121,7 @@ static const ProtobufCFieldDescriptor markerd__v1__move_markers_response__field_
 };
 static const unsigned markerd__v1__move_markers_response__field_indices_by_name[] = {
   2,   /* field[2] = layer_version */
-  0,   /* field[0] = moved */
+  0,   /* field[0] = moved_count */
   1,   /* field[1] = not_found_ids */
 };
 static const ProtobufCIntRange markerd__v1__move_markers_response__number_ranges[1 + 1] =
@@ -6349,24 +6350,24 @@ static const ProtobufCFieldDescriptor markerd__v1__query_viewport_response__fiel
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "static_in_view",
+    "static_in_view_count",
     4,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__QueryViewportResponse, has_static_in_view),
-    offsetof(Markerd__V1__QueryViewportResponse, static_in_view),
+    offsetof(Markerd__V1__QueryViewportResponse, has_static_in_view_count),
+    offsetof(Markerd__V1__QueryViewportResponse, static_in_view_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "live_in_view",
+    "live_in_view_count",
     5,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__QueryViewportResponse, has_live_in_view),
-    offsetof(Markerd__V1__QueryViewportResponse, live_in_view),
+    offsetof(Markerd__V1__QueryViewportResponse, has_live_in_view_count),
+    offsetof(Markerd__V1__QueryViewportResponse, live_in_view_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -6399,11 +6400,11 @@ static const ProtobufCFieldDescriptor markerd__v1__query_viewport_response__fiel
 };
 static const unsigned markerd__v1__query_viewport_response__field_indices_by_name[] = {
   6,   /* field[6] = layer_version */
-  4,   /* field[4] = live_in_view */
+  4,   /* field[4] = live_in_view_count */
   1,   /* field[1] = markers */
   0,   /* field[0] = mode */
   5,   /* field[5] = next_page_token */
-  3,   /* field[3] = static_in_view */
+  3,   /* field[3] = static_in_view_count */
   2,   /* field[2] = tiles */
 };
 static const ProtobufCIntRange markerd__v1__query_viewport_response__number_ranges[1 + 1] =
@@ -7344,12 +7345,12 @@ static const ProtobufCFieldDescriptor markerd__v1__render_snapshot_response__fie
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "markers_drawn",
+    "drawn_count",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__RenderSnapshotResponse, has_markers_drawn),
-    offsetof(Markerd__V1__RenderSnapshotResponse, markers_drawn),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__RenderSnapshotResponse, has_drawn_count),
+    offsetof(Markerd__V1__RenderSnapshotResponse, drawn_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -7357,8 +7358,8 @@ static const ProtobufCFieldDescriptor markerd__v1__render_snapshot_response__fie
   },
 };
 static const unsigned markerd__v1__render_snapshot_response__field_indices_by_name[] = {
+  2,   /* field[2] = drawn_count */
   1,   /* field[1] = layer_version */
-  2,   /* field[2] = markers_drawn */
   0,   /* field[0] = png */
 };
 static const ProtobufCIntRange markerd__v1__render_snapshot_response__number_ranges[1 + 1] =
@@ -7396,12 +7397,12 @@ static const ProtobufCFieldDescriptor markerd__v1__cluster__field_descriptors[5]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "count",
+    "marker_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__Cluster, has_count),
-    offsetof(Markerd__V1__Cluster, count),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__Cluster, has_marker_count),
+    offsetof(Markerd__V1__Cluster, marker_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -7446,9 +7447,9 @@ static const ProtobufCFieldDescriptor markerd__v1__cluster__field_descriptors[5]
 };
 static const unsigned markerd__v1__cluster__field_indices_by_name[] = {
   3,   /* field[3] = bounds */
-  1,   /* field[1] = count */
   4,   /* field[4] = expansion_zoom */
   0,   /* field[0] = id */
+  1,   /* field[1] = marker_count */
   2,   /* field[2] = position */
 };
 static const ProtobufCIntRange markerd__v1__cluster__number_ranges[1 + 1] =
@@ -7575,12 +7576,12 @@ static const ProtobufCFieldDescriptor markerd__v1__get_clusters_response__field_
   },
   {
     "algorithm",
-    4,
+    5,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__GetClustersResponse, has_algorithm),
     offsetof(Markerd__V1__GetClustersResponse, algorithm),
-    NULL,
+    &markerd__v1__cluster_algorithm__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -7592,9 +7593,10 @@ static const unsigned markerd__v1__get_clusters_response__field_indices_by_name[
   2,   /* field[2] = layer_version */
   1,   /* field[1] = markers */
 };
-static const ProtobufCIntRange markerd__v1__get_clusters_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__get_clusters_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 5, 3 },
   { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__get_clusters_response__descriptor =
@@ -7608,7 +7610,7 @@ const ProtobufCMessageDescriptor markerd__v1__get_clusters_response__descriptor 
   4,
   markerd__v1__get_clusters_response__field_descriptors,
   markerd__v1__get_clusters_response__field_indices_by_name,
-  1,  markerd__v1__get_clusters_response__number_ranges,
+  2,  markerd__v1__get_clusters_response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__get_clusters_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -8172,36 +8174,36 @@ static const ProtobufCFieldDescriptor markerd__v1__create_snapshot_response__fie
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "markers",
+    "marker_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__CreateSnapshotResponse, has_markers),
-    offsetof(Markerd__V1__CreateSnapshotResponse, markers),
+    offsetof(Markerd__V1__CreateSnapshotResponse, has_marker_count),
+    offsetof(Markerd__V1__CreateSnapshotResponse, marker_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "bytes",
+    "size_bytes",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__CreateSnapshotResponse, has_bytes),
-    offsetof(Markerd__V1__CreateSnapshotResponse, bytes),
+    offsetof(Markerd__V1__CreateSnapshotResponse, has_size_bytes),
+    offsetof(Markerd__V1__CreateSnapshotResponse, size_bytes),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "seconds",
-    4,
+    "duration_ms",
+    5,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_DOUBLE,
-    offsetof(Markerd__V1__CreateSnapshotResponse, has_seconds),
-    offsetof(Markerd__V1__CreateSnapshotResponse, seconds),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__CreateSnapshotResponse, has_duration_ms),
+    offsetof(Markerd__V1__CreateSnapshotResponse, duration_ms),
     NULL,
     NULL,
     0,             /* flags */
@@ -8209,14 +8211,15 @@ static const ProtobufCFieldDescriptor markerd__v1__create_snapshot_response__fie
   },
 };
 static const unsigned markerd__v1__create_snapshot_response__field_indices_by_name[] = {
-  2,   /* field[2] = bytes */
-  1,   /* field[1] = markers */
+  3,   /* field[3] = duration_ms */
+  1,   /* field[1] = marker_count */
   0,   /* field[0] = path */
-  3,   /* field[3] = seconds */
+  2,   /* field[2] = size_bytes */
 };
-static const ProtobufCIntRange markerd__v1__create_snapshot_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__create_snapshot_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 5, 3 },
   { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descriptor =
@@ -8230,7 +8233,7 @@ const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descript
   4,
   markerd__v1__create_snapshot_response__field_descriptors,
   markerd__v1__create_snapshot_response__field_indices_by_name,
-  1,  markerd__v1__create_snapshot_response__number_ranges,
+  2,  markerd__v1__create_snapshot_response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__create_snapshot_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -8267,36 +8270,24 @@ static const ProtobufCFieldDescriptor markerd__v1__get_server_info_response__fie
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "uptime_seconds",
-    2,
-    PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_DOUBLE,
-    offsetof(Markerd__V1__GetServerInfoResponse, has_uptime_seconds),
-    offsetof(Markerd__V1__GetServerInfoResponse, uptime_seconds),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "layers",
+    "layer_count",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__GetServerInfoResponse, has_layers),
-    offsetof(Markerd__V1__GetServerInfoResponse, layers),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetServerInfoResponse, has_layer_count),
+    offsetof(Markerd__V1__GetServerInfoResponse, layer_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "markers",
+    "marker_count",
     4,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__GetServerInfoResponse, has_markers),
-    offsetof(Markerd__V1__GetServerInfoResponse, markers),
+    offsetof(Markerd__V1__GetServerInfoResponse, has_marker_count),
+    offsetof(Markerd__V1__GetServerInfoResponse, marker_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -8314,17 +8305,30 @@ static const ProtobufCFieldDescriptor markerd__v1__get_server_info_response__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "uptime_ms",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetServerInfoResponse, has_uptime_ms),
+    offsetof(Markerd__V1__GetServerInfoResponse, uptime_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__get_server_info_response__field_indices_by_name[] = {
-  4,   /* field[4] = durable */
-  2,   /* field[2] = layers */
-  3,   /* field[3] = markers */
-  1,   /* field[1] = uptime_seconds */
+  3,   /* field[3] = durable */
+  1,   /* field[1] = layer_count */
+  2,   /* field[2] = marker_count */
+  4,   /* field[4] = uptime_ms */
   0,   /* field[0] = version */
 };
-static const ProtobufCIntRange markerd__v1__get_server_info_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__get_server_info_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 3, 1 },
   { 0, 5 }
 };
 const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descriptor =
@@ -8338,7 +8342,7 @@ const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descript
   5,
   markerd__v1__get_server_info_response__field_descriptors,
   markerd__v1__get_server_info_response__field_indices_by_name,
-  1,  markerd__v1__get_server_info_response__number_ranges,
+  2,  markerd__v1__get_server_info_response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__get_server_info_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -8398,6 +8402,36 @@ const ProtobufCEnumDescriptor markerd__v1__code__descriptor =
   markerd__v1__code__enum_values_by_name,
   1,
   markerd__v1__code__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue markerd__v1__cluster_algorithm__enum_values_by_number[3] =
+{
+  { "CLUSTER_ALGORITHM_UNSPECIFIED", "MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_UNSPECIFIED", 0 },
+  { "CLUSTER_ALGORITHM_GRID", "MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_GRID", 1 },
+  { "CLUSTER_ALGORITHM_SUPERCLUSTER", "MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_SUPERCLUSTER", 2 },
+};
+static const ProtobufCIntRange markerd__v1__cluster_algorithm__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex markerd__v1__cluster_algorithm__enum_values_by_name[3] =
+{
+  { "CLUSTER_ALGORITHM_GRID", 1 },
+  { "CLUSTER_ALGORITHM_SUPERCLUSTER", 2 },
+  { "CLUSTER_ALGORITHM_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor markerd__v1__cluster_algorithm__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "markerd.v1.ClusterAlgorithm",
+  "ClusterAlgorithm",
+  "Markerd__V1__ClusterAlgorithm",
+  "markerd.v1",
+  3,
+  markerd__v1__cluster_algorithm__enum_values_by_number,
+  3,
+  markerd__v1__cluster_algorithm__enum_values_by_name,
+  1,
+  markerd__v1__cluster_algorithm__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue markerd__v1__point_tile_mode__enum_values_by_number[4] =
@@ -8528,7 +8562,7 @@ const ProtobufCEnumDescriptor markerd__v1__tiling_mode__descriptor =
 };
 static const ProtobufCEnumValue markerd__v1__animation_kind__enum_values_by_number[3] =
 {
-  { "ANIMATION_KIND_NONE", "MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_NONE", 0 },
+  { "ANIMATION_KIND_UNSPECIFIED", "MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_UNSPECIFIED", 0 },
   { "ANIMATION_KIND_DROP", "MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_DROP", 1 },
   { "ANIMATION_KIND_BOUNCE", "MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_BOUNCE", 2 },
 };
@@ -8539,7 +8573,7 @@ static const ProtobufCEnumValueIndex markerd__v1__animation_kind__enum_values_by
 {
   { "ANIMATION_KIND_BOUNCE", 2 },
   { "ANIMATION_KIND_DROP", 1 },
-  { "ANIMATION_KIND_NONE", 0 },
+  { "ANIMATION_KIND_UNSPECIFIED", 0 },
 };
 const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
 {

@@ -95,7 +95,8 @@ typedef struct Markerd__V1__GetServerInfoResponse Markerd__V1__GetServerInfoResp
 /* --- enums --- */
 
 /*
- * The gRPC canonical status codes (same numbers as google.rpc.Code).
+ * The gRPC canonical status codes (same numbers as google.rpc.Code). The one enum without an
+ * `_UNSPECIFIED` value: gRPC's convention makes 0 mean OK, which is what an unset code means.
  */
 typedef enum _Markerd__V1__Code {
   MARKERD__V1__CODE__OK = 0,
@@ -117,6 +118,21 @@ typedef enum _Markerd__V1__Code {
   MARKERD__V1__CODE__UNAUTHENTICATED = 16
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CODE)
 } Markerd__V1__Code;
+typedef enum _Markerd__V1__ClusterAlgorithm {
+  /*
+   * The default: GRID.
+   */
+  MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_UNSPECIFIED = 0,
+  /*
+   * Grid clusters, updated incrementally with every change.
+   */
+  MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_GRID = 1,
+  /*
+   * Exactly supercluster v8's clusters, rebuilt in the background after changes.
+   */
+  MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_SUPERCLUSTER = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CLUSTER_ALGORITHM)
+} Markerd__V1__ClusterAlgorithm;
 /*
  * What a point tile (GetPointTile, /tiles/{layer}/{z}/{x}/{y}.mvt) holds when all of its markers
  * would exceed the budget. Unknown numbers on the wire mean the default.
@@ -181,7 +197,10 @@ typedef enum _Markerd__V1__TilingMode {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__TILING_MODE)
 } Markerd__V1__TilingMode;
 typedef enum _Markerd__V1__AnimationKind {
-  MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_NONE = 0,
+  /*
+   * No animation (the default).
+   */
+  MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_UNSPECIFIED = 0,
   MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_DROP = 1,
   MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_BOUNCE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__ANIMATION_KIND)
@@ -357,10 +376,10 @@ struct  Markerd__V1__ClusteringOptions
   protobuf_c_boolean has_extent;
   uint32_t extent;
   /*
-   * "grid" (default: follows every update incrementally) or "supercluster" (exactly
-   * supercluster v8's clusters, rebuilt in the background after changes).
+   * Unspecified: GRID. (Field 6 was the algorithm's name as a string.)
    */
-  char *algorithm;
+  protobuf_c_boolean has_algorithm;
+  Markerd__V1__ClusterAlgorithm algorithm;
   /*
    * Draw clusters into the raster tiles as count bubbles instead of every marker.
    */
@@ -369,7 +388,7 @@ struct  Markerd__V1__ClusteringOptions
 };
 #define MARKERD__V1__CLUSTERING_OPTIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__clustering_options__descriptor) \
-    , 0, 0, 0, 60, 0, 2u, 0, 16u, 0, 512u, NULL, 0, 0 }
+    , 0, 0, 0, 60, 0, 2u, 0, 16u, 0, 512u, 0, MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_UNSPECIFIED, 0, 0 }
 
 
 /*
@@ -565,20 +584,20 @@ struct  Markerd__V1__LayerStats
 {
   ProtobufCMessage base;
   char *layer_id;
-  protobuf_c_boolean has_markers;
-  uint64_t markers;
+  protobuf_c_boolean has_marker_count;
+  uint64_t marker_count;
   /*
    * Visible, not draggable, not animating.
    */
-  protobuf_c_boolean has_static_markers;
-  uint64_t static_markers;
+  protobuf_c_boolean has_static_marker_count;
+  uint64_t static_marker_count;
   /*
    * Draggable or animating (visible or not).
    */
-  protobuf_c_boolean has_live_markers;
-  uint64_t live_markers;
-  protobuf_c_boolean has_hidden_markers;
-  uint64_t hidden_markers;
+  protobuf_c_boolean has_live_marker_count;
+  uint64_t live_marker_count;
+  protobuf_c_boolean has_hidden_marker_count;
+  uint64_t hidden_marker_count;
   /*
    * Approximate memory held by the layer, in bytes.
    */
@@ -671,8 +690,8 @@ struct  Markerd__V1__DeleteLayerRequest
 struct  Markerd__V1__DeleteLayerResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_removed_markers;
-  uint64_t removed_markers;
+  protobuf_c_boolean has_removed_count;
+  uint64_t removed_count;
 };
 #define MARKERD__V1__DELETE_LAYER_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__delete_layer_response__descriptor) \
@@ -799,7 +818,7 @@ struct  Markerd__V1__Animation
 };
 #define MARKERD__V1__ANIMATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__animation__descriptor) \
-    , 0, MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_NONE, 0, 0, 0, 0 }
+    , 0, MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_UNSPECIFIED, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__Marker__AttributesEntry
@@ -905,10 +924,10 @@ struct  Markerd__V1__UpsertMarkersRequest
 struct  Markerd__V1__UpsertMarkersResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_created;
-  uint32_t created;
-  protobuf_c_boolean has_updated;
-  uint32_t updated;
+  protobuf_c_boolean has_created_count;
+  uint64_t created_count;
+  protobuf_c_boolean has_updated_count;
+  uint64_t updated_count;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
 };
@@ -932,10 +951,10 @@ struct  Markerd__V1__RemoveMarkersRequest
 struct  Markerd__V1__RemoveMarkersResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_removed;
-  uint32_t removed;
-  protobuf_c_boolean has_not_found;
-  uint32_t not_found;
+  protobuf_c_boolean has_removed_count;
+  uint64_t removed_count;
+  protobuf_c_boolean has_not_found_count;
+  uint64_t not_found_count;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
 };
@@ -985,8 +1004,8 @@ struct  Markerd__V1__ClearLayerRequest
 struct  Markerd__V1__ClearLayerResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_removed;
-  uint64_t removed;
+  protobuf_c_boolean has_removed_count;
+  uint64_t removed_count;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
 };
@@ -1024,8 +1043,8 @@ struct  Markerd__V1__MoveMarkersRequest
 struct  Markerd__V1__MoveMarkersResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_moved;
-  uint32_t moved;
+  protobuf_c_boolean has_moved_count;
+  uint64_t moved_count;
   size_t n_not_found_ids;
   char **not_found_ids;
   protobuf_c_boolean has_layer_version;
@@ -1107,10 +1126,10 @@ struct  Markerd__V1__QueryViewportResponse
    * Set in TILED mode.
    */
   Markerd__V1__TileDescriptor *tiles;
-  protobuf_c_boolean has_static_in_view;
-  uint64_t static_in_view;
-  protobuf_c_boolean has_live_in_view;
-  uint64_t live_in_view;
+  protobuf_c_boolean has_static_in_view_count;
+  uint64_t static_in_view_count;
+  protobuf_c_boolean has_live_in_view_count;
+  uint64_t live_in_view_count;
   /*
    * Empty when there are no more markers.
    */
@@ -1361,8 +1380,8 @@ struct  Markerd__V1__RenderSnapshotResponse
   ProtobufCBinaryData png;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
-  protobuf_c_boolean has_markers_drawn;
-  uint32_t markers_drawn;
+  protobuf_c_boolean has_drawn_count;
+  uint64_t drawn_count;
 };
 #define MARKERD__V1__RENDER_SNAPSHOT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__render_snapshot_response__descriptor) \
@@ -1377,8 +1396,8 @@ struct  Markerd__V1__Cluster
    */
   protobuf_c_boolean has_id;
   uint64_t id;
-  protobuf_c_boolean has_count;
-  uint32_t count;
+  protobuf_c_boolean has_marker_count;
+  uint64_t marker_count;
   /*
    * Weighted centre of the members.
    */
@@ -1437,11 +1456,15 @@ struct  Markerd__V1__GetClustersResponse
    */
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
-  char *algorithm;
+  /*
+   * The layer's algorithm (never UNSPECIFIED). (Field 4 was its name as a string.)
+   */
+  protobuf_c_boolean has_algorithm;
+  Markerd__V1__ClusterAlgorithm algorithm;
 };
 #define MARKERD__V1__GET_CLUSTERS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_clusters_response__descriptor) \
-    , 0,NULL, 0,NULL, 0, 0, NULL }
+    , 0,NULL, 0,NULL, 0, 0, 0, MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_UNSPECIFIED }
 
 
 struct  Markerd__V1__GetClusterLeavesRequest
@@ -1592,12 +1615,18 @@ struct  Markerd__V1__CreateSnapshotResponse
 {
   ProtobufCMessage base;
   char *path;
-  protobuf_c_boolean has_markers;
-  uint64_t markers;
-  protobuf_c_boolean has_bytes;
-  uint64_t bytes;
-  protobuf_c_boolean has_seconds;
-  double seconds;
+  protobuf_c_boolean has_marker_count;
+  uint64_t marker_count;
+  /*
+   * The snapshot file's size.
+   */
+  protobuf_c_boolean has_size_bytes;
+  uint64_t size_bytes;
+  /*
+   * How long writing it took. (Field 4 was `double seconds`.)
+   */
+  protobuf_c_boolean has_duration_ms;
+  uint64_t duration_ms;
 };
 #define MARKERD__V1__CREATE_SNAPSHOT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_snapshot_response__descriptor) \
@@ -1617,12 +1646,15 @@ struct  Markerd__V1__GetServerInfoResponse
 {
   ProtobufCMessage base;
   char *version;
-  protobuf_c_boolean has_uptime_seconds;
-  double uptime_seconds;
-  protobuf_c_boolean has_layers;
-  uint32_t layers;
-  protobuf_c_boolean has_markers;
-  uint64_t markers;
+  /*
+   * Since the process started. (Field 2 was `double uptime_seconds`.)
+   */
+  protobuf_c_boolean has_uptime_ms;
+  uint64_t uptime_ms;
+  protobuf_c_boolean has_layer_count;
+  uint64_t layer_count;
+  protobuf_c_boolean has_marker_count;
+  uint64_t marker_count;
   protobuf_c_boolean has_durable;
   protobuf_c_boolean durable;
 };
@@ -3498,6 +3530,7 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    markerd__v1__code__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__cluster_algorithm__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__point_tile_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__label_overflow__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__label_position__descriptor;
