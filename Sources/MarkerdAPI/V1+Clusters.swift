@@ -98,50 +98,53 @@ extension V1 {
 
     /// The proto message `GetClusterLeavesRequest`.
     public struct GetClusterLeavesRequest: ProtoMessage {
-        /// The proto default of `limit`.
-        public static let defaultLimit: UInt32 = 10
-
         /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
         public var layerID: String = ""
         /// Proto field `cluster_id` = 2; absent decodes to 0, which is not encoded.
         public var clusterID: UInt64 = 0
-        /// Default 10.
-        /// nil: absent, meaning the default 10 (`defaultLimit`).
-        /// Proto field `limit` = 3.
-        public var limit: UInt32? = nil
-        /// Proto field `offset` = 4; absent decodes to 0, which is not encoded.
-        public var offset: UInt32 = 0
+        /// Leaves per page, 0-100,000; 0 means 10.
+        /// Proto field `page_size` = 3; absent decodes to 0, which is not encoded.
+        public var pageSize: UInt32 = 0
+        /// See the paging rule in the header; a token is for the cluster it came with. (Field 4 was
+        /// `offset`.)
+        /// Proto field `page_token` = 5; absent decodes to "", which is not encoded.
+        public var pageToken: String = ""
 
         public init() {}
 
         public init(
             layerID: String = "",
             clusterID: UInt64 = 0,
-            limit: UInt32? = nil,
-            offset: UInt32 = 0
+            pageSize: UInt32 = 0,
+            pageToken: String = ""
         ) {
             self.layerID = layerID
             self.clusterID = clusterID
-            self.limit = limit
-            self.offset = offset
+            self.pageSize = pageSize
+            self.pageToken = pageToken
         }
     }
 
     /// The proto message `GetClusterLeavesResponse`.
     public struct GetClusterLeavesResponse: ProtoMessage {
+        /// In the cluster's leaf order (the same for every page while the cluster exists).
         /// Proto field `markers` = 1.
         public var markers: [Marker] = []
         /// Proto field `layer_version` = 2; absent decodes to 0, which is not encoded.
         public var layerVersion: UInt64 = 0
+        /// Proto field `next_page_token` = 3; absent decodes to "", which is not encoded.
+        public var nextPageToken: String = ""
 
         public init() {}
 
         public init(
             markers: [Marker] = [],
-            layerVersion: UInt64 = 0
+            layerVersion: UInt64 = 0,
+            nextPageToken: String = ""
         ) {
             self.markers = markers
             self.layerVersion = layerVersion
+            self.nextPageToken = nextPageToken
         }
     }
 
@@ -320,8 +323,8 @@ extension V1.GetClusterLeavesRequest: CBridged {
         self.init(
             layerID: try swiftString(c.layer_id, "GetClusterLeavesRequest.layer_id"),
             clusterID: c.cluster_id,
-            limit: present(c.has_limit, c.limit),
-            offset: c.offset
+            pageSize: c.page_size,
+            pageToken: try swiftString(c.page_token, "GetClusterLeavesRequest.page_token")
         )
     }
 
@@ -330,8 +333,8 @@ extension V1.GetClusterLeavesRequest: CBridged {
         markerd__v1__get_cluster_leaves_request__init(&c)
         c.layer_id = arena.cString(self.layerID)
         setPlain(self.clusterID, &c.has_cluster_id, &c.cluster_id)
-        setOptional(self.limit, &c.has_limit, &c.limit)
-        setPlain(self.offset, &c.has_offset, &c.offset)
+        setPlain(self.pageSize, &c.has_page_size, &c.page_size)
+        c.page_token = arena.cString(self.pageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -347,7 +350,8 @@ extension V1.GetClusterLeavesResponse: CBridged {
         let c = cMessage.load(as: Markerd__V1__GetClusterLeavesResponse.self)
         self.init(
             markers: try swiftMessages(c.n_markers, c.markers),
-            layerVersion: c.layer_version
+            layerVersion: c.layer_version,
+            nextPageToken: try swiftString(c.next_page_token, "GetClusterLeavesResponse.next_page_token")
         )
     }
 
@@ -356,6 +360,7 @@ extension V1.GetClusterLeavesResponse: CBridged {
         markerd__v1__get_cluster_leaves_response__init(&c)
         (c.n_markers, c.markers) = arena.messages(self.markers)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
+        c.next_page_token = arena.cString(self.nextPageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -104,6 +104,10 @@ extension V1 {
         /// The serialized response message of the method; empty unless code == OK.
         /// Proto field `payload` = 4; absent decodes to [], which is not encoded.
         public var payload: [UInt8] = []
+        /// With INVALID_ARGUMENT, the request fields at fault when the error names them (`message`
+        /// names them too), like google.rpc.BadRequest's field violations; else empty.
+        /// Proto field `field_violations` = 5.
+        public var fieldViolations: [FieldViolation] = []
 
         public init() {}
 
@@ -111,12 +115,36 @@ extension V1 {
             requestID: UInt64 = 0,
             code: Code = .ok,
             message: String = "",
-            payload: [UInt8] = []
+            payload: [UInt8] = [],
+            fieldViolations: [FieldViolation] = []
         ) {
             self.requestID = requestID
             self.code = code
             self.message = message
             self.payload = payload
+            self.fieldViolations = fieldViolations
+        }
+    }
+
+    /// One invalid field of a request.
+    public struct FieldViolation: ProtoMessage {
+        /// The field's path in the method's request message: proto field names joined by ".", with
+        /// "[i]" after a repeated field's name, e.g. "markers[2].position.latitude",
+        /// "options.clustering.radius_px", "page_size".
+        /// Proto field `field` = 1; absent decodes to "", which is not encoded.
+        public var field: String = ""
+        /// Why it is invalid, e.g. "91 is not within +-85.05112878".
+        /// Proto field `description` = 2; absent decodes to "", which is not encoded.
+        public var description: String = ""
+
+        public init() {}
+
+        public init(
+            field: String = "",
+            description: String = ""
+        ) {
+            self.field = field
+            self.description = description
         }
     }
 }
@@ -176,7 +204,8 @@ extension V1.Response: CBridged {
             requestID: c.request_id,
             code: swiftEnum(c.code),
             message: try swiftString(c.message, "Response.message"),
-            payload: swiftBytes(c.payload.data, c.payload.len)
+            payload: swiftBytes(c.payload.data, c.payload.len),
+            fieldViolations: try swiftMessages(c.n_field_violations, c.field_violations)
         )
     }
 
@@ -190,6 +219,31 @@ extension V1.Response: CBridged {
             c.has_payload = 1
             c.payload = ProtobufCBinaryData(len: self.payload.count, data: arena.bytes(self.payload))
         }
+        (c.n_field_violations, c.field_violations) = arena.messages(self.fieldViolations)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.FieldViolation: CBridged {
+    static var protoName: String { "FieldViolation" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__field_violation__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__FieldViolation.self)
+        self.init(
+            field: try swiftString(c.field, "FieldViolation.field"),
+            description: try swiftString(c.description, "FieldViolation.description")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__FieldViolation()
+        markerd__v1__field_violation__init(&c)
+        c.field = arena.cString(self.field)
+        c.description = arena.cString(self.description)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

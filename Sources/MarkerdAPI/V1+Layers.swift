@@ -579,21 +579,41 @@ extension V1 {
 
     /// The proto message `ListLayersRequest`.
     public struct ListLayersRequest: ProtoMessage {
-
-        public init() {}
-    }
-
-    /// The proto message `ListLayersResponse`.
-    public struct ListLayersResponse: ProtoMessage {
-        /// Proto field `layers` = 1.
-        public var layers: [Layer] = []
+        /// Layers per page, 0-1000; 0 means 100.
+        /// Proto field `page_size` = 1; absent decodes to 0, which is not encoded.
+        public var pageSize: UInt32 = 0
+        /// See the paging rule in the header.
+        /// Proto field `page_token` = 2; absent decodes to "", which is not encoded.
+        public var pageToken: String = ""
 
         public init() {}
 
         public init(
-            layers: [Layer] = []
+            pageSize: UInt32 = 0,
+            pageToken: String = ""
+        ) {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    /// The proto message `ListLayersResponse`.
+    public struct ListLayersResponse: ProtoMessage {
+        /// Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
+        /// as they are when it is asked for.
+        /// Proto field `layers` = 1.
+        public var layers: [Layer] = []
+        /// Proto field `next_page_token` = 2; absent decodes to "", which is not encoded.
+        public var nextPageToken: String = ""
+
+        public init() {}
+
+        public init(
+            layers: [Layer] = [],
+            nextPageToken: String = ""
         ) {
             self.layers = layers
+            self.nextPageToken = nextPageToken
         }
     }
 
@@ -1043,12 +1063,18 @@ extension V1.ListLayersRequest: CBridged {
     }
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
-        self.init()
+        let c = cMessage.load(as: Markerd__V1__ListLayersRequest.self)
+        self.init(
+            pageSize: c.page_size,
+            pageToken: try swiftString(c.page_token, "ListLayersRequest.page_token")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
         var c = Markerd__V1__ListLayersRequest()
         markerd__v1__list_layers_request__init(&c)
+        setPlain(self.pageSize, &c.has_page_size, &c.page_size)
+        c.page_token = arena.cString(self.pageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -1063,7 +1089,8 @@ extension V1.ListLayersResponse: CBridged {
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__ListLayersResponse.self)
         self.init(
-            layers: try swiftMessages(c.n_layers, c.layers)
+            layers: try swiftMessages(c.n_layers, c.layers),
+            nextPageToken: try swiftString(c.next_page_token, "ListLayersResponse.next_page_token")
         )
     }
 
@@ -1071,6 +1098,7 @@ extension V1.ListLayersResponse: CBridged {
         var c = Markerd__V1__ListLayersResponse()
         markerd__v1__list_layers_response__init(&c)
         (c.n_layers, c.layers) = arena.messages(self.layers)
+        c.next_page_token = arena.cString(self.nextPageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

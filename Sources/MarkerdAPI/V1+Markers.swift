@@ -192,6 +192,76 @@ extension V1 {
         }
     }
 
+    /// A partial update of one marker (UpdateMarkers): the fields named in `paths` take their values
+    /// from `marker`; every other field keeps its value.
+    public struct MarkerUpdate: ProtoMessage {
+        /// The marker to change; it must be in the layer.
+        /// Proto field `id` = 1; absent decodes to "", which is not encoded.
+        public var id: String = ""
+        /// The new values of the fields named in `paths` (its id and other fields are ignored). A named
+        /// field unset here is reset to its default (e.g. "label" unset removes the marker's label).
+        /// Proto field `marker` = 2.
+        public var marker: Marker? = nil
+        /// Marker field names, each at most once, at least one: "position", "icon" (pin or icon_id;
+        /// without "anchor" the anchor becomes the new icon's default), "anchor", "z_index", "clickable",
+        /// "draggable", "animation" (starts it again from the server's clock), "visible", "attributes",
+        /// "extra", "label", or one field of the label: "label.text", "label.priority", "label.color".
+        /// Proto field `paths` = 3.
+        public var paths: [String] = []
+
+        public init() {}
+
+        public init(
+            id: String = "",
+            marker: Marker? = nil,
+            paths: [String] = []
+        ) {
+            self.id = id
+            self.marker = marker
+            self.paths = paths
+        }
+    }
+
+    /// The proto message `UpdateMarkersRequest`.
+    public struct UpdateMarkersRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// At most 100,000, each id at most once. All or nothing: an unknown path or an invalid value
+        /// is INVALID_ARGUMENT naming the field (e.g. "updates[2].paths[0]",
+        /// "updates[2].marker.position.latitude"); an id not in the layer is NOT_FOUND. Applied
+        /// atomically (under the layer's write lock) and journaled like UpsertMarkers.
+        /// Proto field `updates` = 2.
+        public var updates: [MarkerUpdate] = []
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            updates: [MarkerUpdate] = []
+        ) {
+            self.layerID = layerID
+            self.updates = updates
+        }
+    }
+
+    /// The proto message `UpdateMarkersResponse`.
+    public struct UpdateMarkersResponse: ProtoMessage {
+        /// Proto field `updated_count` = 1; absent decodes to 0, which is not encoded.
+        public var updatedCount: UInt64 = 0
+        /// Proto field `layer_version` = 2; absent decodes to 0, which is not encoded.
+        public var layerVersion: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            updatedCount: UInt64 = 0,
+            layerVersion: UInt64 = 0
+        ) {
+            self.updatedCount = updatedCount
+            self.layerVersion = layerVersion
+        }
+    }
+
     /// The proto message `RemoveMarkersRequest`.
     public struct RemoveMarkersRequest: ProtoMessage {
         /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
@@ -529,6 +599,80 @@ extension V1.UpsertMarkersResponse: CBridged {
         var c = Markerd__V1__UpsertMarkersResponse()
         markerd__v1__upsert_markers_response__init(&c)
         setPlain(self.createdCount, &c.has_created_count, &c.created_count)
+        setPlain(self.updatedCount, &c.has_updated_count, &c.updated_count)
+        setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.MarkerUpdate: CBridged {
+    static var protoName: String { "MarkerUpdate" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__marker_update__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__MarkerUpdate.self)
+        self.init(
+            id: try swiftString(c.id, "MarkerUpdate.id"),
+            marker: try swiftMessage(c.marker),
+            paths: try swiftStrings(c.n_paths, c.paths, "MarkerUpdate.paths")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__MarkerUpdate()
+        markerd__v1__marker_update__init(&c)
+        c.id = arena.cString(self.id)
+        c.marker = arena.message(self.marker)
+        (c.n_paths, c.paths) = arena.strings(self.paths)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.UpdateMarkersRequest: CBridged {
+    static var protoName: String { "UpdateMarkersRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__update_markers_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__UpdateMarkersRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "UpdateMarkersRequest.layer_id"),
+            updates: try swiftMessages(c.n_updates, c.updates)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__UpdateMarkersRequest()
+        markerd__v1__update_markers_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        (c.n_updates, c.updates) = arena.messages(self.updates)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.UpdateMarkersResponse: CBridged {
+    static var protoName: String { "UpdateMarkersResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__update_markers_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__UpdateMarkersResponse.self)
+        self.init(
+            updatedCount: c.updated_count,
+            layerVersion: c.layer_version
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__UpdateMarkersResponse()
+        markerd__v1__update_markers_response__init(&c)
         setPlain(self.updatedCount, &c.has_updated_count, &c.updated_count)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
         return UnsafeMutableRawPointer(arena.store(c))

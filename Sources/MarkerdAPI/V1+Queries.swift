@@ -40,9 +40,9 @@ extension V1 {
         /// Device pixel ratio: 1, 2 or 3. 0 means 1.
         /// Proto field `density` = 4; absent decodes to 0, which is not encoded.
         public var density: UInt32 = 0
-        /// Markers per page; 0 means 1000. At most 100,000.
-        /// Proto field `limit` = 5; absent decodes to 0, which is not encoded.
-        public var limit: UInt32 = 0
+        /// Markers per page, 0-100,000; 0 means 1000.
+        /// Proto field `page_size` = 5; absent decodes to 0, which is not encoded.
+        public var pageSize: UInt32 = 0
         /// From a previous response's next_page_token (opaque, stateless). The next page holds the
         /// markers in view that come after the previous page's last one in the page order (see
         /// QueryViewportResponse.markers), as the layer is when it is asked for: markers that do not
@@ -58,14 +58,14 @@ extension V1 {
             bounds: Bounds? = nil,
             zoom: Double = 0,
             density: UInt32 = 0,
-            limit: UInt32 = 0,
+            pageSize: UInt32 = 0,
             pageToken: String = ""
         ) {
             self.layerID = layerID
             self.bounds = bounds
             self.zoom = zoom
             self.density = density
-            self.limit = limit
+            self.pageSize = pageSize
             self.pageToken = pageToken
         }
     }
@@ -238,7 +238,7 @@ extension V1.QueryViewportRequest: CBridged {
             bounds: try swiftMessage(c.bounds),
             zoom: c.zoom,
             density: c.density,
-            limit: c.limit,
+            pageSize: c.page_size,
             pageToken: try swiftString(c.page_token, "QueryViewportRequest.page_token")
         )
     }
@@ -250,7 +250,7 @@ extension V1.QueryViewportRequest: CBridged {
         c.bounds = arena.message(self.bounds)
         setPlain(self.zoom, &c.has_zoom, &c.zoom)
         setPlain(self.density, &c.has_density, &c.density)
-        setPlain(self.limit, &c.has_limit, &c.limit)
+        setPlain(self.pageSize, &c.has_page_size, &c.page_size)
         c.page_token = arena.cString(self.pageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }

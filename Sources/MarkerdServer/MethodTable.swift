@@ -28,7 +28,7 @@ enum MethodTable {
             readEncoded(name, type) { (r, context) throws(RPCError) in try body(r, context).serializedBytes() }
         }
         read("GetLayer", V1.GetLayerRequest.self) { r, _ throws(RPCError) in try service.getLayer(r) }
-        read("ListLayers", V1.ListLayersRequest.self) { r, _ throws(RPCError) in service.listLayers(r) }
+        read("ListLayers", V1.ListLayersRequest.self) { r, _ throws(RPCError) in try service.listLayers(r) }
         read("GetLayerStats", V1.GetLayerStatsRequest.self) { r, _ throws(RPCError) in try service.getLayerStats(r) }
         read("GetMarkers", V1.GetMarkersRequest.self) { r, _ throws(RPCError) in try service.getMarkers(r) }
         readEncoded("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewportPayload(r) }

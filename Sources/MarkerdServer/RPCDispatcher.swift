@@ -193,6 +193,7 @@ public final class RPCDispatcher: Sendable {
         case .failure(let error):
             response.code = error.code
             response.message = error.message
+            response.fieldViolations = error.fieldViolations
         }
         metrics.record(method: method, code: response.code, micros: ServerMetrics.micros(since: receivedAt))
         return response

@@ -82,7 +82,7 @@ enum LayerOptionsResolution {
         t.tileSize = t.tileSize ?? 256
         t.debugOverlay = t.debugOverlay ?? false
         guard t.tileSize == 256 || t.tileSize == 512 else {
-            throw .invalidArgument("options.tiling.tile_size \(t.tileSize!) is not 256 or 512")
+            throw .invalidArgument("options.tiling.tile_size \(t.tileSize!) is not 256 or 512", field: "options.tiling.tile_size")
         }
         api.tiling = t
         var c = api.clustering ?? V1.ClusteringOptions()
@@ -94,7 +94,7 @@ enum LayerOptionsResolution {
         if c.algorithm ?? .unspecified == .unspecified { c.algorithm = .grid }
         c.raster = c.raster ?? false
         guard c.radiusPx!.isFinite, c.radiusPx! > 0, c.radiusPx! <= 1024 else {
-            throw .invalidArgument("options.clustering.radius_px \(c.radiusPx!) must be within (0, 1024]")
+            throw .invalidArgument("options.clustering.radius_px \(c.radiusPx!) must be within (0, 1024]", field: "options.clustering.radius_px")
         }
         try LayerClustering.validate(c)
         api.clustering = c

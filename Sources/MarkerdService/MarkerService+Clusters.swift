@@ -46,13 +46,13 @@ struct LayerClustering: Sendable, Equatable {
     /// Checks clustering options beyond what `LayerOptionsResolution` checks (INVALID_ARGUMENT).
     static func validate(_ c: V1.ClusteringOptions) throws(RPCError) {
         let minPoints = c.minPoints ?? 2, maxZoom = c.maxZoom ?? 16, extent = c.extent ?? 512
-        guard minPoints >= 1 else { throw .invalidArgument("options.clustering.min_points must be at least 1") }
-        guard extent >= 1 && extent <= 65536 else { throw .invalidArgument("options.clustering.extent \(extent) must be within 1...65536") }
-        guard maxZoom <= 24 else { throw .invalidArgument("options.clustering.max_zoom \(maxZoom) must be within 0...24") }
+        guard minPoints >= 1 else { throw .invalidArgument("options.clustering.min_points must be at least 1", field: "options.clustering.min_points") }
+        guard extent >= 1 && extent <= 65536 else { throw .invalidArgument("options.clustering.extent \(extent) must be within 1...65536", field: "options.clustering.extent") }
+        guard maxZoom <= 24 else { throw .invalidArgument("options.clustering.max_zoom \(maxZoom) must be within 0...24", field: "options.clustering.max_zoom") }
         let o = LayerClustering(c).grid
         guard o.isValid else {
             throw .invalidArgument("options.clustering: max_zoom \(maxZoom) with extent \(extent) / radius_px \(c.radiusPx ?? 60) "
-                + "needs \(Int(maxZoom) + o.cellsPerTileLog2) grid levels, more than 29")
+                + "needs \(Int(maxZoom) + o.cellsPerTileLog2) grid levels, more than 29", field: "options.clustering.max_zoom")
         }
     }
 }
@@ -301,14 +301,8 @@ extension MarkerService {
     }
 
     static func zoomLevel(_ zoom: Double) throws(RPCError) -> Int {
-        guard zoom.isFinite, zoom >= 0, zoom < 23 else { throw .invalidArgument("zoom \(zoom) is not within 0...22") }
+        guard zoom.isFinite, zoom >= 0, zoom < 23 else { throw .invalidArgument("zoom \(zoom) is not within 0...22", field: "zoom") }
         return Int(zoom.rounded(.down))
-    }
-
-    static func leavesLimit(_ limit: UInt32?) throws(RPCError) -> Int {
-        let l = Int(limit ?? 10)
-        guard l <= MarkerConversion.maxBatch else { throw .invalidArgument("limit \(l) is more than \(MarkerConversion.maxBatch)") }
-        return l == 0 ? 10 : l
     }
 
     // MARK: RPCs
@@ -410,9 +404,9 @@ extension MarkerService {
     /// Checks a GetClusters request; its bounds, integer zoom, layer and clustering options. For the
     /// grid algorithm, makes sure the layer maintains its grid clusters.
     private func clustersQuery(_ r: V1.GetClustersRequest) throws(RPCError) -> (V1.Bounds, Int, LayerHandle, LayerClustering) {
-        guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
+        guard let b = r.bounds else { throw .invalidArgument("bounds is missing", field: "bounds") }
         guard b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite else {
-            throw .invalidArgument("bounds must be finite")
+            throw .invalidArgument("bounds must be finite", field: "bounds")
         }
         let zoom = try Self.zoomLevel(r.zoom)
         let h = try handle(r.layerID)
@@ -422,8 +416,16 @@ extension MarkerService {
     }
 
     /// GetClusterLeaves: a cluster's markers, `limit` (default 10) after `offset`.
+    /// GetClusterLeaves: a page of a cluster's leaves (`page_size` 0-100,000, default 10), with
+    /// the token of the next page when there are more.
     public func getClusterLeaves(_ r: V1.GetClusterLeavesRequest) throws(RPCError) -> V1.GetClusterLeavesResponse {
-        let limit = try Self.leavesLimit(r.limit)
+        let pageSize = try PageToken.size(r.pageSize, default: 10, maximum: MarkerConversion.maxBatch)
+        let offset = try PageToken.leavesOffset(r.pageToken, clusterID: r.clusterID)
+        // One leaf more than the page tells whether there is a next page.
+        let limit = pageSize + 1
+        func next(_ found: Int) -> String {
+            found > pageSize ? PageToken.leaves(clusterID: r.clusterID, offset: offset + pageSize) : ""
+        }
         let h = try handle(r.layerID)
         let config = clusterConfig(h)
         var response = V1.GetClusterLeavesResponse()
@@ -432,20 +434,22 @@ extension MarkerService {
             ensureGridClusters(h, config.grid)
             return try read(r.layerID) { (h, _) throws(RPCError) in
                 guard let id = Self.gridID(r.clusterID),
-                      let leaves = try? h.layer.gridClusterLeaves(id, limit: limit, offset: Int(r.offset))
+                      let leaves = try? h.layer.gridClusterLeaves(id, limit: limit, offset: offset)
                 else { throw Self.notFound(r.clusterID, h, version: h.layer.version) }
-                response.markers = leaves.map(MarkerConversion.apiMarker)
+                response.markers = leaves.prefix(pageSize).map(MarkerConversion.apiMarker)
+                response.nextPageToken = next(leaves.count)
                 response.layerVersion = h.layer.version
                 return response
             }
         case .supercluster:
             let s = try superclusterSnapshot(h, config.supercluster)
             guard r.clusterID < UInt64(Int.max),
-                  let leaves = try? s.index.leaves(of: Int(r.clusterID), limit: limit, offset: Int(r.offset))
+                  let leaves = try? s.index.leaves(of: Int(r.clusterID), limit: limit, offset: offset)
             else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
             try read(r.layerID) { (h, _) throws(RPCError) in
-                response.markers = leaves.map { MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[$0.id], h.layer)) }
+                response.markers = leaves.prefix(pageSize).map { MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[$0.id], h.layer)) }
             }
+            response.nextPageToken = next(leaves.count)
             response.layerVersion = s.layerVersion
             return response
         }

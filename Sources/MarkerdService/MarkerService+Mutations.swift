@@ -119,6 +119,7 @@ extension MarkerService {
         case .upsertMarkers:
             if let r = try upsertPlainMarkers(c) { return r.serializedBytes() }
             return try upsertMarkers(decode(V1.UpsertMarkersRequest.self, c), c).serializedBytes()
+        case .updateMarkers: return try updateMarkers(decode(V1.UpdateMarkersRequest.self, c), c).serializedBytes()
         case .removeMarkers: return try removeMarkers(decode(V1.RemoveMarkersRequest.self, c), c).serializedBytes()
         case .clearLayer: return try clearLayer(decode(V1.ClearLayerRequest.self, c), c).serializedBytes()
         case .moveMarkers: return try moveMarkers(decode(V1.MoveMarkersRequest.self, c), c).serializedBytes()
@@ -176,7 +177,7 @@ extension MarkerService {
     static func adoptLegacyAlgorithm(_ legacyName: String?, into r: inout V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) {
         guard let legacyName else { return }
         guard c.replaying else {
-            throw .invalidArgument("options.clustering field 6 (the algorithm's name as a string) is no longer read: set the enum algorithm (field 8)")
+            throw .invalidArgument("options.clustering field 6 (the algorithm's name as a string) is no longer read: set the enum algorithm (field 8)", field: "options.clustering.algorithm")
         }
         if var options = r.options, var clustering = options.clustering, clustering.algorithm == nil {
             clustering.algorithm = legacyName == "supercluster" ? .supercluster : .grid
@@ -297,7 +298,7 @@ extension MarkerService {
 
     func removeMarkers(_ r: V1.RemoveMarkersRequest, _ c: MutationCommit) throws(RPCError) -> V1.RemoveMarkersResponse {
         guard r.ids.count <= MarkerConversion.maxBatch else {
-            throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call")
+            throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call", field: "ids")
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(r.ids, count: r.ids.count, c)
@@ -330,7 +331,7 @@ extension MarkerService {
         moves.reserveCapacity(r.moves.count)
         for (i, m) in r.moves.enumerated() {
             guard let p = MarkerConversion.latLng(m.position) else {
-                throw .invalidArgument("moves[\(i)] (id \"\(m.id.prefix(64))\"): position is missing")
+                throw .invalidArgument("moves[\(i)] (id \"\(m.id.prefix(64))\"): position is missing", field: "moves[\(i)].position")
             }
             moves.append((m.id, p))
         }
@@ -351,7 +352,7 @@ extension MarkerService {
     // MARK: Drags
 
     static func dragID(_ text: String) throws(RPCError) -> DragID {
-        guard let id = DragID(text) else { throw .invalidArgument("drag_id \"\(text.prefix(64))\" is not a drag id") }
+        guard let id = DragID(text) else { throw .invalidArgument("drag_id \"\(text.prefix(64))\" is not a drag id", field: "drag_id") }
         return id
     }
 
@@ -402,7 +403,7 @@ extension MarkerService {
     /// (`VersionCeiling`), which now and then waits for a journal write: UNAVAILABLE if that fails.
     public func dragTo(_ r: V1.DragToRequest) throws(RPCError) -> V1.DragToResponse {
         let drag = try Self.dragID(r.dragID)
-        guard let p = MarkerConversion.latLng(r.position) else { throw .invalidArgument("position is missing") }
+        guard let p = MarkerConversion.latLng(r.position) else { throw .invalidArgument("position is missing", field: "position") }
         let h = try handle(r.layerID)
         try h.lock.withWriteLock { () throws(RPCError) in
             guard !h.deleted else { throw .notFound("layer \"\(r.layerID)\" not found") }

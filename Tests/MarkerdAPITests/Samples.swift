@@ -15,7 +15,8 @@ enum Full {
         requestID: 1099511627777,
         code: .unauthenticated,
         message: "message-ü3",
-        payload: [0, 1, 4, 255]
+        payload: [0, 1, 4, 255],
+        fieldViolations: [V1.FieldViolation(field: "markers[2].position.latitude", description: "description-ü2"), V1.FieldViolation()]
     )
     static let latLng = V1.LatLng(
         latitude: 1.5,
@@ -84,9 +85,13 @@ enum Full {
     static let getLayerResponse = V1.GetLayerResponse(
         layer: Full.layer
     )
-    static let listLayersRequest = V1.ListLayersRequest()
+    static let listLayersRequest = V1.ListLayersRequest(
+        pageSize: 2147483649,
+        pageToken: "page_token-ü2"
+    )
     static let listLayersResponse = V1.ListLayersResponse(
-        layers: [Full.layer, V1.Layer()]
+        layers: [Full.layer, V1.Layer()],
+        nextPageToken: "next_page_token-ü2"
     )
     static let deleteLayerRequest = V1.DeleteLayerRequest(
         layerID: "layer_id-ü1"
@@ -193,7 +198,7 @@ enum Full {
         bounds: Full.bounds,
         zoom: 3.5,
         density: 2147483652,
-        limit: 2147483653,
+        pageSize: 2147483653,
         pageToken: "page_token-ü6"
     )
     static let queryViewportResponse = V1.QueryViewportResponse(

@@ -32,7 +32,7 @@ import Testing
             _ = try c.call("GetClusterLeaves", V1.GetClusterLeavesRequest(layerID: "c", clusterID: 1234), as: V1.GetClusterLeavesResponse.self)
             Issue.record("expected NOT_FOUND")
         } catch {
-            guard case .status(let code, let message) = error else { Issue.record("unexpected \(error)"); return }
+            guard case .status(let code, let message, _) = error else { Issue.record("unexpected \(error)"); return }
             #expect(code == .notFound && message.hasPrefix("cluster 1234 does not exist in layer c at version"))
         }
     }

@@ -79,7 +79,29 @@ struct RPCIntegrationTests {
         #expect(statusCode { _ = try c.deleteLayer("missing") } == .notFound)
     }
 
-    @Test("bad markers reject the whole batch and leave the layer unchanged")
+    @Test("UpdateMarkers over TCP: one label changes, the rest of the marker stays; a resend with the key applies nothing")
+    func updateMarkers() throws {
+        let s = try TestServer(.tcp)
+        defer { s.stop() }
+        let c = try s.client()
+        _ = try createLayer(c, "l")
+        _ = try c.upsertMarkers("l", [marker("a", 10, 20) { $0.attributes = ["name": "A"]; $0.zIndex = 4 }, marker("b", 11, 21)])
+        let before = try c.getMarkers("l", ids: ["a", "b"]).markers
+        let relabel = [V1.MarkerUpdate(id: "a", marker: V1.Marker(label: V1.MarkerLabel(text: "Alpha")), paths: ["label.text"])]
+        let r = try c.updateMarkers("l", relabel, idempotencyKey: "relabel-a")
+        #expect(r.updatedCount == 1)
+        let after = try c.getMarkers("l", ids: ["a", "b"]).markers
+        var expected = before[0]
+        expected.label = V1.MarkerLabel(text: "Alpha")
+        #expect(after[0] == expected && after[1] == before[1])
+        #expect(try c.updateMarkers("l", relabel, idempotencyKey: "relabel-a") == r)
+        #expect(try c.getLayer("l").version == r.layerVersion)
+        let e = clientError { _ = try c.updateMarkers("l", [V1.MarkerUpdate(id: "a", marker: V1.Marker(), paths: ["label.font"])]) }
+        #expect(e?.code == .invalidArgument && e?.fieldViolations.map(\.field) == ["updates[0].paths[0]"])
+        #expect(statusCode { _ = try c.updateMarkers("l", [V1.MarkerUpdate(id: "zz", marker: V1.Marker(), paths: ["z_index"])]) } == .notFound)
+    }
+
+    @Test("bad markers reject the whole batch, leave the layer unchanged and name the field at fault")
     func badMarkers() throws {
         let s = try TestServer()
         defer { s.stop() }
@@ -88,26 +110,31 @@ struct RPCIntegrationTests {
         _ = try c.upsertMarkers("l", [marker("keep", 10, 10)])
         let before = try c.layerStats("l")
 
-        func rejected(_ markers: [V1.Marker], mentions: [String]) throws {
+        func rejected(_ markers: [V1.Marker], mentions: [String], field: String) throws {
             if let e = clientError({ _ = try c.upsertMarkers("l", markers) }) {
                 #expect(e.code == .invalidArgument)
                 for word in mentions { #expect(e.description.contains(word), "\(e) should mention \(word)") }
+                #expect(e.fieldViolations.map(\.field) == [field], "\(e)")
+                #expect(e.fieldViolations.first?.description == e.description.dropFirst("INVALID_ARGUMENT: ".count).description)
             } else {
                 Issue.record("batch was accepted: \(markers.map(\.id))")
             }
             let after = try c.layerStats("l")
             #expect(after.markerCount == before.markerCount && after.version == before.version)
         }
-        try rejected([marker("ok", 1, 1), marker("nan", .nan, 1)], mentions: ["nan", "latitude"])
-        try rejected([marker("ok", 1, 1), marker("north", 85.1, 1)], mentions: ["north", "latitude"])
-        try rejected([marker("ok", 1, 1), marker("east", 1, 180.5)], mentions: ["east", "longitude"])
-        try rejected([marker("ok", 1, 1), marker("inf", 1, .infinity)], mentions: ["inf", "longitude"])
-        try rejected([marker("dup", 1, 1), marker("dup", 2, 2)], mentions: ["dup", "more than once"])
-        try rejected([marker("", 1, 1)], mentions: ["id"])
-        try rejected([marker(String(repeating: "x", count: 257), 1, 1)], mentions: ["id"])
-        try rejected([marker("icon", 1, 1) { $0.icon = .iconID("nope") }], mentions: ["icon", "nope", "not registered"])
-        try rejected([marker("nopos", 1, 1) { $0.position = nil }], mentions: ["nopos", "position"])
-        try rejected([marker("scale", 1, 1) { var p = V1.DefaultPin(); p.scale = -1; $0.icon = .pin(p) }], mentions: ["scale"])
+        try rejected([marker("ok", 1, 1), marker("nan", .nan, 1)], mentions: ["nan", "latitude"], field: "markers[1].position.latitude")
+        try rejected([marker("ok", 1, 1), marker("ok2", 2, 2), marker("north", 85.1, 1)], mentions: ["north", "latitude"],
+                     field: "markers[2].position.latitude")
+        try rejected([marker("ok", 1, 1), marker("east", 1, 180.5)], mentions: ["east", "longitude"], field: "markers[1].position.longitude")
+        try rejected([marker("ok", 1, 1), marker("inf", 1, .infinity)], mentions: ["inf", "longitude"], field: "markers[1].position.longitude")
+        try rejected([marker("dup", 1, 1), marker("dup", 2, 2)], mentions: ["dup", "more than once"], field: "markers[1].id")
+        try rejected([marker("", 1, 1)], mentions: ["id"], field: "markers[0].id")
+        try rejected([marker(String(repeating: "x", count: 257), 1, 1)], mentions: ["id"], field: "markers[0].id")
+        try rejected([marker("icon", 1, 1) { $0.icon = .iconID("nope") }], mentions: ["icon", "nope", "not registered"], field: "markers[0].icon_id")
+        try rejected([marker("nopos", 1, 1) { $0.position = nil }], mentions: ["nopos", "position"], field: "markers[0].position")
+        try rejected([marker("scale", 1, 1) { var p = V1.DefaultPin(); p.scale = -1; $0.icon = .pin(p) }], mentions: ["scale"],
+                     field: "markers[0].pin.scale")
+        try rejected([marker("a\")\".position", 91, 1)], mentions: ["latitude"], field: "markers[0].position.latitude")
         // Every field checked: nothing of "ok" was applied by the rejected batches.
         #expect(try c.getMarkers("l", ids: ["ok"]).missingIDs == ["ok"])
     }

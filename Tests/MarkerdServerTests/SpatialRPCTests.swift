@@ -22,7 +22,7 @@ struct SpatialRPCTests {
         r.layerID = layer
         r.bounds = b
         r.zoom = zoom
-        r.limit = limit
+        r.pageSize = limit
         r.pageToken = page
         return try c.queryViewport(r)
     }

@@ -133,13 +133,13 @@ struct ClusterTestService {
         let z3 = try s.service.getClusters(V1.GetClustersRequest(layerID: "live", bounds: S.world, zoom: 3))
         for c in z3.clusters {
             var all: [String] = []
-            var offset: UInt32 = 0
-            while true {
-                let page = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "live", clusterID: c.id, limit: 7, offset: offset))
+            var request = V1.GetClusterLeavesRequest(layerID: "live", clusterID: c.id, pageSize: 7)
+            repeat {
+                let page = try s.service.getClusterLeaves(request)
+                #expect(page.markers.count == 7 || page.nextPageToken.isEmpty)
                 all += page.markers.map(\.id)
-                if page.markers.count < 7 { break }
-                offset += 7
-            }
+                request.pageToken = page.nextPageToken
+            } while !request.pageToken.isEmpty
             #expect(all.count == Int(c.markerCount) && Set(all).count == all.count)
             let ch = try s.service.getClusterChildren(V1.GetClusterChildrenRequest(layerID: "live", clusterID: c.id))
             #expect(ch.clusters.reduce(0) { $0 + Int($1.markerCount) } + ch.markers.count == Int(c.markerCount))
@@ -347,7 +347,7 @@ struct ClusterTestService {
             return LatLng(latitude: c[1], longitude: c[0])
         })
         for c in r.clusters {
-            let leaves = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "places", clusterID: c.id, limit: 1000))
+            let leaves = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "places", clusterID: c.id, pageSize: 1000))
             let coreLeaves = try core.leaves(of: Int(c.id), limit: 1000)
             #expect(leaves.markers.map(\.id) == coreLeaves.map { "p\($0.id)" })
             let ez = try s.service.getClusterExpansionZoom(V1.GetClusterExpansionZoomRequest(layerID: "places", clusterID: c.id))

@@ -76,7 +76,7 @@ import Testing
         viewport.layerID = "plain"
         viewport.bounds = V1.Bounds(west: -20, south: -10, east: 30, north: 40)
         viewport.zoom = 3
-        viewport.limit = 2_000
+        viewport.pageSize = 2_000
         let answer = try s.queryViewport(viewport)
         s.close()
 

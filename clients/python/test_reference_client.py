@@ -70,7 +70,32 @@ def test_invalid_batch_changes_nothing(client, pb):
     except MarkerdError as e:
         assert e.code == "INVALID_ARGUMENT", e
         assert "far-north" in e.message and "latitude" in e.message, e.message
+        assert [f for f, _ in e.field_violations] == ["markers[1].position.latitude"], e.field_violations
     assert client.layer_stats("py-bad").marker_count == 0
+
+
+def test_update_one_label(client, pb):
+    client.create_layer("py-update")
+    client.upsert_markers("py-update", [marker(pb, "a", 10, 20, z_index=4, attributes={"name": "A"})])
+    before = client.get_markers("py-update", ["a"]).markers[0]
+    update = pb.MarkerUpdate(id="a", marker=pb.Marker(label=pb.MarkerLabel(text="Alpha")), paths=["label.text"])
+    r = client.update_markers("py-update", [update])
+    assert r.updated_count == 1, r
+    after = client.get_markers("py-update", ["a"]).markers[0]
+    before.label.text = "Alpha"
+    assert after == before, (after, before)
+
+
+def test_list_layers_pages(client, pb):
+    for name in ("py-page-a", "py-page-b", "py-page-c"):
+        client.create_layer(name)
+    ids = [layer.id for layer in client.list_layers(page_size=2)]
+    assert ids == sorted(ids) and {"py-page-a", "py-page-b", "py-page-c"} <= set(ids), ids
+    try:
+        list(client.list_layers(page_size=5000))
+        raise AssertionError("expected INVALID_ARGUMENT")
+    except MarkerdError as e:
+        assert e.code == "INVALID_ARGUMENT" and [f for f, _ in e.field_violations] == ["page_size"], e
 
 
 def test_unknown_method(client, pb):

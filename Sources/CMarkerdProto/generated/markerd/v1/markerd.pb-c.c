@@ -98,6 +98,51 @@ void   markerd__v1__response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__field_violation__init
+                     (Markerd__V1__FieldViolation         *message)
+{
+  static const Markerd__V1__FieldViolation init_value = MARKERD__V1__FIELD_VIOLATION__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__field_violation__get_packed_size
+                     (const Markerd__V1__FieldViolation *message)
+{
+  assert(message->base.descriptor == &markerd__v1__field_violation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__field_violation__pack
+                     (const Markerd__V1__FieldViolation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__field_violation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__field_violation__pack_to_buffer
+                     (const Markerd__V1__FieldViolation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__field_violation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FieldViolation *
+       markerd__v1__field_violation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FieldViolation *)
+     protobuf_c_message_unpack (&markerd__v1__field_violation__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__field_violation__free_unpacked
+                     (Markerd__V1__FieldViolation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__field_violation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__lat_lng__init
                      (Markerd__V1__LatLng         *message)
 {
@@ -1407,6 +1452,141 @@ void   markerd__v1__upsert_markers_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &markerd__v1__upsert_markers_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__marker_update__init
+                     (Markerd__V1__MarkerUpdate         *message)
+{
+  static const Markerd__V1__MarkerUpdate init_value = MARKERD__V1__MARKER_UPDATE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__marker_update__get_packed_size
+                     (const Markerd__V1__MarkerUpdate *message)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_update__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__marker_update__pack
+                     (const Markerd__V1__MarkerUpdate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_update__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__marker_update__pack_to_buffer
+                     (const Markerd__V1__MarkerUpdate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_update__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__MarkerUpdate *
+       markerd__v1__marker_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__MarkerUpdate *)
+     protobuf_c_message_unpack (&markerd__v1__marker_update__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__marker_update__free_unpacked
+                     (Markerd__V1__MarkerUpdate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__marker_update__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__update_markers_request__init
+                     (Markerd__V1__UpdateMarkersRequest         *message)
+{
+  static const Markerd__V1__UpdateMarkersRequest init_value = MARKERD__V1__UPDATE_MARKERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__update_markers_request__get_packed_size
+                     (const Markerd__V1__UpdateMarkersRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__update_markers_request__pack
+                     (const Markerd__V1__UpdateMarkersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__update_markers_request__pack_to_buffer
+                     (const Markerd__V1__UpdateMarkersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__UpdateMarkersRequest *
+       markerd__v1__update_markers_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__UpdateMarkersRequest *)
+     protobuf_c_message_unpack (&markerd__v1__update_markers_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__update_markers_request__free_unpacked
+                     (Markerd__V1__UpdateMarkersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__update_markers_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__update_markers_response__init
+                     (Markerd__V1__UpdateMarkersResponse         *message)
+{
+  static const Markerd__V1__UpdateMarkersResponse init_value = MARKERD__V1__UPDATE_MARKERS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__update_markers_response__get_packed_size
+                     (const Markerd__V1__UpdateMarkersResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__update_markers_response__pack
+                     (const Markerd__V1__UpdateMarkersResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__update_markers_response__pack_to_buffer
+                     (const Markerd__V1__UpdateMarkersResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__UpdateMarkersResponse *
+       markerd__v1__update_markers_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__UpdateMarkersResponse *)
+     protobuf_c_message_unpack (&markerd__v1__update_markers_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__update_markers_response__free_unpacked
+                     (Markerd__V1__UpdateMarkersResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__update_markers_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   markerd__v1__remove_markers_request__init
@@ -3402,7 +3582,7 @@ const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
   (ProtobufCMessageInit) markerd__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[5] =
 {
   {
     "request_id",
@@ -3452,9 +3632,22 @@ static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[4
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "field_violations",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__Response, n_field_violations),
+    offsetof(Markerd__V1__Response, field_violations),
+    &markerd__v1__field_violation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__response__field_indices_by_name[] = {
   1,   /* field[1] = code */
+  4,   /* field[4] = field_violations */
   2,   /* field[2] = message */
   3,   /* field[3] = payload */
   0,   /* field[0] = request_id */
@@ -3462,7 +3655,7 @@ static const unsigned markerd__v1__response__field_indices_by_name[] = {
 static const ProtobufCIntRange markerd__v1__response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
 {
@@ -3472,11 +3665,62 @@ const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
   "Markerd__V1__Response",
   "markerd.v1",
   sizeof(Markerd__V1__Response),
-  4,
+  5,
   markerd__v1__response__field_descriptors,
   markerd__v1__response__field_indices_by_name,
   1,  markerd__v1__response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__field_violation__field_descriptors[2] =
+{
+  {
+    "field",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FieldViolation, field),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FieldViolation, description),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__field_violation__field_indices_by_name[] = {
+  1,   /* field[1] = description */
+  0,   /* field[0] = field */
+};
+static const ProtobufCIntRange markerd__v1__field_violation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__field_violation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FieldViolation",
+  "FieldViolation",
+  "Markerd__V1__FieldViolation",
+  "markerd.v1",
+  sizeof(Markerd__V1__FieldViolation),
+  2,
+  markerd__v1__field_violation__field_descriptors,
+  markerd__v1__field_violation__field_indices_by_name,
+  1,  markerd__v1__field_violation__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__field_violation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor markerd__v1__lat_lng__field_descriptors[2] =
@@ -4723,9 +4967,42 @@ const ProtobufCMessageDescriptor markerd__v1__get_layer_response__descriptor =
   (ProtobufCMessageInit) markerd__v1__get_layer_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-#define markerd__v1__list_layers_request__field_descriptors NULL
-#define markerd__v1__list_layers_request__field_indices_by_name NULL
-#define markerd__v1__list_layers_request__number_ranges NULL
+static const ProtobufCFieldDescriptor markerd__v1__list_layers_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__ListLayersRequest, has_page_size),
+    offsetof(Markerd__V1__ListLayersRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListLayersRequest, page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__list_layers_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange markerd__v1__list_layers_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
 const ProtobufCMessageDescriptor markerd__v1__list_layers_request__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
@@ -4734,14 +5011,14 @@ const ProtobufCMessageDescriptor markerd__v1__list_layers_request__descriptor =
   "Markerd__V1__ListLayersRequest",
   "markerd.v1",
   sizeof(Markerd__V1__ListLayersRequest),
-  0,
+  2,
   markerd__v1__list_layers_request__field_descriptors,
   markerd__v1__list_layers_request__field_indices_by_name,
-  0,  markerd__v1__list_layers_request__number_ranges,
+  1,  markerd__v1__list_layers_request__number_ranges,
   (ProtobufCMessageInit) markerd__v1__list_layers_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__list_layers_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor markerd__v1__list_layers_response__field_descriptors[2] =
 {
   {
     "layers",
@@ -4755,14 +5032,27 @@ static const ProtobufCFieldDescriptor markerd__v1__list_layers_response__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListLayersResponse, next_page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__list_layers_response__field_indices_by_name[] = {
   0,   /* field[0] = layers */
+  1,   /* field[1] = next_page_token */
 };
 static const ProtobufCIntRange markerd__v1__list_layers_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor markerd__v1__list_layers_response__descriptor =
 {
@@ -4772,7 +5062,7 @@ const ProtobufCMessageDescriptor markerd__v1__list_layers_response__descriptor =
   "Markerd__V1__ListLayersResponse",
   "markerd.v1",
   sizeof(Markerd__V1__ListLayersResponse),
-  1,
+  2,
   markerd__v1__list_layers_response__field_descriptors,
   markerd__v1__list_layers_response__field_indices_by_name,
   1,  markerd__v1__list_layers_response__number_ranges,
@@ -5672,6 +5962,172 @@ const ProtobufCMessageDescriptor markerd__v1__upsert_markers_response__descripto
   (ProtobufCMessageInit) markerd__v1__upsert_markers_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor markerd__v1__marker_update__field_descriptors[3] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__MarkerUpdate, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "marker",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__MarkerUpdate, marker),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "paths",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__MarkerUpdate, n_paths),
+    offsetof(Markerd__V1__MarkerUpdate, paths),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__marker_update__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  1,   /* field[1] = marker */
+  2,   /* field[2] = paths */
+};
+static const ProtobufCIntRange markerd__v1__marker_update__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__marker_update__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.MarkerUpdate",
+  "MarkerUpdate",
+  "Markerd__V1__MarkerUpdate",
+  "markerd.v1",
+  sizeof(Markerd__V1__MarkerUpdate),
+  3,
+  markerd__v1__marker_update__field_descriptors,
+  markerd__v1__marker_update__field_indices_by_name,
+  1,  markerd__v1__marker_update__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__marker_update__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__update_markers_request__field_descriptors[2] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__UpdateMarkersRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updates",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__UpdateMarkersRequest, n_updates),
+    offsetof(Markerd__V1__UpdateMarkersRequest, updates),
+    &markerd__v1__marker_update__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__update_markers_request__field_indices_by_name[] = {
+  0,   /* field[0] = layer_id */
+  1,   /* field[1] = updates */
+};
+static const ProtobufCIntRange markerd__v1__update_markers_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__update_markers_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.UpdateMarkersRequest",
+  "UpdateMarkersRequest",
+  "Markerd__V1__UpdateMarkersRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__UpdateMarkersRequest),
+  2,
+  markerd__v1__update_markers_request__field_descriptors,
+  markerd__v1__update_markers_request__field_indices_by_name,
+  1,  markerd__v1__update_markers_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__update_markers_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__update_markers_response__field_descriptors[2] =
+{
+  {
+    "updated_count",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__UpdateMarkersResponse, has_updated_count),
+    offsetof(Markerd__V1__UpdateMarkersResponse, updated_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__UpdateMarkersResponse, has_layer_version),
+    offsetof(Markerd__V1__UpdateMarkersResponse, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__update_markers_response__field_indices_by_name[] = {
+  1,   /* field[1] = layer_version */
+  0,   /* field[0] = updated_count */
+};
+static const ProtobufCIntRange markerd__v1__update_markers_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__update_markers_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.UpdateMarkersResponse",
+  "UpdateMarkersResponse",
+  "Markerd__V1__UpdateMarkersResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__UpdateMarkersResponse),
+  2,
+  markerd__v1__update_markers_response__field_descriptors,
+  markerd__v1__update_markers_response__field_indices_by_name,
+  1,  markerd__v1__update_markers_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__update_markers_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor markerd__v1__remove_markers_request__field_descriptors[2] =
 {
   {
@@ -6259,12 +6715,12 @@ static const ProtobufCFieldDescriptor markerd__v1__query_viewport_request__field
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "limit",
+    "page_size",
     5,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__QueryViewportRequest, has_limit),
-    offsetof(Markerd__V1__QueryViewportRequest, limit),
+    offsetof(Markerd__V1__QueryViewportRequest, has_page_size),
+    offsetof(Markerd__V1__QueryViewportRequest, page_size),
     NULL,
     NULL,
     0,             /* flags */
@@ -6287,7 +6743,7 @@ static const unsigned markerd__v1__query_viewport_request__field_indices_by_name
   1,   /* field[1] = bounds */
   3,   /* field[3] = density */
   0,   /* field[0] = layer_id */
-  4,   /* field[4] = limit */
+  4,   /* field[4] = page_size */
   5,   /* field[5] = page_token */
   2,   /* field[2] = zoom */
 };
@@ -7614,7 +8070,6 @@ const ProtobufCMessageDescriptor markerd__v1__get_clusters_response__descriptor 
   (ProtobufCMessageInit) markerd__v1__get_clusters_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const uint32_t markerd__v1__get_cluster_leaves_request__limit__default_value = 10u;
 static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_request__field_descriptors[4] =
 {
   {
@@ -7642,24 +8097,24 @@ static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_request__f
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "limit",
+    "page_size",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__GetClusterLeavesRequest, has_limit),
-    offsetof(Markerd__V1__GetClusterLeavesRequest, limit),
+    offsetof(Markerd__V1__GetClusterLeavesRequest, has_page_size),
+    offsetof(Markerd__V1__GetClusterLeavesRequest, page_size),
     NULL,
-    &markerd__v1__get_cluster_leaves_request__limit__default_value,
+    NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "offset",
-    4,
+    "page_token",
+    5,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__GetClusterLeavesRequest, has_offset),
-    offsetof(Markerd__V1__GetClusterLeavesRequest, offset),
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClusterLeavesRequest, page_token),
     NULL,
     NULL,
     0,             /* flags */
@@ -7669,12 +8124,13 @@ static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_request__f
 static const unsigned markerd__v1__get_cluster_leaves_request__field_indices_by_name[] = {
   1,   /* field[1] = cluster_id */
   0,   /* field[0] = layer_id */
-  2,   /* field[2] = limit */
-  3,   /* field[3] = offset */
+  2,   /* field[2] = page_size */
+  3,   /* field[3] = page_token */
 };
-static const ProtobufCIntRange markerd__v1__get_cluster_leaves_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__get_cluster_leaves_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 5, 3 },
   { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_request__descriptor =
@@ -7688,11 +8144,11 @@ const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_request__descri
   4,
   markerd__v1__get_cluster_leaves_request__field_descriptors,
   markerd__v1__get_cluster_leaves_request__field_indices_by_name,
-  1,  markerd__v1__get_cluster_leaves_request__number_ranges,
+  2,  markerd__v1__get_cluster_leaves_request__number_ranges,
   (ProtobufCMessageInit) markerd__v1__get_cluster_leaves_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_response__field_descriptors[3] =
 {
   {
     "markers",
@@ -7718,15 +8174,28 @@ static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_response__
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClusterLeavesResponse, next_page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__get_cluster_leaves_response__field_indices_by_name[] = {
   1,   /* field[1] = layer_version */
   0,   /* field[0] = markers */
+  2,   /* field[2] = next_page_token */
 };
 static const ProtobufCIntRange markerd__v1__get_cluster_leaves_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_response__descriptor =
 {
@@ -7736,7 +8205,7 @@ const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_response__descr
   "Markerd__V1__GetClusterLeavesResponse",
   "markerd.v1",
   sizeof(Markerd__V1__GetClusterLeavesResponse),
-  2,
+  3,
   markerd__v1__get_cluster_leaves_response__field_descriptors,
   markerd__v1__get_cluster_leaves_response__field_indices_by_name,
   1,  markerd__v1__get_cluster_leaves_response__number_ranges,
@@ -8590,7 +9059,7 @@ const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
   markerd__v1__animation_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[26] =
+static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[27] =
 {
   { "CreateLayer", &markerd__v1__create_layer_request__descriptor, &markerd__v1__create_layer_response__descriptor },
   { "GetLayer", &markerd__v1__get_layer_request__descriptor, &markerd__v1__get_layer_response__descriptor },
@@ -8599,6 +9068,7 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "GetLayerStats", &markerd__v1__get_layer_stats_request__descriptor, &markerd__v1__get_layer_stats_response__descriptor },
   { "RegisterIcon", &markerd__v1__register_icon_request__descriptor, &markerd__v1__register_icon_response__descriptor },
   { "UpsertMarkers", &markerd__v1__upsert_markers_request__descriptor, &markerd__v1__upsert_markers_response__descriptor },
+  { "UpdateMarkers", &markerd__v1__update_markers_request__descriptor, &markerd__v1__update_markers_response__descriptor },
   { "RemoveMarkers", &markerd__v1__remove_markers_request__descriptor, &markerd__v1__remove_markers_response__descriptor },
   { "GetMarkers", &markerd__v1__get_markers_request__descriptor, &markerd__v1__get_markers_response__descriptor },
   { "ClearLayer", &markerd__v1__clear_layer_request__descriptor, &markerd__v1__clear_layer_response__descriptor },
@@ -8620,31 +9090,32 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "GetServerInfo", &markerd__v1__get_server_info_request__descriptor, &markerd__v1__get_server_info_response__descriptor },
 };
 const unsigned markerd__v1__marker_service__method_indices_by_name[] = {
-  13,        /* BeginDrag */
-  16,        /* CancelDrag */
-  9,        /* ClearLayer */
+  14,        /* BeginDrag */
+  17,        /* CancelDrag */
+  10,        /* ClearLayer */
   0,        /* CreateLayer */
-  24,        /* CreateSnapshot */
+  25,        /* CreateSnapshot */
   3,        /* DeleteLayer */
-  14,        /* DragTo */
-  15,        /* EndDrag */
-  21,        /* GetClusterChildren */
-  22,        /* GetClusterExpansionZoom */
-  20,        /* GetClusterLeaves */
-  19,        /* GetClusters */
+  15,        /* DragTo */
+  16,        /* EndDrag */
+  22,        /* GetClusterChildren */
+  23,        /* GetClusterExpansionZoom */
+  21,        /* GetClusterLeaves */
+  20,        /* GetClusters */
   1,        /* GetLayer */
   4,        /* GetLayerStats */
-  8,        /* GetMarkers */
-  23,        /* GetPointTile */
-  25,        /* GetServerInfo */
-  17,        /* GetTile */
-  12,        /* HitTest */
+  9,        /* GetMarkers */
+  24,        /* GetPointTile */
+  26,        /* GetServerInfo */
+  18,        /* GetTile */
+  13,        /* HitTest */
   2,        /* ListLayers */
-  10,        /* MoveMarkers */
-  11,        /* QueryViewport */
+  11,        /* MoveMarkers */
+  12,        /* QueryViewport */
   5,        /* RegisterIcon */
-  7,        /* RemoveMarkers */
-  18,        /* RenderSnapshot */
+  8,        /* RemoveMarkers */
+  19,        /* RenderSnapshot */
+  7,        /* UpdateMarkers */
   6         /* UpsertMarkers */
 };
 const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
@@ -8654,7 +9125,7 @@ const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
   "MarkerService",
   "Markerd__V1__MarkerService",
   "markerd.v1",
-  26,
+  27,
   markerd__v1__marker_service__method_descriptors,
   markerd__v1__marker_service__method_indices_by_name
 };
@@ -8714,13 +9185,21 @@ void markerd__v1__marker_service__upsert_markers(ProtobufCService *service,
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
   service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void markerd__v1__marker_service__update_markers(ProtobufCService *service,
+                                                 const Markerd__V1__UpdateMarkersRequest *input,
+                                                 Markerd__V1__UpdateMarkersResponse_Closure closure,
+                                                 void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void markerd__v1__marker_service__remove_markers(ProtobufCService *service,
                                                  const Markerd__V1__RemoveMarkersRequest *input,
                                                  Markerd__V1__RemoveMarkersResponse_Closure closure,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_markers(ProtobufCService *service,
                                               const Markerd__V1__GetMarkersRequest *input,
@@ -8728,7 +9207,7 @@ void markerd__v1__marker_service__get_markers(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__clear_layer(ProtobufCService *service,
                                               const Markerd__V1__ClearLayerRequest *input,
@@ -8736,7 +9215,7 @@ void markerd__v1__marker_service__clear_layer(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__move_markers(ProtobufCService *service,
                                                const Markerd__V1__MoveMarkersRequest *input,
@@ -8744,7 +9223,7 @@ void markerd__v1__marker_service__move_markers(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  const Markerd__V1__QueryViewportRequest *input,
@@ -8752,7 +9231,7 @@ void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            const Markerd__V1__HitTestRequest *input,
@@ -8760,7 +9239,7 @@ void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              const Markerd__V1__BeginDragRequest *input,
@@ -8768,7 +9247,7 @@ void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           const Markerd__V1__DragToRequest *input,
@@ -8776,7 +9255,7 @@ void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            const Markerd__V1__EndDragRequest *input,
@@ -8784,7 +9263,7 @@ void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               const Markerd__V1__CancelDragRequest *input,
@@ -8792,7 +9271,7 @@ void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            const Markerd__V1__GetTileRequest *input,
@@ -8800,7 +9279,7 @@ void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__RenderSnapshotRequest *input,
@@ -8808,7 +9287,7 @@ void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                const Markerd__V1__GetClustersRequest *input,
@@ -8816,7 +9295,7 @@ void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      const Markerd__V1__GetClusterLeavesRequest *input,
@@ -8824,7 +9303,7 @@ void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service,
                                                        const Markerd__V1__GetClusterChildrenRequest *input,
@@ -8832,7 +9311,7 @@ void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service
                                                        void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *service,
                                                              const Markerd__V1__GetClusterExpansionZoomRequest *input,
@@ -8840,7 +9319,7 @@ void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  const Markerd__V1__GetPointTileRequest *input,
@@ -8848,7 +9327,7 @@ void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__CreateSnapshotRequest *input,
@@ -8856,7 +9335,7 @@ void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   const Markerd__V1__GetServerInfoRequest *input,
@@ -8864,7 +9343,7 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
                                         Markerd__V1__MarkerService_ServiceDestroy destroy)

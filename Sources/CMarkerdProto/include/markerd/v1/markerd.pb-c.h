@@ -18,6 +18,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Markerd__V1__Request Markerd__V1__Request;
 typedef struct Markerd__V1__Response Markerd__V1__Response;
+typedef struct Markerd__V1__FieldViolation Markerd__V1__FieldViolation;
 typedef struct Markerd__V1__LatLng Markerd__V1__LatLng;
 typedef struct Markerd__V1__Bounds Markerd__V1__Bounds;
 typedef struct Markerd__V1__Anchor Markerd__V1__Anchor;
@@ -48,6 +49,9 @@ typedef struct Markerd__V1__Marker__AttributesEntry Markerd__V1__Marker__Attribu
 typedef struct Markerd__V1__MarkerLabel Markerd__V1__MarkerLabel;
 typedef struct Markerd__V1__UpsertMarkersRequest Markerd__V1__UpsertMarkersRequest;
 typedef struct Markerd__V1__UpsertMarkersResponse Markerd__V1__UpsertMarkersResponse;
+typedef struct Markerd__V1__MarkerUpdate Markerd__V1__MarkerUpdate;
+typedef struct Markerd__V1__UpdateMarkersRequest Markerd__V1__UpdateMarkersRequest;
+typedef struct Markerd__V1__UpdateMarkersResponse Markerd__V1__UpdateMarkersResponse;
 typedef struct Markerd__V1__RemoveMarkersRequest Markerd__V1__RemoveMarkersRequest;
 typedef struct Markerd__V1__RemoveMarkersResponse Markerd__V1__RemoveMarkersResponse;
 typedef struct Markerd__V1__GetMarkersRequest Markerd__V1__GetMarkersRequest;
@@ -263,10 +267,38 @@ struct  Markerd__V1__Response
    */
   protobuf_c_boolean has_payload;
   ProtobufCBinaryData payload;
+  /*
+   * With INVALID_ARGUMENT, the request fields at fault when the error names them (`message`
+   * names them too), like google.rpc.BadRequest's field violations; else empty.
+   */
+  size_t n_field_violations;
+  Markerd__V1__FieldViolation **field_violations;
 };
 #define MARKERD__V1__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__response__descriptor) \
-    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL} }
+    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0,NULL }
+
+
+/*
+ * One invalid field of a request.
+ */
+struct  Markerd__V1__FieldViolation
+{
+  ProtobufCMessage base;
+  /*
+   * The field's path in the method's request message: proto field names joined by ".", with
+   * "[i]" after a repeated field's name, e.g. "markers[2].position.latitude",
+   * "options.clustering.radius_px", "page_size".
+   */
+  char *field;
+  /*
+   * Why it is invalid, e.g. "91 is not within +-85.05112878".
+   */
+  char *description;
+};
+#define MARKERD__V1__FIELD_VIOLATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__field_violation__descriptor) \
+    , NULL, NULL }
 
 
 struct  Markerd__V1__LatLng
@@ -660,21 +692,35 @@ struct  Markerd__V1__GetLayerResponse
 struct  Markerd__V1__ListLayersRequest
 {
   ProtobufCMessage base;
+  /*
+   * Layers per page, 0-1000; 0 means 100.
+   */
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * See the paging rule in the header.
+   */
+  char *page_token;
 };
 #define MARKERD__V1__LIST_LAYERS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_layers_request__descriptor) \
-     }
+    , 0, 0, NULL }
 
 
 struct  Markerd__V1__ListLayersResponse
 {
   ProtobufCMessage base;
+  /*
+   * Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
+   * as they are when it is asked for.
+   */
   size_t n_layers;
   Markerd__V1__Layer **layers;
+  char *next_page_token;
 };
 #define MARKERD__V1__LIST_LAYERS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_layers_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, NULL }
 
 
 struct  Markerd__V1__DeleteLayerRequest
@@ -936,6 +982,67 @@ struct  Markerd__V1__UpsertMarkersResponse
     , 0, 0, 0, 0, 0, 0 }
 
 
+/*
+ * A partial update of one marker (UpdateMarkers): the fields named in `paths` take their values
+ * from `marker`; every other field keeps its value.
+ */
+struct  Markerd__V1__MarkerUpdate
+{
+  ProtobufCMessage base;
+  /*
+   * The marker to change; it must be in the layer.
+   */
+  char *id;
+  /*
+   * The new values of the fields named in `paths` (its id and other fields are ignored). A named
+   * field unset here is reset to its default (e.g. "label" unset removes the marker's label).
+   */
+  Markerd__V1__Marker *marker;
+  /*
+   * Marker field names, each at most once, at least one: "position", "icon" (pin or icon_id;
+   * without "anchor" the anchor becomes the new icon's default), "anchor", "z_index", "clickable",
+   * "draggable", "animation" (starts it again from the server's clock), "visible", "attributes",
+   * "extra", "label", or one field of the label: "label.text", "label.priority", "label.color".
+   */
+  size_t n_paths;
+  char **paths;
+};
+#define MARKERD__V1__MARKER_UPDATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__marker_update__descriptor) \
+    , NULL, NULL, 0,NULL }
+
+
+struct  Markerd__V1__UpdateMarkersRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * At most 100,000, each id at most once. All or nothing: an unknown path or an invalid value
+   * is INVALID_ARGUMENT naming the field (e.g. "updates[2].paths[0]",
+   * "updates[2].marker.position.latitude"); an id not in the layer is NOT_FOUND. Applied
+   * atomically (under the layer's write lock) and journaled like UpsertMarkers.
+   */
+  size_t n_updates;
+  Markerd__V1__MarkerUpdate **updates;
+};
+#define MARKERD__V1__UPDATE_MARKERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__update_markers_request__descriptor) \
+    , NULL, 0,NULL }
+
+
+struct  Markerd__V1__UpdateMarkersResponse
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean has_updated_count;
+  uint64_t updated_count;
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+};
+#define MARKERD__V1__UPDATE_MARKERS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__update_markers_response__descriptor) \
+    , 0, 0, 0, 0 }
+
+
 struct  Markerd__V1__RemoveMarkersRequest
 {
   ProtobufCMessage base;
@@ -1091,10 +1198,10 @@ struct  Markerd__V1__QueryViewportRequest
   protobuf_c_boolean has_density;
   uint32_t density;
   /*
-   * Markers per page; 0 means 1000. At most 100,000.
+   * Markers per page, 0-100,000; 0 means 1000.
    */
-  protobuf_c_boolean has_limit;
-  uint32_t limit;
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
   /*
    * From a previous response's next_page_token (opaque, stateless). The next page holds the
    * markers in view that come after the previous page's last one in the page order (see
@@ -1474,29 +1581,36 @@ struct  Markerd__V1__GetClusterLeavesRequest
   protobuf_c_boolean has_cluster_id;
   uint64_t cluster_id;
   /*
-   * Default 10.
+   * Leaves per page, 0-100,000; 0 means 10.
    */
-  protobuf_c_boolean has_limit;
-  uint32_t limit;
-  protobuf_c_boolean has_offset;
-  uint32_t offset;
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * See the paging rule in the header; a token is for the cluster it came with. (Field 4 was
+   * `offset`.)
+   */
+  char *page_token;
 };
 #define MARKERD__V1__GET_CLUSTER_LEAVES_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_leaves_request__descriptor) \
-    , NULL, 0, 0, 0, 10u, 0, 0 }
+    , NULL, 0, 0, 0, 0, NULL }
 
 
 struct  Markerd__V1__GetClusterLeavesResponse
 {
   ProtobufCMessage base;
+  /*
+   * In the cluster's leaf order (the same for every page while the cluster exists).
+   */
   size_t n_markers;
   Markerd__V1__Marker **markers;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
+  char *next_page_token;
 };
 #define MARKERD__V1__GET_CLUSTER_LEAVES_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_leaves_response__descriptor) \
-    , 0,NULL, 0, 0 }
+    , 0,NULL, 0, 0, NULL }
 
 
 struct  Markerd__V1__GetClusterChildrenRequest
@@ -1700,6 +1814,25 @@ Markerd__V1__Response *
                       const uint8_t       *data);
 void   markerd__v1__response__free_unpacked
                      (Markerd__V1__Response *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FieldViolation methods */
+void   markerd__v1__field_violation__init
+                     (Markerd__V1__FieldViolation         *message);
+size_t markerd__v1__field_violation__get_packed_size
+                     (const Markerd__V1__FieldViolation   *message);
+size_t markerd__v1__field_violation__pack
+                     (const Markerd__V1__FieldViolation   *message,
+                      uint8_t             *out);
+size_t markerd__v1__field_violation__pack_to_buffer
+                     (const Markerd__V1__FieldViolation   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FieldViolation *
+       markerd__v1__field_violation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__field_violation__free_unpacked
+                     (Markerd__V1__FieldViolation *message,
                       ProtobufCAllocator *allocator);
 /* Markerd__V1__LatLng methods */
 void   markerd__v1__lat_lng__init
@@ -2254,6 +2387,63 @@ Markerd__V1__UpsertMarkersResponse *
                       const uint8_t       *data);
 void   markerd__v1__upsert_markers_response__free_unpacked
                      (Markerd__V1__UpsertMarkersResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__MarkerUpdate methods */
+void   markerd__v1__marker_update__init
+                     (Markerd__V1__MarkerUpdate         *message);
+size_t markerd__v1__marker_update__get_packed_size
+                     (const Markerd__V1__MarkerUpdate   *message);
+size_t markerd__v1__marker_update__pack
+                     (const Markerd__V1__MarkerUpdate   *message,
+                      uint8_t             *out);
+size_t markerd__v1__marker_update__pack_to_buffer
+                     (const Markerd__V1__MarkerUpdate   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__MarkerUpdate *
+       markerd__v1__marker_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__marker_update__free_unpacked
+                     (Markerd__V1__MarkerUpdate *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__UpdateMarkersRequest methods */
+void   markerd__v1__update_markers_request__init
+                     (Markerd__V1__UpdateMarkersRequest         *message);
+size_t markerd__v1__update_markers_request__get_packed_size
+                     (const Markerd__V1__UpdateMarkersRequest   *message);
+size_t markerd__v1__update_markers_request__pack
+                     (const Markerd__V1__UpdateMarkersRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__update_markers_request__pack_to_buffer
+                     (const Markerd__V1__UpdateMarkersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__UpdateMarkersRequest *
+       markerd__v1__update_markers_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__update_markers_request__free_unpacked
+                     (Markerd__V1__UpdateMarkersRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__UpdateMarkersResponse methods */
+void   markerd__v1__update_markers_response__init
+                     (Markerd__V1__UpdateMarkersResponse         *message);
+size_t markerd__v1__update_markers_response__get_packed_size
+                     (const Markerd__V1__UpdateMarkersResponse   *message);
+size_t markerd__v1__update_markers_response__pack
+                     (const Markerd__V1__UpdateMarkersResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__update_markers_response__pack_to_buffer
+                     (const Markerd__V1__UpdateMarkersResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__UpdateMarkersResponse *
+       markerd__v1__update_markers_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__update_markers_response__free_unpacked
+                     (Markerd__V1__UpdateMarkersResponse *message,
                       ProtobufCAllocator *allocator);
 /* Markerd__V1__RemoveMarkersRequest methods */
 void   markerd__v1__remove_markers_request__init
@@ -3061,6 +3251,9 @@ typedef void (*Markerd__V1__Request_Closure)
 typedef void (*Markerd__V1__Response_Closure)
                  (const Markerd__V1__Response *message,
                   void *closure_data);
+typedef void (*Markerd__V1__FieldViolation_Closure)
+                 (const Markerd__V1__FieldViolation *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__LatLng_Closure)
                  (const Markerd__V1__LatLng *message,
                   void *closure_data);
@@ -3150,6 +3343,15 @@ typedef void (*Markerd__V1__UpsertMarkersRequest_Closure)
                   void *closure_data);
 typedef void (*Markerd__V1__UpsertMarkersResponse_Closure)
                  (const Markerd__V1__UpsertMarkersResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__MarkerUpdate_Closure)
+                 (const Markerd__V1__MarkerUpdate *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__UpdateMarkersRequest_Closure)
+                 (const Markerd__V1__UpdateMarkersRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__UpdateMarkersResponse_Closure)
+                 (const Markerd__V1__UpdateMarkersResponse *message,
                   void *closure_data);
 typedef void (*Markerd__V1__RemoveMarkersRequest_Closure)
                  (const Markerd__V1__RemoveMarkersRequest *message,
@@ -3312,6 +3514,10 @@ struct Markerd__V1__MarkerService_Service
                          const Markerd__V1__UpsertMarkersRequest *input,
                          Markerd__V1__UpsertMarkersResponse_Closure closure,
                          void *closure_data);
+  void (*update_markers)(Markerd__V1__MarkerService_Service *service,
+                         const Markerd__V1__UpdateMarkersRequest *input,
+                         Markerd__V1__UpdateMarkersResponse_Closure closure,
+                         void *closure_data);
   void (*remove_markers)(Markerd__V1__MarkerService_Service *service,
                          const Markerd__V1__RemoveMarkersRequest *input,
                          Markerd__V1__RemoveMarkersResponse_Closure closure,
@@ -3403,6 +3609,7 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## get_layer_stats,\
       function_prefix__ ## register_icon,\
       function_prefix__ ## upsert_markers,\
+      function_prefix__ ## update_markers,\
       function_prefix__ ## remove_markers,\
       function_prefix__ ## get_markers,\
       function_prefix__ ## clear_layer,\
@@ -3449,6 +3656,10 @@ void markerd__v1__marker_service__register_icon(ProtobufCService *service,
 void markerd__v1__marker_service__upsert_markers(ProtobufCService *service,
                                                  const Markerd__V1__UpsertMarkersRequest *input,
                                                  Markerd__V1__UpsertMarkersResponse_Closure closure,
+                                                 void *closure_data);
+void markerd__v1__marker_service__update_markers(ProtobufCService *service,
+                                                 const Markerd__V1__UpdateMarkersRequest *input,
+                                                 Markerd__V1__UpdateMarkersResponse_Closure closure,
                                                  void *closure_data);
 void markerd__v1__marker_service__remove_markers(ProtobufCService *service,
                                                  const Markerd__V1__RemoveMarkersRequest *input,
@@ -3538,6 +3749,7 @@ extern const ProtobufCEnumDescriptor    markerd__v1__tiling_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__animation_kind__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__field_violation__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__lat_lng__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__bounds__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__anchor__descriptor;
@@ -3568,6 +3780,9 @@ extern const ProtobufCMessageDescriptor markerd__v1__marker__attributes_entry__d
 extern const ProtobufCMessageDescriptor markerd__v1__marker_label__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__upsert_markers_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__upsert_markers_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__marker_update__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__update_markers_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__update_markers_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__remove_markers_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__remove_markers_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_markers_request__descriptor;
