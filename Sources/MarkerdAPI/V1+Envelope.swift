@@ -133,7 +133,7 @@ extension V1 {
         /// "options.clustering.radius_px", "page_size".
         /// Proto field `field` = 1; absent decodes to "", which is not encoded.
         public var field: String = ""
-        /// Why it is invalid, e.g. "91 is not within +-85.05112878".
+        /// Why it is invalid, in words: the reply's `message` (which names the field too).
         /// Proto field `description` = 2; absent decodes to "", which is not encoded.
         public var description: String = ""
 

@@ -102,14 +102,17 @@ extension MarkerService {
     }
 
     /// Runs `body`, naming the fields of its INVALID_ARGUMENT errors as UpdateMarkers' request
-    /// does: `markers[i].…` (the merged marker's) becomes `updates[i].marker.…`.
+    /// does: `markers[i].…` (the merged marker's) becomes `updates[i].marker.…` in the field
+    /// paths, and `updates[i]` in the message.
     static func renamingViolations<T>(_ body: () throws(RPCError) -> T) throws(RPCError) -> T {
         do {
             return try body()
         } catch {
             var e = error
+            e.message = e.message.replacing("markers[", with: "updates[", maxReplacements: 1)
             for k in e.fieldViolations.indices {
                 let f = e.fieldViolations[k].field
+                e.fieldViolations[k].description = e.message
                 guard f.hasPrefix("markers["), let close = f.firstIndex(of: "]") else { continue }
                 e.fieldViolations[k].field = "updates" + f[f.index(f.startIndex, offsetBy: 7)...close] + ".marker" + f[f.index(after: close)...]
             }

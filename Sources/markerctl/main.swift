@@ -15,6 +15,8 @@ usage: markerctl [--url URL] COMMAND ...     (default URL tcp://127.0.0.1:7450, 
   register-icon ICON FILE.png [--anchor X,Y]
   load LAYER FILE.csv|FILE.geojson [--id-property NAME] [--batch N] [--concurrency N]
   get LAYER ID...
+  update LAYER ID [--label TEXT] [--position LAT,LON] [--z-index N] [--visible true|false]
+                (changes only the fields given; the rest of the marker stays)
   remove LAYER ID...
   clear LAYER
   snapshot
@@ -165,6 +167,30 @@ do {
         for m in r.markers { print(json(m)) }
         for id in r.missingIDs { FileHandle.standardError.write("not found: \(id)\n".data(using: .utf8)!) }
         if !r.missingIDs.isEmpty { exit(1) }
+    case "update":
+        var m = V1.Marker()
+        var paths: [String] = []
+        if let text = option("--label") { m.label = V1.MarkerLabel(text: text); paths.append("label.text") }
+        if let position = option("--position") {
+            let parts = position.split(separator: ",").compactMap { Double($0) }
+            guard parts.count == 2 else { fail("--position takes LAT,LON, e.g. 48.85,2.35", code: 2) }
+            m.position = V1.LatLng(latitude: parts[0], longitude: parts[1])
+            paths.append("position")
+        }
+        if let z = option("--z-index") {
+            guard let n = Int32(z) else { fail("--z-index takes a whole number", code: 2) }
+            m.zIndex = n
+            paths.append("z_index")
+        }
+        if let visible = option("--visible") {
+            guard let v = Bool(visible) else { fail("--visible takes true or false", code: 2) }
+            m.visible = v
+            paths.append("visible")
+        }
+        guard !paths.isEmpty else { fail("update needs at least one of --label, --position, --z-index, --visible", code: 2) }
+        let layer = positional(0, "LAYER"), id = positional(1, "ID")
+        let r = try client.updateMarkers(layer, [V1.MarkerUpdate(id: id, marker: m, paths: paths)])
+        print("updated \(r.updatedCount) marker (\(paths.joined(separator: ", "))), layer version \(r.layerVersion)")
     case "remove":
         let layer = positional(0, "LAYER")
         let r = try client.removeMarkers(layer, ids: Array(args.dropFirst()))

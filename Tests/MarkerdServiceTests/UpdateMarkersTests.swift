@@ -73,6 +73,7 @@ import Testing
         #expect(unknown?.code == .invalidArgument && unknown?.fieldViolations.map(\.field) == ["updates[1].paths[1]"])
         let bad = error([relabel, V1.MarkerUpdate(id: "b", marker: V1.Marker(position: V1.LatLng(latitude: 95, longitude: 0)), paths: ["position"])])
         #expect(bad?.code == .invalidArgument && bad?.fieldViolations.map(\.field) == ["updates[1].marker.position.latitude"])
+        #expect(bad?.message.hasPrefix(#"invalid updates[1] (id "b").position.latitude"#) == true, "\(String(describing: bad))")
         for (updates, field) in [
             ([V1.MarkerUpdate(id: "a", paths: [])], "updates[0].paths"),
             ([V1.MarkerUpdate(id: "a", paths: ["z_index", "z_index"])], "updates[0].paths[1]"),

@@ -292,7 +292,7 @@ struct  Markerd__V1__FieldViolation
    */
   char *field;
   /*
-   * Why it is invalid, e.g. "91 is not within +-85.05112878".
+   * Why it is invalid, in words: the reply's `message` (which names the field too).
    */
   char *description;
 };
