@@ -8,7 +8,8 @@ import MarkerdService
 /// - undecodable envelope or payload -> INVALID_ARGUMENT
 /// - unknown method -> UNIMPLEMENTED
 /// - `timeout_ms` expired before the work started -> DEADLINE_EXCEEDED (nothing applied)
-/// - anything the service throws -> its code; an unexpected Swift error -> INTERNAL
+/// - anything the service throws -> its code, message and field violations (the request fields
+///   an INVALID_ARGUMENT names); an unexpected Swift error -> INTERNAL
 public final class RPCDispatcher: Sendable {
     public static let servicePrefix = "/markerd.v1.MarkerService/"
 
