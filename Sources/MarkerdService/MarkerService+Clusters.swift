@@ -571,8 +571,10 @@ extension MarkerService {
     }
 
     static func checkTile(z: Int, x: Int, y: Int) throws(RPCError) {
-        guard z >= 0 && z <= 24 else { throw .invalidArgument("tile zoom \(z) is not within 0...24") }
+        guard z >= 0 && z <= 24 else { throw .invalidArgument("tile zoom \(z) is not within 0...24", field: "z") }
         let n = 1 << z
-        guard x >= 0 && x < n && y >= 0 && y < n else { throw .invalidArgument("tile \(z)/\(x)/\(y) does not exist (x and y must be below \(n))") }
+        guard x >= 0 && x < n && y >= 0 && y < n else {
+            throw .invalidArgument("tile \(z)/\(x)/\(y) does not exist (x and y must be below \(n))", field: x >= 0 && x < n ? "y" : "x")
+        }
     }
 }

@@ -59,6 +59,9 @@ import Testing
                 _ = try s.service.queryViewport(V1.QueryViewportRequest(layerID: "L", bounds: V1.Bounds(west: 0, south: 0, east: 1, north: .nan), zoom: 3))
             }),
             ("tile_size", { _ = try s.service.getTile(V1.GetTileRequest(layerID: "L", tileSize: 300)) }),
+            ("y", { _ = try s.service.getPointTile(V1.GetPointTileRequest(layerID: "L", z: 1, x: 1, y: 2)) }),
+            ("extent", { _ = try s.service.getPointTile(V1.GetPointTileRequest(layerID: "L", extent: 8)) }),
+            ("page_size", { _ = try s.service.listLayers(V1.ListLayersRequest(pageSize: 5_000)) }),
         ]
         for (field, call) in cases {
             #expect(Self.fields(call) == [field], "\(field)")
