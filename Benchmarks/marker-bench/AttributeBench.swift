@@ -74,7 +74,7 @@ struct AttributeBench {
         let result = try Loading.load(client, serverPID: server.pid, markers, into: Self.layerID, label: "[\(label)] load \(what)")
         usleep(500_000)
         let stats = try client.layerStats(Self.layerID)
-        guard stats.markers == UInt64(markers.count) else { throw BenchError("\(what): \(stats.markers) markers loaded of \(markers.count)") }
+        guard stats.markerCount == UInt64(markers.count) else { throw BenchError("\(what): \(stats.markerCount) markers loaded of \(markers.count)") }
         return Load(result: result, approximateBytes: Int(stats.approximateBytes), residentBytes: Double(server.residentBytes) - Double(rssEmpty))
     }
 

@@ -106,7 +106,7 @@ struct ClusterBench {
 
     /// Every clusterable marker is in a world answer exactly once (counts add up).
     private func checkWorldCounts(_ r: V1.GetClustersResponse, zoom: Int) throws {
-        let total = r.clusters.reduce(0) { $0 + Int($1.count) } + r.markers.count
+        let total = r.clusters.reduce(0) { $0 + Int($1.markerCount) } + r.markers.count
         guard total == clusterable else {
             throw BenchError("GetClusters world z\(zoom): counts add up to \(total), expected \(clusterable)")
         }
@@ -142,7 +142,7 @@ struct ClusterBench {
                                       warmup: Array(requests.prefix(warmupCalls)), timed: Array(requests.dropFirst(warmupCalls))) { r in
             clusters += r.clusters.count
             markers += r.markers.count
-            members += r.clusters.reduce(0) { $0 + Int($1.count) }
+            members += r.clusters.reduce(0) { $0 + Int($1.markerCount) }
         }
         let q = Double(options.queries)
         table.addLatency(size: label, measure: "GetClusters 1080x1920 px z12 (512 px tiles) near cities (grid)", s, target: target,
@@ -180,7 +180,7 @@ struct ClusterBench {
         let (_, moving) = try timed { () throws -> Void in
             for b in batches {
                 let r = try client.moveMarkers(Self.layerID, b)
-                if r.moved != 1000 { throw BenchError("moved \(r.moved) of 1000") }
+                if r.movedCount != 1000 { throw BenchError("moved \(r.movedCount) of 1000") }
             }
         }
         let (answer, requery) = try timed { () throws -> V1.GetClustersResponse in

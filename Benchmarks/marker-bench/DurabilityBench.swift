@@ -103,7 +103,7 @@ struct DurabilityBench {
         table.add(Row(size: label, measure: "snapshot bytes per marker",
                       value: Table.fixed(Double(r.snapshotBytes) / Double(n)), unit: "B/marker",
                       note: String(format: "snapshot-*.snap %@; CreateSnapshot took %.2f s (server says %.2f s)",
-                                   Table.bytes(r.snapshotBytes), r.snapshotSeconds, r.snapshot.seconds)))
+                                   Table.bytes(r.snapshotBytes), r.snapshotSeconds, Double(r.snapshot.durationMs) / 1000)))
         let server = r.restart.server
         table.add(Row(size: label, measure: "restart: snapshot + journal tail (\(Table.count(Self.writesAfterSnapshot)) upserts, \(Table.count(Self.writesAfterSnapshot)) moves)",
                       value: Table.fixed(server.secondsUntilAnswering, 2), unit: "s",

@@ -202,7 +202,7 @@ struct LabelBench {
             for id in k % 2 == 0 ? layers : layers.reversed() {
                 let (moved, moveElapsed) = try timed { try client.moveMarkers(id, moves) }
                 moveMicros[id]!.append(moveElapsed.micros)
-                guard moved.moved == moves.count else { throw BenchError("labels: \(moved.moved) of \(moves.count) markers moved in \(id)") }
+                guard moved.movedCount == moves.count else { throw BenchError("labels: \(moved.movedCount) of \(moves.count) markers moved in \(id)") }
                 let cpu0 = Machine.cpuSeconds(pid: serverPID) ?? 0
                 let (r, elapsed) = try timed { try getTile(client, id, t) }
                 cpu[id]! += (Machine.cpuSeconds(pid: serverPID) ?? 0) - cpu0

@@ -166,7 +166,7 @@ final class MarkerdProcess: @unchecked Sendable {
         let info = try client.serverInfo()
         secondsUntilAnswering = (ContinuousClock.now - child.launchedAt).seconds
         cpuSecondsUntilAnswering = Machine.cpuSeconds(pid: child.pid) ?? 0
-        self.info = V1ServerInfo(markers: info.markers, durable: info.durable)
+        self.info = V1ServerInfo(markers: info.markerCount, durable: info.durable)
     }
 
     var pid: Int32 { child.pid }

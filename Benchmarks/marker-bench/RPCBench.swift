@@ -63,8 +63,8 @@ struct RPCBench {
                       target: Target(text: "< 80 B/marker + ids at 10M", met: perMarker - idBytes < 80, atTargetSize: n >= 10_000_000),
                       note: String(format: "ids average %.2f B; layer approximate_bytes %.1f B/marker", idBytes,
                                    Double(stats.approximateBytes) / Double(n))))
-        guard stats.mode == .tiled, stats.markers == UInt64(n) else {
-            throw BenchError("tiled layer: mode \(stats.mode), \(stats.markers) markers")
+        guard stats.mode == .tiled, stats.markerCount == UInt64(n) else {
+            throw BenchError("tiled layer: mode \(stats.mode), \(stats.markerCount) markers")
         }
 
         let nativeLoad = try Loading.load(client, serverPID: server.pid, markers, into: Self.nativeLayer, label: "[\(label)] load native")
@@ -112,7 +112,7 @@ struct RPCBench {
             let s = try RPCTiming.measure(client, "QueryViewport", as: V1.QueryViewportResponse.self, floor: floor,
                                           warmup: Array(requests.prefix(warmupCalls)), timed: Array(requests.dropFirst(warmupCalls))) { r in
                 returned += r.markers.count
-                inView += Int(r.staticInView + r.liveInView)
+                inView += Int(r.staticInViewCount + r.liveInViewCount)
             }
             table.addLatency(size: label, measure: "QueryViewport 1080x1920 px z12-16 near cities (\(mode))", s,
                              target: { Target(text: "p99 <= 2x floor at 10M", met: $0 <= 2, atTargetSize: n >= 10_000_000) },
@@ -145,7 +145,7 @@ struct RPCBench {
         Progress.log("[\(label)] MoveMarkers x1: \(timedCalls) calls")
         let s = try RPCTiming.measure(client, "MoveMarkers", as: V1.MoveMarkersResponse.self, mutation: true, floor: floor,
                                       warmup: Array(singles.prefix(warmupCalls)), timed: Array(singles.dropFirst(warmupCalls))) { r in
-            precondition(r.moved == 1, "a single move did not move")
+            precondition(r.movedCount == 1, "a single move did not move")
         }
         table.addLatency(size: label, measure: "MoveMarkers, 1 marker per call (tiled layer)", s,
                          note: "\(timedCalls) calls, one in flight")
@@ -170,7 +170,7 @@ struct RPCBench {
                         guard let i else { return }
                         do {
                             let r = try client.moveMarkers(Self.tiledLayer, batches[i])
-                            if r.moved != 1000 { throw BenchError("moved \(r.moved) of 1000") }
+                            if r.movedCount != 1000 { throw BenchError("moved \(r.movedCount) of 1000") }
                         } catch {
                             cursor.lock.withLock { cursor.error = error }
                         }

@@ -78,7 +78,7 @@ struct TileBench {
             let p = V1.LatLng(latitude: Mercator.latitude(worldY: (r.minY + r.maxY) / 2),
                               longitude: Mercator.longitude(worldX: (r.minX + r.maxX) / 2))
             let moved = try client.moveMarkers(TileBench.layerID, [V1.MarkerMove(id: SyntheticLayer.id(next), position: p)])
-            guard moved.moved == 1 else { throw BenchError("bump: marker \(SyntheticLayer.id(next)) did not move") }
+            guard moved.movedCount == 1 else { throw BenchError("bump: marker \(SyntheticLayer.id(next)) did not move") }
             next = next > 0 ? next - 1 : layer.count - 1
         }
 
@@ -96,7 +96,7 @@ struct TileBench {
                 next = next > 0 ? next - 1 : layer.count - 1
             }
             let moved = try client.moveMarkers(TileBench.layerID, moves)
-            guard moved.moved == count else { throw BenchError("scatter: \(moved.moved) of \(count) markers moved") }
+            guard moved.movedCount == count else { throw BenchError("scatter: \(moved.movedCount) of \(count) markers moved") }
         }
     }
 

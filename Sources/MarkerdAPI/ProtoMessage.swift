@@ -16,7 +16,7 @@
 /// - protobuf-c keeps strings NUL-terminated: a string that contains U+0000 is cut at the first NUL
 ///   when encoded, and a string on the wire with an embedded NUL decodes up to that NUL.
 /// - Unknown fields are skipped when decoding and are not re-encoded. Unknown enum numbers decode to
-///   a fallback case (`Code.unknown`, `TilingMode.unspecified`, `AnimationKind.none`).
+///   a fallback case (`Code.unknown`, `TilingMode.unspecified`, `AnimationKind.unspecified`).
 public enum V1 {}
 
 /// A protobuf message of the markerd API.

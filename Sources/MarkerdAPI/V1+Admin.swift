@@ -14,25 +14,27 @@ extension V1 {
     public struct CreateSnapshotResponse: ProtoMessage {
         /// Proto field `path` = 1; absent decodes to "", which is not encoded.
         public var path: String = ""
-        /// Proto field `markers` = 2; absent decodes to 0, which is not encoded.
-        public var markers: UInt64 = 0
-        /// Proto field `bytes` = 3; absent decodes to 0, which is not encoded.
-        public var bytes: UInt64 = 0
-        /// Proto field `seconds` = 4; absent decodes to 0, which is not encoded.
-        public var seconds: Double = 0
+        /// Proto field `marker_count` = 2; absent decodes to 0, which is not encoded.
+        public var markerCount: UInt64 = 0
+        /// The snapshot file's size.
+        /// Proto field `size_bytes` = 3; absent decodes to 0, which is not encoded.
+        public var sizeBytes: UInt64 = 0
+        /// How long writing it took. (Field 4 was `double seconds`.)
+        /// Proto field `duration_ms` = 5; absent decodes to 0, which is not encoded.
+        public var durationMs: UInt64 = 0
 
         public init() {}
 
         public init(
             path: String = "",
-            markers: UInt64 = 0,
-            bytes: UInt64 = 0,
-            seconds: Double = 0
+            markerCount: UInt64 = 0,
+            sizeBytes: UInt64 = 0,
+            durationMs: UInt64 = 0
         ) {
             self.path = path
-            self.markers = markers
-            self.bytes = bytes
-            self.seconds = seconds
+            self.markerCount = markerCount
+            self.sizeBytes = sizeBytes
+            self.durationMs = durationMs
         }
     }
 
@@ -94,12 +96,13 @@ extension V1 {
     public struct GetServerInfoResponse: ProtoMessage {
         /// Proto field `version` = 1; absent decodes to "", which is not encoded.
         public var version: String = ""
-        /// Proto field `uptime_seconds` = 2; absent decodes to 0, which is not encoded.
-        public var uptimeSeconds: Double = 0
-        /// Proto field `layers` = 3; absent decodes to 0, which is not encoded.
-        public var layers: UInt32 = 0
-        /// Proto field `markers` = 4; absent decodes to 0, which is not encoded.
-        public var markers: UInt64 = 0
+        /// Since the process started. (Field 2 was `double uptime_seconds`.)
+        /// Proto field `uptime_ms` = 6; absent decodes to 0, which is not encoded.
+        public var uptimeMs: UInt64 = 0
+        /// Proto field `layer_count` = 3; absent decodes to 0, which is not encoded.
+        public var layerCount: UInt64 = 0
+        /// Proto field `marker_count` = 4; absent decodes to 0, which is not encoded.
+        public var markerCount: UInt64 = 0
         /// Proto field `durable` = 5; absent decodes to false, which is not encoded.
         public var durable: Bool = false
 
@@ -107,15 +110,15 @@ extension V1 {
 
         public init(
             version: String = "",
-            uptimeSeconds: Double = 0,
-            layers: UInt32 = 0,
-            markers: UInt64 = 0,
+            uptimeMs: UInt64 = 0,
+            layerCount: UInt64 = 0,
+            markerCount: UInt64 = 0,
             durable: Bool = false
         ) {
             self.version = version
-            self.uptimeSeconds = uptimeSeconds
-            self.layers = layers
-            self.markers = markers
+            self.uptimeMs = uptimeMs
+            self.layerCount = layerCount
+            self.markerCount = markerCount
             self.durable = durable
         }
     }
@@ -152,9 +155,9 @@ extension V1.CreateSnapshotResponse: CBridged {
         let c = cMessage.load(as: Markerd__V1__CreateSnapshotResponse.self)
         self.init(
             path: try swiftString(c.path, "CreateSnapshotResponse.path"),
-            markers: c.markers,
-            bytes: c.bytes,
-            seconds: c.seconds
+            markerCount: c.marker_count,
+            sizeBytes: c.size_bytes,
+            durationMs: c.duration_ms
         )
     }
 
@@ -162,9 +165,9 @@ extension V1.CreateSnapshotResponse: CBridged {
         var c = Markerd__V1__CreateSnapshotResponse()
         markerd__v1__create_snapshot_response__init(&c)
         c.path = arena.cString(self.path)
-        setPlain(self.markers, &c.has_markers, &c.markers)
-        setPlain(self.bytes, &c.has_bytes, &c.bytes)
-        setPlain(self.seconds, &c.has_seconds, &c.seconds)
+        setPlain(self.markerCount, &c.has_marker_count, &c.marker_count)
+        setPlain(self.sizeBytes, &c.has_size_bytes, &c.size_bytes)
+        setPlain(self.durationMs, &c.has_duration_ms, &c.duration_ms)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -248,9 +251,9 @@ extension V1.GetServerInfoResponse: CBridged {
         let c = cMessage.load(as: Markerd__V1__GetServerInfoResponse.self)
         self.init(
             version: try swiftString(c.version, "GetServerInfoResponse.version"),
-            uptimeSeconds: c.uptime_seconds,
-            layers: c.layers,
-            markers: c.markers,
+            uptimeMs: c.uptime_ms,
+            layerCount: c.layer_count,
+            markerCount: c.marker_count,
             durable: c.durable != 0
         )
     }
@@ -259,9 +262,9 @@ extension V1.GetServerInfoResponse: CBridged {
         var c = Markerd__V1__GetServerInfoResponse()
         markerd__v1__get_server_info_response__init(&c)
         c.version = arena.cString(self.version)
-        setPlain(self.uptimeSeconds, &c.has_uptime_seconds, &c.uptime_seconds)
-        setPlain(self.layers, &c.has_layers, &c.layers)
-        setPlain(self.markers, &c.has_markers, &c.markers)
+        setPlain(self.uptimeMs, &c.has_uptime_ms, &c.uptime_ms)
+        setPlain(self.layerCount, &c.has_layer_count, &c.layer_count)
+        setPlain(self.markerCount, &c.has_marker_count, &c.marker_count)
         setPlain(self.durable, &c.has_durable, &c.durable)
         return UnsafeMutableRawPointer(arena.store(c))
     }

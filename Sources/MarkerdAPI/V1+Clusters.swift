@@ -9,8 +9,8 @@ extension V1 {
         /// Stable while the cluster exists; NOT_FOUND once the layer changed it away.
         /// Proto field `id` = 1; absent decodes to 0, which is not encoded.
         public var id: UInt64 = 0
-        /// Proto field `count` = 2; absent decodes to 0, which is not encoded.
-        public var count: UInt32 = 0
+        /// Proto field `marker_count` = 2; absent decodes to 0, which is not encoded.
+        public var markerCount: UInt64 = 0
         /// Weighted centre of the members.
         /// Proto field `position` = 3.
         public var position: LatLng? = nil
@@ -25,13 +25,13 @@ extension V1 {
 
         public init(
             id: UInt64 = 0,
-            count: UInt32 = 0,
+            markerCount: UInt64 = 0,
             position: LatLng? = nil,
             bounds: Bounds? = nil,
             expansionZoom: UInt32 = 0
         ) {
             self.id = id
-            self.count = count
+            self.markerCount = markerCount
             self.position = position
             self.bounds = bounds
             self.expansionZoom = expansionZoom
@@ -77,8 +77,9 @@ extension V1 {
         /// The layer version the clusters reflect (supercluster snapshots may lag behind).
         /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
         public var layerVersion: UInt64 = 0
-        /// Proto field `algorithm` = 4; absent decodes to "", which is not encoded.
-        public var algorithm: String = ""
+        /// The layer's algorithm (never UNSPECIFIED). (Field 4 was its name as a string.)
+        /// Proto field `algorithm` = 5; absent decodes to .unspecified, which is not encoded.
+        public var algorithm: ClusterAlgorithm = .unspecified
 
         public init() {}
 
@@ -86,7 +87,7 @@ extension V1 {
             clusters: [Cluster] = [],
             markers: [Marker] = [],
             layerVersion: UInt64 = 0,
-            algorithm: String = ""
+            algorithm: ClusterAlgorithm = .unspecified
         ) {
             self.clusters = clusters
             self.markers = markers
@@ -97,50 +98,53 @@ extension V1 {
 
     /// The proto message `GetClusterLeavesRequest`.
     public struct GetClusterLeavesRequest: ProtoMessage {
-        /// The proto default of `limit`.
-        public static let defaultLimit: UInt32 = 10
-
         /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
         public var layerID: String = ""
         /// Proto field `cluster_id` = 2; absent decodes to 0, which is not encoded.
         public var clusterID: UInt64 = 0
-        /// Default 10.
-        /// nil: absent, meaning the default 10 (`defaultLimit`).
-        /// Proto field `limit` = 3.
-        public var limit: UInt32? = nil
-        /// Proto field `offset` = 4; absent decodes to 0, which is not encoded.
-        public var offset: UInt32 = 0
+        /// Leaves per page, 0-100,000; 0 means 10.
+        /// Proto field `page_size` = 3; absent decodes to 0, which is not encoded.
+        public var pageSize: UInt32 = 0
+        /// See the paging rule in the header; a token is for the cluster it came with. (Field 4 was
+        /// `offset`.)
+        /// Proto field `page_token` = 5; absent decodes to "", which is not encoded.
+        public var pageToken: String = ""
 
         public init() {}
 
         public init(
             layerID: String = "",
             clusterID: UInt64 = 0,
-            limit: UInt32? = nil,
-            offset: UInt32 = 0
+            pageSize: UInt32 = 0,
+            pageToken: String = ""
         ) {
             self.layerID = layerID
             self.clusterID = clusterID
-            self.limit = limit
-            self.offset = offset
+            self.pageSize = pageSize
+            self.pageToken = pageToken
         }
     }
 
     /// The proto message `GetClusterLeavesResponse`.
     public struct GetClusterLeavesResponse: ProtoMessage {
+        /// In the cluster's leaf order (the same for every page while the cluster exists).
         /// Proto field `markers` = 1.
         public var markers: [Marker] = []
         /// Proto field `layer_version` = 2; absent decodes to 0, which is not encoded.
         public var layerVersion: UInt64 = 0
+        /// Proto field `next_page_token` = 3; absent decodes to "", which is not encoded.
+        public var nextPageToken: String = ""
 
         public init() {}
 
         public init(
             markers: [Marker] = [],
-            layerVersion: UInt64 = 0
+            layerVersion: UInt64 = 0,
+            nextPageToken: String = ""
         ) {
             self.markers = markers
             self.layerVersion = layerVersion
+            self.nextPageToken = nextPageToken
         }
     }
 
@@ -234,7 +238,7 @@ extension V1.Cluster: CBridged {
         let c = cMessage.load(as: Markerd__V1__Cluster.self)
         self.init(
             id: c.id,
-            count: c.count,
+            markerCount: c.marker_count,
             position: try swiftMessage(c.position),
             bounds: try swiftMessage(c.bounds),
             expansionZoom: c.expansion_zoom
@@ -245,7 +249,7 @@ extension V1.Cluster: CBridged {
         var c = Markerd__V1__Cluster()
         markerd__v1__cluster__init(&c)
         setPlain(self.id, &c.has_id, &c.id)
-        setPlain(self.count, &c.has_count, &c.count)
+        setPlain(self.markerCount, &c.has_marker_count, &c.marker_count)
         c.position = arena.message(self.position)
         c.bounds = arena.message(self.bounds)
         setPlain(self.expansionZoom, &c.has_expansion_zoom, &c.expansion_zoom)
@@ -292,7 +296,7 @@ extension V1.GetClustersResponse: CBridged {
             clusters: try swiftMessages(c.n_clusters, c.clusters),
             markers: try swiftMessages(c.n_markers, c.markers),
             layerVersion: c.layer_version,
-            algorithm: try swiftString(c.algorithm, "GetClustersResponse.algorithm")
+            algorithm: swiftEnum(c.algorithm)
         )
     }
 
@@ -302,7 +306,7 @@ extension V1.GetClustersResponse: CBridged {
         (c.n_clusters, c.clusters) = arena.messages(self.clusters)
         (c.n_markers, c.markers) = arena.messages(self.markers)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
-        c.algorithm = arena.cString(self.algorithm)
+        setPlain(self.algorithm, &c.has_algorithm, &c.algorithm)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -319,8 +323,8 @@ extension V1.GetClusterLeavesRequest: CBridged {
         self.init(
             layerID: try swiftString(c.layer_id, "GetClusterLeavesRequest.layer_id"),
             clusterID: c.cluster_id,
-            limit: present(c.has_limit, c.limit),
-            offset: c.offset
+            pageSize: c.page_size,
+            pageToken: try swiftString(c.page_token, "GetClusterLeavesRequest.page_token")
         )
     }
 
@@ -329,8 +333,8 @@ extension V1.GetClusterLeavesRequest: CBridged {
         markerd__v1__get_cluster_leaves_request__init(&c)
         c.layer_id = arena.cString(self.layerID)
         setPlain(self.clusterID, &c.has_cluster_id, &c.cluster_id)
-        setOptional(self.limit, &c.has_limit, &c.limit)
-        setPlain(self.offset, &c.has_offset, &c.offset)
+        setPlain(self.pageSize, &c.has_page_size, &c.page_size)
+        c.page_token = arena.cString(self.pageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -346,7 +350,8 @@ extension V1.GetClusterLeavesResponse: CBridged {
         let c = cMessage.load(as: Markerd__V1__GetClusterLeavesResponse.self)
         self.init(
             markers: try swiftMessages(c.n_markers, c.markers),
-            layerVersion: c.layer_version
+            layerVersion: c.layer_version,
+            nextPageToken: try swiftString(c.next_page_token, "GetClusterLeavesResponse.next_page_token")
         )
     }
 
@@ -355,6 +360,7 @@ extension V1.GetClusterLeavesResponse: CBridged {
         markerd__v1__get_cluster_leaves_response__init(&c)
         (c.n_markers, c.markers) = arena.messages(self.markers)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
+        c.next_page_token = arena.cString(self.nextPageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

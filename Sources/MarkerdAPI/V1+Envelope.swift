@@ -4,7 +4,8 @@ private import CMarkerdProto
 private import CProtobufC
 
 extension V1 {
-    /// The gRPC canonical status codes (same numbers as google.rpc.Code).
+    /// The gRPC canonical status codes (same numbers as google.rpc.Code). The one enum without an
+    /// `_UNSPECIFIED` value: gRPC's convention makes 0 mean OK, which is what an unset code means.
     public enum Code: Int32, Sendable, CaseIterable {
         case ok = 0
         case cancelled = 1
@@ -109,6 +110,10 @@ extension V1 {
         /// long to wait before trying again, in milliseconds. 0 otherwise.
         /// Proto field `retry_after_ms` = 5; absent decodes to 0, which is not encoded.
         public var retryAfterMs: UInt32 = 0
+        /// With INVALID_ARGUMENT, the request fields at fault when the error names them (`message`
+        /// names them too), like google.rpc.BadRequest's field violations; else empty.
+        /// Proto field `field_violations` = 6.
+        public var fieldViolations: [FieldViolation] = []
 
         public init() {}
 
@@ -117,13 +122,37 @@ extension V1 {
             code: Code = .ok,
             message: String = "",
             payload: [UInt8] = [],
-            retryAfterMs: UInt32 = 0
+            retryAfterMs: UInt32 = 0,
+            fieldViolations: [FieldViolation] = []
         ) {
             self.requestID = requestID
             self.code = code
             self.message = message
             self.payload = payload
             self.retryAfterMs = retryAfterMs
+            self.fieldViolations = fieldViolations
+        }
+    }
+
+    /// One invalid field of a request.
+    public struct FieldViolation: ProtoMessage {
+        /// The field's path in the method's request message: proto field names joined by ".", with
+        /// "[i]" after a repeated field's name, e.g. "markers[2].position.latitude",
+        /// "options.clustering.radius_px", "page_size".
+        /// Proto field `field` = 1; absent decodes to "", which is not encoded.
+        public var field: String = ""
+        /// Why it is invalid, in words: the reply's `message` (which names the field too).
+        /// Proto field `description` = 2; absent decodes to "", which is not encoded.
+        public var description: String = ""
+
+        public init() {}
+
+        public init(
+            field: String = "",
+            description: String = ""
+        ) {
+            self.field = field
+            self.description = description
         }
     }
 }
@@ -184,7 +213,8 @@ extension V1.Response: CBridged {
             code: swiftEnum(c.code),
             message: try swiftString(c.message, "Response.message"),
             payload: swiftBytes(c.payload.data, c.payload.len),
-            retryAfterMs: c.retry_after_ms
+            retryAfterMs: c.retry_after_ms,
+            fieldViolations: try swiftMessages(c.n_field_violations, c.field_violations)
         )
     }
 
@@ -199,6 +229,31 @@ extension V1.Response: CBridged {
             c.payload = ProtobufCBinaryData(len: self.payload.count, data: arena.bytes(self.payload))
         }
         setPlain(self.retryAfterMs, &c.has_retry_after_ms, &c.retry_after_ms)
+        (c.n_field_violations, c.field_violations) = arena.messages(self.fieldViolations)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.FieldViolation: CBridged {
+    static var protoName: String { "FieldViolation" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__field_violation__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__FieldViolation.self)
+        self.init(
+            field: try swiftString(c.field, "FieldViolation.field"),
+            description: try swiftString(c.description, "FieldViolation.description")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__FieldViolation()
+        markerd__v1__field_violation__init(&c)
+        c.field = arena.cString(self.field)
+        c.description = arena.cString(self.description)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -81,10 +81,9 @@ extension V1 {
         /// nil: absent, meaning the default 512 (`defaultExtent`).
         /// Proto field `extent` = 5.
         public var extent: UInt32? = nil
-        /// "grid" (default: follows every update incrementally) or "supercluster" (exactly
-        /// supercluster v8's clusters, rebuilt in the background after changes).
-        /// Proto field `algorithm` = 6.
-        public var algorithm: String? = nil
+        /// Unspecified: GRID. (Field 6 was the algorithm's name as a string.)
+        /// Proto field `algorithm` = 8.
+        public var algorithm: ClusterAlgorithm? = nil
         /// Draw clusters into the raster tiles as count bubbles instead of every marker.
         /// nil: absent, meaning the default false (`defaultRaster`).
         /// Proto field `raster` = 7.
@@ -98,7 +97,7 @@ extension V1 {
             minPoints: UInt32? = nil,
             maxZoom: UInt32? = nil,
             extent: UInt32? = nil,
-            algorithm: String? = nil,
+            algorithm: ClusterAlgorithm? = nil,
             raster: Bool? = nil
         ) {
             self.enabled = enabled
@@ -108,6 +107,25 @@ extension V1 {
             self.extent = extent
             self.algorithm = algorithm
             self.raster = raster
+        }
+    }
+
+    /// The proto enum `ClusterAlgorithm`.
+    public enum ClusterAlgorithm: Int32, Sendable, CaseIterable {
+        /// The default: GRID.
+        case unspecified = 0
+        /// Grid clusters, updated incrementally with every change.
+        case grid = 1
+        /// Exactly supercluster v8's clusters, rebuilt in the background after changes.
+        case supercluster = 2
+
+        /// The canonical proto name, e.g. "CLUSTER_ALGORITHM_SUPERCLUSTER".
+        public var name: String {
+            switch self {
+            case .unspecified: "CLUSTER_ALGORITHM_UNSPECIFIED"
+            case .grid: "CLUSTER_ALGORITHM_GRID"
+            case .supercluster: "CLUSTER_ALGORITHM_SUPERCLUSTER"
+            }
         }
     }
 
@@ -457,16 +475,16 @@ extension V1 {
     public struct LayerStats: ProtoMessage {
         /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
         public var layerID: String = ""
-        /// Proto field `markers` = 2; absent decodes to 0, which is not encoded.
-        public var markers: UInt64 = 0
+        /// Proto field `marker_count` = 2; absent decodes to 0, which is not encoded.
+        public var markerCount: UInt64 = 0
         /// Visible, not draggable, not animating.
-        /// Proto field `static_markers` = 3; absent decodes to 0, which is not encoded.
-        public var staticMarkers: UInt64 = 0
+        /// Proto field `static_marker_count` = 3; absent decodes to 0, which is not encoded.
+        public var staticMarkerCount: UInt64 = 0
         /// Draggable or animating (visible or not).
-        /// Proto field `live_markers` = 4; absent decodes to 0, which is not encoded.
-        public var liveMarkers: UInt64 = 0
-        /// Proto field `hidden_markers` = 5; absent decodes to 0, which is not encoded.
-        public var hiddenMarkers: UInt64 = 0
+        /// Proto field `live_marker_count` = 4; absent decodes to 0, which is not encoded.
+        public var liveMarkerCount: UInt64 = 0
+        /// Proto field `hidden_marker_count` = 5; absent decodes to 0, which is not encoded.
+        public var hiddenMarkerCount: UInt64 = 0
         /// Approximate memory held by the layer, in bytes.
         /// Proto field `approximate_bytes` = 6; absent decodes to 0, which is not encoded.
         public var approximateBytes: UInt64 = 0
@@ -479,19 +497,19 @@ extension V1 {
 
         public init(
             layerID: String = "",
-            markers: UInt64 = 0,
-            staticMarkers: UInt64 = 0,
-            liveMarkers: UInt64 = 0,
-            hiddenMarkers: UInt64 = 0,
+            markerCount: UInt64 = 0,
+            staticMarkerCount: UInt64 = 0,
+            liveMarkerCount: UInt64 = 0,
+            hiddenMarkerCount: UInt64 = 0,
             approximateBytes: UInt64 = 0,
             mode: TilingMode = .unspecified,
             version: UInt64 = 0
         ) {
             self.layerID = layerID
-            self.markers = markers
-            self.staticMarkers = staticMarkers
-            self.liveMarkers = liveMarkers
-            self.hiddenMarkers = hiddenMarkers
+            self.markerCount = markerCount
+            self.staticMarkerCount = staticMarkerCount
+            self.liveMarkerCount = liveMarkerCount
+            self.hiddenMarkerCount = hiddenMarkerCount
             self.approximateBytes = approximateBytes
             self.mode = mode
             self.version = version
@@ -561,21 +579,41 @@ extension V1 {
 
     /// The proto message `ListLayersRequest`.
     public struct ListLayersRequest: ProtoMessage {
-
-        public init() {}
-    }
-
-    /// The proto message `ListLayersResponse`.
-    public struct ListLayersResponse: ProtoMessage {
-        /// Proto field `layers` = 1.
-        public var layers: [Layer] = []
+        /// Layers per page, 0-1000; 0 means 100.
+        /// Proto field `page_size` = 1; absent decodes to 0, which is not encoded.
+        public var pageSize: UInt32 = 0
+        /// See the paging rule in the header.
+        /// Proto field `page_token` = 2; absent decodes to "", which is not encoded.
+        public var pageToken: String = ""
 
         public init() {}
 
         public init(
-            layers: [Layer] = []
+            pageSize: UInt32 = 0,
+            pageToken: String = ""
+        ) {
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    /// The proto message `ListLayersResponse`.
+    public struct ListLayersResponse: ProtoMessage {
+        /// Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
+        /// as they are when it is asked for.
+        /// Proto field `layers` = 1.
+        public var layers: [Layer] = []
+        /// Proto field `next_page_token` = 2; absent decodes to "", which is not encoded.
+        public var nextPageToken: String = ""
+
+        public init() {}
+
+        public init(
+            layers: [Layer] = [],
+            nextPageToken: String = ""
         ) {
             self.layers = layers
+            self.nextPageToken = nextPageToken
         }
     }
 
@@ -595,15 +633,15 @@ extension V1 {
 
     /// The proto message `DeleteLayerResponse`.
     public struct DeleteLayerResponse: ProtoMessage {
-        /// Proto field `removed_markers` = 1; absent decodes to 0, which is not encoded.
-        public var removedMarkers: UInt64 = 0
+        /// Proto field `removed_count` = 1; absent decodes to 0, which is not encoded.
+        public var removedCount: UInt64 = 0
 
         public init() {}
 
         public init(
-            removedMarkers: UInt64 = 0
+            removedCount: UInt64 = 0
         ) {
-            self.removedMarkers = removedMarkers
+            self.removedCount = removedCount
         }
     }
 
@@ -681,7 +719,7 @@ extension V1.ClusteringOptions: CBridged {
             minPoints: present(c.has_min_points, c.min_points),
             maxZoom: present(c.has_max_zoom, c.max_zoom),
             extent: present(c.has_extent, c.extent),
-            algorithm: try swiftOptionalString(c.algorithm, "ClusteringOptions.algorithm"),
+            algorithm: swiftOptionalEnum(c.has_algorithm, c.algorithm),
             raster: present(c.has_raster, c.raster)
         )
     }
@@ -694,10 +732,15 @@ extension V1.ClusteringOptions: CBridged {
         setOptional(self.minPoints, &c.has_min_points, &c.min_points)
         setOptional(self.maxZoom, &c.has_max_zoom, &c.max_zoom)
         setOptional(self.extent, &c.has_extent, &c.extent)
-        c.algorithm = arena.cString(self.algorithm)
+        setOptional(self.algorithm, &c.has_algorithm, &c.algorithm)
         setOptional(self.raster, &c.has_raster, &c.raster)
         return UnsafeMutableRawPointer(arena.store(c))
     }
+}
+
+extension V1.ClusterAlgorithm: ProtoEnum {
+    /// Unknown numbers on the wire decode to `.unspecified`.
+    static var fallback: Self { .unspecified }
 }
 
 extension V1.PointTileMode: ProtoEnum {
@@ -897,10 +940,10 @@ extension V1.LayerStats: CBridged {
         let c = cMessage.load(as: Markerd__V1__LayerStats.self)
         self.init(
             layerID: try swiftString(c.layer_id, "LayerStats.layer_id"),
-            markers: c.markers,
-            staticMarkers: c.static_markers,
-            liveMarkers: c.live_markers,
-            hiddenMarkers: c.hidden_markers,
+            markerCount: c.marker_count,
+            staticMarkerCount: c.static_marker_count,
+            liveMarkerCount: c.live_marker_count,
+            hiddenMarkerCount: c.hidden_marker_count,
             approximateBytes: c.approximate_bytes,
             mode: swiftEnum(c.mode),
             version: c.version
@@ -911,10 +954,10 @@ extension V1.LayerStats: CBridged {
         var c = Markerd__V1__LayerStats()
         markerd__v1__layer_stats__init(&c)
         c.layer_id = arena.cString(self.layerID)
-        setPlain(self.markers, &c.has_markers, &c.markers)
-        setPlain(self.staticMarkers, &c.has_static_markers, &c.static_markers)
-        setPlain(self.liveMarkers, &c.has_live_markers, &c.live_markers)
-        setPlain(self.hiddenMarkers, &c.has_hidden_markers, &c.hidden_markers)
+        setPlain(self.markerCount, &c.has_marker_count, &c.marker_count)
+        setPlain(self.staticMarkerCount, &c.has_static_marker_count, &c.static_marker_count)
+        setPlain(self.liveMarkerCount, &c.has_live_marker_count, &c.live_marker_count)
+        setPlain(self.hiddenMarkerCount, &c.has_hidden_marker_count, &c.hidden_marker_count)
         setPlain(self.approximateBytes, &c.has_approximate_bytes, &c.approximate_bytes)
         setPlain(self.mode, &c.has_mode, &c.mode)
         setPlain(self.version, &c.has_version, &c.version)
@@ -1020,12 +1063,18 @@ extension V1.ListLayersRequest: CBridged {
     }
 
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
-        self.init()
+        let c = cMessage.load(as: Markerd__V1__ListLayersRequest.self)
+        self.init(
+            pageSize: c.page_size,
+            pageToken: try swiftString(c.page_token, "ListLayersRequest.page_token")
+        )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
         var c = Markerd__V1__ListLayersRequest()
         markerd__v1__list_layers_request__init(&c)
+        setPlain(self.pageSize, &c.has_page_size, &c.page_size)
+        c.page_token = arena.cString(self.pageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -1040,7 +1089,8 @@ extension V1.ListLayersResponse: CBridged {
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__ListLayersResponse.self)
         self.init(
-            layers: try swiftMessages(c.n_layers, c.layers)
+            layers: try swiftMessages(c.n_layers, c.layers),
+            nextPageToken: try swiftString(c.next_page_token, "ListLayersResponse.next_page_token")
         )
     }
 
@@ -1048,6 +1098,7 @@ extension V1.ListLayersResponse: CBridged {
         var c = Markerd__V1__ListLayersResponse()
         markerd__v1__list_layers_response__init(&c)
         (c.n_layers, c.layers) = arena.messages(self.layers)
+        c.next_page_token = arena.cString(self.nextPageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -1084,14 +1135,14 @@ extension V1.DeleteLayerResponse: CBridged {
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__DeleteLayerResponse.self)
         self.init(
-            removedMarkers: c.removed_markers
+            removedCount: c.removed_count
         )
     }
 
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
         var c = Markerd__V1__DeleteLayerResponse()
         markerd__v1__delete_layer_response__init(&c)
-        setPlain(self.removedMarkers, &c.has_removed_markers, &c.removed_markers)
+        setPlain(self.removedCount, &c.has_removed_count, &c.removed_count)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -6,14 +6,15 @@ private import CProtobufC
 extension V1 {
     /// The proto enum `AnimationKind`.
     public enum AnimationKind: Int32, Sendable, CaseIterable {
-        case none = 0
+        /// No animation (the default).
+        case unspecified = 0
         case drop = 1
         case bounce = 2
 
         /// The canonical proto name, e.g. "ANIMATION_KIND_BOUNCE".
         public var name: String {
             switch self {
-            case .none: "ANIMATION_KIND_NONE"
+            case .unspecified: "ANIMATION_KIND_UNSPECIFIED"
             case .drop: "ANIMATION_KIND_DROP"
             case .bounce: "ANIMATION_KIND_BOUNCE"
             }
@@ -22,8 +23,8 @@ extension V1 {
 
     /// The proto message `Animation`.
     public struct Animation: ProtoMessage {
-        /// Proto field `kind` = 1; absent decodes to .none, which is not encoded.
-        public var kind: AnimationKind = .none
+        /// Proto field `kind` = 1; absent decodes to .unspecified, which is not encoded.
+        public var kind: AnimationKind = .unspecified
         /// How long the marker animates, from the moment the server applies the upsert.
         /// Proto field `duration_ms` = 2; absent decodes to 0, which is not encoded.
         public var durationMs: UInt32 = 0
@@ -34,7 +35,7 @@ extension V1 {
         public init() {}
 
         public init(
-            kind: AnimationKind = .none,
+            kind: AnimationKind = .unspecified,
             durationMs: UInt32 = 0,
             endsAtUnixMs: Int64 = 0
         ) {
@@ -171,22 +172,92 @@ extension V1 {
 
     /// The proto message `UpsertMarkersResponse`.
     public struct UpsertMarkersResponse: ProtoMessage {
-        /// Proto field `created` = 1; absent decodes to 0, which is not encoded.
-        public var created: UInt32 = 0
-        /// Proto field `updated` = 2; absent decodes to 0, which is not encoded.
-        public var updated: UInt32 = 0
+        /// Proto field `created_count` = 1; absent decodes to 0, which is not encoded.
+        public var createdCount: UInt64 = 0
+        /// Proto field `updated_count` = 2; absent decodes to 0, which is not encoded.
+        public var updatedCount: UInt64 = 0
         /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
         public var layerVersion: UInt64 = 0
 
         public init() {}
 
         public init(
-            created: UInt32 = 0,
-            updated: UInt32 = 0,
+            createdCount: UInt64 = 0,
+            updatedCount: UInt64 = 0,
             layerVersion: UInt64 = 0
         ) {
-            self.created = created
-            self.updated = updated
+            self.createdCount = createdCount
+            self.updatedCount = updatedCount
+            self.layerVersion = layerVersion
+        }
+    }
+
+    /// A partial update of one marker (UpdateMarkers): the fields named in `paths` take their values
+    /// from `marker`; every other field keeps its value.
+    public struct MarkerUpdate: ProtoMessage {
+        /// The marker to change; it must be in the layer.
+        /// Proto field `id` = 1; absent decodes to "", which is not encoded.
+        public var id: String = ""
+        /// The new values of the fields named in `paths` (its id and other fields are ignored). A named
+        /// field unset here is reset to its default (e.g. "label" unset removes the marker's label).
+        /// Proto field `marker` = 2.
+        public var marker: Marker? = nil
+        /// Marker field names, each at most once, at least one: "position", "icon" (pin or icon_id;
+        /// without "anchor" the anchor becomes the new icon's default), "anchor", "z_index", "clickable",
+        /// "draggable", "animation" (starts it again from the server's clock), "visible", "attributes",
+        /// "extra", "label", or one field of the label: "label.text", "label.priority", "label.color".
+        /// Proto field `paths` = 3.
+        public var paths: [String] = []
+
+        public init() {}
+
+        public init(
+            id: String = "",
+            marker: Marker? = nil,
+            paths: [String] = []
+        ) {
+            self.id = id
+            self.marker = marker
+            self.paths = paths
+        }
+    }
+
+    /// The proto message `UpdateMarkersRequest`.
+    public struct UpdateMarkersRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// At most 100,000, each id at most once. All or nothing: an unknown path or an invalid value
+        /// is INVALID_ARGUMENT naming the field (e.g. "updates[2].paths[0]",
+        /// "updates[2].marker.position.latitude"); an id not in the layer is NOT_FOUND. Applied
+        /// atomically (under the layer's write lock) and journaled like UpsertMarkers.
+        /// Proto field `updates` = 2.
+        public var updates: [MarkerUpdate] = []
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            updates: [MarkerUpdate] = []
+        ) {
+            self.layerID = layerID
+            self.updates = updates
+        }
+    }
+
+    /// The proto message `UpdateMarkersResponse`.
+    public struct UpdateMarkersResponse: ProtoMessage {
+        /// Proto field `updated_count` = 1; absent decodes to 0, which is not encoded.
+        public var updatedCount: UInt64 = 0
+        /// Proto field `layer_version` = 2; absent decodes to 0, which is not encoded.
+        public var layerVersion: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            updatedCount: UInt64 = 0,
+            layerVersion: UInt64 = 0
+        ) {
+            self.updatedCount = updatedCount
             self.layerVersion = layerVersion
         }
     }
@@ -211,22 +282,22 @@ extension V1 {
 
     /// The proto message `RemoveMarkersResponse`.
     public struct RemoveMarkersResponse: ProtoMessage {
-        /// Proto field `removed` = 1; absent decodes to 0, which is not encoded.
-        public var removed: UInt32 = 0
-        /// Proto field `not_found` = 2; absent decodes to 0, which is not encoded.
-        public var notFound: UInt32 = 0
+        /// Proto field `removed_count` = 1; absent decodes to 0, which is not encoded.
+        public var removedCount: UInt64 = 0
+        /// Proto field `not_found_count` = 2; absent decodes to 0, which is not encoded.
+        public var notFoundCount: UInt64 = 0
         /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
         public var layerVersion: UInt64 = 0
 
         public init() {}
 
         public init(
-            removed: UInt32 = 0,
-            notFound: UInt32 = 0,
+            removedCount: UInt64 = 0,
+            notFoundCount: UInt64 = 0,
             layerVersion: UInt64 = 0
         ) {
-            self.removed = removed
-            self.notFound = notFound
+            self.removedCount = removedCount
+            self.notFoundCount = notFoundCount
             self.layerVersion = layerVersion
         }
     }
@@ -284,18 +355,18 @@ extension V1 {
 
     /// The proto message `ClearLayerResponse`.
     public struct ClearLayerResponse: ProtoMessage {
-        /// Proto field `removed` = 1; absent decodes to 0, which is not encoded.
-        public var removed: UInt64 = 0
+        /// Proto field `removed_count` = 1; absent decodes to 0, which is not encoded.
+        public var removedCount: UInt64 = 0
         /// Proto field `layer_version` = 2; absent decodes to 0, which is not encoded.
         public var layerVersion: UInt64 = 0
 
         public init() {}
 
         public init(
-            removed: UInt64 = 0,
+            removedCount: UInt64 = 0,
             layerVersion: UInt64 = 0
         ) {
-            self.removed = removed
+            self.removedCount = removedCount
             self.layerVersion = layerVersion
         }
     }
@@ -339,8 +410,8 @@ extension V1 {
 
     /// The proto message `MoveMarkersResponse`.
     public struct MoveMarkersResponse: ProtoMessage {
-        /// Proto field `moved` = 1; absent decodes to 0, which is not encoded.
-        public var moved: UInt32 = 0
+        /// Proto field `moved_count` = 1; absent decodes to 0, which is not encoded.
+        public var movedCount: UInt64 = 0
         /// Proto field `not_found_ids` = 2.
         public var notFoundIDs: [String] = []
         /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
@@ -349,11 +420,11 @@ extension V1 {
         public init() {}
 
         public init(
-            moved: UInt32 = 0,
+            movedCount: UInt64 = 0,
             notFoundIDs: [String] = [],
             layerVersion: UInt64 = 0
         ) {
-            self.moved = moved
+            self.movedCount = movedCount
             self.notFoundIDs = notFoundIDs
             self.layerVersion = layerVersion
         }
@@ -363,8 +434,8 @@ extension V1 {
 // MARK: - protobuf-c bridging
 
 extension V1.AnimationKind: ProtoEnum {
-    /// Unknown numbers on the wire decode to `.none`.
-    static var fallback: Self { .none }
+    /// Unknown numbers on the wire decode to `.unspecified`.
+    static var fallback: Self { .unspecified }
 }
 
 extension V1.Animation: CBridged {
@@ -518,8 +589,8 @@ extension V1.UpsertMarkersResponse: CBridged {
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__UpsertMarkersResponse.self)
         self.init(
-            created: c.created,
-            updated: c.updated,
+            createdCount: c.created_count,
+            updatedCount: c.updated_count,
             layerVersion: c.layer_version
         )
     }
@@ -527,8 +598,82 @@ extension V1.UpsertMarkersResponse: CBridged {
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
         var c = Markerd__V1__UpsertMarkersResponse()
         markerd__v1__upsert_markers_response__init(&c)
-        setPlain(self.created, &c.has_created, &c.created)
-        setPlain(self.updated, &c.has_updated, &c.updated)
+        setPlain(self.createdCount, &c.has_created_count, &c.created_count)
+        setPlain(self.updatedCount, &c.has_updated_count, &c.updated_count)
+        setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.MarkerUpdate: CBridged {
+    static var protoName: String { "MarkerUpdate" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__marker_update__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__MarkerUpdate.self)
+        self.init(
+            id: try swiftString(c.id, "MarkerUpdate.id"),
+            marker: try swiftMessage(c.marker),
+            paths: try swiftStrings(c.n_paths, c.paths, "MarkerUpdate.paths")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__MarkerUpdate()
+        markerd__v1__marker_update__init(&c)
+        c.id = arena.cString(self.id)
+        c.marker = arena.message(self.marker)
+        (c.n_paths, c.paths) = arena.strings(self.paths)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.UpdateMarkersRequest: CBridged {
+    static var protoName: String { "UpdateMarkersRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__update_markers_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__UpdateMarkersRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "UpdateMarkersRequest.layer_id"),
+            updates: try swiftMessages(c.n_updates, c.updates)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__UpdateMarkersRequest()
+        markerd__v1__update_markers_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        (c.n_updates, c.updates) = arena.messages(self.updates)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.UpdateMarkersResponse: CBridged {
+    static var protoName: String { "UpdateMarkersResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__update_markers_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__UpdateMarkersResponse.self)
+        self.init(
+            updatedCount: c.updated_count,
+            layerVersion: c.layer_version
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__UpdateMarkersResponse()
+        markerd__v1__update_markers_response__init(&c)
+        setPlain(self.updatedCount, &c.has_updated_count, &c.updated_count)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
         return UnsafeMutableRawPointer(arena.store(c))
     }
@@ -568,8 +713,8 @@ extension V1.RemoveMarkersResponse: CBridged {
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__RemoveMarkersResponse.self)
         self.init(
-            removed: c.removed,
-            notFound: c.not_found,
+            removedCount: c.removed_count,
+            notFoundCount: c.not_found_count,
             layerVersion: c.layer_version
         )
     }
@@ -577,8 +722,8 @@ extension V1.RemoveMarkersResponse: CBridged {
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
         var c = Markerd__V1__RemoveMarkersResponse()
         markerd__v1__remove_markers_response__init(&c)
-        setPlain(self.removed, &c.has_removed, &c.removed)
-        setPlain(self.notFound, &c.has_not_found, &c.not_found)
+        setPlain(self.removedCount, &c.has_removed_count, &c.removed_count)
+        setPlain(self.notFoundCount, &c.has_not_found_count, &c.not_found_count)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
         return UnsafeMutableRawPointer(arena.store(c))
     }
@@ -664,7 +809,7 @@ extension V1.ClearLayerResponse: CBridged {
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__ClearLayerResponse.self)
         self.init(
-            removed: c.removed,
+            removedCount: c.removed_count,
             layerVersion: c.layer_version
         )
     }
@@ -672,7 +817,7 @@ extension V1.ClearLayerResponse: CBridged {
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
         var c = Markerd__V1__ClearLayerResponse()
         markerd__v1__clear_layer_response__init(&c)
-        setPlain(self.removed, &c.has_removed, &c.removed)
+        setPlain(self.removedCount, &c.has_removed_count, &c.removed_count)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
         return UnsafeMutableRawPointer(arena.store(c))
     }
@@ -736,7 +881,7 @@ extension V1.MoveMarkersResponse: CBridged {
     init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
         let c = cMessage.load(as: Markerd__V1__MoveMarkersResponse.self)
         self.init(
-            moved: c.moved,
+            movedCount: c.moved_count,
             notFoundIDs: try swiftStrings(c.n_not_found_ids, c.not_found_ids, "MoveMarkersResponse.not_found_ids"),
             layerVersion: c.layer_version
         )
@@ -745,7 +890,7 @@ extension V1.MoveMarkersResponse: CBridged {
     func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
         var c = Markerd__V1__MoveMarkersResponse()
         markerd__v1__move_markers_response__init(&c)
-        setPlain(self.moved, &c.has_moved, &c.moved)
+        setPlain(self.movedCount, &c.has_moved_count, &c.moved_count)
         (c.n_not_found_ids, c.not_found_ids) = arena.strings(self.notFoundIDs)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
         return UnsafeMutableRawPointer(arena.store(c))

@@ -40,9 +40,9 @@ extension V1 {
         /// Device pixel ratio: 1, 2 or 3. 0 means 1.
         /// Proto field `density` = 4; absent decodes to 0, which is not encoded.
         public var density: UInt32 = 0
-        /// Markers per page; 0 means 1000. At most 100,000.
-        /// Proto field `limit` = 5; absent decodes to 0, which is not encoded.
-        public var limit: UInt32 = 0
+        /// Markers per page, 0-100,000; 0 means 1000.
+        /// Proto field `page_size` = 5; absent decodes to 0, which is not encoded.
+        public var pageSize: UInt32 = 0
         /// From a previous response's next_page_token (opaque, stateless). The next page holds the
         /// markers in view that come after the previous page's last one in the page order (see
         /// QueryViewportResponse.markers), as the layer is when it is asked for: markers that do not
@@ -58,14 +58,14 @@ extension V1 {
             bounds: Bounds? = nil,
             zoom: Double = 0,
             density: UInt32 = 0,
-            limit: UInt32 = 0,
+            pageSize: UInt32 = 0,
             pageToken: String = ""
         ) {
             self.layerID = layerID
             self.bounds = bounds
             self.zoom = zoom
             self.density = density
-            self.limit = limit
+            self.pageSize = pageSize
             self.pageToken = pageToken
         }
     }
@@ -83,10 +83,10 @@ extension V1 {
         /// Set in TILED mode.
         /// Proto field `tiles` = 3.
         public var tiles: TileDescriptor? = nil
-        /// Proto field `static_in_view` = 4; absent decodes to 0, which is not encoded.
-        public var staticInView: UInt64 = 0
-        /// Proto field `live_in_view` = 5; absent decodes to 0, which is not encoded.
-        public var liveInView: UInt64 = 0
+        /// Proto field `static_in_view_count` = 4; absent decodes to 0, which is not encoded.
+        public var staticInViewCount: UInt64 = 0
+        /// Proto field `live_in_view_count` = 5; absent decodes to 0, which is not encoded.
+        public var liveInViewCount: UInt64 = 0
         /// Empty when there are no more markers.
         /// Proto field `next_page_token` = 6; absent decodes to "", which is not encoded.
         public var nextPageToken: String = ""
@@ -99,16 +99,16 @@ extension V1 {
             mode: TilingMode = .unspecified,
             markers: [Marker] = [],
             tiles: TileDescriptor? = nil,
-            staticInView: UInt64 = 0,
-            liveInView: UInt64 = 0,
+            staticInViewCount: UInt64 = 0,
+            liveInViewCount: UInt64 = 0,
             nextPageToken: String = "",
             layerVersion: UInt64 = 0
         ) {
             self.mode = mode
             self.markers = markers
             self.tiles = tiles
-            self.staticInView = staticInView
-            self.liveInView = liveInView
+            self.staticInViewCount = staticInViewCount
+            self.liveInViewCount = liveInViewCount
             self.nextPageToken = nextPageToken
             self.layerVersion = layerVersion
         }
@@ -238,7 +238,7 @@ extension V1.QueryViewportRequest: CBridged {
             bounds: try swiftMessage(c.bounds),
             zoom: c.zoom,
             density: c.density,
-            limit: c.limit,
+            pageSize: c.page_size,
             pageToken: try swiftString(c.page_token, "QueryViewportRequest.page_token")
         )
     }
@@ -250,7 +250,7 @@ extension V1.QueryViewportRequest: CBridged {
         c.bounds = arena.message(self.bounds)
         setPlain(self.zoom, &c.has_zoom, &c.zoom)
         setPlain(self.density, &c.has_density, &c.density)
-        setPlain(self.limit, &c.has_limit, &c.limit)
+        setPlain(self.pageSize, &c.has_page_size, &c.page_size)
         c.page_token = arena.cString(self.pageToken)
         return UnsafeMutableRawPointer(arena.store(c))
     }
@@ -269,8 +269,8 @@ extension V1.QueryViewportResponse: CBridged {
             mode: swiftEnum(c.mode),
             markers: try swiftMessages(c.n_markers, c.markers),
             tiles: try swiftMessage(c.tiles),
-            staticInView: c.static_in_view,
-            liveInView: c.live_in_view,
+            staticInViewCount: c.static_in_view_count,
+            liveInViewCount: c.live_in_view_count,
             nextPageToken: try swiftString(c.next_page_token, "QueryViewportResponse.next_page_token"),
             layerVersion: c.layer_version
         )
@@ -282,8 +282,8 @@ extension V1.QueryViewportResponse: CBridged {
         setPlain(self.mode, &c.has_mode, &c.mode)
         (c.n_markers, c.markers) = arena.messages(self.markers)
         c.tiles = arena.message(self.tiles)
-        setPlain(self.staticInView, &c.has_static_in_view, &c.static_in_view)
-        setPlain(self.liveInView, &c.has_live_in_view, &c.live_in_view)
+        setPlain(self.staticInViewCount, &c.has_static_in_view_count, &c.static_in_view_count)
+        setPlain(self.liveInViewCount, &c.has_live_in_view_count, &c.live_in_view_count)
         c.next_page_token = arena.cString(self.nextPageToken)
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
         return UnsafeMutableRawPointer(arena.store(c))

@@ -118,19 +118,19 @@ extension V1 {
         public var png: [UInt8] = []
         /// Proto field `layer_version` = 2; absent decodes to 0, which is not encoded.
         public var layerVersion: UInt64 = 0
-        /// Proto field `markers_drawn` = 3; absent decodes to 0, which is not encoded.
-        public var markersDrawn: UInt32 = 0
+        /// Proto field `drawn_count` = 3; absent decodes to 0, which is not encoded.
+        public var drawnCount: UInt64 = 0
 
         public init() {}
 
         public init(
             png: [UInt8] = [],
             layerVersion: UInt64 = 0,
-            markersDrawn: UInt32 = 0
+            drawnCount: UInt64 = 0
         ) {
             self.png = png
             self.layerVersion = layerVersion
-            self.markersDrawn = markersDrawn
+            self.drawnCount = drawnCount
         }
     }
 }
@@ -246,7 +246,7 @@ extension V1.RenderSnapshotResponse: CBridged {
         self.init(
             png: swiftBytes(c.png.data, c.png.len),
             layerVersion: c.layer_version,
-            markersDrawn: c.markers_drawn
+            drawnCount: c.drawn_count
         )
     }
 
@@ -258,7 +258,7 @@ extension V1.RenderSnapshotResponse: CBridged {
             c.png = ProtobufCBinaryData(len: self.png.count, data: arena.bytes(self.png))
         }
         setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
-        setPlain(self.markersDrawn, &c.has_markers_drawn, &c.markers_drawn)
+        setPlain(self.drawnCount, &c.has_drawn_count, &c.drawn_count)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -55,8 +55,8 @@ public struct BulkLoader: Sendable {
                     let r = try client.upsertMarkers(layerID, markers[range])
                     state.lock.lock()
                     state.sent += range.count
-                    state.created += Int(r.created)
-                    state.updated += Int(r.updated)
+                    state.created += Int(r.createdCount)
+                    state.updated += Int(r.updatedCount)
                     let p = Progress(sent: state.sent, total: total, seconds: Self.seconds(since: start))
                     state.lock.unlock()
                     progress(p)

@@ -14,9 +14,21 @@ extension MarkerdClient {
         return r.layer ?? V1.Layer()
     }
 
+    /// Every layer, in order of their ids (ListLayers page by page).
     public func listLayers() throws(ClientError) -> [V1.Layer] {
-        let r: V1.ListLayersResponse = try call("ListLayers", V1.ListLayersRequest())
-        return r.layers
+        var all: [V1.Layer] = []
+        var request = V1.ListLayersRequest(pageSize: 1_000)
+        repeat {
+            let page = try listLayers(request)
+            all += page.layers
+            request.pageToken = page.nextPageToken
+        } while !request.pageToken.isEmpty
+        return all
+    }
+
+    /// One page of layers (`page_size` 0-1000, default 100; `page_token` from the previous page).
+    public func listLayers(_ request: V1.ListLayersRequest) throws(ClientError) -> V1.ListLayersResponse {
+        try call("ListLayers", request)
     }
 
     public func deleteLayer(_ layerID: String, idempotencyKey: String? = nil) throws(ClientError) -> V1.DeleteLayerResponse {
@@ -54,6 +66,12 @@ extension MarkerdClient {
         }
         return try call("UpsertMarkers", payload: V1.UpsertMarkersRequest(layerID: layerID, markers: Array(markers)).serializedBytes(),
                         idempotencyKey: key)
+    }
+
+    /// Partial updates of existing markers (UpdateMarkers): each update sets the fields its
+    /// `paths` name, e.g. `V1.MarkerUpdate(id: "a", marker: V1.Marker(label: V1.MarkerLabel(text: "new")), paths: ["label.text"])`.
+    public func updateMarkers(_ layerID: String, _ updates: [V1.MarkerUpdate], idempotencyKey: String? = nil) throws(ClientError) -> V1.UpdateMarkersResponse {
+        try mutate("UpdateMarkers", V1.UpdateMarkersRequest(layerID: layerID, updates: updates), idempotencyKey: idempotencyKey)
     }
 
     public func removeMarkers(_ layerID: String, ids: [String], idempotencyKey: String? = nil) throws(ClientError) -> V1.RemoveMarkersResponse {

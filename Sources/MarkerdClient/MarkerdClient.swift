@@ -6,13 +6,14 @@ import Synchronization
 /// that could not be decoded.
 public enum ClientError: Error, CustomStringConvertible, Sendable {
     case transport(NNGError)
-    case status(code: V1.Code, message: String)
+    /// A non-OK reply: its code, message and the request fields at fault (INVALID_ARGUMENT).
+    case status(code: V1.Code, message: String, fieldViolations: [V1.FieldViolation])
     case malformedReply(String)
 
     public var description: String {
         switch self {
         case .transport(let e): return "transport: \(e)"
-        case .status(let code, let message): return "\(code.name): \(message)"
+        case .status(let code, let message, _): return "\(code.name): \(message)"
         case .malformedReply(let m): return "malformed reply: \(m)"
         }
     }
@@ -21,9 +22,14 @@ public enum ClientError: Error, CustomStringConvertible, Sendable {
     public var code: V1.Code {
         switch self {
         case .transport: return .unavailable
-        case .status(let code, _): return code
+        case .status(let code, _, _): return code
         case .malformedReply: return .internal
         }
+    }
+
+    /// The request fields a non-OK reply names (`Response.field_violations`); empty for others.
+    public var fieldViolations: [V1.FieldViolation] {
+        if case .status(_, _, let violations) = self { violations } else { [] }
     }
 }
 
@@ -115,7 +121,9 @@ public final class MarkerdClient: Sendable {
         guard reply.requestID == envelope.requestID else {
             throw .malformedReply("reply to request \(reply.requestID), expected \(envelope.requestID)")
         }
-        guard reply.code == .ok else { throw .status(code: reply.code, message: reply.message) }
+        guard reply.code == .ok else {
+            throw .status(code: reply.code, message: reply.message, fieldViolations: reply.fieldViolations)
+        }
         do {
             return try Response(serializedBytes: reply.payload)
         } catch {

@@ -39,8 +39,16 @@ public struct ServiceTileProvider: TileProvider {
 
     public func readiness() -> Readiness { service.readiness }
 
+    /// Every layer: ListLayers page by page (the tokens are the service's own, so no page fails).
     public func layers() -> [LayerSummary] {
-        service.listLayers(V1.ListLayersRequest()).layers.map(Self.summary)
+        var all: [LayerSummary] = []
+        var request = V1.ListLayersRequest(pageSize: UInt32(MarkerService.maxLayersPage))
+        repeat {
+            guard let page = try? service.listLayers(request) else { break }
+            all += page.layers.map(Self.summary)
+            request.pageToken = page.nextPageToken
+        } while !request.pageToken.isEmpty
+        return all
     }
 
     public func viewport(_ q: ViewportQuery) throws(RPCError) -> ViewportResult {
@@ -49,12 +57,12 @@ public struct ServiceTileProvider: TileProvider {
         req.bounds = V1.Bounds(west: q.west, south: q.south, east: q.east, north: q.north)
         req.zoom = q.zoom
         req.density = UInt32(clamping: q.density)
-        req.limit = UInt32(clamping: q.limit)
+        req.pageSize = UInt32(clamping: q.limit)
         let r = try service.queryViewport(req)
         return ViewportResult(
             mode: r.mode == .tiled ? "tiled" : "native", markers: r.markers.map(Self.marker),
             tileURLTemplate: r.tiles?.urlTemplate, tileSize: r.tiles.map { Int($0.tileSize) },
-            tileVersion: r.tiles?.version, staticInView: r.staticInView, liveInView: r.liveInView,
+            tileVersion: r.tiles?.version, staticInView: r.staticInViewCount, liveInView: r.liveInViewCount,
             layerVersion: r.layerVersion, nextPageToken: r.nextPageToken)
     }
 

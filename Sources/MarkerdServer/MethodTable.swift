@@ -29,7 +29,7 @@ enum MethodTable {
         }
         read("GetLayer", V1.GetLayerRequest.self) { r, _ throws(RPCError) in try service.getLayer(r) }
         read("ListLayers", V1.ListLayersRequest.self) { r, context throws(RPCError) in
-            var response = service.listLayers(r)
+            var response = try service.listLayers(r)
             if let mayRead = context.mayRead { response.layers.removeAll { !mayRead($0.id) } }
             return response
         }

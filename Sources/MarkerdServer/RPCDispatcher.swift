@@ -12,7 +12,8 @@ import MarkerdService
 ///   outside the token's scopes and layers -> PERMISSION_DENIED (``AccessControl``), over the
 ///   token's quotas -> RESOURCE_EXHAUSTED with `retry_after_ms` (``QuotaBook``); all before any work
 /// - `timeout_ms` expired before the work started -> DEADLINE_EXCEEDED (nothing applied)
-/// - anything the service throws -> its code; an unexpected Swift error -> INTERNAL
+/// - anything the service throws -> its code, message and field violations (the request fields
+///   an INVALID_ARGUMENT names); an unexpected Swift error -> INTERNAL
 public final class RPCDispatcher: Sendable {
     public static let servicePrefix = "/markerd.v1.MarkerService/"
 
@@ -240,6 +241,7 @@ public final class RPCDispatcher: Sendable {
         case .failure(let error):
             response.code = error.code
             response.message = error.message
+            response.fieldViolations = error.fieldViolations
         }
         metrics.record(method: method, code: response.code, micros: ServerMetrics.micros(since: receivedAt))
         return response

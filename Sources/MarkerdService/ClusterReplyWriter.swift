@@ -320,7 +320,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
     /// memo keep the recorded subtrees, and returns what follows the markers in the
     /// `GetClustersResponse`: `layer_version` and `algorithm`. Call once, under the layer's lock
     /// (and the memo's), after the walk, with a writer that is not done.
-    func tail(of layer: MarkerLayer, algorithm: String) -> [UInt8] {
+    func tail(of layer: MarkerLayer, algorithm: V1.ClusterAlgorithm) -> [UInt8] {
         var encoder = MarkerWireEncoder()
         encoder.append(layer.markerSlots(freshSlots), field: 2, of: layer, to: &markerBytes)
         // Where each fresh marker's submessage starts (tag 0x12, length, message), and one past the last.
@@ -369,20 +369,19 @@ final class ClusterReplyWriter: GridClusterVisitor {
         return Self.responseTail(layerVersion: layer.version, algorithm: algorithm)
     }
 
-    /// The bytes of `V1.GetClustersResponse(layerVersion:algorithm:)` (fields 3 and 4, each left
-    /// out when zero or empty, as protobuf-c writes them), written by hand: the message's encoding through protobuf-c cost a few µs per
+    /// The bytes of `V1.GetClustersResponse(layerVersion:algorithm:)` (fields 3 and 5, each left
+    /// out when zero, as protobuf-c writes them), written by hand: the message's encoding through protobuf-c cost a few µs per
     /// reply (`ClusterEncodingTests` compares the two).
-    static func responseTail(layerVersion: UInt64, algorithm: String) -> [UInt8] {
+    static func responseTail(layerVersion: UInt64, algorithm: V1.ClusterAlgorithm) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(16 + algorithm.utf8.count)
+        out.reserveCapacity(16)
         if layerVersion != 0 {
             out.append(0x18)
             ProtoWriter.appendVarint(layerVersion, to: &out)
         }
-        if !algorithm.isEmpty {
-            out.append(0x22)
-            ProtoWriter.appendVarint(UInt64(algorithm.utf8.count), to: &out)
-            out.append(contentsOf: algorithm.utf8)
+        if algorithm != .unspecified {
+            out.append(5 << 3)
+            ProtoWriter.appendVarint(UInt64(algorithm.rawValue), to: &out)
         }
         return out
     }
@@ -451,7 +450,7 @@ final class ClusterReplyWriter: GridClusterVisitor {
 
     /// The whole `GetClustersResponse` after the walk as an array (`tail` and `write`). Call once,
     /// under the layer's lock and the memo's, with a writer that is not done.
-    func payload(of layer: MarkerLayer, algorithm: String) -> [UInt8] {
+    func payload(of layer: MarkerLayer, algorithm: V1.ClusterAlgorithm) -> [UInt8] {
         let tail = tail(of: layer, algorithm: algorithm)
         return [UInt8](unsafeUninitializedCapacity: bodyByteCount + tail.count) { b, n in
             write(tail: tail, into: UnsafeMutableRawBufferPointer(b))
@@ -504,14 +503,14 @@ final class ClusterReplyWriter: GridClusterVisitor {
         let bounds = c.bounds.map { boundsSize($0) }
         var size = 0
         if c.id != 0 { size += 1 + ProtoWriter.varintSize(c.id) }
-        if c.count != 0 { size += 1 + ProtoWriter.varintSize(UInt64(c.count)) }
+        if c.markerCount != 0 { size += 1 + ProtoWriter.varintSize(c.markerCount) }
         if let position { size += 1 + ProtoWriter.varintSize(UInt64(position)) + position }
         if let bounds { size += 1 + ProtoWriter.varintSize(UInt64(bounds)) + bounds }
         if c.expansionZoom != 0 { size += 1 + ProtoWriter.varintSize(UInt64(c.expansionZoom)) }
         ProtoWriter.appendTag(field, wireType: 2, to: &out)
         ProtoWriter.appendVarint(UInt64(size), to: &out)
         if c.id != 0 { out.append(0x08); ProtoWriter.appendVarint(c.id, to: &out) }
-        if c.count != 0 { out.append(0x10); ProtoWriter.appendVarint(UInt64(c.count), to: &out) }
+        if c.markerCount != 0 { out.append(0x10); ProtoWriter.appendVarint(c.markerCount, to: &out) }
         if let p = c.position, let position {
             out.append(0x1A)
             ProtoWriter.appendVarint(UInt64(position), to: &out)

@@ -28,20 +28,20 @@ final class IconRegistry: Sendable {
     /// Decodes and validates `request` without registering it.
     static func validate(_ request: V1.RegisterIconRequest) throws(RPCError) -> RegisteredIcon {
         try MarkerConversion.checkName(request.iconID, what: "icon_id")
-        guard !request.png.isEmpty else { throw .invalidArgument("icon \"\(request.iconID)\": png is empty") }
+        guard !request.png.isEmpty else { throw .invalidArgument("icon \"\(request.iconID)\": png is empty", field: "png") }
         guard request.png.count <= maxPNGBytes else {
-            throw .invalidArgument("icon \"\(request.iconID)\": png is \(request.png.count) bytes, more than \(maxPNGBytes)")
+            throw .invalidArgument("icon \"\(request.iconID)\": png is \(request.png.count) bytes, more than \(maxPNGBytes)", field: "png")
         }
         let image: RGBAImage
         do {
             image = try PNGCodec.decode(request.png, maxWidth: maxSide, maxHeight: maxSide)
         } catch {
-            throw .invalidArgument("icon \"\(request.iconID)\": \(error)")
+            throw .invalidArgument("icon \"\(request.iconID)\": \(error)", field: "png")
         }
         var anchor = Anchor.center
         if let a = request.anchor {
             guard a.x.isFinite, a.y.isFinite, (0...1).contains(a.x), (0...1).contains(a.y) else {
-                throw .invalidArgument("icon \"\(request.iconID)\": anchor (\(a.x), \(a.y)) must be fractions within [0, 1]")
+                throw .invalidArgument("icon \"\(request.iconID)\": anchor (\(a.x), \(a.y)) must be fractions within [0, 1]", field: "anchor")
             }
             anchor = Anchor(x: a.x, y: a.y)
         }

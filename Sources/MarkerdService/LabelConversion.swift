@@ -30,7 +30,7 @@ enum LabelConversion {
         var positions: [LabelPosition] = []
         for (i, p) in o.positions.enumerated() {
             guard let core = LabelPosition(rawValue: UInt8(clamping: max(0, p.rawValue))), p != .unspecified else {
-                throw .invalidArgument("options.labels.positions[\(i)] \(p.name) is not RIGHT, LEFT, BELOW or ABOVE")
+                throw .invalidArgument("options.labels.positions[\(i)] \(p.name) is not RIGHT, LEFT, BELOW or ABOVE", field: "options.labels.positions[\(i)]")
             }
             positions.append(core)
         }
@@ -38,7 +38,7 @@ enum LabelConversion {
         for (i, c) in o.colors.enumerated() {
             let value = c.value
             guard colors.updateValue(c.color, forKey: value) == nil else {
-                throw .invalidArgument("options.labels.colors[\(i)]: value \"\(value.prefix(64))\" is listed twice")
+                throw .invalidArgument("options.labels.colors[\(i)]: value \"\(value.prefix(64))\" is listed twice", field: "options.labels.colors[\(i)].value")
             }
         }
         let style = LabelStyle(
@@ -51,7 +51,7 @@ enum LabelConversion {
             positions: positions, gap: o.gap!, padding: o.padding!,
             priorityAttribute: o.priorityAttribute!.isEmpty ? nil : o.priorityAttribute,
             showIconWithoutLabel: o.showIconWithoutLabel!, minZoom: Int(clamping: o.minZoom!))
-        do { try style.validate(field: "options.labels") } catch { throw .invalidArgument(error.description) }
+        do { try style.validate(field: "options.labels") } catch { throw RPCError(error) }
         return (o, style)
     }
 
@@ -61,10 +61,10 @@ enum LabelConversion {
         guard let l else { return nil }
         let core = MarkerLabel(text: l.text, priority: l.priority, color: l.color)
         if let t = core.text, t.utf8.count > 256 {
-            throw .invalidArgument("\(field()): label.text is \(t.utf8.count) bytes, more than 256")
+            throw .invalidArgument("\(field()): label.text is \(t.utf8.count) bytes, more than 256", field: RPCError.fieldPath(field()) + ".label.text")
         }
         if let p = core.priority, !p.isFinite {
-            throw .invalidArgument("\(field()): label.priority \(p) is not finite")
+            throw .invalidArgument("\(field()): label.priority \(p) is not finite", field: RPCError.fieldPath(field()) + ".label.priority")
         }
         return core.isEmpty ? nil : core
     }

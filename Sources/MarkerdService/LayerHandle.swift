@@ -20,7 +20,7 @@ final class LayerHandle: @unchecked Sendable {
     /// input (the layer's slot order): bulk upserts then keep the order given instead of
     /// numbering new slots in spatial order (`MarkerLayer.upsert(_:now:spatialSlots:)`), so the
     /// clusters are supercluster's on the markers in the order they were loaded. Guarded by `lock`.
-    var clustersInSlotOrder: Bool { options.clustering?.algorithm == "supercluster" }
+    var clustersInSlotOrder: Bool { options.clustering?.algorithm == .supercluster }
     /// Raster-tile versions (see `TileVersions`). Guarded by `lock`.
     var tileVersions: TileVersions
     /// Label placements per pixel zoom (labelled layers only; see `LabelPlacements`).
@@ -82,7 +82,7 @@ enum LayerOptionsResolution {
         t.tileSize = t.tileSize ?? 256
         t.debugOverlay = t.debugOverlay ?? false
         guard t.tileSize == 256 || t.tileSize == 512 else {
-            throw .invalidArgument("options.tiling.tile_size \(t.tileSize!) is not 256 or 512")
+            throw .invalidArgument("options.tiling.tile_size \(t.tileSize!) is not 256 or 512", field: "options.tiling.tile_size")
         }
         api.tiling = t
         var c = api.clustering ?? V1.ClusteringOptions()
@@ -91,13 +91,10 @@ enum LayerOptionsResolution {
         c.minPoints = c.minPoints ?? 2
         c.maxZoom = c.maxZoom ?? 16
         c.extent = c.extent ?? 512
-        c.algorithm = c.algorithm ?? "grid"
+        if c.algorithm ?? .unspecified == .unspecified { c.algorithm = .grid }
         c.raster = c.raster ?? false
         guard c.radiusPx!.isFinite, c.radiusPx! > 0, c.radiusPx! <= 1024 else {
-            throw .invalidArgument("options.clustering.radius_px \(c.radiusPx!) must be within (0, 1024]")
-        }
-        guard c.algorithm == "grid" || c.algorithm == "supercluster" else {
-            throw .invalidArgument("options.clustering.algorithm \"\(c.algorithm!)\" is not grid or supercluster")
+            throw .invalidArgument("options.clustering.radius_px \(c.radiusPx!) must be within (0, 1024]", field: "options.clustering.radius_px")
         }
         try LayerClustering.validate(c)
         api.clustering = c

@@ -20,9 +20,9 @@ public enum MarkerConversion {
     /// Layer and icon ids: 1-128 bytes of [A-Za-z0-9._-].
     public static func checkName(_ name: String, what: String) throws(RPCError) {
         let utf8 = name.utf8
-        guard !utf8.isEmpty else { throw .invalidArgument("\(what) is empty") }
+        guard !utf8.isEmpty else { throw .invalidArgument("\(what) is empty", field: what) }
         guard utf8.count <= maxNameBytes else {
-            throw .invalidArgument("\(what) \"\(name.prefix(40))...\" is longer than \(maxNameBytes) bytes")
+            throw .invalidArgument("\(what) \"\(name.prefix(40))...\" is longer than \(maxNameBytes) bytes", field: what)
         }
         for c in utf8 {
             switch c {
@@ -30,7 +30,7 @@ public enum MarkerConversion {
                  UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
                 continue
             default:
-                throw .invalidArgument("\(what) \"\(name)\" may only contain A-Z a-z 0-9 . _ -")
+                throw .invalidArgument("\(what) \"\(name)\" may only contain A-Z a-z 0-9 . _ -", field: what)
             }
         }
     }
@@ -38,14 +38,14 @@ public enum MarkerConversion {
     /// Checks a batch's size and that no id appears twice.
     public static func checkBatch<S: Sequence>(_ items: S, id: (S.Element) -> String, count: Int, what: String) throws(RPCError) {
         guard count <= maxBatch else {
-            throw .invalidArgument("\(what) holds \(count) entries, more than \(maxBatch) per call")
+            throw .invalidArgument("\(what) holds \(count) entries, more than \(maxBatch) per call", field: what)
         }
         var seen = Set<String>(minimumCapacity: count)
         var i = 0
         for item in items {
             let key = id(item)
             if !seen.insert(key).inserted {
-                throw .invalidArgument("\(what)[\(i)]: id \"\(key.prefix(64))\" appears more than once in the batch")
+                throw .invalidArgument("\(what)[\(i)]: id \"\(key.prefix(64))\" appears more than once in the batch", field: "\(what)[\(i)].id")
             }
             i += 1
         }
@@ -65,24 +65,24 @@ public enum MarkerConversion {
         var label: String { "markers[\(index)] (id \"\(m.id.prefix(64))\")" }
         let style = try iconStyle(m.icon, anchor: m.anchor, label: label, icon: icon)
         var animation: MarkerAnimation? = nil
-        if let a = m.animation, a.kind != .none {
+        if let a = m.animation, a.kind != .unspecified {
             let duration = a.durationMs == 0 ? defaultAnimationMs : a.durationMs
             guard duration <= maxAnimationMs else {
-                throw .invalidArgument("\(label): animation.duration_ms \(duration) is more than \(maxAnimationMs)")
+                throw .invalidArgument("\(label): animation.duration_ms \(duration) is more than \(maxAnimationMs)", field: RPCError.fieldPath(label) + ".animation.duration_ms")
             }
             let end = restoring && a.endsAtUnixMs != 0 ? a.endsAtUnixMs : nowUnixMs + Int64(duration)
             animation = MarkerAnimation(kind: a.kind == .drop ? .drop : .bounce, endsAtUnixMs: end)
         }
         var payload = m.extra.count
         for (k, v) in m.attributes {
-            guard !k.isEmpty else { throw .invalidArgument("\(label): attributes has an empty key") }
+            guard !k.isEmpty else { throw .invalidArgument("\(label): attributes has an empty key", field: RPCError.fieldPath(label) + ".attributes") }
             payload += k.utf8.count + v.utf8.count
         }
         guard payload <= maxPayloadBytes else {
-            throw .invalidArgument("\(label): attributes and extra take \(payload) bytes, more than \(maxPayloadBytes)")
+            throw .invalidArgument("\(label): attributes and extra take \(payload) bytes, more than \(maxPayloadBytes)", field: RPCError.fieldPath(label) + ".attributes")
         }
         let position = LatLng(latitude: m.position?.latitude ?? .nan, longitude: m.position?.longitude ?? .nan)
-        if m.position == nil { throw .invalidArgument("\(label): position is missing") }
+        if m.position == nil { throw .invalidArgument("\(label): position is missing", field: RPCError.fieldPath(label) + ".position") }
         var record = MarkerRecord(
             id: m.id, position: position,
             style: style,
@@ -105,7 +105,7 @@ public enum MarkerConversion {
             source = .pin(try pinStyle(pin, label: label()))
         case .iconID(let id):
             guard let registered = registry(id) else {
-                throw .invalidArgument("\(label()): icon_id \"\(id)\" is not registered (RegisterIcon first)")
+                throw .invalidArgument("\(label()): icon_id \"\(id)\" is not registered (RegisterIcon first)", field: RPCError.fieldPath(label()) + ".icon_id")
             }
             source = .image(id: id, width: Float(registered.width), height: Float(registered.height))
             anchor = anchor ?? registered.anchor
@@ -121,16 +121,16 @@ public enum MarkerConversion {
             label: (pin.label?.isEmpty ?? true) ? nil : pin.label,
             labelColor: pin.labelColor ?? d.labelColor, labelSize: pin.labelSize ?? d.labelSize)
         guard style.scale.isFinite, style.scale > 0, style.scale <= 16 else {
-            throw .invalidArgument("\(label()): pin.scale \(style.scale) must be within (0, 16]")
+            throw .invalidArgument("\(label()): pin.scale \(style.scale) must be within (0, 16]", field: RPCError.fieldPath(label()) + ".pin.scale")
         }
         guard style.strokeWidth.isFinite, style.strokeWidth >= 0, style.strokeWidth <= 16 else {
-            throw .invalidArgument("\(label()): pin.stroke_width \(style.strokeWidth) must be within [0, 16]")
+            throw .invalidArgument("\(label()): pin.stroke_width \(style.strokeWidth) must be within [0, 16]", field: RPCError.fieldPath(label()) + ".pin.stroke_width")
         }
         guard style.labelSize.isFinite, style.labelSize > 0, style.labelSize <= 128 else {
-            throw .invalidArgument("\(label()): pin.label_size \(style.labelSize) must be within (0, 128]")
+            throw .invalidArgument("\(label()): pin.label_size \(style.labelSize) must be within (0, 128]", field: RPCError.fieldPath(label()) + ".pin.label_size")
         }
         if let l = style.label, l.utf8.count > 64 {
-            throw .invalidArgument("\(label()): pin.label is \(l.utf8.count) bytes, more than 64")
+            throw .invalidArgument("\(label()): pin.label is \(l.utf8.count) bytes, more than 64", field: RPCError.fieldPath(label()) + ".pin.label")
         }
         return style
     }
@@ -190,15 +190,29 @@ public enum MarkerConversion {
 }
 
 extension RPCError {
-    /// The status for a core error: invalid input -> INVALID_ARGUMENT, unknown marker/drag ->
-    /// NOT_FOUND, not draggable -> FAILED_PRECONDITION, already dragging -> ABORTED.
+    /// The status for a core error: invalid input -> INVALID_ARGUMENT (naming the field),
+    /// unknown marker/drag -> NOT_FOUND, not draggable -> FAILED_PRECONDITION, already dragging -> ABORTED.
     init(_ e: MarkerdCoreError) {
         switch e {
-        case .invalidArgument, .invalidPageToken: self.init(.invalidArgument, e.description)
+        case .invalidArgument(let field, _): self = .invalidArgument(e.description, field: Self.fieldPath(field))
+        case .invalidPageToken: self = .invalidArgument(e.description, field: "page_token")
         case .markerNotFound, .dragNotFound: self.init(.notFound, e.description)
         case .notDraggable: self.init(.failedPrecondition, e.description)
         case .alreadyDragging: self.init(.aborted, e.description)
         }
+    }
+}
+
+extension RPCError {
+    /// A core error's field (e.g. `markers[2] (id "a").position.latitude`) as a request field
+    /// path (`markers[2].position.latitude`): without the ` (id "…")` naming the marker. Marker
+    /// ids may hold any character and field names no quotes, so the last `")` ends it.
+    static func fieldPath(_ coreField: String) -> String {
+        let b = Array(coreField.utf8), open = Array(#" (id ""#.utf8), close = Array(#"")"#.utf8)
+        guard let start = b.indices.first(where: { b[$0...].starts(with: open) }),
+              let end = b.indices.last(where: { $0 >= start + open.count && b[$0...].starts(with: close) })
+        else { return coreField }
+        return String(decoding: b[..<start] + b[(end + close.count)...], as: UTF8.self)
     }
 }
 

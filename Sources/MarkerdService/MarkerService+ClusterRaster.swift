@@ -29,7 +29,7 @@ extension MarkerService {
         let setup = h.lock.withReadLock { () -> (on: Bool, size: Int, overlay: Bool, reach: Double, gridVersion: UInt64?) in
             let e = h.layer.styles.maxExtents
             let reach = max(e.left, e.right, e.up, e.down, ClusterBubble.maxRadiusPx) + TileRenderer.marginPx
-            let grid = (h.options.clustering?.algorithm ?? "grid") == "grid"
+            let grid = h.options.clustering?.algorithm != .supercluster
             return (Self.rastersClusters(h.options), r.tileSize == 0 ? h.layer.options.tileSize : Int(r.tileSize),
                     h.options.tiling?.debugOverlay ?? false, reach, grid ? h.layer.version : nil)
         }

@@ -7,17 +7,20 @@ import MarkerdCore
 // the cluster view of a tile for the raster renderer and the point tiles.
 //
 // Two algorithms, per layer (`ClusteringOptions.algorithm`):
-// - "grid" (default): the layer's GridClusterIndex, maintained by MarkerLayer on every change
+// - GRID (the default): the layer's GridClusterIndex, maintained by MarkerLayer on every change
 //   (built when the layer is created with clustering enabled, else on the first cluster query).
 //   Answers always reflect the current layer version. Cluster ids: `1 << 63 | GridClusterID`.
-// - "supercluster": exactly supercluster v8's clusters (positions, counts, members, ids) over a
+// - SUPERCLUSTER: exactly supercluster v8's clusters (positions, counts, members, ids) over a
 //   snapshot of the layer's visible static markers in slot order, rebuilt in the background
 //   (debounced) after changes; answers come from the last completed snapshot and carry its
 //   layer version. The first query of a layer builds the snapshot synchronously.
 
 /// A layer's clustering options with every default filled in.
 struct LayerClustering: Sendable, Equatable {
-    enum Algorithm: String, Sendable { case grid, supercluster }
+    enum Algorithm: Sendable {
+        case grid, supercluster
+        var api: V1.ClusterAlgorithm { self == .grid ? .grid : .supercluster }
+    }
     var enabled: Bool
     var algorithm: Algorithm
     var grid: GridClusterOptions
@@ -26,7 +29,7 @@ struct LayerClustering: Sendable, Equatable {
     init(_ c: V1.ClusteringOptions?) {
         let c = c ?? V1.ClusteringOptions()
         enabled = c.enabled ?? false
-        algorithm = c.algorithm == "supercluster" ? .supercluster : .grid
+        algorithm = c.algorithm == .supercluster ? .supercluster : .grid
         let radius = Double(c.radiusPx ?? 60), minPoints = Int(c.minPoints ?? 2)
         let maxZoom = Int(c.maxZoom ?? 16), extent = Double(c.extent ?? 512)
         grid = GridClusterOptions(radius: radius, minPoints: max(1, minPoints), maxZoom: maxZoom, extent: extent)
@@ -43,13 +46,13 @@ struct LayerClustering: Sendable, Equatable {
     /// Checks clustering options beyond what `LayerOptionsResolution` checks (INVALID_ARGUMENT).
     static func validate(_ c: V1.ClusteringOptions) throws(RPCError) {
         let minPoints = c.minPoints ?? 2, maxZoom = c.maxZoom ?? 16, extent = c.extent ?? 512
-        guard minPoints >= 1 else { throw .invalidArgument("options.clustering.min_points must be at least 1") }
-        guard extent >= 1 && extent <= 65536 else { throw .invalidArgument("options.clustering.extent \(extent) must be within 1...65536") }
-        guard maxZoom <= 24 else { throw .invalidArgument("options.clustering.max_zoom \(maxZoom) must be within 0...24") }
+        guard minPoints >= 1 else { throw .invalidArgument("options.clustering.min_points must be at least 1", field: "options.clustering.min_points") }
+        guard extent >= 1 && extent <= 65536 else { throw .invalidArgument("options.clustering.extent \(extent) must be within 1...65536", field: "options.clustering.extent") }
+        guard maxZoom <= 24 else { throw .invalidArgument("options.clustering.max_zoom \(maxZoom) must be within 0...24", field: "options.clustering.max_zoom") }
         let o = LayerClustering(c).grid
         guard o.isValid else {
             throw .invalidArgument("options.clustering: max_zoom \(maxZoom) with extent \(extent) / radius_px \(c.radiusPx ?? 60) "
-                + "needs \(Int(maxZoom) + o.cellsPerTileLog2) grid levels, more than 29")
+                + "needs \(Int(maxZoom) + o.cellsPerTileLog2) grid levels, more than 29", field: "options.clustering.max_zoom")
         }
     }
 }
@@ -120,8 +123,8 @@ public enum ClusterTileItem: Sendable, Hashable {
 public struct ClusterTile: Sendable {
     /// The layer version the items reflect (supercluster: the snapshot's version).
     public var layerVersion: UInt64
-    /// "grid" or "supercluster".
-    public var algorithm: String
+    /// GRID or SUPERCLUSTER (never UNSPECIFIED).
+    public var algorithm: V1.ClusterAlgorithm
     /// Items whose position lies in the tile grown by the buffer, in the algorithm's order.
     public var items: [ClusterTileItem]
 }
@@ -234,7 +237,7 @@ extension MarkerService {
     /// by `fastLatLng`).
     static func apiCluster(_ c: GridCluster, expansionZoom: Int) -> V1.Cluster {
         let p = WorldPoint(x: c.x, y: c.y).fastLatLng
-        return V1.Cluster(id: gridIDBit | c.id.rawValue, count: UInt32(c.count),
+        return V1.Cluster(id: gridIDBit | c.id.rawValue, markerCount: UInt64(c.count),
                           position: V1.LatLng(latitude: p.latitude, longitude: p.longitude),
                           bounds: apiBounds(c.bounds), expansionZoom: UInt32(expansionZoom))
     }
@@ -250,7 +253,7 @@ extension MarkerService {
             }
         }
         let zoom = (try? s.index.expansionZoom(of: f.id)) ?? 0
-        return V1.Cluster(id: UInt64(f.id), count: UInt32(f.pointCount),
+        return V1.Cluster(id: UInt64(f.id), markerCount: UInt64(f.pointCount),
                           position: V1.LatLng(latitude: f.latitude, longitude: f.longitude),
                           bounds: b.minX <= b.maxX ? apiBounds(b) : nil, expansionZoom: UInt32(max(0, zoom)))
     }
@@ -298,14 +301,8 @@ extension MarkerService {
     }
 
     static func zoomLevel(_ zoom: Double) throws(RPCError) -> Int {
-        guard zoom.isFinite, zoom >= 0, zoom < 23 else { throw .invalidArgument("zoom \(zoom) is not within 0...22") }
+        guard zoom.isFinite, zoom >= 0, zoom < 23 else { throw .invalidArgument("zoom \(zoom) is not within 0...22", field: "zoom") }
         return Int(zoom.rounded(.down))
-    }
-
-    static func leavesLimit(_ limit: UInt32?) throws(RPCError) -> Int {
-        let l = Int(limit ?? 10)
-        guard l <= MarkerConversion.maxBatch else { throw .invalidArgument("limit \(l) is more than \(MarkerConversion.maxBatch)") }
-        return l == 0 ? 10 : l
     }
 
     // MARK: RPCs
@@ -315,7 +312,7 @@ extension MarkerService {
     public func getClusters(_ r: V1.GetClustersRequest) throws(RPCError) -> V1.GetClustersResponse {
         let (b, zoom, h, config) = try clustersQuery(r)
         var response = V1.GetClustersResponse()
-        response.algorithm = config.algorithm.rawValue
+        response.algorithm = config.algorithm.api
         switch config.algorithm {
         case .grid:
             let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
@@ -354,7 +351,7 @@ extension MarkerService {
             if locked { memo.prepare(generation: generation) }
             var writer = ClusterReplyWriter(memo: locked ? memo : nil)
             h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
-            return writer.payload(of: h.layer, algorithm: config.algorithm.rawValue)
+            return writer.payload(of: h.layer, algorithm: config.algorithm.api)
         }
     }
 
@@ -388,7 +385,7 @@ extension MarkerService {
             var writer = ClusterReplyWriter(memo: memo, budget: budget)
             h.layer.visitGridClusters(in: box, zoom: zoom, &writer)
             guard !writer.isDone else { return false }
-            let tail = writer.tail(of: h.layer, algorithm: config.algorithm.rawValue)
+            let tail = writer.tail(of: h.layer, algorithm: config.algorithm.api)
             write(writer.bodyByteCount + tail.count) { writer.write(tail: tail, into: $0) }
             return true
         }
@@ -407,9 +404,9 @@ extension MarkerService {
     /// Checks a GetClusters request; its bounds, integer zoom, layer and clustering options. For the
     /// grid algorithm, makes sure the layer maintains its grid clusters.
     private func clustersQuery(_ r: V1.GetClustersRequest) throws(RPCError) -> (V1.Bounds, Int, LayerHandle, LayerClustering) {
-        guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
+        guard let b = r.bounds else { throw .invalidArgument("bounds is missing", field: "bounds") }
         guard b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite else {
-            throw .invalidArgument("bounds must be finite")
+            throw .invalidArgument("bounds must be finite", field: "bounds")
         }
         let zoom = try Self.zoomLevel(r.zoom)
         let h = try handle(r.layerID)
@@ -419,8 +416,16 @@ extension MarkerService {
     }
 
     /// GetClusterLeaves: a cluster's markers, `limit` (default 10) after `offset`.
+    /// GetClusterLeaves: a page of a cluster's leaves (`page_size` 0-100,000, default 10), with
+    /// the token of the next page when there are more.
     public func getClusterLeaves(_ r: V1.GetClusterLeavesRequest) throws(RPCError) -> V1.GetClusterLeavesResponse {
-        let limit = try Self.leavesLimit(r.limit)
+        let pageSize = try PageToken.size(r.pageSize, default: 10, maximum: MarkerConversion.maxBatch)
+        let offset = try PageToken.leavesOffset(r.pageToken, clusterID: r.clusterID)
+        // One leaf more than the page tells whether there is a next page.
+        let limit = pageSize + 1
+        func next(_ found: Int) -> String {
+            found > pageSize ? PageToken.leaves(clusterID: r.clusterID, offset: offset + pageSize) : ""
+        }
         let h = try handle(r.layerID)
         let config = clusterConfig(h)
         var response = V1.GetClusterLeavesResponse()
@@ -429,20 +434,22 @@ extension MarkerService {
             ensureGridClusters(h, config.grid)
             return try read(r.layerID) { (h, _) throws(RPCError) in
                 guard let id = Self.gridID(r.clusterID),
-                      let leaves = try? h.layer.gridClusterLeaves(id, limit: limit, offset: Int(r.offset))
+                      let leaves = try? h.layer.gridClusterLeaves(id, limit: limit, offset: offset)
                 else { throw Self.notFound(r.clusterID, h, version: h.layer.version) }
-                response.markers = leaves.map(MarkerConversion.apiMarker)
+                response.markers = leaves.prefix(pageSize).map(MarkerConversion.apiMarker)
+                response.nextPageToken = next(leaves.count)
                 response.layerVersion = h.layer.version
                 return response
             }
         case .supercluster:
             let s = try superclusterSnapshot(h, config.supercluster)
             guard r.clusterID < UInt64(Int.max),
-                  let leaves = try? s.index.leaves(of: Int(r.clusterID), limit: limit, offset: Int(r.offset))
+                  let leaves = try? s.index.leaves(of: Int(r.clusterID), limit: limit, offset: offset)
             else { throw Self.notFound(r.clusterID, h, version: s.layerVersion) }
             try read(r.layerID) { (h, _) throws(RPCError) in
-                response.markers = leaves.map { MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[$0.id], h.layer)) }
+                response.markers = leaves.prefix(pageSize).map { MarkerConversion.apiMarker(Self.snapshotRecord(s.markers[$0.id], h.layer)) }
             }
+            response.nextPageToken = next(leaves.count)
             response.layerVersion = s.layerVersion
             return response
         }
@@ -515,12 +522,12 @@ extension MarkerService {
         case .grid:
             ensureGridClusters(h, config.grid)
             return try read(layerID) { (h, _) throws(RPCError) in
-                ClusterTile(layerVersion: h.layer.version, algorithm: "grid",
+                ClusterTile(layerVersion: h.layer.version, algorithm: .grid,
                             items: try clusterTileItems(h, nil, box: box, z: z))
             }
         case .supercluster:
             let s = try superclusterSnapshot(h, config.supercluster)
-            return ClusterTile(layerVersion: s.layerVersion, algorithm: "supercluster",
+            return ClusterTile(layerVersion: s.layerVersion, algorithm: .supercluster,
                                items: try read(layerID) { (h, _) throws(RPCError) in try clusterTileItems(h, s, box: box, z: z) })
         }
     }
@@ -564,8 +571,10 @@ extension MarkerService {
     }
 
     static func checkTile(z: Int, x: Int, y: Int) throws(RPCError) {
-        guard z >= 0 && z <= 24 else { throw .invalidArgument("tile zoom \(z) is not within 0...24") }
+        guard z >= 0 && z <= 24 else { throw .invalidArgument("tile zoom \(z) is not within 0...24", field: "z") }
         let n = 1 << z
-        guard x >= 0 && x < n && y >= 0 && y < n else { throw .invalidArgument("tile \(z)/\(x)/\(y) does not exist (x and y must be below \(n))") }
+        guard x >= 0 && x < n && y >= 0 && y < n else {
+            throw .invalidArgument("tile \(z)/\(x)/\(y) does not exist (x and y must be below \(n))", field: x >= 0 && x < n ? "y" : "x")
+        }
     }
 }

@@ -384,8 +384,10 @@ extension MarkerService {
                 throw RPCError.failedPrecondition("snapshot format \(v) is newer than this markerd understands (\(Self.snapshotFormatVersion))")
             }
             if let ceiling = h.versionCeiling { versions.restore(ceiling) }
-        case .layer(let r)?:
-            _ = try createLayer(r, commit(.createLayer))
+        case .layer(var r)?:
+            let c = commit(.createLayer)
+            try Self.adoptLegacyAlgorithm(V1.CreateLayerRequest.legacyAlgorithmName(inSnapshotSection: bytes), into: &r, c)
+            _ = try createLayer(r, c)
         case .icon(let r)?:
             _ = try registerIcon(r, commit(.registerIcon))
         case .markers(let r)?:
@@ -437,8 +439,8 @@ extension MarkerService {
         Thread.detachNewThread { [self] in
             do {
                 let r = try writeSnapshot()
-                FileHandle.standardError.write(String(format: "markerd: snapshot %@: %llu markers, %llu bytes, %.2f s\n",
-                                                      r.path, r.markers, r.bytes, r.seconds).data(using: .utf8)!)
+                FileHandle.standardError.write(String(format: "markerd: snapshot %@: %llu markers, %llu bytes, %llu ms\n",
+                                                      r.path, r.markerCount, r.sizeBytes, r.durationMs).data(using: .utf8)!)
                 snapshots.end(journalBytes: journal.stats.bytes)
             } catch {
                 FileHandle.standardError.write("markerd: background snapshot failed: \(error)\n".data(using: .utf8)!)
@@ -528,9 +530,9 @@ extension MarkerService {
         let elapsed = ContinuousClock.now - start
         var response = V1.CreateSnapshotResponse()
         response.path = path
-        response.markers = markerCount
-        response.bytes = UInt64(bytes)
-        response.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        response.markerCount = markerCount
+        response.sizeBytes = UInt64(bytes)
+        response.durationMs = UInt64(Self.milliseconds(elapsed))
         return response
     }
 }

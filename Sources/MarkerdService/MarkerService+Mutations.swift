@@ -110,12 +110,16 @@ extension MarkerService {
     /// Applies one mutation: decode, validate, change state, journal. Also used for replay.
     func apply(_ c: MutationCommit) throws(RPCError) -> [UInt8] {
         switch c.kind {
-        case .createLayer: return try createLayer(decode(V1.CreateLayerRequest.self, c), c).serializedBytes()
+        case .createLayer:
+            var r = try decode(V1.CreateLayerRequest.self, c)
+            try Self.adoptLegacyAlgorithm(V1.CreateLayerRequest.legacyAlgorithmName(inRequest: c.payload), into: &r, c)
+            return try createLayer(r, c).serializedBytes()
         case .deleteLayer: return try deleteLayer(decode(V1.DeleteLayerRequest.self, c), c).serializedBytes()
         case .registerIcon: return try registerIcon(decode(V1.RegisterIconRequest.self, c), c).serializedBytes()
         case .upsertMarkers:
             if let r = try upsertPlainMarkers(c) { return r.serializedBytes() }
             return try upsertMarkers(decode(V1.UpsertMarkersRequest.self, c), c).serializedBytes()
+        case .updateMarkers: return try updateMarkers(decode(V1.UpdateMarkersRequest.self, c), c).serializedBytes()
         case .removeMarkers: return try removeMarkers(decode(V1.RemoveMarkersRequest.self, c), c).serializedBytes()
         case .clearLayer: return try clearLayer(decode(V1.ClearLayerRequest.self, c), c).serializedBytes()
         case .moveMarkers: return try moveMarkers(decode(V1.MoveMarkersRequest.self, c), c).serializedBytes()
@@ -166,6 +170,22 @@ extension MarkerService {
 
     // MARK: Layers
 
+    /// Layers created before `ClusteringOptions.algorithm` became an enum name it in the string
+    /// field 6 (now reserved; `legacyName`): recovery restores them with that algorithm. A request
+    /// that still sets field 6 is INVALID_ARGUMENT, so that no journal record written since holds
+    /// one (it would be ignored live and honoured on replay).
+    static func adoptLegacyAlgorithm(_ legacyName: String?, into r: inout V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) {
+        guard let legacyName else { return }
+        guard c.replaying else {
+            throw .invalidArgument("options.clustering field 6 (the algorithm's name as a string) is no longer read: set the enum algorithm (field 8)", field: "options.clustering.algorithm")
+        }
+        if var options = r.options, var clustering = options.clustering, clustering.algorithm == nil {
+            clustering.algorithm = legacyName == "supercluster" ? .supercluster : .grid
+            options.clustering = clustering
+            r.options = options
+        }
+    }
+
     func createLayer(_ r: V1.CreateLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.CreateLayerResponse {
         try MarkerConversion.checkName(r.layerID, what: "layer_id")
         let (api, tiling, labels) = try LayerOptionsResolution.resolve(r.options)
@@ -203,7 +223,7 @@ extension MarkerService {
             all[r.layerID] = nil
             try h.lock.withWriteLock { () throws(RPCError) in
                 h.deleted = true
-                response.removedMarkers = UInt64(h.layer.count)
+                response.removedCount = UInt64(h.layer.count)
                 try journalAppend(c, response: response.serializedBytes())
             }
         }
@@ -278,15 +298,15 @@ extension MarkerService {
 
     func removeMarkers(_ r: V1.RemoveMarkersRequest, _ c: MutationCommit) throws(RPCError) -> V1.RemoveMarkersResponse {
         guard r.ids.count <= MarkerConversion.maxBatch else {
-            throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call")
+            throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call", field: "ids")
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(r.ids, count: r.ids.count, c)
             let result = h.layer.remove(ids: r.ids)
             h.markTiles(before: before, after: { [] }, c, measurer: labelText)
             var response = V1.RemoveMarkersResponse()
-            response.removed = UInt32(result.removed)
-            response.notFound = UInt32(result.notFound)
+            response.removedCount = UInt64(result.removed)
+            response.notFoundCount = UInt64(result.notFound)
             response.layerVersion = h.layer.version
             if result.removed > 0 { try journalAppend(c, response: response.serializedBytes()) }
             return response
@@ -296,7 +316,7 @@ extension MarkerService {
     func clearLayer(_ r: V1.ClearLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.ClearLayerResponse {
         try write(r.layerID, c) { (h) throws(RPCError) in
             var response = V1.ClearLayerResponse()
-            response.removed = UInt64(h.layer.clear())
+            response.removedCount = UInt64(h.layer.clear())
             h.tileVersions.reset(seq: h.layer.version)
             h.labels.removeAll()
             response.layerVersion = h.layer.version
@@ -311,7 +331,7 @@ extension MarkerService {
         moves.reserveCapacity(r.moves.count)
         for (i, m) in r.moves.enumerated() {
             guard let p = MarkerConversion.latLng(m.position) else {
-                throw .invalidArgument("moves[\(i)] (id \"\(m.id.prefix(64))\"): position is missing")
+                throw .invalidArgument("moves[\(i)] (id \"\(m.id.prefix(64))\"): position is missing", field: "moves[\(i)].position")
             }
             moves.append((m.id, p))
         }
@@ -321,7 +341,7 @@ extension MarkerService {
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.move(moves) }
             h.markTiles(before: before, after: { h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs) }, c, measurer: labelText)
             var response = V1.MoveMarkersResponse()
-            response.moved = UInt32(result.moved)
+            response.movedCount = UInt64(result.moved)
             response.notFoundIDs = result.notFoundIDs
             response.layerVersion = h.layer.version
             if result.moved > 0 { try journalAppend(c, response: response.serializedBytes()) }
@@ -332,7 +352,7 @@ extension MarkerService {
     // MARK: Drags
 
     static func dragID(_ text: String) throws(RPCError) -> DragID {
-        guard let id = DragID(text) else { throw .invalidArgument("drag_id \"\(text.prefix(64))\" is not a drag id") }
+        guard let id = DragID(text) else { throw .invalidArgument("drag_id \"\(text.prefix(64))\" is not a drag id", field: "drag_id") }
         return id
     }
 
@@ -383,7 +403,7 @@ extension MarkerService {
     /// (`VersionCeiling`), which now and then waits for a journal write: UNAVAILABLE if that fails.
     public func dragTo(_ r: V1.DragToRequest) throws(RPCError) -> V1.DragToResponse {
         let drag = try Self.dragID(r.dragID)
-        guard let p = MarkerConversion.latLng(r.position) else { throw .invalidArgument("position is missing") }
+        guard let p = MarkerConversion.latLng(r.position) else { throw .invalidArgument("position is missing", field: "position") }
         let h = try handle(r.layerID)
         try h.lock.withWriteLock { () throws(RPCError) in
             guard !h.deleted else { throw .notFound("layer \"\(r.layerID)\" not found") }

@@ -68,8 +68,8 @@ extension MarkerService {
     /// The response to an applied upsert, journaled (unless nothing was upserted).
     func upserted(_ result: UpsertResult, _ h: LayerHandle, _ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse {
         var response = V1.UpsertMarkersResponse()
-        response.created = UInt32(result.created)
-        response.updated = UInt32(result.updated)
+        response.createdCount = UInt64(result.created)
+        response.updatedCount = UInt64(result.updated)
         response.layerVersion = h.layer.version
         if result.created + result.updated > 0 { try journalAppend(c, response: response.serializedBytes()) }
         return response

@@ -34,10 +34,10 @@ struct PointTileBudget: Sendable, Equatable {
     static func resolve(_ o: V1.PointTileOptions?) throws(RPCError) -> V1.PointTileOptions {
         let b = PointTileBudget(o)
         guard featureRange.contains(b.maxFeatures) else {
-            throw .invalidArgument("options.point_tile.max_features \(b.maxFeatures) must be within \(featureRange.lowerBound)...\(featureRange.upperBound)")
+            throw .invalidArgument("options.point_tile.max_features \(b.maxFeatures) must be within \(featureRange.lowerBound)...\(featureRange.upperBound)", field: "options.point_tile.max_features")
         }
         guard byteRange.contains(b.maxBytes) else {
-            throw .invalidArgument("options.point_tile.max_bytes \(b.maxBytes) must be within \(byteRange.lowerBound)...\(byteRange.upperBound)")
+            throw .invalidArgument("options.point_tile.max_bytes \(b.maxBytes) must be within \(byteRange.lowerBound)...\(byteRange.upperBound)", field: "options.point_tile.max_bytes")
         }
         return V1.PointTileOptions(mode: b.mode, maxFeatures: UInt32(b.maxFeatures), maxBytes: UInt32(b.maxBytes))
     }
@@ -105,7 +105,7 @@ extension MarkerService {
         let z = Int(r.z), x = Int(r.x), y = Int(r.y)
         try Self.checkTile(z: z, x: x, y: y)
         let extent = Int(r.extent ?? 4096)
-        guard extent >= 16 && extent <= 65536 else { throw .invalidArgument("extent \(extent) is not within 16...65536") }
+        guard extent >= 16 && extent <= 65536 else { throw .invalidArgument("extent \(extent) is not within 16...65536", field: "extent") }
         let h = try handle(r.layerID)
         let (config, budget) = h.lock.withReadLock { (LayerClustering(h.options.clustering), PointTileBudget(h.options.pointTile)) }
         // Counting and thinning read the grid cluster index (built once if the layer has none).

@@ -10,14 +10,28 @@ extension MarkerService {
         }
     }
 
-    public func listLayers(_: V1.ListLayersRequest) -> V1.ListLayersResponse {
-        let handles = layers.withLock { Array($0.values) }.sorted { $0.id < $1.id }
+    /// Most layers per ListLayers page.
+    public static let maxLayersPage = 1_000
+    /// ListLayers' page size when the request sets none.
+    static let defaultLayersPage = 100
+
+    /// ListLayers: a page of the layers in bytewise order of their ids, after the page token's id.
+    public func listLayers(_ r: V1.ListLayersRequest) throws(RPCError) -> V1.ListLayersResponse {
+        let pageSize = try PageToken.size(r.pageSize, default: Self.defaultLayersPage, maximum: Self.maxLayersPage)
+        let after = try PageToken.layersAfter(r.pageToken)
+        // Layer ids are ASCII, so String's order is their bytes' order.
+        let handles = layers.withLock { all in Array(all.values.filter { after == nil || $0.id > after! }) }.sorted { $0.id < $1.id }
         let now = Self.nowUnixMs()
         var response = V1.ListLayersResponse()
-        response.layers = handles.compactMap { h in
+        for h in handles {
             // A layer whose due animations cannot be expired (UNAVAILABLE) is listed as it is.
             try? h.expireAnimationsIfDue(nowUnixMs: now, versions, measurer: labelText)
-            return h.lock.withReadLock { h.deleted ? nil : h.apiLayer(nowUnixMs: now) }
+            guard let layer = h.lock.withReadLock({ h.deleted ? nil : h.apiLayer(nowUnixMs: now) }) else { continue }
+            if response.layers.count == pageSize {
+                response.nextPageToken = PageToken.layers(after: response.layers[pageSize - 1].id)
+                break
+            }
+            response.layers.append(layer)
         }
         return response
     }
@@ -27,10 +41,10 @@ extension MarkerService {
             let s = h.layer.stats(now: now)
             var stats = V1.LayerStats()
             stats.layerID = h.id
-            stats.markers = UInt64(s.markers)
-            stats.staticMarkers = UInt64(s.staticMarkers)
-            stats.liveMarkers = UInt64(s.liveMarkers)
-            stats.hiddenMarkers = UInt64(s.hiddenMarkers)
+            stats.markerCount = UInt64(s.markers)
+            stats.staticMarkerCount = UInt64(s.staticMarkers)
+            stats.liveMarkerCount = UInt64(s.liveMarkers)
+            stats.hiddenMarkerCount = UInt64(s.hiddenMarkers)
             stats.approximateBytes = UInt64(s.approximateBytes + h.labels.approximateBytes)  // with the label placements
             stats.mode = s.mode == .tiled ? .tiled : .native
             stats.version = s.version
@@ -42,7 +56,7 @@ extension MarkerService {
 
     public func getMarkers(_ r: V1.GetMarkersRequest) throws(RPCError) -> V1.GetMarkersResponse {
         guard r.ids.count <= MarkerConversion.maxBatch else {
-            throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call")
+            throw .invalidArgument("ids holds \(r.ids.count) entries, more than \(MarkerConversion.maxBatch) per call", field: "ids")
         }
         return try read(r.layerID) { h, _ in
             var response = V1.GetMarkersResponse()
@@ -62,7 +76,7 @@ extension MarkerService {
         switch d {
         case 0, 1: return 1
         case 2, 3: return Double(d)
-        default: throw .invalidArgument("density \(d) is not 1, 2 or 3")
+        default: throw .invalidArgument("density \(d) is not 1, 2 or 3", field: "density")
         }
     }
 
@@ -128,14 +142,11 @@ extension MarkerService {
         return out
     }
 
-    /// A QueryViewport request's checked bounds, density and page limit (default 1,000).
+    /// A QueryViewport request's checked bounds, density and page size (default 1,000).
     private func viewportArguments(_ r: V1.QueryViewportRequest) throws(RPCError) -> (bounds: GeoBounds, density: Double, limit: Int) {
-        guard let b = r.bounds else { throw .invalidArgument("bounds is missing") }
+        guard let b = r.bounds else { throw .invalidArgument("bounds is missing", field: "bounds") }
         let density = try Self.density(r.density)
-        let limit = r.limit == 0 ? 1000 : Int(r.limit)
-        guard limit <= MarkerConversion.maxBatch else {
-            throw .invalidArgument("limit \(limit) is more than \(MarkerConversion.maxBatch)")
-        }
+        let limit = try PageToken.size(r.pageSize, default: 1000, maximum: MarkerConversion.maxBatch)
         return (GeoBounds(west: b.west, south: b.south, east: b.east, north: b.north), density, limit)
     }
 
@@ -162,8 +173,8 @@ extension MarkerService {
         }) else { return nil }
         var response = V1.QueryViewportResponse()
         response.mode = page.mode == .tiled ? .tiled : .native
-        response.staticInView = UInt64(page.staticInView)
-        response.liveInView = UInt64(page.liveInView)
+        response.staticInViewCount = UInt64(page.staticInView)
+        response.liveInViewCount = UInt64(page.liveInView)
         response.nextPageToken = page.nextPageToken ?? ""
         response.layerVersion = page.layerVersion
         if page.mode == .tiled {
@@ -227,7 +238,7 @@ extension MarkerService {
 
     /// A HitTest request's checked point and density.
     private func hitTestArguments(_ r: V1.HitTestRequest) throws(RPCError) -> (LatLng, Double) {
-        guard let p = MarkerConversion.latLng(r.point) else { throw .invalidArgument("point is missing") }
+        guard let p = MarkerConversion.latLng(r.point) else { throw .invalidArgument("point is missing", field: "point") }
         return (p, try Self.density(r.density))
     }
 
@@ -254,9 +265,9 @@ extension MarkerService {
         var response = V1.GetServerInfoResponse()
         response.version = configuration.version
         let up = ContinuousClock.now - startedAt
-        response.uptimeSeconds = Double(up.components.seconds) + Double(up.components.attoseconds) / 1e18
-        response.layers = UInt32(handles.count)
-        response.markers = handles.reduce(0) { sum, h in sum + UInt64(h.lock.withReadLock { h.layer.count }) }
+        response.uptimeMs = UInt64(Self.milliseconds(up))
+        response.layerCount = UInt64(handles.count)
+        response.markerCount = handles.reduce(0) { sum, h in sum + UInt64(h.lock.withReadLock { h.layer.count }) }
         response.durable = journal != nil
         return response
     }

@@ -52,13 +52,13 @@ extension MarkerService {
 
     /// GetTile's checks: the tile and the density, or INVALID_ARGUMENT.
     static func tileRequest(_ r: V1.GetTileRequest) throws(RPCError) -> (tile: TileID, density: Int) {
-        guard r.z <= 22 else { throw .invalidArgument("z \(r.z) is not within 0...22") }
+        guard r.z <= 22 else { throw .invalidArgument("z \(r.z) is not within 0...22", field: "z") }
         let n = UInt64(1) << UInt64(r.z)
         guard UInt64(r.x) < n, UInt64(r.y) < n else {
-            throw .invalidArgument("tile \(r.z)/\(r.x)/\(r.y): x and y must be within 0...\(n - 1) at z \(r.z)")
+            throw .invalidArgument("tile \(r.z)/\(r.x)/\(r.y): x and y must be within 0...\(n - 1) at z \(r.z)", field: r.x >= n ? "x" : "y")
         }
         guard r.tileSize == 0 || r.tileSize == 256 || r.tileSize == 512 else {
-            throw .invalidArgument("tile_size \(r.tileSize) is not 256 or 512")
+            throw .invalidArgument("tile_size \(r.tileSize) is not 256 or 512", field: "tile_size")
         }
         return (TileID(z: Int(r.z), x: r.x, y: r.y)!, Int(try Self.density(r.density)))
     }
@@ -119,13 +119,14 @@ extension MarkerService {
     /// `width x height` px at density 1 (each 1...4096, and times `density` at most 4096 device px).
     /// Not cached. INVALID_ARGUMENT for a missing or invalid centre, zoom, size or density.
     public func renderSnapshot(_ r: V1.RenderSnapshotRequest) throws(RPCError) -> V1.RenderSnapshotResponse {
-        guard let center = MarkerConversion.latLng(r.center) else { throw .invalidArgument("center is missing") }
-        guard center.isValid else { throw .invalidArgument("center \(center) is not a valid position") }
-        guard r.zoom.isFinite, r.zoom >= 0, r.zoom <= 22 else { throw .invalidArgument("zoom \(r.zoom) is not within 0...22") }
+        guard let center = MarkerConversion.latLng(r.center) else { throw .invalidArgument("center is missing", field: "center") }
+        guard center.isValid else { throw .invalidArgument("center \(center) is not a valid position", field: "center") }
+        guard r.zoom.isFinite, r.zoom >= 0, r.zoom <= 22 else { throw .invalidArgument("zoom \(r.zoom) is not within 0...22", field: "zoom") }
         let density = Int(try Self.density(r.density))
         guard r.width >= 1, r.height >= 1, Int(r.width) * density <= Self.maxSnapshotSide,
               Int(r.height) * density <= Self.maxSnapshotSide else {
-            throw .invalidArgument("snapshot size \(r.width)x\(r.height) at density \(density) is not within 1...\(Self.maxSnapshotSide) device px per side")
+            throw .invalidArgument("snapshot size \(r.width)x\(r.height) at density \(density) is not within 1...\(Self.maxSnapshotSide) device px per side",
+                                   field: r.width >= 1 && Int(r.width) * density <= Self.maxSnapshotSide ? "height" : "width")
         }
         let view = RasterView.snapshot(center: center, zoom: r.zoom, width: Int(r.width), height: Int(r.height), density: density)
         return try read(r.layerID) { (h, now) throws(RPCError) in
@@ -143,7 +144,7 @@ extension MarkerService {
             var response = V1.RenderSnapshotResponse()
             response.png = raster.canvas.encodePNG()
             response.layerVersion = h.layer.version
-            response.markersDrawn = UInt32(clamping: raster.markers)
+            response.drawnCount = UInt64(raster.markers)
             return response
         }
     }

@@ -5,6 +5,7 @@ public enum MutationKind: String, CaseIterable, Sendable {
     case deleteLayer = "DeleteLayer"
     case registerIcon = "RegisterIcon"
     case upsertMarkers = "UpsertMarkers"
+    case updateMarkers = "UpdateMarkers"
     case removeMarkers = "RemoveMarkers"
     case clearLayer = "ClearLayer"
     case moveMarkers = "MoveMarkers"

@@ -25,6 +25,8 @@ usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.
   register-icon ICON FILE.png [--anchor X,Y]
   load LAYER FILE.csv|FILE.geojson [--id-property NAME] [--batch N] [--concurrency N]
   get LAYER ID...
+  update LAYER ID [--label TEXT] [--position LAT,LON] [--z-index N] [--visible true|false]
+                (changes only the fields given; the rest of the marker stays)
   remove LAYER ID...
   clear LAYER
   snapshot
@@ -137,10 +139,10 @@ do {
             print(describe(try client.createLayer(req)))
         case "delete":
             let r = try client.deleteLayer(positional(1, "LAYER"))
-            print("deleted \(args[1]) (\(r.removedMarkers) markers)")
+            print("deleted \(args[1]) (\(r.removedCount) markers)")
         case "stats":
             let s = try client.layerStats(positional(1, "LAYER"))
-            print("layer=\(s.layerID) markers=\(s.markers) static=\(s.staticMarkers) live=\(s.liveMarkers) hidden=\(s.hiddenMarkers) " +
+            print("layer=\(s.layerID) markers=\(s.markerCount) static=\(s.staticMarkerCount) live=\(s.liveMarkerCount) hidden=\(s.hiddenMarkerCount) " +
                   "mode=\(s.mode == .tiled ? "TILED" : "NATIVE") version=\(s.version) approximate_bytes=\(s.approximateBytes)")
         default:
             fail("unknown layers subcommand \"\(sub)\"\n\n\(usage)", code: 2)
@@ -188,16 +190,40 @@ do {
         for m in r.markers { print(json(m)) }
         for id in r.missingIDs { FileHandle.standardError.write("not found: \(id)\n".data(using: .utf8)!) }
         if !r.missingIDs.isEmpty { exit(1) }
+    case "update":
+        var m = V1.Marker()
+        var paths: [String] = []
+        if let text = option("--label") { m.label = V1.MarkerLabel(text: text); paths.append("label.text") }
+        if let position = option("--position") {
+            let parts = position.split(separator: ",").compactMap { Double($0) }
+            guard parts.count == 2 else { fail("--position takes LAT,LON, e.g. 48.85,2.35", code: 2) }
+            m.position = V1.LatLng(latitude: parts[0], longitude: parts[1])
+            paths.append("position")
+        }
+        if let z = option("--z-index") {
+            guard let n = Int32(z) else { fail("--z-index takes a whole number", code: 2) }
+            m.zIndex = n
+            paths.append("z_index")
+        }
+        if let visible = option("--visible") {
+            guard let v = Bool(visible) else { fail("--visible takes true or false", code: 2) }
+            m.visible = v
+            paths.append("visible")
+        }
+        guard !paths.isEmpty else { fail("update needs at least one of --label, --position, --z-index, --visible", code: 2) }
+        let layer = positional(0, "LAYER"), id = positional(1, "ID")
+        let r = try client.updateMarkers(layer, [V1.MarkerUpdate(id: id, marker: m, paths: paths)])
+        print("updated \(r.updatedCount) marker (\(paths.joined(separator: ", "))), layer version \(r.layerVersion)")
     case "remove":
         let layer = positional(0, "LAYER")
         let r = try client.removeMarkers(layer, ids: Array(args.dropFirst()))
-        print("removed \(r.removed), not found \(r.notFound)")
+        print("removed \(r.removedCount), not found \(r.notFoundCount)")
     case "clear":
         let r = try client.clearLayer(positional(0, "LAYER"))
-        print("cleared \(args[0]) (\(r.removed) markers)")
+        print("cleared \(args[0]) (\(r.removedCount) markers)")
     case "snapshot":
         let r = try client.createSnapshot()
-        print(String(format: "snapshot %@: %d markers, %d bytes, %.2f s", r.path, r.markers, r.bytes, r.seconds))
+        print("snapshot \(r.path): \(r.markerCount) markers, \(r.sizeBytes) bytes, \(r.durationMs) ms")
     case "sign-url":
         let layer = positional(0, "LAYER")
         let ttl = option("--ttl").map { UInt32($0) ?? { fail("--ttl takes whole seconds", code: 2) }() } ?? 0
@@ -206,7 +232,7 @@ do {
         FileHandle.standardError.write("expires \(r.expiresUnix) (Unix seconds); prefix \(r.pathPrefix) goes before any of the layer's gateway paths\n".data(using: .utf8)!)
     case "info":
         let r = try client.serverInfo()
-        print("markerd \(r.version) uptime=\(Int(r.uptimeSeconds))s layers=\(r.layers) markers=\(r.markers) durable=\(r.durable)")
+        print("markerd \(r.version) uptime=\(r.uptimeMs / 1000)s layers=\(r.layerCount) markers=\(r.markerCount) durable=\(r.durable)")
     default:
         fail("unknown command \"\(command)\"\n\n\(usage)", code: 2)
     }

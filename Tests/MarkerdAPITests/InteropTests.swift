@@ -109,7 +109,9 @@ import Testing
         // PointTileOptions.mode = 9 (not a PointTileMode): the default.
         #expect(try V1.PointTileOptions(serializedBytes: bytes(hex: "0809")).mode == .unspecified)
         // Animation.kind = -1 (10-byte varint).
-        #expect(try V1.Animation(serializedBytes: bytes(hex: "08ffffffffffffffffff01")).kind == V1.AnimationKind.none)
+        #expect(try V1.Animation(serializedBytes: bytes(hex: "08ffffffffffffffffff01")).kind == .unspecified)
+        // ClusteringOptions.algorithm = 7 (field 8; not a ClusterAlgorithm): the default.
+        #expect(try V1.ClusteringOptions(serializedBytes: bytes(hex: "4007")).algorithm == .unspecified)
     }
 
     @Test func repeatedScalarFieldLastValueWins() throws {

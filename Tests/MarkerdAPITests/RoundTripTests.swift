@@ -98,8 +98,8 @@ private func expectEmptyDecodes<M: ProtoMessage>(_: M.Type) throws {
                                zIndex: .min, animation: V1.Animation(kind: .drop, durationMs: .max, endsAtUnixMs: .min))
         _ = try roundTrip(marker)
         _ = try roundTrip(V1.Response(requestID: .max, code: .dataLoss))
-        _ = try roundTrip(V1.GetServerInfoResponse(version: "1.0", uptimeSeconds: .greatestFiniteMagnitude, layers: .max,
-                                                   markers: .max, durable: true))
+        _ = try roundTrip(V1.GetServerInfoResponse(version: "1.0", uptimeMs: .max, layerCount: .max,
+                                                   markerCount: .max, durable: true))
         _ = try roundTrip(V1.SnapshotHeader(formatVersion: 0, coversSequence: 0, createdAtUnixMs: 0))
         _ = try roundTrip(V1.Request(payload: [UInt8](repeating: 7, count: 1 << 20)))
     }

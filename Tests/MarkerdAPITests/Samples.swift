@@ -15,7 +15,8 @@ enum Full {
         requestID: 1099511627777,
         code: .unauthenticated,
         message: "message-ü3",
-        payload: [0, 1, 4, 255]
+        payload: [0, 1, 4, 255],
+        fieldViolations: [V1.FieldViolation(field: "markers[2].position.latitude", description: "description-ü2"), V1.FieldViolation()]
     )
     static let latLng = V1.LatLng(
         latitude: 1.5,
@@ -42,7 +43,7 @@ enum Full {
         minPoints: 2147483651,
         maxZoom: 2147483652,
         extent: 2147483653,
-        algorithm: "algorithm-ü6"
+        algorithm: .supercluster
     )
     static let pointTileOptions = V1.PointTileOptions(
         mode: .cluster,
@@ -63,10 +64,10 @@ enum Full {
     )
     static let layerStats = V1.LayerStats(
         layerID: "layer_id-ü1",
-        markers: 1099511627778,
-        staticMarkers: 1099511627779,
-        liveMarkers: 1099511627780,
-        hiddenMarkers: 1099511627781,
+        markerCount: 1099511627778,
+        staticMarkerCount: 1099511627779,
+        liveMarkerCount: 1099511627780,
+        hiddenMarkerCount: 1099511627781,
         approximateBytes: 1099511627782,
         mode: .tiled,
         version: 1099511627784
@@ -84,15 +85,19 @@ enum Full {
     static let getLayerResponse = V1.GetLayerResponse(
         layer: Full.layer
     )
-    static let listLayersRequest = V1.ListLayersRequest()
+    static let listLayersRequest = V1.ListLayersRequest(
+        pageSize: 2147483649,
+        pageToken: "page_token-ü2"
+    )
     static let listLayersResponse = V1.ListLayersResponse(
-        layers: [Full.layer, V1.Layer()]
+        layers: [Full.layer, V1.Layer()],
+        nextPageToken: "next_page_token-ü2"
     )
     static let deleteLayerRequest = V1.DeleteLayerRequest(
         layerID: "layer_id-ü1"
     )
     static let deleteLayerResponse = V1.DeleteLayerResponse(
-        removedMarkers: 1099511627777
+        removedCount: 1099511627777
     )
     static let getLayerStatsRequest = V1.GetLayerStatsRequest(
         layerID: "layer_id-ü1"
@@ -142,8 +147,8 @@ enum Full {
         markers: [Full.marker, V1.Marker()]
     )
     static let upsertMarkersResponse = V1.UpsertMarkersResponse(
-        created: 2147483649,
-        updated: 2147483650,
+        createdCount: 1099511627777,
+        updatedCount: 1099511627778,
         layerVersion: 1099511627779
     )
     static let removeMarkersRequest = V1.RemoveMarkersRequest(
@@ -151,8 +156,8 @@ enum Full {
         ids: ["one", "", "drei-ü"]
     )
     static let removeMarkersResponse = V1.RemoveMarkersResponse(
-        removed: 2147483649,
-        notFound: 2147483650,
+        removedCount: 1099511627777,
+        notFoundCount: 1099511627778,
         layerVersion: 1099511627779
     )
     static let getMarkersRequest = V1.GetMarkersRequest(
@@ -167,7 +172,7 @@ enum Full {
         layerID: "layer_id-ü1"
     )
     static let clearLayerResponse = V1.ClearLayerResponse(
-        removed: 1099511627777,
+        removedCount: 1099511627777,
         layerVersion: 1099511627778
     )
     static let markerMove = V1.MarkerMove(
@@ -179,7 +184,7 @@ enum Full {
         moves: [Full.markerMove, V1.MarkerMove()]
     )
     static let moveMarkersResponse = V1.MoveMarkersResponse(
-        moved: 2147483649,
+        movedCount: 1099511627777,
         notFoundIDs: ["one", "", "drei-ü"],
         layerVersion: 1099511627779
     )
@@ -193,15 +198,15 @@ enum Full {
         bounds: Full.bounds,
         zoom: 3.5,
         density: 2147483652,
-        limit: 2147483653,
+        pageSize: 2147483653,
         pageToken: "page_token-ü6"
     )
     static let queryViewportResponse = V1.QueryViewportResponse(
         mode: .tiled,
         markers: [Full.marker, V1.Marker()],
         tiles: Full.tileDescriptor,
-        staticInView: 1099511627780,
-        liveInView: 1099511627781,
+        staticInViewCount: 1099511627780,
+        liveInViewCount: 1099511627781,
         nextPageToken: "next_page_token-ü6",
         layerVersion: 1099511627783
     )
@@ -253,16 +258,16 @@ enum Full {
     static let createSnapshotRequest = V1.CreateSnapshotRequest()
     static let createSnapshotResponse = V1.CreateSnapshotResponse(
         path: "path-ü1",
-        markers: 1099511627778,
-        bytes: 1099511627779,
-        seconds: 4.5
+        markerCount: 1099511627778,
+        sizeBytes: 1099511627779,
+        durationMs: 1099511627781
     )
     static let getServerInfoRequest = V1.GetServerInfoRequest()
     static let getServerInfoResponse = V1.GetServerInfoResponse(
         version: "version-ü1",
-        uptimeSeconds: 2.5,
-        layers: 2147483651,
-        markers: 1099511627780,
+        uptimeMs: 1099511627782,
+        layerCount: 1099511627779,
+        markerCount: 1099511627780,
         durable: true
     )
     static let journalRecord = V1.JournalRecord(

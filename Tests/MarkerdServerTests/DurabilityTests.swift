@@ -106,7 +106,7 @@ import Testing
         try server.start()
         defer { server.stop() }
         let c = try MarkerdClient(url: server.boundURLs[0], timeout: .seconds(20))
-        #expect(try c.layerStats("L").markers == UInt64(all.count))
+        #expect(try c.layerStats("L").markerCount == UInt64(all.count))
         #expect(mismatch(try ids(c, all), all.sorted()) == nil)
         #expect(lines.withLock { $0 }.contains { $0.contains(newest) && $0.contains("damaged") })
     }

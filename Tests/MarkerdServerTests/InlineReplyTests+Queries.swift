@@ -32,7 +32,7 @@ extension InlineReplyTests {
         r.layerID = layer
         r.bounds = V1.Bounds(west: lng, south: lat, east: lng + span, north: lat + span / 2)
         r.zoom = Double(rng.next() % 8) + 6 + rng.unit()
-        r.limit = limit
+        r.pageSize = limit
         return envelope("QueryViewport", r.serializedBytes(), id: rng.next())
     }
 
@@ -79,7 +79,7 @@ extension InlineReplyTests {
         r.layerID = "n"
         r.bounds = V1.Bounds(west: -5, south: 40, east: 25, north: 60)
         r.zoom = 8
-        r.limit = 100
+        r.pageSize = 100
         let first = try V1.QueryViewportResponse(serializedBytes: handled(d, envelope("QueryViewport", r.serializedBytes())).payload)
         #expect(first.markers.count == 100 && !first.nextPageToken.isEmpty)
         r.pageToken = first.nextPageToken
@@ -131,7 +131,7 @@ extension InlineReplyTests {
         bad.density = 7
         normal(envelope("QueryViewport", bad.serializedBytes()), .invalidArgument)
         bad.density = 1
-        bad.limit = 5
+        bad.pageSize = 5
         bad.pageToken = "not a token"
         normal(envelope("QueryViewport", bad.serializedBytes()), .invalidArgument)
         var badHit = V1.HitTestRequest()

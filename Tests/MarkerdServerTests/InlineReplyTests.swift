@@ -126,7 +126,7 @@ import Testing
         #expect(handled(d, z16).code == .ok)
         #expect(inline(z16) == nil)
         #expect(inline(envelope("GetClusters", V1.GetClustersRequest(layerID: "nope", bounds: world, zoom: 3).serializedBytes())) == nil)
-        options.clustering?.algorithm = "supercluster"
+        options.clustering?.algorithm = .supercluster
         #expect(handled(d, envelope("CreateLayer", V1.CreateLayerRequest(layerID: "s", options: options).serializedBytes(), key: "k3")).code == .ok)
         let sc = envelope("GetClusters", V1.GetClustersRequest(layerID: "s", bounds: world, zoom: 3).serializedBytes())
         #expect(handled(d, sc).code == .ok)

@@ -35,23 +35,23 @@ struct ProcessTests {
         p = try MarkerdProcess(arguments: ["--data-dir", dir])
         defer { p.kill(SIGKILL); _ = p.waitForExit(timeout: 5) }
         c = try p.waitUntilReady()
-        #expect(try c.layerStats("fleet").markers == 999)
+        #expect(try c.layerStats("fleet").markerCount == 999)
         let v1 = try #require(try c.getMarkers("fleet", ids: ["v1"]).markers.first)
         #expect(v1.position?.latitude == 50 && v1.icon == .iconID("dot") && v1.attributes == ["driver": "Ada"])
         // The same key after the restart: the first reply, and v1 is not moved back.
         let again = try c.upsertMarkers("fleet", fleet(), idempotencyKey: "load-1")
         #expect(again == first)
         #expect(try c.getMarkers("fleet", ids: ["v1"]).markers.first?.position?.latitude == 50)
-        #expect(try c.layerStats("fleet").markers == 999)
+        #expect(try c.layerStats("fleet").markerCount == 999)
         // A snapshot, then a restart from snapshot + journal.
         let snap = try c.createSnapshot()
-        #expect(snap.markers == 999)
+        #expect(snap.markerCount == 999 && snap.sizeBytes > 0)
         _ = try c.upsertMarkers("fleet", [marker("after-snapshot", 1, 2)])
         p.kill(SIGTERM)
         #expect(p.waitForExit(timeout: 10) == 0)
         p = try MarkerdProcess(arguments: ["--data-dir", dir])
         c = try p.waitUntilReady()
-        #expect(try c.layerStats("fleet").markers == 1000)
+        #expect(try c.layerStats("fleet").markerCount == 1000)
         #expect(try c.getMarkers("fleet", ids: ["v1"]).markers.first?.position?.latitude == 50)
         #expect(try c.getMarkers("fleet", ids: ["v2"]).missingIDs == ["v2"])
     }
@@ -99,7 +99,7 @@ struct ProcessTests {
         p = try MarkerdProcess(arguments: ["--data-dir", dir])
         defer { p.kill(SIGTERM); _ = p.waitForExit(timeout: 10) }
         c = try p.waitUntilReady()
-        #expect(try c.layerStats("big").markers == UInt64(n))
+        #expect(try c.layerStats("big").markerCount == UInt64(n))
     }
 
     @Test("crash test: SIGKILL at seeded random moments loses no acknowledged write, batches all or nothing")

@@ -1,6 +1,7 @@
 import Foundation
 import MarkerdAPI
 import MarkerdClient
+import MarkerdService
 import MarkerdTestSupport
 import MarkerdTransport
 import Testing
@@ -126,7 +127,7 @@ struct RPCFuzzer {
                 var c = V1.ClusteringOptions()
                 c.enabled = true
                 c.raster = self == .grid
-                c.algorithm = self == .grid ? "grid" : "supercluster"
+                c.algorithm = self == .grid ? .grid : .supercluster
                 options.clustering = c
             }
             req.options = options
@@ -339,7 +340,7 @@ struct RPCFuzzer {
         case "layer_id": return chance(0.9) ? pick(Fixture.allCases).rawValue : "fz-new-\(rng.next() % 4)"
         case "id", "ids", "marker_id", "missing_ids": return chance(0.9) ? pick(Self.markerIDs) : "new-\(rng.next() % 50)"
         case "drag_id": return dragIDs.isEmpty || chance(0.1) ? "drag-\(rng.next() % 9)" : pick(dragIDs)
-        case "algorithm": return pick(["grid", "supercluster", "kmeans"])
+        case "paths": return chance(0.9) ? pick(MarkerService.updatablePaths) : "label.font"
         case "page_token": return pageTokens.isEmpty || chance(0.3) ? "tok\(rng.next() % 9)" : pick(pageTokens)
         case "icon_id": return pick(["pin", "icon-a", "icon-b"])
         case "key": return pick(["name", "kind", "population"])

@@ -28,7 +28,7 @@ struct RPCIntegrationTests {
             }
         }
         let up = try c.upsertMarkers("cities", markers)
-        #expect(up.created == 50 && up.updated == 0)
+        #expect(up.createdCount == 50 && up.updatedCount == 0)
         #expect(up.layerVersion > 0)
 
         let got = try c.getMarkers("cities", ids: ["m1", "m2", "m3", "nope"])
@@ -46,15 +46,15 @@ struct RPCIntegrationTests {
         #expect(got.markers[2].draggable == true && got.markers[2].zIndex == 7 && got.markers[2].extra == [1, 2, 3])
 
         let stats = try c.layerStats("cities")
-        #expect(stats.markers == 50 && stats.liveMarkers == 1 && stats.staticMarkers == 49)
+        #expect(stats.markerCount == 50 && stats.liveMarkerCount == 1 && stats.staticMarkerCount == 49)
 
         let rm = try c.removeMarkers("cities", ids: ["m1", "m2", "nope"])
-        #expect(rm.removed == 2 && rm.notFound == 1)
-        #expect(try c.layerStats("cities").markers == 48)
+        #expect(rm.removedCount == 2 && rm.notFoundCount == 1)
+        #expect(try c.layerStats("cities").markerCount == 48)
 
         #expect(try c.listLayers().map(\.id) == ["cities"])
-        #expect(try c.clearLayer("cities").removed == 48)
-        #expect(try c.deleteLayer("cities").removedMarkers == 0)
+        #expect(try c.clearLayer("cities").removedCount == 48)
+        #expect(try c.deleteLayer("cities").removedCount == 0)
         #expect(statusCode { _ = try c.getLayer("cities") } == .notFound)
     }
 
@@ -79,7 +79,29 @@ struct RPCIntegrationTests {
         #expect(statusCode { _ = try c.deleteLayer("missing") } == .notFound)
     }
 
-    @Test("bad markers reject the whole batch and leave the layer unchanged")
+    @Test("UpdateMarkers over TCP: one label changes, the rest of the marker stays; a resend with the key applies nothing")
+    func updateMarkers() throws {
+        let s = try TestServer(.tcp)
+        defer { s.stop() }
+        let c = try s.client()
+        _ = try createLayer(c, "l")
+        _ = try c.upsertMarkers("l", [marker("a", 10, 20) { $0.attributes = ["name": "A"]; $0.zIndex = 4 }, marker("b", 11, 21)])
+        let before = try c.getMarkers("l", ids: ["a", "b"]).markers
+        let relabel = [V1.MarkerUpdate(id: "a", marker: V1.Marker(label: V1.MarkerLabel(text: "Alpha")), paths: ["label.text"])]
+        let r = try c.updateMarkers("l", relabel, idempotencyKey: "relabel-a")
+        #expect(r.updatedCount == 1)
+        let after = try c.getMarkers("l", ids: ["a", "b"]).markers
+        var expected = before[0]
+        expected.label = V1.MarkerLabel(text: "Alpha")
+        #expect(after[0] == expected && after[1] == before[1])
+        #expect(try c.updateMarkers("l", relabel, idempotencyKey: "relabel-a") == r)
+        #expect(try c.getLayer("l").version == r.layerVersion)
+        let e = clientError { _ = try c.updateMarkers("l", [V1.MarkerUpdate(id: "a", marker: V1.Marker(), paths: ["label.font"])]) }
+        #expect(e?.code == .invalidArgument && e?.fieldViolations.map(\.field) == ["updates[0].paths[0]"])
+        #expect(statusCode { _ = try c.updateMarkers("l", [V1.MarkerUpdate(id: "zz", marker: V1.Marker(), paths: ["z_index"])]) } == .notFound)
+    }
+
+    @Test("bad markers reject the whole batch, leave the layer unchanged and name the field at fault")
     func badMarkers() throws {
         let s = try TestServer()
         defer { s.stop() }
@@ -88,26 +110,31 @@ struct RPCIntegrationTests {
         _ = try c.upsertMarkers("l", [marker("keep", 10, 10)])
         let before = try c.layerStats("l")
 
-        func rejected(_ markers: [V1.Marker], mentions: [String]) throws {
+        func rejected(_ markers: [V1.Marker], mentions: [String], field: String) throws {
             if let e = clientError({ _ = try c.upsertMarkers("l", markers) }) {
                 #expect(e.code == .invalidArgument)
                 for word in mentions { #expect(e.description.contains(word), "\(e) should mention \(word)") }
+                #expect(e.fieldViolations.map(\.field) == [field], "\(e)")
+                #expect(e.fieldViolations.first?.description == e.description.dropFirst("INVALID_ARGUMENT: ".count).description)
             } else {
                 Issue.record("batch was accepted: \(markers.map(\.id))")
             }
             let after = try c.layerStats("l")
-            #expect(after.markers == before.markers && after.version == before.version)
+            #expect(after.markerCount == before.markerCount && after.version == before.version)
         }
-        try rejected([marker("ok", 1, 1), marker("nan", .nan, 1)], mentions: ["nan", "latitude"])
-        try rejected([marker("ok", 1, 1), marker("north", 85.1, 1)], mentions: ["north", "latitude"])
-        try rejected([marker("ok", 1, 1), marker("east", 1, 180.5)], mentions: ["east", "longitude"])
-        try rejected([marker("ok", 1, 1), marker("inf", 1, .infinity)], mentions: ["inf", "longitude"])
-        try rejected([marker("dup", 1, 1), marker("dup", 2, 2)], mentions: ["dup", "more than once"])
-        try rejected([marker("", 1, 1)], mentions: ["id"])
-        try rejected([marker(String(repeating: "x", count: 257), 1, 1)], mentions: ["id"])
-        try rejected([marker("icon", 1, 1) { $0.icon = .iconID("nope") }], mentions: ["icon", "nope", "not registered"])
-        try rejected([marker("nopos", 1, 1) { $0.position = nil }], mentions: ["nopos", "position"])
-        try rejected([marker("scale", 1, 1) { var p = V1.DefaultPin(); p.scale = -1; $0.icon = .pin(p) }], mentions: ["scale"])
+        try rejected([marker("ok", 1, 1), marker("nan", .nan, 1)], mentions: ["nan", "latitude"], field: "markers[1].position.latitude")
+        try rejected([marker("ok", 1, 1), marker("ok2", 2, 2), marker("north", 85.1, 1)], mentions: ["north", "latitude"],
+                     field: "markers[2].position.latitude")
+        try rejected([marker("ok", 1, 1), marker("east", 1, 180.5)], mentions: ["east", "longitude"], field: "markers[1].position.longitude")
+        try rejected([marker("ok", 1, 1), marker("inf", 1, .infinity)], mentions: ["inf", "longitude"], field: "markers[1].position.longitude")
+        try rejected([marker("dup", 1, 1), marker("dup", 2, 2)], mentions: ["dup", "more than once"], field: "markers[1].id")
+        try rejected([marker("", 1, 1)], mentions: ["id"], field: "markers[0].id")
+        try rejected([marker(String(repeating: "x", count: 257), 1, 1)], mentions: ["id"], field: "markers[0].id")
+        try rejected([marker("icon", 1, 1) { $0.icon = .iconID("nope") }], mentions: ["icon", "nope", "not registered"], field: "markers[0].icon_id")
+        try rejected([marker("nopos", 1, 1) { $0.position = nil }], mentions: ["nopos", "position"], field: "markers[0].position")
+        try rejected([marker("scale", 1, 1) { var p = V1.DefaultPin(); p.scale = -1; $0.icon = .pin(p) }], mentions: ["scale"],
+                     field: "markers[0].pin.scale")
+        try rejected([marker("a\")\".position", 91, 1)], mentions: ["latitude"], field: "markers[0].position.latitude")
         // Every field checked: nothing of "ok" was applied by the rejected batches.
         #expect(try c.getMarkers("l", ids: ["ok"]).missingIDs == ["ok"])
     }
@@ -198,9 +225,9 @@ struct RPCIntegrationTests {
         let markers = (0..<5_000).map { marker("m\($0)-padding-padding-padding", 1, 1) }
         #expect(statusCode { _ = try big.upsertMarkers("l", markers) } == .unavailable)
         let other = try s.client()
-        #expect(try other.layerStats("l").markers == 0)
+        #expect(try other.layerStats("l").markerCount == 0)
         _ = try other.upsertMarkers("l", [marker("small", 1, 1)])
-        #expect(try other.layerStats("l").markers == 1)
+        #expect(try other.layerStats("l").markerCount == 1)
     }
 
     @Test("idempotency keys: a repeat returns the first reply and applies nothing")
@@ -219,7 +246,7 @@ struct RPCIntegrationTests {
         // A failed mutation forgets its key: a corrected retry with the same key applies.
         #expect(statusCode { _ = try c.upsertMarkers("nope", [marker("b", 1, 1)], idempotencyKey: "key-2") } == .notFound)
         _ = try createLayer(c, "nope")
-        #expect(try c.upsertMarkers("nope", [marker("b", 1, 1)], idempotencyKey: "key-2").created == 1)
+        #expect(try c.upsertMarkers("nope", [marker("b", 1, 1)], idempotencyKey: "key-2").createdCount == 1)
     }
 
     @Test("an expired timeout_ms is DEADLINE_EXCEEDED and applies nothing")
@@ -273,7 +300,7 @@ struct RPCIntegrationTests {
         }
         #expect(errors.all.isEmpty, "\(errors.all)")
         for l in 0..<layers {
-            #expect(try c.layerStats("layer\(l)").markers == UInt64(writersPerLayer * batches * batchSize))
+            #expect(try c.layerStats("layer\(l)").markerCount == UInt64(writersPerLayer * batches * batchSize))
         }
     }
 }

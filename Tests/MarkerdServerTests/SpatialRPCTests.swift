@@ -22,7 +22,7 @@ struct SpatialRPCTests {
         r.layerID = layer
         r.bounds = b
         r.zoom = zoom
-        r.limit = limit
+        r.pageSize = limit
         r.pageToken = page
         return try c.queryViewport(r)
     }
@@ -52,7 +52,7 @@ struct SpatialRPCTests {
         v = try viewport(c, "l", world, zoom: 2)
         #expect(v.mode == .tiled)
         #expect(v.markers.map(\.id) == ["drag"], "only live markers are objects in TILED mode")
-        #expect(v.staticInView == 10 && v.liveInView == 1)
+        #expect(v.staticInViewCount == 10 && v.liveInViewCount == 1)
         #expect(v.tiles?.urlTemplate == "/tiles/l/256/{z}/{x}/{y}.png" && v.tiles?.tileSize == 256)
         #expect(v.tiles?.version == v.layerVersion)
         _ = try c.removeMarkers("l", ids: ["s0"])
@@ -72,14 +72,14 @@ struct SpatialRPCTests {
             m.animation = a
         }])
         var stats = try c.layerStats("l")
-        #expect(stats.liveMarkers == 1 && stats.mode == .native)
+        #expect(stats.liveMarkerCount == 1 && stats.mode == .native)
         let anim = try c.getMarkers("l", ids: ["drop"]).markers.first?.animation
         #expect(anim?.kind == .drop && (anim?.endsAtUnixMs ?? 0) > 0)
         try waitUntil("the 300 ms animation ended") {
             stats = try c.layerStats("l")
-            return stats.liveMarkers == 0
+            return stats.liveMarkerCount == 0
         }
-        #expect(stats.staticMarkers == 3 && stats.mode == .tiled)
+        #expect(stats.staticMarkerCount == 3 && stats.mode == .tiled)
     }
 
     @Test("icon extents count: a marker just outside the bounds whose pin reaches in is returned")
@@ -184,7 +184,7 @@ struct SpatialRPCTests {
         _ = try createLayer(c, "l")
         _ = try c.upsertMarkers("l", (0..<100).map { marker("v\($0)", 0, 0) })
         let r = try c.moveMarkers("l", (0..<100).map { move("v\($0)", Double($0) / 10, 1) } + [move("ghost", 1, 1)])
-        #expect(r.moved == 100 && r.notFoundIDs == ["ghost"])
+        #expect(r.movedCount == 100 && r.notFoundIDs == ["ghost"])
         #expect(try c.getMarkers("l", ids: ["v50"]).markers.first?.position?.latitude == 5)
         #expect(statusCode { _ = try c.moveMarkers("l", [move("v1", 2, 2), move("v2", 95, 0)]) } == .invalidArgument)
         #expect(try c.getMarkers("l", ids: ["v1"]).markers.first?.position?.latitude == 0.1)

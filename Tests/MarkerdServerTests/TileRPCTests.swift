@@ -37,7 +37,7 @@ struct TileRPCTests {
         snap.zoom = 11
         snap.width = 512; snap.height = 512
         let image: V1.RenderSnapshotResponse = try c.call("RenderSnapshot", snap)
-        #expect(image.markersDrawn == 20 && image.png.count > 500)
+        #expect(image.drawnCount == 20 && image.png.count > 500)
     }
 
     @Test func tileCacheFlag() throws {

@@ -11,7 +11,7 @@ import Testing
     static let z = 12
     static let parisTile12 = TileID.containing(LatLng(latitude: paris.lat, longitude: paris.lon), zoom: z)
 
-    func makeClusterLayer(_ s: MarkerService, _ id: String, raster: Bool, algorithm: String = "grid") throws {
+    func makeClusterLayer(_ s: MarkerService, _ id: String, raster: Bool, algorithm: V1.ClusterAlgorithm = .grid) throws {
         var c = V1.ClusteringOptions()
         c.enabled = true
         c.algorithm = algorithm
@@ -30,8 +30,8 @@ import Testing
         try tile(s, layer, UInt32(t.z), t.x, t.y, known: known)
     }
 
-    @Test(arguments: ["grid", "supercluster"])
-    func bubbleReplacesMarkersAndShowsAtTheCluster(algorithm: String) throws {
+    @Test(arguments: [V1.ClusterAlgorithm.grid, .supercluster])
+    func bubbleReplacesMarkersAndShowsAtTheCluster(algorithm: V1.ClusterAlgorithm) throws {
         let s = MarkerService()
         try makeClusterLayer(s, "plain", raster: false, algorithm: algorithm)
         try makeClusterLayer(s, "bubbles", raster: true, algorithm: algorithm)

@@ -92,7 +92,7 @@ import Testing
                         whole += writer.wholeBlockHits
                         partial += writer.partialBlockHits
                         replies += 1
-                        return writer.payload(of: h.layer, algorithm: "grid")
+                        return writer.payload(of: h.layer, algorithm: .grid)
                     } ?? nil)
                     let same = payload == expected
                     #expect(same, "query \(q) pass \(pass) bounds \(bounds) zoom \(zoom) levels \(levels) minPoints \(minPoints) seed \(seed)")

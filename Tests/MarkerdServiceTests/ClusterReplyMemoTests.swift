@@ -44,7 +44,7 @@ import Testing
                                               zoom: Int(request.zoom), &writer)
                     if writer.pieces.contains(where: \.inMemo) { hits += 1 }
                     previousHeld = memo.heldBytes
-                    return writer.payload(of: h.layer, algorithm: "grid")
+                    return writer.payload(of: h.layer, algorithm: .grid)
                 } ?? nil)
                 let same = payload == expected
                 #expect(same, "query \(i) pass \(pass) bounds \(bounds) zoom \(request.zoom) seed \(seed)")

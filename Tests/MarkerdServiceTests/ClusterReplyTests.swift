@@ -139,7 +139,7 @@ import Testing
     @Test func superclusterPayloadIsTheRegularEncoding() throws {
         let s = S()
         var options = V1.ClusteringOptions(enabled: true)
-        options.algorithm = "supercluster"
+        options.algorithm = .supercluster
         try s.createLayer("sc", clustering: options)
         var rng = SplitMix64(seed: testSeed("ClusterReplyTests.superclusterPayloadIsTheRegularEncoding"))
         try s.upsert("sc", (0..<500).map { S.marker("m\($0)", lat: (rng.unit() - 0.5) * 10, lng: (rng.unit() - 0.5) * 10) })

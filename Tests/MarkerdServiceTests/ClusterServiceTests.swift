@@ -69,7 +69,7 @@ struct ClusterTestService {
         var markers: Set<String>
         init(_ r: V1.GetClustersResponse) {
             clusters = r.clusters.map { c in
-                "\(c.id) n=\(c.count) @\(c.position!.latitude),\(c.position!.longitude) b=\(c.bounds!.west),\(c.bounds!.south),\(c.bounds!.east),\(c.bounds!.north) ez=\(c.expansionZoom)"
+                "\(c.id) n=\(c.markerCount) @\(c.position!.latitude),\(c.position!.longitude) b=\(c.bounds!.west),\(c.bounds!.south),\(c.bounds!.east),\(c.bounds!.north) ez=\(c.expansionZoom)"
             }
             markers = Set(r.markers.map(\.id))
         }
@@ -122,9 +122,9 @@ struct ClusterTestService {
                 let b = try s.service.getClusters(V1.GetClustersRequest(layerID: "fresh", bounds: bounds, zoom: Double(z)))
                 #expect(View(a) == View(b), "zoom \(z) bounds \(bounds) seed \(seed)")
                 #expect(a.layerVersion == liveVersion)
-                #expect(a.algorithm == "grid")
+                #expect(a.algorithm == .grid)
                 if bounds == S.world {
-                    let total = a.clusters.reduce(0) { $0 + Int($1.count) } + a.markers.count
+                    let total = a.clusters.reduce(0) { $0 + Int($1.markerCount) } + a.markers.count
                     #expect(total == statics.count, "counts add up at zoom \(z)")
                 }
             }
@@ -133,16 +133,16 @@ struct ClusterTestService {
         let z3 = try s.service.getClusters(V1.GetClustersRequest(layerID: "live", bounds: S.world, zoom: 3))
         for c in z3.clusters {
             var all: [String] = []
-            var offset: UInt32 = 0
-            while true {
-                let page = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "live", clusterID: c.id, limit: 7, offset: offset))
+            var request = V1.GetClusterLeavesRequest(layerID: "live", clusterID: c.id, pageSize: 7)
+            repeat {
+                let page = try s.service.getClusterLeaves(request)
+                #expect(page.markers.count == 7 || page.nextPageToken.isEmpty)
                 all += page.markers.map(\.id)
-                if page.markers.count < 7 { break }
-                offset += 7
-            }
-            #expect(all.count == Int(c.count) && Set(all).count == all.count)
+                request.pageToken = page.nextPageToken
+            } while !request.pageToken.isEmpty
+            #expect(all.count == Int(c.markerCount) && Set(all).count == all.count)
             let ch = try s.service.getClusterChildren(V1.GetClusterChildrenRequest(layerID: "live", clusterID: c.id))
-            #expect(ch.clusters.reduce(0) { $0 + Int($1.count) } + ch.markers.count == Int(c.count))
+            #expect(ch.clusters.reduce(0) { $0 + Int($1.markerCount) } + ch.markers.count == Int(c.markerCount))
             let ez = try s.service.getClusterExpansionZoom(V1.GetClusterExpansionZoomRequest(layerID: "live", clusterID: c.id))
             #expect(ez.zoom == c.expansionZoom && ez.zoom > 3)
         }
@@ -224,7 +224,7 @@ struct ClusterTestService {
         var grid = V1.ClusteringOptions()
         grid.enabled = true
         var superOptions = grid
-        superOptions.algorithm = "supercluster"
+        superOptions.algorithm = .supercluster
         try s.createLayer("g", clustering: grid)
         try s.createLayer("s", clustering: superOptions)
         try s.createLayer("e")
@@ -284,7 +284,7 @@ struct ClusterTestService {
 
     static func superclusterOptions(radius: Float = 40) -> V1.ClusteringOptions {
         var c = V1.ClusteringOptions()
-        c.algorithm = "supercluster"
+        c.algorithm = .supercluster
         c.radiusPx = radius
         return c
     }
@@ -314,7 +314,7 @@ struct ClusterTestService {
         try s.upsert("places", markers)
         let version = try s.service.getLayer(V1.GetLayerRequest(layerID: "places")).layer!.version
         let r = try s.service.getClusters(V1.GetClustersRequest(layerID: "places", bounds: S.world, zoom: 0))
-        #expect(r.algorithm == "supercluster")
+        #expect(r.algorithm == .supercluster)
         #expect(r.layerVersion == version)
 
         // expected: the fixture's z0 tile without the wrapped copies in the buffer (x < 0 or x > 512)
@@ -332,14 +332,14 @@ struct ClusterTestService {
         }
         var got: [String] = r.clusters.map { c in
             let p = Self.pixel(c.position!.latitude, c.position!.longitude)
-            return "cluster \(c.id) n=\(c.count) @\(p.0),\(p.1)"
+            return "cluster \(c.id) n=\(c.markerCount) @\(p.0),\(p.1)"
         }
         got += r.markers.map { m in
             let p = Self.pixel(m.position!.latitude, m.position!.longitude)
             return "point @\(p.0),\(p.1)"
         }
         #expect(mismatch(got.sorted(), expected.sorted()) == nil)
-        #expect(r.clusters.reduce(0) { $0 + Int($1.count) } + r.markers.count == features.count)
+        #expect(r.clusters.reduce(0) { $0 + Int($1.markerCount) } + r.markers.count == features.count)
 
         // leaves / children / expansion zoom agree with the core index on the same input
         let core = SuperclusterIndex(points: features.map {
@@ -347,7 +347,7 @@ struct ClusterTestService {
             return LatLng(latitude: c[1], longitude: c[0])
         })
         for c in r.clusters {
-            let leaves = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "places", clusterID: c.id, limit: 1000))
+            let leaves = try s.service.getClusterLeaves(V1.GetClusterLeavesRequest(layerID: "places", clusterID: c.id, pageSize: 1000))
             let coreLeaves = try core.leaves(of: Int(c.id), limit: 1000)
             #expect(leaves.markers.map(\.id) == coreLeaves.map { "p\($0.id)" })
             let ez = try s.service.getClusterExpansionZoom(V1.GetClusterExpansionZoomRequest(layerID: "places", clusterID: c.id))
@@ -376,6 +376,6 @@ struct ClusterTestService {
             #expect(latest.layerVersion == v1 || latest.layerVersion == v2)
             return latest.layerVersion == v2
         }
-        #expect(latest.clusters.map(\.count) == [3] && latest.markers.map(\.id) == ["d"])
+        #expect(latest.clusters.map(\.markerCount) == [3] && latest.markers.map(\.id) == ["d"])
     }
 }

@@ -170,7 +170,7 @@ import Testing
         let dir = DataDir()
         let upsertA = V1.UpsertMarkersRequest(layerID: "l", markers: [marker("a", 1, 1)]).serializedBytes()
         var reply = V1.UpsertMarkersResponse()
-        reply.created = 1
+        reply.createdCount = 1
         reply.layerVersion = 41
         func entry(_ key: String, at: Int64) -> V1.SnapshotSection.Section {
             var response = V1.Response()
@@ -199,10 +199,10 @@ import Testing
         defer { s.close() }
         let kept = try Self.call(s, .upsertMarkers, upsertA, key: "kept").get()
         #expect(byteMismatch(kept, reply.serializedBytes()) == nil)
-        #expect(try s.getLayerStats(V1.GetLayerStatsRequest(layerID: "l")).stats?.markers == 0)
+        #expect(try s.getLayerStats(V1.GetLayerStatsRequest(layerID: "l")).stats?.markerCount == 0)
         let fresh = try V1.UpsertMarkersResponse(serializedBytes: Self.call(s, .upsertMarkers, upsertA, key: "expired").get())
-        #expect(fresh.created == 1)
-        #expect(try s.getLayerStats(V1.GetLayerStatsRequest(layerID: "l")).stats?.markers == 1)
+        #expect(fresh.createdCount == 1)
+        #expect(try s.getLayerStats(V1.GetLayerStatsRequest(layerID: "l")).stats?.markerCount == 1)
     }
 
     /// Journals and snapshots store these digests: the function must never change.

@@ -24,7 +24,7 @@ import Testing
     static func send(_ s: MarkerService, _ request: [UInt8]) -> String {
         let r = Result { () throws -> V1.UpsertMarkersResponse in try mutate(s, .upsertMarkers, payload: request) }
         switch r {
-        case .success(let v): return "ok \(v.created) \(v.updated) \(v.layerVersion)"
+        case .success(let v): return "ok \(v.createdCount) \(v.updatedCount) \(v.layerVersion)"
         case .failure(let e): return "\(e)"
         }
     }

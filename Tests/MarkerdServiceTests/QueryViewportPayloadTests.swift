@@ -80,7 +80,7 @@ import Testing
             request.bounds = V1.Bounds(west: w, south: so, east: w + span, north: so + span)
             request.zoom = 4 + rng.unit() * 12
             request.density = UInt32(rng.next() % 4)
-            request.limit = UInt32(1 + rng.next() % 400)
+            request.pageSize = UInt32(1 + rng.next() % 400)
             for layer in ["tiled", "native"] {
                 request.layerID = layer
                 request.pageToken = ""

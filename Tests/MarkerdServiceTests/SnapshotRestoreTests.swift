@@ -76,7 +76,7 @@ import Testing
         viewport.layerID = "plain"
         viewport.bounds = V1.Bounds(west: -20, south: -10, east: 30, north: 40)
         viewport.zoom = 3
-        viewport.limit = 2_000
+        viewport.pageSize = 2_000
         let answer = try s.queryViewport(viewport)
         s.close()
 
@@ -91,8 +91,8 @@ import Testing
             #expect(h.layer.grid.validate().problems.isEmpty, "seed \(seed)")
         }
         let again = try r.getLayerStats(V1.GetLayerStatsRequest(layerID: "plain"))
-        #expect(again.stats?.markers == stats.stats?.markers && again.stats?.staticMarkers == stats.stats?.staticMarkers
-                && again.stats?.liveMarkers == stats.stats?.liveMarkers && again.stats?.hiddenMarkers == stats.stats?.hiddenMarkers)
+        #expect(again.stats?.markerCount == stats.stats?.markerCount && again.stats?.staticMarkerCount == stats.stats?.staticMarkerCount
+                && again.stats?.liveMarkerCount == stats.stats?.liveMarkerCount && again.stats?.hiddenMarkerCount == stats.stats?.hiddenMarkerCount)
         #expect(try r.queryViewport(viewport).markers == answer.markers, "seed \(seed)")
         let clusteredLayer = r.layers.withLock { $0["clustered"] }!
         clusteredLayer.lock.withReadLock { #expect(clusteredLayer.layer.clusters != nil && clusteredLayer.layer.count == 3_000) }
@@ -117,7 +117,7 @@ import Testing
         _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
         let lines = Mutex<[String]>([])
         let recovered = try MarkerService.open(configuration: config, progress: { l in lines.withLock { $0.append(l) } })
-        #expect(try recovered.getLayerStats(V1.GetLayerStatsRequest(layerID: "a")).stats?.markers == 20_000)
+        #expect(try recovered.getLayerStats(V1.GetLayerStatsRequest(layerID: "a")).stats?.markerCount == 20_000)
         recovered.close()
         #expect(lines.withLock { $0.contains { $0.contains("starting over, validating the snapshots first") } })
         #expect(lines.withLock { $0.contains { $0.contains(name) && $0.contains("damaged") && $0.contains("the journal from sequence 1") } })

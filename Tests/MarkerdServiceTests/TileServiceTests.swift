@@ -249,7 +249,7 @@ final class Counter: Sendable {
         req.zoom = 14.5
         req.width = 800; req.height = 600; req.density = 2
         let r = try s.renderSnapshot(req)
-        #expect(r.markersDrawn == 50 && r.png.count > 1000 && r.layerVersion > 0, "\(r.markersDrawn) drawn")
+        #expect(r.drawnCount == 50 && r.png.count > 1000 && r.layerVersion > 0, "\(r.drawnCount) drawn")
         req.width = 2100
         do { _ = try s.renderSnapshot(req); Issue.record("no error") } catch { #expect(error.code == .invalidArgument) }
     }

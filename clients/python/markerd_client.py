@@ -54,12 +54,14 @@ def _tls_config(url, ca_file, server_name, cert_file, key_file):
 
 
 class MarkerdError(Exception):
-    """A non-OK reply: ``code`` is the gRPC status name (e.g. "INVALID_ARGUMENT")."""
+    """A non-OK reply: ``code`` is the gRPC status name (e.g. "INVALID_ARGUMENT"); ``field_violations``
+    lists the request fields at fault as (field path, description) pairs, e.g. ("markers[2].position.latitude", ...)."""
 
-    def __init__(self, code, message):
+    def __init__(self, code, message, field_violations=()):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.field_violations = list(field_violations)
 
 
 class MarkerdClient:
@@ -111,7 +113,8 @@ class MarkerdClient:
         if reply.request_id != envelope.request_id:
             raise MarkerdError("INTERNAL", f"reply for request {reply.request_id}, expected {envelope.request_id}")
         if reply.code != pb.OK:
-            raise MarkerdError(pb.Code.Name(reply.code), reply.message)
+            raise MarkerdError(pb.Code.Name(reply.code), reply.message,
+                               [(v.field, v.description) for v in reply.field_violations])
         out = response_type()
         out.ParseFromString(reply.payload)
         return out
@@ -131,6 +134,12 @@ class MarkerdClient:
         return self._mutate("UpsertMarkers", pb.UpsertMarkersRequest(layer_id=layer_id, markers=markers),
                             pb.UpsertMarkersResponse, key)
 
+    def update_markers(self, layer_id, updates, key=None):
+        """Partial updates: each ``pb.MarkerUpdate(id=..., marker=..., paths=[...])`` sets the fields its paths name."""
+        pb = self.pb
+        return self._mutate("UpdateMarkers", pb.UpdateMarkersRequest(layer_id=layer_id, updates=updates),
+                            pb.UpdateMarkersResponse, key)
+
     def get_markers(self, layer_id, ids):
         pb = self.pb
         return self.call("GetMarkers", pb.GetMarkersRequest(layer_id=layer_id, ids=ids), pb.GetMarkersResponse)
@@ -139,6 +148,17 @@ class MarkerdClient:
         pb = self.pb
         return self._mutate("RemoveMarkers", pb.RemoveMarkersRequest(layer_id=layer_id, ids=ids),
                             pb.RemoveMarkersResponse, key)
+
+    def list_layers(self, page_size=0):
+        """Every layer, in order of their ids, fetched page by page (page_size 0 = the server's default)."""
+        pb = self.pb
+        token = ""
+        while True:
+            page = self.call("ListLayers", pb.ListLayersRequest(page_size=page_size, page_token=token), pb.ListLayersResponse)
+            yield from page.layers
+            token = page.next_page_token
+            if not token:
+                return
 
     def layer_stats(self, layer_id):
         pb = self.pb

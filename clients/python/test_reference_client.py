@@ -92,7 +92,7 @@ def test_create_upsert_get_remove(client, pb):
     markers[1].pin.label = "B"
     markers[1].pin.fill_color = 0xFF00FF00
     r = client.upsert_markers("py-layer", markers)
-    assert (r.created, r.updated) == (100, 0), r
+    assert (r.created_count, r.updated_count) == (100, 0), r
     got = client.get_markers("py-layer", ["m0", "m1", "nope"])
     assert [m.id for m in got.markers] == ["m0", "m1"], got
     assert list(got.missing_ids) == ["nope"]
@@ -101,8 +101,8 @@ def test_create_upsert_get_remove(client, pb):
     assert got.markers[1].pin.label == "B" and got.markers[1].pin.fill_color == 0xFF00FF00
     assert got.markers[0].clickable and got.markers[0].visible and not got.markers[0].draggable
     r = client.remove_markers("py-layer", ["m0", "m1", "nope"])
-    assert (r.removed, r.not_found) == (2, 1), r
-    assert client.layer_stats("py-layer").markers == 98
+    assert (r.removed_count, r.not_found_count) == (2, 1), r
+    assert client.layer_stats("py-layer").marker_count == 98
 
 
 def test_idempotent_resend(client, pb):
@@ -110,8 +110,8 @@ def test_idempotent_resend(client, pb):
     m = [marker(pb, "a", 1, 1)]
     first = client.upsert_markers("py-idem", m, key="k-1")
     again = client.upsert_markers("py-idem", m, key="k-1")
-    assert first == again and first.created == 1, (first, again)
-    assert client.layer_stats("py-idem").markers == 1
+    assert first == again and first.created_count == 1, (first, again)
+    assert client.layer_stats("py-idem").marker_count == 1
 
 
 def test_invalid_batch_changes_nothing(client, pb):
@@ -123,7 +123,32 @@ def test_invalid_batch_changes_nothing(client, pb):
     except MarkerdError as e:
         assert e.code == "INVALID_ARGUMENT", e
         assert "far-north" in e.message and "latitude" in e.message, e.message
-    assert client.layer_stats("py-bad").markers == 0
+        assert [f for f, _ in e.field_violations] == ["markers[1].position.latitude"], e.field_violations
+    assert client.layer_stats("py-bad").marker_count == 0
+
+
+def test_update_one_label(client, pb):
+    client.create_layer("py-update")
+    client.upsert_markers("py-update", [marker(pb, "a", 10, 20, z_index=4, attributes={"name": "A"})])
+    before = client.get_markers("py-update", ["a"]).markers[0]
+    update = pb.MarkerUpdate(id="a", marker=pb.Marker(label=pb.MarkerLabel(text="Alpha")), paths=["label.text"])
+    r = client.update_markers("py-update", [update])
+    assert r.updated_count == 1, r
+    after = client.get_markers("py-update", ["a"]).markers[0]
+    before.label.text = "Alpha"
+    assert after == before, (after, before)
+
+
+def test_list_layers_pages(client, pb):
+    for name in ("py-page-a", "py-page-b", "py-page-c"):
+        client.create_layer(name)
+    ids = [layer.id for layer in client.list_layers(page_size=2)]
+    assert ids == sorted(ids) and {"py-page-a", "py-page-b", "py-page-c"} <= set(ids), ids
+    try:
+        list(client.list_layers(page_size=5000))
+        raise AssertionError("expected INVALID_ARGUMENT")
+    except MarkerdError as e:
+        assert e.code == "INVALID_ARGUMENT" and [f for f, _ in e.field_violations] == ["page_size"], e
 
 
 def test_unknown_method(client, pb):

@@ -48,7 +48,7 @@ def parse(path):
                 last_decl.comment = (last_decl.comment + [txt]) if last_decl.comment else [txt]
                 continue
             pending.append(txt); continue
-        if t in ('syntax', 'package', 'import'):
+        if t in ('syntax', 'package', 'import', 'reserved'):
             while toks[i][0] != ';': i += 1
             i += 1; pending = []; continue
         if t == 'service':

@@ -98,6 +98,51 @@ void   markerd__v1__response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__field_violation__init
+                     (Markerd__V1__FieldViolation         *message)
+{
+  static const Markerd__V1__FieldViolation init_value = MARKERD__V1__FIELD_VIOLATION__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__field_violation__get_packed_size
+                     (const Markerd__V1__FieldViolation *message)
+{
+  assert(message->base.descriptor == &markerd__v1__field_violation__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__field_violation__pack
+                     (const Markerd__V1__FieldViolation *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__field_violation__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__field_violation__pack_to_buffer
+                     (const Markerd__V1__FieldViolation *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__field_violation__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FieldViolation *
+       markerd__v1__field_violation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FieldViolation *)
+     protobuf_c_message_unpack (&markerd__v1__field_violation__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__field_violation__free_unpacked
+                     (Markerd__V1__FieldViolation *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__field_violation__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__lat_lng__init
                      (Markerd__V1__LatLng         *message)
 {
@@ -1407,6 +1452,141 @@ void   markerd__v1__upsert_markers_response__free_unpacked
   if(!message)
     return;
   assert(message->base.descriptor == &markerd__v1__upsert_markers_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__marker_update__init
+                     (Markerd__V1__MarkerUpdate         *message)
+{
+  static const Markerd__V1__MarkerUpdate init_value = MARKERD__V1__MARKER_UPDATE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__marker_update__get_packed_size
+                     (const Markerd__V1__MarkerUpdate *message)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_update__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__marker_update__pack
+                     (const Markerd__V1__MarkerUpdate *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_update__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__marker_update__pack_to_buffer
+                     (const Markerd__V1__MarkerUpdate *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__marker_update__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__MarkerUpdate *
+       markerd__v1__marker_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__MarkerUpdate *)
+     protobuf_c_message_unpack (&markerd__v1__marker_update__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__marker_update__free_unpacked
+                     (Markerd__V1__MarkerUpdate *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__marker_update__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__update_markers_request__init
+                     (Markerd__V1__UpdateMarkersRequest         *message)
+{
+  static const Markerd__V1__UpdateMarkersRequest init_value = MARKERD__V1__UPDATE_MARKERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__update_markers_request__get_packed_size
+                     (const Markerd__V1__UpdateMarkersRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__update_markers_request__pack
+                     (const Markerd__V1__UpdateMarkersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__update_markers_request__pack_to_buffer
+                     (const Markerd__V1__UpdateMarkersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__UpdateMarkersRequest *
+       markerd__v1__update_markers_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__UpdateMarkersRequest *)
+     protobuf_c_message_unpack (&markerd__v1__update_markers_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__update_markers_request__free_unpacked
+                     (Markerd__V1__UpdateMarkersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__update_markers_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__update_markers_response__init
+                     (Markerd__V1__UpdateMarkersResponse         *message)
+{
+  static const Markerd__V1__UpdateMarkersResponse init_value = MARKERD__V1__UPDATE_MARKERS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__update_markers_response__get_packed_size
+                     (const Markerd__V1__UpdateMarkersResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__update_markers_response__pack
+                     (const Markerd__V1__UpdateMarkersResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__update_markers_response__pack_to_buffer
+                     (const Markerd__V1__UpdateMarkersResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__update_markers_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__UpdateMarkersResponse *
+       markerd__v1__update_markers_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__UpdateMarkersResponse *)
+     protobuf_c_message_unpack (&markerd__v1__update_markers_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__update_markers_response__free_unpacked
+                     (Markerd__V1__UpdateMarkersResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__update_markers_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
 void   markerd__v1__remove_markers_request__init
@@ -3492,7 +3672,7 @@ const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
   (ProtobufCMessageInit) markerd__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[5] =
+static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[6] =
 {
   {
     "request_id",
@@ -3554,9 +3734,22 @@ static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[5
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "field_violations",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__Response, n_field_violations),
+    offsetof(Markerd__V1__Response, field_violations),
+    &markerd__v1__field_violation__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__response__field_indices_by_name[] = {
   1,   /* field[1] = code */
+  5,   /* field[5] = field_violations */
   2,   /* field[2] = message */
   3,   /* field[3] = payload */
   0,   /* field[0] = request_id */
@@ -3565,7 +3758,7 @@ static const unsigned markerd__v1__response__field_indices_by_name[] = {
 static const ProtobufCIntRange markerd__v1__response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 5 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
 {
@@ -3575,11 +3768,62 @@ const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
   "Markerd__V1__Response",
   "markerd.v1",
   sizeof(Markerd__V1__Response),
-  5,
+  6,
   markerd__v1__response__field_descriptors,
   markerd__v1__response__field_indices_by_name,
   1,  markerd__v1__response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__field_violation__field_descriptors[2] =
+{
+  {
+    "field",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FieldViolation, field),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "description",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FieldViolation, description),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__field_violation__field_indices_by_name[] = {
+  1,   /* field[1] = description */
+  0,   /* field[0] = field */
+};
+static const ProtobufCIntRange markerd__v1__field_violation__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__field_violation__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FieldViolation",
+  "FieldViolation",
+  "Markerd__V1__FieldViolation",
+  "markerd.v1",
+  sizeof(Markerd__V1__FieldViolation),
+  2,
+  markerd__v1__field_violation__field_descriptors,
+  markerd__v1__field_violation__field_indices_by_name,
+  1,  markerd__v1__field_violation__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__field_violation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor markerd__v1__lat_lng__field_descriptors[2] =
@@ -3911,18 +4155,6 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "algorithm",
-    6,
-    PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
-    offsetof(Markerd__V1__ClusteringOptions, algorithm),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
     "raster",
     7,
     PROTOBUF_C_LABEL_OPTIONAL,
@@ -3934,19 +4166,32 @@ static const ProtobufCFieldDescriptor markerd__v1__clustering_options__field_des
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "algorithm",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__ClusteringOptions, has_algorithm),
+    offsetof(Markerd__V1__ClusteringOptions, algorithm),
+    &markerd__v1__cluster_algorithm__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__clustering_options__field_indices_by_name[] = {
-  5,   /* field[5] = algorithm */
+  6,   /* field[6] = algorithm */
   0,   /* field[0] = enabled */
   4,   /* field[4] = extent */
   3,   /* field[3] = max_zoom */
   2,   /* field[2] = min_points */
   1,   /* field[1] = radius_px */
-  6,   /* field[6] = raster */
+  5,   /* field[5] = raster */
 };
-static const ProtobufCIntRange markerd__v1__clustering_options__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__clustering_options__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 7, 5 },
   { 0, 7 }
 };
 const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor =
@@ -3960,7 +4205,7 @@ const ProtobufCMessageDescriptor markerd__v1__clustering_options__descriptor =
   7,
   markerd__v1__clustering_options__field_descriptors,
   markerd__v1__clustering_options__field_indices_by_name,
-  1,  markerd__v1__clustering_options__number_ranges,
+  2,  markerd__v1__clustering_options__number_ranges,
   (ProtobufCMessageInit) markerd__v1__clustering_options__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -4546,48 +4791,48 @@ static const ProtobufCFieldDescriptor markerd__v1__layer_stats__field_descriptor
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "markers",
+    "marker_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__LayerStats, has_markers),
-    offsetof(Markerd__V1__LayerStats, markers),
+    offsetof(Markerd__V1__LayerStats, has_marker_count),
+    offsetof(Markerd__V1__LayerStats, marker_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "static_markers",
+    "static_marker_count",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__LayerStats, has_static_markers),
-    offsetof(Markerd__V1__LayerStats, static_markers),
+    offsetof(Markerd__V1__LayerStats, has_static_marker_count),
+    offsetof(Markerd__V1__LayerStats, static_marker_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "live_markers",
+    "live_marker_count",
     4,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__LayerStats, has_live_markers),
-    offsetof(Markerd__V1__LayerStats, live_markers),
+    offsetof(Markerd__V1__LayerStats, has_live_marker_count),
+    offsetof(Markerd__V1__LayerStats, live_marker_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "hidden_markers",
+    "hidden_marker_count",
     5,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__LayerStats, has_hidden_markers),
-    offsetof(Markerd__V1__LayerStats, hidden_markers),
+    offsetof(Markerd__V1__LayerStats, has_hidden_marker_count),
+    offsetof(Markerd__V1__LayerStats, hidden_marker_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -4632,12 +4877,12 @@ static const ProtobufCFieldDescriptor markerd__v1__layer_stats__field_descriptor
 };
 static const unsigned markerd__v1__layer_stats__field_indices_by_name[] = {
   5,   /* field[5] = approximate_bytes */
-  4,   /* field[4] = hidden_markers */
+  4,   /* field[4] = hidden_marker_count */
   0,   /* field[0] = layer_id */
-  3,   /* field[3] = live_markers */
-  1,   /* field[1] = markers */
+  3,   /* field[3] = live_marker_count */
+  1,   /* field[1] = marker_count */
   6,   /* field[6] = mode */
-  2,   /* field[2] = static_markers */
+  2,   /* field[2] = static_marker_count */
   7,   /* field[7] = version */
 };
 static const ProtobufCIntRange markerd__v1__layer_stats__number_ranges[1 + 1] =
@@ -4825,9 +5070,42 @@ const ProtobufCMessageDescriptor markerd__v1__get_layer_response__descriptor =
   (ProtobufCMessageInit) markerd__v1__get_layer_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-#define markerd__v1__list_layers_request__field_descriptors NULL
-#define markerd__v1__list_layers_request__field_indices_by_name NULL
-#define markerd__v1__list_layers_request__number_ranges NULL
+static const ProtobufCFieldDescriptor markerd__v1__list_layers_request__field_descriptors[2] =
+{
+  {
+    "page_size",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__ListLayersRequest, has_page_size),
+    offsetof(Markerd__V1__ListLayersRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListLayersRequest, page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__list_layers_request__field_indices_by_name[] = {
+  0,   /* field[0] = page_size */
+  1,   /* field[1] = page_token */
+};
+static const ProtobufCIntRange markerd__v1__list_layers_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
 const ProtobufCMessageDescriptor markerd__v1__list_layers_request__descriptor =
 {
   PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
@@ -4836,14 +5114,14 @@ const ProtobufCMessageDescriptor markerd__v1__list_layers_request__descriptor =
   "Markerd__V1__ListLayersRequest",
   "markerd.v1",
   sizeof(Markerd__V1__ListLayersRequest),
-  0,
+  2,
   markerd__v1__list_layers_request__field_descriptors,
   markerd__v1__list_layers_request__field_indices_by_name,
-  0,  markerd__v1__list_layers_request__number_ranges,
+  1,  markerd__v1__list_layers_request__number_ranges,
   (ProtobufCMessageInit) markerd__v1__list_layers_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__list_layers_response__field_descriptors[1] =
+static const ProtobufCFieldDescriptor markerd__v1__list_layers_response__field_descriptors[2] =
 {
   {
     "layers",
@@ -4857,14 +5135,27 @@ static const ProtobufCFieldDescriptor markerd__v1__list_layers_response__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListLayersResponse, next_page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__list_layers_response__field_indices_by_name[] = {
   0,   /* field[0] = layers */
+  1,   /* field[1] = next_page_token */
 };
 static const ProtobufCIntRange markerd__v1__list_layers_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor markerd__v1__list_layers_response__descriptor =
 {
@@ -4874,7 +5165,7 @@ const ProtobufCMessageDescriptor markerd__v1__list_layers_response__descriptor =
   "Markerd__V1__ListLayersResponse",
   "markerd.v1",
   sizeof(Markerd__V1__ListLayersResponse),
-  1,
+  2,
   markerd__v1__list_layers_response__field_descriptors,
   markerd__v1__list_layers_response__field_indices_by_name,
   1,  markerd__v1__list_layers_response__number_ranges,
@@ -4922,12 +5213,12 @@ const ProtobufCMessageDescriptor markerd__v1__delete_layer_request__descriptor =
 static const ProtobufCFieldDescriptor markerd__v1__delete_layer_response__field_descriptors[1] =
 {
   {
-    "removed_markers",
+    "removed_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__DeleteLayerResponse, has_removed_markers),
-    offsetof(Markerd__V1__DeleteLayerResponse, removed_markers),
+    offsetof(Markerd__V1__DeleteLayerResponse, has_removed_count),
+    offsetof(Markerd__V1__DeleteLayerResponse, removed_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -4935,7 +5226,7 @@ static const ProtobufCFieldDescriptor markerd__v1__delete_layer_response__field_
   },
 };
 static const unsigned markerd__v1__delete_layer_response__field_indices_by_name[] = {
-  0,   /* field[0] = removed_markers */
+  0,   /* field[0] = removed_count */
 };
 static const ProtobufCIntRange markerd__v1__delete_layer_response__number_ranges[1 + 1] =
 {
@@ -5713,24 +6004,24 @@ const ProtobufCMessageDescriptor markerd__v1__upsert_markers_request__descriptor
 static const ProtobufCFieldDescriptor markerd__v1__upsert_markers_response__field_descriptors[3] =
 {
   {
-    "created",
+    "created_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__UpsertMarkersResponse, has_created),
-    offsetof(Markerd__V1__UpsertMarkersResponse, created),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__UpsertMarkersResponse, has_created_count),
+    offsetof(Markerd__V1__UpsertMarkersResponse, created_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "updated",
+    "updated_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__UpsertMarkersResponse, has_updated),
-    offsetof(Markerd__V1__UpsertMarkersResponse, updated),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__UpsertMarkersResponse, has_updated_count),
+    offsetof(Markerd__V1__UpsertMarkersResponse, updated_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -5750,9 +6041,9 @@ static const ProtobufCFieldDescriptor markerd__v1__upsert_markers_response__fiel
   },
 };
 static const unsigned markerd__v1__upsert_markers_response__field_indices_by_name[] = {
-  0,   /* field[0] = created */
+  0,   /* field[0] = created_count */
   2,   /* field[2] = layer_version */
-  1,   /* field[1] = updated */
+  1,   /* field[1] = updated_count */
 };
 static const ProtobufCIntRange markerd__v1__upsert_markers_response__number_ranges[1 + 1] =
 {
@@ -5772,6 +6063,172 @@ const ProtobufCMessageDescriptor markerd__v1__upsert_markers_response__descripto
   markerd__v1__upsert_markers_response__field_indices_by_name,
   1,  markerd__v1__upsert_markers_response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__upsert_markers_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__marker_update__field_descriptors[3] =
+{
+  {
+    "id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__MarkerUpdate, id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "marker",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__MarkerUpdate, marker),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "paths",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__MarkerUpdate, n_paths),
+    offsetof(Markerd__V1__MarkerUpdate, paths),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__marker_update__field_indices_by_name[] = {
+  0,   /* field[0] = id */
+  1,   /* field[1] = marker */
+  2,   /* field[2] = paths */
+};
+static const ProtobufCIntRange markerd__v1__marker_update__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__marker_update__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.MarkerUpdate",
+  "MarkerUpdate",
+  "Markerd__V1__MarkerUpdate",
+  "markerd.v1",
+  sizeof(Markerd__V1__MarkerUpdate),
+  3,
+  markerd__v1__marker_update__field_descriptors,
+  markerd__v1__marker_update__field_indices_by_name,
+  1,  markerd__v1__marker_update__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__marker_update__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__update_markers_request__field_descriptors[2] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__UpdateMarkersRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "updates",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__UpdateMarkersRequest, n_updates),
+    offsetof(Markerd__V1__UpdateMarkersRequest, updates),
+    &markerd__v1__marker_update__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__update_markers_request__field_indices_by_name[] = {
+  0,   /* field[0] = layer_id */
+  1,   /* field[1] = updates */
+};
+static const ProtobufCIntRange markerd__v1__update_markers_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__update_markers_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.UpdateMarkersRequest",
+  "UpdateMarkersRequest",
+  "Markerd__V1__UpdateMarkersRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__UpdateMarkersRequest),
+  2,
+  markerd__v1__update_markers_request__field_descriptors,
+  markerd__v1__update_markers_request__field_indices_by_name,
+  1,  markerd__v1__update_markers_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__update_markers_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__update_markers_response__field_descriptors[2] =
+{
+  {
+    "updated_count",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__UpdateMarkersResponse, has_updated_count),
+    offsetof(Markerd__V1__UpdateMarkersResponse, updated_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__UpdateMarkersResponse, has_layer_version),
+    offsetof(Markerd__V1__UpdateMarkersResponse, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__update_markers_response__field_indices_by_name[] = {
+  1,   /* field[1] = layer_version */
+  0,   /* field[0] = updated_count */
+};
+static const ProtobufCIntRange markerd__v1__update_markers_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__update_markers_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.UpdateMarkersResponse",
+  "UpdateMarkersResponse",
+  "Markerd__V1__UpdateMarkersResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__UpdateMarkersResponse),
+  2,
+  markerd__v1__update_markers_response__field_descriptors,
+  markerd__v1__update_markers_response__field_indices_by_name,
+  1,  markerd__v1__update_markers_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__update_markers_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor markerd__v1__remove_markers_request__field_descriptors[2] =
@@ -5828,24 +6285,24 @@ const ProtobufCMessageDescriptor markerd__v1__remove_markers_request__descriptor
 static const ProtobufCFieldDescriptor markerd__v1__remove_markers_response__field_descriptors[3] =
 {
   {
-    "removed",
+    "removed_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__RemoveMarkersResponse, has_removed),
-    offsetof(Markerd__V1__RemoveMarkersResponse, removed),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__RemoveMarkersResponse, has_removed_count),
+    offsetof(Markerd__V1__RemoveMarkersResponse, removed_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "not_found",
+    "not_found_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__RemoveMarkersResponse, has_not_found),
-    offsetof(Markerd__V1__RemoveMarkersResponse, not_found),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__RemoveMarkersResponse, has_not_found_count),
+    offsetof(Markerd__V1__RemoveMarkersResponse, not_found_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -5866,8 +6323,8 @@ static const ProtobufCFieldDescriptor markerd__v1__remove_markers_response__fiel
 };
 static const unsigned markerd__v1__remove_markers_response__field_indices_by_name[] = {
   2,   /* field[2] = layer_version */
-  1,   /* field[1] = not_found */
-  0,   /* field[0] = removed */
+  1,   /* field[1] = not_found_count */
+  0,   /* field[0] = removed_count */
 };
 static const ProtobufCIntRange markerd__v1__remove_markers_response__number_ranges[1 + 1] =
 {
@@ -6032,12 +6489,12 @@ const ProtobufCMessageDescriptor markerd__v1__clear_layer_request__descriptor =
 static const ProtobufCFieldDescriptor markerd__v1__clear_layer_response__field_descriptors[2] =
 {
   {
-    "removed",
+    "removed_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__ClearLayerResponse, has_removed),
-    offsetof(Markerd__V1__ClearLayerResponse, removed),
+    offsetof(Markerd__V1__ClearLayerResponse, has_removed_count),
+    offsetof(Markerd__V1__ClearLayerResponse, removed_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -6058,7 +6515,7 @@ static const ProtobufCFieldDescriptor markerd__v1__clear_layer_response__field_d
 };
 static const unsigned markerd__v1__clear_layer_response__field_indices_by_name[] = {
   1,   /* field[1] = layer_version */
-  0,   /* field[0] = removed */
+  0,   /* field[0] = removed_count */
 };
 static const ProtobufCIntRange markerd__v1__clear_layer_response__number_ranges[1 + 1] =
 {
@@ -6185,12 +6642,12 @@ const ProtobufCMessageDescriptor markerd__v1__move_markers_request__descriptor =
 static const ProtobufCFieldDescriptor markerd__v1__move_markers_response__field_descriptors[3] =
 {
   {
-    "moved",
+    "moved_count",
     1,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__MoveMarkersResponse, has_moved),
-    offsetof(Markerd__V1__MoveMarkersResponse, moved),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__MoveMarkersResponse, has_moved_count),
+    offsetof(Markerd__V1__MoveMarkersResponse, moved_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -6223,7 +6680,7 @@ static const ProtobufCFieldDescriptor markerd__v1__move_markers_response__field_
 };
 static const unsigned markerd__v1__move_markers_response__field_indices_by_name[] = {
   2,   /* field[2] = layer_version */
-  0,   /* field[0] = moved */
+  0,   /* field[0] = moved_count */
   1,   /* field[1] = not_found_ids */
 };
 static const ProtobufCIntRange markerd__v1__move_markers_response__number_ranges[1 + 1] =
@@ -6361,12 +6818,12 @@ static const ProtobufCFieldDescriptor markerd__v1__query_viewport_request__field
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "limit",
+    "page_size",
     5,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__QueryViewportRequest, has_limit),
-    offsetof(Markerd__V1__QueryViewportRequest, limit),
+    offsetof(Markerd__V1__QueryViewportRequest, has_page_size),
+    offsetof(Markerd__V1__QueryViewportRequest, page_size),
     NULL,
     NULL,
     0,             /* flags */
@@ -6389,7 +6846,7 @@ static const unsigned markerd__v1__query_viewport_request__field_indices_by_name
   1,   /* field[1] = bounds */
   3,   /* field[3] = density */
   0,   /* field[0] = layer_id */
-  4,   /* field[4] = limit */
+  4,   /* field[4] = page_size */
   5,   /* field[5] = page_token */
   2,   /* field[2] = zoom */
 };
@@ -6452,24 +6909,24 @@ static const ProtobufCFieldDescriptor markerd__v1__query_viewport_response__fiel
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "static_in_view",
+    "static_in_view_count",
     4,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__QueryViewportResponse, has_static_in_view),
-    offsetof(Markerd__V1__QueryViewportResponse, static_in_view),
+    offsetof(Markerd__V1__QueryViewportResponse, has_static_in_view_count),
+    offsetof(Markerd__V1__QueryViewportResponse, static_in_view_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "live_in_view",
+    "live_in_view_count",
     5,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__QueryViewportResponse, has_live_in_view),
-    offsetof(Markerd__V1__QueryViewportResponse, live_in_view),
+    offsetof(Markerd__V1__QueryViewportResponse, has_live_in_view_count),
+    offsetof(Markerd__V1__QueryViewportResponse, live_in_view_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -6502,11 +6959,11 @@ static const ProtobufCFieldDescriptor markerd__v1__query_viewport_response__fiel
 };
 static const unsigned markerd__v1__query_viewport_response__field_indices_by_name[] = {
   6,   /* field[6] = layer_version */
-  4,   /* field[4] = live_in_view */
+  4,   /* field[4] = live_in_view_count */
   1,   /* field[1] = markers */
   0,   /* field[0] = mode */
   5,   /* field[5] = next_page_token */
-  3,   /* field[3] = static_in_view */
+  3,   /* field[3] = static_in_view_count */
   2,   /* field[2] = tiles */
 };
 static const ProtobufCIntRange markerd__v1__query_viewport_response__number_ranges[1 + 1] =
@@ -7447,12 +7904,12 @@ static const ProtobufCFieldDescriptor markerd__v1__render_snapshot_response__fie
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "markers_drawn",
+    "drawn_count",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__RenderSnapshotResponse, has_markers_drawn),
-    offsetof(Markerd__V1__RenderSnapshotResponse, markers_drawn),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__RenderSnapshotResponse, has_drawn_count),
+    offsetof(Markerd__V1__RenderSnapshotResponse, drawn_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -7460,8 +7917,8 @@ static const ProtobufCFieldDescriptor markerd__v1__render_snapshot_response__fie
   },
 };
 static const unsigned markerd__v1__render_snapshot_response__field_indices_by_name[] = {
+  2,   /* field[2] = drawn_count */
   1,   /* field[1] = layer_version */
-  2,   /* field[2] = markers_drawn */
   0,   /* field[0] = png */
 };
 static const ProtobufCIntRange markerd__v1__render_snapshot_response__number_ranges[1 + 1] =
@@ -7499,12 +7956,12 @@ static const ProtobufCFieldDescriptor markerd__v1__cluster__field_descriptors[5]
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "count",
+    "marker_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__Cluster, has_count),
-    offsetof(Markerd__V1__Cluster, count),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__Cluster, has_marker_count),
+    offsetof(Markerd__V1__Cluster, marker_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -7549,9 +8006,9 @@ static const ProtobufCFieldDescriptor markerd__v1__cluster__field_descriptors[5]
 };
 static const unsigned markerd__v1__cluster__field_indices_by_name[] = {
   3,   /* field[3] = bounds */
-  1,   /* field[1] = count */
   4,   /* field[4] = expansion_zoom */
   0,   /* field[0] = id */
+  1,   /* field[1] = marker_count */
   2,   /* field[2] = position */
 };
 static const ProtobufCIntRange markerd__v1__cluster__number_ranges[1 + 1] =
@@ -7678,12 +8135,12 @@ static const ProtobufCFieldDescriptor markerd__v1__get_clusters_response__field_
   },
   {
     "algorithm",
-    4,
+    5,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_STRING,
-    0,   /* quantifier_offset */
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__GetClustersResponse, has_algorithm),
     offsetof(Markerd__V1__GetClustersResponse, algorithm),
-    NULL,
+    &markerd__v1__cluster_algorithm__descriptor,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -7695,9 +8152,10 @@ static const unsigned markerd__v1__get_clusters_response__field_indices_by_name[
   2,   /* field[2] = layer_version */
   1,   /* field[1] = markers */
 };
-static const ProtobufCIntRange markerd__v1__get_clusters_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__get_clusters_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 5, 3 },
   { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__get_clusters_response__descriptor =
@@ -7711,11 +8169,10 @@ const ProtobufCMessageDescriptor markerd__v1__get_clusters_response__descriptor 
   4,
   markerd__v1__get_clusters_response__field_descriptors,
   markerd__v1__get_clusters_response__field_indices_by_name,
-  1,  markerd__v1__get_clusters_response__number_ranges,
+  2,  markerd__v1__get_clusters_response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__get_clusters_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const uint32_t markerd__v1__get_cluster_leaves_request__limit__default_value = 10u;
 static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_request__field_descriptors[4] =
 {
   {
@@ -7743,24 +8200,24 @@ static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_request__f
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "limit",
+    "page_size",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__GetClusterLeavesRequest, has_limit),
-    offsetof(Markerd__V1__GetClusterLeavesRequest, limit),
+    offsetof(Markerd__V1__GetClusterLeavesRequest, has_page_size),
+    offsetof(Markerd__V1__GetClusterLeavesRequest, page_size),
     NULL,
-    &markerd__v1__get_cluster_leaves_request__limit__default_value,
+    NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "offset",
-    4,
+    "page_token",
+    5,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__GetClusterLeavesRequest, has_offset),
-    offsetof(Markerd__V1__GetClusterLeavesRequest, offset),
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClusterLeavesRequest, page_token),
     NULL,
     NULL,
     0,             /* flags */
@@ -7770,12 +8227,13 @@ static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_request__f
 static const unsigned markerd__v1__get_cluster_leaves_request__field_indices_by_name[] = {
   1,   /* field[1] = cluster_id */
   0,   /* field[0] = layer_id */
-  2,   /* field[2] = limit */
-  3,   /* field[3] = offset */
+  2,   /* field[2] = page_size */
+  3,   /* field[3] = page_token */
 };
-static const ProtobufCIntRange markerd__v1__get_cluster_leaves_request__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__get_cluster_leaves_request__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 5, 3 },
   { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_request__descriptor =
@@ -7789,11 +8247,11 @@ const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_request__descri
   4,
   markerd__v1__get_cluster_leaves_request__field_descriptors,
   markerd__v1__get_cluster_leaves_request__field_indices_by_name,
-  1,  markerd__v1__get_cluster_leaves_request__number_ranges,
+  2,  markerd__v1__get_cluster_leaves_request__number_ranges,
   (ProtobufCMessageInit) markerd__v1__get_cluster_leaves_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_response__field_descriptors[2] =
+static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_response__field_descriptors[3] =
 {
   {
     "markers",
@@ -7819,15 +8277,28 @@ static const ProtobufCFieldDescriptor markerd__v1__get_cluster_leaves_response__
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "next_page_token",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetClusterLeavesResponse, next_page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__get_cluster_leaves_response__field_indices_by_name[] = {
   1,   /* field[1] = layer_version */
   0,   /* field[0] = markers */
+  2,   /* field[2] = next_page_token */
 };
 static const ProtobufCIntRange markerd__v1__get_cluster_leaves_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_response__descriptor =
 {
@@ -7837,7 +8308,7 @@ const ProtobufCMessageDescriptor markerd__v1__get_cluster_leaves_response__descr
   "Markerd__V1__GetClusterLeavesResponse",
   "markerd.v1",
   sizeof(Markerd__V1__GetClusterLeavesResponse),
-  2,
+  3,
   markerd__v1__get_cluster_leaves_response__field_descriptors,
   markerd__v1__get_cluster_leaves_response__field_indices_by_name,
   1,  markerd__v1__get_cluster_leaves_response__number_ranges,
@@ -8275,36 +8746,36 @@ static const ProtobufCFieldDescriptor markerd__v1__create_snapshot_response__fie
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "markers",
+    "marker_count",
     2,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__CreateSnapshotResponse, has_markers),
-    offsetof(Markerd__V1__CreateSnapshotResponse, markers),
+    offsetof(Markerd__V1__CreateSnapshotResponse, has_marker_count),
+    offsetof(Markerd__V1__CreateSnapshotResponse, marker_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "bytes",
+    "size_bytes",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__CreateSnapshotResponse, has_bytes),
-    offsetof(Markerd__V1__CreateSnapshotResponse, bytes),
+    offsetof(Markerd__V1__CreateSnapshotResponse, has_size_bytes),
+    offsetof(Markerd__V1__CreateSnapshotResponse, size_bytes),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "seconds",
-    4,
+    "duration_ms",
+    5,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_DOUBLE,
-    offsetof(Markerd__V1__CreateSnapshotResponse, has_seconds),
-    offsetof(Markerd__V1__CreateSnapshotResponse, seconds),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__CreateSnapshotResponse, has_duration_ms),
+    offsetof(Markerd__V1__CreateSnapshotResponse, duration_ms),
     NULL,
     NULL,
     0,             /* flags */
@@ -8312,14 +8783,15 @@ static const ProtobufCFieldDescriptor markerd__v1__create_snapshot_response__fie
   },
 };
 static const unsigned markerd__v1__create_snapshot_response__field_indices_by_name[] = {
-  2,   /* field[2] = bytes */
-  1,   /* field[1] = markers */
+  3,   /* field[3] = duration_ms */
+  1,   /* field[1] = marker_count */
   0,   /* field[0] = path */
-  3,   /* field[3] = seconds */
+  2,   /* field[2] = size_bytes */
 };
-static const ProtobufCIntRange markerd__v1__create_snapshot_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__create_snapshot_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 5, 3 },
   { 0, 4 }
 };
 const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descriptor =
@@ -8333,7 +8805,7 @@ const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descript
   4,
   markerd__v1__create_snapshot_response__field_descriptors,
   markerd__v1__create_snapshot_response__field_indices_by_name,
-  1,  markerd__v1__create_snapshot_response__number_ranges,
+  2,  markerd__v1__create_snapshot_response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__create_snapshot_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -8485,36 +8957,24 @@ static const ProtobufCFieldDescriptor markerd__v1__get_server_info_response__fie
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "uptime_seconds",
-    2,
-    PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_DOUBLE,
-    offsetof(Markerd__V1__GetServerInfoResponse, has_uptime_seconds),
-    offsetof(Markerd__V1__GetServerInfoResponse, uptime_seconds),
-    NULL,
-    NULL,
-    0,             /* flags */
-    0,NULL,NULL    /* reserved1,reserved2, etc */
-  },
-  {
-    "layers",
+    "layer_count",
     3,
     PROTOBUF_C_LABEL_OPTIONAL,
-    PROTOBUF_C_TYPE_UINT32,
-    offsetof(Markerd__V1__GetServerInfoResponse, has_layers),
-    offsetof(Markerd__V1__GetServerInfoResponse, layers),
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetServerInfoResponse, has_layer_count),
+    offsetof(Markerd__V1__GetServerInfoResponse, layer_count),
     NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
-    "markers",
+    "marker_count",
     4,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_UINT64,
-    offsetof(Markerd__V1__GetServerInfoResponse, has_markers),
-    offsetof(Markerd__V1__GetServerInfoResponse, markers),
+    offsetof(Markerd__V1__GetServerInfoResponse, has_marker_count),
+    offsetof(Markerd__V1__GetServerInfoResponse, marker_count),
     NULL,
     NULL,
     0,             /* flags */
@@ -8532,17 +8992,30 @@ static const ProtobufCFieldDescriptor markerd__v1__get_server_info_response__fie
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "uptime_ms",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetServerInfoResponse, has_uptime_ms),
+    offsetof(Markerd__V1__GetServerInfoResponse, uptime_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__get_server_info_response__field_indices_by_name[] = {
-  4,   /* field[4] = durable */
-  2,   /* field[2] = layers */
-  3,   /* field[3] = markers */
-  1,   /* field[1] = uptime_seconds */
+  3,   /* field[3] = durable */
+  1,   /* field[1] = layer_count */
+  2,   /* field[2] = marker_count */
+  4,   /* field[4] = uptime_ms */
   0,   /* field[0] = version */
 };
-static const ProtobufCIntRange markerd__v1__get_server_info_response__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__get_server_info_response__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 3, 1 },
   { 0, 5 }
 };
 const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descriptor =
@@ -8556,7 +9029,7 @@ const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descript
   5,
   markerd__v1__get_server_info_response__field_descriptors,
   markerd__v1__get_server_info_response__field_indices_by_name,
-  1,  markerd__v1__get_server_info_response__number_ranges,
+  2,  markerd__v1__get_server_info_response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__get_server_info_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -8616,6 +9089,36 @@ const ProtobufCEnumDescriptor markerd__v1__code__descriptor =
   markerd__v1__code__enum_values_by_name,
   1,
   markerd__v1__code__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue markerd__v1__cluster_algorithm__enum_values_by_number[3] =
+{
+  { "CLUSTER_ALGORITHM_UNSPECIFIED", "MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_UNSPECIFIED", 0 },
+  { "CLUSTER_ALGORITHM_GRID", "MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_GRID", 1 },
+  { "CLUSTER_ALGORITHM_SUPERCLUSTER", "MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_SUPERCLUSTER", 2 },
+};
+static const ProtobufCIntRange markerd__v1__cluster_algorithm__value_ranges[] = {
+{0, 0},{0, 3}
+};
+static const ProtobufCEnumValueIndex markerd__v1__cluster_algorithm__enum_values_by_name[3] =
+{
+  { "CLUSTER_ALGORITHM_GRID", 1 },
+  { "CLUSTER_ALGORITHM_SUPERCLUSTER", 2 },
+  { "CLUSTER_ALGORITHM_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor markerd__v1__cluster_algorithm__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "markerd.v1.ClusterAlgorithm",
+  "ClusterAlgorithm",
+  "Markerd__V1__ClusterAlgorithm",
+  "markerd.v1",
+  3,
+  markerd__v1__cluster_algorithm__enum_values_by_number,
+  3,
+  markerd__v1__cluster_algorithm__enum_values_by_name,
+  1,
+  markerd__v1__cluster_algorithm__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
 static const ProtobufCEnumValue markerd__v1__point_tile_mode__enum_values_by_number[4] =
@@ -8746,7 +9249,7 @@ const ProtobufCEnumDescriptor markerd__v1__tiling_mode__descriptor =
 };
 static const ProtobufCEnumValue markerd__v1__animation_kind__enum_values_by_number[3] =
 {
-  { "ANIMATION_KIND_NONE", "MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_NONE", 0 },
+  { "ANIMATION_KIND_UNSPECIFIED", "MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_UNSPECIFIED", 0 },
   { "ANIMATION_KIND_DROP", "MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_DROP", 1 },
   { "ANIMATION_KIND_BOUNCE", "MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_BOUNCE", 2 },
 };
@@ -8757,7 +9260,7 @@ static const ProtobufCEnumValueIndex markerd__v1__animation_kind__enum_values_by
 {
   { "ANIMATION_KIND_BOUNCE", 2 },
   { "ANIMATION_KIND_DROP", 1 },
-  { "ANIMATION_KIND_NONE", 0 },
+  { "ANIMATION_KIND_UNSPECIFIED", 0 },
 };
 const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
 {
@@ -8774,7 +9277,7 @@ const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
   markerd__v1__animation_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[27] =
+static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[28] =
 {
   { "CreateLayer", &markerd__v1__create_layer_request__descriptor, &markerd__v1__create_layer_response__descriptor },
   { "GetLayer", &markerd__v1__get_layer_request__descriptor, &markerd__v1__get_layer_response__descriptor },
@@ -8783,6 +9286,7 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "GetLayerStats", &markerd__v1__get_layer_stats_request__descriptor, &markerd__v1__get_layer_stats_response__descriptor },
   { "RegisterIcon", &markerd__v1__register_icon_request__descriptor, &markerd__v1__register_icon_response__descriptor },
   { "UpsertMarkers", &markerd__v1__upsert_markers_request__descriptor, &markerd__v1__upsert_markers_response__descriptor },
+  { "UpdateMarkers", &markerd__v1__update_markers_request__descriptor, &markerd__v1__update_markers_response__descriptor },
   { "RemoveMarkers", &markerd__v1__remove_markers_request__descriptor, &markerd__v1__remove_markers_response__descriptor },
   { "GetMarkers", &markerd__v1__get_markers_request__descriptor, &markerd__v1__get_markers_response__descriptor },
   { "ClearLayer", &markerd__v1__clear_layer_request__descriptor, &markerd__v1__clear_layer_response__descriptor },
@@ -8805,32 +9309,33 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "SignTileURL", &markerd__v1__sign_tile_urlrequest__descriptor, &markerd__v1__sign_tile_urlresponse__descriptor },
 };
 const unsigned markerd__v1__marker_service__method_indices_by_name[] = {
-  13,        /* BeginDrag */
-  16,        /* CancelDrag */
-  9,        /* ClearLayer */
+  14,        /* BeginDrag */
+  17,        /* CancelDrag */
+  10,        /* ClearLayer */
   0,        /* CreateLayer */
-  24,        /* CreateSnapshot */
+  25,        /* CreateSnapshot */
   3,        /* DeleteLayer */
-  14,        /* DragTo */
-  15,        /* EndDrag */
-  21,        /* GetClusterChildren */
-  22,        /* GetClusterExpansionZoom */
-  20,        /* GetClusterLeaves */
-  19,        /* GetClusters */
+  15,        /* DragTo */
+  16,        /* EndDrag */
+  22,        /* GetClusterChildren */
+  23,        /* GetClusterExpansionZoom */
+  21,        /* GetClusterLeaves */
+  20,        /* GetClusters */
   1,        /* GetLayer */
   4,        /* GetLayerStats */
-  8,        /* GetMarkers */
-  23,        /* GetPointTile */
-  25,        /* GetServerInfo */
-  17,        /* GetTile */
-  12,        /* HitTest */
+  9,        /* GetMarkers */
+  24,        /* GetPointTile */
+  26,        /* GetServerInfo */
+  18,        /* GetTile */
+  13,        /* HitTest */
   2,        /* ListLayers */
-  10,        /* MoveMarkers */
-  11,        /* QueryViewport */
+  11,        /* MoveMarkers */
+  12,        /* QueryViewport */
   5,        /* RegisterIcon */
-  7,        /* RemoveMarkers */
-  18,        /* RenderSnapshot */
-  26,        /* SignTileURL */
+  8,        /* RemoveMarkers */
+  19,        /* RenderSnapshot */
+  27,        /* SignTileURL */
+  7,        /* UpdateMarkers */
   6         /* UpsertMarkers */
 };
 const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
@@ -8840,7 +9345,7 @@ const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
   "MarkerService",
   "Markerd__V1__MarkerService",
   "markerd.v1",
-  27,
+  28,
   markerd__v1__marker_service__method_descriptors,
   markerd__v1__marker_service__method_indices_by_name
 };
@@ -8900,13 +9405,21 @@ void markerd__v1__marker_service__upsert_markers(ProtobufCService *service,
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
   service->invoke(service, 6, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void markerd__v1__marker_service__update_markers(ProtobufCService *service,
+                                                 const Markerd__V1__UpdateMarkersRequest *input,
+                                                 Markerd__V1__UpdateMarkersResponse_Closure closure,
+                                                 void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void markerd__v1__marker_service__remove_markers(ProtobufCService *service,
                                                  const Markerd__V1__RemoveMarkersRequest *input,
                                                  Markerd__V1__RemoveMarkersResponse_Closure closure,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 7, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_markers(ProtobufCService *service,
                                               const Markerd__V1__GetMarkersRequest *input,
@@ -8914,7 +9427,7 @@ void markerd__v1__marker_service__get_markers(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 8, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__clear_layer(ProtobufCService *service,
                                               const Markerd__V1__ClearLayerRequest *input,
@@ -8922,7 +9435,7 @@ void markerd__v1__marker_service__clear_layer(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__move_markers(ProtobufCService *service,
                                                const Markerd__V1__MoveMarkersRequest *input,
@@ -8930,7 +9443,7 @@ void markerd__v1__marker_service__move_markers(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  const Markerd__V1__QueryViewportRequest *input,
@@ -8938,7 +9451,7 @@ void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            const Markerd__V1__HitTestRequest *input,
@@ -8946,7 +9459,7 @@ void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              const Markerd__V1__BeginDragRequest *input,
@@ -8954,7 +9467,7 @@ void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           const Markerd__V1__DragToRequest *input,
@@ -8962,7 +9475,7 @@ void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            const Markerd__V1__EndDragRequest *input,
@@ -8970,7 +9483,7 @@ void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               const Markerd__V1__CancelDragRequest *input,
@@ -8978,7 +9491,7 @@ void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            const Markerd__V1__GetTileRequest *input,
@@ -8986,7 +9499,7 @@ void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__RenderSnapshotRequest *input,
@@ -8994,7 +9507,7 @@ void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                const Markerd__V1__GetClustersRequest *input,
@@ -9002,7 +9515,7 @@ void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      const Markerd__V1__GetClusterLeavesRequest *input,
@@ -9010,7 +9523,7 @@ void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service,
                                                        const Markerd__V1__GetClusterChildrenRequest *input,
@@ -9018,7 +9531,7 @@ void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service
                                                        void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *service,
                                                              const Markerd__V1__GetClusterExpansionZoomRequest *input,
@@ -9026,7 +9539,7 @@ void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  const Markerd__V1__GetPointTileRequest *input,
@@ -9034,7 +9547,7 @@ void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__CreateSnapshotRequest *input,
@@ -9042,7 +9555,7 @@ void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   const Markerd__V1__GetServerInfoRequest *input,
@@ -9050,7 +9563,7 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 const Markerd__V1__SignTileURLRequest *input,
@@ -9058,7 +9571,7 @@ void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
                                         Markerd__V1__MarkerService_ServiceDestroy destroy)

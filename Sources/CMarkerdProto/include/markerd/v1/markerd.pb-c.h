@@ -18,6 +18,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Markerd__V1__Request Markerd__V1__Request;
 typedef struct Markerd__V1__Response Markerd__V1__Response;
+typedef struct Markerd__V1__FieldViolation Markerd__V1__FieldViolation;
 typedef struct Markerd__V1__LatLng Markerd__V1__LatLng;
 typedef struct Markerd__V1__Bounds Markerd__V1__Bounds;
 typedef struct Markerd__V1__Anchor Markerd__V1__Anchor;
@@ -48,6 +49,9 @@ typedef struct Markerd__V1__Marker__AttributesEntry Markerd__V1__Marker__Attribu
 typedef struct Markerd__V1__MarkerLabel Markerd__V1__MarkerLabel;
 typedef struct Markerd__V1__UpsertMarkersRequest Markerd__V1__UpsertMarkersRequest;
 typedef struct Markerd__V1__UpsertMarkersResponse Markerd__V1__UpsertMarkersResponse;
+typedef struct Markerd__V1__MarkerUpdate Markerd__V1__MarkerUpdate;
+typedef struct Markerd__V1__UpdateMarkersRequest Markerd__V1__UpdateMarkersRequest;
+typedef struct Markerd__V1__UpdateMarkersResponse Markerd__V1__UpdateMarkersResponse;
 typedef struct Markerd__V1__RemoveMarkersRequest Markerd__V1__RemoveMarkersRequest;
 typedef struct Markerd__V1__RemoveMarkersResponse Markerd__V1__RemoveMarkersResponse;
 typedef struct Markerd__V1__GetMarkersRequest Markerd__V1__GetMarkersRequest;
@@ -97,7 +101,8 @@ typedef struct Markerd__V1__GetServerInfoResponse Markerd__V1__GetServerInfoResp
 /* --- enums --- */
 
 /*
- * The gRPC canonical status codes (same numbers as google.rpc.Code).
+ * The gRPC canonical status codes (same numbers as google.rpc.Code). The one enum without an
+ * `_UNSPECIFIED` value: gRPC's convention makes 0 mean OK, which is what an unset code means.
  */
 typedef enum _Markerd__V1__Code {
   MARKERD__V1__CODE__OK = 0,
@@ -119,6 +124,21 @@ typedef enum _Markerd__V1__Code {
   MARKERD__V1__CODE__UNAUTHENTICATED = 16
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CODE)
 } Markerd__V1__Code;
+typedef enum _Markerd__V1__ClusterAlgorithm {
+  /*
+   * The default: GRID.
+   */
+  MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_UNSPECIFIED = 0,
+  /*
+   * Grid clusters, updated incrementally with every change.
+   */
+  MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_GRID = 1,
+  /*
+   * Exactly supercluster v8's clusters, rebuilt in the background after changes.
+   */
+  MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_SUPERCLUSTER = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CLUSTER_ALGORITHM)
+} Markerd__V1__ClusterAlgorithm;
 /*
  * What a point tile (GetPointTile, /tiles/{layer}/{z}/{x}/{y}.mvt) holds when all of its markers
  * would exceed the budget. Unknown numbers on the wire mean the default.
@@ -183,7 +203,10 @@ typedef enum _Markerd__V1__TilingMode {
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__TILING_MODE)
 } Markerd__V1__TilingMode;
 typedef enum _Markerd__V1__AnimationKind {
-  MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_NONE = 0,
+  /*
+   * No animation (the default).
+   */
+  MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_UNSPECIFIED = 0,
   MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_DROP = 1,
   MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_BOUNCE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__ANIMATION_KIND)
@@ -254,10 +277,38 @@ struct  Markerd__V1__Response
    */
   protobuf_c_boolean has_retry_after_ms;
   uint32_t retry_after_ms;
+  /*
+   * With INVALID_ARGUMENT, the request fields at fault when the error names them (`message`
+   * names them too), like google.rpc.BadRequest's field violations; else empty.
+   */
+  size_t n_field_violations;
+  Markerd__V1__FieldViolation **field_violations;
 };
 #define MARKERD__V1__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__response__descriptor) \
-    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0 }
+    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0, 0,NULL }
+
+
+/*
+ * One invalid field of a request.
+ */
+struct  Markerd__V1__FieldViolation
+{
+  ProtobufCMessage base;
+  /*
+   * The field's path in the method's request message: proto field names joined by ".", with
+   * "[i]" after a repeated field's name, e.g. "markers[2].position.latitude",
+   * "options.clustering.radius_px", "page_size".
+   */
+  char *field;
+  /*
+   * Why it is invalid, in words: the reply's `message` (which names the field too).
+   */
+  char *description;
+};
+#define MARKERD__V1__FIELD_VIOLATION__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__field_violation__descriptor) \
+    , NULL, NULL }
 
 
 struct  Markerd__V1__LatLng
@@ -367,10 +418,10 @@ struct  Markerd__V1__ClusteringOptions
   protobuf_c_boolean has_extent;
   uint32_t extent;
   /*
-   * "grid" (default: follows every update incrementally) or "supercluster" (exactly
-   * supercluster v8's clusters, rebuilt in the background after changes).
+   * Unspecified: GRID. (Field 6 was the algorithm's name as a string.)
    */
-  char *algorithm;
+  protobuf_c_boolean has_algorithm;
+  Markerd__V1__ClusterAlgorithm algorithm;
   /*
    * Draw clusters into the raster tiles as count bubbles instead of every marker.
    */
@@ -379,7 +430,7 @@ struct  Markerd__V1__ClusteringOptions
 };
 #define MARKERD__V1__CLUSTERING_OPTIONS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__clustering_options__descriptor) \
-    , 0, 0, 0, 60, 0, 2u, 0, 16u, 0, 512u, NULL, 0, 0 }
+    , 0, 0, 0, 60, 0, 2u, 0, 16u, 0, 512u, 0, MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_UNSPECIFIED, 0, 0 }
 
 
 /*
@@ -575,20 +626,20 @@ struct  Markerd__V1__LayerStats
 {
   ProtobufCMessage base;
   char *layer_id;
-  protobuf_c_boolean has_markers;
-  uint64_t markers;
+  protobuf_c_boolean has_marker_count;
+  uint64_t marker_count;
   /*
    * Visible, not draggable, not animating.
    */
-  protobuf_c_boolean has_static_markers;
-  uint64_t static_markers;
+  protobuf_c_boolean has_static_marker_count;
+  uint64_t static_marker_count;
   /*
    * Draggable or animating (visible or not).
    */
-  protobuf_c_boolean has_live_markers;
-  uint64_t live_markers;
-  protobuf_c_boolean has_hidden_markers;
-  uint64_t hidden_markers;
+  protobuf_c_boolean has_live_marker_count;
+  uint64_t live_marker_count;
+  protobuf_c_boolean has_hidden_marker_count;
+  uint64_t hidden_marker_count;
   /*
    * Approximate memory held by the layer, in bytes.
    */
@@ -651,21 +702,35 @@ struct  Markerd__V1__GetLayerResponse
 struct  Markerd__V1__ListLayersRequest
 {
   ProtobufCMessage base;
+  /*
+   * Layers per page, 0-1000; 0 means 100.
+   */
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * See the paging rule in the header.
+   */
+  char *page_token;
 };
 #define MARKERD__V1__LIST_LAYERS_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_layers_request__descriptor) \
-     }
+    , 0, 0, NULL }
 
 
 struct  Markerd__V1__ListLayersResponse
 {
   ProtobufCMessage base;
+  /*
+   * Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
+   * as they are when it is asked for.
+   */
   size_t n_layers;
   Markerd__V1__Layer **layers;
+  char *next_page_token;
 };
 #define MARKERD__V1__LIST_LAYERS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_layers_response__descriptor) \
-    , 0,NULL }
+    , 0,NULL, NULL }
 
 
 struct  Markerd__V1__DeleteLayerRequest
@@ -681,8 +746,8 @@ struct  Markerd__V1__DeleteLayerRequest
 struct  Markerd__V1__DeleteLayerResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_removed_markers;
-  uint64_t removed_markers;
+  protobuf_c_boolean has_removed_count;
+  uint64_t removed_count;
 };
 #define MARKERD__V1__DELETE_LAYER_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__delete_layer_response__descriptor) \
@@ -809,7 +874,7 @@ struct  Markerd__V1__Animation
 };
 #define MARKERD__V1__ANIMATION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__animation__descriptor) \
-    , 0, MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_NONE, 0, 0, 0, 0 }
+    , 0, MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_UNSPECIFIED, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__Marker__AttributesEntry
@@ -915,16 +980,77 @@ struct  Markerd__V1__UpsertMarkersRequest
 struct  Markerd__V1__UpsertMarkersResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_created;
-  uint32_t created;
-  protobuf_c_boolean has_updated;
-  uint32_t updated;
+  protobuf_c_boolean has_created_count;
+  uint64_t created_count;
+  protobuf_c_boolean has_updated_count;
+  uint64_t updated_count;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
 };
 #define MARKERD__V1__UPSERT_MARKERS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__upsert_markers_response__descriptor) \
     , 0, 0, 0, 0, 0, 0 }
+
+
+/*
+ * A partial update of one marker (UpdateMarkers): the fields named in `paths` take their values
+ * from `marker`; every other field keeps its value.
+ */
+struct  Markerd__V1__MarkerUpdate
+{
+  ProtobufCMessage base;
+  /*
+   * The marker to change; it must be in the layer.
+   */
+  char *id;
+  /*
+   * The new values of the fields named in `paths` (its id and other fields are ignored). A named
+   * field unset here is reset to its default (e.g. "label" unset removes the marker's label).
+   */
+  Markerd__V1__Marker *marker;
+  /*
+   * Marker field names, each at most once, at least one: "position", "icon" (pin or icon_id;
+   * without "anchor" the anchor becomes the new icon's default), "anchor", "z_index", "clickable",
+   * "draggable", "animation" (starts it again from the server's clock), "visible", "attributes",
+   * "extra", "label", or one field of the label: "label.text", "label.priority", "label.color".
+   */
+  size_t n_paths;
+  char **paths;
+};
+#define MARKERD__V1__MARKER_UPDATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__marker_update__descriptor) \
+    , NULL, NULL, 0,NULL }
+
+
+struct  Markerd__V1__UpdateMarkersRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * At most 100,000, each id at most once. All or nothing: an unknown path or an invalid value
+   * is INVALID_ARGUMENT naming the field (e.g. "updates[2].paths[0]",
+   * "updates[2].marker.position.latitude"); an id not in the layer is NOT_FOUND. Applied
+   * atomically (under the layer's write lock) and journaled like UpsertMarkers.
+   */
+  size_t n_updates;
+  Markerd__V1__MarkerUpdate **updates;
+};
+#define MARKERD__V1__UPDATE_MARKERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__update_markers_request__descriptor) \
+    , NULL, 0,NULL }
+
+
+struct  Markerd__V1__UpdateMarkersResponse
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean has_updated_count;
+  uint64_t updated_count;
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+};
+#define MARKERD__V1__UPDATE_MARKERS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__update_markers_response__descriptor) \
+    , 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__RemoveMarkersRequest
@@ -942,10 +1068,10 @@ struct  Markerd__V1__RemoveMarkersRequest
 struct  Markerd__V1__RemoveMarkersResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_removed;
-  uint32_t removed;
-  protobuf_c_boolean has_not_found;
-  uint32_t not_found;
+  protobuf_c_boolean has_removed_count;
+  uint64_t removed_count;
+  protobuf_c_boolean has_not_found_count;
+  uint64_t not_found_count;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
 };
@@ -995,8 +1121,8 @@ struct  Markerd__V1__ClearLayerRequest
 struct  Markerd__V1__ClearLayerResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_removed;
-  uint64_t removed;
+  protobuf_c_boolean has_removed_count;
+  uint64_t removed_count;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
 };
@@ -1034,8 +1160,8 @@ struct  Markerd__V1__MoveMarkersRequest
 struct  Markerd__V1__MoveMarkersResponse
 {
   ProtobufCMessage base;
-  protobuf_c_boolean has_moved;
-  uint32_t moved;
+  protobuf_c_boolean has_moved_count;
+  uint64_t moved_count;
   size_t n_not_found_ids;
   char **not_found_ids;
   protobuf_c_boolean has_layer_version;
@@ -1082,10 +1208,10 @@ struct  Markerd__V1__QueryViewportRequest
   protobuf_c_boolean has_density;
   uint32_t density;
   /*
-   * Markers per page; 0 means 1000. At most 100,000.
+   * Markers per page, 0-100,000; 0 means 1000.
    */
-  protobuf_c_boolean has_limit;
-  uint32_t limit;
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
   /*
    * From a previous response's next_page_token (opaque, stateless). The next page holds the
    * markers in view that come after the previous page's last one in the page order (see
@@ -1117,10 +1243,10 @@ struct  Markerd__V1__QueryViewportResponse
    * Set in TILED mode.
    */
   Markerd__V1__TileDescriptor *tiles;
-  protobuf_c_boolean has_static_in_view;
-  uint64_t static_in_view;
-  protobuf_c_boolean has_live_in_view;
-  uint64_t live_in_view;
+  protobuf_c_boolean has_static_in_view_count;
+  uint64_t static_in_view_count;
+  protobuf_c_boolean has_live_in_view_count;
+  uint64_t live_in_view_count;
   /*
    * Empty when there are no more markers.
    */
@@ -1371,8 +1497,8 @@ struct  Markerd__V1__RenderSnapshotResponse
   ProtobufCBinaryData png;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
-  protobuf_c_boolean has_markers_drawn;
-  uint32_t markers_drawn;
+  protobuf_c_boolean has_drawn_count;
+  uint64_t drawn_count;
 };
 #define MARKERD__V1__RENDER_SNAPSHOT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__render_snapshot_response__descriptor) \
@@ -1387,8 +1513,8 @@ struct  Markerd__V1__Cluster
    */
   protobuf_c_boolean has_id;
   uint64_t id;
-  protobuf_c_boolean has_count;
-  uint32_t count;
+  protobuf_c_boolean has_marker_count;
+  uint64_t marker_count;
   /*
    * Weighted centre of the members.
    */
@@ -1447,11 +1573,15 @@ struct  Markerd__V1__GetClustersResponse
    */
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
-  char *algorithm;
+  /*
+   * The layer's algorithm (never UNSPECIFIED). (Field 4 was its name as a string.)
+   */
+  protobuf_c_boolean has_algorithm;
+  Markerd__V1__ClusterAlgorithm algorithm;
 };
 #define MARKERD__V1__GET_CLUSTERS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_clusters_response__descriptor) \
-    , 0,NULL, 0,NULL, 0, 0, NULL }
+    , 0,NULL, 0,NULL, 0, 0, 0, MARKERD__V1__CLUSTER_ALGORITHM__CLUSTER_ALGORITHM_UNSPECIFIED }
 
 
 struct  Markerd__V1__GetClusterLeavesRequest
@@ -1461,29 +1591,36 @@ struct  Markerd__V1__GetClusterLeavesRequest
   protobuf_c_boolean has_cluster_id;
   uint64_t cluster_id;
   /*
-   * Default 10.
+   * Leaves per page, 0-100,000; 0 means 10.
    */
-  protobuf_c_boolean has_limit;
-  uint32_t limit;
-  protobuf_c_boolean has_offset;
-  uint32_t offset;
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * See the paging rule in the header; a token is for the cluster it came with. (Field 4 was
+   * `offset`.)
+   */
+  char *page_token;
 };
 #define MARKERD__V1__GET_CLUSTER_LEAVES_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_leaves_request__descriptor) \
-    , NULL, 0, 0, 0, 10u, 0, 0 }
+    , NULL, 0, 0, 0, 0, NULL }
 
 
 struct  Markerd__V1__GetClusterLeavesResponse
 {
   ProtobufCMessage base;
+  /*
+   * In the cluster's leaf order (the same for every page while the cluster exists).
+   */
   size_t n_markers;
   Markerd__V1__Marker **markers;
   protobuf_c_boolean has_layer_version;
   uint64_t layer_version;
+  char *next_page_token;
 };
 #define MARKERD__V1__GET_CLUSTER_LEAVES_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_cluster_leaves_response__descriptor) \
-    , 0,NULL, 0, 0 }
+    , 0,NULL, 0, 0, NULL }
 
 
 struct  Markerd__V1__GetClusterChildrenRequest
@@ -1602,12 +1739,18 @@ struct  Markerd__V1__CreateSnapshotResponse
 {
   ProtobufCMessage base;
   char *path;
-  protobuf_c_boolean has_markers;
-  uint64_t markers;
-  protobuf_c_boolean has_bytes;
-  uint64_t bytes;
-  protobuf_c_boolean has_seconds;
-  double seconds;
+  protobuf_c_boolean has_marker_count;
+  uint64_t marker_count;
+  /*
+   * The snapshot file's size.
+   */
+  protobuf_c_boolean has_size_bytes;
+  uint64_t size_bytes;
+  /*
+   * How long writing it took. (Field 4 was `double seconds`.)
+   */
+  protobuf_c_boolean has_duration_ms;
+  uint64_t duration_ms;
 };
 #define MARKERD__V1__CREATE_SNAPSHOT_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_snapshot_response__descriptor) \
@@ -1671,12 +1814,15 @@ struct  Markerd__V1__GetServerInfoResponse
 {
   ProtobufCMessage base;
   char *version;
-  protobuf_c_boolean has_uptime_seconds;
-  double uptime_seconds;
-  protobuf_c_boolean has_layers;
-  uint32_t layers;
-  protobuf_c_boolean has_markers;
-  uint64_t markers;
+  /*
+   * Since the process started. (Field 2 was `double uptime_seconds`.)
+   */
+  protobuf_c_boolean has_uptime_ms;
+  uint64_t uptime_ms;
+  protobuf_c_boolean has_layer_count;
+  uint64_t layer_count;
+  protobuf_c_boolean has_marker_count;
+  uint64_t marker_count;
   protobuf_c_boolean has_durable;
   protobuf_c_boolean durable;
 };
@@ -1722,6 +1868,25 @@ Markerd__V1__Response *
                       const uint8_t       *data);
 void   markerd__v1__response__free_unpacked
                      (Markerd__V1__Response *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FieldViolation methods */
+void   markerd__v1__field_violation__init
+                     (Markerd__V1__FieldViolation         *message);
+size_t markerd__v1__field_violation__get_packed_size
+                     (const Markerd__V1__FieldViolation   *message);
+size_t markerd__v1__field_violation__pack
+                     (const Markerd__V1__FieldViolation   *message,
+                      uint8_t             *out);
+size_t markerd__v1__field_violation__pack_to_buffer
+                     (const Markerd__V1__FieldViolation   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FieldViolation *
+       markerd__v1__field_violation__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__field_violation__free_unpacked
+                     (Markerd__V1__FieldViolation *message,
                       ProtobufCAllocator *allocator);
 /* Markerd__V1__LatLng methods */
 void   markerd__v1__lat_lng__init
@@ -2276,6 +2441,63 @@ Markerd__V1__UpsertMarkersResponse *
                       const uint8_t       *data);
 void   markerd__v1__upsert_markers_response__free_unpacked
                      (Markerd__V1__UpsertMarkersResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__MarkerUpdate methods */
+void   markerd__v1__marker_update__init
+                     (Markerd__V1__MarkerUpdate         *message);
+size_t markerd__v1__marker_update__get_packed_size
+                     (const Markerd__V1__MarkerUpdate   *message);
+size_t markerd__v1__marker_update__pack
+                     (const Markerd__V1__MarkerUpdate   *message,
+                      uint8_t             *out);
+size_t markerd__v1__marker_update__pack_to_buffer
+                     (const Markerd__V1__MarkerUpdate   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__MarkerUpdate *
+       markerd__v1__marker_update__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__marker_update__free_unpacked
+                     (Markerd__V1__MarkerUpdate *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__UpdateMarkersRequest methods */
+void   markerd__v1__update_markers_request__init
+                     (Markerd__V1__UpdateMarkersRequest         *message);
+size_t markerd__v1__update_markers_request__get_packed_size
+                     (const Markerd__V1__UpdateMarkersRequest   *message);
+size_t markerd__v1__update_markers_request__pack
+                     (const Markerd__V1__UpdateMarkersRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__update_markers_request__pack_to_buffer
+                     (const Markerd__V1__UpdateMarkersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__UpdateMarkersRequest *
+       markerd__v1__update_markers_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__update_markers_request__free_unpacked
+                     (Markerd__V1__UpdateMarkersRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__UpdateMarkersResponse methods */
+void   markerd__v1__update_markers_response__init
+                     (Markerd__V1__UpdateMarkersResponse         *message);
+size_t markerd__v1__update_markers_response__get_packed_size
+                     (const Markerd__V1__UpdateMarkersResponse   *message);
+size_t markerd__v1__update_markers_response__pack
+                     (const Markerd__V1__UpdateMarkersResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__update_markers_response__pack_to_buffer
+                     (const Markerd__V1__UpdateMarkersResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__UpdateMarkersResponse *
+       markerd__v1__update_markers_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__update_markers_response__free_unpacked
+                     (Markerd__V1__UpdateMarkersResponse *message,
                       ProtobufCAllocator *allocator);
 /* Markerd__V1__RemoveMarkersRequest methods */
 void   markerd__v1__remove_markers_request__init
@@ -3121,6 +3343,9 @@ typedef void (*Markerd__V1__Request_Closure)
 typedef void (*Markerd__V1__Response_Closure)
                  (const Markerd__V1__Response *message,
                   void *closure_data);
+typedef void (*Markerd__V1__FieldViolation_Closure)
+                 (const Markerd__V1__FieldViolation *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__LatLng_Closure)
                  (const Markerd__V1__LatLng *message,
                   void *closure_data);
@@ -3210,6 +3435,15 @@ typedef void (*Markerd__V1__UpsertMarkersRequest_Closure)
                   void *closure_data);
 typedef void (*Markerd__V1__UpsertMarkersResponse_Closure)
                  (const Markerd__V1__UpsertMarkersResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__MarkerUpdate_Closure)
+                 (const Markerd__V1__MarkerUpdate *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__UpdateMarkersRequest_Closure)
+                 (const Markerd__V1__UpdateMarkersRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__UpdateMarkersResponse_Closure)
+                 (const Markerd__V1__UpdateMarkersResponse *message,
                   void *closure_data);
 typedef void (*Markerd__V1__RemoveMarkersRequest_Closure)
                  (const Markerd__V1__RemoveMarkersRequest *message,
@@ -3378,6 +3612,10 @@ struct Markerd__V1__MarkerService_Service
                          const Markerd__V1__UpsertMarkersRequest *input,
                          Markerd__V1__UpsertMarkersResponse_Closure closure,
                          void *closure_data);
+  void (*update_markers)(Markerd__V1__MarkerService_Service *service,
+                         const Markerd__V1__UpdateMarkersRequest *input,
+                         Markerd__V1__UpdateMarkersResponse_Closure closure,
+                         void *closure_data);
   void (*remove_markers)(Markerd__V1__MarkerService_Service *service,
                          const Markerd__V1__RemoveMarkersRequest *input,
                          Markerd__V1__RemoveMarkersResponse_Closure closure,
@@ -3473,6 +3711,7 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## get_layer_stats,\
       function_prefix__ ## register_icon,\
       function_prefix__ ## upsert_markers,\
+      function_prefix__ ## update_markers,\
       function_prefix__ ## remove_markers,\
       function_prefix__ ## get_markers,\
       function_prefix__ ## clear_layer,\
@@ -3520,6 +3759,10 @@ void markerd__v1__marker_service__register_icon(ProtobufCService *service,
 void markerd__v1__marker_service__upsert_markers(ProtobufCService *service,
                                                  const Markerd__V1__UpsertMarkersRequest *input,
                                                  Markerd__V1__UpsertMarkersResponse_Closure closure,
+                                                 void *closure_data);
+void markerd__v1__marker_service__update_markers(ProtobufCService *service,
+                                                 const Markerd__V1__UpdateMarkersRequest *input,
+                                                 Markerd__V1__UpdateMarkersResponse_Closure closure,
                                                  void *closure_data);
 void markerd__v1__marker_service__remove_markers(ProtobufCService *service,
                                                  const Markerd__V1__RemoveMarkersRequest *input,
@@ -3605,6 +3848,7 @@ void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
 /* --- descriptors --- */
 
 extern const ProtobufCEnumDescriptor    markerd__v1__code__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__cluster_algorithm__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__point_tile_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__label_overflow__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__label_position__descriptor;
@@ -3612,6 +3856,7 @@ extern const ProtobufCEnumDescriptor    markerd__v1__tiling_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__animation_kind__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__field_violation__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__lat_lng__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__bounds__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__anchor__descriptor;
@@ -3642,6 +3887,9 @@ extern const ProtobufCMessageDescriptor markerd__v1__marker__attributes_entry__d
 extern const ProtobufCMessageDescriptor markerd__v1__marker_label__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__upsert_markers_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__upsert_markers_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__marker_update__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__update_markers_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__update_markers_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__remove_markers_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__remove_markers_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_markers_request__descriptor;
