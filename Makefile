@@ -40,10 +40,17 @@ run: release basemap
 ## Preconditions and overflow checks stay on under -O. `make test-debug` runs the same suite unoptimised.
 TEST_BUILD ?= -c release -Xswiftc -enable-testing --scratch-path .build/test
 TEST_MARKERD ?= .build/test/release/markerd
+## The Python package (clients/python) is tested in a fresh virtual environment: its wheel is built by the system
+## Python (which has grpcio-tools: no build-isolation downloads), installed with its dependencies from PyPI.
+PY_VENV := .build/python-venv
 test: test-deps
 	$(SWIFT) build $(TEST_BUILD) --build-tests
 	$(SWIFT) test $(TEST_BUILD) --skip-build
 	python3 clients/python/test_reference_client.py --markerd $(TEST_MARKERD)
+	rm -rf $(PY_VENV) .build/python-dist && python3 -m venv $(PY_VENV)
+	python3 -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation -w .build/python-dist ./clients/python
+	PIP_CACHE_DIR=.build/pip-cache $(PY_VENV)/bin/pip install -q --disable-pip-version-check .build/python-dist/*.whl
+	$(PY_VENV)/bin/python clients/python/tests/test_client.py --markerd $(TEST_MARKERD)
 	python3 scripts/viewer-test.py --markerd $(TEST_MARKERD)
 
 ## The same suite in a debug build (slower; for lldb and for checks that only debug builds make).
