@@ -20,6 +20,9 @@ import pynng
 import markerd
 from markerd import Client, MarkerdError, pb
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from test_reference_client import make_certificates  # noqa: E402  (openssl: a CA, server and client certificates)
+
 assert "site-packages" in markerd.__file__, f"markerd imported from {markerd.__file__}, not from the installed package"
 
 
@@ -128,6 +131,31 @@ def test_retry_after_timeout_reuses_the_key(server, markerd_binary):
             raise AssertionError("expected ALREADY_EXISTS")
         except MarkerdError as e:
             assert e.code == "ALREADY_EXISTS", e
+
+
+def test_mutual_tls(server, markerd_binary):
+    """A tls+tcp:// endpoint with a client certificate works; a server certificate from another CA is
+    refused at once (CryptoError), not retried on the next endpoint."""
+    certs = tempfile.mkdtemp(prefix="markerd-pypkg-tls-")
+    path = make_certificates(certs)
+    tls_url = f"tls+tcp://127.0.0.1:{free_port()}"
+    secured = Markerd(markerd_binary, "--listen", tls_url, "--tls-cert", path("server"), "--tls-key", path("server", "key"),
+                      "--tls-client-ca", path("ca"))
+    mine = dict(tls_server_name="localhost", tls_cert_file=path("client"), tls_key_file=path("client", "key"))
+    try:
+        with Client(secured.url) as plain:
+            secured.wait_until_answering(plain)
+        with Client(tls_url, tls_ca_file=path("ca"), **mine) as client:
+            assert client.create_layer(layer_id="py-tls").layer.id == "py-tls"
+        with Client([tls_url, secured.url], tls_ca_file=path("other-ca"), **mine) as client:
+            try:
+                client.list_layers()
+                raise AssertionError("expected CryptoError")
+            except pynng.exceptions.CryptoError:
+                assert client.url == tls_url
+    finally:
+        secured.stop()
+        shutil.rmtree(certs, ignore_errors=True)
 
 
 def test_auth_token(server, markerd_binary):
