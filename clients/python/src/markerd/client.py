@@ -61,7 +61,8 @@ class Client:
     """A blocking markerd client (one call at a time; use one Client per thread).
 
     ``urls``: one endpoint ("tcp://host:7450", "tls+tcp://host:7451") or several. The client dials
-    them in order and keeps the first that accepts a connection; when a call gets no reply (refused,
+    them in order at its first call and keeps the first that accepts a connection (none: that call
+    raises ``MarkerdError`` "UNAVAILABLE" at once, naming each refusal); when a call gets no reply (refused,
     reset, or nothing within ``timeout_ms``) it moves to the next and sends the call again, up to
     ``retries`` more times, with the same idempotency key, so that a mutation the first server did
     apply is not applied twice there. While connected, NNG itself resends an unanswered request every
