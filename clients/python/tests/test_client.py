@@ -84,13 +84,15 @@ def test_typed_methods_round_trip(server, markerd_binary):
 
 def test_every_rpc_reaches_its_method(server, markerd_binary):
     """Each rpc of the descriptor, called with an empty request, is known to the server (any
-    status but UNIMPLEMENTED), so the method names and paths derived from the descriptor are right."""
+    status but UNIMPLEMENTED), so the method names and paths derived from the descriptor are right;
+    and none is a mutation the client sends without an idempotency key (``markerd.MUTATIONS``)."""
     with Client(server.url) as client:
         for rpc in pb.DESCRIPTOR.services_by_name["MarkerService"].methods:
             try:
                 getattr(client, markerd.method_name(rpc.name))()
             except MarkerdError as e:
                 assert e.code != "UNIMPLEMENTED", (rpc.name, e)
+                assert "idempotency_key is required" not in e.message, (rpc.name, e)
         try:
             client.call("NoSuchMethod", pb.GetLayerRequest(), pb.GetLayerResponse)
             raise AssertionError("expected UNIMPLEMENTED")

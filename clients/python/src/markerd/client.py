@@ -142,7 +142,9 @@ class Client:
         request message; returns the reply as ``response_type`` (default: the rpc's output type)."""
         name = method.rsplit("/", 1)[-1]
         if response_type is None:
-            response_type = _output_types[name]
+            response_type = _output_types.get(name)
+            if response_type is None:
+                raise ValueError(f"{name} is no rpc of {SERVICE.full_name}: pass its response_type")
         if idempotency_key is None and name in MUTATIONS:
             idempotency_key = uuid.uuid4().hex
         envelope = pb.Request(method=method if method.startswith("/") else PREFIX + method,
