@@ -163,8 +163,11 @@ def test_mutual_tls(server, markerd_binary):
 def test_auth_token(server, markerd_binary):
     folder = tempfile.mkdtemp(prefix="markerd-pypkg-auth-")
     tokens = os.path.join(folder, "tokens")
-    token = subprocess.run([markerd_binary, "token", "add", "py", "--scopes", "read,write,admin", "--layers", "py-*",
-                            "--auth-file", tokens], check=True, capture_output=True, text=True).stdout.strip()
+    def add(name, *quota):
+        return subprocess.run([markerd_binary, "token", "add", name, "--scopes", "read,write,admin", "--layers", "py-*",
+                               "--auth-file", tokens, *quota], check=True, capture_output=True, text=True).stdout.strip()
+    token = add("py")
+    slow = add("py-slow", "--rps", "0.5")  # a bucket of one request, refilled every 2 s
     guarded = Markerd(markerd_binary, "--auth-file", tokens)
     try:
         with Client(guarded.url) as anonymous, Client(guarded.url, auth_token=token) as client:
@@ -176,6 +179,16 @@ def test_auth_token(server, markerd_binary):
                 except MarkerdError as e:
                     assert e.code == code, e
             assert client.create_layer(layer_id="py-1").layer.id == "py-1"
+        # Over the quota: RESOURCE_EXHAUSTED with a retry hint; a client with retries waits that long and succeeds.
+        with Client(guarded.url, auth_token=slow, retries=0) as impatient, \
+                Client(guarded.url, auth_token=slow, retries=2) as patient:
+            impatient.list_layers()
+            try:
+                impatient.list_layers()
+                raise AssertionError("expected RESOURCE_EXHAUSTED")
+            except MarkerdError as e:
+                assert e.code == "RESOURCE_EXHAUSTED" and e.retry_after_ms > 0, e
+            assert "py-1" in [layer.id for layer in patient.list_layers().layers]
     finally:
         guarded.stop()
         shutil.rmtree(folder, ignore_errors=True)
