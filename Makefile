@@ -32,16 +32,17 @@ release: deps
 run: release basemap
 	GLIBC_TUNABLES=$(GLIBC_TUNABLES) .build/release/markerd --data-dir $(DATA_DIR) --http 127.0.0.1:8080 --basemap-dir .build/basemap $(ARGS)
 
-## The whole test suite: Swift unit + integration tests, the Python reference client against a real markerd, then
-## the viewer in headless Chromium against a real markerd (screenshots in .build/viewer-test).
+## The whole test suite: Swift unit + integration tests, the Python reference client and the Python package
+## (clients/python, in a virtual environment) against a real markerd, then the viewer in headless Chromium against a real markerd (screenshots in .build/viewer-test).
 ## Built optimised (-O, with -enable-testing for @testable imports) in a build directory of its own, so it neither
 ## rebuilds nor is rebuilt by `make run` / `make bench`: the brute-force renderers the tile tests compare against
 ## take about 6x longer unoptimised (the suite took 1411 s in debug and 224 s optimised on one 2-vCPU host).
 ## Preconditions and overflow checks stay on under -O. `make test-debug` runs the same suite unoptimised.
 TEST_BUILD ?= -c release -Xswiftc -enable-testing --scratch-path .build/test
 TEST_MARKERD ?= .build/test/release/markerd
-## The Python package (clients/python) is tested in a fresh virtual environment: its wheel is built by the system
-## Python (which has grpcio-tools: no build-isolation downloads), installed with its dependencies from PyPI.
+## The Python package is tested in a fresh virtual environment: its wheel is built by the system Python (which has
+## grpcio-tools from test-deps: no build-isolation downloads), then installed with its dependencies from PyPI
+## (pip's cache in .build/pip-cache).
 PY_VENV := .build/python-venv
 test: test-deps
 	$(SWIFT) build $(TEST_BUILD) --build-tests
