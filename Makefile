@@ -33,7 +33,8 @@ run: release basemap
 	GLIBC_TUNABLES=$(GLIBC_TUNABLES) .build/release/markerd --data-dir $(DATA_DIR) --http 127.0.0.1:8080 --basemap-dir .build/basemap $(ARGS)
 
 ## The whole test suite: Swift unit + integration tests, the Python reference client and the Python package
-## (clients/python, in a virtual environment) against a real markerd, then the viewer in headless Chromium against a real markerd (screenshots in .build/viewer-test).
+## (clients/python, in a virtual environment) against a real markerd, then the viewer in headless Chromium against
+## a real markerd (screenshots in .build/viewer-test).
 ## Built optimised (-O, with -enable-testing for @testable imports) in a build directory of its own, so it neither
 ## rebuilds nor is rebuilt by `make run` / `make bench`: the brute-force renderers the tile tests compare against
 ## take about 6x longer unoptimised (the suite took 1411 s in debug and 224 s optimised on one 2-vCPU host).
