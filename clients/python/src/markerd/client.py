@@ -197,6 +197,7 @@ def _typed_method(rpc):
             raise TypeError(f"{method.__name__}: pass a {request_type.__name__} or its fields, not both")
         return self.call(rpc.name, request, response_type, idempotency_key=idempotency_key, timeout_ms=timeout_ms)
     method.__name__ = method.__qualname__ = method_name(rpc.name)
+    method.__annotations__ = {"request": request_type, "idempotency_key": str, "timeout_ms": int, "return": response_type}
     method.__doc__ = (f"{rpc.name}({request_type.__name__}) -> {response_type.__name__}"
                       + (" (a mutation: sent with an idempotency key)" if rpc.name in MUTATIONS else ""))
     return method
