@@ -15,6 +15,8 @@ let package = Package(
         .executable(name: "markerd", targets: ["markerd"]),
         .executable(name: "markerctl", targets: ["markerctl"]),
         .executable(name: "marker-bench", targets: ["marker-bench"]),
+        // The Swift client for backends: `.product(name: "MarkerdClient", package: "markerd")`.
+        .library(name: "MarkerdClient", targets: ["MarkerdClient"]),
     ],
     targets: [
         // MARK: C libraries

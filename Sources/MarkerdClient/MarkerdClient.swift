@@ -37,7 +37,21 @@ public enum ClientError: Error, CustomStringConvertible, Sendable {
 /// (each call has its own NNG context).
 ///
 /// Mutations get a fresh random idempotency key unless the caller passes one, so NNG's resends
-/// never apply a write twice.
+/// never apply a write twice. ``async`` has the same calls as `async` functions, for a Swift
+/// backend (a Vapor or Hummingbird handler, a task group) that must not block its threads:
+///
+/// ```swift
+/// // Package.swift: .package(path: "../markerd"), then .product(name: "MarkerdClient", package: "markerd")
+/// import MarkerdAPI
+/// import MarkerdClient
+///
+/// let markerd = try MarkerdClient(url: "tcp://127.0.0.1:7450", timeout: .seconds(5), authToken: token)
+/// var shop = V1.Marker()
+/// shop.id = "s1"
+/// shop.position = V1.LatLng(latitude: 35.68, longitude: 139.76)
+/// let reply = try await markerd.async.upsertMarkers(V1.UpsertMarkersRequest(layerID: "shops", markers: [shop]))
+/// print(reply.created)  // a retry with the same idempotencyKey: applies nothing twice
+/// ```
 public final class MarkerdClient: Sendable {
     public let url: String
     let transport: NNGRequestClient
@@ -98,12 +112,7 @@ public final class MarkerdClient: Sendable {
         idempotencyKey: String = "", timeoutMs: UInt32 = 0,
         writePayload: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(ClientError) -> Response {
-        var envelope = V1.Request()
-        envelope.method = method.hasPrefix("/") ? method : "/markerd.v1.MarkerService/" + method
-        envelope.requestID = UInt64.random(in: 1...UInt64.max)
-        envelope.idempotencyKey = idempotencyKey
-        envelope.timeoutMs = timeoutMs
-        envelope.authToken = authToken
+        let envelope = envelope(method, idempotencyKey: idempotencyKey, timeoutMs: timeoutMs)
         let replyBytes: [UInt8]
         do {
             replyBytes = try transport.call(requestSize: envelope.serializedSize(payloadCount: payloadCount), timeout: timeout,
@@ -112,6 +121,25 @@ public final class MarkerdClient: Sendable {
         } catch {
             throw .transport(error)
         }
+        return try Self.decodeReply(replyBytes, to: envelope)
+    }
+
+    /// The request envelope of one call: `method`'s full name, a random request id, the auth token,
+    /// `payload` (empty for `call(_:payloadCount:...)`, which writes the payload in place).
+    func envelope(_ method: String, payload: [UInt8] = [], idempotencyKey: String, timeoutMs: UInt32) -> V1.Request {
+        var envelope = V1.Request()
+        envelope.method = method.hasPrefix("/") ? method : "/markerd.v1.MarkerService/" + method
+        envelope.requestID = UInt64.random(in: 1...UInt64.max)
+        envelope.idempotencyKey = idempotencyKey
+        envelope.timeoutMs = timeoutMs
+        envelope.authToken = authToken
+        envelope.payload = payload
+        return envelope
+    }
+
+    /// The response message of the reply to `envelope`: `.status` unless OK, `.malformedReply` when
+    /// it does not decode or answers another request.
+    static func decodeReply<Response: ProtoMessage>(_ replyBytes: [UInt8], to envelope: V1.Request) throws(ClientError) -> Response {
         let reply: V1.Response
         do {
             reply = try V1.Response(serializedBytes: replyBytes)
