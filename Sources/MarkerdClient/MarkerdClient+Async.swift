@@ -55,6 +55,9 @@ extension MarkerdClient {
         public func upsertMarkers(_ r: V1.UpsertMarkersRequest, idempotencyKey: String? = nil) async throws(ClientError) -> V1.UpsertMarkersResponse {
             try await mutate("UpsertMarkers", r, idempotencyKey: idempotencyKey)
         }
+        public func updateMarkers(_ r: V1.UpdateMarkersRequest, idempotencyKey: String? = nil) async throws(ClientError) -> V1.UpdateMarkersResponse {
+            try await mutate("UpdateMarkers", r, idempotencyKey: idempotencyKey)
+        }
         public func removeMarkers(_ r: V1.RemoveMarkersRequest, idempotencyKey: String? = nil) async throws(ClientError) -> V1.RemoveMarkersResponse {
             try await mutate("RemoveMarkers", r, idempotencyKey: idempotencyKey)
         }

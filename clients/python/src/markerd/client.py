@@ -17,7 +17,7 @@ PREFIX = f"/{SERVICE.full_name}/"
 
 # The rpcs the server applies through its idempotency table (markerd's MutationKind): each call
 # carries an idempotency key, a fresh random one unless the caller passes one, reused by every retry.
-MUTATIONS = frozenset({"CreateLayer", "DeleteLayer", "RegisterIcon", "UpsertMarkers", "RemoveMarkers",
+MUTATIONS = frozenset({"CreateLayer", "DeleteLayer", "RegisterIcon", "UpsertMarkers", "UpdateMarkers", "RemoveMarkers",
                        "ClearLayer", "MoveMarkers", "BeginDrag", "EndDrag", "CancelDrag"})
 
 # Raised at once, never retried on another endpoint: the TLS configuration is wrong for the server.
