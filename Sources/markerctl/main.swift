@@ -28,7 +28,7 @@ let commands: [(name: String, usage: String, example: String)] = [
     ("remove", "  remove LAYER ID...", "markerctl remove places p1 p2"),
     ("clear", "  clear LAYER   (removes every marker, keeps the layer)", "markerctl clear places"),
     ("tiles", """
-      tiles seed LAYER --zoom A-B [--bbox WEST,SOUTH,EAST,NORTH] [--size 256|512] [--density 1|2|3] [--concurrency N]
+      tiles seed LAYER --zoom A-B|A [--bbox WEST,SOUTH,EAST,NORTH] [--size 256|512] [--density 1|2|3] [--concurrency N]
            renders every XYZ tile of the zoom levels A to B (0-22) over the bbox (degrees; default the world;
            WEST > EAST crosses the antimeridian) into markerd's tile cache with GetTile, N calls at once
            (default 4). Size: default the layer's; density: default 1. At most 1,000,000 tiles.
@@ -57,7 +57,7 @@ usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.
     --tls-cert FILE          client certificate (PEM), for a server that requires one (--tls-client-ca)
     --tls-key FILE           the client certificate's private key (PEM)
 
-""" + commands.map(\.usage).joined(separator: "\n")
+""" + "\n" + commands.map(\.usage).joined(separator: "\n")
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
     FileHandle.standardError.write("markerctl: \(message)\n".data(using: .utf8)!)

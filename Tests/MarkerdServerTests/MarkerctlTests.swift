@@ -15,8 +15,9 @@ import Testing
         var stderr: String
     }
 
-    /// Runs markerctl with `arguments` (standard output and error to files: not a terminal).
-    static func markerctl(_ arguments: [String], url: String = "tcp://127.0.0.1:1") throws -> Run {
+    /// Runs markerctl with `arguments`, standard output to a file; standard error to a file too
+    /// or, with `terminal`, to a pseudo-terminal (read while it runs).
+    static func markerctl(_ arguments: [String], url: String = "tcp://127.0.0.1:1", terminal: Bool = false) throws -> Run {
         let dir = TestServer.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (outPath, errPath) = (dir + "/stdout", dir + "/stderr")
@@ -26,11 +27,52 @@ import Testing
         process.executableURL = URL(fileURLWithPath: MarkerdProcess.built("markerctl"))
         process.arguments = ["--url", url] + arguments
         process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
+        final class TerminalOutput: @unchecked Sendable {
+            let master: Int32
+            let slave: FileHandle
+            let done = DispatchSemaphore(value: 0)
+            var bytes: [UInt8] = []  // written by the reader before `done`, read after it
+            init(master: Int32, slave: FileHandle) { (self.master, self.slave) = (master, slave) }
+        }
+        var terminalOutput: TerminalOutput?
+        if terminal {
+            // A pseudo-terminal: /dev/ptmx, unlocked (TIOCSPTLCK 0), its slave /dev/pts/N (TIOCGPTN).
+            let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+            var unlock: Int32 = 0, number: UInt32 = 0
+            guard master >= 0, ioctl(master, 0x4004_5431, &unlock) == 0, ioctl(master, 0x8004_5430, &number) == 0 else {
+                throw MarkerdProcess.ProcessError(message: "no pseudo-terminal: \(String(cString: strerror(errno)))")
+            }
+            guard let slave = FileHandle(forWritingAtPath: "/dev/pts/\(number)") else {
+                throw MarkerdProcess.ProcessError(message: "cannot open /dev/pts/\(number)")
+            }
+            process.standardError = slave
+            let output = TerminalOutput(master: master, slave: slave)
+            // Read until the terminal's last writer is gone (read fails with EIO then).
+            Thread.detachNewThread {
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let n = chunk.withUnsafeMutableBytes { read(master, $0.baseAddress, $0.count) }
+                    guard n > 0 else { break }
+                    output.bytes += chunk[..<n]
+                }
+                output.done.signal()
+            }
+            terminalOutput = output
+        } else {
+            process.standardError = FileHandle(forWritingAtPath: errPath)
+        }
         try process.run()
         process.waitUntilExit()
         let text = { (path: String) in String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self) }
-        return Run(status: process.terminationStatus, stdout: text(outPath), stderr: text(errPath))
+        var stderr = text(errPath)
+        if let terminalOutput {
+            // With the parent's handle of the terminal closed, the reader sees its end.
+            try terminalOutput.slave.close()
+            terminalOutput.done.wait()
+            close(terminalOutput.master)
+            stderr = String(decoding: terminalOutput.bytes, as: UTF8.self)
+        }
+        return Run(status: process.terminationStatus, stdout: text(outPath), stderr: stderr)
     }
 
     /// A layer that stays NATIVE (tiling off), so QueryViewport lists all of its markers.
@@ -72,7 +114,7 @@ import Testing
     /// load writes a GeoJSON file's markers into A; export writes A to a file; load of that file
     /// into B gives the same markers (every exported field), and the exported file has one
     /// feature per marker. Piped (not a terminal), load's progress comes as plain lines, one per
-    /// 10 %, without carriage returns.
+    /// 10 %, without carriage returns; on a terminal as one line redrawn after carriage returns.
     @Test func exportLoadsBackAsTheSameMarkers() throws {
         let s = try TestServer(.tcp)
         defer { s.stop() }
@@ -93,6 +135,17 @@ import Testing
         for percent in stride(from: 10, through: 100, by: 10) {
             #expect(load.stderr.contains("loading A: \(percent * 10)/1000 markers (\(percent)%)"), "\(load.stderr)")
         }
+
+        // On a terminal: one line redrawn with carriage returns, ended by a newline before the summary.
+        try c.clearLayer("A")
+        let onTerminal = try Self.markerctl(["load", "A", source, "--batch", "100"], url: s.url, terminal: true)
+        #expect(onTerminal.status == 0 && onTerminal.stdout.hasPrefix("loaded 1000 markers into A (1000 created"))
+        // (The terminal sends "\n" as "\r\n".)
+        let lines = onTerminal.stderr.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 3 && lines.first?.hasPrefix("read 1000 markers from ") == true && lines.last == "", "\(lines)")
+        let redrawn = try #require(lines.dropFirst().first)
+        #expect(redrawn.hasPrefix("\rloading A [") && redrawn.contains("] 1000/1000 markers 100% "), "\(redrawn)")
+        #expect(!onTerminal.stderr.contains("(10%)"))
 
         let exported = dir + "/a.geojson"
         let export = try Self.markerctl(["export", "A", exported, "--page-size", "70"], url: s.url)
