@@ -17,8 +17,10 @@ extension MarkerdClient {
     /// in QueryViewport's page order, until the last page (`next_page_token` empty).
     ///
     /// QueryViewport returns visible markers only, and of a TILED layer only the live ones
-    /// (see `ViewportPage.total`). - pageSize: markers per page, 1...100,000. Throws the first
-    /// failed call's error, or what `body` throws.
+    /// (see `ViewportPage.total`). `pageSize`: markers per page, 1...100,000 (default 10,000).
+    /// Throws the first failed call's `ClientError`, or what `body` throws.
+    ///
+    /// The one place markerctl pages through QueryViewport (its paging fields live here).
     public func forEachViewportPage(_ layerID: String, pageSize: Int = 10_000,
                                     _ body: (ViewportPage) throws -> Void) throws {
         var request = V1.QueryViewportRequest()
