@@ -8,7 +8,9 @@ import MarkerdAPI
 ///   other column becomes an attribute. Fields may not contain commas or quotes.
 /// - GeoJSON: a FeatureCollection of Point features. The id is the feature's `id` or, with
 ///   `idProperty`, that property; every other scalar property becomes an attribute (as text).
-///   A `z_index` property sets the z index.
+///   A numeric `z_index` property sets the z index; a JSON boolean `visible`, `clickable` or
+///   `draggable` property sets that flag (a string one stays an attribute). This is the format
+///   `geoJSONFeature` writes, so an export loads back as the same markers.
 public enum MarkerFile {
     public struct ReadError: Error, CustomStringConvertible {
         public var description: String
@@ -99,11 +101,44 @@ public enum MarkerFile {
             m.position = V1.LatLng(latitude: lat, longitude: lon)
             for (key, value) in properties where key != idProperty {
                 if key == "z_index", let z = (value as? NSNumber)?.int32Value { m.zIndex = z; continue }
+                if let flag = boolean(value) {
+                    switch key {
+                    case "visible": m.visible = flag; continue
+                    case "clickable": m.clickable = flag; continue
+                    case "draggable": m.draggable = flag; continue
+                    default: break
+                    }
+                }
                 if let t = text(value) { m.attributes[key] = t }
             }
             markers.append(m)
         }
         return markers
+    }
+
+    /// A JSON `true` or `false` (JSONSerialization gives them as NSNumbers of type "c"), else nil.
+    private static func boolean(_ value: Any) -> Bool? {
+        guard let n = value as? NSNumber, String(cString: n.objCType) == "c" else { return nil }
+        return n.boolValue
+    }
+
+    /// One GeoJSON Feature (compact JSON, no newline) of `marker`, as `geoJSON` reads it back:
+    /// the feature's `id`; a Point [longitude, latitude]; the attributes as string properties,
+    /// `z_index` when not 0, and `visible`, `clickable`, `draggable` as booleans when not their
+    /// defaults. Not written: icons, anchors, labels, animations, `extra`.
+    public static func geoJSONFeature(_ marker: V1.Marker) -> String {
+        var properties: [String: Any] = marker.attributes
+        if marker.zIndex != 0 { properties["z_index"] = Int(marker.zIndex) }
+        if marker.visible == false { properties["visible"] = false }
+        if marker.clickable == false { properties["clickable"] = false }
+        if marker.draggable == true { properties["draggable"] = true }
+        let feature: [String: Any] = [
+            "type": "Feature", "id": marker.id, "properties": properties,
+            "geometry": ["type": "Point", "coordinates": [marker.position?.longitude ?? 0, marker.position?.latitude ?? 0]],
+        ]
+        // Only strings, numbers, booleans, arrays and dictionaries: serialization cannot fail.
+        let data = (try? JSONSerialization.data(withJSONObject: feature, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
     }
 
     private static func text(_ value: Any) -> String? {

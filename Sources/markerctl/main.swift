@@ -5,9 +5,54 @@ import MarkerdAPI
 import MarkerdClient
 import MarkerdTransport
 
+/// Each command's usage lines and an example, in the order `--help` lists them;
+/// `markerctl COMMAND --help` prints its entry.
+let commands: [(name: String, usage: String, example: String)] = [
+    ("layers", """
+      layers list
+      layers create LAYER [--min-marker-count N] [--tile-size 256|512] [--no-tiling]
+                    [--labels ATTRIBUTE [--label-priority ATTRIBUTE]]   (label each pin with an attribute)
+                    [--clusters]   (cluster the markers; tiles draw clusters as count bubbles)
+      layers delete LAYER
+      layers stats LAYER
+    """, "markerctl layers create places --tile-size 512 --labels name"),
+    ("register-icon", "  register-icon ICON FILE.png [--anchor X,Y]   (anchor: fractions of width and height; default 0.5,1)",
+     "markerctl register-icon cafe cafe.png --anchor 0.5,1"),
+    ("load", """
+      load LAYER FILE.csv|FILE.geojson [--id-property NAME] [--batch N] [--concurrency N]
+           CSV: header with id, lat, lon[, z_index], other columns become attributes; GeoJSON: Points, the
+           feature's id (or --id-property). Batches of N markers (default 50000), N calls at once (default 4).
+           Progress on standard error: a redrawn bar on a terminal, else a line every 10 % or 5 s.
+    """, "markerctl load places places.csv --batch 20000"),
+    ("get", "  get LAYER ID...   (one JSON line per marker)", "markerctl get places p1 p2"),
+    ("update", """
+      update LAYER ID [--label TEXT] [--position LAT,LON] [--z-index N] [--visible true|false]
+             changes only the fields given (UpdateMarkers); the rest of the marker stays
+    """, "markerctl update places 2988507 --label Paris --z-index 5"),
+    ("remove", "  remove LAYER ID...", "markerctl remove places p1 p2"),
+    ("clear", "  clear LAYER   (removes every marker, keeps the layer)", "markerctl clear places"),
+    ("tiles", """
+      tiles seed LAYER --zoom A-B|A [--bbox WEST,SOUTH,EAST,NORTH] [--size 256|512] [--density 1|2|3] [--concurrency N]
+           renders every XYZ tile of the zoom levels A to B (0-22) over the bbox (degrees; default the world;
+           WEST > EAST crosses the antimeridian) into markerd's tile cache with GetTile, N calls at once
+           (default 4). Size: default the layer's; density: default 1. At most 1,000,000 tiles.
+    """, "markerctl tiles seed places --zoom 0-8 --bbox 5.9,45.8,10.5,47.8"),
+    ("export", """
+      export LAYER FILE.geojson [--page-size N]
+           writes the layer's markers as a GeoJSON FeatureCollection (Point [lon, lat], the feature's id,
+           attributes as properties, z_index), N per QueryViewport page (default 10000); `load` reads it
+           back. Refuses a TILED layer and one with hidden markers (QueryViewport lists neither).
+    """, "markerctl export places places.geojson"),
+    ("snapshot", "  snapshot   (writes a snapshot of every layer now)", "markerctl snapshot"),
+    ("info", "  info   (version, uptime, layers, markers)", "markerctl info"),
+    ("sign-url", "  sign-url LAYER [--ttl SECONDS]   a signed tile URL template path (default 3600 s, at most 7 days)",
+     "markerctl sign-url places --ttl 86400"),
+]
+
 let usage = """
 usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.0.0.1:7450, or $MARKERD_URL)
        a markerd with --auth-file needs a token: $MARKERD_TOKEN (from `markerd token add`)
+       markerctl COMMAND --help: the command's usage and an example
 
   TLS options, for a tls+tcp:// URL:
     --tls-ca FILE            CA certificates (PEM) the server's certificate must chain to
@@ -16,23 +61,7 @@ usage: markerctl [--url URL] [TLS options] COMMAND ...   (default URL tcp://127.
     --tls-cert FILE          client certificate (PEM), for a server that requires one (--tls-client-ca)
     --tls-key FILE           the client certificate's private key (PEM)
 
-  layers list
-  layers create LAYER [--min-marker-count N] [--tile-size 256|512] [--no-tiling]
-                [--labels ATTRIBUTE [--label-priority ATTRIBUTE]]   (label each pin with an attribute)
-                [--clusters]   (cluster the markers; tiles draw clusters as count bubbles)
-  layers delete LAYER
-  layers stats LAYER
-  register-icon ICON FILE.png [--anchor X,Y]
-  load LAYER FILE.csv|FILE.geojson [--id-property NAME] [--batch N] [--concurrency N]
-  get LAYER ID...
-  update LAYER ID [--label TEXT] [--position LAT,LON] [--z-index N] [--visible true|false]
-                (changes only the fields given; the rest of the marker stays)
-  remove LAYER ID...
-  clear LAYER
-  snapshot
-  info
-  sign-url LAYER [--ttl SECONDS]   a signed tile URL template path (default 3600 s, at most 7 days)
-"""
+""" + "\n" + commands.map(\.usage).joined(separator: "\n")
 
 func fail(_ message: String, code: Int32 = 1) -> Never {
     FileHandle.standardError.write("markerctl: \(message)\n".data(using: .utf8)!)
@@ -47,7 +76,12 @@ if let i = args.firstIndex(of: "--url") {
     args.removeSubrange(i...(i + 1))
 }
 if args.isEmpty || args.contains("-h") || args.contains("--help") {
-    print(usage)
+    // The first word that is a command picks its help (option values are not command names).
+    if let entry = args.lazy.compactMap({ word in commands.first { $0.name == word } }).first {
+        print("usage: markerctl [--url URL] [TLS options] ...\n\n\(entry.usage)\n\nexample:\n  \(entry.example)")
+    } else {
+        print(usage)
+    }
     exit(args.isEmpty ? 2 : 0)
 }
 
@@ -69,6 +103,25 @@ if args.isEmpty || args.contains("-h") || args.contains("--help") {
 @MainActor func positional(_ n: Int, _ what: String) -> String {
     guard n < args.count else { fail("missing \(what)\n\n\(usage)", code: 2) }
     return args[n]
+}
+
+/// Removes `--name N` from args and returns N (`defaultValue` when absent); exits 2 unless N is a
+/// whole number within `range`.
+@MainActor func number(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) -> Int {
+    guard let text = option(name) else { return defaultValue }
+    guard let n = Int(text), range.contains(n) else {
+        fail("\(name) takes a whole number within \(range.lowerBound)...\(range.upperBound), not \"\(text)\"", code: 2)
+    }
+    return n
+}
+
+/// Removes `--name N` from args and returns N (`defaultValue` when absent); exits 2 unless N is one of `choices`.
+@MainActor func choice(_ name: String, default defaultValue: Int, _ choices: [Int]) -> Int {
+    guard let text = option(name) else { return defaultValue }
+    guard let n = Int(text), choices.contains(n) else {
+        fail("\(name) takes \(choices.map(String.init).joined(separator: " or ")), not \"\(text)\"", code: 2)
+    }
+    return n
 }
 
 func describe(_ layer: V1.Layer) -> String {
@@ -166,8 +219,8 @@ do {
         print("registered \(r.iconID) \(r.width)x\(r.height)")
     case "load":
         let idProperty = option("--id-property")
-        let batch = Int(option("--batch") ?? "50000") ?? 50_000
-        let concurrency = Int(option("--concurrency") ?? "4") ?? 4
+        let batch = number("--batch", default: 50_000, in: 1...100_000)
+        let concurrency = number("--concurrency", default: 4, in: 1...64)
         let layer = positional(0, "LAYER")
         let path = positional(1, "FILE")
         let readStart = Date()
@@ -176,12 +229,9 @@ do {
         FileHandle.standardError.write(String(format: "read %d markers from %@ in %.1f s\n", markers.count, path,
                                               Date().timeIntervalSince(readStart)).data(using: .utf8)!)
         let loader = BulkLoader(client: client, batchSize: batch, concurrency: concurrency)
-        let summary = try loader.load(markers, into: layer) { p in
-            let pct = p.total > 0 ? 100 * Double(p.sent) / Double(p.total) : 100
-            FileHandle.standardError.write(String(format: "\rloading %@: %d/%d (%.0f%%) %.0f markers/s   ",
-                                                  layer, p.sent, p.total, pct, p.markersPerSecond).data(using: .utf8)!)
-        }
-        FileHandle.standardError.write("\n".data(using: .utf8)!)
+        let progress = ProgressLine("loading \(layer)", unit: "markers", total: markers.count)
+        let summary = try loader.load(markers, into: layer) { p in progress.update(p.sent) }
+        progress.finish()
         print(String(format: "loaded %d markers into %@ (%d created, %d updated) in %.2f s: %.0f markers/s",
                      summary.markers, layer, summary.created, summary.updated, summary.seconds, summary.markersPerSecond))
     case "get":
@@ -230,6 +280,40 @@ do {
         let r = try client.signTileURL(layer, ttlSeconds: ttl)
         print(r.urlTemplate)
         FileHandle.standardError.write("expires \(r.expiresUnix) (Unix seconds); prefix \(r.pathPrefix) goes before any of the layer's gateway paths\n".data(using: .utf8)!)
+    case "tiles":
+        let sub = positional(0, "tiles subcommand (seed)")
+        guard sub == "seed" else { fail("unknown tiles subcommand \"\(sub)\"\n\n\(usage)", code: 2) }
+        guard let zoom = option("--zoom") else { fail("tiles seed needs --zoom A-B", code: 2) }
+        let range: TileRange
+        do { range = try TileRange(bbox: option("--bbox"), zoom: zoom) } catch { fail(error.description, code: 2) }
+        let size = choice("--size", default: 0, [256, 512])
+        let density = choice("--density", default: 1, [1, 2, 3])
+        let concurrency = number("--concurrency", default: 4, in: 1...64)
+        let seeder = TileSeeder(client: client, layerID: positional(1, "LAYER"), size: UInt32(size),
+                                density: UInt32(density), concurrency: concurrency)
+        if args.count > 2 { fail("unexpected arguments: \(args.dropFirst(2).joined(separator: " "))", code: 2) }
+        let count = range.count
+        guard count <= TileSeeder.maxTiles else {
+            fail("zoom \(zoom) over that bbox is \(count) tiles, more than \(TileSeeder.maxTiles): " +
+                 "seed fewer zoom levels or a smaller --bbox", code: 2)
+        }
+        let start = Date()
+        let progress = ProgressLine("seeding \(seeder.layerID)", unit: "tiles", total: count)
+        let summary = try seeder.seed(range.allTiles()) { progress.update($0) }
+        progress.finish()
+        let seconds = Date().timeIntervalSince(start)
+        print(String(format: "seeded %d tiles of %@ (%d empty, %d bytes) in %.2f s: %.0f tiles/s", summary.tiles,
+                     seeder.layerID, summary.empty, summary.bytes, seconds, seconds > 0 ? Double(summary.tiles) / seconds : 0))
+    case "export":
+        let pageSize = number("--page-size", default: 10_000, in: 1...100_000)
+        let layer = positional(0, "LAYER")
+        let path = positional(1, "FILE.geojson")
+        if args.count > 2 { fail("unexpected arguments: \(args.dropFirst(2).joined(separator: " "))", code: 2) }
+        let start = Date()
+        let written: Int
+        do { written = try Export.run(client, layerID: layer, path: path, pageSize: pageSize) }
+        catch let e as Export.Refused { fail(e.description) }
+        print(String(format: "exported %d markers of %@ to %@ in %.2f s", written, layer, path, Date().timeIntervalSince(start)))
     case "info":
         let r = try client.serverInfo()
         print("markerd \(r.version) uptime=\(r.uptimeMs / 1000)s layers=\(r.layerCount) markers=\(r.markerCount) durable=\(r.durable)")
@@ -237,5 +321,5 @@ do {
         fail("unknown command \"\(command)\"\n\n\(usage)", code: 2)
     }
 } catch {
-    fail(error.description)
+    fail("\(error)")
 }

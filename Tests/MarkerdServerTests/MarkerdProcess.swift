@@ -7,21 +7,22 @@ final class MarkerdProcess {
     let url: String
     let stderrPipe = Pipe()
 
-    /// The markerd binary: $MARKERD_BIN; else the one built beside the running test bundle (so an
-    /// optimised test build runs an optimised markerd); else .build/debug or .build/release of
-    /// this checkout.
-    static var binary: String {
-        if let b = ProcessInfo.processInfo.environment["MARKERD_BIN"] { return b }
+    /// The markerd binary: $MARKERD_BIN, else `built("markerd")`.
+    static var binary: String { ProcessInfo.processInfo.environment["MARKERD_BIN"] ?? built("markerd") }
+
+    /// The executable `name` built beside the running test bundle (so an optimised test build
+    /// runs an optimised one); else in .build/debug or .build/release of this checkout.
+    static func built(_ name: String) -> String {
         if let dir = Bundle.main.executableURL?.deletingLastPathComponent() {
-            let path = dir.appendingPathComponent("markerd").path
+            let path = dir.appendingPathComponent(name).path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         for config in ["debug", "release"] {
-            let path = root.appendingPathComponent(".build/\(config)/markerd").path
+            let path = root.appendingPathComponent(".build/\(config)/\(name)").path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }
-        return root.appendingPathComponent(".build/debug/markerd").path
+        return root.appendingPathComponent(".build/debug/\(name)").path
     }
 
     static func freePort() -> Int {
