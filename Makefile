@@ -45,6 +45,7 @@ test: test-deps
 	$(SWIFT) test $(TEST_BUILD) --skip-build
 	python3 clients/python/test_reference_client.py --markerd $(TEST_MARKERD)
 	python3 scripts/viewer-test.py --markerd $(TEST_MARKERD)
+	python3 Benchmarks/test_plot_report.py
 
 ## The same suite in a debug build (slower; for lldb and for checks that only debug builds make).
 test-debug:
