@@ -276,6 +276,8 @@ def write_section(out, written, inputs):
     for name in PLOTS:
         if name in written:
             lines += [f"![{PLOTS[name]}]({name})", ""]
+    if not written:
+        lines.append("No row of these runs feeds a plot.")
     with open(path, "w", encoding="utf-8") as f:
         f.write((head + "\n\n" if head else "") + "\n".join(lines).rstrip("\n") + "\n")
 
