@@ -9,7 +9,7 @@ no row feeds it:
 
   latency.png   RPC latency distributions per method (box: p25-p75, line: median, whiskers:
                 p1-p99) beside the bare NNG round trip of the same bytes measured in the same
-                run; the p99 ratio at the right
+                run; the p50 and p99 ratios at the right
   tiles.png     GetTile by zoom, cold (rendered every call) and warm (cached), with the floor
   load.png      bulk-load rates (markers/s) with the 1M markers/s target
   memory.png    bytes per marker (resident, journal, snapshot, with attributes)
@@ -132,8 +132,8 @@ def plot_latency(rows, out, written):
     for i, r in enumerate(reversed(picked)):
         box(ax, r["samplesMicros"], i + 0.2, MARKERD)
         box(ax, r["floorSamplesMicros"], i - 0.2, FLOOR)
-        ratio = percentile(r["samplesMicros"], 0.99) / percentile(r["floorSamplesMicros"], 0.99)
-        ax.annotate(f"p99 {ratio:.2f}x", xy=(1.0, i), xycoords=("axes fraction", "data"),
+        r50, r99 = (percentile(r["samplesMicros"], p) / percentile(r["floorSamplesMicros"], p) for p in (0.5, 0.99))
+        ax.annotate(f"p50 {r50:.2f}x\np99 {r99:.2f}x", xy=(1.0, i), xycoords=("axes fraction", "data"),
                     xytext=(4, 0), textcoords="offset points", va="center", fontsize=8)
     ax.set_yticks(range(len(picked)), [label(r) for r in reversed(picked)], fontsize=8)
     ax.set_xscale("log")
@@ -168,6 +168,7 @@ def plot_tiles(rows, out, written):
     ax.set_yticks(range(len(keys)), [("" if s == "-" else s + " ") + f"z{z}" for s, z in reversed(keys)])
     ax.set_xscale("log")
     log_axis(ax.xaxis)
+    ax.set_xlim(right=max(ax.get_xlim()[1], 20))
     ax.axvline(5, color="black", linestyle="--", linewidth=0.8)
     ax.text(5, len(keys) - 0.5, " cold p99 target at z >= 10: < 5 ms", fontsize=8, va="bottom")
     ax.set_xlabel("GetTile latency, ms (log): box p25-p75, whiskers p1-p99")
@@ -191,7 +192,7 @@ def bars(rows, out, written, name, title, xlabel, target=None, scale=1.0):
     ax.set_yticks(range(len(rows)), [label(r, 50) for r in reversed(rows)], fontsize=8)
     if target:
         ax.axvline(target[0], color="black", linestyle="--", linewidth=0.8)
-        ax.text(target[0], len(rows) - 0.5, " " + target[1], fontsize=8, va="bottom")
+        ax.text(target[0], len(rows) - 0.5, target[1] + " ", fontsize=8, va="bottom", ha="right")
     ax.set_xlim(0, max(values + [target[0] if target else 0]) * 1.25)
     ax.set_xlabel(xlabel)
     ax.set_title(title)
@@ -232,6 +233,7 @@ def plot_anchors(rows, out, written):
         if mine:
             labels.append((f"{r['size']} {m.group(1)}", micros(mine[0])[0] / 1000, micros(r)[0] / 1000,
                            r["value"].strip().startswith(">")))
+    labels.sort(key=lambda it: (it[0].split()[0], int(re.search(r"z(\d+)", it[0]).group(1))))
     panels = [p for p in (("clusters", clusters), ("labels", labels)) if p[1]]
     if not panels:
         return
