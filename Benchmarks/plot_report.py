@@ -16,6 +16,12 @@ no row feeds it:
   anchors.png   the references beside markerd: pysupercluster for clusters, Mapnik for
                 labelled tiles (a Mapnik render stopped at its time limit is a lower bound)
 
+rows.json (marker-bench's Report.Document): {"started", "machine", "options", "rows": [...]}, each
+row the table's cells as strings ("size", "measure", "value", "unit", "floor", "ratio", "note",
+"target": {"text", "met", "atTargetSize", "status"} when it has one) and, for rows that summarise
+latencies, "samplesMicros" (every timed call, µs) and "floorSamplesMicros" (the interleaved bare
+round trips of the same bytes). The plots find their rows by the stable measure names.
+
 It then ends --out/report.md with a "## Plots" section linking the PNGs (replacing such a
 section if there is one; creating report.md if missing). Needs matplotlib. Exit status 0, or 2
 when an input cannot be read.
@@ -50,15 +56,11 @@ HORIZONTAL = {"orientation": "horizontal"} if tuple(int(p) for p in matplotlib._
 
 
 def load_rows(paths):
-    """Every row of the files, each with a "run" key (the file's options line)."""
+    """Every row of the files, in order."""
     rows = []
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        for row in doc["rows"]:
-            row = dict(row)
-            row["run"] = doc.get("options", path)
-            rows.append(row)
+            rows += json.load(f)["rows"]
     return rows
 
 
@@ -87,9 +89,9 @@ def label(row, width=44):
     """The row's measure, shortened to two lines, with its size when it has one."""
     text = row["measure"].replace("... minus id bytes", "resident bytes per marker, minus id bytes")
     text = re.sub(r", 256 px d1.*|, tiles under city markers.*", "", text)
-    lines = textwrap.wrap(text, width)[:2]
-    if len(textwrap.wrap(text, width)) > 2:
-        lines[-1] = lines[-1][: width - 1] + "…"
+    lines = textwrap.wrap(text, width)
+    if len(lines) > 2:
+        lines = [lines[0], lines[1][: width - 1] + "…"]
     size = row["size"]
     return ("" if size == "-" else size + ": ") + "\n".join(lines)
 
