@@ -51,6 +51,8 @@ PLOTS = {
 SECTION = "## Plots"
 MARKERD, FLOOR, ANCHOR = "#c0392b", "#95a5a6", "#2c7fb8"
 DPI = 80
+#: Legends of the box plots: above the axes, right of the title, clear of the boxes.
+ABOVE = {"loc": "lower right", "bbox_to_anchor": (1.0, 1.0), "ncol": 3, "fontsize": 8, "frameon": False}
 #: Horizontal boxes: `orientation` from matplotlib 3.10 (which deprecates `vert`), `vert` before (Debian 12 has 3.6).
 HORIZONTAL = {"orientation": "horizontal"} if tuple(int(p) for p in matplotlib.__version__.split(".")[:2]) >= (3, 10) else {"vert": False}
 
@@ -110,10 +112,11 @@ def box(ax, data, position, color, ms=False):
 
 
 def log_axis(axis):
-    """A log axis labelled 50, 100, 0.5 rather than 5 x 10^1."""
-    plain = FuncFormatter(lambda v, _: f"{v:g}")
-    axis.set_major_formatter(plain)
-    axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+    """A log axis labelled 0.5, 50, 100,000 rather than 5 x 10^1."""
+    def plain(v):
+        return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+    axis.set_major_formatter(FuncFormatter(lambda v, _: plain(v)))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: plain(v) if plain(v)[0] in "25" else ""))
     axis.set_tick_params(which="minor", labelsize=7)
 
 
@@ -142,8 +145,8 @@ def plot_latency(rows, out, written):
     log_axis(ax.xaxis)
     ax.set_xlabel("latency, µs (log): box p25-p75, whiskers p1-p99")
     ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=MARKERD), plt.Rectangle((0, 0), 1, 1, color=FLOOR)],
-              labels=["markerd", "NNG floor, same bytes"], loc="lower right", fontsize=8)
-    ax.set_title("RPC latency against the NNG floor")
+              labels=["markerd", "NNG floor, same bytes"], **ABOVE)
+    ax.set_title("RPC latency against the NNG floor", loc="left")
     ax.grid(axis="x", which="both", alpha=0.3)
     save(fig, out, "latency.png", written)
 
@@ -175,8 +178,8 @@ def plot_tiles(rows, out, written):
     ax.text(5, len(keys) - 0.5, " cold p99 target at z >= 10: < 5 ms", fontsize=8, va="bottom")
     ax.set_xlabel("GetTile latency, ms (log): box p25-p75, whiskers p1-p99")
     ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in (MARKERD, "#e59866", FLOOR)],
-              labels=["cold (rendered every call)", "warm (cached)", "NNG floor, same bytes"], loc="lower right", fontsize=8)
-    ax.set_title("Raster tiles (256 px) by zoom")
+              labels=["cold (rendered every call)", "warm (cached)", "NNG floor, same bytes"], **ABOVE)
+    ax.set_title("Raster tiles (256 px) by zoom", loc="left")
     ax.grid(axis="x", which="both", alpha=0.3)
     save(fig, out, "tiles.png", written)
 
