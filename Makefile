@@ -54,6 +54,7 @@ test: test-deps
 	PIP_CACHE_DIR=.build/pip-cache $(PY_VENV)/bin/pip install -q --disable-pip-version-check .build/python-dist/*.whl
 	$(PY_VENV)/bin/python clients/python/tests/test_client.py --markerd $(TEST_MARKERD)
 	python3 scripts/viewer-test.py --markerd $(TEST_MARKERD)
+	python3 Benchmarks/test_plot_report.py
 
 ## The same suite in a debug build (slower; for lldb and for checks that only debug builds make).
 test-debug:

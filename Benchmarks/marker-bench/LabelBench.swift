@@ -220,7 +220,8 @@ struct LabelBench {
                           value: "\(Table.fixed(s.p50 / 1000, 2)) / \(Table.fixed(s.p99 / 1000, 2))", unit: "ms p50 / p99",
                           note: String(format: "%d calls over %@, each after %@ (untimed); max %.2f ms; PNG %@ mean; markerd CPU %.2f ms per call (mean); loadavg %.1f",
                                        s.samples, tiles, change, s.max / 1000, Table.bytes(bytes[id]! / s.samples),
-                                       cpu[id]! * 1000 / Double(s.samples), Machine.loadAverage ?? 0)))
+                                       cpu[id]! * 1000 / Double(s.samples), Machine.loadAverage ?? 0),
+                          samplesMicros: s.sortedMicros))
         }
         let mu = LatencySummary(samplesMicros: moveMicros[Self.unlabelledID]!), ml = LatencySummary(samplesMicros: moveMicros[Self.labelledID]!)
         table.add(Row(size: label, measure: "MoveMarkers before the cold \(zoom.name) calls (\(change)), labelled vs unlabelled",
@@ -326,7 +327,8 @@ struct LabelBench {
         let summary = LatencySummary(samplesMicros: seconds.map { $0 * 1e6 })
         var row = Row(size: label, measure: measure, value: "\(Table.fixed(summary.p50 / 1000, 2)) / \(Table.fixed(summary.p99 / 1000, 2))",
                       unit: "ms p50 / p99",
-                      note: "\(seconds.count) of \(tiles) tiles rendered\(run.timedOut ? " before the \(options.mapnikSeconds) s limit" : "") (each a fresh Map; mapnik.render only, PNG encoding excluded)" + tail)
+                      note: "\(seconds.count) of \(tiles) tiles rendered\(run.timedOut ? " before the \(options.mapnikSeconds) s limit" : "") (each a fresh Map; mapnik.render only, PNG encoding excluded)" + tail,
+                      samplesMicros: summary.sortedMicros)
         if let m = labelledP50 {
             let ratio = summary.p50 / m
             row.ratio = String(format: "%.0fx markerd labelled p50", ratio)

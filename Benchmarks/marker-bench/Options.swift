@@ -86,6 +86,14 @@ struct Options: Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("mapnik/render_places.py").path
     }
+    /// Where `--report DIR` writes report.md (the table), rows.json (the rows and their latency
+    /// samples) and the PNG plots of Benchmarks/plot_report.py; nil: standard output only.
+    var reportDir: String? = nil
+    /// Benchmarks/plot_report.py of the checkout marker-bench was built from.
+    var plotScript: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("plot_report.py").path
+    }
     /// The one section `--only` asked for, or nil.
     var only: String? = nil {
         didSet {
@@ -173,6 +181,10 @@ struct Options: Sendable {
       --label-zooms Z[,Z...]  labels: measure only these zooms (of 0, 3, 10, 14), markerd's
                            and Mapnik's. Default all four
       --mapnik-python PATH labels: the Python with python3-mapnik. Default /usr/bin/python3
+      --report DIR         also write DIR/report.md (the table), DIR/rows.json (the rows and
+                           their latency samples) and PNG plots of them (python3 with
+                           matplotlib runs Benchmarks/plot_report.py; scripts/install-deps.sh
+                           --bench installs it). DIR is created if missing
       --no-tune            do not try other BulkLoader batch sizes / concurrencies
       --markerd PATH       markerd binary. Default: markerd next to marker-bench
       --data-root DIR      parent of the temporary data directories. Default $TMPDIR or /tmp
@@ -249,6 +261,7 @@ struct Options: Sendable {
                 guard !zooms.isEmpty else { throw ParseError(description: "--label-zooms needs at least one zoom") }
                 o.labelZooms = zooms
             case "--mapnik-python": o.mapnikPython = try value(arg)
+            case "--report": o.reportDir = try value(arg)
             case "--no-tune": o.tuneLoad = false
             case "--markerd": o.markerdPath = try value(arg)
             case "--data-root": o.dataRoot = try value(arg)
@@ -278,6 +291,7 @@ struct Options: Sendable {
             if let pngDir { parts.append("--png-dir \(pngDir)") }
             if let labelZooms { parts.append("--label-zooms \(labelZooms.map(String.init).joined(separator: ","))") }
         }
+        if let reportDir { parts.append("--report \(reportDir)") }
         parts.append("--markerd \(markerdPath)")
         if !skipDurability { parts.append("--data-root \(dataRoot)") }
         return parts.joined(separator: " ")

@@ -33,6 +33,8 @@ struct LatencySummary: Sendable {
     /// half a millisecond, so these are mostly the host's stalls. When they reach 1 % of the
     /// samples, the p99 is one of them.
     var stalls: Int
+    /// Every sample, ascending, in microseconds (what `--report` plots as a distribution).
+    var sortedMicros: [Double]
 
     /// The threshold of `stalls`: 1 ms.
     static let stallMicros = 1000.0
@@ -40,6 +42,7 @@ struct LatencySummary: Sendable {
     /// Summarises latencies in microseconds (any order). `samplesMicros` must be non-empty.
     init(samplesMicros: [Double]) {
         let sorted = samplesMicros.sorted()
+        sortedMicros = sorted
         samples = sorted.count
         p50 = Stats.percentile(sorted, 0.50)
         p99 = Stats.percentile(sorted, 0.99)

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A target from the issues and whether a figure meets it.
-struct Target {
+struct Target: Encodable {
     /// As printed, e.g. "<= 2x floor p99 at 10M".
     var text: String
     /// Whether the figure meets it.
@@ -14,10 +14,20 @@ struct Target {
         let word = met ? "PASS" : "MISS"
         return atTargetSize ? "**\(word)**" : "(\(word) at this size)"
     }
+
+    private enum CodingKeys: String, CodingKey { case text, met, atTargetSize, status }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(text, forKey: .text)
+        try c.encode(met, forKey: .met)
+        try c.encode(atTargetSize, forKey: .atTargetSize)
+        try c.encode(status, forKey: .status)
+    }
 }
 
-/// One row of the result table.
-struct Row {
+/// One row of the result table; `--report` writes the rows as JSON (`Report`).
+struct Row: Encodable {
     /// The marker count the row belongs to ("1M"), or "-" for rows that do not depend on it.
     var size: String
     var measure: String
@@ -30,6 +40,11 @@ struct Row {
     var target: Target? = nil
     /// Free-form remark (what the figure includes, how many samples).
     var note: String = ""
+    /// The timed calls' latencies in microseconds, for the rows that summarise a distribution
+    /// (`--report` plots them); nil for the others. Not printed in the table.
+    var samplesMicros: [Double]? = nil
+    /// The interleaved floor's round trips of the same sizes, in microseconds, when the row has them.
+    var floorSamplesMicros: [Double]? = nil
 }
 
 /// Collects rows and prints them as one markdown table.
@@ -46,8 +61,9 @@ final class Table {
     func addLatency(size: String, measure: String, _ s: LatencySummary, floor: LatencySummary?, floorSizes: Floor.Sizes?,
                     target: ((_ p99Ratio: Double) -> Target)? = nil, note: String = "") {
         var row = Row(size: size, measure: measure, value: "\(Self.micros(s.p50)) / \(Self.micros(s.p99))",
-                      unit: "µs p50 / p99", note: note)
+                      unit: "µs p50 / p99", note: note, samplesMicros: s.sortedMicros)
         if let floor, let floorSizes {
+            row.floorSamplesMicros = floor.sortedMicros
             row.floor = "\(Self.micros(floor.p50)) / \(Self.micros(floor.p99)) @ \(floorSizes)"
             let r50 = s.p50 / floor.p50, r99 = s.p99 / floor.p99
             row.ratio = String(format: "%.2fx / %.2fx", r50, r99)

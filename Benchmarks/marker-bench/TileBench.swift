@@ -154,6 +154,8 @@ struct TileBench {
                                    micros.max()! / 1000, empty,
                                    Table.bytes(bytes.reduce(0, +) / max(1, bytes.count)), cpu * 1000 / Double(micros.count),
                                    Machine.loadAverage ?? 0))
+        row.samplesMicros = s.sortedMicros
+        row.floorSamplesMicros = f.sortedMicros
         if z >= 10 { row.target = Target(text: "p99 < 5 ms (z >= 10)", met: s.p99 < 5000) }
         if let host { row.note += "; p99 \(host.scaled(s.p99))" }
         table.add(row)

@@ -20,6 +20,12 @@ do {
     FileHandle.standardError.write("marker-bench: \(error)\n\n\(Options.usage)\n".data(using: .utf8)!)
     exit(2)
 }
+if let dir = options.reportDir {
+    do { try Report.prepare(dir) } catch {
+        FileHandle.standardError.write("marker-bench: --report \(dir): \(error)\n".data(using: .utf8)!)
+        exit(2)
+    }
+}
 
 // Ctrl-C / SIGTERM: stop the markerd and echo children before leaving.
 signal(SIGINT, SIG_IGN)
@@ -95,10 +101,11 @@ do {
 
 let dateFormatter = ISO8601DateFormatter()
 let gib = Double(Machine.memoryBytes) / Double(1 << 30)
-print("""
+let machineLine = "\(Machine.processors) cores (nproc), \(String(format: "%.1f", gib)) GiB memory, \(Machine.cpuModel), Linux \(Machine.kernel)"
+let markdown = """
 ## marker-bench \(dateFormatter.string(from: started))
 
-- machine: \(Machine.processors) cores (nproc), \(String(format: "%.1f", gib)) GiB memory, \(Machine.cpuModel), Linux \(Machine.kernel)
+- machine: \(machineLine)
 - options: \(options.summary)
 - this process's heap (the in-process rows): \(Machine.heapPages); at the end AnonHugePages \(Table.bytes(Int(Machine.anonHugePagesBytes(pid: getpid()) ?? 0))) of VmRSS \(Table.bytes(Int(Machine.residentBytes(pid: getpid()) ?? 0)))
 - fresh memory (256 MiB newly mapped and written, huge pages advised) faulted in at \(freshMemoryAtStart.map { String(format: "%.2f", $0) } ?? "?") GB/s at the start, \(Machine.freshMemoryRate().map { String(format: "%.2f", $0) } ?? "?") GB/s at the end (on this Firecracker VM 0.2-0.8 GB/s was seen for memory the guest had not used recently, 2.3-5.8 GB/s for memory just freed; loads and renders that grow the heap slow down with it)
@@ -108,5 +115,17 @@ each is compared with the bare NNG round trip of the same request/reply sizes me
 Status PASS/MISS applies at the target's size; "(... at this size)" is indicative only.
 
 \(table.markdown())
-""")
+"""
+print(markdown)
+if let dir = options.reportDir {
+    do {
+        try Report.write(markdown: markdown,
+                         document: Report.Document(started: dateFormatter.string(from: started), machine: machineLine,
+                                                   options: options.summary, rows: table.rows),
+                         dir: dir, plotScript: options.plotScript)
+    } catch {
+        Progress.log("marker-bench: --report: \(error)")
+        exit(1)
+    }
+}
 withExtendedLifetime(signalSources) {}
