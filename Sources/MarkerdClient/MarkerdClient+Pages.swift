@@ -29,11 +29,11 @@ extension MarkerdClient {
         (bounds.west, bounds.south, bounds.east, bounds.north) = (-180, -TileRange.maxLatitude, 180, TileRange.maxLatitude)
         request.bounds = bounds
         request.zoom = 0
-        request.limit = UInt32(pageSize)
+        request.pageSize = UInt32(pageSize)
         while true {
             let r = try queryViewport(request)
-            try body(ViewportPage(markers: r.markers, total: Int(r.mode == .tiled ? r.liveInView : r.staticInView + r.liveInView),
-                                  mode: r.mode, staticInView: Int(r.staticInView)))
+            try body(ViewportPage(markers: r.markers, total: Int(r.mode == .tiled ? r.liveInViewCount : r.staticInViewCount + r.liveInViewCount),
+                                  mode: r.mode, staticInView: Int(r.staticInViewCount)))
             guard !r.nextPageToken.isEmpty else { return }
             request.pageToken = r.nextPageToken
         }
