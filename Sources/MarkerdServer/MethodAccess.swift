@@ -26,7 +26,7 @@ struct MethodAccess: Sendable, Equatable {
         "QueryViewport": .read, "HitTest": .read, "GetTile": .read, "RenderSnapshot": .read,
         "GetClusters": .read, "GetClusterLeaves": .read, "GetClusterChildren": .read,
         "GetClusterExpansionZoom": .read, "GetPointTile": .read, "GetServerInfo": .read, "SignTileURL": .read,
-        "RegisterIcon": .write, "UpsertMarkers": .write, "RemoveMarkers": .write, "ClearLayer": .write,
+        "RegisterIcon": .write, "UpsertMarkers": .write, "UpdateMarkers": .write, "RemoveMarkers": .write, "ClearLayer": .write,
         "MoveMarkers": .write, "BeginDrag": .write, "DragTo": .write, "EndDrag": .write, "CancelDrag": .write,
         "CreateLayer": .admin, "DeleteLayer": .admin, "CreateSnapshot": .admin,
     ]
