@@ -13,8 +13,8 @@ enum Export {
     /// only). Throws `Refused`, the first failed call's `ClientError`, or a file error.
     static func run(_ client: MarkerdClient, layerID: String, path: String, pageSize: Int) throws -> Int {
         let stats = try client.layerStats(layerID)
-        if stats.hiddenMarkers > 0 {
-            throw Refused(description: "layer \(layerID) has \(stats.hiddenMarkers) hidden markers, which QueryViewport does not list")
+        if stats.hiddenMarkerCount > 0 {
+            throw Refused(description: "layer \(layerID) has \(stats.hiddenMarkerCount) hidden markers, which QueryViewport does not list")
         }
         let temporary = path + ".partial-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: nil), let file = FileHandle(forWritingAtPath: temporary) else {
