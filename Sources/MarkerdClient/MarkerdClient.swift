@@ -50,7 +50,7 @@ public enum ClientError: Error, CustomStringConvertible, Sendable {
 /// shop.id = "s1"
 /// shop.position = V1.LatLng(latitude: 35.68, longitude: 139.76)
 /// let reply = try await markerd.async.upsertMarkers(V1.UpsertMarkersRequest(layerID: "shops", markers: [shop]))
-/// print(reply.created)  // a retry with the same idempotencyKey: applies nothing twice
+/// print(reply.createdCount)  // a retry with the same idempotencyKey: applies nothing twice
 /// ```
 public final class MarkerdClient: Sendable {
     public let url: String
