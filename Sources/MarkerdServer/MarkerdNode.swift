@@ -60,29 +60,19 @@ public final class MarkerdNode: Sendable {
                 listenURLs: configuration.listenURLs, contexts: configuration.contexts,
                 maxMessageBytes: configuration.maxMessageBytes, tls: tls),
             handler: handler)
-        if let address = configuration.httpAddress {
-            gateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
-                                  metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                  idleTimeout: configuration.httpIdleTimeout, access: access,
-                                  viewerFiles: configuration.viewerFiles)
-        } else {
-            gateway = nil
+        // The gateways share the service, metrics, timeouts and viewer files; the operators' one
+        // takes no tokens (`access: nil`), the HTTPS one the certificate.
+        let provider = ServiceTileProvider(service: service), metrics = dispatcher.metrics
+        let (header, idle, files) = (configuration.httpHeaderTimeout, configuration.httpIdleTimeout, configuration.viewerFiles)
+        let makeGateway = { (address: String?, tls: TLSServerFiles?, access: AccessControl?) -> TileGateway? in
+            address.map {
+                TileGateway(address: $0, provider: provider, metrics: metrics, headerTimeout: header, idleTimeout: idle,
+                            tls: tls, access: access, viewerFiles: files)
+            }
         }
-        if let address = configuration.httpsAddress {
-            httpsGateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
-                                       metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                       idleTimeout: configuration.httpIdleTimeout, tls: tls, access: access,
-                                       viewerFiles: configuration.viewerFiles)
-        } else {
-            httpsGateway = nil
-        }
-        if let address = configuration.opsHTTPAddress {
-            opsGateway = TileGateway(address: address, provider: ServiceTileProvider(service: service),
-                                     metrics: dispatcher.metrics, headerTimeout: configuration.httpHeaderTimeout,
-                                     idleTimeout: configuration.httpIdleTimeout, viewerFiles: configuration.viewerFiles)
-        } else {
-            opsGateway = nil
-        }
+        gateway = makeGateway(configuration.httpAddress, nil, access)
+        httpsGateway = makeGateway(configuration.httpsAddress, tls, access)
+        opsGateway = makeGateway(configuration.opsHTTPAddress, nil, nil)
     }
 
     /// Starts listening on every URL (and the HTTP gateway). Throws if a URL cannot be listened
