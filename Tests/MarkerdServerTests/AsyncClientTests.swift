@@ -15,26 +15,26 @@ struct AsyncClientTests {
         #expect(try await api.createLayer(create).layer?.id == "async")
 
         // 32 calls in flight at once on one client: each reply answers its own request.
-        let created = try await withThrowingTaskGroup(of: UInt32.self) { group in
+        let created = try await withThrowingTaskGroup(of: UInt64.self) { group in
             for i in 0..<32 {
                 group.addTask {
                     let request = V1.UpsertMarkersRequest(layerID: "async", markers: [marker("m\(i)", 35 + Double(i) * 0.01, 139)])
-                    return try await api.upsertMarkers(request).created
+                    return try await api.upsertMarkers(request).createdCount
                 }
             }
-            return try await group.reduce(into: [UInt32]()) { $0.append($1) }
+            return try await group.reduce(into: [UInt64]()) { $0.append($1) }
         }
         #expect(created == Array(repeating: 1, count: 32))
         var stats = V1.GetLayerStatsRequest()
         stats.layerID = "async"
-        #expect(try await api.getLayerStats(stats).stats?.markers == 32)
+        #expect(try await api.getLayerStats(stats).stats?.markerCount == 32)
 
         // A resend with the same key returns the first reply and applies nothing; a fresh key applies again.
         let again = V1.UpsertMarkersRequest(layerID: "async", markers: [marker("m0", 40, 140)])
         let first = try await api.upsertMarkers(again, idempotencyKey: "async-1")
         let resent = try await api.upsertMarkers(again, idempotencyKey: "async-1")
-        #expect(first.created == 0 && first.updated == 1 && resent == first)
-        #expect(try await api.getLayerStats(stats).stats?.markers == 32)
+        #expect(first.createdCount == 0 && first.updatedCount == 1 && resent == first)
+        #expect(try await api.getLayerStats(stats).stats?.markerCount == 32)
 
         var get = V1.GetMarkersRequest()
         get.layerID = "async"

@@ -50,7 +50,7 @@ func layerPayload(_ layer: String) -> [UInt8] { [0x0A, UInt8(layer.utf8.count)] 
 /// What every rpc needs, stated here independently of `MethodAccess`.
 let expectedScopes: [String: Scopes] = [
     "CreateLayer": .admin, "GetLayer": .read, "ListLayers": .read, "DeleteLayer": .admin, "GetLayerStats": .read,
-    "RegisterIcon": .write, "UpsertMarkers": .write, "UpdateMarkers": .write, "RemoveMarkers": .write, "GetMarkers": .read, "ClearLayer": .write,
+    "RegisterIcon": .write, "UpsertMarkers": .write, "UpdateMarkers": .write, "RemoveMarkers": .write, "GetMarkers": .read, "ListMarkers": .read, "ClearLayer": .write,
     "MoveMarkers": .write, "QueryViewport": .read, "HitTest": .read, "BeginDrag": .write, "DragTo": .write,
     "EndDrag": .write, "CancelDrag": .write, "GetTile": .read, "RenderSnapshot": .read, "GetClusters": .read,
     "GetClusterLeaves": .read, "GetClusterChildren": .read, "GetClusterExpansionZoom": .read, "GetPointTile": .read,
@@ -118,7 +118,7 @@ let layerFreeMethods: Set<String> = ["ListLayers", "RegisterIcon", "CreateSnapsh
         #expect(try reader.listLayers().map(\.id) == ["fleet-1", "fleet-2"])
         #expect(try root.listLayers().map(\.id) == ["fleet-1", "fleet-2", "other-1"])
         let writer = try MarkerdClient(url: server.url, authToken: fixture.writer)
-        #expect(try writer.upsertMarkers("fleet-1", [marker("a", 48.85, 2.35)]).created == 1)
+        #expect(try writer.upsertMarkers("fleet-1", [marker("a", 48.85, 2.35)]).createdCount == 1)
         #expect(statusCode { _ = try writer.upsertMarkers("other-1", [marker("a", 48.85, 2.35)]) } == .permissionDenied)
         #expect(try reader.getMarkers("fleet-1", ids: ["a"]).markers.count == 1)
         // A layer id with a NUL: protobuf-c would read "fleet-1", the check refuses it whole.
@@ -366,7 +366,7 @@ let layerFreeMethods: Set<String> = ["ListLayers", "RegisterIcon", "CreateSnapsh
             #expect(r.code == .unauthenticated, "\(method) with a revoked token: \(r.code)")
         }
         // The process kept running and the other token's client (same connection) still works.
-        #expect(try root.upsertMarkers("fleet-1", [marker("a", 1, 2)]).created == 1)
+        #expect(try root.upsertMarkers("fleet-1", [marker("a", 1, 2)]).createdCount == 1)
         #expect(process.process.isRunning)
     }
 }
