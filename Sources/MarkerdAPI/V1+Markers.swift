@@ -348,10 +348,11 @@ extension V1 {
         /// Proto field `page_size` = 2; absent decodes to 0, which is not encoded.
         public var pageSize: UInt32 = 0
         /// See the paging rule in the header. The next page holds the markers after the previous
-        /// page's last one in the layer's storage order, as the layer is when it is asked for: markers
-        /// that do not change while a client pages (moves and updates do not count as changes; removing
-        /// and re-adding does) come exactly once; one added meanwhile may come or not; one removed
-        /// meanwhile comes if its turn came before.
+        /// page's last one in the layer's storage order, as the layer is when it is asked for: a marker
+        /// that stays in the layer while a client pages (moved, updated or not) comes exactly once; one
+        /// added meanwhile (also removed and added again) comes once or not at all; one removed
+        /// meanwhile comes only if its page came before. The storage order is the server process's:
+        /// after a restart, a token from before it may skip or repeat markers (start again).
         /// Proto field `page_token` = 3; absent decodes to "", which is not encoded.
         public var pageToken: String = ""
 

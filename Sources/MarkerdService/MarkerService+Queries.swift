@@ -80,7 +80,8 @@ extension MarkerService {
 
     /// ListMarkers: a page of every marker of the layer (static, live and hidden) in storage slot
     /// order, from the page token's slot on. Stateless: a marker that stays in the layer while a
-    /// client pages comes exactly once (`MarkerLayer.markers(fromSlot:limit:maxSlots:)`).
+    /// client pages comes exactly once (`MarkerLayer.markers(fromSlot:limit:maxSlots:)`), within
+    /// one server process (a restart restores the markers into other slots).
     /// Throws INVALID_ARGUMENT for a `page_size` above 100,000 or a malformed or foreign token,
     /// NOT_FOUND for an unknown layer.
     public func listMarkers(_ r: V1.ListMarkersRequest) throws(RPCError) -> V1.ListMarkersResponse {
