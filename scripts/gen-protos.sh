@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the protobuf-c code in Sources/CMarkerdProto from Protos/ (markerd/ and vector_tile/).
 #
-#   scripts/gen-protos.sh              rewrite Sources/CMarkerdProto and Sources/MarkerdAPI/V1+*.swift in place
+#   scripts/gen-protos.sh              rewrite Sources/CMarkerdProto and Sources/MarkerdAPI/Generated/V1+*.swift in place
 #   scripts/gen-protos.sh --out DIR    write the same tree under DIR (used by the freshness test)
 #
 # Needs protoc-c (Debian: protobuf-c-compiler).
@@ -35,7 +35,7 @@ done
   echo "    export *"
   echo "}"; } > "$out/include/module.modulemap"
 
-# The Swift value types over the generated C (Sources/MarkerdAPI/V1+*.swift).
+# The Swift value types over the generated C (Sources/MarkerdAPI/Generated/V1+*.swift).
 if [ "${1:-}" != "--out" ]; then
   python3 "$root/scripts/gen-swift-api/gen.py" >/dev/null
 fi

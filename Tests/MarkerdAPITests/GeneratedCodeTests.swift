@@ -32,7 +32,8 @@ func generatedCodeIsFresh() throws {
     }
 }
 
-/// Sources/MarkerdAPI/V1+*.swift must be what scripts/gen-swift-api/gen.py makes from Protos/.
+/// Sources/MarkerdAPI/Generated/V1+*.swift must be what scripts/gen-swift-api/gen.py makes from Protos/,
+/// and nothing else lives in that folder.
 @Test("generated Swift API types are fresh")
 func generatedSwiftIsFresh() throws {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -50,7 +51,9 @@ func generatedSwiftIsFresh() throws {
     #expect(names.count >= 9)
     for name in names {
         let fresh = FileManager.default.contents(atPath: out.appendingPathComponent(name).path)
-        let committed = FileManager.default.contents(atPath: root.appendingPathComponent("Sources/MarkerdAPI/\(name)").path)
-        #expect(fresh == committed, "Sources/MarkerdAPI/\(name) is stale: run scripts/gen-protos.sh and commit")
+        let committed = FileManager.default.contents(atPath: root.appendingPathComponent("Sources/MarkerdAPI/Generated/\(name)").path)
+        #expect(fresh == committed, "Sources/MarkerdAPI/Generated/\(name) is stale: run scripts/gen-protos.sh and commit")
     }
+    let committedNames = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Sources/MarkerdAPI/Generated").path).sorted()
+    #expect(committedNames == names, "Sources/MarkerdAPI/Generated holds files gen.py does not make: \(committedNames)")
 }

@@ -41,7 +41,7 @@ final class VersionLedger {
     /// The body of a live URL whose ETag is `etag`: `observe`s it by the ETag's number.
     func observe(url: String, etag: String, body: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) {
         guard let version = VersionLedger.version(ofETag: etag) else {
-            Issue.record("\(step): \(url) has ETag \(etag), not W/\"<number>\"", sourceLocation: sourceLocation)
+            Issue.record("\(step): \(url) has ETag \(etag), not a strong \"<number>\"", sourceLocation: sourceLocation)
             return
         }
         etags[url, default: []].insert(etag)
@@ -69,9 +69,10 @@ final class VersionLedger {
         unseenSinceRestart = Set(last.keys.filter { $0.hasPrefix("layer ") && bodies[$0] == nil })
     }
 
+    /// The version a strong ETag (`"12"`) names; nil for anything else (a weak one included).
     static func version(ofETag tag: String) -> UInt64? {
-        guard tag.hasPrefix("W/\""), tag.hasSuffix("\"") else { return nil }
-        return UInt64(tag.dropFirst(3).dropLast())
+        guard tag.count >= 2, tag.hasPrefix("\""), tag.hasSuffix("\"") else { return nil }
+        return UInt64(tag.dropFirst().dropLast())
     }
 }
 
@@ -152,7 +153,7 @@ struct VersionRestartTests {
         #expect(try m.client.getLayer("L").version == v)
         #expect(try m.pointTile("L", 0, 0, 0).version == v)
         let mvt = try m.get("/tiles/L/0/0/0.mvt")
-        #expect(mvt.status == 200 && mvt.header("ETag") == "W/\"\(v)\"")
+        #expect(mvt.status == 200 && mvt.header("ETag") == "\"\(v)\"")
         let versioned = "/tiles/L/v\(v)/256/0/0/0.png"
         let png = try m.get(versioned)
         #expect(png.status == 200 && png.header("Cache-Control") == Self.immutable)
@@ -166,7 +167,7 @@ struct VersionRestartTests {
         let point = try m.pointTile("L", 0, 0, 0, knownVersion: v)
         #expect(!point.notModified && !point.mvt.isEmpty && point.version > v)
         let live = try m.get("/tiles/L/0/0/0.mvt", headers: [("If-None-Match", "W/\"\(v)\"")])
-        #expect(live.status == 200 && live.header("ETag") != "W/\"\(v)\"")
+        #expect(live.status == 200 && live.header("ETag") != "\"\(v)\"")
         let again = try m.get(versioned)
         if again.status == 200 {
             #expect(byteMismatch(png.body, again.body) == nil, "\(versioned) served two different images")
