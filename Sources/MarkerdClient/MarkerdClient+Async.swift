@@ -62,6 +62,7 @@ extension MarkerdClient {
             try await mutate("RemoveMarkers", r, idempotencyKey: idempotencyKey)
         }
         public func getMarkers(_ r: V1.GetMarkersRequest) async throws(ClientError) -> V1.GetMarkersResponse { try await call("GetMarkers", r) }
+        public func listMarkers(_ r: V1.ListMarkersRequest) async throws(ClientError) -> V1.ListMarkersResponse { try await call("ListMarkers", r) }
         public func clearLayer(_ r: V1.ClearLayerRequest, idempotencyKey: String? = nil) async throws(ClientError) -> V1.ClearLayerResponse {
             try await mutate("ClearLayer", r, idempotencyKey: idempotencyKey)
         }

@@ -88,6 +88,14 @@ extension MarkerdClient {
         return try call("GetMarkers", req)
     }
 
+    /// One page of a layer's markers, every one (static, live, hidden) in storage order
+    /// (`page_size` 0-100,000, default 1000; `page_token` from the previous page). A page may
+    /// hold fewer markers than asked before the last one: only an empty `next_page_token` ends
+    /// the list (`forEachMarkerPage` pages through it).
+    public func listMarkers(_ request: V1.ListMarkersRequest) throws(ClientError) -> V1.ListMarkersResponse {
+        try call("ListMarkers", request)
+    }
+
     public func clearLayer(_ layerID: String, idempotencyKey: String? = nil) throws(ClientError) -> V1.ClearLayerResponse {
         var req = V1.ClearLayerRequest()
         req.layerID = layerID

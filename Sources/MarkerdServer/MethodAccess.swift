@@ -15,14 +15,14 @@ struct MethodAccess: Sendable, Equatable {
     /// Whether the request names a layer in field 1 (from the descriptors, not a list here).
     let layerScoped: Bool
     /// Counted against a token's `expensive=` quota on the worker threads: renders, tiles,
-    /// clusters, viewport pages, snapshots (network-thread answers are bounded and never count).
+    /// clusters, viewport and marker pages, snapshots (network-thread answers are bounded and never count).
     var expensive = false
 
     /// Written to the audit log (write and admin calls).
     var audited: Bool { scope != .read }
 
     static let scopes: [String: Scopes] = [
-        "GetLayer": .read, "ListLayers": .read, "GetLayerStats": .read, "GetMarkers": .read,
+        "GetLayer": .read, "ListLayers": .read, "GetLayerStats": .read, "GetMarkers": .read, "ListMarkers": .read,
         "QueryViewport": .read, "HitTest": .read, "GetTile": .read, "RenderSnapshot": .read,
         "GetClusters": .read, "GetClusterLeaves": .read, "GetClusterChildren": .read,
         "GetClusterExpansionZoom": .read, "GetPointTile": .read, "GetServerInfo": .read, "SignTileURL": .read,
@@ -32,7 +32,8 @@ struct MethodAccess: Sendable, Equatable {
     ]
 
     static let expensiveMethods: Set<String> = [
-        "GetTile", "RenderSnapshot", "GetPointTile", "GetClusters", "GetClusterLeaves", "QueryViewport", "CreateSnapshot",
+        "GetTile", "RenderSnapshot", "GetPointTile", "GetClusters", "GetClusterLeaves", "QueryViewport", "ListMarkers",
+        "CreateSnapshot",
     ]
 
     /// Full method name -> access, for every rpc of `service MarkerService` listed in ``scopes``.

@@ -72,6 +72,32 @@ extension MarkerService {
         }
     }
 
+    /// ListMarkers' page size when the request sets none.
+    static let defaultMarkersPage = 1_000
+    /// Most storage slots one ListMarkers page looks at, beyond its page size (free slots of a
+    /// layer that shrank): bounds a page's work under the read lock at some hundred µs more.
+    static let markersPageExtraSlots = 65_536
+
+    /// ListMarkers: a page of every marker of the layer (static, live and hidden) in storage slot
+    /// order, from the page token's slot on. Stateless: a marker that stays in the layer while a
+    /// client pages comes exactly once (`MarkerLayer.markers(fromSlot:limit:maxSlots:)`), within
+    /// one server process (a restart restores the markers into other slots).
+    /// Throws INVALID_ARGUMENT for a `page_size` above 100,000 or a malformed or foreign token,
+    /// NOT_FOUND for an unknown layer.
+    public func listMarkers(_ r: V1.ListMarkersRequest) throws(RPCError) -> V1.ListMarkersResponse {
+        let pageSize = try PageToken.size(r.pageSize, default: Self.defaultMarkersPage, maximum: MarkerConversion.maxBatch)
+        let slot = try PageToken.markersSlot(r.pageToken, layerID: r.layerID)
+        return try read(r.layerID) { h, _ in
+            let layer = h.layer
+            let page = layer.markers(fromSlot: slot, limit: pageSize, maxSlots: pageSize + Self.markersPageExtraSlots)
+            var response = V1.ListMarkersResponse()
+            response.markers = page.markers.map(MarkerConversion.apiMarker)
+            response.nextPageToken = page.next.map { PageToken.markers(layerID: h.id, slot: $0) } ?? ""
+            response.layerVersion = layer.version
+            return response
+        }
+    }
+
     static func density(_ d: UInt32) throws(RPCError) -> Double {
         switch d {
         case 0, 1: return 1

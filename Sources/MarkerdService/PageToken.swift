@@ -1,6 +1,6 @@
 import MarkerdAPI
 
-/// The stateless page tokens of GetClusterLeaves and ListLayers (QueryViewport's are MarkerdCore's
+/// The stateless page tokens of GetClusterLeaves, ListLayers and ListMarkers (QueryViewport's are MarkerdCore's
 /// `SpatialKey.pageToken`). A token names where the next page starts and nothing else: the
 /// server keeps no state between pages. Each kind starts with its own tag, so a token passed to
 /// another method is malformed.
@@ -37,6 +37,26 @@ enum PageToken {
         let id = String(token.dropFirst(3))
         guard token.hasPrefix("n1."), (try? MarkerConversion.checkName(id, what: "page_token")) != nil else { throw malformed(token) }
         return id
+    }
+
+    /// ListMarkers: `layerID`'s markers from storage slot `slot` on: "m1.<hex slot>.<layer id>"
+    /// (layer ids are [A-Za-z0-9._-], so the token needs no escaping).
+    static func markers(layerID: String, slot: Int) -> String { "m1.\(String(slot, radix: 16)).\(layerID)" }
+
+    /// The slot a ListMarkers `token` starts at (0 for the first page, an empty token).
+    /// - Throws: INVALID_ARGUMENT naming `page_token` for a token that `markers(layerID:slot:)`
+    ///   did not make, or made for another layer.
+    static func markersSlot(_ token: String, layerID: String) throws(RPCError) -> Int {
+        if token.isEmpty { return 0 }
+        let parts = token.split(separator: ".", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "m1", parts[1].utf8.count <= 16,
+              let slot = Int(parts[1], radix: 16), slot >= 0,
+              markers(layerID: String(parts[2]), slot: slot) == token
+        else { throw malformed(token) }
+        guard parts[2] == layerID else {
+            throw .invalidArgument("page_token is for layer \"\(parts[2].prefix(64))\", not \"\(layerID)\"", field: "page_token")
+        }
+        return slot
     }
 
     /// A page size within 0...`maximum` (0 means `defaultSize`).

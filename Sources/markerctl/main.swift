@@ -39,9 +39,9 @@ let commands: [(name: String, usage: String, example: String)] = [
     """, "markerctl tiles seed places --zoom 0-8 --bbox 5.9,45.8,10.5,47.8"),
     ("export", """
       export LAYER FILE.geojson [--page-size N]
-           writes the layer's markers as a GeoJSON FeatureCollection (Point [lon, lat], the feature's id,
-           attributes as properties, z_index), N per QueryViewport page (default 10000); `load` reads it
-           back. Refuses a TILED layer and one with hidden markers (QueryViewport lists neither).
+           writes every marker of the layer (static, live and hidden; NATIVE or TILED) as a GeoJSON
+           FeatureCollection (Point [lon, lat], the feature's id, attributes as properties, z_index,
+           visible/clickable/draggable), N per ListMarkers page (default 10000); `load` reads it back.
     """, "markerctl export places places.geojson"),
     ("snapshot", "  snapshot   (writes a snapshot of every layer now)", "markerctl snapshot"),
     ("info", "  info   (version, uptime, layers, markers)", "markerctl info"),

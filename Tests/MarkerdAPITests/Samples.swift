@@ -168,6 +168,16 @@ enum Full {
         markers: [Full.marker, V1.Marker()],
         missingIDs: ["one", "", "drei-ü"]
     )
+    static let listMarkersRequest = V1.ListMarkersRequest(
+        layerID: "layer_id-ü1",
+        pageSize: 2147483650,
+        pageToken: "page_token-ü3"
+    )
+    static let listMarkersResponse = V1.ListMarkersResponse(
+        markers: [Full.marker, V1.Marker()],
+        nextPageToken: "next_page_token-ü2",
+        layerVersion: 1099511627779
+    )
     static let clearLayerRequest = V1.ClearLayerRequest(
         layerID: "layer_id-ü1"
     )
@@ -332,6 +342,8 @@ enum Full {
         removeMarkersResponse,
         getMarkersRequest,
         getMarkersResponse,
+        listMarkersRequest,
+        listMarkersResponse,
         clearLayerRequest,
         clearLayerResponse,
         markerMove,
@@ -396,6 +408,8 @@ enum Full {
         V1.RemoveMarkersResponse.self,
         V1.GetMarkersRequest.self,
         V1.GetMarkersResponse.self,
+        V1.ListMarkersRequest.self,
+        V1.ListMarkersResponse.self,
         V1.ClearLayerRequest.self,
         V1.ClearLayerResponse.self,
         V1.MarkerMove.self,

@@ -50,7 +50,7 @@ func layerPayload(_ layer: String) -> [UInt8] { [0x0A, UInt8(layer.utf8.count)] 
 /// What every rpc needs, stated here independently of `MethodAccess`.
 let expectedScopes: [String: Scopes] = [
     "CreateLayer": .admin, "GetLayer": .read, "ListLayers": .read, "DeleteLayer": .admin, "GetLayerStats": .read,
-    "RegisterIcon": .write, "UpsertMarkers": .write, "UpdateMarkers": .write, "RemoveMarkers": .write, "GetMarkers": .read, "ClearLayer": .write,
+    "RegisterIcon": .write, "UpsertMarkers": .write, "UpdateMarkers": .write, "RemoveMarkers": .write, "GetMarkers": .read, "ListMarkers": .read, "ClearLayer": .write,
     "MoveMarkers": .write, "QueryViewport": .read, "HitTest": .read, "BeginDrag": .write, "DragTo": .write,
     "EndDrag": .write, "CancelDrag": .write, "GetTile": .read, "RenderSnapshot": .read, "GetClusters": .read,
     "GetClusterLeaves": .read, "GetClusterChildren": .read, "GetClusterExpansionZoom": .read, "GetPointTile": .read,

@@ -75,20 +75,8 @@ import Testing
         return Run(status: process.terminationStatus, stdout: text(outPath), stderr: stderr)
     }
 
-    /// A layer that stays NATIVE (tiling off), so QueryViewport lists all of its markers.
-    static func createNativeLayer(_ c: MarkerdClient, _ id: String) throws {
-        var req = V1.CreateLayerRequest()
-        req.layerID = id
-        var tiling = V1.TilingOptions()
-        tiling.enabled = false
-        var options = V1.LayerOptions()
-        options.tiling = tiling
-        req.options = options
-        _ = try c.createLayer(req)
-    }
-
     /// Every field export writes: id, position, attributes (with quotes, commas and non-ASCII),
-    /// z_index, clickable, draggable.
+    /// z_index, clickable, draggable, visible.
     static func randomMarkers(_ count: Int, seed: UInt64) -> [V1.Marker] {
         var rng = SplitMix64(seed: seed)
         return (0..<count).map { i in
@@ -98,6 +86,7 @@ import Testing
                 m.zIndex = Int32(rng.next() % 7) - 3
                 if rng.next() % 3 == 0 { m.clickable = false }
                 if rng.next() % 5 == 0 { m.draggable = true }
+                if rng.next() % 4 == 0 { m.visible = false }
                 m.attributes = ["name": "place, \"\(i)\" ✓", "rank": "\(rng.next() % 100)"]
                 if i % 4 == 0 { m.attributes["z_index"] = "text" }
             }
@@ -125,8 +114,8 @@ import Testing
         let source = dir + "/source.geojson"
         let features = markers.map(MarkerFile.geoJSONFeature).joined(separator: ",")
         try Data("{\"type\":\"FeatureCollection\",\"features\":[\(features)]}".utf8).write(to: URL(fileURLWithPath: source))
-        try Self.createNativeLayer(c, "A")
-        try Self.createNativeLayer(c, "B")
+        _ = try createLayer(c, "A")
+        _ = try createLayer(c, "B")
 
         let load = try Self.markerctl(["load", "A", source, "--batch", "100", "--concurrency", "1"], url: s.url)
         #expect(load.status == 0, "\(load.stderr)")
@@ -175,23 +164,42 @@ import Testing
         #expect(mismatch(wrote, a) == nil)
     }
 
-    /// Export refuses what QueryViewport cannot list whole, without leaving a file: a layer with
-    /// hidden markers, a TILED layer with static markers.
-    @Test func exportRefusesLayersItCannotListWhole() throws {
+    /// Export writes every marker of a TILED layer, static, live (draggable) and hidden ones
+    /// alike, and load gives them back identically (into another TILED layer).
+    @Test func exportWritesEveryMarkerOfATiledLayerWithHiddenMarkers() throws {
         let s = try TestServer(.tcp)
         defer { s.stop() }
         let c = try s.client()
         let dir = TestServer.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try Self.createNativeLayer(c, "hidden")
-        _ = try c.upsertMarkers("hidden", [marker("a", 1, 1), marker("b", 2, 2) { $0.visible = false }])
+        // Without the attribute named z_index (export writes the z_index field over it: see
+        // exportLoadsBackAsTheSameMarkers).
+        let markers = Self.randomMarkers(500, seed: testSeed()).map { m in
+            var m = m
+            m.attributes["z_index"] = nil
+            return m
+        }
         _ = try createLayer(c, "tiled", minMarkerCount: 1)
-        _ = try c.upsertMarkers("tiled", [marker("a", 1, 1), marker("b", 2, 2)])
-        let hidden = try Self.markerctl(["export", "hidden", dir + "/h.geojson"], url: s.url)
-        #expect(hidden.status == 1 && hidden.stderr.contains("layer hidden has 1 hidden markers"), "\(hidden.stderr)")
-        let tiled = try Self.markerctl(["export", "tiled", dir + "/t.geojson"], url: s.url)
-        #expect(tiled.status == 1 && tiled.stderr.contains("layer tiled is TILED"), "\(tiled.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).isEmpty)
+        _ = try createLayer(c, "copy", minMarkerCount: 1)
+        _ = try c.upsertMarkers("tiled", markers)
+        let stats = try c.layerStats("tiled")
+        try #require(stats.mode == .tiled && stats.staticMarkerCount > 0 && stats.liveMarkerCount > 0 && stats.hiddenMarkerCount > 0)
+
+        let exported = dir + "/t.geojson"
+        let export = try Self.markerctl(["export", "tiled", exported, "--page-size", "70"], url: s.url)
+        #expect(export.status == 0, "\(export.stderr)")
+        #expect(export.stdout.hasPrefix("exported 500 markers of tiled to \(exported)"), "\(export.stdout)")
+        #expect(export.stderr.contains("exporting tiled: 500/500 markers (100%)"), "\(export.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["t.geojson"])
+
+        let reload = try Self.markerctl(["load", "copy", exported], url: s.url)
+        #expect(reload.status == 0, "\(reload.stderr)")
+        let ids = markers.map(\.id)
+        let a = try c.getMarkers("tiled", ids: ids).markers.map(Self.summary).sorted()
+        let b = try c.getMarkers("copy", ids: ids).markers.map(Self.summary).sorted()
+        #expect(a.count == 500)
+        #expect(mismatch(a, b) == nil)
+        #expect(try c.layerStats("copy").hiddenMarkerCount == stats.hiddenMarkerCount)
     }
 
     /// tiles seed requests every tile of the range: afterwards GetTile of each of them is a cache

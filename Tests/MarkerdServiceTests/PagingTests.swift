@@ -1,9 +1,10 @@
 import MarkerdAPI
 import MarkerdService
+import MarkerdTestSupport
 import Testing
 
 /// One paging convention (`page_size`, `page_token`, `next_page_token`) on ListLayers,
-/// GetClusterLeaves and QueryViewport: pages cover every item once, sizes above the maximum and
+/// GetClusterLeaves, QueryViewport and ListMarkers: pages cover every item once, sizes above the maximum and
 /// malformed tokens are INVALID_ARGUMENT naming the field.
 @Suite struct PagingTests {
     typealias S = ClusterTestService
@@ -75,6 +76,88 @@ import Testing
         #expect(other?.code == .invalidArgument && other?.fields == ["page_token"])
     }
 
+    /// A TILED layer of static, live (draggable) and hidden markers with holes (removed markers'
+    /// free slots), paged with ListMarkers at random page sizes: every marker exactly once, as
+    /// GetMarkers gives it. While a client pages, markers moved or updated meanwhile still come
+    /// exactly once, removed ones at most once, added ones at most once.
+    @Test func listMarkersPagesCoverEveryMarkerOnce() throws {
+        var rng = SplitMix64(seed: testSeed())
+        let s = S()
+        var tiling = V1.TilingOptions()
+        tiling.minMarkerCount = 100
+        var options = V1.LayerOptions()
+        options.tiling = tiling
+        _ = try s.mutate(.createLayer, V1.CreateLayerRequest(layerID: "L", options: options), as: V1.CreateLayerResponse.self)
+        let markers = (0..<3_000).map { i in
+            S.marker("m\(i)", lat: rng.unit() * 170 - 85, lng: rng.unit() * 360 - 180, visible: rng.next() % 4 != 0,
+                     draggable: rng.next() % 5 == 0, attributes: ["n": "\(i)"])
+        }
+        for batch in stride(from: 0, to: markers.count, by: 500) { try s.upsert("L", Array(markers[batch..<batch + 500])) }
+        let removed = Set(markers.indices.filter { _ in rng.next() % 6 == 0 }.map { markers[$0].id })
+        try s.remove("L", Array(removed))
+        let stats = try #require(try s.service.getLayerStats(V1.GetLayerStatsRequest(layerID: "L")).stats)
+        try #require(stats.mode == .tiled && stats.staticMarkerCount > 0 && stats.liveMarkerCount > 0 && stats.hiddenMarkerCount > 0)
+        let kept = markers.map(\.id).filter { !removed.contains($0) }
+
+        func walk(_ between: (Int) throws -> Void = { _ in }) throws -> [V1.Marker] {
+            var request = V1.ListMarkersRequest(layerID: "L"), out: [V1.Marker] = [], page = 0
+            repeat {
+                request.pageSize = UInt32(1 + rng.next() % 400)
+                let r = try s.service.listMarkers(request)
+                #expect(r.markers.count <= Int(request.pageSize))
+                out += r.markers
+                request.pageToken = r.nextPageToken
+                page += 1
+                try between(page)
+            } while !request.pageToken.isEmpty && page < 10_000
+            return out
+        }
+        let listed = try walk()
+        #expect(mismatch(listed.map(\.id).sorted(), kept.sorted()) == nil)
+        let byID = Dictionary(listed.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let got = try s.service.getMarkers(V1.GetMarkersRequest(layerID: "L", ids: kept)).markers
+        #expect(got.count == kept.count && got.allSatisfy { byID[$0.id] == $0 })
+
+        // Changes while paging: after the third page, move and update some markers, remove some
+        // and add new ones.
+        var changed: (moved: Set<String>, gone: Set<String>, added: Set<String>) = ([], [], [])
+        let during = try walk { page in
+            guard page == 3 else { return }
+            let picked = kept.shuffled(using: &rng)
+            changed.moved = Set(picked[0..<200])
+            changed.gone = Set(picked[200..<400])
+            changed.added = Set((0..<200).map { "new\($0)" })
+            try s.move("L", changed.moved.sorted().prefix(100).map { ($0, 1, 2) })
+            try s.upsert("L", changed.moved.sorted().suffix(100).map { S.marker($0, lat: 3, lng: 4, attributes: ["n": "updated"]) })
+            try s.remove("L", Array(changed.gone))
+            try s.upsert("L", changed.added.map { S.marker($0, lat: 5, lng: 6) })
+        }
+        var seen: [String: Int] = [:]
+        for m in during { seen[m.id, default: 0] += 1 }
+        #expect(seen.values.allSatisfy { $0 == 1 }, "a marker came twice")
+        let stayed = kept.filter { !changed.gone.contains($0) }
+        #expect(stayed.filter { seen[$0] == nil }.isEmpty, "markers that stayed in the layer are missing")
+        #expect(Set(seen.keys).subtracting(kept).isSubset(of: changed.added))
+    }
+
+    /// A page looks at a bounded part of the layer's storage: in a layer whose first 70,000
+    /// slots are free, the first page is empty but not the last; the next one holds the marker.
+    @Test func listMarkersPagesAreBoundedInAMostlyEmptyLayer() throws {
+        let s = S()
+        try s.createLayer("L")
+        let ids = (0..<70_001).map { "m\($0)" }
+        for batch in stride(from: 0, to: 70_000, by: 10_000) {
+            try s.upsert("L", ids[batch..<batch + 10_000].map { S.marker($0, lat: 1, lng: 1) })
+        }
+        try s.upsert("L", [S.marker(ids[70_000], lat: 1, lng: 1)])
+        for batch in stride(from: 0, to: 70_000, by: 10_000) { try s.remove("L", Array(ids[batch..<batch + 10_000])) }
+        let pages = try Self.pages(V1.ListMarkersRequest(layerID: "L", pageSize: 10), token: \.pageToken, next: \.nextPageToken) {
+            try s.service.listMarkers($0)
+        }
+        #expect(pages.count == 2 && pages[0].markers.isEmpty && !pages[0].nextPageToken.isEmpty)
+        #expect(pages.last?.markers.map(\.id) == [ids[70_000]])
+    }
+
     @Test func pageSizesAboveTheMaximumAreInvalidArgumentNamingPageSize() throws {
         let s = S()
         try s.createLayer("L")
@@ -84,6 +167,7 @@ import Testing
             ("QueryViewport", {
                 _ = try s.service.queryViewport(V1.QueryViewportRequest(layerID: "L", bounds: S.world, zoom: 3, pageSize: 100_001))
             }),
+            ("ListMarkers", { _ = try s.service.listMarkers(V1.ListMarkersRequest(layerID: "L", pageSize: 100_001)) }),
         ]
         for (method, call) in calls {
             let v = Self.violation(call)
@@ -92,6 +176,11 @@ import Testing
         // The maxima themselves are fine.
         _ = try s.service.listLayers(V1.ListLayersRequest(pageSize: 1_000))
         _ = try s.service.queryViewport(V1.QueryViewportRequest(layerID: "L", bounds: S.world, zoom: 3, pageSize: 100_000))
+        _ = try s.service.listMarkers(V1.ListMarkersRequest(layerID: "L", pageSize: 100_000))
+        // 0 means 1,000.
+        try s.upsert("L", (0..<1_001).map { S.marker("m\($0)", lat: 1, lng: 1) })
+        let first = try s.service.listMarkers(V1.ListMarkersRequest(layerID: "L"))
+        #expect(first.markers.count == 1_000 && !first.nextPageToken.isEmpty)
     }
 
     @Test func malformedTokensAreInvalidArgumentNamingPageToken() throws {
@@ -114,5 +203,12 @@ import Testing
             }
             #expect(v?.code == .invalidArgument && v?.fields == ["page_token"], "QueryViewport \(token)")
         }
+        for token in ["garbage", "m1.", "m1.1", "m1.zz.L", "m1.-1.L", "m1.01.L", "m1.+1.L", "m1..L", "m1.1.M", "m1.1.L.", "n1.L", "l1.1.0", viewportToken] {
+            let v = Self.violation { _ = try s.service.listMarkers(V1.ListMarkersRequest(layerID: "L", pageToken: token)) }
+            #expect(v?.code == .invalidArgument && v?.fields == ["page_token"], "ListMarkers \(token)")
+        }
+        // A well-formed token past the end is an empty last page.
+        let past = try s.service.listMarkers(V1.ListMarkersRequest(layerID: "L", pageToken: "m1.7fffffffffffffff.L"))
+        #expect(past.markers.isEmpty && past.nextPageToken.isEmpty)
     }
 }

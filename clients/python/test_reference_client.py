@@ -59,10 +59,10 @@ def test_mutual_tls(client, pb):
     try:
         tls_client.create_layer("py-tls")
         tls_client.upsert_markers("py-tls", [marker(pb, "t", 10, 20)])
-        assert tls_client.layer_stats("py-tls").markers == 1
+        assert tls_client.layer_stats("py-tls").marker_count == 1
     finally:
         tls_client.close()
-    assert client.layer_stats("py-tls").markers == 1  # the same server over tcp://
+    assert client.layer_stats("py-tls").marker_count == 1  # the same server over tcp://
     refusals = {
         "no client certificate": dict(tls_ca_file=path("ca"), tls_server_name="localhost"),
         "server not signed by this CA": dict(tls_ca_file=path("other-ca"), tls_server_name="localhost",

@@ -340,6 +340,62 @@ extension V1 {
         }
     }
 
+    /// Every marker of a layer, paged: static, live and hidden ones alike (QueryViewport returns the
+    /// visible ones in a viewport, and of a TILED layer only the live ones). For exports and backups.
+    public struct ListMarkersRequest: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// Markers per page, 0-100,000; 0 means 1000.
+        /// Proto field `page_size` = 2; absent decodes to 0, which is not encoded.
+        public var pageSize: UInt32 = 0
+        /// See the paging rule in the header. The next page holds the markers after the previous
+        /// page's last one in the layer's storage order, as the layer is when it is asked for: a marker
+        /// that stays in the layer while a client pages (moved, updated or not) comes exactly once; one
+        /// added meanwhile (also removed and added again) comes once or not at all; one removed
+        /// meanwhile comes only if its page came before. The storage order is the server process's:
+        /// after a restart, a token from before it may skip or repeat markers (start again).
+        /// Proto field `page_token` = 3; absent decodes to "", which is not encoded.
+        public var pageToken: String = ""
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            pageSize: UInt32 = 0,
+            pageToken: String = ""
+        ) {
+            self.layerID = layerID
+            self.pageSize = pageSize
+            self.pageToken = pageToken
+        }
+    }
+
+    /// The proto message `ListMarkersResponse`.
+    public struct ListMarkersResponse: ProtoMessage {
+        /// In the layer's storage order (not by id, position or draw order), with every default filled
+        /// in. A page may hold fewer than page_size markers, even none, before the last one (each page
+        /// looks at a bounded part of the storage): only an empty next_page_token ends the list.
+        /// Proto field `markers` = 1.
+        public var markers: [Marker] = []
+        /// Proto field `next_page_token` = 2; absent decodes to "", which is not encoded.
+        public var nextPageToken: String = ""
+        /// The layer's version when the page was read.
+        /// Proto field `layer_version` = 3; absent decodes to 0, which is not encoded.
+        public var layerVersion: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            markers: [Marker] = [],
+            nextPageToken: String = "",
+            layerVersion: UInt64 = 0
+        ) {
+            self.markers = markers
+            self.nextPageToken = nextPageToken
+            self.layerVersion = layerVersion
+        }
+    }
+
     /// The proto message `ClearLayerRequest`.
     public struct ClearLayerRequest: ProtoMessage {
         /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
@@ -774,6 +830,58 @@ extension V1.GetMarkersResponse: CBridged {
         markerd__v1__get_markers_response__init(&c)
         (c.n_markers, c.markers) = arena.messages(self.markers)
         (c.n_missing_ids, c.missing_ids) = arena.strings(self.missingIDs)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.ListMarkersRequest: CBridged {
+    static var protoName: String { "ListMarkersRequest" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__list_markers_request__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__ListMarkersRequest.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "ListMarkersRequest.layer_id"),
+            pageSize: c.page_size,
+            pageToken: try swiftString(c.page_token, "ListMarkersRequest.page_token")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__ListMarkersRequest()
+        markerd__v1__list_markers_request__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        setPlain(self.pageSize, &c.has_page_size, &c.page_size)
+        c.page_token = arena.cString(self.pageToken)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.ListMarkersResponse: CBridged {
+    static var protoName: String { "ListMarkersResponse" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__list_markers_response__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__ListMarkersResponse.self)
+        self.init(
+            markers: try swiftMessages(c.n_markers, c.markers),
+            nextPageToken: try swiftString(c.next_page_token, "ListMarkersResponse.next_page_token"),
+            layerVersion: c.layer_version
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__ListMarkersResponse()
+        markerd__v1__list_markers_response__init(&c)
+        (c.n_markers, c.markers) = arena.messages(self.markers)
+        c.next_page_token = arena.cString(self.nextPageToken)
+        setPlain(self.layerVersion, &c.has_layer_version, &c.layer_version)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

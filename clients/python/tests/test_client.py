@@ -75,6 +75,15 @@ def test_typed_methods_round_trip(server, markerd_binary):
         assert [m.id for m in got.markers] == ["m3"] and list(got.missing_ids) == ["nope"], got
         assert client.get_layer_stats(layer_id="py-pkg").stats.marker_count == 10
         assert "py-pkg" in [l.id for l in client.list_layers().layers]
+        # ListMarkers pages through every marker once (storage order, so compared as sets).
+        listed, token = [], ""
+        while True:
+            page = client.list_markers(layer_id="py-pkg", page_size=4, page_token=token)
+            listed += [m.id for m in page.markers]
+            token = page.next_page_token
+            if not token:
+                break
+        assert sorted(listed) == sorted(f"m{i}" for i in range(10)), listed
         try:
             client.upsert_markers(layer_id="py-pkg", markers=[marker("far-north", 89, 0)])
             raise AssertionError("expected INVALID_ARGUMENT")

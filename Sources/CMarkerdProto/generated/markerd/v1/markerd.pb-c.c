@@ -1769,6 +1769,96 @@ void   markerd__v1__get_markers_response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__get_markers_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__list_markers_request__init
+                     (Markerd__V1__ListMarkersRequest         *message)
+{
+  static const Markerd__V1__ListMarkersRequest init_value = MARKERD__V1__LIST_MARKERS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__list_markers_request__get_packed_size
+                     (const Markerd__V1__ListMarkersRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__list_markers_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__list_markers_request__pack
+                     (const Markerd__V1__ListMarkersRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__list_markers_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__list_markers_request__pack_to_buffer
+                     (const Markerd__V1__ListMarkersRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__list_markers_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__ListMarkersRequest *
+       markerd__v1__list_markers_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__ListMarkersRequest *)
+     protobuf_c_message_unpack (&markerd__v1__list_markers_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__list_markers_request__free_unpacked
+                     (Markerd__V1__ListMarkersRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__list_markers_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__list_markers_response__init
+                     (Markerd__V1__ListMarkersResponse         *message)
+{
+  static const Markerd__V1__ListMarkersResponse init_value = MARKERD__V1__LIST_MARKERS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__list_markers_response__get_packed_size
+                     (const Markerd__V1__ListMarkersResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__list_markers_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__list_markers_response__pack
+                     (const Markerd__V1__ListMarkersResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__list_markers_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__list_markers_response__pack_to_buffer
+                     (const Markerd__V1__ListMarkersResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__list_markers_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__ListMarkersResponse *
+       markerd__v1__list_markers_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__ListMarkersResponse *)
+     protobuf_c_message_unpack (&markerd__v1__list_markers_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__list_markers_response__free_unpacked
+                     (Markerd__V1__ListMarkersResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__list_markers_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__clear_layer_request__init
                      (Markerd__V1__ClearLayerRequest         *message)
 {
@@ -6448,6 +6538,134 @@ const ProtobufCMessageDescriptor markerd__v1__get_markers_response__descriptor =
   (ProtobufCMessageInit) markerd__v1__get_markers_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor markerd__v1__list_markers_request__field_descriptors[3] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListMarkersRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__ListMarkersRequest, has_page_size),
+    offsetof(Markerd__V1__ListMarkersRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListMarkersRequest, page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__list_markers_request__field_indices_by_name[] = {
+  0,   /* field[0] = layer_id */
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
+};
+static const ProtobufCIntRange markerd__v1__list_markers_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__list_markers_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.ListMarkersRequest",
+  "ListMarkersRequest",
+  "Markerd__V1__ListMarkersRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__ListMarkersRequest),
+  3,
+  markerd__v1__list_markers_request__field_descriptors,
+  markerd__v1__list_markers_request__field_indices_by_name,
+  1,  markerd__v1__list_markers_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__list_markers_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__list_markers_response__field_descriptors[3] =
+{
+  {
+    "markers",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__ListMarkersResponse, n_markers),
+    offsetof(Markerd__V1__ListMarkersResponse, markers),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListMarkersResponse, next_page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__ListMarkersResponse, has_layer_version),
+    offsetof(Markerd__V1__ListMarkersResponse, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__list_markers_response__field_indices_by_name[] = {
+  2,   /* field[2] = layer_version */
+  0,   /* field[0] = markers */
+  1,   /* field[1] = next_page_token */
+};
+static const ProtobufCIntRange markerd__v1__list_markers_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__list_markers_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.ListMarkersResponse",
+  "ListMarkersResponse",
+  "Markerd__V1__ListMarkersResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__ListMarkersResponse),
+  3,
+  markerd__v1__list_markers_response__field_descriptors,
+  markerd__v1__list_markers_response__field_indices_by_name,
+  1,  markerd__v1__list_markers_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__list_markers_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor markerd__v1__clear_layer_request__field_descriptors[1] =
 {
   {
@@ -9277,7 +9495,7 @@ const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
   markerd__v1__animation_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[28] =
+static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[29] =
 {
   { "CreateLayer", &markerd__v1__create_layer_request__descriptor, &markerd__v1__create_layer_response__descriptor },
   { "GetLayer", &markerd__v1__get_layer_request__descriptor, &markerd__v1__get_layer_response__descriptor },
@@ -9289,6 +9507,7 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "UpdateMarkers", &markerd__v1__update_markers_request__descriptor, &markerd__v1__update_markers_response__descriptor },
   { "RemoveMarkers", &markerd__v1__remove_markers_request__descriptor, &markerd__v1__remove_markers_response__descriptor },
   { "GetMarkers", &markerd__v1__get_markers_request__descriptor, &markerd__v1__get_markers_response__descriptor },
+  { "ListMarkers", &markerd__v1__list_markers_request__descriptor, &markerd__v1__list_markers_response__descriptor },
   { "ClearLayer", &markerd__v1__clear_layer_request__descriptor, &markerd__v1__clear_layer_response__descriptor },
   { "MoveMarkers", &markerd__v1__move_markers_request__descriptor, &markerd__v1__move_markers_response__descriptor },
   { "QueryViewport", &markerd__v1__query_viewport_request__descriptor, &markerd__v1__query_viewport_response__descriptor },
@@ -9309,32 +9528,33 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "SignTileURL", &markerd__v1__sign_tile_urlrequest__descriptor, &markerd__v1__sign_tile_urlresponse__descriptor },
 };
 const unsigned markerd__v1__marker_service__method_indices_by_name[] = {
-  14,        /* BeginDrag */
-  17,        /* CancelDrag */
-  10,        /* ClearLayer */
+  15,        /* BeginDrag */
+  18,        /* CancelDrag */
+  11,        /* ClearLayer */
   0,        /* CreateLayer */
-  25,        /* CreateSnapshot */
+  26,        /* CreateSnapshot */
   3,        /* DeleteLayer */
-  15,        /* DragTo */
-  16,        /* EndDrag */
-  22,        /* GetClusterChildren */
-  23,        /* GetClusterExpansionZoom */
-  21,        /* GetClusterLeaves */
-  20,        /* GetClusters */
+  16,        /* DragTo */
+  17,        /* EndDrag */
+  23,        /* GetClusterChildren */
+  24,        /* GetClusterExpansionZoom */
+  22,        /* GetClusterLeaves */
+  21,        /* GetClusters */
   1,        /* GetLayer */
   4,        /* GetLayerStats */
   9,        /* GetMarkers */
-  24,        /* GetPointTile */
-  26,        /* GetServerInfo */
-  18,        /* GetTile */
-  13,        /* HitTest */
+  25,        /* GetPointTile */
+  27,        /* GetServerInfo */
+  19,        /* GetTile */
+  14,        /* HitTest */
   2,        /* ListLayers */
-  11,        /* MoveMarkers */
-  12,        /* QueryViewport */
+  10,        /* ListMarkers */
+  12,        /* MoveMarkers */
+  13,        /* QueryViewport */
   5,        /* RegisterIcon */
   8,        /* RemoveMarkers */
-  19,        /* RenderSnapshot */
-  27,        /* SignTileURL */
+  20,        /* RenderSnapshot */
+  28,        /* SignTileURL */
   7,        /* UpdateMarkers */
   6         /* UpsertMarkers */
 };
@@ -9345,7 +9565,7 @@ const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
   "MarkerService",
   "Markerd__V1__MarkerService",
   "markerd.v1",
-  28,
+  29,
   markerd__v1__marker_service__method_descriptors,
   markerd__v1__marker_service__method_indices_by_name
 };
@@ -9429,13 +9649,21 @@ void markerd__v1__marker_service__get_markers(ProtobufCService *service,
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
   service->invoke(service, 9, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void markerd__v1__marker_service__list_markers(ProtobufCService *service,
+                                               const Markerd__V1__ListMarkersRequest *input,
+                                               Markerd__V1__ListMarkersResponse_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void markerd__v1__marker_service__clear_layer(ProtobufCService *service,
                                               const Markerd__V1__ClearLayerRequest *input,
                                               Markerd__V1__ClearLayerResponse_Closure closure,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 10, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__move_markers(ProtobufCService *service,
                                                const Markerd__V1__MoveMarkersRequest *input,
@@ -9443,7 +9671,7 @@ void markerd__v1__marker_service__move_markers(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 11, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  const Markerd__V1__QueryViewportRequest *input,
@@ -9451,7 +9679,7 @@ void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            const Markerd__V1__HitTestRequest *input,
@@ -9459,7 +9687,7 @@ void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              const Markerd__V1__BeginDragRequest *input,
@@ -9467,7 +9695,7 @@ void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           const Markerd__V1__DragToRequest *input,
@@ -9475,7 +9703,7 @@ void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            const Markerd__V1__EndDragRequest *input,
@@ -9483,7 +9711,7 @@ void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               const Markerd__V1__CancelDragRequest *input,
@@ -9491,7 +9719,7 @@ void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            const Markerd__V1__GetTileRequest *input,
@@ -9499,7 +9727,7 @@ void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__RenderSnapshotRequest *input,
@@ -9507,7 +9735,7 @@ void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                const Markerd__V1__GetClustersRequest *input,
@@ -9515,7 +9743,7 @@ void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      const Markerd__V1__GetClusterLeavesRequest *input,
@@ -9523,7 +9751,7 @@ void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service,
                                                        const Markerd__V1__GetClusterChildrenRequest *input,
@@ -9531,7 +9759,7 @@ void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service
                                                        void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *service,
                                                              const Markerd__V1__GetClusterExpansionZoomRequest *input,
@@ -9539,7 +9767,7 @@ void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  const Markerd__V1__GetPointTileRequest *input,
@@ -9547,7 +9775,7 @@ void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__CreateSnapshotRequest *input,
@@ -9555,7 +9783,7 @@ void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   const Markerd__V1__GetServerInfoRequest *input,
@@ -9563,7 +9791,7 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 const Markerd__V1__SignTileURLRequest *input,
@@ -9571,7 +9799,7 @@ void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 28, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
                                         Markerd__V1__MarkerService_ServiceDestroy destroy)

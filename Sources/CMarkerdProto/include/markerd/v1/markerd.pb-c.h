@@ -56,6 +56,8 @@ typedef struct Markerd__V1__RemoveMarkersRequest Markerd__V1__RemoveMarkersReque
 typedef struct Markerd__V1__RemoveMarkersResponse Markerd__V1__RemoveMarkersResponse;
 typedef struct Markerd__V1__GetMarkersRequest Markerd__V1__GetMarkersRequest;
 typedef struct Markerd__V1__GetMarkersResponse Markerd__V1__GetMarkersResponse;
+typedef struct Markerd__V1__ListMarkersRequest Markerd__V1__ListMarkersRequest;
+typedef struct Markerd__V1__ListMarkersResponse Markerd__V1__ListMarkersResponse;
 typedef struct Markerd__V1__ClearLayerRequest Markerd__V1__ClearLayerRequest;
 typedef struct Markerd__V1__ClearLayerResponse Markerd__V1__ClearLayerResponse;
 typedef struct Markerd__V1__MarkerMove Markerd__V1__MarkerMove;
@@ -1106,6 +1108,56 @@ struct  Markerd__V1__GetMarkersResponse
 #define MARKERD__V1__GET_MARKERS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_markers_response__descriptor) \
     , 0,NULL, 0,NULL }
+
+
+/*
+ * Every marker of a layer, paged: static, live and hidden ones alike (QueryViewport returns the
+ * visible ones in a viewport, and of a TILED layer only the live ones). For exports and backups.
+ */
+struct  Markerd__V1__ListMarkersRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * Markers per page, 0-100,000; 0 means 1000.
+   */
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * See the paging rule in the header. The next page holds the markers after the previous
+   * page's last one in the layer's storage order, as the layer is when it is asked for: a marker
+   * that stays in the layer while a client pages (moved, updated or not) comes exactly once; one
+   * added meanwhile (also removed and added again) comes once or not at all; one removed
+   * meanwhile comes only if its page came before. The storage order is the server process's:
+   * after a restart, a token from before it may skip or repeat markers (start again).
+   */
+  char *page_token;
+};
+#define MARKERD__V1__LIST_MARKERS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_markers_request__descriptor) \
+    , NULL, 0, 0, NULL }
+
+
+struct  Markerd__V1__ListMarkersResponse
+{
+  ProtobufCMessage base;
+  /*
+   * In the layer's storage order (not by id, position or draw order), with every default filled
+   * in. A page may hold fewer than page_size markers, even none, before the last one (each page
+   * looks at a bounded part of the storage): only an empty next_page_token ends the list.
+   */
+  size_t n_markers;
+  Markerd__V1__Marker **markers;
+  char *next_page_token;
+  /*
+   * The layer's version when the page was read.
+   */
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+};
+#define MARKERD__V1__LIST_MARKERS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_markers_response__descriptor) \
+    , 0,NULL, NULL, 0, 0 }
 
 
 struct  Markerd__V1__ClearLayerRequest
@@ -2575,6 +2627,44 @@ Markerd__V1__GetMarkersResponse *
 void   markerd__v1__get_markers_response__free_unpacked
                      (Markerd__V1__GetMarkersResponse *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__ListMarkersRequest methods */
+void   markerd__v1__list_markers_request__init
+                     (Markerd__V1__ListMarkersRequest         *message);
+size_t markerd__v1__list_markers_request__get_packed_size
+                     (const Markerd__V1__ListMarkersRequest   *message);
+size_t markerd__v1__list_markers_request__pack
+                     (const Markerd__V1__ListMarkersRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__list_markers_request__pack_to_buffer
+                     (const Markerd__V1__ListMarkersRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__ListMarkersRequest *
+       markerd__v1__list_markers_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__list_markers_request__free_unpacked
+                     (Markerd__V1__ListMarkersRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__ListMarkersResponse methods */
+void   markerd__v1__list_markers_response__init
+                     (Markerd__V1__ListMarkersResponse         *message);
+size_t markerd__v1__list_markers_response__get_packed_size
+                     (const Markerd__V1__ListMarkersResponse   *message);
+size_t markerd__v1__list_markers_response__pack
+                     (const Markerd__V1__ListMarkersResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__list_markers_response__pack_to_buffer
+                     (const Markerd__V1__ListMarkersResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__ListMarkersResponse *
+       markerd__v1__list_markers_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__list_markers_response__free_unpacked
+                     (Markerd__V1__ListMarkersResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__ClearLayerRequest methods */
 void   markerd__v1__clear_layer_request__init
                      (Markerd__V1__ClearLayerRequest         *message);
@@ -3457,6 +3547,12 @@ typedef void (*Markerd__V1__GetMarkersRequest_Closure)
 typedef void (*Markerd__V1__GetMarkersResponse_Closure)
                  (const Markerd__V1__GetMarkersResponse *message,
                   void *closure_data);
+typedef void (*Markerd__V1__ListMarkersRequest_Closure)
+                 (const Markerd__V1__ListMarkersRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__ListMarkersResponse_Closure)
+                 (const Markerd__V1__ListMarkersResponse *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__ClearLayerRequest_Closure)
                  (const Markerd__V1__ClearLayerRequest *message,
                   void *closure_data);
@@ -3624,6 +3720,10 @@ struct Markerd__V1__MarkerService_Service
                       const Markerd__V1__GetMarkersRequest *input,
                       Markerd__V1__GetMarkersResponse_Closure closure,
                       void *closure_data);
+  void (*list_markers)(Markerd__V1__MarkerService_Service *service,
+                       const Markerd__V1__ListMarkersRequest *input,
+                       Markerd__V1__ListMarkersResponse_Closure closure,
+                       void *closure_data);
   void (*clear_layer)(Markerd__V1__MarkerService_Service *service,
                       const Markerd__V1__ClearLayerRequest *input,
                       Markerd__V1__ClearLayerResponse_Closure closure,
@@ -3714,6 +3814,7 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## update_markers,\
       function_prefix__ ## remove_markers,\
       function_prefix__ ## get_markers,\
+      function_prefix__ ## list_markers,\
       function_prefix__ ## clear_layer,\
       function_prefix__ ## move_markers,\
       function_prefix__ ## query_viewport,\
@@ -3772,6 +3873,10 @@ void markerd__v1__marker_service__get_markers(ProtobufCService *service,
                                               const Markerd__V1__GetMarkersRequest *input,
                                               Markerd__V1__GetMarkersResponse_Closure closure,
                                               void *closure_data);
+void markerd__v1__marker_service__list_markers(ProtobufCService *service,
+                                               const Markerd__V1__ListMarkersRequest *input,
+                                               Markerd__V1__ListMarkersResponse_Closure closure,
+                                               void *closure_data);
 void markerd__v1__marker_service__clear_layer(ProtobufCService *service,
                                               const Markerd__V1__ClearLayerRequest *input,
                                               Markerd__V1__ClearLayerResponse_Closure closure,
@@ -3894,6 +3999,8 @@ extern const ProtobufCMessageDescriptor markerd__v1__remove_markers_request__des
 extern const ProtobufCMessageDescriptor markerd__v1__remove_markers_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_markers_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_markers_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__list_markers_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__list_markers_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__clear_layer_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__clear_layer_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__marker_move__descriptor;
