@@ -25,15 +25,12 @@ extension V1.CreateLayerRequest {
         while !reader.atEnd {
             guard let key = reader.key() else { return nil }
             switch key & 7 {
-            case 0: guard reader.varint() != nil else { return nil }
-            case 1: guard reader.fixed64() != nil else { return nil }
-            case 5: guard reader.fixed32() != nil else { return nil }
             case 2:
                 guard let sub = reader.lengthDelimited() else { return nil }
                 guard key >> 3 == path.first! else { continue }
                 let value = path.count == 1 ? reader.string(sub) : lastString(raw, sub, path: path.dropFirst())
                 if let value { found = value }
-            default: return nil
+            default: guard reader.skipScalar(wireType: key & 7) else { return nil }
             }
         }
         return found

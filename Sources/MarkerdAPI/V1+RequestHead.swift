@@ -78,13 +78,10 @@ extension V1 {
         while !reader.atEnd {
             guard let key = reader.key() else { return nil }
             switch key & 7 {
-            case 0: guard reader.varint() != nil else { return nil }
-            case 1: guard reader.fixed64() != nil else { return nil }
-            case 5: guard reader.fixed32() != nil else { return nil }
             case 2:
                 guard let r = reader.lengthDelimited() else { return nil }
                 if key >> 3 == 1 { found = r }
-            default: return nil  // groups: no markerd message has them
+            default: guard reader.skipScalar(wireType: key & 7) else { return nil }
             }
             if key >> 3 == 1 && key & 7 != 2 { return nil }
         }

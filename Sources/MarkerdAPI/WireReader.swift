@@ -50,6 +50,17 @@ struct WireReader {
         return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self))
     }
 
+    /// Skips the value of a varint, fixed64 or fixed32 field (`wireType` 0, 1 or 5); false when it
+    /// is cut short or the wire type is another (groups: no markerd message has them).
+    mutating func skipScalar(wireType: UInt64) -> Bool {
+        switch wireType {
+        case 0: varint() != nil
+        case 1: fixed64() != nil
+        case 5: fixed32() != nil
+        default: false
+        }
+    }
+
     /// The byte range of a length-delimited value (skipped over).
     mutating func lengthDelimited() -> Range<Int>? {
         guard let n = varint(), n <= UInt64(end - at) else { return nil }
