@@ -6,7 +6,7 @@
 // C libraries sit behind C* targets; exactly one Swift module imports each of them:
 //   CNNG -> MarkerdTransport, CMarkerdProto + CProtobufC -> MarkerdAPI,
 //   CPNG (libpng decoding, libdeflate encoding) + CCairo + CPango (Pango: HarfBuzz shaping, bidi, fontconfig fallback) -> MarkerdRender,
-//   CMbedCrypto (libmbedcrypto: SHA-256, HMAC) -> MarkerdAuth.
+//   CMbedCrypto (libmbedcrypto: SHA-256, HMAC) -> MarkerdAuth, CNats (libnats: JetStream) -> MarkerdCluster.
 import PackageDescription
 
 let package = Package(
@@ -36,6 +36,7 @@ let package = Package(
         .systemLibrary(name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo"),
         .systemLibrary(name: "CPango", path: "Sources/CPango", pkgConfig: "pangocairo"),
         .systemLibrary(name: "CMbedCrypto", path: "Sources/CMbedCrypto"),
+        .systemLibrary(name: "CNats", path: "Sources/CNats", pkgConfig: "libnats"),
 
         // MARK: Swift modules
         // Pure Swift: geometry, marker table, grid index, tiling policy, hit-tests. No C imports.
@@ -54,6 +55,9 @@ let package = Package(
         .target(name: "MarkerdAuth", dependencies: ["CMbedCrypto"]),
         // The server: RPC envelope, dispatch, authorization, deadlines, metrics, wiring to the transport.
         .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal", "MarkerdAuth"]),
+        // Cluster mode: the replicated log on a NATS JetStream stream, the layer placement map in a
+        // JetStream key-value bucket (libnats).
+        .target(name: "MarkerdCluster", dependencies: ["CNats"]),
         // A Swift client over the same RPC (markerctl, benchmarks, tests).
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 
