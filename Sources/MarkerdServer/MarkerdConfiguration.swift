@@ -80,6 +80,17 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// layer) without tokens, for operators; loopback unless ``allowAnonymous``. nil: none.
     public var opsHTTPAddress: String? = nil
 
+    // Cluster mode (issue 39): see docs/CLUSTER.md.
+    /// NATS servers of the cluster (`--cluster nats://h1:4222,nats://h2:4222`). Empty (the
+    /// default): a single node with its own journal. Set: writes go through the replica group's
+    /// JetStream stream before they are acknowledged.
+    public var clusterServers: [String] = []
+    /// This replica's name, unique in the cluster (`--node-id`). Default: the host name.
+    public var nodeID: String? = nil
+    /// The replica group this node belongs to (`--cluster-group`): the replicas of a group hold the
+    /// same layers and apply the same stream. 1-32 bytes of [A-Za-z0-9_-]. Default `default`.
+    public var clusterGroup: String = "default"
+
     public init() {}
 
     public static let usage = """
@@ -130,6 +141,11 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --cors-origin ORIGIN       allowed browser origin, repeatable. Default * for public layers only
       --ops-http HOST:PORT       a second HTTP gateway for operators: viewer, /metrics and every layer
                                  without tokens (loopback unless --allow-anonymous)
+      --cluster URLS             cluster mode: NATS JetStream servers, comma-separated (nats://h1:4222,...).
+                                 Default off (a single node with its own journal)
+      --node-id NAME             this replica's name in the cluster. Default the host name
+      --cluster-group NAME       the replica group whose layers this node holds and whose stream it
+                                 applies ([A-Za-z0-9_-], 1-32 bytes). Default default
       -h, --help                 this text
       --version                  print the version
     """
@@ -220,6 +236,24 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             case "--audit-log": config.auditLog = try value(arg)
             case "--cors-origin": config.corsOrigins.append(try value(arg))
             case "--ops-http": config.opsHTTPAddress = try hostPort(arg, scheme: "http://")
+            case "--cluster":
+                let urls = try value(arg).split(separator: ",").map { String($0) }
+                guard !urls.isEmpty, urls.allSatisfy({ $0.hasPrefix("nats://") || $0.hasPrefix("tls://") }) else {
+                    throw ParseError(description: "--cluster takes nats://HOST:PORT URLs separated by commas")
+                }
+                config.clusterServers = urls
+            case "--node-id":
+                let name = try value(arg)
+                guard Self.isClusterName(name, maxBytes: 64) else {
+                    throw ParseError(description: "--node-id takes 1-64 bytes of [A-Za-z0-9_-], not \"\(name)\"")
+                }
+                config.nodeID = name
+            case "--cluster-group":
+                let name = try value(arg)
+                guard Self.isClusterName(name, maxBytes: 32) else {
+                    throw ParseError(description: "--cluster-group takes 1-32 bytes of [A-Za-z0-9_-], not \"\(name)\"")
+                }
+                config.clusterGroup = name
             default:
                 throw ParseError(description: "unknown option \"\(arg)\"")
             }
@@ -234,6 +268,14 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             throw ParseError(description: "--tls-cert, --tls-key and --tls-client-ca need a tls+tcp:// --listen URL or --https")
         }
         return config
+    }
+
+    /// Whether `name` is 1...`maxBytes` bytes of `[A-Za-z0-9_-]` (it becomes part of NATS
+    /// stream, subject and key names).
+    static func isClusterName(_ name: String, maxBytes: Int) -> Bool {
+        (1...maxBytes).contains(name.utf8.count) && name.utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x2D
+        }
     }
 
     /// `24h`, `90m`, `3600s`: a whole number (at most 9 digits) and a unit; nil for anything else.
