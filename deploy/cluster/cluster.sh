@@ -69,7 +69,7 @@ live_pid() {
   [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
   # An exited process that nobody reaped yet (a zombie) is not running.
   grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "${name%-*}" || return 1
+  tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -q -- "${name%-*}" || return 1
   echo "$pid"
 }
 
