@@ -3,7 +3,8 @@
 (unknown fields are errors), with PyPI's kubernetes-validate (no cluster needed); then what the schemas cannot see:
 names that refer to each other (governing Services, selectors, ConfigMaps, probe ports, $(VAR) references in
 args), NATS routes and markerd's --cluster naming the NATS StatefulSet's pods, the probes, resources, disruption
-budgets and non-root, read-only containers the deployment promises.
+budgets and non-root, read-only containers the deployment promises; and that nats-server (Debian's 2.9, which
+`scripts/install-deps.sh --test` installs) accepts nats.conf (`nats-server -t`).
 
     python3 deploy/k8s/test_k8s.py [FILE.yaml ...]     (default: every deploy/k8s/*.yaml)
 
@@ -12,7 +13,9 @@ Exit status 0 when all holds; otherwise each problem on one line and status 1.
 import glob
 import os
 import re
+import subprocess
 import sys
+import tempfile
 
 import kubernetes_validate
 import yaml
@@ -129,6 +132,13 @@ def check_cluster(stateful_sets, services, config_maps):
     routes = re.findall(r"nats-route://([^\s:]+):6222", conf)
     if sorted(routes) != pods:
         problem(f"nats.conf routes {routes}, expected {pods}")
+    with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
+        f.write(conf)
+        f.flush()
+        parsed = subprocess.run(["nats-server", "-c", f.name, "-t"], capture_output=True, text=True,
+                                env={**os.environ, "POD_NAME": "nats-0"})
+        if parsed.returncode != 0:
+            problem(f"nats-server -t refuses nats.conf: {(parsed.stderr or parsed.stdout).strip()}")
     if not re.search(r"^\s*jetstream\s*\{[^}]*store_dir:\s*/data", conf, re.M):
         problem("nats.conf: JetStream's store_dir is not the /data volume")
     ports = {p["port"] for p in services.get(governing, {}).get("spec", {}).get("ports", [])}
