@@ -49,6 +49,7 @@ DIR=${2:-.build/cluster}
 [[ "$BASE_PORT" =~ ^[0-9]+$ ]] && [ "$BASE_PORT" -ge 1024 ] && [ "$BASE_PORT" -le 65490 ] ||
   die "--base-port must be 1024-65490, got $BASE_PORT"
 NODES=(1 2 3)
+ABS_DIR=$(cd "$DIR" 2>/dev/null && pwd || true)  # start sets it once DIR exists
 
 # status and stop use what start recorded; an explicit option or variable given now is overridden.
 if [ "$COMMAND" != start ] && [ -f "$DIR/cluster.env" ]; then
@@ -61,7 +62,8 @@ nats_http_port() { echo $((BASE_PORT + 20 + $1)); }
 markerd_rpc_port() { echo $((BASE_PORT + 30 + $1)); }
 markerd_http_port() { echo $((BASE_PORT + 40 + $1)); }
 
-# The pid in DIR/NAME.pid if that process is alive and still runs the program we started (pids get reused).
+# The pid in DIR/NAME.pid if that process is alive and still the one started here: its command line names its
+# file under DIR (NAME.conf, or the data directory NAME), which a process that reused the pid would not.
 live_pid() {
   local name=$1 pid
   [ -f "$DIR/$name.pid" ] || return 1
@@ -69,7 +71,7 @@ live_pid() {
   [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
   # An exited process that nobody reaped yet (a zombie) is not running.
   grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null && return 1
-  tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -q -- "${name%-*}" || return 1
+  [ -n "$ABS_DIR" ] && tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | grep -qF -- "$ABS_DIR/$name" || return 1
   echo "$pid"
 }
 
@@ -113,7 +115,7 @@ server_name: n$i
 listen: 127.0.0.1:$(nats_client_port "$i")
 http: 127.0.0.1:$(nats_http_port "$i")
 jetstream {
-  store_dir: "$PWD_DIR/nats-$i"
+  store_dir: "$ABS_DIR/nats-$i"
   max_memory_store: 256MB
   max_file_store: 4GB
 }
@@ -156,7 +158,7 @@ start() {
   done
   [ ${#running[@]} -eq 0 ] || die "already running in $DIR: ${running[*]} (cluster.sh stop $DIR first)"
   mkdir -p "$DIR"
-  PWD_DIR=$(cd "$DIR" && pwd)
+  ABS_DIR=$(cd "$DIR" && pwd)
   MARKERD=$(cd "$(dirname "$MARKERD")" && pwd)/$(basename "$MARKERD")
   # A start that fails stops what it started (the logs stay), so that nothing is left behind half up.
   trap 'echo "cluster.sh: start failed; stopping what it started (logs in $DIR)" >&2; stop' EXIT
@@ -166,7 +168,7 @@ start() {
   for i in "${NODES[@]}"; do
     write_nats_config "$i"
     cluster_urls+="${cluster_urls:+,}nats://127.0.0.1:$(nats_client_port "$i")"
-    nohup "$NATS_SERVER" -c "$PWD_DIR/nats-$i.conf" >> "$DIR/nats-$i.log" 2>&1 < /dev/null &
+    nohup "$NATS_SERVER" -c "$ABS_DIR/nats-$i.conf" >> "$DIR/nats-$i.log" 2>&1 < /dev/null &
     echo $! > "$DIR/nats-$i.pid"
   done
   for i in "${NODES[@]}"; do await "NATS server n$i" nats_up "$i"; done
@@ -178,7 +180,7 @@ start() {
   for i in "${NODES[@]}"; do
     local rpc="tcp://127.0.0.1:$(markerd_rpc_port "$i")" http="127.0.0.1:$(markerd_http_port "$i")"
     local args=(--cluster "$cluster_urls" --node-id "m$i" --cluster-group "$GROUP"
-                --listen "$rpc" --http "$http" --data-dir "$PWD_DIR/markerd-$i")
+                --listen "$rpc" --http "$http" --data-dir "$ABS_DIR/markerd-$i")
     [ $advertise = 1 ] && args+=(--advertise "$rpc" --advertise-http "http://$http")
     # shellcheck disable=SC2206
     args+=(${MARKERD_ARGS:-})

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -182,6 +183,11 @@ def main():
                 print(f"--- {name} (last 20 lines)", file=sys.stderr)
                 print("".join(open(os.path.join(directory, name)).readlines()[-20:]), file=sys.stderr)
             run_script(base, args.markerd, "stop", directory)
+            # What a broken stop left behind (its pid file is still there, and it runs from this directory).
+            for name in (f for f in os.listdir(directory) if f.endswith(".pid")):
+                pid = int(open(os.path.join(directory, name)).read())
+                if running(pid) and directory in open(f"/proc/{pid}/cmdline").read():
+                    os.kill(pid, signal.SIGKILL)
             raise
     print("deploy/cluster/cluster.sh: 3 NATS servers formed one JetStream cluster, 3 markerd replicas served "
           "/healthz, status reported them, stop left nothing running")
