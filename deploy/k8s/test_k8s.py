@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Validates deploy/k8s/*.yaml: every resource against Kubernetes' own schemas for KUBERNETES_VERSION, strictly
+"""Validates deploy/k8s/*.yaml: every resource against Kubernetes' own schemas for KUBERNETES_VERSIONS, strictly
 (unknown fields are errors), with PyPI's kubernetes-validate (no cluster needed); then what the schemas cannot see:
 names that refer to each other (governing Services, selectors, ConfigMaps, probe ports, $(VAR) references in
 args), NATS routes and markerd's --cluster naming the NATS StatefulSet's pods, the probes, resources, disruption
@@ -20,8 +20,8 @@ import tempfile
 import kubernetes_validate
 import yaml
 
-# The Kubernetes version the manifests are written for (README.md there says so).
-KUBERNETES_VERSION = "1.33.0"
+# The Kubernetes version the manifests are written for, and the oldest they work with (README.md there says so).
+KUBERNETES_VERSIONS = ("1.33.0", "1.27.0")
 # Made by hand (deploy/k8s/README.md), not by the manifests.
 EXTERNAL_SECRETS = {"markerd-secrets"}
 
@@ -185,20 +185,22 @@ def main():
             for document in yaml.safe_load_all(f):
                 if document is None:
                     continue
-                try:
-                    kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)
-                except kubernetes_validate.ValidationError as error:
-                    problem(f"{os.path.basename(path)}: {name_of(document)}: {'.'.join(map(str, error.path))}: {error.message}")
-                except kubernetes_validate.SchemaNotFoundError as error:
-                    problem(f"{os.path.basename(path)}: no Kubernetes {KUBERNETES_VERSION} schema: {error}")
+                for version in KUBERNETES_VERSIONS:
+                    try:
+                        kubernetes_validate.validate(document, version, strict=True)
+                    except kubernetes_validate.ValidationError as error:
+                        problem(f"{os.path.basename(path)}: {name_of(document)} (Kubernetes {version}): "
+                                f"{'.'.join(map(str, error.path))}: {error.message}")
+                    except kubernetes_validate.SchemaNotFoundError as error:
+                        problem(f"{os.path.basename(path)}: no Kubernetes {version} schema: {error}")
                 resources.append(document)
     check_cross_references(resources)
     for text in problems:
         print(f"deploy/k8s: {text}", file=sys.stderr)
     if problems:
         sys.exit(1)
-    print(f"deploy/k8s: {len(resources)} resources in {len(files)} files valid for Kubernetes {KUBERNETES_VERSION} "
-          "(strict) and consistent")
+    print(f"deploy/k8s: {len(resources)} resources in {len(files)} files valid for Kubernetes "
+          f"{' and '.join(KUBERNETES_VERSIONS)} (strict) and consistent")
 
 
 if __name__ == "__main__":
