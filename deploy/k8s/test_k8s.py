@@ -107,6 +107,13 @@ def check_cross_references(resources):
         selector = service["spec"].get("selector", {})
         if not any(matches(selector, labels) for labels in templates.values()):
             problem(f"Service/{name}: its selector {selector} matches no pod template")
+    for name, policy in by_kind.get("NetworkPolicy", {}).items():
+        selectors = [policy["spec"]["podSelector"]["matchLabels"]] + [
+            peer["podSelector"]["matchLabels"] for rule in policy["spec"].get("ingress", [])
+            for peer in rule.get("from", []) if "podSelector" in peer]
+        for selector in selectors:
+            if not any(matches(selector, labels) for labels in templates.values()):
+                problem(f"NetworkPolicy/{name}: selector {selector} matches no pod template")
     for name, budget in by_kind.get("PodDisruptionBudget", {}).items():
         selected = [s for s, labels in templates.items() if matches(budget["spec"]["selector"]["matchLabels"], labels)]
         if len(selected) != 1:
