@@ -114,6 +114,8 @@ write_nats_config() {
 server_name: n$i
 listen: 127.0.0.1:$(nats_client_port "$i")
 http: 127.0.0.1:$(nats_http_port "$i")
+# Room for large writes (bulk upserts) in one message; NATS's default is 1 MB, it advises at most 8 MB.
+max_payload: 8MB
 jetstream {
   store_dir: "$ABS_DIR/nats-$i"
   max_memory_store: 256MB
