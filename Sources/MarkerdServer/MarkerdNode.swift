@@ -33,7 +33,9 @@ public final class MarkerdNode: Sendable {
     /// - Throws: ``StartupError`` (protected mode: a non-loopback address without
     ///   `--auth-file` or `--allow-anonymous`; an unreadable auth file, key or audit log), or a
     ///   journal/recovery error that names the damaged file and offset.
-    public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil) throws {
+    /// `clock` is the service's wall clock (`ServiceConfiguration.clock`, Unix ms; tests inject one).
+    public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil,
+                clock: @escaping @Sendable () -> Int64 = MarkerService.systemUnixMs) throws {
         self.configuration = configuration
         if let violation = configuration.protectedModeViolation() { throw StartupError(description: violation) }
         do {
@@ -49,6 +51,7 @@ public final class MarkerdNode: Sendable {
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
+        serviceConfig.clock = clock
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
         dispatcher = RPCDispatcher(service: service, access: access)
         let handler = DispatchingHandler(dispatcher: dispatcher)

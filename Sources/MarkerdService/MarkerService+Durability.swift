@@ -315,7 +315,7 @@ extension MarkerService {
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
     func prepareSnapshotSection(_ bytes: [UInt8]) throws -> @Sendable () throws -> Void {
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         let c = MutationCommit(kind: .upsertMarkers, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
         // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
         if Self.isMarkersSection(bytes),
@@ -374,7 +374,7 @@ extension MarkerService {
     /// Applies one snapshot section.
     func restoreSnapshotSection(_ bytes: [UInt8]) throws {
         let section = try V1.SnapshotSection(serializedBytes: bytes)
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         func commit(_ kind: MutationKind) -> MutationCommit {
             MutationCommit(kind: kind, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
         }
@@ -468,7 +468,7 @@ extension MarkerService {
             var header = V1.SnapshotHeader()
             header.formatVersion = Self.snapshotFormatVersion
             header.coversSequence = covered
-            header.createdAtUnixMs = Self.nowUnixMs()
+            header.createdAtUnixMs = nowUnixMs()
             // Read after the rotation: covers every reservation in the segments this snapshot
             // lets go (layer versions themselves are not kept: recovery starts above this).
             header.versionCeiling = versions.reservedCeiling

@@ -77,7 +77,7 @@ extension MarkerService {
         case .proceed:
             break
         }
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency] result in
             let waiters = switch result {
                 case .success(let payload): idempotency.complete(key: key, payload: payload, atUnixMs: now)
