@@ -90,5 +90,9 @@ let package = Package(
                            "MarkerdAuth"],
             exclude: ["fuzz-regressions.txt"]
         ),
+        .testTarget(
+            name: "MarkerdClusterTests",
+            dependencies: ["MarkerdTestSupport", "MarkerdCluster", "MarkerdServer", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"]
+        ),
     ]
 )

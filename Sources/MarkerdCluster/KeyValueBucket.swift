@@ -10,6 +10,8 @@ import Foundation
 final class KeyValueBucket: @unchecked Sendable {
     let name: String
     private let store: OpaquePointer
+    /// Kept open as long as the bucket is used.
+    private let connection: NatsConnection
 
     /// Binds to bucket `name`, creating it (file storage, history 1) when it does not exist.
     ///
@@ -20,6 +22,7 @@ final class KeyValueBucket: @unchecked Sendable {
     ///   replicas than servers).
     init(connection: NatsConnection, name: String, maxAge: Duration?, replicas: Int) throws(NatsError) {
         self.name = name
+        self.connection = connection
         var kv: OpaquePointer?
         if js_KeyValue(&kv, connection.jetStream, name) != NATS_OK {
             var cfg = kvConfig()
