@@ -22,7 +22,8 @@ public final class ShardRouter: Sendable {
     public let group: String
     /// This replica's name (`--node-id`).
     public let node: String
-    let placements: PlacementMap
+    /// Which group holds each layer (a local copy of the bucket).
+    public let placements: PlacementMap
     let connection: NatsConnection
     /// Set by ``join(endpoints:httpEndpoints:)`` once the listeners are bound.
     private let registry = Mutex<MemberRegistry?>(nil)
