@@ -49,6 +49,8 @@ public final class MemberRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var watch: KeyValueBucket.Watch?
     private var heartbeatTimer: DispatchSourceTimer?
+    /// Where the heartbeat runs (serial: ``stop()`` waits on it for a beat in flight).
+    private let heartbeatQueue = DispatchQueue(label: "markerd.members.heartbeat")
 
     /// Opens (or creates) the bucket, writes `me` once, watches the bucket and starts the heartbeat.
     /// - Throws: ``NatsError`` when JetStream does not answer (the first write must succeed).
@@ -73,7 +75,7 @@ public final class MemberRegistry: @unchecked Sendable {
                 }
             }
         }
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "markerd.members.heartbeat"))
+        let timer = DispatchSource.makeTimerSource(queue: heartbeatQueue)
         timer.schedule(deadline: .now() + .nanoseconds(Int(heartbeat.nanoseconds)), repeating: .nanoseconds(Int(heartbeat.nanoseconds)))
         timer.setEventHandler { [bucket] in
             // A failed write (NATS down) is retried at the next beat; others see us age out meanwhile.
@@ -100,6 +102,7 @@ public final class MemberRegistry: @unchecked Sendable {
         }
         guard let timer else { return }
         timer.cancel()
+        heartbeatQueue.sync {}  // a beat already running ends before the delete, so it cannot write the entry back
         w?.stop()
         try? bucket.delete(me.key)
     }

@@ -246,6 +246,20 @@ def test_cluster_redirects(server, markerd_binary):
             # The cached endpoint (a) gives no reply: back to b, MOVED to a2.
             assert b.get_layer_stats(layer_id="py-shard").stats.marker_count == 0
             assert b.cached_endpoint("py-shard") == a2_url
+            # a2 killed (no goodbye): once its heartbeat ages out (3 s), b names no member of group a.
+            pair.procs["a2"].kill()
+            pair.procs["a2"].wait(timeout=10)
+            deadline = time.time() + 20
+            while True:
+                try:
+                    with Client(pair.urls["b"], timeout_ms=300, retries=0) as fresh:
+                        fresh.get_layer_stats(layer_id="py-shard")
+                except MarkerdError as e:
+                    if e.code == "MOVED":
+                        assert "no live member" in e.message, e
+                        break
+                assert time.time() < deadline, "b still names the killed a2"
+                time.sleep(0.1)
     finally:
         pair.stop()
 
