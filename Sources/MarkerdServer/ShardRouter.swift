@@ -71,9 +71,14 @@ public final class ShardRouter: Sendable {
         return redirect(layer, to: owner)
     }
 
+    /// The live members of `group` (a local lookup; empty before ``join(endpoints:httpEndpoints:)``).
+    public func liveMembers(of group: String) -> [Member] {
+        registry.withLock { $0?.members(of: group) } ?? []
+    }
+
     /// The redirect to `owner`'s live members.
     func redirect(_ layer: String, to owner: String) -> V1.Redirect {
-        let members = registry.withLock { $0?.members(of: owner) } ?? []
+        let members = liveMembers(of: owner)
         var r = V1.Redirect()
         r.layerID = layer
         r.group = owner

@@ -38,6 +38,22 @@ final class RedirectReplica {
     func localLayers() throws -> [String] { try client().listLayers().map(\.id) }
 
     func stop() { node.stop() }
+
+    /// Replica a1 of group a and b1 of group b, each seeing the other among the live members.
+    static func pair(_ nats: PlacementNatsServer, signingKeyFile: String? = nil) throws -> (RedirectReplica, RedirectReplica) {
+        let a = try RedirectReplica(nats: nats, group: "a", name: "a1", signingKeyFile: signingKeyFile)
+        let b = try RedirectReplica(nats: nats, group: "b", name: "b1", signingKeyFile: signingKeyFile)
+        try a.waitUntilSeeing(b)
+        try b.waitUntilSeeing(a)
+        return (a, b)
+    }
+
+    /// Waits until this replica sees `other` among the live members.
+    func waitUntilSeeing(_ other: RedirectReplica) throws {
+        try waitUntil("\(url) sees \(other.url)") {
+            node.shards?.liveMembers(of: other.node.configuration.clusterGroup).contains { $0.endpoints == [other.url] } == true
+        }
+    }
 }
 
 /// One request sent as is, its reply envelope returned (no redirect followed).
@@ -56,7 +72,7 @@ func rawCall<R: ProtoMessage>(_ url: String, _ method: String, _ request: R, ide
     @Test func aLayerPlacedElsewhereIsAnsweredMovedWithItsGroupsMembers() throws {
         let nats = try PlacementNatsServer()
         defer { nats.stop() }
-        let a = try RedirectReplica(nats: nats, group: "a", name: "a1"), b = try RedirectReplica(nats: nats, group: "b", name: "b1")
+        let (a, b) = try RedirectReplica.pair(nats)
         defer { a.stop(); b.stop() }
         _ = try a.client().createLayer(V1.CreateLayerRequest(layerID: "shops.tokyo"))
         try waitUntil("b sees the placement") { b.node.shards?.redirect(for: "shops.tokyo") != nil }
@@ -97,7 +113,7 @@ func rawCall<R: ProtoMessage>(_ url: String, _ method: String, _ request: R, ide
     @Test func theSwiftClientFollowsMovedAndCachesTheEndpoint() async throws {
         let nats = try PlacementNatsServer()
         defer { nats.stop() }
-        let a = try RedirectReplica(nats: nats, group: "a", name: "a1"), b = try RedirectReplica(nats: nats, group: "b", name: "b1")
+        let (a, b) = try RedirectReplica.pair(nats)
         defer { a.stop(); b.stop() }
         let client = try b.client()  // configured with b only
         // CreateLayer naming group a, sent to b: placed on a, MOVED, followed, created on a.
@@ -125,7 +141,7 @@ func rawCall<R: ProtoMessage>(_ url: String, _ method: String, _ request: R, ide
     @Test func aCachedEndpointThatGivesNoReplyFallsBackToTheConfiguredOne() throws {
         let nats = try PlacementNatsServer()
         defer { nats.stop() }
-        let a = try RedirectReplica(nats: nats, group: "a", name: "a1"), b = try RedirectReplica(nats: nats, group: "b", name: "b1")
+        let (a, b) = try RedirectReplica.pair(nats)
         defer { b.stop() }
         let client = try b.client(timeout: .seconds(2))
         var create = V1.CreateLayerRequest(layerID: "moving")
@@ -145,7 +161,7 @@ func rawCall<R: ProtoMessage>(_ url: String, _ method: String, _ request: R, ide
     @Test func concurrentCreatesOfOneIDOnTwoGroupsHaveExactlyOneWinner() throws {
         let nats = try PlacementNatsServer()
         defer { nats.stop() }
-        let a = try RedirectReplica(nats: nats, group: "a", name: "a1"), b = try RedirectReplica(nats: nats, group: "b", name: "b1")
+        let (a, b) = try RedirectReplica.pair(nats)
         defer { a.stop(); b.stop() }
         let clients = [try a.client(), try b.client()]
         for i in 0..<10 {
@@ -173,7 +189,7 @@ func rawCall<R: ProtoMessage>(_ url: String, _ method: String, _ request: R, ide
     @Test func deleteLayerRemovesThePlacement() throws {
         let nats = try PlacementNatsServer()
         defer { nats.stop() }
-        let a = try RedirectReplica(nats: nats, group: "a", name: "a1"), b = try RedirectReplica(nats: nats, group: "b", name: "b1")
+        let (a, b) = try RedirectReplica.pair(nats)
         defer { a.stop(); b.stop() }
         _ = try a.client().createLayer(V1.CreateLayerRequest(layerID: "temp"))
         try waitUntil("b sees temp on a") { b.node.shards?.redirect(for: "temp") != nil }
@@ -195,8 +211,7 @@ func rawCall<R: ProtoMessage>(_ url: String, _ method: String, _ request: R, ide
         defer { nats.stop() }
         let keyFile = NSTemporaryDirectory() + "markerd-shared-key-\(UInt64.random(in: 0...UInt64.max))"
         defer { try? FileManager.default.removeItem(atPath: keyFile) }
-        let a = try RedirectReplica(nats: nats, group: "a", name: "a1", signingKeyFile: keyFile)
-        let b = try RedirectReplica(nats: nats, group: "b", name: "b1", signingKeyFile: keyFile)
+        let (a, b) = try RedirectReplica.pair(nats, signingKeyFile: keyFile)
         defer { b.stop() }
         let client = try a.client()
         _ = try client.createLayer(V1.CreateLayerRequest(layerID: "cafes"))

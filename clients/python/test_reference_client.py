@@ -253,14 +253,15 @@ class ShardedPair:
 
 
 def eventually(call, what):
-    """``call()``'s result once it stops raising NOT_FOUND (a replica learns a new placement from
-    its NATS watcher within milliseconds); other errors are raised at once."""
+    """``call()``'s result once it stops raising NOT_FOUND or MOVED (a replica learns a new placement,
+    and of a replica that just started, from its NATS watchers within milliseconds); other errors
+    are raised at once."""
     deadline = time.time() + 20
     while True:
         try:
             return call()
         except MarkerdError as e:
-            if e.code != "NOT_FOUND" or time.time() > deadline:
+            if e.code not in ("NOT_FOUND", "MOVED") or time.time() > deadline:
                 raise AssertionError(f"{what}: {e}")
             time.sleep(0.02)
 
