@@ -609,7 +609,8 @@ extension V1 {
     /// The proto message `ListLayersResponse`.
     public struct ListLayersResponse: ProtoMessage {
         /// Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
-        /// as they are when it is asked for.
+        /// as they are when it is asked for. Cluster mode: the layers of the replica group asked (ask
+        /// one replica of each group for all of them); never answered MOVED.
         /// Proto field `layers` = 1.
         public var layers: [Layer] = []
         /// Proto field `next_page_token` = 2; absent decodes to "", which is not encoded.

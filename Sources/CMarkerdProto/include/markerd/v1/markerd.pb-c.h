@@ -770,7 +770,8 @@ struct  Markerd__V1__ListLayersResponse
   ProtobufCMessage base;
   /*
    * Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
-   * as they are when it is asked for.
+   * as they are when it is asked for. Cluster mode: the layers of the replica group asked (ask
+   * one replica of each group for all of them); never answered MOVED.
    */
   size_t n_layers;
   Markerd__V1__Layer **layers;
