@@ -90,6 +90,14 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// The replica group this node belongs to (`--cluster-group`): the replicas of a group hold the
     /// same layers and apply the same stream. 1-32 bytes of [A-Za-z0-9_-]. Default `default`.
     public var clusterGroup: String = "default"
+    /// The NNG URL this replica's clients should use, named in MOVED redirects (`--advertise`).
+    /// nil (the default): the first `--listen` URL as bound (a port 0 resolved); a wildcard host
+    /// (0.0.0.0, ::) or inproc:// there needs an explicit `--advertise`. Cluster mode only.
+    public var advertiseURL: String? = nil
+    /// The HTTP gateway URL named in redirects and the gateway's 307s (`--advertise-http`).
+    /// nil (the default): `http://` + the `--http` address as bound; none without `--http`.
+    /// Cluster mode only.
+    public var advertiseHTTPURL: String? = nil
 
     public init() {}
 
@@ -146,6 +154,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --node-id NAME             this replica's name in the cluster. Default the host name
       --cluster-group NAME       the replica group whose layers this node holds and whose stream it
                                  applies ([A-Za-z0-9_-], 1-32 bytes). Default default
+      --advertise URL            the NNG URL other replicas send clients to (MOVED redirects).
+                                 Default the first --listen URL as bound
+      --advertise-http URL       the HTTP gateway URL redirects name (http:// or https://).
+                                 Default http:// + the --http address as bound
       -h, --help                 this text
       --version                  print the version
     """
@@ -254,6 +266,21 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                     throw ParseError(description: "--cluster-group takes 1-32 bytes of [A-Za-z0-9_-], not \"\(name)\"")
                 }
                 config.clusterGroup = name
+            case "--advertise":
+                let url = try value(arg)
+                guard ["tcp://", "tls+tcp://", "ipc://"].contains(where: url.hasPrefix), !Self.hasWildcardHost(url) else {
+                    throw ParseError(description: "--advertise takes the tcp://HOST:PORT, tls+tcp://HOST:PORT or ipc:// URL "
+                                     + "clients reach this replica at (not a wildcard host), not \"\(url)\"")
+                }
+                config.advertiseURL = url
+            case "--advertise-http":
+                let url = try value(arg)
+                guard url.hasPrefix("http://") || url.hasPrefix("https://"), !Self.hasWildcardHost(url),
+                      let port = url.split(separator: ":").last.flatMap({ Int($0) }), (1...65535).contains(port) else {
+                    throw ParseError(description: "--advertise-http takes http://HOST:PORT or https://HOST:PORT "
+                                     + "(not a wildcard host), not \"\(url)\"")
+                }
+                config.advertiseHTTPURL = url
             default:
                 throw ParseError(description: "unknown option \"\(arg)\"")
             }
@@ -267,7 +294,35 @@ public struct MarkerdConfiguration: Sendable, Equatable {
         if !usesTLS && (config.tlsCertificateFile != nil || config.tlsKeyFile != nil || config.tlsClientCAFile != nil) {
             throw ParseError(description: "--tls-cert, --tls-key and --tls-client-ca need a tls+tcp:// --listen URL or --https")
         }
+        try config.checkAdvertisedURLs()
         return config
+    }
+
+    /// Cluster mode needs URLs other hosts can reach: `--advertise` / `--advertise-http`, or
+    /// listen addresses whose host is not a wildcard. Without `--cluster` neither flag is allowed.
+    func checkAdvertisedURLs() throws(ParseError) {
+        guard !clusterServers.isEmpty else {
+            if advertiseURL != nil || advertiseHTTPURL != nil {
+                throw ParseError(description: "--advertise and --advertise-http need --cluster")
+            }
+            return
+        }
+        if advertiseURL == nil, let first = listenURLs.first, first.hasPrefix("inproc://") || Self.hasWildcardHost(first) {
+            throw ParseError(description: "--listen \(first) is no address clients of other replicas can reach: "
+                             + "give --advertise URL (e.g. tcp://10.0.0.5:7450)")
+        }
+        if advertiseHTTPURL == nil, let http = httpAddress, Self.hasWildcardHost("http://" + http) {
+            throw ParseError(description: "--http \(http) is no address browsers sent from other replicas can reach: "
+                             + "give --advertise-http URL (e.g. http://10.0.0.5:8080)")
+        }
+    }
+
+    /// Whether a `scheme://HOST:PORT` URL's host is a wildcard (0.0.0.0, ::, *, empty).
+    static func hasWildcardHost(_ url: String) -> Bool {
+        guard let range = url.range(of: "://") else { return false }
+        let rest = url[range.upperBound...]
+        guard !url.hasPrefix("ipc://"), let colon = rest.lastIndex(of: ":") else { return false }
+        return ["", "0.0.0.0", "[::]", "::", "*"].contains(String(rest[..<colon]))
     }
 
     /// Whether `name` is 1...`maxBytes` bytes of `[A-Za-z0-9_-]` (it becomes part of NATS

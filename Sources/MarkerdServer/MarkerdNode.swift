@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import MarkerdAPI
 import MarkerdService
 import MarkerdTransport
@@ -19,6 +20,8 @@ public final class MarkerdNode: Sendable {
     public let opsGateway: TileGateway?
     /// Tokens, signing key, audit log (``reload()`` re-reads them).
     public let access: AccessControl
+    /// Cluster mode's layer placement and members (`--cluster`); nil on a single node.
+    public let shards: ShardRouter?
 
     /// Why markerd does not start: protected mode, or an auth file, key or audit log that
     /// cannot be read.
@@ -53,7 +56,19 @@ public final class MarkerdNode: Sendable {
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
         serviceConfig.clock = clock
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
-        dispatcher = RPCDispatcher(service: service, access: access)
+        if configuration.clusterServers.isEmpty {
+            shards = nil
+        } else {
+            do {
+                shards = try ShardRouter(servers: configuration.clusterServers, group: configuration.clusterGroup,
+                                         node: configuration.nodeID ?? ProcessInfo.processInfo.hostName,
+                                         replicas: min(3, configuration.clusterServers.count))
+            } catch {
+                service.close()
+                throw StartupError(description: "cluster: \(error.description)")
+            }
+        }
+        dispatcher = RPCDispatcher(service: service, access: access, shards: shards)
         let handler = DispatchingHandler(dispatcher: dispatcher)
         let tls = configuration.tlsCertificateFile.flatMap { cert in
             configuration.tlsKeyFile.map { TLSServerFiles(certificateFile: cert, keyFile: $0, clientCAFile: configuration.tlsClientCAFile) }
@@ -65,12 +80,12 @@ public final class MarkerdNode: Sendable {
             handler: handler)
         // The gateways share the service, metrics, timeouts and viewer files; the operators' one
         // takes no tokens (`access: nil`), the HTTPS one the certificate.
-        let provider = ServiceTileProvider(service: service), metrics = dispatcher.metrics
+        let provider = ServiceTileProvider(service: service), metrics = dispatcher.metrics, shards = shards
         let (header, idle, files) = (configuration.httpHeaderTimeout, configuration.httpIdleTimeout, configuration.viewerFiles)
         let makeGateway = { (address: String?, tls: TLSServerFiles?, access: AccessControl?) -> TileGateway? in
             address.map {
                 TileGateway(address: $0, provider: provider, metrics: metrics, headerTimeout: header, idleTimeout: idle,
-                            tls: tls, access: access, viewerFiles: files)
+                            tls: tls, access: access, viewerFiles: files, shards: access == nil ? nil : shards)
             }
         }
         gateway = makeGateway(configuration.httpAddress, nil, access)
@@ -86,6 +101,9 @@ public final class MarkerdNode: Sendable {
             try gateway?.start()
             try httpsGateway?.start()
             try opsGateway?.start()
+            // Registered once bound (a port 0 resolved), so redirects name reachable URLs.
+            try shards?.join(endpoints: [configuration.advertiseURL ?? transport.boundURLs[0]],
+                             httpEndpoints: (configuration.advertiseHTTPURL ?? httpURL).map { [$0] } ?? [])
         } catch {
             gateway?.stop(drainTimeout: .zero)
             transport.stop(drainTimeout: .zero)
@@ -131,6 +149,8 @@ public final class MarkerdNode: Sendable {
     /// (not receiving) for the process to close at exit: closing a REP socket while peers
     /// disconnect can make nng 1.5 panic (nanomsg/nng#2110).
     public func stop() {
+        // Out of the members first, so redirects stop naming this replica.
+        shards?.stop()
         service.beginDraining()
         // The gateways at once, so the HTTPS one adds nothing to the shutdown budget.
         let gateways = [gateway, httpsGateway]

@@ -41,8 +41,7 @@ struct MethodAccess: Sendable, Equatable {
         var table: [String: MethodAccess] = [:]
         for method in ProtoSchema.methods {
             guard let scope = scopes[method.name] else { continue }
-            let first = method.request.fields.first { $0.number == 1 }
-            table[method.path] = MethodAccess(scope: scope, layerScoped: first?.name == "layer_id" && first?.type == .string,
+            table[method.path] = MethodAccess(scope: scope, layerScoped: method.namesLayer,
                                               expensive: expensiveMethods.contains(method.name))
         }
         return table

@@ -43,6 +43,11 @@ public final class TileGateway: Sendable {
     public let access: AccessControl?
     /// Where the viewer's Leaflet and basemap files come from.
     public let viewerFiles: ViewerFiles
+    /// Cluster mode: a layer placed on another replica group is answered `307 Temporary
+    /// Redirect` to one of that group's live gateways (the same path and query, so a signed
+    /// `/t/...` prefix stays valid there: every replica has the same signing key), or 503 when
+    /// none is alive. nil: every layer is served here.
+    public let shards: ShardRouter?
     let server: NNGHTTPServer
     private let requestCounts = Mutex<[String: [Int: UInt64]]>([:])  // route -> status -> count
 
@@ -54,10 +59,13 @@ public final class TileGateway: Sendable {
     ///   - tls: serve HTTPS with this certificate. Default nil: plain HTTP.
     ///   - access: who may read what (see the type's notes); nil: everything, to anyone.
     ///   - viewerFiles: the directories of Leaflet and the basemap. Default: Debian's Leaflet, no basemap.
+    ///   - shards: cluster mode's placement (see ``shards``); nil: none.
     public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil,
                 headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
-                tls: TLSServerFiles? = nil, access: AccessControl? = nil, viewerFiles: ViewerFiles = ViewerFiles()) {
+                tls: TLSServerFiles? = nil, access: AccessControl? = nil, viewerFiles: ViewerFiles = ViewerFiles(),
+                shards: ShardRouter? = nil) {
         self.provider = provider
+        self.shards = shards
         self.metrics = metrics
         self.access = access
         self.viewerFiles = viewerFiles
@@ -138,6 +146,10 @@ public final class TileGateway: Sendable {
                     response = refusal
                 case .success(let admission):
                     if case .anyone = admission { open = true }
+                    if let shards, let layer = route.layer, let redirect = shards.redirect(for: layer) {
+                        response = Self.redirect(request, to: redirect)
+                        break
+                    }
                     // A Bearer token's quotas: 429 with Retry-After (whole seconds) when over them.
                     var quota: (grant: Grant, expensive: Bool)?
                     if case .bearer(let grant) = admission, let quotas = access?.quotas {
@@ -259,6 +271,21 @@ public final class TileGateway: Sendable {
             }
         }
         return .success(.bearer(grant))
+    }
+
+    /// `307 Temporary Redirect` to one of the owning group's gateways (at random, spreading the
+    /// load) with the same target (path, signed prefix and query), or 503 with `Retry-After: 1`
+    /// when no member of the group with a gateway is alive. `Cache-Control: no-store`: placements
+    /// change when layers are deleted and created again.
+    static func redirect(_ request: HTTPRequest, to redirect: V1.Redirect) -> HTTPResponse {
+        guard let base = redirect.httpEndpoints.randomElement() else {
+            var r = error(503, "layer \(redirect.layerID) is held by replica group \(redirect.group), which has no live gateway")
+            r.setHeader("Retry-After", "1")
+            return r
+        }
+        let location = (base.hasSuffix("/") ? String(base.dropLast()) : base) + request.target
+        return HTTPResponse(status: 307, headers: [HTTPHeader("Location", location), HTTPHeader("Cache-Control", "no-store")],
+                            body: Array("layer \(redirect.layerID) is held by replica group \(redirect.group): \(location)\n".utf8))
     }
 
     static func unauthorized(_ message: String) -> HTTPResponse {

@@ -255,6 +255,7 @@ final class HTTPConnection: @unchecked Sendable {
         case 204: "No Content"
         case 301: "Moved Permanently"
         case 302: "Found"
+        case 307: "Temporary Redirect"
         case 304: "Not Modified"
         case 400: "Bad Request"
         case 403: "Forbidden"

@@ -22,6 +22,7 @@ from markerd import Client, MarkerdError, pb
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from test_reference_client import make_certificates  # noqa: E402  (openssl: a CA, server and client certificates)
+from test_reference_client import ShardedPair, eventually  # noqa: E402  (nats-server + two markerd in groups a and b)
 
 assert "site-packages" in markerd.__file__, f"markerd imported from {markerd.__file__}, not from the installed package"
 
@@ -32,6 +33,21 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_until_answering(client, proc):
+    """Until the markerd process ``proc`` answers anything (an error status counts: e.g. UNAUTHENTICATED)."""
+    deadline = time.time() + 20
+    while True:
+        try:
+            client.get_server_info()
+            return
+        except MarkerdError as e:
+            if e.code != "UNAVAILABLE":
+                return
+            if time.time() > deadline or proc.poll() is not None:
+                raise
+            time.sleep(0.05)
+
+
 class Markerd:
     """A markerd process on a free loopback port (``--ephemeral``), stopped by ``stop``."""
 
@@ -40,18 +56,7 @@ class Markerd:
         self.proc = subprocess.Popen([binary, "--listen", self.url, "--ephemeral", *args], stderr=subprocess.DEVNULL)
 
     def wait_until_answering(self, client):
-        """Until the server answers anything (an error status counts: e.g. UNAUTHENTICATED)."""
-        deadline = time.time() + 20
-        while True:
-            try:
-                client.get_server_info()
-                return
-            except MarkerdError as e:
-                if e.code != "UNAVAILABLE":
-                    return
-                if time.time() > deadline or self.proc.poll() is not None:
-                    raise
-                time.sleep(0.05)
+        wait_until_answering(client, self.proc)
 
     def stop(self):
         self.proc.terminate()
@@ -201,6 +206,62 @@ def test_auth_token(server, markerd_binary):
     finally:
         guarded.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_cluster_redirects(server, markerd_binary):
+    """Cluster mode: a client configured with group b's replica follows MOVED to group a, caches the
+    endpoint, and when that endpoint is gone falls back to b, which names a's new replica."""
+    pair = ShardedPair(markerd_binary)
+    try:
+        with Client(pair.urls["a"]) as a, Client(pair.urls["b"], timeout_ms=1000) as b:
+            for group, client in (("a", a), ("b", b)):
+                wait_until_answering(client, pair.procs[group])
+            a.create_layer(layer_id="py-shard")
+            stats = eventually(lambda: b.get_layer_stats(layer_id="py-shard"), "b follows to a")
+            assert stats.stats.layer_id == "py-shard", stats
+            assert b.cached_endpoint("py-shard") == pair.urls["a"]
+            b.upsert_markers(layer_id="py-shard", markers=[marker("s1", 35, 139)])
+            assert a.get_layer_stats(layer_id="py-shard").stats.marker_count == 1
+            # a stops (and leaves the members); a2 of group a takes over the layer.
+            pair.procs["a"].terminate()
+            pair.procs["a"].wait(timeout=10)
+            a2_url = f"tcp://127.0.0.1:{free_port()}"
+            pair.procs["a2"] = subprocess.Popen(
+                [markerd_binary, "--listen", a2_url, "--ephemeral", "--cluster", pair.nats_url,
+                 "--cluster-group", "a", "--node-id", "a2"], stderr=subprocess.DEVNULL)
+            with Client(a2_url) as a2:
+                wait_until_answering(a2, pair.procs["a2"])
+                a2.create_layer(layer_id="py-shard")
+            deadline = time.time() + 20
+            while True:  # until b names only a2 for group a
+                try:
+                    with Client(pair.urls["b"]) as fresh:
+                        fresh.get_layer_stats(layer_id="py-shard")
+                        if fresh.cached_endpoint("py-shard") == a2_url:
+                            break
+                except MarkerdError:
+                    pass
+                assert time.time() < deadline, "b never named a2"
+                time.sleep(0.05)
+            # The cached endpoint (a) gives no reply: back to b, MOVED to a2.
+            assert b.get_layer_stats(layer_id="py-shard").stats.marker_count == 0
+            assert b.cached_endpoint("py-shard") == a2_url
+            # a2 killed (no goodbye): once its heartbeat ages out (3 s), b names no member of group a.
+            pair.procs["a2"].kill()
+            pair.procs["a2"].wait(timeout=10)
+            deadline = time.time() + 20
+            while True:
+                try:
+                    with Client(pair.urls["b"], timeout_ms=300, retries=0) as fresh:
+                        fresh.get_layer_stats(layer_id="py-shard")
+                except MarkerdError as e:
+                    if e.code == "MOVED":
+                        assert "no live member" in e.message, e
+                        break
+                assert time.time() < deadline, "b still names the killed a2"
+                time.sleep(0.1)
+    finally:
+        pair.stop()
 
 
 def main():

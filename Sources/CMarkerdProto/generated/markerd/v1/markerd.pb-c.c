@@ -98,6 +98,51 @@ void   markerd__v1__response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__redirect__init
+                     (Markerd__V1__Redirect         *message)
+{
+  static const Markerd__V1__Redirect init_value = MARKERD__V1__REDIRECT__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__redirect__get_packed_size
+                     (const Markerd__V1__Redirect *message)
+{
+  assert(message->base.descriptor == &markerd__v1__redirect__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__redirect__pack
+                     (const Markerd__V1__Redirect *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__redirect__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__redirect__pack_to_buffer
+                     (const Markerd__V1__Redirect *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__redirect__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__Redirect *
+       markerd__v1__redirect__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__Redirect *)
+     protobuf_c_message_unpack (&markerd__v1__redirect__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__redirect__free_unpacked
+                     (Markerd__V1__Redirect *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__redirect__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__field_violation__init
                      (Markerd__V1__FieldViolation         *message)
 {
@@ -3762,7 +3807,7 @@ const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
   (ProtobufCMessageInit) markerd__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[7] =
 {
   {
     "request_id",
@@ -3836,19 +3881,33 @@ static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[6
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "redirect",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Response, redirect),
+    &markerd__v1__redirect__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__response__field_indices_by_name[] = {
   1,   /* field[1] = code */
   5,   /* field[5] = field_violations */
   2,   /* field[2] = message */
   3,   /* field[3] = payload */
+  6,   /* field[6] = redirect */
   0,   /* field[0] = request_id */
   4,   /* field[4] = retry_after_ms */
 };
-static const ProtobufCIntRange markerd__v1__response__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 8, 6 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
 {
@@ -3858,11 +3917,88 @@ const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
   "Markerd__V1__Response",
   "markerd.v1",
   sizeof(Markerd__V1__Response),
-  6,
+  7,
   markerd__v1__response__field_descriptors,
   markerd__v1__response__field_indices_by_name,
-  1,  markerd__v1__response__number_ranges,
+  2,  markerd__v1__response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__redirect__field_descriptors[4] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Redirect, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "group",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Redirect, group),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "endpoints",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__Redirect, n_endpoints),
+    offsetof(Markerd__V1__Redirect, endpoints),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "http_endpoints",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__Redirect, n_http_endpoints),
+    offsetof(Markerd__V1__Redirect, http_endpoints),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__redirect__field_indices_by_name[] = {
+  2,   /* field[2] = endpoints */
+  1,   /* field[1] = group */
+  3,   /* field[3] = http_endpoints */
+  0,   /* field[0] = layer_id */
+};
+static const ProtobufCIntRange markerd__v1__redirect__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor markerd__v1__redirect__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.Redirect",
+  "Redirect",
+  "Markerd__V1__Redirect",
+  "markerd.v1",
+  sizeof(Markerd__V1__Redirect),
+  4,
+  markerd__v1__redirect__field_descriptors,
+  markerd__v1__redirect__field_indices_by_name,
+  1,  markerd__v1__redirect__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__redirect__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor markerd__v1__field_violation__field_descriptors[2] =
@@ -4995,7 +5131,7 @@ const ProtobufCMessageDescriptor markerd__v1__layer_stats__descriptor =
   (ProtobufCMessageInit) markerd__v1__layer_stats__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__create_layer_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor markerd__v1__create_layer_request__field_descriptors[3] =
 {
   {
     "layer_id",
@@ -5021,15 +5157,28 @@ static const ProtobufCFieldDescriptor markerd__v1__create_layer_request__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "group",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__CreateLayerRequest, group),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__create_layer_request__field_indices_by_name[] = {
+  2,   /* field[2] = group */
   0,   /* field[0] = layer_id */
   1,   /* field[1] = options */
 };
 static const ProtobufCIntRange markerd__v1__create_layer_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor markerd__v1__create_layer_request__descriptor =
 {
@@ -5039,7 +5188,7 @@ const ProtobufCMessageDescriptor markerd__v1__create_layer_request__descriptor =
   "Markerd__V1__CreateLayerRequest",
   "markerd.v1",
   sizeof(Markerd__V1__CreateLayerRequest),
-  2,
+  3,
   markerd__v1__create_layer_request__field_descriptors,
   markerd__v1__create_layer_request__field_indices_by_name,
   1,  markerd__v1__create_layer_request__number_ranges,
@@ -9251,7 +9400,7 @@ const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descript
   (ProtobufCMessageInit) markerd__v1__get_server_info_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue markerd__v1__code__enum_values_by_number[17] =
+static const ProtobufCEnumValue markerd__v1__code__enum_values_by_number[18] =
 {
   { "OK", "MARKERD__V1__CODE__OK", 0 },
   { "CANCELLED", "MARKERD__V1__CODE__CANCELLED", 1 },
@@ -9270,11 +9419,12 @@ static const ProtobufCEnumValue markerd__v1__code__enum_values_by_number[17] =
   { "UNAVAILABLE", "MARKERD__V1__CODE__UNAVAILABLE", 14 },
   { "DATA_LOSS", "MARKERD__V1__CODE__DATA_LOSS", 15 },
   { "UNAUTHENTICATED", "MARKERD__V1__CODE__UNAUTHENTICATED", 16 },
+  { "MOVED", "MARKERD__V1__CODE__MOVED", 17 },
 };
 static const ProtobufCIntRange markerd__v1__code__value_ranges[] = {
-{0, 0},{0, 17}
+{0, 0},{0, 18}
 };
-static const ProtobufCEnumValueIndex markerd__v1__code__enum_values_by_name[17] =
+static const ProtobufCEnumValueIndex markerd__v1__code__enum_values_by_name[18] =
 {
   { "ABORTED", 10 },
   { "ALREADY_EXISTS", 6 },
@@ -9284,6 +9434,7 @@ static const ProtobufCEnumValueIndex markerd__v1__code__enum_values_by_name[17] 
   { "FAILED_PRECONDITION", 9 },
   { "INTERNAL", 13 },
   { "INVALID_ARGUMENT", 3 },
+  { "MOVED", 17 },
   { "NOT_FOUND", 5 },
   { "OK", 0 },
   { "OUT_OF_RANGE", 11 },
@@ -9301,9 +9452,9 @@ const ProtobufCEnumDescriptor markerd__v1__code__descriptor =
   "Code",
   "Markerd__V1__Code",
   "markerd.v1",
-  17,
+  18,
   markerd__v1__code__enum_values_by_number,
-  17,
+  18,
   markerd__v1__code__enum_values_by_name,
   1,
   markerd__v1__code__value_ranges,

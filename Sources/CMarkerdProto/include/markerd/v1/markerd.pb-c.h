@@ -18,6 +18,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Markerd__V1__Request Markerd__V1__Request;
 typedef struct Markerd__V1__Response Markerd__V1__Response;
+typedef struct Markerd__V1__Redirect Markerd__V1__Redirect;
 typedef struct Markerd__V1__FieldViolation Markerd__V1__FieldViolation;
 typedef struct Markerd__V1__LatLng Markerd__V1__LatLng;
 typedef struct Markerd__V1__Bounds Markerd__V1__Bounds;
@@ -123,7 +124,13 @@ typedef enum _Markerd__V1__Code {
   MARKERD__V1__CODE__INTERNAL = 13,
   MARKERD__V1__CODE__UNAVAILABLE = 14,
   MARKERD__V1__CODE__DATA_LOSS = 15,
-  MARKERD__V1__CODE__UNAUTHENTICATED = 16
+  MARKERD__V1__CODE__UNAUTHENTICATED = 16,
+  /*
+   * Cluster mode (`--cluster`): the layer the request names is placed on another replica group;
+   * nothing was done. `Response.redirect` names the group and its live members: send the same
+   * request (same idempotency key) to one of them, like Redis Cluster's MOVED.
+   */
+  MARKERD__V1__CODE__MOVED = 17
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CODE)
 } Markerd__V1__Code;
 typedef enum _Markerd__V1__ClusterAlgorithm {
@@ -285,10 +292,42 @@ struct  Markerd__V1__Response
    */
   size_t n_field_violations;
   Markerd__V1__FieldViolation **field_violations;
+  /*
+   * With MOVED: where the layer lives.
+   */
+  Markerd__V1__Redirect *redirect;
 };
 #define MARKERD__V1__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__response__descriptor) \
-    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0, 0,NULL }
+    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0, 0,NULL, NULL }
+
+
+/*
+ * Where a layer lives in cluster mode (with MOVED): its replica group and that group's live
+ * members. Empty endpoint lists: no member of the group is alive now (retry later).
+ */
+struct  Markerd__V1__Redirect
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * The replica group the layer is placed on (`markerd --cluster-group`).
+   */
+  char *group;
+  /*
+   * The NNG URLs of the group's live members (their `--advertise`), in no particular order.
+   */
+  size_t n_endpoints;
+  char **endpoints;
+  /*
+   * Their HTTP gateways (`--advertise-http`), for tiles; empty for members without a gateway.
+   */
+  size_t n_http_endpoints;
+  char **http_endpoints;
+};
+#define MARKERD__V1__REDIRECT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__redirect__descriptor) \
+    , NULL, NULL, 0,NULL, 0,NULL }
 
 
 /*
@@ -665,10 +704,17 @@ struct  Markerd__V1__CreateLayerRequest
    */
   char *layer_id;
   Markerd__V1__LayerOptions *options;
+  /*
+   * Cluster mode: the replica group to place a new layer on (`markerd --cluster-group`). Empty:
+   * the group of the replica that receives the request. The first placement of a layer id wins:
+   * once placed, the id stays on its group (whatever a later request names) until DeleteLayer.
+   * A replica of another group places the layer and answers MOVED. Ignored on a single node.
+   */
+  char *group;
 };
 #define MARKERD__V1__CREATE_LAYER_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_layer_request__descriptor) \
-    , NULL, NULL }
+    , NULL, NULL, NULL }
 
 
 struct  Markerd__V1__CreateLayerResponse
@@ -724,7 +770,8 @@ struct  Markerd__V1__ListLayersResponse
   ProtobufCMessage base;
   /*
    * Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
-   * as they are when it is asked for.
+   * as they are when it is asked for. Cluster mode: the layers of the replica group asked (ask
+   * one replica of each group for all of them); never answered MOVED.
    */
   size_t n_layers;
   Markerd__V1__Layer **layers;
@@ -1920,6 +1967,25 @@ Markerd__V1__Response *
                       const uint8_t       *data);
 void   markerd__v1__response__free_unpacked
                      (Markerd__V1__Response *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__Redirect methods */
+void   markerd__v1__redirect__init
+                     (Markerd__V1__Redirect         *message);
+size_t markerd__v1__redirect__get_packed_size
+                     (const Markerd__V1__Redirect   *message);
+size_t markerd__v1__redirect__pack
+                     (const Markerd__V1__Redirect   *message,
+                      uint8_t             *out);
+size_t markerd__v1__redirect__pack_to_buffer
+                     (const Markerd__V1__Redirect   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__Redirect *
+       markerd__v1__redirect__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__redirect__free_unpacked
+                     (Markerd__V1__Redirect *message,
                       ProtobufCAllocator *allocator);
 /* Markerd__V1__FieldViolation methods */
 void   markerd__v1__field_violation__init
@@ -3433,6 +3499,9 @@ typedef void (*Markerd__V1__Request_Closure)
 typedef void (*Markerd__V1__Response_Closure)
                  (const Markerd__V1__Response *message,
                   void *closure_data);
+typedef void (*Markerd__V1__Redirect_Closure)
+                 (const Markerd__V1__Redirect *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__FieldViolation_Closure)
                  (const Markerd__V1__FieldViolation *message,
                   void *closure_data);
@@ -3961,6 +4030,7 @@ extern const ProtobufCEnumDescriptor    markerd__v1__tiling_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__animation_kind__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__redirect__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__field_violation__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__lat_lng__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__bounds__descriptor;
