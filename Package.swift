@@ -54,7 +54,7 @@ let package = Package(
         // Tokens and scopes (the auth file), signed tile URLs: SHA-256 and HMAC through libmbedcrypto.
         .target(name: "MarkerdAuth", dependencies: ["CMbedCrypto"]),
         // The server: RPC envelope, dispatch, authorization, deadlines, metrics, wiring to the transport.
-        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal", "MarkerdAuth"]),
+        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal", "MarkerdAuth", "MarkerdCluster"]),
         // Cluster mode: the replicated log on a NATS JetStream stream, the layer placement map in a
         // JetStream key-value bucket (libnats).
         .target(name: "MarkerdCluster", dependencies: ["CNats"]),
@@ -63,7 +63,7 @@ let package = Package(
 
         // Shared by the test targets and marker-bench (never by markerd or markerctl): seeded RNG,
         // SEED= handling, the real places fixture (`Places`).
-        .target(name: "MarkerdTestSupport", dependencies: ["MarkerdAPI"]),
+        .target(name: "MarkerdTestSupport", dependencies: ["MarkerdAPI", "MarkerdClient"]),
 
         // MARK: Executables
         .executableTarget(name: "markerd", dependencies: ["MarkerdServer"]),
@@ -89,5 +89,7 @@ let package = Package(
                            "MarkerdAuth"],
             exclude: ["fuzz-regressions.txt"]
         ),
+        // Cluster mode end to end: real nats-server and markerd processes (needs `nats-server`).
+        .testTarget(name: "MarkerdClusterTests", dependencies: ["MarkerdTestSupport", "MarkerdClient", "MarkerdAPI"]),
     ]
 )

@@ -29,7 +29,7 @@ extension MarkerdClient {
             } catch {
                 throw .transport(error)
             }
-            return try MarkerdClient.decodeReply(replyBytes, to: envelope)
+            return try client.decodeReply(replyBytes, to: envelope)
         }
 
         /// A mutation: like `call`, with an idempotency key (a fresh random one by default).

@@ -62,6 +62,21 @@ public final class MarkerdClient: Sendable {
     /// `maxPooledScratches`, each as large as the largest batch's attributes it encoded.
     let scratches = Mutex<[EncodingScratch]>([])
     static let maxPooledScratches = 8
+    /// The highest `Response.sequence` seen (cluster mode), see ``lastSequence``.
+    private let sequence = Atomic<UInt64>(0)
+    /// See `init`'s `readYourWrites`.
+    public let readYourWrites: Bool
+
+    /// Cluster mode: the highest replicated-log sequence this client's replies carried (a
+    /// write's reply carries its record's sequence or a later one); 0 on a single node. Pass it
+    /// as `min_sequence` to read these writes on any replica (``readYourWrites`` does it).
+    public var lastSequence: UInt64 { sequence.load(ordering: .relaxed) }
+
+    /// Raises ``lastSequence`` to `value` (e.g. a sequence another client or process wrote at),
+    /// so that with ``readYourWrites`` the next reads see at least that state.
+    public func observe(sequence value: UInt64) {
+        sequence.max(value, ordering: .relaxed)
+    }
 
     /// Dials `url` (the server may start later: the dial retries in the background).
     /// - Parameters:
@@ -73,9 +88,14 @@ public final class MarkerdClient: Sendable {
     ///     `.connectionShutdown` for a missing client certificate); see
     ///     `NNGRequestClient.init(configuration:)`.
     ///   - authToken: the token every request carries (`markerd token add`); default none.
+    ///   - readYourWrites: cluster mode: every request carries ``lastSequence`` as its
+    ///     `min_sequence`, so a read answered by any replica shows this client's writes (it waits
+    ///     up to 2 s for that replica to apply them, else UNAVAILABLE). Default false.
     public init(url: String = "tcp://127.0.0.1:7450", timeout: Duration = .seconds(60),
-                maxMessageBytes: Int = 256 << 20, tls: TLSClientFiles? = nil, authToken: String = "") throws(ClientError) {
+                maxMessageBytes: Int = 256 << 20, tls: TLSClientFiles? = nil, authToken: String = "",
+                readYourWrites: Bool = false) throws(ClientError) {
         self.url = url
+        self.readYourWrites = readYourWrites
         self.timeout = timeout
         self.authToken = authToken
         do {
@@ -121,7 +141,7 @@ public final class MarkerdClient: Sendable {
         } catch {
             throw .transport(error)
         }
-        return try Self.decodeReply(replyBytes, to: envelope)
+        return try decodeReply(replyBytes, to: envelope)
     }
 
     /// The request envelope of one call: `method`'s full name, a random request id, the auth token,
@@ -134,12 +154,13 @@ public final class MarkerdClient: Sendable {
         envelope.timeoutMs = timeoutMs
         envelope.authToken = authToken
         envelope.payload = payload
+        if readYourWrites { envelope.minSequence = lastSequence }
         return envelope
     }
 
     /// The response message of the reply to `envelope`: `.status` unless OK, `.malformedReply` when
-    /// it does not decode or answers another request.
-    static func decodeReply<Response: ProtoMessage>(_ replyBytes: [UInt8], to envelope: V1.Request) throws(ClientError) -> Response {
+    /// it does not decode or answers another request. Raises ``lastSequence`` to the reply's.
+    func decodeReply<Response: ProtoMessage>(_ replyBytes: [UInt8], to envelope: V1.Request) throws(ClientError) -> Response {
         let reply: V1.Response
         do {
             reply = try V1.Response(serializedBytes: replyBytes)
@@ -149,6 +170,7 @@ public final class MarkerdClient: Sendable {
         guard reply.requestID == envelope.requestID else {
             throw .malformedReply("reply to request \(reply.requestID), expected \(envelope.requestID)")
         }
+        observe(sequence: reply.sequence)
         guard reply.code == .ok else {
             throw .status(code: reply.code, message: reply.message, fieldViolations: reply.fieldViolations)
         }

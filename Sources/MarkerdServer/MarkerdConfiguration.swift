@@ -90,6 +90,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// The replica group this node belongs to (`--cluster-group`): the replicas of a group hold the
     /// same layers and apply the same stream. 1-32 bytes of [A-Za-z0-9_-]. Default `default`.
     public var clusterGroup: String = "default"
+    /// Copies JetStream keeps of each record of the group's log (`--cluster-replicas`, 1-5), used
+    /// when this node creates the stream. nil (default): min(3, servers in ``clusterServers``).
+    public var clusterReplicas: Int? = nil
+
+    /// The stream's copies: ``clusterReplicas``, else min(3, servers listed).
+    public var effectiveClusterReplicas: Int { clusterReplicas ?? min(3, max(1, clusterServers.count)) }
 
     public init() {}
 
@@ -146,6 +152,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --node-id NAME             this replica's name in the cluster. Default the host name
       --cluster-group NAME       the replica group whose layers this node holds and whose stream it
                                  applies ([A-Za-z0-9_-], 1-32 bytes). Default default
+      --cluster-replicas N       copies JetStream keeps of the group's log (1-5), when this node creates
+                                 it. Default min(3, NATS servers listed in --cluster)
       -h, --help                 this text
       --version                  print the version
     """
@@ -254,6 +262,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                     throw ParseError(description: "--cluster-group takes 1-32 bytes of [A-Za-z0-9_-], not \"\(name)\"")
                 }
                 config.clusterGroup = name
+            case "--cluster-replicas":
+                let n = try integer(arg, min: 1)
+                guard n <= 5 else { throw ParseError(description: "--cluster-replicas takes 1-5, not \(n)") }
+                config.clusterReplicas = n
             default:
                 throw ParseError(description: "unknown option \"\(arg)\"")
             }

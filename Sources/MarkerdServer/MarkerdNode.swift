@@ -1,5 +1,7 @@
 import Dispatch
+import Foundation
 import MarkerdAPI
+import MarkerdCluster
 import MarkerdService
 import MarkerdTransport
 
@@ -19,6 +21,8 @@ public final class MarkerdNode: Sendable {
     public let opsGateway: TileGateway?
     /// Tokens, signing key, audit log (``reload()`` re-reads them).
     public let access: AccessControl
+    /// Cluster mode: the replica group's log this node applies; nil on a single node.
+    public let replicatedLog: JetStreamLog?
 
     /// Why markerd does not start: protected mode, or an auth file, key or audit log that
     /// cannot be read.
@@ -49,7 +53,20 @@ public final class MarkerdNode: Sendable {
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
-        service = try MarkerService.open(configuration: serviceConfig, progress: progress)
+        if configuration.clusterServers.isEmpty {
+            replicatedLog = nil
+            service = try MarkerService.open(configuration: serviceConfig, progress: progress)
+        } else {
+            // Cluster mode: no journal; the state is the group's log, applied from its start.
+            let node = configuration.nodeID ?? ProcessInfo.processInfo.hostName
+            let log = try Self.openLog(configuration, node: node, progress: progress)
+            let service = MarkerService(configuration: serviceConfig, replicatedLog: log)
+            service.expectCatchUp(to: try log.lastSequence())
+            try log.follow(from: 1) { sequence, record in service.applyLogged(sequence: sequence, record: record) }
+            progress?("cluster mode: node \(node), group \(configuration.clusterGroup), applying stream \(log.streamName) from sequence 1")
+            self.service = service
+            replicatedLog = log
+        }
         dispatcher = RPCDispatcher(service: service, access: access)
         let handler = DispatchingHandler(dispatcher: dispatcher)
         let tls = configuration.tlsCertificateFile.flatMap { cert in
@@ -73,6 +90,28 @@ public final class MarkerdNode: Sendable {
         gateway = makeGateway(configuration.httpAddress, nil, access)
         httpsGateway = makeGateway(configuration.httpsAddress, tls, access)
         opsGateway = makeGateway(configuration.opsHTTPAddress, nil, nil)
+    }
+
+    /// Cluster mode: how long a starting node retries connecting to NATS and opening its group's
+    /// stream (JetStream answers "temporarily unavailable" until its servers elected a leader,
+    /// e.g. right after they all started). 30 s.
+    static let clusterStartTimeout: Duration = .seconds(30)
+
+    /// Connects to the cluster's NATS servers and opens (or creates) the group's stream,
+    /// retrying for `clusterStartTimeout`; throws the last `NatsError` after it.
+    static func openLog(_ configuration: MarkerdConfiguration, node: String,
+                        progress: (@Sendable (String) -> Void)?) throws -> JetStreamLog {
+        let deadline = ContinuousClock.now + clusterStartTimeout
+        while true {
+            do {
+                return try JetStreamLog(connection: NatsConnection(servers: configuration.clusterServers, name: "markerd-\(node)"),
+                                        group: configuration.clusterGroup, replicas: configuration.effectiveClusterReplicas)
+            } catch {
+                guard ContinuousClock.now < deadline else { throw error }
+                progress?("cluster warning: \(error); retrying")
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+        }
     }
 
     /// Starts listening on every URL (and the HTTP gateway). Throws if a URL cannot be listened
@@ -136,6 +175,7 @@ public final class MarkerdNode: Sendable {
         opsGateway?.stop(drainTimeout: .zero)
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
+        replicatedLog?.close()
     }
 }
 
@@ -169,3 +209,6 @@ struct DispatchingHandler: RequestHandler {
         }
     }
 }
+
+/// The JetStream stream is the service's replicated log (cluster mode).
+extension JetStreamLog: ReplicatedLog {}

@@ -75,10 +75,14 @@ public final class MarkerService: @unchecked Sendable {
     let writeHelper = BulkUpsertThread()
     /// Reservations that keep layer versions from ever repeating (see `VersionCeiling`).
     let versions: VersionCeiling
+    /// Cluster mode's replicated log and apply state (`MarkerService+Replication.swift`); nil on
+    /// a single node.
+    let replication: Replication?
 
-    init(configuration: ServiceConfiguration, journal: Journal?) {
+    init(configuration: ServiceConfiguration, journal: Journal?, replication: Replication? = nil) {
         self.configuration = configuration
         self.journal = journal
+        self.replication = replication
         self.versions = VersionCeiling(journal: journal)
         self.idempotency = IdempotencyCache(ttlMs: Self.milliseconds(configuration.idempotencyTTL),
                                             maxBytes: configuration.idempotencyMaxBytes,

@@ -3659,7 +3659,7 @@ void   markerd__v1__get_server_info_response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__get_server_info_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor markerd__v1__request__field_descriptors[6] =
+static const ProtobufCFieldDescriptor markerd__v1__request__field_descriptors[7] =
 {
   {
     "method",
@@ -3733,11 +3733,24 @@ static const ProtobufCFieldDescriptor markerd__v1__request__field_descriptors[6]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "min_sequence",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__Request, has_min_sequence),
+    offsetof(Markerd__V1__Request, min_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__request__field_indices_by_name[] = {
   4,   /* field[4] = auth_token */
   2,   /* field[2] = idempotency_key */
   0,   /* field[0] = method */
+  6,   /* field[6] = min_sequence */
   5,   /* field[5] = payload */
   1,   /* field[1] = request_id */
   3,   /* field[3] = timeout_ms */
@@ -3745,7 +3758,7 @@ static const unsigned markerd__v1__request__field_indices_by_name[] = {
 static const ProtobufCIntRange markerd__v1__request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
 {
@@ -3755,14 +3768,14 @@ const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
   "Markerd__V1__Request",
   "markerd.v1",
   sizeof(Markerd__V1__Request),
-  6,
+  7,
   markerd__v1__request__field_descriptors,
   markerd__v1__request__field_indices_by_name,
   1,  markerd__v1__request__number_ranges,
   (ProtobufCMessageInit) markerd__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[7] =
 {
   {
     "request_id",
@@ -3836,6 +3849,18 @@ static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[6
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "sequence",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__Response, has_sequence),
+    offsetof(Markerd__V1__Response, sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__response__field_indices_by_name[] = {
   1,   /* field[1] = code */
@@ -3844,11 +3869,12 @@ static const unsigned markerd__v1__response__field_indices_by_name[] = {
   3,   /* field[3] = payload */
   0,   /* field[0] = request_id */
   4,   /* field[4] = retry_after_ms */
+  6,   /* field[6] = sequence */
 };
 static const ProtobufCIntRange markerd__v1__response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
 {
@@ -3858,7 +3884,7 @@ const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
   "Markerd__V1__Response",
   "markerd.v1",
   sizeof(Markerd__V1__Response),
-  6,
+  7,
   markerd__v1__response__field_descriptors,
   markerd__v1__response__field_indices_by_name,
   1,  markerd__v1__response__number_ranges,
