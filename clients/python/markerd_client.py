@@ -95,14 +95,18 @@ class MarkerdClient:
         else:
             self.sock.dial(url, block=False)  # connects (and reconnects) in the background
         self._ids = itertools.count(1)
+        # Cluster mode: the highest replicated-log sequence a reply carried (0 on a single node).
+        self.last_sequence = 0
 
     def close(self):
         self.sock.close()
 
-    def call(self, method, request, response_type, idempotency_key=None, timeout_ms=0):
+    def call(self, method, request, response_type, idempotency_key=None, timeout_ms=0, min_sequence=0):
+        """``min_sequence`` (cluster mode): the replica answers once it applied at least that
+        sequence (e.g. ``last_sequence`` of a client that wrote through another replica)."""
         pb = self.pb
         envelope = pb.Request(method=SERVICE + method, request_id=next(self._ids),
-                              payload=request.SerializeToString(), timeout_ms=timeout_ms)
+                              payload=request.SerializeToString(), timeout_ms=timeout_ms, min_sequence=min_sequence)
         if idempotency_key is not None:
             envelope.idempotency_key = idempotency_key
         if self.auth_token:
@@ -112,6 +116,7 @@ class MarkerdClient:
         reply.ParseFromString(self.sock.recv())
         if reply.request_id != envelope.request_id:
             raise MarkerdError("INTERNAL", f"reply for request {reply.request_id}, expected {envelope.request_id}")
+        self.last_sequence = max(self.last_sequence, reply.sequence)
         if reply.code != pb.OK:
             raise MarkerdError(pb.Code.Name(reply.code), reply.message,
                                [(v.field, v.description) for v in reply.field_violations])
