@@ -59,10 +59,15 @@ public final class MarkerdNode: Sendable {
         } else {
             // Cluster mode: no journal; the state is the group's log, applied from its start.
             let node = configuration.nodeID ?? ProcessInfo.processInfo.hostName
-            let log = try Self.openLog(configuration, node: node, progress: progress)
+            let log = try Self.retryingCluster(progress) {
+                try JetStreamLog(connection: NatsConnection(servers: configuration.clusterServers, name: "markerd-\(node)"),
+                                 group: configuration.clusterGroup, replicas: configuration.effectiveClusterReplicas)
+            }
             let service = MarkerService(configuration: serviceConfig, replicatedLog: log)
-            service.expectCatchUp(to: try log.lastSequence())
-            try log.follow(from: 1) { sequence, record in service.applyLogged(sequence: sequence, record: record) }
+            try Self.retryingCluster(progress) {
+                service.expectCatchUp(to: try log.lastSequence())
+                try log.follow(from: 1) { sequence, record in service.applyLogged(sequence: sequence, record: record) }
+            }
             progress?("cluster mode: node \(node), group \(configuration.clusterGroup), applying stream \(log.streamName) from sequence 1")
             self.service = service
             replicatedLog = log
@@ -92,20 +97,19 @@ public final class MarkerdNode: Sendable {
         opsGateway = makeGateway(configuration.opsHTTPAddress, nil, nil)
     }
 
-    /// Cluster mode: how long a starting node retries connecting to NATS and opening its group's
-    /// stream (JetStream answers "temporarily unavailable" until its servers elected a leader,
-    /// e.g. right after they all started). 30 s.
+    /// Cluster mode: how long a starting node retries connecting to NATS, opening its group's
+    /// stream and subscribing to it (JetStream answers "temporarily unavailable" or times out
+    /// until its servers elected a leader: right after they all started, or after one of them
+    /// restarted). 30 s.
     static let clusterStartTimeout: Duration = .seconds(30)
 
-    /// Connects to the cluster's NATS servers and opens (or creates) the group's stream,
-    /// retrying for `clusterStartTimeout`; throws the last `NatsError` after it.
-    static func openLog(_ configuration: MarkerdConfiguration, node: String,
-                        progress: (@Sendable (String) -> Void)?) throws -> JetStreamLog {
+    /// Runs `body` until it succeeds, for `clusterStartTimeout` (every 0.5 s; each failure is
+    /// reported through `progress` as a "cluster warning:"); then throws its last error.
+    static func retryingCluster<T>(_ progress: (@Sendable (String) -> Void)?, _ body: () throws -> T) throws -> T {
         let deadline = ContinuousClock.now + clusterStartTimeout
         while true {
             do {
-                return try JetStreamLog(connection: NatsConnection(servers: configuration.clusterServers, name: "markerd-\(node)"),
-                                        group: configuration.clusterGroup, replicas: configuration.effectiveClusterReplicas)
+                return try body()
             } catch {
                 guard ContinuousClock.now < deadline else { throw error }
                 progress?("cluster warning: \(error); retrying")

@@ -4,6 +4,8 @@ import MarkerdJournal
 
 /// One mutation on its way through the pipeline: idempotency -> write lock -> apply -> journal
 /// append (still under the lock, so the journal order is the apply order) -> fsync -> reply.
+/// In cluster mode the order is idempotency -> publish to the replicated log -> every replica
+/// applies the record in log order (`MarkerService.applyLogged`) -> the writer's reply.
 final class MutationCommit: @unchecked Sendable {
     let kind: MutationKind
     let payload: [UInt8]
@@ -56,6 +58,9 @@ extension MarkerService {
     /// - A repeated key returns the first reply and applies nothing; a key still in flight
     ///   waits for the first call's reply; a key reused for another request is INVALID_ARGUMENT.
     /// - A failed mutation changes nothing and forgets the key (a retry applies afresh).
+    /// - Cluster mode: instead of applying here and journaling, the mutation is published to the
+    ///   replicated log and answered once this replica applied its record (the same `apply`);
+    ///   UNAVAILABLE when the log does not acknowledge it in time (`Replication.submit`).
     public func mutate(
         _ kind: MutationKind, payload: [UInt8], context: CallContext,
         completion: @escaping @Sendable (Result<[UInt8], RPCError>) -> Void
