@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 
         // Shared by the test targets and marker-bench (never by markerd or markerctl): seeded RNG,
-        // SEED= handling, the real places fixture (`Places`).
+        // SEED= handling, the real places fixture (`Places`), real markerd processes (`MarkerdProcess`).
         .target(name: "MarkerdTestSupport", dependencies: ["MarkerdAPI", "MarkerdClient"]),
 
         // MARK: Executables
