@@ -185,10 +185,12 @@ extension MarkerService {
         guard let replication, sequence > replication.appliedSequence else { return }
         var key = "", digest: UInt64 = 0
         let result: Result<[UInt8], RPCError>
+        var repeated = false  // the key was applied before: nothing to remember anew
         if let record = try? V1.JournalRecord(serializedBytes: bytes), let kind = MutationKind(methodName: record.method) {
             key = record.idempotencyKey
             digest = record.requestDigest
             if !key.isEmpty, let done = idempotency.completed(key: key) {
+                repeated = true
                 result = done.digest == digest ? .success(done.payload)
                     : .failure(.invalidArgument("idempotency_key \"\(key)\" was already used for a different request"))
             } else {
@@ -203,7 +205,7 @@ extension MarkerService {
             let waiter = replication.applied(sequence, key: key, digest: digest)
             if let waiter {
                 waiter(result)  // `mutate`'s finish: remembers the key (or forgets it) and answers
-            } else if case .success(let payload) = result, !key.isEmpty {
+            } else if case .success(let payload) = result, !key.isEmpty, !repeated {
                 idempotency.restore(key: key, digest: digest, payload: payload, atUnixMs: record.appliedAtUnixMs)
             }
         } else {
