@@ -63,8 +63,8 @@ let package = Package(
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 
         // Shared by the test targets and marker-bench (never by markerd or markerctl): seeded RNG,
-        // SEED= handling, the real places fixture (`Places`).
-        .target(name: "MarkerdTestSupport", dependencies: ["MarkerdAPI"]),
+        // SEED= handling, the real places fixture (`Places`), real markerd processes (`MarkerdProcess`).
+        .target(name: "MarkerdTestSupport", dependencies: ["MarkerdAPI", "MarkerdClient"]),
 
         // MARK: Executables
         .executableTarget(name: "markerd", dependencies: ["MarkerdServer"]),
@@ -90,6 +90,7 @@ let package = Package(
                            "MarkerdAuth"],
             exclude: ["fuzz-regressions.txt"]
         ),
+        // Cluster mode end to end: real nats-server and markerd processes (needs `nats-server`).
         .testTarget(
             name: "MarkerdClusterTests",
             dependencies: ["MarkerdTestSupport", "MarkerdCluster", "MarkerdServer", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"]

@@ -18,7 +18,8 @@ set -euo pipefail
 # libjs-leaflet: the viewer's map library, served by the HTTP gateway from /usr/share/javascript/leaflet.
 pkgs=(libnng-dev libnats-dev openssl curl libprotobuf-c-dev protobuf-c-compiler libpng-dev libdeflate-dev libmbedtls-dev libcairo2-dev libpango1.0-dev fonts-noto-core fonts-noto-cjk pkg-config libjs-leaflet)
 # chromium: the viewer's browser test (scripts/viewer-test.py) in `make test`; python3-venv: the Python
-# package's tests run in a virtual environment; nats-server (2.9): deploy/cluster/cluster.sh and the cluster tests.
+# package's tests run in a virtual environment; nats-server (2.9): deploy/cluster/cluster.sh and the cluster tests (MarkerdClusterTests run
+# three JetStream servers).
 [ "${1:-}" = "--test" ] && pkgs+=(chromium python3-venv nats-server)
 missing=()
 for p in "${pkgs[@]}"; do

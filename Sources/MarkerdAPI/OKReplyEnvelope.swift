@@ -16,9 +16,10 @@ public struct OKReplyEnvelope: Sendable {
         self.payload = payload
     }
 
-    /// Nil unless `response` is OK with an empty message (other replies are small: protobuf-c).
+    /// Nil unless `response` is OK with an empty message and no `sequence` (cluster mode; other
+    /// replies are small: protobuf-c).
     public init?(_ response: V1.Response) {
-        guard response.code == .ok, response.message.isEmpty else { return nil }
+        guard response.code == .ok, response.message.isEmpty, response.sequence == 0 else { return nil }
         requestID = response.requestID
         payload = response.payload
     }

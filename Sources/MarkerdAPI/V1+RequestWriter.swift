@@ -8,11 +8,12 @@ extension V1.Request {
         return string(method) + (requestID != 0 ? 1 + ProtoWriter.varintSize(requestID) : 0) + string(idempotencyKey)
             + (timeoutMs != 0 ? 1 + ProtoWriter.varintSize(UInt64(timeoutMs)) : 0) + string(authToken)
             + (payloadCount == 0 ? 0 : 1 + ProtoWriter.varintSize(UInt64(payloadCount)) + payloadCount)
+            + (minSequence != 0 ? 1 + ProtoWriter.varintSize(minSequence) : 0)
     }
 
     /// Writes this envelope into `out` (exactly `serializedSize(payloadCount:)` bytes) with a
-    /// payload of `payloadCount` bytes that `writePayload` fills in place (the last
-    /// `payloadCount` bytes; not called when 0), so that a client's request is written once,
+    /// payload of `payloadCount` bytes that `writePayload` fills in place (exactly those bytes,
+    /// before `min_sequence`; not called when 0), so that a client's request is written once,
     /// straight into the transport's message, rather than encoded into an array that protobuf-c
     /// copies into its own and packs into a third. `payload` is ignored. The bytes equal what
     /// `serializedBytes()` packs for the same envelope with that payload (protobuf-c's: fields in
@@ -39,8 +40,11 @@ extension V1.Request {
         if payloadCount != 0 {
             w.key(6, 2)
             w.varint(UInt64(payloadCount))
-            writePayload(UnsafeMutableRawBufferPointer(rebasing: out[w.written(from: start)...]))
+            let at = w.written(from: start)
+            writePayload(UnsafeMutableRawBufferPointer(rebasing: out[at ..< at + payloadCount]))
+            w.at += payloadCount
         }
+        if minSequence != 0 { w.key(7, 0); w.varint(minSequence) }
     }
 
     /// Bytes of `s` that protobuf-c encodes: up to its first NUL (it takes a C string).

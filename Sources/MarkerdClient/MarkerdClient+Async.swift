@@ -38,7 +38,7 @@ extension MarkerdClient {
                     (transport, cached) = (client.transport, false)
                     continue
                 }
-                switch try MarkerdClient.decodeReply(replyBytes, to: envelope, as: Response.self) {
+                switch try client.decodeReply(replyBytes, to: envelope, as: Response.self) {
                 case .response(let response): return response
                 case .moved(let redirect):
                     hops += 1

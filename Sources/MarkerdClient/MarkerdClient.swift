@@ -67,6 +67,21 @@ public final class MarkerdClient: Sendable {
     /// Cluster mode: layer -> endpoint of the MOVED answers followed, and those endpoints'
     /// transports (``follow(_:hops:)``).
     let routes = Mutex(RedirectRoutes())
+    /// The highest `Response.sequence` seen (cluster mode), see ``lastSequence``.
+    private let sequence = Atomic<UInt64>(0)
+    /// See `init`'s `readYourWrites`.
+    public let readYourWrites: Bool
+
+    /// Cluster mode: the highest replicated-log sequence this client's replies carried (a
+    /// write's reply carries its record's sequence or a later one); 0 on a single node. Pass it
+    /// as `min_sequence` to read these writes on any replica (``readYourWrites`` does it).
+    public var lastSequence: UInt64 { sequence.load(ordering: .relaxed) }
+
+    /// Raises ``lastSequence`` to `value` (e.g. a sequence another client or process wrote at),
+    /// so that with ``readYourWrites`` the next reads see at least that state.
+    public func observe(sequence value: UInt64) {
+        sequence.max(value, ordering: .relaxed)
+    }
 
     /// Dials `url` (the server may start later: the dial retries in the background).
     /// - Parameters:
@@ -78,9 +93,14 @@ public final class MarkerdClient: Sendable {
     ///     `.connectionShutdown` for a missing client certificate); see
     ///     `NNGRequestClient.init(configuration:)`.
     ///   - authToken: the token every request carries (`markerd token add`); default none.
+    ///   - readYourWrites: cluster mode: every request carries ``lastSequence`` as its
+    ///     `min_sequence`, so a read answered by any replica shows this client's writes (it waits
+    ///     up to 2 s for that replica to apply them, else UNAVAILABLE). Default false.
     public init(url: String = "tcp://127.0.0.1:7450", timeout: Duration = .seconds(60),
-                maxMessageBytes: Int = 256 << 20, tls: TLSClientFiles? = nil, authToken: String = "") throws(ClientError) {
+                maxMessageBytes: Int = 256 << 20, tls: TLSClientFiles? = nil, authToken: String = "",
+                readYourWrites: Bool = false) throws(ClientError) {
         self.url = url
+        self.readYourWrites = readYourWrites
         self.timeout = timeout
         self.authToken = authToken
         configuration = ClientConfiguration(url: url, maxMessageBytes: maxMessageBytes, tls: tls)
@@ -141,7 +161,7 @@ public final class MarkerdClient: Sendable {
                 (transport, cached) = (self.transport, false)
                 continue
             }
-            switch try Self.decodeReply(replyBytes, to: envelope, as: Response.self) {
+            switch try decodeReply(replyBytes, to: envelope, as: Response.self) {
             case .response(let response): return response
             case .moved(let redirect):
                 hops += 1
@@ -165,12 +185,14 @@ public final class MarkerdClient: Sendable {
         envelope.timeoutMs = timeoutMs
         envelope.authToken = authToken
         envelope.payload = payload
+        if readYourWrites { envelope.minSequence = lastSequence }
         return envelope
     }
 
     /// The response message of the reply to `envelope`, or MOVED's redirect: `.status` for other
-    /// codes, `.malformedReply` when it does not decode or answers another request.
-    static func decodeReply<Response: ProtoMessage>(_ replyBytes: [UInt8], to envelope: V1.Request,
+    /// codes, `.malformedReply` when it does not decode or answers another request. Raises
+    /// ``lastSequence`` to the reply's.
+    func decodeReply<Response: ProtoMessage>(_ replyBytes: [UInt8], to envelope: V1.Request,
                                                     as _: Response.Type) throws(ClientError) -> Reply<Response> {
         let reply: V1.Response
         do {
@@ -181,6 +203,7 @@ public final class MarkerdClient: Sendable {
         guard reply.requestID == envelope.requestID else {
             throw .malformedReply("reply to request \(reply.requestID), expected \(envelope.requestID)")
         }
+        observe(sequence: reply.sequence)
         if reply.code == .moved, let redirect = reply.redirect { return .moved(redirect) }
         guard reply.code == .ok else {
             throw .status(code: reply.code, message: reply.message, fieldViolations: reply.fieldViolations)

@@ -98,6 +98,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// nil (the default): `http://` + the `--http` address as bound; none without `--http`.
     /// Cluster mode only.
     public var advertiseHTTPURL: String? = nil
+    /// Copies JetStream keeps of each record of the group's log (`--cluster-replicas`, 1-5), used
+    /// when this node creates the stream. nil (default): min(3, servers in ``clusterServers``).
+    public var clusterReplicas: Int? = nil
+
+    /// The stream's copies: ``clusterReplicas``, else min(3, servers listed).
+    public var effectiveClusterReplicas: Int { clusterReplicas ?? min(3, max(1, clusterServers.count)) }
 
     public init() {}
 
@@ -158,6 +164,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                                  Default the first --listen URL as bound
       --advertise-http URL       the HTTP gateway URL redirects name (http:// or https://).
                                  Default http:// + the --http address as bound
+      --cluster-replicas N       copies JetStream keeps of the group's log (1-5), when this node creates
+                                 it. Default min(3, NATS servers listed in --cluster)
       -h, --help                 this text
       --version                  print the version
     """
@@ -281,6 +289,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                                      + "(not a wildcard host), not \"\(url)\"")
                 }
                 config.advertiseHTTPURL = url
+            case "--cluster-replicas":
+                let n = try integer(arg, min: 1)
+                guard n <= 5 else { throw ParseError(description: "--cluster-replicas takes 1-5, not \(n)") }
+                config.clusterReplicas = n
             default:
                 throw ParseError(description: "unknown option \"\(arg)\"")
             }

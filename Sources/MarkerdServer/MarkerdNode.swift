@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import MarkerdAPI
+import MarkerdCluster
 import MarkerdService
 import MarkerdTransport
 
@@ -22,6 +23,8 @@ public final class MarkerdNode: Sendable {
     public let access: AccessControl
     /// Cluster mode's layer placement and members (`--cluster`); nil on a single node.
     public let shards: ShardRouter?
+    /// Cluster mode: the replica group's log this node applies; nil on a single node.
+    public let replicatedLog: JetStreamLog?
 
     /// Why markerd does not start: protected mode, or an auth file, key or audit log that
     /// cannot be read.
@@ -55,16 +58,35 @@ public final class MarkerdNode: Sendable {
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
         serviceConfig.clock = clock
-        service = try MarkerService.open(configuration: serviceConfig, progress: progress)
+        if configuration.clusterServers.isEmpty {
+            replicatedLog = nil
+            service = try MarkerService.open(configuration: serviceConfig, progress: progress)
+        } else {
+            // Cluster mode: no journal; the state is the group's log, applied from its start.
+            let node = configuration.nodeID ?? ProcessInfo.processInfo.hostName
+            let log = try Self.retryingCluster(progress) {
+                try JetStreamLog(connection: NatsConnection(servers: configuration.clusterServers, name: "markerd-\(node)"),
+                                 group: configuration.clusterGroup, replicas: configuration.effectiveClusterReplicas)
+            }
+            let service = MarkerService(configuration: serviceConfig, replicatedLog: log)
+            try Self.retryingCluster(progress) {
+                service.expectCatchUp(to: try log.lastSequence())
+                try log.follow(from: 1) { sequence, record in service.applyLogged(sequence: sequence, record: record) }
+            }
+            progress?("cluster mode: node \(node), group \(configuration.clusterGroup), applying stream \(log.streamName) from sequence 1")
+            self.service = service
+            replicatedLog = log
+        }
         if configuration.clusterServers.isEmpty {
             shards = nil
         } else {
             do {
                 shards = try ShardRouter(servers: configuration.clusterServers, group: configuration.clusterGroup,
                                          node: configuration.nodeID ?? ProcessInfo.processInfo.hostName,
-                                         replicas: min(3, configuration.clusterServers.count))
+                                         replicas: configuration.effectiveClusterReplicas)
             } catch {
                 service.close()
+                replicatedLog?.close()
                 throw StartupError(description: "cluster: \(error.description)")
             }
         }
@@ -91,6 +113,27 @@ public final class MarkerdNode: Sendable {
         gateway = makeGateway(configuration.httpAddress, nil, access)
         httpsGateway = makeGateway(configuration.httpsAddress, tls, access)
         opsGateway = makeGateway(configuration.opsHTTPAddress, nil, nil)
+    }
+
+    /// Cluster mode: how long a starting node retries connecting to NATS, opening its group's
+    /// stream and subscribing to it (JetStream answers "temporarily unavailable" or times out
+    /// until its servers elected a leader: right after they all started, or after one of them
+    /// restarted). 30 s.
+    static let clusterStartTimeout: Duration = .seconds(30)
+
+    /// Runs `body` until it succeeds, for `clusterStartTimeout` (every 0.5 s; each failure is
+    /// reported through `progress` as a "cluster warning:"); then throws its last error.
+    static func retryingCluster<T>(_ progress: (@Sendable (String) -> Void)?, _ body: () throws -> T) throws -> T {
+        let deadline = ContinuousClock.now + clusterStartTimeout
+        while true {
+            do {
+                return try body()
+            } catch {
+                guard ContinuousClock.now < deadline else { throw error }
+                progress?("cluster warning: \(error); retrying")
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+        }
     }
 
     /// Starts listening on every URL (and the HTTP gateway). Throws if a URL cannot be listened
@@ -159,6 +202,7 @@ public final class MarkerdNode: Sendable {
         opsGateway?.stop(drainTimeout: .zero)
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
+        replicatedLog?.close()
     }
 }
 
@@ -192,3 +236,6 @@ struct DispatchingHandler: RequestHandler {
         }
     }
 }
+
+/// The JetStream stream is the service's replicated log (cluster mode).
+extension JetStreamLog: ReplicatedLog {}

@@ -115,6 +115,8 @@ public final class RPCDispatcher: Sendable {
         case .read(let body):
             let result: Result<[UInt8], RPCError> = request.payload.withUnsafeBytes { p in
                 do throws(RPCError) {
+                    // Cluster mode: read your writes made through another replica.
+                    try service.waitUntilApplied(request.minSequence, timeout: deadline.map { $0 - .now })
                     return .success(try body(p, context))
                 } catch {
                     return .failure(error)
@@ -173,7 +175,9 @@ public final class RPCDispatcher: Sendable {
             withoutActuallyEscaping(fill) { handOff(size, $0) }
             replyMicros = ServerMetrics.micros(since: start)
         }
-        guard body.count <= 512, let head = V1.RequestHead(body),
+        // Cluster mode: every answer carries the applied sequence (`Response.sequence`), which
+        // the inline envelopes do not.
+        guard body.count <= 512, !service.isReplicated, let head = V1.RequestHead(body),
               let method = Self.inlineMethods.first(where: { UnsafeRawBufferPointer(rebasing: body[head.method]).elementsEqual($0.bytes) }),
               head.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(head.timeoutMs)))
         else { return false }
@@ -293,6 +297,9 @@ public final class RPCDispatcher: Sendable {
                           result: Result<[UInt8], RPCError>) -> V1.Response {
         var response = V1.Response()
         response.requestID = requestID
+        // Cluster mode: at least the write's log sequence (its record was applied before the
+        // reply), or what a read saw; 0 (left out) on a single node.
+        response.sequence = service.appliedSequence
         switch result {
         case .success(let payload):
             response.code = .ok

@@ -71,14 +71,28 @@ final class IdempotencyCache: Sendable {
                 s.pending[key] = p
                 return .attached
             }
-            var k = key
-            if let done = k.withUTF8({ s.store.find(UnsafeRawBufferPointer($0)) }), isLive(done.atUnixMs, now: now) {
+            if let done = liveEntry(key, in: &s.store, now: now) {
                 return done.digest == digest ? .replay(done.payload) : .conflict
             }
             s.pending[key] = Pending(digest: digest, waiters: [], serial: s.nextSerial)
             s.nextSerial += 1
             return .proceed
         }
+    }
+
+    /// The remembered reply of `key` (its request's digest and reply payload), nil when the key
+    /// is new (never completed, or expired). Cluster mode's apply of a logged record answers a key
+    /// that is already applied from it (`MarkerService.applyLogged`), on every replica alike.
+    func completed(key: String) -> (digest: UInt64, payload: [UInt8])? {
+        let now = clock()
+        return state.withLock { s in liveEntry(key, in: &s.store, now: now).map { ($0.digest, $0.payload) } }
+    }
+
+    /// The completed entry of `key` in `store` unless expired at `now`. Caller holds `state`.
+    private func liveEntry(_ key: String, in store: inout IdempotencyStore, now: Int64) -> (digest: UInt64, atUnixMs: Int64, payload: [UInt8])? {
+        var k = key
+        guard let done = k.withUTF8({ store.find(UnsafeRawBufferPointer($0)) }), isLive(done.atUnixMs, now: now) else { return nil }
+        return done
     }
 
     /// Records the reply payload of a successful first call and returns the waiters to answer.

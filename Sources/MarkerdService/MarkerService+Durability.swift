@@ -413,8 +413,11 @@ extension MarkerService {
     /// CreateSnapshot: writes the whole state to a new snapshot file now (waiting for a
     /// running one to finish first), then drops the snapshots and journal segments that neither
     /// it nor the previous snapshot (kept as its fallback) needs. UNAVAILABLE while the journal
-    /// retries after a failed write.
+    /// retries after a failed write; FAILED_PRECONDITION when ephemeral or in cluster mode.
     public func createSnapshot(_: V1.CreateSnapshotRequest) throws(RPCError) -> V1.CreateSnapshotResponse {
+        guard replication == nil else {
+            throw .failedPrecondition("cluster mode keeps no snapshots yet: the replica group's JetStream stream holds the whole state")
+        }
         guard journal != nil else {
             throw .failedPrecondition("markerd runs --ephemeral: there is nothing to snapshot to")
         }

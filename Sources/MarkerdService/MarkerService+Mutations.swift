@@ -4,6 +4,8 @@ import MarkerdJournal
 
 /// One mutation on its way through the pipeline: idempotency -> write lock -> apply -> journal
 /// append (still under the lock, so the journal order is the apply order) -> fsync -> reply.
+/// In cluster mode the order is idempotency -> publish to the replicated log -> every replica
+/// applies the record in log order (`MarkerService.applyLogged`) -> the writer's reply.
 final class MutationCommit: @unchecked Sendable {
     let kind: MutationKind
     let payload: [UInt8]
@@ -16,9 +18,12 @@ final class MutationCommit: @unchecked Sendable {
     let onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?
     /// Set when a journal record was appended: the reply waits for `onDurable`.
     var appended = false
+    /// Cluster mode: the sequence of this mutation's record in the replicated log, which every
+    /// replica applies alike (no deadline, no journal, live semantics); nil otherwise.
+    let logSequence: UInt64?
 
     init(kind: MutationKind, payload: [UInt8], key: String, digest: UInt64, nowUnixMs: Int64,
-         context: CallContext?, onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?) {
+         context: CallContext?, onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?, logSequence: UInt64? = nil) {
         self.kind = kind
         self.payload = payload
         self.key = key
@@ -26,9 +31,11 @@ final class MutationCommit: @unchecked Sendable {
         self.nowUnixMs = nowUnixMs
         self.context = context
         self.onDurable = onDurable
+        self.logSequence = logSequence
     }
 
-    var replaying: Bool { context == nil }
+    /// Replaying the journal or loading a snapshot (not a live call, not a replicated record).
+    var replaying: Bool { context == nil && logSequence == nil }
 
     /// Throws DEADLINE_EXCEEDED if the call's deadline passed (never while replaying).
     func checkDeadline() throws(RPCError) {
@@ -51,6 +58,9 @@ extension MarkerService {
     /// - A repeated key returns the first reply and applies nothing; a key still in flight
     ///   waits for the first call's reply; a key reused for another request is INVALID_ARGUMENT.
     /// - A failed mutation changes nothing and forgets the key (a retry applies afresh).
+    /// - Cluster mode: instead of applying here and journaling, the mutation is published to the
+    ///   replicated log and answered once this replica applied its record (the same `apply`);
+    ///   UNAVAILABLE when the log does not acknowledge it in time (`Replication.submit`).
     public func mutate(
         _ kind: MutationKind, payload: [UInt8], context: CallContext,
         completion: @escaping @Sendable (Result<[UInt8], RPCError>) -> Void
@@ -85,6 +95,18 @@ extension MarkerService {
             }
             completion(result)
             for w in waiters { w(result) }
+        }
+        if let replication {
+            // Cluster mode: the record goes to the replicated log first; this replica's apply of
+            // it (`applyLogged`, the same `apply` as everywhere) answers through `finish`.
+            do throws(RPCError) {
+                try context.checkDeadline()
+                try replication.submit(Self.logRecord(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now),
+                                       key: key, digest: digest, deadline: context.deadline, finish: finish)
+            } catch {
+                finish(.failure(error))
+            }
+            return
         }
         let commit = MutationCommit(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now,
                                     context: context, onDurable: finish)
@@ -196,8 +218,15 @@ extension MarkerService {
             return l
         }
         // Above every version and drag id any layer had, this id's earlier lives included
-        // (replay leaves that to the end of recovery: `startAboveRecoveredVersions`).
-        if !c.replaying { layer.start(at: try versions.fresh()) }
+        // (replay leaves that to the end of recovery: `startAboveRecoveredVersions`). A replicated
+        // record starts it at its log sequence instead: the same on every replica, and above the
+        // versions of the id's earlier lives (each mutation raises a version by 1 and takes a
+        // sequence of its own).
+        if let sequence = c.logSequence {
+            layer.start(at: sequence)
+        } else if !c.replaying {
+            layer.start(at: try versions.fresh())
+        }
         if let grid = LayerClustering.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
         let h = LayerHandle(id: r.layerID, layer: layer, options: api)
         var response = V1.CreateLayerResponse()
@@ -403,6 +432,9 @@ extension MarkerService {
     /// (`VersionCeiling`), which now and then waits for a journal write: UNAVAILABLE if that fails.
     public func dragTo(_ r: V1.DragToRequest) throws(RPCError) -> V1.DragToResponse {
         let drag = try Self.dragID(r.dragID)
+        guard replication == nil else {
+            throw .failedPrecondition("DragTo is not replicated in cluster mode (it is not in the log, so replicas would differ): send the final position with EndDrag, or use MoveMarkers")
+        }
         guard let p = MarkerConversion.latLng(r.position) else { throw .invalidArgument("position is missing", field: "position") }
         let h = try handle(r.layerID)
         try h.lock.withWriteLock { () throws(RPCError) in

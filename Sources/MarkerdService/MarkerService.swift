@@ -50,13 +50,14 @@ public struct ServiceConfiguration: Sendable {
 
 /// The behaviour of every RPC method, on Swift types. Thread-safe: queries run concurrently
 /// under each layer's read lock, mutations of one layer are serialized under its write lock,
-/// and layers never block each other. Mutations are journaled before they are acknowledged.
+/// and layers never block each other. Mutations are journaled before they are acknowledged, or
+/// in cluster mode published to the replica group's log and applied from it in log order.
 public final class MarkerService: @unchecked Sendable {
     let configuration: ServiceConfiguration
     let layers = Mutex<[String: LayerHandle]>([:])
     let icons = IconRegistry()
     let idempotency: IdempotencyCache
-    /// nil when ephemeral.
+    /// nil when ephemeral or in cluster mode.
     let journal: Journal?
     let startedAt = ContinuousClock.now
     let snapshots = SnapshotState()
@@ -76,10 +77,14 @@ public final class MarkerService: @unchecked Sendable {
     let writeHelper = BulkUpsertThread()
     /// Reservations that keep layer versions from ever repeating (see `VersionCeiling`).
     let versions: VersionCeiling
+    /// Cluster mode's replicated log and apply state (`MarkerService+Replication.swift`); nil on
+    /// a single node.
+    let replication: Replication?
 
-    init(configuration: ServiceConfiguration, journal: Journal?) {
+    init(configuration: ServiceConfiguration, journal: Journal?, replication: Replication? = nil) {
         self.configuration = configuration
         self.journal = journal
+        self.replication = replication
         self.versions = VersionCeiling(journal: journal)
         self.idempotency = IdempotencyCache(ttlMs: Self.milliseconds(configuration.idempotencyTTL),
                                             maxBytes: configuration.idempotencyMaxBytes,

@@ -5,8 +5,8 @@ import Testing
 /// `V1.Request.write(payloadCount:into:payload:)` (a client's envelope written straight into
 /// the transport's message around a payload written in place) against protobuf-c.
 @Suite struct RequestWriterTests {
-    /// Seeded random envelopes (method, request id, idempotency key, timeout and auth token each
-    /// absent or set, strings in several scripts and with a NUL byte, which protobuf-c cuts at)
+    /// Seeded random envelopes (method, request id, idempotency key, timeout, auth token and
+    /// min_sequence each absent or set, strings in several scripts and with a NUL byte, which protobuf-c cuts at)
     /// and payload sizes (empty, around the 1- and 2-byte length varint limits, up to 300 KB):
     /// the same bytes as `serializedBytes()`.
     @Test func matchesProtobufC() {
@@ -23,6 +23,7 @@ import Testing
             r.idempotencyKey = string()
             r.timeoutMs = [0, 1, 60_000, UInt32.max][Int(rng.next() % 4)]
             r.authToken = string()
+            r.minSequence = [0, 1, 300, UInt64.max][Int(rng.next() % 4)]
             let payload = (0..<size).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             let n = r.serializedSize(payloadCount: size)
             var filled = 0

@@ -106,6 +106,8 @@ class MarkerdClient:
         else:
             self.sock.dial(url, block=False)  # connects (and reconnects) in the background
         self._ids = itertools.count(1)
+        # Cluster mode: the highest replicated-log sequence a reply carried (0 on a single node).
+        self.last_sequence = 0
 
     def close(self):
         self.sock.close()
@@ -118,9 +120,12 @@ class MarkerdClient:
             self._peers[url].dial(url, block=False)
         return self._peers[url]
 
-    def call(self, method, request, response_type, idempotency_key=None, timeout_ms=0):
+    def call(self, method, request, response_type, idempotency_key=None, timeout_ms=0, min_sequence=0):
+        """``min_sequence`` (cluster mode): the replica answers once it applied at least that
+        sequence (e.g. ``last_sequence`` of a client that wrote through another replica)."""
         pb = self.pb
-        envelope = pb.Request(method=SERVICE + method, payload=request.SerializeToString(), timeout_ms=timeout_ms)
+        envelope = pb.Request(method=SERVICE + method, payload=request.SerializeToString(), timeout_ms=timeout_ms,
+                              min_sequence=min_sequence)
         if idempotency_key is not None:
             envelope.idempotency_key = idempotency_key
         if self.auth_token:
@@ -145,6 +150,7 @@ class MarkerdClient:
             reply.ParseFromString(data)
             if reply.request_id != envelope.request_id:
                 raise MarkerdError("INTERNAL", f"reply for request {reply.request_id}, expected {envelope.request_id}")
+            self.last_sequence = max(self.last_sequence, reply.sequence)
             if reply.code != pb.MOVED or not layer or not reply.redirect.endpoints:
                 break
             self.routes[layer] = random.choice(reply.redirect.endpoints)

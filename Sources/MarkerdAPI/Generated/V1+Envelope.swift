@@ -80,6 +80,13 @@ extension V1 {
         /// The serialized request message of `method`.
         /// Proto field `payload` = 6; absent decodes to [], which is not encoded.
         public var payload: [UInt8] = []
+        /// Cluster mode (`--cluster`): a read first waits until this replica has applied the replicated
+        /// log up to at least this sequence (a write's `Response.sequence`), so a client reads its own
+        /// writes on any replica; it waits at most min(timeout_ms, 2000) ms (2000 ms without a
+        /// timeout), then answers UNAVAILABLE naming the sequence the replica has applied. 0 = no wait.
+        /// Ignored by mutations and on a single node (which applies every write before answering).
+        /// Proto field `min_sequence` = 7; absent decodes to 0, which is not encoded.
+        public var minSequence: UInt64 = 0
 
         public init() {}
 
@@ -89,7 +96,8 @@ extension V1 {
             idempotencyKey: String = "",
             timeoutMs: UInt32 = 0,
             authToken: String = "",
-            payload: [UInt8] = []
+            payload: [UInt8] = [],
+            minSequence: UInt64 = 0
         ) {
             self.method = method
             self.requestID = requestID
@@ -97,6 +105,7 @@ extension V1 {
             self.timeoutMs = timeoutMs
             self.authToken = authToken
             self.payload = payload
+            self.minSequence = minSequence
         }
     }
 
@@ -120,6 +129,12 @@ extension V1 {
         /// names them too), like google.rpc.BadRequest's field violations; else empty.
         /// Proto field `field_violations` = 6.
         public var fieldViolations: [FieldViolation] = []
+        /// Cluster mode: for a write, the sequence of its record in the replica group's replicated log
+        /// (the JetStream stream; a retry answered from its idempotency key carries the first record's);
+        /// for a read, the sequence this replica had applied when it answered. Pass it as a later
+        /// request's `min_sequence` to read your writes on another replica. 0 on a single node.
+        /// Proto field `sequence` = 7; absent decodes to 0, which is not encoded.
+        public var sequence: UInt64 = 0
         /// With MOVED: where the layer lives.
         /// Proto field `redirect` = 8.
         public var redirect: Redirect? = nil
@@ -133,6 +148,7 @@ extension V1 {
             payload: [UInt8] = [],
             retryAfterMs: UInt32 = 0,
             fieldViolations: [FieldViolation] = [],
+            sequence: UInt64 = 0,
             redirect: Redirect? = nil
         ) {
             self.requestID = requestID
@@ -141,6 +157,7 @@ extension V1 {
             self.payload = payload
             self.retryAfterMs = retryAfterMs
             self.fieldViolations = fieldViolations
+            self.sequence = sequence
             self.redirect = redirect
         }
     }
@@ -220,7 +237,8 @@ extension V1.Request: CBridged {
             idempotencyKey: try swiftString(c.idempotency_key, "Request.idempotency_key"),
             timeoutMs: c.timeout_ms,
             authToken: try swiftString(c.auth_token, "Request.auth_token"),
-            payload: swiftBytes(c.payload.data, c.payload.len)
+            payload: swiftBytes(c.payload.data, c.payload.len),
+            minSequence: c.min_sequence
         )
     }
 
@@ -236,6 +254,7 @@ extension V1.Request: CBridged {
             c.has_payload = 1
             c.payload = ProtobufCBinaryData(len: self.payload.count, data: arena.bytes(self.payload))
         }
+        setPlain(self.minSequence, &c.has_min_sequence, &c.min_sequence)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }
@@ -256,6 +275,7 @@ extension V1.Response: CBridged {
             payload: swiftBytes(c.payload.data, c.payload.len),
             retryAfterMs: c.retry_after_ms,
             fieldViolations: try swiftMessages(c.n_field_violations, c.field_violations),
+            sequence: c.sequence,
             redirect: try swiftMessage(c.redirect)
         )
     }
@@ -272,6 +292,7 @@ extension V1.Response: CBridged {
         }
         setPlain(self.retryAfterMs, &c.has_retry_after_ms, &c.retry_after_ms)
         (c.n_field_violations, c.field_violations) = arena.messages(self.fieldViolations)
+        setPlain(self.sequence, &c.has_sequence, &c.sequence)
         c.redirect = arena.message(self.redirect)
         return UnsafeMutableRawPointer(arena.store(c))
     }

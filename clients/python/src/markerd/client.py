@@ -89,6 +89,12 @@ class Client:
     for it goes straight there. A cached endpoint that gives no reply is forgotten and the call goes
     to the configured ``urls`` again.
 
+    ``last_sequence`` is the highest replicated-log sequence
+    the replies carried (a write's reply carries its record's sequence or a later one; 0 on a single
+    node). With ``read_your_writes=True`` every request carries it as ``min_sequence``, so a read
+    answered by any replica shows this client's writes (the replica waits up to 2 s for them, else
+    UNAVAILABLE, which is retried as above). Raise it by hand to read what another client wrote.
+
     Every rpc of ``MarkerService`` is a method named in snake case (``create_layer``,
     ``upsert_markers``, ``get_layer_stats``, ...). It takes the request message, or its fields as
     keywords, plus ``idempotency_key=`` and ``timeout_ms=`` (the server-side deadline, 0 = none),
@@ -96,8 +102,11 @@ class Client:
     """
 
     def __init__(self, urls="tcp://127.0.0.1:7450", *, timeout_ms=10_000, retries=2, resend_ms=60_000,
-                 tls_ca_file=None, tls_server_name=None, tls_cert_file=None, tls_key_file=None, auth_token=None):
+                 tls_ca_file=None, tls_server_name=None, tls_cert_file=None, tls_key_file=None, auth_token=None,
+                 read_your_writes=False):
         self.urls = [urls] if isinstance(urls, str) else list(urls)
+        self.read_your_writes = read_your_writes
+        self.last_sequence = 0
         if not self.urls:
             raise ValueError("no endpoint URL")
         self.timeout_ms = timeout_ms
@@ -194,6 +203,8 @@ class Client:
         attempt = hops = 0
         while attempt <= self.retries:
             envelope.request_id = next(self._ids)
+            if self.read_your_writes:
+                envelope.min_sequence = self.last_sequence
             routed = self._routes.get(layer) if layer else None
             try:
                 sock = self._peer(routed) if routed else (self._sock or self._connect())
@@ -217,6 +228,7 @@ class Client:
             reply.ParseFromString(data)
             if reply.request_id != envelope.request_id:
                 raise MarkerdError("INTERNAL", f"reply for request {reply.request_id}, expected {envelope.request_id}")
+            self.last_sequence = max(self.last_sequence, reply.sequence)
             if reply.code == pb.MOVED and layer:
                 hops += 1
                 if hops > MAX_REDIRECTS or not reply.redirect.endpoints:

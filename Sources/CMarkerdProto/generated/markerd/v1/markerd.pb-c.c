@@ -3704,7 +3704,7 @@ void   markerd__v1__get_server_info_response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__get_server_info_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
-static const ProtobufCFieldDescriptor markerd__v1__request__field_descriptors[6] =
+static const ProtobufCFieldDescriptor markerd__v1__request__field_descriptors[7] =
 {
   {
     "method",
@@ -3778,11 +3778,24 @@ static const ProtobufCFieldDescriptor markerd__v1__request__field_descriptors[6]
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "min_sequence",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__Request, has_min_sequence),
+    offsetof(Markerd__V1__Request, min_sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__request__field_indices_by_name[] = {
   4,   /* field[4] = auth_token */
   2,   /* field[2] = idempotency_key */
   0,   /* field[0] = method */
+  6,   /* field[6] = min_sequence */
   5,   /* field[5] = payload */
   1,   /* field[1] = request_id */
   3,   /* field[3] = timeout_ms */
@@ -3790,7 +3803,7 @@ static const unsigned markerd__v1__request__field_indices_by_name[] = {
 static const ProtobufCIntRange markerd__v1__request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 6 }
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
 {
@@ -3800,14 +3813,14 @@ const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
   "Markerd__V1__Request",
   "markerd.v1",
   sizeof(Markerd__V1__Request),
-  6,
+  7,
   markerd__v1__request__field_descriptors,
   markerd__v1__request__field_indices_by_name,
   1,  markerd__v1__request__number_ranges,
   (ProtobufCMessageInit) markerd__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[8] =
 {
   {
     "request_id",
@@ -3882,6 +3895,18 @@ static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[7
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "sequence",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__Response, has_sequence),
+    offsetof(Markerd__V1__Response, sequence),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "redirect",
     8,
     PROTOBUF_C_LABEL_OPTIONAL,
@@ -3899,15 +3924,15 @@ static const unsigned markerd__v1__response__field_indices_by_name[] = {
   5,   /* field[5] = field_violations */
   2,   /* field[2] = message */
   3,   /* field[3] = payload */
-  6,   /* field[6] = redirect */
+  7,   /* field[7] = redirect */
   0,   /* field[0] = request_id */
   4,   /* field[4] = retry_after_ms */
+  6,   /* field[6] = sequence */
 };
-static const ProtobufCIntRange markerd__v1__response__number_ranges[2 + 1] =
+static const ProtobufCIntRange markerd__v1__response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 8, 6 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
 {
@@ -3917,10 +3942,10 @@ const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
   "Markerd__V1__Response",
   "markerd.v1",
   sizeof(Markerd__V1__Response),
-  7,
+  8,
   markerd__v1__response__field_descriptors,
   markerd__v1__response__field_indices_by_name,
-  2,  markerd__v1__response__number_ranges,
+  1,  markerd__v1__response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -258,10 +258,19 @@ struct  Markerd__V1__Request
    */
   protobuf_c_boolean has_payload;
   ProtobufCBinaryData payload;
+  /*
+   * Cluster mode (`--cluster`): a read first waits until this replica has applied the replicated
+   * log up to at least this sequence (a write's `Response.sequence`), so a client reads its own
+   * writes on any replica; it waits at most min(timeout_ms, 2000) ms (2000 ms without a
+   * timeout), then answers UNAVAILABLE naming the sequence the replica has applied. 0 = no wait.
+   * Ignored by mutations and on a single node (which applies every write before answering).
+   */
+  protobuf_c_boolean has_min_sequence;
+  uint64_t min_sequence;
 };
 #define MARKERD__V1__REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__request__descriptor) \
-    , NULL, 0, 0, NULL, 0, 0, NULL, 0, {0,NULL} }
+    , NULL, 0, 0, NULL, 0, 0, NULL, 0, {0,NULL}, 0, 0 }
 
 
 struct  Markerd__V1__Response
@@ -293,13 +302,21 @@ struct  Markerd__V1__Response
   size_t n_field_violations;
   Markerd__V1__FieldViolation **field_violations;
   /*
+   * Cluster mode: for a write, the sequence of its record in the replica group's replicated log
+   * (the JetStream stream; a retry answered from its idempotency key carries the first record's);
+   * for a read, the sequence this replica had applied when it answered. Pass it as a later
+   * request's `min_sequence` to read your writes on another replica. 0 on a single node.
+   */
+  protobuf_c_boolean has_sequence;
+  uint64_t sequence;
+  /*
    * With MOVED: where the layer lives.
    */
   Markerd__V1__Redirect *redirect;
 };
 #define MARKERD__V1__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__response__descriptor) \
-    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0, 0,NULL, NULL }
+    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0, 0,NULL, 0, 0, NULL }
 
 
 /*

@@ -2,17 +2,17 @@ import Foundation
 import MarkerdClient
 
 /// A real `markerd` process (the binary built next to the tests), for end-to-end and crash tests.
-final class MarkerdProcess {
-    let process = Process()
-    let url: String
-    let stderrPipe = Pipe()
+public final class MarkerdProcess {
+    public let process = Process()
+    public let url: String
+    public let stderrPipe = Pipe()
 
     /// The markerd binary: $MARKERD_BIN, else `built("markerd")`.
-    static var binary: String { ProcessInfo.processInfo.environment["MARKERD_BIN"] ?? built("markerd") }
+    public static var binary: String { ProcessInfo.processInfo.environment["MARKERD_BIN"] ?? built("markerd") }
 
     /// The executable `name` built beside the running test bundle (so an optimised test build
     /// runs an optimised one); else in .build/debug or .build/release of this checkout.
-    static func built(_ name: String) -> String {
+    public static func built(_ name: String) -> String {
         if let dir = Bundle.main.executableURL?.deletingLastPathComponent() {
             let path = dir.appendingPathComponent(name).path
             if FileManager.default.isExecutableFile(atPath: path) { return path }
@@ -25,7 +25,7 @@ final class MarkerdProcess {
         return root.appendingPathComponent(".build/debug/\(name)").path
     }
 
-    static func freePort() -> Int {
+    public static func freePort() -> Int {
         // Bind port 0, read the port, close: good enough on loopback for a test.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -40,7 +40,7 @@ final class MarkerdProcess {
     }
 
     /// Starts markerd listening on `port` with `arguments`, in `environment` (nil: this process's).
-    init(arguments: [String], port: Int = MarkerdProcess.freePort(), environment: [String: String]? = nil) throws {
+    public init(arguments: [String], port: Int = MarkerdProcess.freePort(), environment: [String: String]? = nil) throws {
         url = "tcp://127.0.0.1:\(port)"
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["--listen", url] + arguments
@@ -52,7 +52,7 @@ final class MarkerdProcess {
 
     /// Waits until the server answers ListLayers (it may be replaying its journal); the client
     /// returned sends `authToken`.
-    func waitUntilReady(timeout: Duration = .seconds(60), authToken: String = "") throws -> MarkerdClient {
+    public func waitUntilReady(timeout: Duration = .seconds(60), authToken: String = "") throws -> MarkerdClient {
         let deadline = ContinuousClock.now + timeout
         let client = try MarkerdClient(url: url, timeout: .seconds(2), authToken: authToken)
         while true {
@@ -69,12 +69,12 @@ final class MarkerdProcess {
         }
     }
 
-    func kill(_ signal: Int32) {
+    public func kill(_ signal: Int32) {
         Glibc.kill(process.processIdentifier, signal)
     }
 
     /// Waits for exit; returns the exit status, or nil on timeout.
-    func waitForExit(timeout: Double) -> Int32? {
+    public func waitForExit(timeout: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         return process.isRunning ? nil : process.terminationStatus
@@ -83,7 +83,7 @@ final class MarkerdProcess {
     /// Reads standard error while markerd runs until a line containing `text` has arrived;
     /// returns everything read. Throws after `timeout` (or when standard error closes without
     /// it). What it read is no longer in ``stderrText()``.
-    func waitForLog(_ text: String, timeout: Duration = .seconds(30)) throws -> String {
+    public func waitForLog(_ text: String, timeout: Duration = .seconds(30)) throws -> String {
         let deadline = ContinuousClock.now + timeout
         let fd = stderrPipe.fileHandleForReading.fileDescriptor
         var seen = [UInt8]()
@@ -100,10 +100,14 @@ final class MarkerdProcess {
         return String(decoding: seen, as: UTF8.self)
     }
 
-    func stderrText() -> String {
+    public func stderrText() -> String {
         if process.isRunning { return "(still running)" }
         return String(decoding: stderrPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
-    struct ProcessError: Error, CustomStringConvertible { var message: String; var description: String { message } }
+    public struct ProcessError: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+        public init(message: String) { self.message = message }
+    }
 }
