@@ -19,6 +19,8 @@ public final class MarkerdNode: Sendable {
     public let opsGateway: TileGateway?
     /// Tokens, signing key, audit log (``reload()`` re-reads them).
     public let access: AccessControl
+    /// The change feed's PUB socket, when ``MarkerdConfiguration/publishURLs`` is not empty.
+    let publisher: ChangeFeedPublisher?
 
     /// Why markerd does not start: protected mode, or an auth file, key or audit log that
     /// cannot be read.
@@ -49,6 +51,8 @@ public final class MarkerdNode: Sendable {
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
+        serviceConfig.changeHistoryCount = configuration.changeHistoryCount
+        serviceConfig.changeHistoryBytes = configuration.changeHistoryBytes
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
         dispatcher = RPCDispatcher(service: service, access: access)
         let handler = DispatchingHandler(dispatcher: dispatcher)
@@ -73,6 +77,7 @@ public final class MarkerdNode: Sendable {
         gateway = makeGateway(configuration.httpAddress, nil, access)
         httpsGateway = makeGateway(configuration.httpsAddress, tls, access)
         opsGateway = makeGateway(configuration.opsHTTPAddress, nil, nil)
+        publisher = configuration.publishURLs.isEmpty ? nil : try ChangeFeedPublisher(urls: configuration.publishURLs)
     }
 
     /// Starts listening on every URL (and the HTTP gateway). Throws if a URL cannot be listened
@@ -83,6 +88,7 @@ public final class MarkerdNode: Sendable {
             try gateway?.start()
             try httpsGateway?.start()
             try opsGateway?.start()
+            publisher?.attach(to: service.changeFeed)
         } catch {
             gateway?.stop(drainTimeout: .zero)
             transport.stop(drainTimeout: .zero)
@@ -122,6 +128,9 @@ public final class MarkerdNode: Sendable {
 
     /// The URLs actually bound (a tcp port 0 resolved to the real port).
     public var boundURLs: [String] { transport.boundURLs }
+
+    /// The change feed's URLs as bound (`--publish`; a tcp port 0 resolved), empty without it.
+    public var publishURLs: [String] { publisher?.socket.boundURLs ?? [] }
 
     /// Graceful stop: stop taking requests, let those in flight finish (bounded by
     /// `drainSeconds`), then flush, fsync and close the journal. The NNG socket is left open

@@ -16,6 +16,8 @@ final class MutationCommit: @unchecked Sendable {
     let onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?
     /// Set when a journal record was appended: the reply waits for `onDurable`.
     var appended = false
+    /// The change for the feed (`MarkerService.noteChange`); nil while replaying.
+    var pending: PendingChange?
 
     init(kind: MutationKind, payload: [UInt8], key: String, digest: UInt64, nowUnixMs: Int64,
          context: CallContext?, onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?) {
@@ -78,16 +80,22 @@ extension MarkerService {
             break
         }
         let now = Self.nowUnixMs()
-        let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency] result in
+        let pending = PendingChange()
+        let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency, changeFeed] result in
             let waiters = switch result {
                 case .success(let payload): idempotency.complete(key: key, payload: payload, atUnixMs: now)
                 case .failure: idempotency.abandon(key: key)
+            }
+            // The feed's one hook: the change is applied and durable (or failed: then no event).
+            if let ticket = pending.ticket {
+                if case .success = result { changeFeed.release(ticket, pending.event) } else { changeFeed.release(ticket, nil) }
             }
             completion(result)
             for w in waiters { w(result) }
         }
         let commit = MutationCommit(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now,
                                     context: context, onDurable: finish)
+        commit.pending = pending
         do throws(RPCError) {
             try context.checkDeadline()
             // Refused before anything is applied: a write the journal cannot take must not show
@@ -199,7 +207,8 @@ extension MarkerService {
         // (replay leaves that to the end of recovery: `startAboveRecoveredVersions`).
         if !c.replaying { layer.start(at: try versions.fresh()) }
         if let grid = LayerClustering.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
-        let h = LayerHandle(id: r.layerID, layer: layer, options: api)
+        let h = LayerHandle(id: r.layerID, layer: layer, options: api,
+                            history: (configuration.changeHistoryCount, configuration.changeHistoryBytes))
         var response = V1.CreateLayerResponse()
         response.layer = h.apiLayer(nowUnixMs: c.nowUnixMs)
         try layers.withLock { (all) throws(RPCError) in
@@ -210,6 +219,7 @@ extension MarkerService {
             }
             try c.checkDeadline()
             all[r.layerID] = h
+            noteChange(h, c, .layerCreated)
             try journalAppend(c, response: response.serializedBytes())
         }
         return response
@@ -224,6 +234,7 @@ extension MarkerService {
             try h.lock.withWriteLock { () throws(RPCError) in
                 h.deleted = true
                 response.removedCount = UInt64(h.layer.count)
+                noteChange(h, c, .layerDeleted)
                 try journalAppend(c, response: response.serializedBytes())
             }
         }
@@ -292,7 +303,7 @@ extension MarkerService {
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c, measurer: labelText)
-            return try upserted(result, h, c)
+            return try upserted(result, h, c, ids: records.map(\.id))
         }
     }
 
@@ -308,7 +319,11 @@ extension MarkerService {
             response.removedCount = UInt64(result.removed)
             response.notFoundCount = UInt64(result.notFound)
             response.layerVersion = h.layer.version
-            if result.removed > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            if result.removed > 0 {
+                let notFound = Set(result.notFoundIDs)
+                noteChange(h, c, .remove, ids: notFound.isEmpty ? r.ids : r.ids.filter { !notFound.contains($0) })
+                try journalAppend(c, response: response.serializedBytes())
+            }
             return response
         }
     }
@@ -320,6 +335,7 @@ extension MarkerService {
             h.tileVersions.reset(seq: h.layer.version)
             h.labels.removeAll()
             response.layerVersion = h.layer.version
+            noteChange(h, c, .clear)
             try journalAppend(c, response: response.serializedBytes())
             return response
         }
@@ -344,7 +360,14 @@ extension MarkerService {
             response.movedCount = UInt64(result.moved)
             response.notFoundIDs = result.notFoundIDs
             response.layerVersion = h.layer.version
-            if result.moved > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            if result.moved > 0 {
+                if !c.replaying {
+                    let notFound = Set(result.notFoundIDs)
+                    let moved = notFound.isEmpty ? moves : moves.filter { !notFound.contains($0.id) }
+                    noteChange(h, c, .move, ids: moved.map(\.id), markers: { moved.map { Self.movedMarker($0.id, WorldPoint($0.position).fastLatLng) } })
+                }
+                try journalAppend(c, response: response.serializedBytes())
+            }
             return response
         }
     }
@@ -383,6 +406,7 @@ extension MarkerService {
             var asMove = V1.MoveMarkersRequest()
             asMove.layerID = r.layerID
             asMove.moves = [move]
+            noteChange(h, c, .drag, ids: [marker.id], markers: { [Self.movedMarker(marker.id, marker.position)] })
             try journalAppend(c, response: response.serializedBytes(), as: .moveMarkers, payload: asMove.serializedBytes())
             return response
         }
