@@ -4,8 +4,8 @@ import MarkerdTransport
 
 /// `--publish`: the change feed (`ChangeFeed`) on an NNG PUB socket. Each event goes out as one
 /// message: the topic `layer/<layer id>/` (so that subscribing to `layer/a/` never takes layer
-/// `ab`), then a `V1.FeedEvent` holding the `V1.ChangeEvent`. Encoded and sent on the feed's
-/// thread, never on a write's. NNG drops messages for a subscriber that reads too slowly (its
+/// `ab`), then a `V1.FeedEvent` holding the `V1.ChangeEvent`. Encoded and sent after the
+/// write's reply (`ChangeFeed`), without waiting: NNG drops messages for a subscriber that reads too slowly (its
 /// queue holds 1,024); it catches up with GetChanges.
 final class ChangeFeedPublisher: Sendable {
     let socket: NNGPublisher

@@ -15,7 +15,9 @@
 /// - A panel with the layer's stats and its tile URL template to copy.
 ///
 /// The URL fragment keeps the view: `/#layer=cities&z=5&lat=48.1&lon=11.6`; `&hit=LAT,LON` runs
-/// a hit-test there on load (for screenshots); `&signed=/t/{expiry}.{signature}` (a prefix from
+/// a hit-test there on load (for screenshots); `&live=poll` polls instead of opening the event
+/// stream (headless screenshots: Chromium's virtual time stands still while a fetch, such as an
+/// event stream, is pending); `&signed=/t/{expiry}.{signature}` (a prefix from
 /// the SignTileURL rpc, `markerctl sign-url`) shows a private layer without a token: every
 /// per-layer request (tiles, viewport, hit-test, TileJSON) goes through the prefix until it
 /// expires (then they fail with 403, and the panel says so). Without a basemap (`markerd --basemap-dir`) the
@@ -78,6 +80,7 @@ const tileStats = { loaded: 0, failed: 0 };
 // the layer's paths, it lets the page show a private layer without a token until it expires.
 let signed = "", signedLayer = null;
 let events = null, eventsLayer = null, liveEvents = 0, reloadTimer = null;  // the layer's event stream
+const livePolling = new URLSearchParams(location.hash.slice(1)).get("live") === "poll";
 const via = () => layer === signedLayer ? signed : "";  // the prefix of the current layer's paths
 
 function row(k, v) {
@@ -193,7 +196,7 @@ function listen() {
   if (events && eventsLayer === layer) return;
   if (events) events.close();
   events = null; eventsLayer = layer;
-  if (!layer || typeof EventSource === "undefined") return;
+  if (!layer || livePolling || typeof EventSource === "undefined") return;
   events = new EventSource(via() + "/layers/" + encodeURIComponent(layer) + "/events");
   events.onmessage = e => applyChange(JSON.parse(e.data));
   events.addEventListener("reload", () => loadViewport());

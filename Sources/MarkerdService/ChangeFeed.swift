@@ -3,44 +3,39 @@ import MarkerdAPI
 import Synchronization
 
 /// Hands every applied, durable mutation's `V1.ChangeEvent` to the feed's sinks (the NNG
-/// publisher of `--publish`, the gateway's Server-Sent Events), in apply order, on the feed's
-/// own thread, so that a write pays only for building its event and a short lock.
+/// publisher of `--publish`, the gateway's Server-Sent Events), in apply order, after the write
+/// has been answered: a write pays for building its event and a short lock before its reply.
 ///
 /// A mutation takes a ticket under its layer's write lock (so tickets follow the apply order)
 /// and releases it once its reply is settled: with its event when the write is durable and
 /// acknowledged, without one when it failed. Events go out in ticket order; a ticket released
-/// early waits for the ones before it. Every ticket taken must be released (`MarkerService.mutate`
+/// early waits for the ones before it. The thread whose release makes events ready passes them
+/// to the sinks (no lock held meanwhile; one such thread at a time, so the order holds; events
+/// that become ready meanwhile are passed on by it too). No thread of its own: no wake-up
+/// between a reply and its event. Every ticket taken must be released (`MarkerService.mutate`
 /// does so on every path). With no sink, no ticket is taken and no event built.
 public final class ChangeFeed: @unchecked Sendable {
-    /// Called on the feed's thread, one event at a time, in apply order. Must not block.
+    /// Called on a writing thread after its reply, one event at a time, in apply order. Must not block.
     public typealias Sink = @Sendable (V1.ChangeEvent) -> Void
 
-    private let condition = NSCondition()
-    private var sinks: [Sink] = []              // guarded by condition
-    private var nextTicket: UInt64 = 0          // guarded by condition: tickets handed out
-    private var nextRelease: UInt64 = 0         // guarded by condition: first ticket not yet passed on
-    private var settled: [UInt64: V1.ChangeEvent?] = [:]  // guarded by condition: released early
-    private var ready: [V1.ChangeEvent] = []     // guarded by condition: to hand to the sinks
-    private var started = false                 // guarded by condition
+    private let lock = NSLock()
+    private var sinks: [Sink] = []              // guarded by lock
+    private var nextTicket: UInt64 = 0          // guarded by lock: tickets handed out
+    private var nextRelease: UInt64 = 0         // guarded by lock: first ticket not yet passed on
+    private var settled: [UInt64: V1.ChangeEvent?] = [:]  // guarded by lock: released early
+    private var ready: [V1.ChangeEvent] = []     // guarded by lock: to hand to the sinks
+    private var passing = false                 // guarded by lock: a thread is passing `ready` on
     /// Whether any sink is attached (read without the lock on every write).
     private let active = Atomic<Bool>(false)
 
     public init() {}
 
-    /// Adds a sink (and starts the feed's thread with the first). Events applied before it was
-    /// added are not passed to it.
+    /// Adds a sink. Events applied before it was added are not passed to it.
     public func addSink(_ sink: @escaping Sink) {
-        condition.lock()
+        lock.lock()
         sinks.append(sink)
-        let start = !started
-        started = true
-        condition.unlock()
+        lock.unlock()
         active.store(true, ordering: .releasing)
-        if start {
-            let t = Thread { [self] in run() }
-            t.name = "markerd.feed"
-            t.start()
-        }
     }
 
     /// Whether events are wanted: when false, writes build none.
@@ -48,18 +43,19 @@ public final class ChangeFeed: @unchecked Sendable {
 
     /// A ticket, taken under the layer's write lock. Release it with `release`.
     func ticket() -> UInt64 {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         nextTicket += 1
         return nextTicket - 1
     }
 
-    /// Settles `ticket`: `event` is published once every earlier ticket is settled; nil publishes nothing.
+    /// Settles `ticket`: `event` is published once every earlier ticket is settled; nil publishes
+    /// nothing. May pass events to the sinks on the calling thread before it returns.
     func release(_ ticket: UInt64, _ event: V1.ChangeEvent?) {
-        condition.lock()
-        defer { condition.unlock() }
+        lock.lock()
         if ticket != nextRelease {
             settled[ticket] = .some(event)
+            lock.unlock()
             return
         }
         if let event { ready.append(event) }
@@ -68,19 +64,20 @@ public final class ChangeFeed: @unchecked Sendable {
             if let next { ready.append(next) }
             nextRelease += 1
         }
-        condition.signal()
-    }
-
-    private func run() {
-        while true {
-            condition.lock()
-            while ready.isEmpty { condition.wait() }
-            let batch = ready
-            ready.removeAll(keepingCapacity: true)
-            let current = sinks
-            condition.unlock()
-            for event in batch { for sink in current { sink(event) } }
+        guard !passing else {  // the thread passing events on takes these too
+            lock.unlock()
+            return
         }
+        passing = true
+        while !ready.isEmpty {
+            let batch = ready, current = sinks
+            ready = []
+            lock.unlock()
+            for event in batch { for sink in current { sink(event) } }
+            lock.lock()
+        }
+        passing = false
+        lock.unlock()
     }
 }
 

@@ -86,12 +86,13 @@ extension MarkerService {
                 case .success(let payload): idempotency.complete(key: key, payload: payload, atUnixMs: now)
                 case .failure: idempotency.abandon(key: key)
             }
+            completion(result)
+            for w in waiters { w(result) }
             // The feed's one hook: the change is applied and durable (or failed: then no event).
+            // After the reply, so that publishing does not delay it.
             if let ticket = pending.ticket {
                 if case .success = result { changeFeed.release(ticket, pending.event) } else { changeFeed.release(ticket, nil) }
             }
-            completion(result)
-            for w in waiters { w(result) }
         }
         let commit = MutationCommit(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now,
                                     context: context, onDurable: finish)
