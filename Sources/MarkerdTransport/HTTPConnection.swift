@@ -84,6 +84,8 @@ final class HTTPConnection: @unchecked Sendable {
     func run() {
         defer {
             core.remove(self)
+            // A streamed body's close (`HTTPBodyStream.onClose`, any thread) finds it closed.
+            state.withLock { $0.closed = true }
             free()
         }
         guard let io = IO(stream: stream) else { return }
@@ -191,11 +193,13 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Writes the head of a streamed response, then its bytes as they come (see
     /// ``HTTPBodyStream``) until either side closes; a write that takes longer than the idle
-    /// timeout drops the client. The connection then closes.
+    /// timeout drops the client, and so does the stream's closing (a write in progress is cut).
     private func stream(_ response: HTTPResponse, _ body: HTTPBodyStream, io: IO) {
         state.withLock { $0.streaming = body }
         let closedMeanwhile = state.withLock { $0.closed }
         if closedMeanwhile { return }
+        // Closed by the handler or as too slow: close the connection now, even mid-write.
+        body.onClose { [weak self] in self?.close() }
         var head = serialize(response, headOnly: true, close: true)
         // No Content-Length: the body ends with the connection.
         if let range = head.firstRange(of: Array("Content-Length: 0\r\n".utf8)) { head.removeSubrange(range) }

@@ -99,4 +99,22 @@ final class SSEReader {
         let reload = try stale.next()
         #expect(reload.event == "reload")
     }
+
+    /// A client that does not read is dropped once 1 MiB waits for it (the connection closes
+    /// after what the socket buffers held), while writes go on unhindered.
+    @Test func aStalledEventStreamIsDropped() throws {
+        let server = try TestServer(.tcp) { $0.httpAddress = "127.0.0.1:0" }
+        defer { server.stop() }
+        let port = try #require(server.server.gateway?.boundPort)
+        let client = try server.client()
+        _ = try createLayer(client, "big")
+        let stalled = try SSEReader(port: port, target: "/layers/big/events")
+        let markers = (0..<2000).map { marker("marker-with-a-long-id-\($0)", Double($0 % 80), Double($0 % 170)) }
+        for _ in 0..<60 {  // ~130 KB of JSON per event, 8 MB in all: more than the socket buffers and the 1 MiB queue
+            _ = try client.upsertMarkers("big", markers)
+        }
+        // The server closes the stream: reading what was buffered ends (a live stream would not).
+        let rest = try stalled.connection.readToEOF()
+        #expect(rest.count < 60 * 100_000, "\(rest.count) bytes read")
+    }
 }
