@@ -25,6 +25,9 @@ struct Options: Sendable {
     var runViewport = false
     /// In-process GetClusters server work (`--only clusterwork`; never part of a full run).
     var runClusterWork = false
+    /// The change feed: MoveMarkers with and without `--publish`, event delivery (`--only feed`;
+    /// never part of a full run).
+    var runFeed = false
     /// The markerd binary. Default: `markerd` next to this executable.
     var markerdPath: String = Options.defaultMarkerdPath
     /// Where durable data directories are created (must be a real disk for fsync to mean
@@ -113,6 +116,7 @@ struct Options: Sendable {
             runClusters = only == "clusters"
             runViewport = only == "viewport"
             runClusterWork = only == "clusterwork"
+            runFeed = only == "feed"
             runLabels = only == "labels"
             skipDurability = only != "durability" && only != "restart"
             restartOnly = only == "restart"
@@ -165,7 +169,10 @@ struct Options: Sendable {
                            in process without and with --auth-file),
                            attributes (loads plain and with three attributes,
                            three fresh markerds each: rate ratio and bytes per
-                           marker against the attributes' encoded size), or
+                           marker against the attributes' encoded size),
+                           feed (MoveMarkers x1 with and without --publish in
+                           turns, and MoveMarkers sent -> event at a subscriber
+                           against the NNG floor; never part of a full run), or
                            labels (real places, replicated to each size with
                            attributes name, category, population: cold tiles at
                            z0, z3, z10, z14 labelled vs unlabelled, the first
@@ -241,7 +248,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "auth", "attributes", "labels"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "auth", "attributes", "labels", "feed"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

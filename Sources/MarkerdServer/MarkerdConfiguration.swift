@@ -63,6 +63,13 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// changed markers' windows are rendered again (`ServiceConfiguration.keptCanvasBytes`).
     /// Default 64 MiB; 0: always from scratch. `--swept-canvas-bytes` is an older name of its flag.
     public var keptCanvasBytes: Int = 64 << 20
+    /// NNG PUB listen URLs of the change feed (`tcp://host:port`, `ipc:///path`; `--publish`,
+    /// repeatable). Empty: no feed. See `ChangeFeedPublisher`.
+    public var publishURLs: [String] = []
+    /// Changes kept per layer for GetChanges (`ServiceConfiguration.changeHistoryCount`). Default 10,000.
+    public var changeHistoryCount: Int = 10_000
+    /// Bytes of changes kept per layer (`ServiceConfiguration.changeHistoryBytes`). Default 16 MiB.
+    public var changeHistoryBytes: Int = 16 << 20
 
     // Access (issue 38): see ``AccessControl`` and ``protectedModeViolation()``.
     /// The token file (``AuthFile``); nil: no authentication, which only loopback, ipc:// and
@@ -145,6 +152,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers
                                  or more) kept to re-render only what changed after a small change.
                                  Default 67108864 (64 MiB); 0 = always from scratch
+      --publish URL              publish every applied, durable change on an NNG PUB socket, repeatable
+                                 (tcp://, ipc://). Topic "layer/ID/" then a FeedEvent; a subscriber that
+                                 reads too slowly misses events (GetChanges catches up). Default off
+      --change-history-count N   changes kept per layer for GetChanges. Default 10000
+      --change-history-bytes N   bytes of changes kept per layer for GetChanges (64 per change, 24 + its
+                                 bytes per id). Default 16777216 (16 MiB)
       --auth-file PATH           tokens with scopes and layers (see `markerd token`); every RPC then needs
                                  one, private layers' tiles need a Bearer token or a signed URL. SIGHUP
                                  reloads it. Without it only loopback, ipc:// and inproc:// are served
@@ -239,6 +252,14 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             case "--basemap-dir": config.viewerFiles.basemapDirectory = try value(arg)
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
             case "--kept-canvas-bytes", "--swept-canvas-bytes": config.keptCanvasBytes = try integer(arg, min: 0)
+            case "--publish":
+                let url = try value(arg)
+                guard ["tcp://", "ipc://"].contains(where: url.hasPrefix) else {
+                    throw ParseError(description: "--publish takes tcp:// or ipc:// URLs, not \"\(url)\"")
+                }
+                config.publishURLs.append(url)
+            case "--change-history-count": config.changeHistoryCount = try integer(arg, min: 1)
+            case "--change-history-bytes": config.changeHistoryBytes = try integer(arg, min: 0)
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {

@@ -25,6 +25,8 @@ public final class MarkerdNode: Sendable {
     public let shards: ShardRouter?
     /// Cluster mode: the replica group's log this node applies; nil on a single node.
     public let replicatedLog: JetStreamLog?
+    /// The change feed's PUB socket, when ``MarkerdConfiguration/publishURLs`` is not empty.
+    let publisher: ChangeFeedPublisher?
 
     /// Why markerd does not start: protected mode, or an auth file, key or audit log that
     /// cannot be read.
@@ -57,6 +59,8 @@ public final class MarkerdNode: Sendable {
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
+        serviceConfig.changeHistoryCount = configuration.changeHistoryCount
+        serviceConfig.changeHistoryBytes = configuration.changeHistoryBytes
         serviceConfig.clock = clock
         if configuration.clusterServers.isEmpty {
             replicatedLog = nil
@@ -113,6 +117,7 @@ public final class MarkerdNode: Sendable {
         gateway = makeGateway(configuration.httpAddress, nil, access)
         httpsGateway = makeGateway(configuration.httpsAddress, tls, access)
         opsGateway = makeGateway(configuration.opsHTTPAddress, nil, nil)
+        publisher = configuration.publishURLs.isEmpty ? nil : try ChangeFeedPublisher(urls: configuration.publishURLs)
     }
 
     /// Cluster mode: how long a starting node retries connecting to NATS, opening its group's
@@ -147,6 +152,7 @@ public final class MarkerdNode: Sendable {
             // Registered once bound (a port 0 resolved), so redirects name reachable URLs.
             try shards?.join(endpoints: [configuration.advertiseURL ?? transport.boundURLs[0]],
                              httpEndpoints: (configuration.advertiseHTTPURL ?? httpURL).map { [$0] } ?? [])
+            publisher?.attach(to: service.changeFeed)
         } catch {
             gateway?.stop(drainTimeout: .zero)
             transport.stop(drainTimeout: .zero)
@@ -186,6 +192,9 @@ public final class MarkerdNode: Sendable {
 
     /// The URLs actually bound (a tcp port 0 resolved to the real port).
     public var boundURLs: [String] { transport.boundURLs }
+
+    /// The change feed's URLs as bound (`--publish`; a tcp port 0 resolved), empty without it.
+    public var publishURLs: [String] { publisher?.socket.boundURLs ?? [] }
 
     /// Graceful stop: stop taking requests, let those in flight finish (bounded by
     /// `drainSeconds`), then flush, fsync and close the journal. The NNG socket is left open

@@ -23,6 +23,7 @@ struct MethodAccess: Sendable, Equatable {
 
     static let scopes: [String: Scopes] = [
         "GetLayer": .read, "ListLayers": .read, "GetLayerStats": .read, "GetMarkers": .read, "ListMarkers": .read,
+        "GetChanges": .read,
         "QueryViewport": .read, "HitTest": .read, "GetTile": .read, "RenderSnapshot": .read,
         "GetClusters": .read, "GetClusterLeaves": .read, "GetClusterChildren": .read,
         "GetClusterExpansionZoom": .read, "GetPointTile": .read, "GetServerInfo": .read, "SignTileURL": .read,
@@ -33,6 +34,7 @@ struct MethodAccess: Sendable, Equatable {
 
     static let expensiveMethods: Set<String> = [
         "GetTile", "RenderSnapshot", "GetPointTile", "GetClusters", "GetClusterLeaves", "QueryViewport", "ListMarkers",
+        "GetChanges",
         "CreateSnapshot",
     ]
 

@@ -324,6 +324,7 @@ public final class TileGateway: Sendable {
         case .pointTile: "point_tile"
         case .viewport: "viewport"
         case .hitTest: "hittest"
+        case .events: "events"
         }
     }
 
@@ -395,6 +396,8 @@ public final class TileGateway: Sendable {
                                      tolerancePx: try q.double("tolerance", 0...200, default: 14),
                                      maxResults: try q.int("max", 1...1000, default: 10))
             return try json(provider.hitTest(query), cache: "no-store")
+        case .events(let layer):
+            return try events(layer, request)
         }
     }
 
@@ -497,6 +500,33 @@ public final class TileGateway: Sendable {
             case tilejson, name, description, version, scheme, tiles, minzoom, maxzoom, bounds, center
             case tileSize = "tile_size", markerdLayerVersion = "markerd_layer_version"
         }
+    }
+
+    /// `/layers/{layer}/events`: Server-Sent Events (see `LayerEventStreams`). `bbox=w,s,e,n`
+    /// filters the markers; `Last-Event-ID` (or `since=`) catches up from that version. Keep-alive
+    /// comments every 15 s (half the idle timeout when shorter).
+    private func events(_ layer: String, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+        let q = QueryString(request.query)
+        var bounds: V1.Bounds?
+        if let text = q.values["bbox"] {
+            let n = text.split(separator: ",").compactMap { Double($0) }
+            guard n.count == 4, n.allSatisfy(\.isFinite), (-180...180).contains(n[0]), (-180...180).contains(n[2]),
+                  (-90...90).contains(n[1]), (-90...90).contains(n[3]), n[1] <= n[3] else {
+                throw .invalidArgument("query parameter bbox=\(text.prefix(64)) is not west,south,east,north in degrees")
+            }
+            bounds = V1.Bounds(west: n[0], south: n[1], east: n[2], north: n[3])
+        }
+        let sinceText = request.header("Last-Event-ID") ?? q.values["since"]
+        let since = try sinceText.map { (t) throws(RPCError) -> UInt64 in
+            guard let v = UInt64(t) else { throw .invalidArgument("Last-Event-ID / since \"\(t.prefix(32))\" is not a layer version") }
+            return v
+        }
+        let keepAlive = min(.seconds(15), server.configuration.idleTimeout / 2)
+        let stream = try provider.events(layer: layer, bounds: bounds, since: since, keepAliveEvery: keepAlive)
+        return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/event-stream"),
+                                                   HTTPHeader("Cache-Control", "no-store"),
+                                                   HTTPHeader("X-Accel-Buffering", "no")],
+                            bodyStream: stream)
     }
 
     private func json<T: Encodable>(_ value: T, cache: String) throws(RPCError) -> HTTPResponse {

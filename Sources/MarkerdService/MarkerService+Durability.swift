@@ -268,6 +268,7 @@ extension MarkerService {
             try h.lock.withWriteLock { () throws(RPCError) in
                 h.layer.start(at: try versions.fresh(above: h.layer.version))
                 h.tileVersions.reset(seq: h.layer.version)
+                h.changes.restart(at: h.layer.version)
             }
         }
     }

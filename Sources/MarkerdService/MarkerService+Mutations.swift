@@ -21,6 +21,8 @@ final class MutationCommit: @unchecked Sendable {
     /// Cluster mode: the sequence of this mutation's record in the replicated log, which every
     /// replica applies alike (no deadline, no journal, live semantics); nil otherwise.
     let logSequence: UInt64?
+    /// The change for the feed (`MarkerService.noteChange`); nil while replaying.
+    var pending: PendingChange?
 
     init(kind: MutationKind, payload: [UInt8], key: String, digest: UInt64, nowUnixMs: Int64,
          context: CallContext?, onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?, logSequence: UInt64? = nil) {
@@ -88,13 +90,19 @@ extension MarkerService {
             break
         }
         let now = nowUnixMs()
-        let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency] result in
+        let pending = PendingChange()
+        let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency, changeFeed] result in
             let waiters = switch result {
                 case .success(let payload): idempotency.complete(key: key, payload: payload, atUnixMs: now)
                 case .failure: idempotency.abandon(key: key)
             }
             completion(result)
             for w in waiters { w(result) }
+            // The feed's one hook: the change is applied and durable (or failed: then no event).
+            // After the reply, so that publishing does not delay it.
+            if let ticket = pending.ticket {
+                if case .success = result { changeFeed.release(ticket, pending.event) } else { changeFeed.release(ticket, nil) }
+            }
         }
         if let replication {
             // Cluster mode: the record goes to the replicated log first; this replica's apply of
@@ -110,6 +118,7 @@ extension MarkerService {
         }
         let commit = MutationCommit(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now,
                                     context: context, onDurable: finish)
+        commit.pending = pending
         do throws(RPCError) {
             try context.checkDeadline()
             // Refused before anything is applied: a write the journal cannot take must not show
@@ -228,7 +237,8 @@ extension MarkerService {
             layer.start(at: try versions.fresh())
         }
         if let grid = LayerClustering.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
-        let h = LayerHandle(id: r.layerID, layer: layer, options: api)
+        let h = LayerHandle(id: r.layerID, layer: layer, options: api,
+                            history: (configuration.changeHistoryCount, configuration.changeHistoryBytes))
         var response = V1.CreateLayerResponse()
         response.layer = h.apiLayer(nowUnixMs: c.nowUnixMs)
         try layers.withLock { (all) throws(RPCError) in
@@ -239,6 +249,7 @@ extension MarkerService {
             }
             try c.checkDeadline()
             all[r.layerID] = h
+            noteChange(h, c, .layerCreated)
             try journalAppend(c, response: response.serializedBytes())
         }
         return response
@@ -253,6 +264,7 @@ extension MarkerService {
             try h.lock.withWriteLock { () throws(RPCError) in
                 h.deleted = true
                 response.removedCount = UInt64(h.layer.count)
+                noteChange(h, c, .layerDeleted)
                 try journalAppend(c, response: response.serializedBytes())
             }
         }
@@ -321,7 +333,7 @@ extension MarkerService {
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c, measurer: labelText)
-            return try upserted(result, h, c)
+            return try upserted(result, h, c, ids: records.map(\.id))
         }
     }
 
@@ -337,7 +349,11 @@ extension MarkerService {
             response.removedCount = UInt64(result.removed)
             response.notFoundCount = UInt64(result.notFound)
             response.layerVersion = h.layer.version
-            if result.removed > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            if result.removed > 0 {
+                let notFound = Set(result.notFoundIDs)
+                noteChange(h, c, .remove, ids: notFound.isEmpty ? r.ids : r.ids.filter { !notFound.contains($0) })
+                try journalAppend(c, response: response.serializedBytes())
+            }
             return response
         }
     }
@@ -349,6 +365,7 @@ extension MarkerService {
             h.tileVersions.reset(seq: h.layer.version)
             h.labels.removeAll()
             response.layerVersion = h.layer.version
+            noteChange(h, c, .clear)
             try journalAppend(c, response: response.serializedBytes())
             return response
         }
@@ -373,7 +390,14 @@ extension MarkerService {
             response.movedCount = UInt64(result.moved)
             response.notFoundIDs = result.notFoundIDs
             response.layerVersion = h.layer.version
-            if result.moved > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            if result.moved > 0 {
+                if !c.replaying {
+                    let notFound = Set(result.notFoundIDs)
+                    let moved = notFound.isEmpty ? moves : moves.filter { !notFound.contains($0.id) }
+                    noteChange(h, c, .move, ids: moved.map(\.id), markers: { moved.map { Self.movedMarker($0.id, WorldPoint($0.position).fastLatLng) } })
+                }
+                try journalAppend(c, response: response.serializedBytes())
+            }
             return response
         }
     }
@@ -412,6 +436,7 @@ extension MarkerService {
             var asMove = V1.MoveMarkersRequest()
             asMove.layerID = r.layerID
             asMove.moves = [move]
+            noteChange(h, c, .drag, ids: [marker.id], markers: { [Self.movedMarker(marker.id, marker.position)] })
             try journalAppend(c, response: response.serializedBytes(), as: .moveMarkers, payload: asMove.serializedBytes())
             return response
         }

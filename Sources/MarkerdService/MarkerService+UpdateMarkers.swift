@@ -39,7 +39,11 @@ extension MarkerService {
             var response = V1.UpdateMarkersResponse()
             response.updatedCount = UInt64(result.updated)
             response.layerVersion = h.layer.version
-            if result.updated > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            if result.updated > 0 {
+                let ids = records.map(\.id)
+                noteChange(h, c, .update, ids: ids, markers: { Self.currentMarkers(h, ids) })
+                try journalAppend(c, response: response.serializedBytes())
+            }
             return response
         }
     }

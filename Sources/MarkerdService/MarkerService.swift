@@ -44,6 +44,11 @@ public struct ServiceConfiguration: Sendable {
     /// millisecond or more to render from scratch (`marker-bench --only tiles`), a moved marker's
     /// windows a tenth of that; `Int.max`: swept rasters only.
     public var keepCanvasFrom: Int = 10_000
+    /// Changes kept per layer for GetChanges (`ChangeHistory`; the oldest go first). Default 10,000.
+    public var changeHistoryCount: Int = 10_000
+    /// Bytes of changes kept per layer for GetChanges: each change counts 64 bytes and 24 more
+    /// than each id it names. Default 16 MiB (about 400,000 ids of 16 bytes).
+    public var changeHistoryBytes: Int = 16 << 20
 
     public init() {}
 }
@@ -80,6 +85,8 @@ public final class MarkerService: @unchecked Sendable {
     /// Cluster mode's replicated log and apply state (`MarkerService+Replication.swift`); nil on
     /// a single node.
     let replication: Replication?
+    /// Every applied, durable change, for `--publish` and the gateway's events (see `ChangeFeed`).
+    public let changeFeed = ChangeFeed()
 
     init(configuration: ServiceConfiguration, journal: Journal?, replication: Replication? = nil) {
         self.configuration = configuration

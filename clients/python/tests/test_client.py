@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -262,6 +263,89 @@ def test_cluster_redirects(server, markerd_binary):
                 time.sleep(0.1)
     finally:
         pair.stop()
+
+
+def test_subscriber_catches_up_after_a_disconnect(server, markerd_binary):
+    """The Subscriber follows the feed; one closed meanwhile misses events, and a new one from the
+    version it held catches up (GetChanges) without missing a change; FAILED_PRECONDITION once
+    the history no longer reaches back."""
+    feed_url = f"tcp://127.0.0.1:{free_port()}"
+    publishing = Markerd(markerd_binary, "--publish", feed_url, "--change-history-count", "50")
+    try:
+        with Client(publishing.url) as client:
+            publishing.wait_until_answering(client)
+            loaded = client.create_layer(layer_id="live").layer.version
+            model = {}
+
+            def apply(change):
+                if isinstance(change, pb.GetChangesResponse):
+                    if change.cleared:
+                        model.clear()
+                    model.update({m.id: (m.position.latitude, m.position.longitude) for m in change.markers})
+                    for mid in change.removed_ids:
+                        model.pop(mid, None)
+                elif change.kind == pb.CHANGE_KIND_REMOVE:
+                    for mid in change.removed_ids:
+                        model.pop(mid, None)
+                else:
+                    model.update({m.id: (m.position.latitude, m.position.longitude) for m in change.markers})
+
+            def write(writer, i):
+                if i % 5 == 4:
+                    return writer.remove_markers(layer_id="live", ids=[f"m{i % 7}"]).layer_version
+                return writer.upsert_markers(layer_id="live", markers=[marker(f"m{i % 7}", i * 0.1, i * 0.2)]).layer_version
+
+            def follow(sub, start, n):
+                """n writes from another thread (then one every 50 ms: a subscriber that connected late
+                learns of what it missed from the next event), applied until the subscriber holds them."""
+                written, stop = [], threading.Event()
+
+                def writer_thread():
+                    with Client(publishing.url) as writer:
+                        for i in range(start, start + n):
+                            written.append(write(writer, i))
+                        while not stop.wait(0.05):
+                            writer.upsert_markers(layer_id="live", markers=[marker("tick", 0, 0)])
+                thread = threading.Thread(target=writer_thread)
+                thread.start()
+                try:
+                    deadline = time.time() + 30
+                    for change in sub:
+                        apply(change)
+                        if len(written) == n and sub.version >= written[-1]:
+                            return start + n
+                        assert time.time() < deadline, "the subscriber did not follow"
+                finally:
+                    stop.set()
+                    thread.join()
+
+            first = markerd.Subscriber(client, feed_url, "live", since=loaded, poll_ms=50)
+            i = follow(first, 0, 30)
+            first.close()
+            held = first.version
+            for _ in range(20):  # missed by everyone
+                write(client, i)
+                i += 1
+            second = markerd.Subscriber(client, feed_url, "live", since=held, poll_ms=50)
+            i = follow(second, i, 30)
+            second.close()
+            listed = client.list_markers(layer_id="live", page_size=1000).markers
+            assert model == {m.id: (m.position.latitude, m.position.longitude) for m in listed}, (model, listed)
+
+            # 60 more changes push `loaded` out of a history of 50: reload.
+            for _ in range(60):
+                write(client, i)
+                i += 1
+            stale = markerd.Subscriber(client, feed_url, "live", since=loaded, poll_ms=50)
+            try:
+                next(iter(stale))
+                raise AssertionError("expected FAILED_PRECONDITION")
+            except MarkerdError as e:
+                assert e.code == "FAILED_PRECONDITION" and "reload" in e.message, e
+            finally:
+                stale.close()
+    finally:
+        publishing.stop()
 
 
 def main():

@@ -3704,6 +3704,186 @@ void   markerd__v1__get_server_info_response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__get_server_info_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__change_event__init
+                     (Markerd__V1__ChangeEvent         *message)
+{
+  static const Markerd__V1__ChangeEvent init_value = MARKERD__V1__CHANGE_EVENT__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__change_event__get_packed_size
+                     (const Markerd__V1__ChangeEvent *message)
+{
+  assert(message->base.descriptor == &markerd__v1__change_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__change_event__pack
+                     (const Markerd__V1__ChangeEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__change_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__change_event__pack_to_buffer
+                     (const Markerd__V1__ChangeEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__change_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__ChangeEvent *
+       markerd__v1__change_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__ChangeEvent *)
+     protobuf_c_message_unpack (&markerd__v1__change_event__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__change_event__free_unpacked
+                     (Markerd__V1__ChangeEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__change_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__feed_event__init
+                     (Markerd__V1__FeedEvent         *message)
+{
+  static const Markerd__V1__FeedEvent init_value = MARKERD__V1__FEED_EVENT__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__feed_event__get_packed_size
+                     (const Markerd__V1__FeedEvent *message)
+{
+  assert(message->base.descriptor == &markerd__v1__feed_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__feed_event__pack
+                     (const Markerd__V1__FeedEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__feed_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__feed_event__pack_to_buffer
+                     (const Markerd__V1__FeedEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__feed_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FeedEvent *
+       markerd__v1__feed_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FeedEvent *)
+     protobuf_c_message_unpack (&markerd__v1__feed_event__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__feed_event__free_unpacked
+                     (Markerd__V1__FeedEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__feed_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_changes_request__init
+                     (Markerd__V1__GetChangesRequest         *message)
+{
+  static const Markerd__V1__GetChangesRequest init_value = MARKERD__V1__GET_CHANGES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_changes_request__get_packed_size
+                     (const Markerd__V1__GetChangesRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_changes_request__pack
+                     (const Markerd__V1__GetChangesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_changes_request__pack_to_buffer
+                     (const Markerd__V1__GetChangesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetChangesRequest *
+       markerd__v1__get_changes_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetChangesRequest *)
+     protobuf_c_message_unpack (&markerd__v1__get_changes_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_changes_request__free_unpacked
+                     (Markerd__V1__GetChangesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_changes_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_changes_response__init
+                     (Markerd__V1__GetChangesResponse         *message)
+{
+  static const Markerd__V1__GetChangesResponse init_value = MARKERD__V1__GET_CHANGES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_changes_response__get_packed_size
+                     (const Markerd__V1__GetChangesResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_changes_response__pack
+                     (const Markerd__V1__GetChangesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_changes_response__pack_to_buffer
+                     (const Markerd__V1__GetChangesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetChangesResponse *
+       markerd__v1__get_changes_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetChangesResponse *)
+     protobuf_c_message_unpack (&markerd__v1__get_changes_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_changes_response__free_unpacked
+                     (Markerd__V1__GetChangesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_changes_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor markerd__v1__request__field_descriptors[7] =
 {
   {
@@ -9425,6 +9605,327 @@ const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descript
   (ProtobufCMessageInit) markerd__v1__get_server_info_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor markerd__v1__change_event__field_descriptors[6] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ChangeEvent, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__ChangeEvent, has_version),
+    offsetof(Markerd__V1__ChangeEvent, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__ChangeEvent, has_kind),
+    offsetof(Markerd__V1__ChangeEvent, kind),
+    &markerd__v1__change_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "markers",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__ChangeEvent, n_markers),
+    offsetof(Markerd__V1__ChangeEvent, markers),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed_ids",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__ChangeEvent, n_removed_ids),
+    offsetof(Markerd__V1__ChangeEvent, removed_ids),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "previous_version",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__ChangeEvent, has_previous_version),
+    offsetof(Markerd__V1__ChangeEvent, previous_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__change_event__field_indices_by_name[] = {
+  2,   /* field[2] = kind */
+  0,   /* field[0] = layer_id */
+  3,   /* field[3] = markers */
+  5,   /* field[5] = previous_version */
+  4,   /* field[4] = removed_ids */
+  1,   /* field[1] = version */
+};
+static const ProtobufCIntRange markerd__v1__change_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor markerd__v1__change_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.ChangeEvent",
+  "ChangeEvent",
+  "Markerd__V1__ChangeEvent",
+  "markerd.v1",
+  sizeof(Markerd__V1__ChangeEvent),
+  6,
+  markerd__v1__change_event__field_descriptors,
+  markerd__v1__change_event__field_indices_by_name,
+  1,  markerd__v1__change_event__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__change_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__feed_event__field_descriptors[1] =
+{
+  {
+    "change",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__FeedEvent, event_case),
+    offsetof(Markerd__V1__FeedEvent, change),
+    &markerd__v1__change_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__feed_event__field_indices_by_name[] = {
+  0,   /* field[0] = change */
+};
+static const ProtobufCIntRange markerd__v1__feed_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor markerd__v1__feed_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FeedEvent",
+  "FeedEvent",
+  "Markerd__V1__FeedEvent",
+  "markerd.v1",
+  sizeof(Markerd__V1__FeedEvent),
+  1,
+  markerd__v1__feed_event__field_descriptors,
+  markerd__v1__feed_event__field_indices_by_name,
+  1,  markerd__v1__feed_event__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__feed_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_changes_request__field_descriptors[5] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetChangesRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "since_version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetChangesRequest, has_since_version),
+    offsetof(Markerd__V1__GetChangesRequest, since_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bounds",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetChangesRequest, bounds),
+    &markerd__v1__bounds__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetChangesRequest, has_page_size),
+    offsetof(Markerd__V1__GetChangesRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetChangesRequest, page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_changes_request__field_indices_by_name[] = {
+  2,   /* field[2] = bounds */
+  0,   /* field[0] = layer_id */
+  3,   /* field[3] = page_size */
+  4,   /* field[4] = page_token */
+  1,   /* field[1] = since_version */
+};
+static const ProtobufCIntRange markerd__v1__get_changes_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_changes_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetChangesRequest",
+  "GetChangesRequest",
+  "Markerd__V1__GetChangesRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetChangesRequest),
+  5,
+  markerd__v1__get_changes_request__field_descriptors,
+  markerd__v1__get_changes_request__field_indices_by_name,
+  1,  markerd__v1__get_changes_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_changes_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_changes_response__field_descriptors[5] =
+{
+  {
+    "markers",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__GetChangesResponse, n_markers),
+    offsetof(Markerd__V1__GetChangesResponse, markers),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed_ids",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__GetChangesResponse, n_removed_ids),
+    offsetof(Markerd__V1__GetChangesResponse, removed_ids),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cleared",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__GetChangesResponse, has_cleared),
+    offsetof(Markerd__V1__GetChangesResponse, cleared),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetChangesResponse, has_version),
+    offsetof(Markerd__V1__GetChangesResponse, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetChangesResponse, next_page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_changes_response__field_indices_by_name[] = {
+  2,   /* field[2] = cleared */
+  0,   /* field[0] = markers */
+  4,   /* field[4] = next_page_token */
+  1,   /* field[1] = removed_ids */
+  3,   /* field[3] = version */
+};
+static const ProtobufCIntRange markerd__v1__get_changes_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_changes_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetChangesResponse",
+  "GetChangesResponse",
+  "Markerd__V1__GetChangesResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetChangesResponse),
+  5,
+  markerd__v1__get_changes_response__field_descriptors,
+  markerd__v1__get_changes_response__field_indices_by_name,
+  1,  markerd__v1__get_changes_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_changes_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCEnumValue markerd__v1__code__enum_values_by_number[18] =
 {
   { "OK", "MARKERD__V1__CODE__OK", 0 },
@@ -9671,7 +10172,49 @@ const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
   markerd__v1__animation_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[29] =
+static const ProtobufCEnumValue markerd__v1__change_kind__enum_values_by_number[9] =
+{
+  { "CHANGE_KIND_UNSPECIFIED", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UNSPECIFIED", 0 },
+  { "CHANGE_KIND_UPSERT", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UPSERT", 1 },
+  { "CHANGE_KIND_UPDATE", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UPDATE", 2 },
+  { "CHANGE_KIND_MOVE", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_MOVE", 3 },
+  { "CHANGE_KIND_REMOVE", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_REMOVE", 4 },
+  { "CHANGE_KIND_CLEAR", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_CLEAR", 5 },
+  { "CHANGE_KIND_DRAG", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_DRAG", 6 },
+  { "CHANGE_KIND_LAYER_CREATED", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_LAYER_CREATED", 7 },
+  { "CHANGE_KIND_LAYER_DELETED", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_LAYER_DELETED", 8 },
+};
+static const ProtobufCIntRange markerd__v1__change_kind__value_ranges[] = {
+{0, 0},{0, 9}
+};
+static const ProtobufCEnumValueIndex markerd__v1__change_kind__enum_values_by_name[9] =
+{
+  { "CHANGE_KIND_CLEAR", 5 },
+  { "CHANGE_KIND_DRAG", 6 },
+  { "CHANGE_KIND_LAYER_CREATED", 7 },
+  { "CHANGE_KIND_LAYER_DELETED", 8 },
+  { "CHANGE_KIND_MOVE", 3 },
+  { "CHANGE_KIND_REMOVE", 4 },
+  { "CHANGE_KIND_UNSPECIFIED", 0 },
+  { "CHANGE_KIND_UPDATE", 2 },
+  { "CHANGE_KIND_UPSERT", 1 },
+};
+const ProtobufCEnumDescriptor markerd__v1__change_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "markerd.v1.ChangeKind",
+  "ChangeKind",
+  "Markerd__V1__ChangeKind",
+  "markerd.v1",
+  9,
+  markerd__v1__change_kind__enum_values_by_number,
+  9,
+  markerd__v1__change_kind__enum_values_by_name,
+  1,
+  markerd__v1__change_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[30] =
 {
   { "CreateLayer", &markerd__v1__create_layer_request__descriptor, &markerd__v1__create_layer_response__descriptor },
   { "GetLayer", &markerd__v1__get_layer_request__descriptor, &markerd__v1__get_layer_response__descriptor },
@@ -9686,6 +10229,7 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "ListMarkers", &markerd__v1__list_markers_request__descriptor, &markerd__v1__list_markers_response__descriptor },
   { "ClearLayer", &markerd__v1__clear_layer_request__descriptor, &markerd__v1__clear_layer_response__descriptor },
   { "MoveMarkers", &markerd__v1__move_markers_request__descriptor, &markerd__v1__move_markers_response__descriptor },
+  { "GetChanges", &markerd__v1__get_changes_request__descriptor, &markerd__v1__get_changes_response__descriptor },
   { "QueryViewport", &markerd__v1__query_viewport_request__descriptor, &markerd__v1__query_viewport_response__descriptor },
   { "HitTest", &markerd__v1__hit_test_request__descriptor, &markerd__v1__hit_test_response__descriptor },
   { "BeginDrag", &markerd__v1__begin_drag_request__descriptor, &markerd__v1__begin_drag_response__descriptor },
@@ -9704,33 +10248,34 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "SignTileURL", &markerd__v1__sign_tile_urlrequest__descriptor, &markerd__v1__sign_tile_urlresponse__descriptor },
 };
 const unsigned markerd__v1__marker_service__method_indices_by_name[] = {
-  15,        /* BeginDrag */
-  18,        /* CancelDrag */
+  16,        /* BeginDrag */
+  19,        /* CancelDrag */
   11,        /* ClearLayer */
   0,        /* CreateLayer */
-  26,        /* CreateSnapshot */
+  27,        /* CreateSnapshot */
   3,        /* DeleteLayer */
-  16,        /* DragTo */
-  17,        /* EndDrag */
-  23,        /* GetClusterChildren */
-  24,        /* GetClusterExpansionZoom */
-  22,        /* GetClusterLeaves */
-  21,        /* GetClusters */
+  17,        /* DragTo */
+  18,        /* EndDrag */
+  13,        /* GetChanges */
+  24,        /* GetClusterChildren */
+  25,        /* GetClusterExpansionZoom */
+  23,        /* GetClusterLeaves */
+  22,        /* GetClusters */
   1,        /* GetLayer */
   4,        /* GetLayerStats */
   9,        /* GetMarkers */
-  25,        /* GetPointTile */
-  27,        /* GetServerInfo */
-  19,        /* GetTile */
-  14,        /* HitTest */
+  26,        /* GetPointTile */
+  28,        /* GetServerInfo */
+  20,        /* GetTile */
+  15,        /* HitTest */
   2,        /* ListLayers */
   10,        /* ListMarkers */
   12,        /* MoveMarkers */
-  13,        /* QueryViewport */
+  14,        /* QueryViewport */
   5,        /* RegisterIcon */
   8,        /* RemoveMarkers */
-  20,        /* RenderSnapshot */
-  28,        /* SignTileURL */
+  21,        /* RenderSnapshot */
+  29,        /* SignTileURL */
   7,        /* UpdateMarkers */
   6         /* UpsertMarkers */
 };
@@ -9741,7 +10286,7 @@ const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
   "MarkerService",
   "Markerd__V1__MarkerService",
   "markerd.v1",
-  29,
+  30,
   markerd__v1__marker_service__method_descriptors,
   markerd__v1__marker_service__method_indices_by_name
 };
@@ -9849,13 +10394,21 @@ void markerd__v1__marker_service__move_markers(ProtobufCService *service,
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
   service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void markerd__v1__marker_service__get_changes(ProtobufCService *service,
+                                              const Markerd__V1__GetChangesRequest *input,
+                                              Markerd__V1__GetChangesResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  const Markerd__V1__QueryViewportRequest *input,
                                                  Markerd__V1__QueryViewportResponse_Closure closure,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            const Markerd__V1__HitTestRequest *input,
@@ -9863,7 +10416,7 @@ void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              const Markerd__V1__BeginDragRequest *input,
@@ -9871,7 +10424,7 @@ void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           const Markerd__V1__DragToRequest *input,
@@ -9879,7 +10432,7 @@ void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            const Markerd__V1__EndDragRequest *input,
@@ -9887,7 +10440,7 @@ void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               const Markerd__V1__CancelDragRequest *input,
@@ -9895,7 +10448,7 @@ void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            const Markerd__V1__GetTileRequest *input,
@@ -9903,7 +10456,7 @@ void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__RenderSnapshotRequest *input,
@@ -9911,7 +10464,7 @@ void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                const Markerd__V1__GetClustersRequest *input,
@@ -9919,7 +10472,7 @@ void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      const Markerd__V1__GetClusterLeavesRequest *input,
@@ -9927,7 +10480,7 @@ void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service,
                                                        const Markerd__V1__GetClusterChildrenRequest *input,
@@ -9935,7 +10488,7 @@ void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service
                                                        void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *service,
                                                              const Markerd__V1__GetClusterExpansionZoomRequest *input,
@@ -9943,7 +10496,7 @@ void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  const Markerd__V1__GetPointTileRequest *input,
@@ -9951,7 +10504,7 @@ void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__CreateSnapshotRequest *input,
@@ -9959,7 +10512,7 @@ void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   const Markerd__V1__GetServerInfoRequest *input,
@@ -9967,7 +10520,7 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 28, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 const Markerd__V1__SignTileURLRequest *input,
@@ -9975,7 +10528,7 @@ void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 28, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 29, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
                                         Markerd__V1__MarkerService_ServiceDestroy destroy)

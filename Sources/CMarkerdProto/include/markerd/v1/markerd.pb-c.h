@@ -99,6 +99,10 @@ typedef struct Markerd__V1__SignTileURLRequest Markerd__V1__SignTileURLRequest;
 typedef struct Markerd__V1__SignTileURLResponse Markerd__V1__SignTileURLResponse;
 typedef struct Markerd__V1__GetServerInfoRequest Markerd__V1__GetServerInfoRequest;
 typedef struct Markerd__V1__GetServerInfoResponse Markerd__V1__GetServerInfoResponse;
+typedef struct Markerd__V1__ChangeEvent Markerd__V1__ChangeEvent;
+typedef struct Markerd__V1__FeedEvent Markerd__V1__FeedEvent;
+typedef struct Markerd__V1__GetChangesRequest Markerd__V1__GetChangesRequest;
+typedef struct Markerd__V1__GetChangesResponse Markerd__V1__GetChangesResponse;
 
 
 /* --- enums --- */
@@ -220,6 +224,43 @@ typedef enum _Markerd__V1__AnimationKind {
   MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_BOUNCE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__ANIMATION_KIND)
 } Markerd__V1__AnimationKind;
+typedef enum _Markerd__V1__ChangeKind {
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UNSPECIFIED = 0,
+  /*
+   * UpsertMarkers: markers hold each upserted marker's full state.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UPSERT = 1,
+  /*
+   * UpdateMarkers: markers hold each updated marker's full state after the update.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UPDATE = 2,
+  /*
+   * MoveMarkers: markers hold the moved markers' id and position only.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_MOVE = 3,
+  /*
+   * RemoveMarkers: removed_ids hold the ids removed (not the ones that were absent).
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_REMOVE = 4,
+  /*
+   * ClearLayer: every marker of the layer was removed.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_CLEAR = 5,
+  /*
+   * EndDrag: markers hold the dragged marker's id and final position (DragTo's live positions
+   * are not journaled and are not in the feed).
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_DRAG = 6,
+  /*
+   * CreateLayer: the layer exists (again), empty.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_LAYER_CREATED = 7,
+  /*
+   * DeleteLayer: the layer and its markers are gone.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_LAYER_DELETED = 8
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CHANGE_KIND)
+} Markerd__V1__ChangeKind;
 
 /* --- messages --- */
 
@@ -1947,6 +1988,134 @@ struct  Markerd__V1__GetServerInfoResponse
     , NULL, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 
+/*
+ * One applied, durable mutation of one layer: one event per request (a MoveMarkers of 1,000
+ * markers is one event holding 1,000 markers), in the order the layer applied them.
+ */
+struct  Markerd__V1__ChangeEvent
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * The layer's version after the change (versions grow but are not contiguous: drags and
+   * animations that end raise them too, without an event).
+   */
+  protobuf_c_boolean has_version;
+  uint64_t version;
+  protobuf_c_boolean has_kind;
+  Markerd__V1__ChangeKind kind;
+  /*
+   * See ChangeKind for which fields of each marker are set.
+   */
+  size_t n_markers;
+  Markerd__V1__Marker **markers;
+  size_t n_removed_ids;
+  char **removed_ids;
+  /*
+   * The version of the layer's previous change event (its last change before this one, or the
+   * version the server's history of the layer starts at). A subscriber that holds every change
+   * up to version V and receives an event with previous_version > V missed events (NNG drops
+   * them for a slow or disconnected subscriber): it catches up with GetChanges(since_version V).
+   */
+  protobuf_c_boolean has_previous_version;
+  uint64_t previous_version;
+};
+#define MARKERD__V1__CHANGE_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__change_event__descriptor) \
+    , NULL, 0, 0, 0, MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UNSPECIFIED, 0,NULL, 0,NULL, 0, 0 }
+
+
+typedef enum {
+  MARKERD__V1__FEED_EVENT__EVENT__NOT_SET = 0,
+  MARKERD__V1__FEED_EVENT__EVENT_CHANGE = 1
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__FEED_EVENT__EVENT__CASE)
+} Markerd__V1__FeedEvent__EventCase;
+
+/*
+ * A message of the change feed (--publish): on the wire, the topic "layer/" + layer_id + "/"
+ * and then this message's bytes. The trailing "/" keeps a subscriber of layer "a" from
+ * receiving layer "ab". Field 2 of `event` is kept for geofence events (`FenceEvent fence = 2`,
+ * added with geofences, on their own topic).
+ */
+struct  Markerd__V1__FeedEvent
+{
+  ProtobufCMessage base;
+  Markerd__V1__FeedEvent__EventCase event_case;
+  union {
+    Markerd__V1__ChangeEvent *change;
+  };
+};
+#define MARKERD__V1__FEED_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__feed_event__descriptor) \
+    , MARKERD__V1__FEED_EVENT__EVENT__NOT_SET, {0} }
+
+
+struct  Markerd__V1__GetChangesRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * The layer version the client holds (e.g. the layer_version of its last full load): the
+   * changes after it are returned.
+   */
+  protobuf_c_boolean has_since_version;
+  uint64_t since_version;
+  /*
+   * Only markers now within these bounds are returned in markers; changed markers now outside
+   * them are listed in removed_ids (they left the area). Unset: the whole layer.
+   */
+  Markerd__V1__Bounds *bounds;
+  /*
+   * Marker ids per page (changed and removed together), 0-100,000; 0 means 1000. A page ends at
+   * the end of a change, so it may hold up to one change's ids (at most 100,000) more.
+   */
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * The previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define MARKERD__V1__GET_CHANGES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_changes_request__descriptor) \
+    , NULL, 0, 0, NULL, 0, 0, NULL }
+
+
+struct  Markerd__V1__GetChangesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Markers changed after since_version, in their current state (with every default filled in).
+   */
+  size_t n_markers;
+  Markerd__V1__Marker **markers;
+  /*
+   * Markers removed after since_version (and, with bounds, changed ones now outside them).
+   */
+  size_t n_removed_ids;
+  char **removed_ids;
+  /*
+   * Set when the layer was cleared after since_version: drop every marker held, then apply
+   * markers and removed_ids.
+   */
+  protobuf_c_boolean has_cleared;
+  protobuf_c_boolean cleared;
+  /*
+   * This page (with the earlier ones) holds every change up to this layer version; apply feed
+   * events above it.
+   */
+  protobuf_c_boolean has_version;
+  uint64_t version;
+  /*
+   * Non-empty when more changes follow: pass it as page_token (with the same since_version).
+   */
+  char *next_page_token;
+};
+#define MARKERD__V1__GET_CHANGES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_changes_response__descriptor) \
+    , 0,NULL, 0,NULL, 0, 0, 0, 0, NULL }
+
+
 /* Markerd__V1__Request methods */
 void   markerd__v1__request__init
                      (Markerd__V1__Request         *message);
@@ -3508,6 +3677,82 @@ Markerd__V1__GetServerInfoResponse *
 void   markerd__v1__get_server_info_response__free_unpacked
                      (Markerd__V1__GetServerInfoResponse *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__ChangeEvent methods */
+void   markerd__v1__change_event__init
+                     (Markerd__V1__ChangeEvent         *message);
+size_t markerd__v1__change_event__get_packed_size
+                     (const Markerd__V1__ChangeEvent   *message);
+size_t markerd__v1__change_event__pack
+                     (const Markerd__V1__ChangeEvent   *message,
+                      uint8_t             *out);
+size_t markerd__v1__change_event__pack_to_buffer
+                     (const Markerd__V1__ChangeEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__ChangeEvent *
+       markerd__v1__change_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__change_event__free_unpacked
+                     (Markerd__V1__ChangeEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FeedEvent methods */
+void   markerd__v1__feed_event__init
+                     (Markerd__V1__FeedEvent         *message);
+size_t markerd__v1__feed_event__get_packed_size
+                     (const Markerd__V1__FeedEvent   *message);
+size_t markerd__v1__feed_event__pack
+                     (const Markerd__V1__FeedEvent   *message,
+                      uint8_t             *out);
+size_t markerd__v1__feed_event__pack_to_buffer
+                     (const Markerd__V1__FeedEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FeedEvent *
+       markerd__v1__feed_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__feed_event__free_unpacked
+                     (Markerd__V1__FeedEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetChangesRequest methods */
+void   markerd__v1__get_changes_request__init
+                     (Markerd__V1__GetChangesRequest         *message);
+size_t markerd__v1__get_changes_request__get_packed_size
+                     (const Markerd__V1__GetChangesRequest   *message);
+size_t markerd__v1__get_changes_request__pack
+                     (const Markerd__V1__GetChangesRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_changes_request__pack_to_buffer
+                     (const Markerd__V1__GetChangesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetChangesRequest *
+       markerd__v1__get_changes_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_changes_request__free_unpacked
+                     (Markerd__V1__GetChangesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetChangesResponse methods */
+void   markerd__v1__get_changes_response__init
+                     (Markerd__V1__GetChangesResponse         *message);
+size_t markerd__v1__get_changes_response__get_packed_size
+                     (const Markerd__V1__GetChangesResponse   *message);
+size_t markerd__v1__get_changes_response__pack
+                     (const Markerd__V1__GetChangesResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_changes_response__pack_to_buffer
+                     (const Markerd__V1__GetChangesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetChangesResponse *
+       markerd__v1__get_changes_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_changes_response__free_unpacked
+                     (Markerd__V1__GetChangesResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Markerd__V1__Request_Closure)
@@ -3759,6 +4004,18 @@ typedef void (*Markerd__V1__GetServerInfoRequest_Closure)
 typedef void (*Markerd__V1__GetServerInfoResponse_Closure)
                  (const Markerd__V1__GetServerInfoResponse *message,
                   void *closure_data);
+typedef void (*Markerd__V1__ChangeEvent_Closure)
+                 (const Markerd__V1__ChangeEvent *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FeedEvent_Closure)
+                 (const Markerd__V1__FeedEvent *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetChangesRequest_Closure)
+                 (const Markerd__V1__GetChangesRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetChangesResponse_Closure)
+                 (const Markerd__V1__GetChangesResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -3818,6 +4075,10 @@ struct Markerd__V1__MarkerService_Service
                        const Markerd__V1__MoveMarkersRequest *input,
                        Markerd__V1__MoveMarkersResponse_Closure closure,
                        void *closure_data);
+  void (*get_changes)(Markerd__V1__MarkerService_Service *service,
+                      const Markerd__V1__GetChangesRequest *input,
+                      Markerd__V1__GetChangesResponse_Closure closure,
+                      void *closure_data);
   void (*query_viewport)(Markerd__V1__MarkerService_Service *service,
                          const Markerd__V1__QueryViewportRequest *input,
                          Markerd__V1__QueryViewportResponse_Closure closure,
@@ -3903,6 +4164,7 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## list_markers,\
       function_prefix__ ## clear_layer,\
       function_prefix__ ## move_markers,\
+      function_prefix__ ## get_changes,\
       function_prefix__ ## query_viewport,\
       function_prefix__ ## hit_test,\
       function_prefix__ ## begin_drag,\
@@ -3971,6 +4233,10 @@ void markerd__v1__marker_service__move_markers(ProtobufCService *service,
                                                const Markerd__V1__MoveMarkersRequest *input,
                                                Markerd__V1__MoveMarkersResponse_Closure closure,
                                                void *closure_data);
+void markerd__v1__marker_service__get_changes(ProtobufCService *service,
+                                              const Markerd__V1__GetChangesRequest *input,
+                                              Markerd__V1__GetChangesResponse_Closure closure,
+                                              void *closure_data);
 void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  const Markerd__V1__QueryViewportRequest *input,
                                                  Markerd__V1__QueryViewportResponse_Closure closure,
@@ -4045,6 +4311,7 @@ extern const ProtobufCEnumDescriptor    markerd__v1__label_overflow__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__label_position__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__tiling_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__animation_kind__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__change_kind__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__redirect__descriptor;
@@ -4128,6 +4395,10 @@ extern const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlrequest__descr
 extern const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlresponse__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_server_info_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__change_event__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__feed_event__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_changes_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_changes_response__descriptor;
 extern const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor;
 
 PROTOBUF_C__END_DECLS
