@@ -25,6 +25,8 @@ public final class MarkerdNode: Sendable {
     public let shards: ShardRouter?
     /// Cluster mode: the replica group's log this node applies; nil on a single node.
     public let replicatedLog: JetStreamLog?
+    /// `init`'s `progress`, for cluster warnings while starting.
+    private let progress: (@Sendable (String) -> Void)?
     /// The change feed's PUB socket, when ``MarkerdConfiguration/publishURLs`` is not empty.
     let publisher: ChangeFeedPublisher?
 
@@ -45,6 +47,7 @@ public final class MarkerdNode: Sendable {
     public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil,
                 clock: @escaping @Sendable () -> Int64 = MarkerService.systemUnixMs) throws {
         self.configuration = configuration
+        self.progress = progress
         if let violation = configuration.protectedModeViolation() { throw StartupError(description: violation) }
         do {
             access = try AccessControl(configuration: configuration)
@@ -85,9 +88,12 @@ public final class MarkerdNode: Sendable {
             shards = nil
         } else {
             do {
-                shards = try ShardRouter(servers: configuration.clusterServers, group: configuration.clusterGroup,
-                                         node: configuration.nodeID ?? ProcessInfo.processInfo.hostName,
-                                         replicas: configuration.effectiveClusterReplicas)
+                // Retried as the log is: JetStream answers "no responders" while it elects leaders.
+                shards = try Self.retryingCluster(progress) {
+                    try ShardRouter(servers: configuration.clusterServers, group: configuration.clusterGroup,
+                                    node: configuration.nodeID ?? ProcessInfo.processInfo.hostName,
+                                    replicas: configuration.effectiveClusterReplicas)
+                }
             } catch {
                 service.close()
                 replicatedLog?.close()
@@ -150,8 +156,11 @@ public final class MarkerdNode: Sendable {
             try httpsGateway?.start()
             try opsGateway?.start()
             // Registered once bound (a port 0 resolved), so redirects name reachable URLs.
-            try shards?.join(endpoints: [configuration.advertiseURL ?? transport.boundURLs[0]],
-                             httpEndpoints: (configuration.advertiseHTTPURL ?? httpURL).map { [$0] } ?? [])
+            if let shards {
+                let endpoints = [configuration.advertiseURL ?? transport.boundURLs[0]]
+                let httpEndpoints = (configuration.advertiseHTTPURL ?? httpURL).map { [$0] } ?? []
+                try Self.retryingCluster(progress) { try shards.join(endpoints: endpoints, httpEndpoints: httpEndpoints) }
+            }
             publisher?.attach(to: service.changeFeed)
         } catch {
             gateway?.stop(drainTimeout: .zero)

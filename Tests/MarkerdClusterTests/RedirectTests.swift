@@ -152,7 +152,8 @@ func rawCall<R: ProtoMessage>(_ url: String, _ method: String, _ request: R, ide
         a.stop()
         let a2 = try RedirectReplica(nats: nats, group: "a", name: "a2")
         defer { a2.stop() }
-        _ = try a2.client().createLayer(V1.CreateLayerRequest(layerID: "moving"))
+        // a2 applies group a's log from its start: it holds the layer without being asked.
+        #expect(try a2.client().layerStats("moving").layerID == "moving")
         try waitUntil("b names only a2 for group a") { b.node.shards?.redirect(for: "moving")?.endpoints == [a2.url] }
         #expect(try client.layerStats("moving").layerID == "moving")
         #expect(client.cachedEndpoint(forLayer: "moving") == a2.url)
