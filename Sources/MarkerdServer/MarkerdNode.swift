@@ -19,6 +19,8 @@ public final class MarkerdNode: Sendable {
     public let opsGateway: TileGateway?
     /// Tokens, signing key, audit log (``reload()`` re-reads them).
     public let access: AccessControl
+    /// Posts fence events to webhooks, when ``MarkerdConfiguration/webhookSecretsFile`` is set.
+    public let webhooks: FenceWebhooks?
 
     /// Why markerd does not start: protected mode, or an auth file, key or audit log that
     /// cannot be read.
@@ -49,8 +51,12 @@ public final class MarkerdNode: Sendable {
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
+        let secrets = try configuration.webhookSecretsFile.map(FenceWebhooks.readSecrets)
         service = try MarkerService.open(configuration: serviceConfig, progress: progress)
         dispatcher = RPCDispatcher(service: service, access: access)
+        let counters = dispatcher.metrics.webhooks
+        webhooks = secrets.map { FenceWebhooks(secrets: $0, counters: counters) }
+        if let webhooks { service.fenceSinks.attach(webhooks) }
         let handler = DispatchingHandler(dispatcher: dispatcher)
         let tls = configuration.tlsCertificateFile.flatMap { cert in
             configuration.tlsKeyFile.map { TLSServerFiles(certificateFile: cert, keyFile: $0, clientCAFile: configuration.tlsClientCAFile) }
@@ -136,6 +142,7 @@ public final class MarkerdNode: Sendable {
         opsGateway?.stop(drainTimeout: .zero)
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
+        webhooks?.stop()
     }
 }
 

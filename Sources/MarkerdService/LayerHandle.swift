@@ -28,6 +28,10 @@ final class LayerHandle: @unchecked Sendable {
     /// `layer.idHashSeed` (fixed for the layer's life), readable without the lock: bulk upserts
     /// hash their ids before taking it (`MarkerBatch.prepareLayout`).
     let idHashSeed: UInt64
+    /// The layer's fences and the markers inside each (see `FenceSet`). Guarded by `lock`.
+    var fences = FenceSet()
+    /// Each fence as created (`CreateFenceRequest.fence`, layer_id filled in), by id. Guarded by `lock`.
+    var fenceDefinitions: [String: V1.Fence] = [:]
 
     init(id: String, layer: MarkerLayer, options: V1.LayerOptions) {
         self.id = id

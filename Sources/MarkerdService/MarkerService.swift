@@ -75,6 +75,8 @@ public final class MarkerService: @unchecked Sendable {
     let writeHelper = BulkUpsertThread()
     /// Reservations that keep layer versions from ever repeating (see `VersionCeiling`).
     let versions: VersionCeiling
+    /// Where fence events go once their mutation is durable (see `FenceEventSink`).
+    public let fenceSinks = FenceEventSinks()
 
     init(configuration: ServiceConfiguration, journal: Journal?) {
         self.configuration = configuration

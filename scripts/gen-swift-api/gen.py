@@ -35,6 +35,7 @@ FILES = {
     'Raster tiles and snapshots': ('V1+Tiles.swift', 'Raster tiles and map snapshots.'),
     'Clustering': ('V1+Clusters.swift', 'Clustering: clusters, leaves, children, expansion zoom.'),
     'Point-data (vector) tiles': ('V1+PointTiles.swift', 'Point-data (Mapbox Vector) tiles.'),
+    'Geofences': ('V1+Geofences.swift', 'Geofences: shapes, filters, webhooks, events and the fence RPCs.'),
     'Administration': ('V1+Admin.swift', 'Administration: snapshots, server info and signed tile URLs.'),
     'Storage': ('V1+Storage.swift', 'On-disk formats (storage.proto): journal records and snapshot sections. Not part of the RPC API.'),
 }
