@@ -174,9 +174,12 @@ public struct FenceSet: Sendable {
         for slot in candidates {
             let i = Int(slot)
             let fence = entries[i]!.fence
+            // Cheap rejections first: the grid's cells are up to 4 times the fence's box each way.
+            let box = fence.shape.boundingBox
+            guard box.intersects(query) else { continue }
             let matches = fence.filter.map { attribute($0.attribute) == $0.value } ?? true
             let wasIn = entries[i]!.inside.contains(id)
-            let isIn = matches && to.map(fence.shape.contains) == true
+            let isIn = matches && to.map { box.holds($0) && fence.shape.contains($0) } == true
             if wasIn != isIn {
                 if isIn { entries[i]!.inside.insert(id) } else { entries[i]!.inside.remove(id) }
             }
@@ -242,14 +245,12 @@ struct FenceGrid: Sendable {
         return k
     }
 
-    /// The keys of the cells at `level` that `b` covers, or nil when there are more than `limit`.
-    static func cellKeys(_ b: GeoBounds, level k: Int, limit: Int) -> [UInt64]? {
+    /// The keys of the cells at `level` that `b` covers (at most 2 x 2 at a fence's own level).
+    static func cellKeys(_ b: GeoBounds, level k: Int) -> [UInt64] {
         let n = 1 << k
-        func col(_ lng: Double) -> Int { Swift.min(n - 1, Swift.max(0, Int((lng + 180) / 360 * Double(n)))) }
-        func row(_ lat: Double) -> Int { Swift.min(n - 1, Swift.max(0, Int((lat + 90) / 180 * Double(n)))) }
-        let c0 = col(b.west), c1 = col(b.east), r0 = row(b.south), r1 = row(b.north)
+        let c0 = index((b.west + 180) / 360, n), c1 = index((b.east + 180) / 360, n)
+        let r0 = index((b.south + 90) / 180, n), r1 = index((b.north + 90) / 180, n)
         let cols = Swift.min(n, b.west <= b.east ? c1 - c0 + 1 : n - c0 + c1 + 1)
-        guard cols * (r1 - r0 + 1) <= limit else { return nil }
         var keys: [UInt64] = []
         keys.reserveCapacity(cols * (r1 - r0 + 1))
         for r in r0...r1 {
@@ -261,13 +262,13 @@ struct FenceGrid: Sendable {
     mutating func insert(_ slot: Int32, _ box: GeoBounds) {
         let k = Self.level(box)
         levels[k].append(slot)
-        for key in Self.cellKeys(box, level: k, limit: .max)! { cells[key, default: []].append(slot) }
+        for key in Self.cellKeys(box, level: k) { cells[key, default: []].append(slot) }
     }
 
     mutating func remove(_ slot: Int32, _ box: GeoBounds) {
         let k = Self.level(box)
         if let i = levels[k].firstIndex(of: slot) { levels[k].swapAt(i, levels[k].count - 1); levels[k].removeLast() }
-        for key in Self.cellKeys(box, level: k, limit: .max)! {
+        for key in Self.cellKeys(box, level: k) {
             guard var list = cells[key], let i = list.firstIndex(of: slot) else { continue }
             list.swapAt(i, list.count - 1)
             list.removeLast()
@@ -278,13 +279,24 @@ struct FenceGrid: Sendable {
     /// Calls `body` with every fence whose cells meet `box` (a fence may come more than once).
     func forEachCandidate(_ box: GeoBounds, _ body: (Int32) -> Void) {
         for k in 0...Self.maxLevel where !levels[k].isEmpty {
-            if let keys = Self.cellKeys(box, level: k, limit: Swift.max(4, levels[k].count)) {
-                for key in keys { if let list = cells[key] { for s in list { body(s) } } }
-            } else {
+            let n = 1 << k
+            let c0 = Self.index((box.west + 180) / 360, n), c1 = Self.index((box.east + 180) / 360, n)
+            let r0 = Self.index((box.south + 90) / 180, n), r1 = Self.index((box.north + 90) / 180, n)
+            let cols = Swift.min(n, box.west <= box.east ? c1 - c0 + 1 : n - c0 + c1 + 1)
+            guard cols * (r1 - r0 + 1) <= Swift.max(4, levels[k].count) else {
                 for s in levels[k] { body(s) }
+                continue
+            }
+            for r in r0...r1 {
+                for i in 0..<cols {
+                    if let list = cells[UInt64(k) << 48 | UInt64(r) << 24 | UInt64((c0 + i) % n)] { for s in list { body(s) } }
+                }
             }
         }
     }
+
+    /// The cell index of fraction `f` (0...1) of an axis of `n` cells.
+    @inline(__always) static func index(_ f: Double, _ n: Int) -> Int { Swift.min(n - 1, Swift.max(0, Int(f * Double(n)))) }
 }
 
 extension MarkerLayer {
@@ -312,5 +324,22 @@ extension MarkerLayer {
             return (slot, s.start.latLng)
         }
         return (slot, WorldPoint(x: table.x[Int(slot)], y: table.y[Int(slot)]).latLng)
+    }
+}
+
+extension GeoBounds {
+    /// Whether the position lies in these bounds (edges included; across the antimeridian when west > east).
+    @inline(__always) func holds(_ p: LatLng) -> Bool {
+        p.latitude >= south && p.latitude <= north
+            && (west <= east ? p.longitude >= west && p.longitude <= east : p.longitude >= west || p.longitude <= east)
+    }
+
+    /// Whether the two bounds share a point (either may cross the antimeridian).
+    @inline(__always) func intersects(_ o: GeoBounds) -> Bool {
+        guard south <= o.north && o.south <= north else { return false }
+        if west > east && o.west > o.east { return true }  // both hold the antimeridian
+        if west > east { return o.west <= east || o.east >= west }
+        if o.west > o.east { return west <= o.east || east >= o.west }
+        return west <= o.east && o.west <= east
     }
 }

@@ -156,6 +156,9 @@ public struct CompiledFenceShape: Sendable {
         return box(minX: c.longitude - dLng, maxX: c.longitude + dLng, south: south, north: north)
     }
 
+    /// The longitude shifts that bring a position into the rings' unwrapped range.
+    private static let shifts: [Double] = [0, 360, -360]
+
     /// Whether the shape holds a position (edges included for bounds; see `FenceShape`).
     public func contains(_ p: LatLng) -> Bool {
         switch shape {
@@ -165,7 +168,7 @@ public struct CompiledFenceShape: Sendable {
         case .circle(let c, let radius):
             return FenceShape.distanceMeters(c, p) <= radius
         case .polygon:
-            for shift in [0.0, 360, -360] {
+            for shift in Self.shifts {
                 let x = p.longitude + shift
                 guard x >= minX && x <= maxX else { continue }
                 guard Self.ringContains(rings[0], x, p.latitude) else { return false }
@@ -209,7 +212,7 @@ public struct CompiledFenceShape: Sendable {
             if lng > 180 { lng -= 360 } else if lng < -180 { lng += 360 }
             return FenceShape.distanceMeters(c, LatLng(latitude: a.latitude + (b.latitude - a.latitude) * t, longitude: lng)) <= radius
         case .bounds, .polygon:
-            for shift in [0.0, 360, -360] {
+            for shift in Self.shifts {
                 let x0 = a.longitude + shift, x1 = x0 + d
                 guard Swift.max(x0, x1) >= minX && Swift.min(x0, x1) <= maxX else { continue }
                 for ring in rings {
