@@ -32,13 +32,13 @@ public final class WebhookCounters: Sendable {
 /// A failed attempt (no connection, no answer within `timeout`, a status other than 2xx) is
 /// tried again after 0.25 s, 0.5 s, 1 s, ... (doubling, at most 30 s), up to `attempts` times
 /// in all; later events are not held up meanwhile, so events may arrive out of order after a
-/// failure. `deliver` never blocks: an event that finds `capacity` events queued is dropped
-/// and counted (`markerd_fence_webhooks_total{outcome="dropped"}`).
+/// failure. `deliver` never blocks and does no more than queue (the JSON and the signature are
+/// made on the sink's thread): an event that finds `capacity` events queued is dropped and
+/// counted (`markerd_fence_webhooks_total{outcome="dropped"}`).
 public final class FenceWebhooks: FenceEventSink, @unchecked Sendable {
     struct Delivery {
-        var url: String
-        var signature: String?
-        var body: [UInt8]
+        var event: V1.FenceEvent
+        var webhook: V1.FenceWebhook
         var attempt: Int
         var due: ContinuousClock.Instant
     }
@@ -117,16 +117,7 @@ public final class FenceWebhooks: FenceEventSink, @unchecked Sendable {
         var batch: [Delivery] = []
         for n in notices {
             guard let hook = n.webhook, !hook.url.isEmpty else { continue }
-            let body = Self.json(n.event)
-            var signature: String? = nil
-            if !hook.secretName.isEmpty {
-                guard let key = secrets[hook.secretName] else {
-                    counters.failed.add(1, ordering: .relaxed)
-                    continue
-                }
-                signature = Self.signature(body, key: key)
-            }
-            batch.append(Delivery(url: hook.url, signature: signature, body: body, attempt: 0, due: now))
+            batch.append(Delivery(event: n.event, webhook: hook, attempt: 0, due: now))
         }
         guard !batch.isEmpty else { return }
         condition.lock()
@@ -167,9 +158,16 @@ public final class FenceWebhooks: FenceEventSink, @unchecked Sendable {
             }
             condition.unlock()
             guard var d = next else { return }
+            let body = Self.json(d.event)
             var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
-            if let s = d.signature { headers.append(("X-Markerd-Signature", s)) }
-            let status = try? NNGHTTPClient.post(d.url, headers: headers, body: d.body, timeout: timeout)
+            if !d.webhook.secretName.isEmpty {
+                guard let key = secrets[d.webhook.secretName] else {
+                    counters.failed.add(1, ordering: .relaxed)
+                    continue
+                }
+                headers.append(("X-Markerd-Signature", Self.signature(body, key: key)))
+            }
+            let status = try? NNGHTTPClient.post(d.webhook.url, headers: headers, body: body, timeout: timeout)
             if let status, (200..<300).contains(status) {
                 counters.delivered.add(1, ordering: .relaxed)
                 continue
