@@ -64,6 +64,8 @@ struct Options: Sendable {
     var moveOnly = false
     /// Run `ApplyBench` (`--only apply`: the load's batch upserts in this process).
     var runApply = false
+    /// Run `FenceBench` (`--only fences`: single moves with the checks of 10,000 fences, in this process).
+    var runFences = false
     /// Run `AuthBench` (the token check's cost in this process; part of a full run, once).
     var runAuth = true
     /// Run `LabelBench` (`--only labels`: labelled vs unlabelled cold tiles on real places, and
@@ -104,6 +106,7 @@ struct Options: Sendable {
             runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render" || only == "z0" || only == "move"
             moveOnly = only == "move"
             runApply = only == "apply"
+            runFences = only == "fences"
             runAuth = only == "auth"
             runTiles = only == "tiles"
             runPointTiles = only == "pointtiles"
@@ -248,7 +251,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "auth", "attributes", "labels", "feed"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "fences", "auth", "attributes", "labels", "feed"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -81,6 +81,7 @@ func runAll() throws -> Table {
         if options.runDenseTiles { try DenseTileBench(options: options, layer: layer, table: table).run() }
         if options.runInProcess { try InProcessBench(options: options, layer: layer, table: table).run() }
         if options.runApply { try ApplyBench(layer: layer, table: table).run() }
+        if options.runFences { try FenceBench(options: options, layer: layer, table: table).run() }
         if !options.skipDurability {
             try DurabilityBench(options: options, layer: layer, markers: markers, table: table).run()
         }

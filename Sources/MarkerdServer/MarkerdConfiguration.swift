@@ -81,6 +81,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var tileSigningKeyFile: String? = nil
     /// JSON-lines audit log of write and admin calls (``AuditLog``); `-` is standard error. nil: none.
     public var auditLog: String? = nil
+    /// `--webhook-secrets`: the secrets fences' webhooks name (``FenceWebhooks/readSecrets(path:)``).
+    /// Fence webhooks are POSTed only when it is set. nil: none.
+    public var webhookSecretsFile: String? = nil
     /// `--cors-origin`, repeatable (see ``TileGateway``). Empty: `*` for what is served to anyone.
     public var corsOrigins: [String] = []
     /// `host:port` of a second HTTP gateway that serves everything (viewer, /metrics, every
@@ -165,6 +168,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --tile-signing-key-file PATH  key of signed tile URLs. Default PATH.tile-key beside --auth-file
                                  (created when missing)
       --audit-log PATH           JSON lines of write and admin calls and refused calls; - = stderr
+      --webhook-secrets PATH     POST fence events to their fences' webhooks, signed with the secrets
+                                 of PATH (lines NAME SECRET). Default off: no webhook is called
       --cors-origin ORIGIN       allowed browser origin, repeatable. Default * for public layers only
       --ops-http HOST:PORT       a second HTTP gateway for operators: viewer, /metrics and every layer
                                  without tokens (loopback unless --allow-anonymous)
@@ -275,6 +280,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             case "--allow-anonymous": config.allowAnonymous = true
             case "--tile-signing-key-file": config.tileSigningKeyFile = try value(arg)
             case "--audit-log": config.auditLog = try value(arg)
+            case "--webhook-secrets": config.webhookSecretsFile = try value(arg)
             case "--cors-origin": config.corsOrigins.append(try value(arg))
             case "--ops-http": config.opsHTTPAddress = try hostPort(arg, scheme: "http://")
             case "--cluster":

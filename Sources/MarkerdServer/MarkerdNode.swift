@@ -29,6 +29,8 @@ public final class MarkerdNode: Sendable {
     private let progress: (@Sendable (String) -> Void)?
     /// The change feed's PUB socket, when ``MarkerdConfiguration/publishURLs`` is not empty.
     let publisher: ChangeFeedPublisher?
+    /// Posts fence events to webhooks, when ``MarkerdConfiguration/webhookSecretsFile`` is set.
+    public let webhooks: FenceWebhooks?
 
     /// Why markerd does not start: protected mode, or an auth file, key or audit log that
     /// cannot be read.
@@ -62,6 +64,7 @@ public final class MarkerdNode: Sendable {
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
+        let secrets = try configuration.webhookSecretsFile.map(FenceWebhooks.readSecrets)
         serviceConfig.changeHistoryCount = configuration.changeHistoryCount
         serviceConfig.changeHistoryBytes = configuration.changeHistoryBytes
         serviceConfig.clock = clock
@@ -101,6 +104,9 @@ public final class MarkerdNode: Sendable {
             }
         }
         dispatcher = RPCDispatcher(service: service, access: access, shards: shards)
+        let counters = dispatcher.metrics.webhooks
+        webhooks = secrets.map { FenceWebhooks(secrets: $0, counters: counters) }
+        if let webhooks { service.fenceSinks.attach(webhooks) }
         let handler = DispatchingHandler(dispatcher: dispatcher)
         let tls = configuration.tlsCertificateFile.flatMap { cert in
             configuration.tlsKeyFile.map { TLSServerFiles(certificateFile: cert, keyFile: $0, clientCAFile: configuration.tlsClientCAFile) }
@@ -161,7 +167,10 @@ public final class MarkerdNode: Sendable {
                 let httpEndpoints = (configuration.advertiseHTTPURL ?? httpURL).map { [$0] } ?? []
                 try Self.retryingCluster(progress) { try shards.join(endpoints: endpoints, httpEndpoints: httpEndpoints) }
             }
-            publisher?.attach(to: service.changeFeed)
+            if let publisher {
+                publisher.attach(to: service.changeFeed)
+                service.fenceSinks.attach(publisher)
+            }
         } catch {
             gateway?.stop(drainTimeout: .zero)
             transport.stop(drainTimeout: .zero)
@@ -221,6 +230,7 @@ public final class MarkerdNode: Sendable {
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
         replicatedLog?.close()
+        webhooks?.stop()
     }
 }
 

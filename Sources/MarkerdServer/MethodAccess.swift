@@ -4,8 +4,8 @@ import MarkerdAuth
 /// What each rpc needs from a token (`--auth-file`): a scope and, for the methods whose request
 /// names a layer (field 1, `layer_id`), a layer pattern of the token that matches that layer.
 ///
-/// read: queries, tiles, hit-tests, clusters, stats, server info, signed tile URLs (ListLayers
-/// answers only the layers the token may read). write: markers, drags, icons (icons are shared
+/// read: queries, tiles, hit-tests, clusters, stats, server info, signed tile URLs, fence lists
+/// (ListLayers answers only the layers the token may read). write: markers, drags, fences, icons (icons are shared
 /// by every layer but immutable once registered, so no layer). admin: creating and deleting
 /// layers, snapshots of the data.
 /// A method missing here is refused to every token (PERMISSION_DENIED): new methods fail closed
@@ -29,6 +29,7 @@ struct MethodAccess: Sendable, Equatable {
         "GetClusterExpansionZoom": .read, "GetPointTile": .read, "GetServerInfo": .read, "SignTileURL": .read,
         "RegisterIcon": .write, "UpsertMarkers": .write, "UpdateMarkers": .write, "RemoveMarkers": .write, "ClearLayer": .write,
         "MoveMarkers": .write, "BeginDrag": .write, "DragTo": .write, "EndDrag": .write, "CancelDrag": .write,
+        "CreateFence": .write, "DeleteFence": .write, "ListFences": .read,
         "CreateLayer": .admin, "DeleteLayer": .admin, "CreateSnapshot": .admin,
     ]
 

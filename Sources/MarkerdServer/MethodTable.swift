@@ -51,6 +51,7 @@ enum MethodTable {
         read("RenderSnapshot", V1.RenderSnapshotRequest.self) { r, _ throws(RPCError) in try service.renderSnapshot(r) }
         read("GetServerInfo", V1.GetServerInfoRequest.self) { r, _ throws(RPCError) in service.getServerInfo(r) }
         read("CreateSnapshot", V1.CreateSnapshotRequest.self) { r, _ throws(RPCError) in try service.createSnapshot(r) }
+        read("ListFences", V1.ListFencesRequest.self) { r, _ throws(RPCError) in try service.listFences(r) }
         read("SignTileURL", V1.SignTileURLRequest.self) { r, _ throws(RPCError) in try access.signTileURL(r, service: service) }
         for kind in MutationKind.allCases {
             routes[kind.methodName] = .mutation(kind)

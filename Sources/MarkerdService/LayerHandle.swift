@@ -30,6 +30,10 @@ final class LayerHandle: @unchecked Sendable {
     let idHashSeed: UInt64
     /// The layer's recent changes, for GetChanges (see `ChangeHistory`). Guarded by `lock`.
     var changes: ChangeHistory
+    /// The layer's fences and the markers inside each (see `FenceSet`). Guarded by `lock`.
+    var fences = FenceSet()
+    /// Each fence as created (`CreateFenceRequest.fence`, layer_id filled in), by id. Guarded by `lock`.
+    var fenceDefinitions: [String: V1.Fence] = [:]
 
     /// - Parameter history: the bounds of `changes` (`ServiceConfiguration.changeHistoryCount`, `changeHistoryBytes`).
     init(id: String, layer: MarkerLayer, options: V1.LayerOptions, history: (count: Int, bytes: Int)) {

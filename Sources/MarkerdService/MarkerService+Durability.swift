@@ -367,7 +367,10 @@ extension MarkerService {
     func finishRestores() -> UInt64 {
         let t0 = RecoveryPipeline.threadCPUNanoseconds()
         for h in layers.withLock({ Array($0.values) }) {
-            h.lock.withWriteLock { h.layer.finishRestore() }
+            h.lock.withWriteLock {
+                h.layer.finishRestore()
+                h.fences.rebuild(from: h.layer)
+            }
         }
         return RecoveryPipeline.threadCPUNanoseconds() - t0
     }
@@ -397,6 +400,8 @@ extension MarkerService {
             restore(e, try V1.Response(serializedBytes: e.response ?? []))
         case .idempotencyKeys(let k)?:
             try idempotency.restore(packed: k.packed[...])
+        case .fence(let r)?:
+            _ = try createFence(r, commit(.createFence))
         case .footer?, nil:
             break
         }
@@ -509,6 +514,10 @@ extension MarkerService {
                     }
                     guard let next else { break }
                     cursor = next
+                }
+                // After the layer's markers: recovery seeds the fences' inside-sets once the grid is built.
+                for fence in h.lock.withReadLock({ h.deleted ? [] : h.fenceDefinitions.values.sorted { $0.fenceID < $1.fenceID } }) {
+                    try put(.fence(V1.CreateFenceRequest(layerID: h.id, fence: fence)))
                 }
             }
             // Mutations journaled up to `covered` lose their records with the segments dropped

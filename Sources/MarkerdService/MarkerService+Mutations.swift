@@ -23,6 +23,9 @@ final class MutationCommit: @unchecked Sendable {
     let logSequence: UInt64?
     /// The change for the feed (`MarkerService.noteChange`); nil while replaying.
     var pending: PendingChange?
+    /// The fence events the mutation raised (`LayerHandle.raiseFenceEvents`), delivered to the
+    /// service's `fenceSinks` once it is durable.
+    var fenceNotices: [FenceNotice] = []
 
     init(kind: MutationKind, payload: [UInt8], key: String, digest: UInt64, nowUnixMs: Int64,
          context: CallContext?, onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?, logSequence: UInt64? = nil) {
@@ -157,6 +160,8 @@ extension MarkerService {
         case .beginDrag: return try beginDrag(decode(V1.BeginDragRequest.self, c), c).serializedBytes()
         case .endDrag: return try endDrag(decode(V1.EndDragRequest.self, c), c).serializedBytes()
         case .cancelDrag: return try cancelDrag(decode(V1.CancelDragRequest.self, c), c).serializedBytes()
+        case .createFence: return try createFence(decode(V1.CreateFenceRequest.self, c), c).serializedBytes()
+        case .deleteFence: return try deleteFence(decode(V1.DeleteFenceRequest.self, c), c).serializedBytes()
         }
     }
 
@@ -170,9 +175,16 @@ extension MarkerService {
 
     /// Appends the journal record of an applied mutation. Call while still holding the lock
     /// that ordered the change. `method`/`payload` override what is journaled (EndDrag is
-    /// journaled as the MoveMarkers it amounts to).
+    /// journaled as the MoveMarkers it amounts to). The mutation's fence events go to
+    /// `fenceSinks` once the record is durable (right away, still under the lock, when ephemeral),
+    /// before the reply: so in apply order, and never for a write that failed.
     func journalAppend(_ c: MutationCommit, response: [UInt8], as kind: MutationKind? = nil, payload: [UInt8]? = nil) throws(RPCError) {
-        guard let journal, !c.replaying, let onDurable = c.onDurable else { return }
+        guard !c.replaying else { return }
+        guard let journal, let onDurable = c.onDurable else {
+            fenceSinks.deliver(c.fenceNotices)
+            return
+        }
+        let notices = c.fenceNotices
         var record = V1.JournalRecord()
         record.method = (kind ?? c.kind).methodName
         record.idempotencyKey = c.key
@@ -187,9 +199,11 @@ extension MarkerService {
             _ = try journal.append(building: { sequence in
                 record.sequence = sequence
                 return record.serializedBytes()
-            }, completion: { result in
+            }, completion: { [fenceSinks] result in
                 switch result {
-                case .success: onDurable(.success(response))
+                case .success:
+                    fenceSinks.deliver(notices)
+                    onDurable(.success(response))
                 case .failure(let e): onDurable(.failure(.unavailable("the journal could not make the write durable: \(e)")))
                 }
             })
@@ -330,8 +344,10 @@ extension MarkerService {
     func upsertRecords(_ records: [MarkerRecord], into layerID: String, _ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse {
         try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(records.lazy.map(\.id), count: records.count, c)
+            let positions = h.positionsBefore(records.lazy.map(\.id))
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
+            h.raiseFenceEvents(records.lazy.map(\.id), before: positions, c)
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c, measurer: labelText)
             return try upserted(result, h, c, ids: records.map(\.id))
         }
@@ -343,7 +359,9 @@ extension MarkerService {
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(r.ids, count: r.ids.count, c)
+            let positions = h.positionsBefore(r.ids)
             let result = h.layer.remove(ids: r.ids)
+            h.raiseFenceEvents(r.ids, before: positions, c)
             h.markTiles(before: before, after: { [] }, c, measurer: labelText)
             var response = V1.RemoveMarkersResponse()
             response.removedCount = UInt64(result.removed)
@@ -361,6 +379,7 @@ extension MarkerService {
     func clearLayer(_ r: V1.ClearLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.ClearLayerResponse {
         try write(r.layerID, c) { (h) throws(RPCError) in
             var response = V1.ClearLayerResponse()
+            h.raiseClearEvents(c)
             response.removedCount = UInt64(h.layer.clear())
             h.tileVersions.reset(seq: h.layer.version)
             h.labels.removeAll()
@@ -383,8 +402,10 @@ extension MarkerService {
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(moves.lazy.map(\.id), count: moves.count, c)
+            let positions = h.positionsBefore(moves.lazy.map(\.id))
             let result: MoveResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.move(moves) }
+            h.raiseFenceEvents(moves.lazy.map(\.id), before: positions, c)
             h.markTiles(before: before, after: { h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs) }, c, measurer: labelText)
             var response = V1.MoveMarkersResponse()
             response.movedCount = UInt64(result.moved)
@@ -424,8 +445,12 @@ extension MarkerService {
     func endDrag(_ r: V1.EndDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.EndDragResponse {
         let drag = try Self.dragID(r.dragID)
         return try write(r.layerID, c) { (h) throws(RPCError) in
+            // The drag's start is the marker's last journaled position (`fencePoint`): replay sees this as a move from there.
+            let draggedID = h.layer.draggedMarkerID(drag)
+            let positions = draggedID.flatMap { h.positionsBefore([$0]) }
             let marker: MarkerRecord
             marker = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.endDrag(drag, at: MarkerConversion.latLng(r.position)) }
+            h.raiseFenceEvents([marker.id], before: positions, c)
             var response = V1.EndDragResponse()
             response.marker = MarkerConversion.apiMarker(marker)
             response.layerVersion = h.layer.version

@@ -59,7 +59,9 @@ extension MarkerService {
         if batch.count > 1 { batch.prepareLayout(idHashSeed: try handle(layerID).idHashSeed) }
         return try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore((0..<batch.count).lazy.map(batch.id), count: batch.count, c)
+            let positions = h.positionsBefore((0..<batch.count).lazy.map(batch.id))
             let result = h.layer.upsert(batch, now: c.nowUnixMs, spatialSlots: !h.clustersInSlotOrder, alongside: writeHelper)
+            h.raiseFenceEvents((0..<batch.count).lazy.map(batch.id), before: positions, c)
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(batch) }, c, measurer: labelText)
             return try upserted(result, h, c, ids: (0..<batch.count).map(batch.id))
         }

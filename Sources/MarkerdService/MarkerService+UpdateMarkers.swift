@@ -32,9 +32,11 @@ extension MarkerService {
                 })
             }
             let before = h.footprintsBefore(records.lazy.map(\.id), count: records.count, c)
+            let positions = h.positionsBefore(records.lazy.map(\.id))
             let result = try Self.renamingViolations { () throws(RPCError) in
                 try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
             }
+            h.raiseFenceEvents(records.lazy.map(\.id), before: positions, c)
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c, measurer: labelText)
             var response = V1.UpdateMarkersResponse()
             response.updatedCount = UInt64(result.updated)

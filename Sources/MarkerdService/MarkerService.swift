@@ -87,6 +87,8 @@ public final class MarkerService: @unchecked Sendable {
     let replication: Replication?
     /// Every applied, durable change, for `--publish` and the gateway's events (see `ChangeFeed`).
     public let changeFeed = ChangeFeed()
+    /// Where fence events go once their mutation is durable (see `FenceEventSink`).
+    public let fenceSinks = FenceEventSinks()
 
     init(configuration: ServiceConfiguration, journal: Journal?, replication: Replication? = nil) {
         self.configuration = configuration

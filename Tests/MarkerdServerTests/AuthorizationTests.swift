@@ -55,6 +55,7 @@ let expectedScopes: [String: Scopes] = [
     "EndDrag": .write, "CancelDrag": .write, "GetTile": .read, "RenderSnapshot": .read, "GetClusters": .read,
     "GetClusterLeaves": .read, "GetClusterChildren": .read, "GetClusterExpansionZoom": .read, "GetPointTile": .read,
     "CreateSnapshot": .admin, "GetServerInfo": .read, "SignTileURL": .read, "GetChanges": .read,
+    "CreateFence": .write, "DeleteFence": .write, "ListFences": .read,
 ]
 /// The rpcs whose request names no layer.
 let layerFreeMethods: Set<String> = ["ListLayers", "RegisterIcon", "CreateSnapshot", "GetServerInfo"]

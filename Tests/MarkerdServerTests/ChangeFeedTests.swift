@@ -159,6 +159,43 @@ struct ChangeSummary: Equatable, CustomStringConvertible {
 
     /// GetChanges pages through the changes after a version and answers FAILED_PRECONDITION,
     /// naming the oldest version held, once the history no longer reaches back to it.
+    /// Fence events go out on the feed on their own topic, `fence/<layer>/<fence>/`.
+    @Test func fenceEventsGoOutOnTheirOwnTopic() throws {
+        let server = try Self.server(durable: true)
+        defer { server.stop() }
+        let client = try server.client()
+        _ = try createLayer(client, "a")
+        var fence = V1.Fence()
+        fence.fenceID = "zone"
+        fence.shape = .bounds(V1.Bounds(west: 0, south: 0, east: 1, north: 1))
+        fence.detect = [.enter, .exit]
+        let _: V1.CreateFenceResponse = try client.call("CreateFence", V1.CreateFenceRequest(layerID: "a", fence: fence),
+                                                        idempotencyKey: MarkerdClient.newIdempotencyKey())
+        let url = try #require(server.server.publishURLs.first)
+        let socket = try NNGSubscriber(url: url, topics: [Array("fence/a/".utf8)], receiveTimeout: .milliseconds(100))
+        defer { socket.close() }
+        // The SUB socket connects in the background: the marker goes in and out until an event arrives.
+        var message: [UInt8] = []
+        var inside = false
+        try waitUntil("a fence event arrives on fence/a/") {
+            inside.toggle()
+            _ = try client.upsertMarkers("a", [marker("m", inside ? 0.5 : 5, inside ? 0.5 : 5)])
+            message = (try? socket.receive()) ?? []
+            return !message.isEmpty
+        }
+        let topic = Array("fence/a/zone/".utf8)
+        #expect(Array(message.prefix(topic.count)) == topic)
+        let feed = try V1.FeedEvent(serializedBytes: Array(message.dropFirst(topic.count)))
+        guard case .fence(let event) = feed.event else { Issue.record("not a fence event: \(feed)"); return }
+        #expect(event.layerID == "a" && event.fenceID == "zone" && event.markerID == "m")
+        let position = try #require(event.position)
+        switch event.kind {
+        case .enter: #expect(position.latitude == 0.5 && position.longitude == 0.5)
+        case .exit: #expect(position.latitude == 5 && position.longitude == 5)
+        default: Issue.record("unexpected kind \(event.kind)")
+        }
+    }
+
     @Test func getChangesPagesAndRefusesVersionsOlderThanItsHistory() throws {
         let server = try Self.server(durable: false, historyCount: 6)
         defer { server.stop() }

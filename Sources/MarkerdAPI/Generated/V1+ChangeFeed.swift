@@ -84,15 +84,17 @@ extension V1 {
         }
     }
 
-    /// A message of the change feed (--publish): on the wire, the topic "layer/" + layer_id + "/"
-    /// and then this message's bytes. The trailing "/" keeps a subscriber of layer "a" from
-    /// receiving layer "ab". Field 2 of `event` is kept for geofence events (`FenceEvent fence = 2`,
-    /// added with geofences, on their own topic).
+    /// A message of the change feed (--publish): on the wire, a topic and then this message's bytes.
+    /// Changes go out on "layer/" + layer_id + "/", fence events on "fence/" + layer_id + "/" +
+    /// fence_id + "/". The trailing "/" keeps a subscriber of layer "a" from receiving layer "ab";
+    /// a subscriber of "fence/a/" takes every fence of layer a.
     public struct FeedEvent: ProtoMessage {
         /// The proto oneof `event`.
         public enum Event: Sendable, Equatable {
             /// Proto field `change` = 1.
             case change(ChangeEvent)
+            /// Proto field `fence` = 2.
+            case fence(FenceEvent)
         }
 
         /// One of the `event` cases; nil when none is set.
@@ -234,6 +236,8 @@ extension V1.FeedEvent: CBridged {
         switch c.event_case {
         case MARKERD__V1__FEED_EVENT__EVENT_CHANGE:
             if let value: V1.ChangeEvent = try swiftMessage(c.change) { event = .change(value) }
+        case MARKERD__V1__FEED_EVENT__EVENT_FENCE:
+            if let value: V1.FenceEvent = try swiftMessage(c.fence) { event = .fence(value) }
         default:
             break
         }
@@ -249,6 +253,9 @@ extension V1.FeedEvent: CBridged {
         case .change(let value)?:
             c.event_case = MARKERD__V1__FEED_EVENT__EVENT_CHANGE
             c.change = arena.message(value)
+        case .fence(let value)?:
+            c.event_case = MARKERD__V1__FEED_EVENT__EVENT_FENCE
+            c.fence = arena.message(value)
         case nil:
             break
         }

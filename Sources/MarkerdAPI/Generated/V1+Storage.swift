@@ -59,7 +59,7 @@ extension V1 {
     }
 
     /// A snapshot file holds a sequence of framed SnapshotSection messages: one header first, then
-    /// layers, icons, marker chunks and idempotency keys in any order, then one footer.
+    /// layers, icons, marker chunks, fences and idempotency keys in any order (a fence after its layer), then one footer.
     public struct SnapshotSection: ProtoMessage {
         /// The proto oneof `section`.
         public enum Section: Sendable, Equatable {
@@ -82,6 +82,9 @@ extension V1 {
             /// Many keys per section, packed.
             /// Proto field `idempotency_keys` = 7.
             case idempotencyKeys(IdempotencyKeys)
+            /// A fence as created (after its layer; absent in snapshots of markerd before fences).
+            /// Proto field `fence` = 8.
+            case fence(CreateFenceRequest)
         }
 
         /// One of the `section` cases; nil when none is set.
@@ -261,6 +264,8 @@ extension V1.SnapshotSection: CBridged {
             if let value: V1.SnapshotFooter = try swiftMessage(c.footer) { section = .footer(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS:
             if let value: V1.IdempotencyKeys = try swiftMessage(c.idempotency_keys) { section = .idempotencyKeys(value) }
+        case MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE:
+            if let value: V1.CreateFenceRequest = try swiftMessage(c.fence) { section = .fence(value) }
         default:
             break
         }
@@ -294,6 +299,9 @@ extension V1.SnapshotSection: CBridged {
         case .idempotencyKeys(let value)?:
             c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS
             c.idempotency_keys = arena.message(value)
+        case .fence(let value)?:
+            c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE
+            c.fence = arena.message(value)
         case nil:
             break
         }

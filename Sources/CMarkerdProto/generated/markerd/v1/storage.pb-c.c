@@ -407,7 +407,7 @@ const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor =
   (ProtobufCMessageInit) markerd__v1__journal_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[7] =
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[8] =
 {
   {
     "header",
@@ -493,8 +493,21 @@ static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descr
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "fence",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, fence),
+    &markerd__v1__create_fence_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
+  7,   /* field[7] = fence */
   5,   /* field[5] = footer */
   0,   /* field[0] = header */
   2,   /* field[2] = icon */
@@ -506,7 +519,7 @@ static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
 static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
 {
@@ -516,7 +529,7 @@ const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
   "Markerd__V1__SnapshotSection",
   "markerd.v1",
   sizeof(Markerd__V1__SnapshotSection),
-  7,
+  8,
   markerd__v1__snapshot_section__field_descriptors,
   markerd__v1__snapshot_section__field_indices_by_name,
   1,  markerd__v1__snapshot_section__number_ranges,

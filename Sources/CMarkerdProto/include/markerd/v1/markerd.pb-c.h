@@ -93,6 +93,19 @@ typedef struct Markerd__V1__GetClusterExpansionZoomRequest Markerd__V1__GetClust
 typedef struct Markerd__V1__GetClusterExpansionZoomResponse Markerd__V1__GetClusterExpansionZoomResponse;
 typedef struct Markerd__V1__GetPointTileRequest Markerd__V1__GetPointTileRequest;
 typedef struct Markerd__V1__GetPointTileResponse Markerd__V1__GetPointTileResponse;
+typedef struct Markerd__V1__FenceCircle Markerd__V1__FenceCircle;
+typedef struct Markerd__V1__FenceRing Markerd__V1__FenceRing;
+typedef struct Markerd__V1__FencePolygon Markerd__V1__FencePolygon;
+typedef struct Markerd__V1__FenceFilter Markerd__V1__FenceFilter;
+typedef struct Markerd__V1__FenceWebhook Markerd__V1__FenceWebhook;
+typedef struct Markerd__V1__Fence Markerd__V1__Fence;
+typedef struct Markerd__V1__FenceEvent Markerd__V1__FenceEvent;
+typedef struct Markerd__V1__CreateFenceRequest Markerd__V1__CreateFenceRequest;
+typedef struct Markerd__V1__CreateFenceResponse Markerd__V1__CreateFenceResponse;
+typedef struct Markerd__V1__DeleteFenceRequest Markerd__V1__DeleteFenceRequest;
+typedef struct Markerd__V1__DeleteFenceResponse Markerd__V1__DeleteFenceResponse;
+typedef struct Markerd__V1__ListFencesRequest Markerd__V1__ListFencesRequest;
+typedef struct Markerd__V1__ListFencesResponse Markerd__V1__ListFencesResponse;
 typedef struct Markerd__V1__CreateSnapshotRequest Markerd__V1__CreateSnapshotRequest;
 typedef struct Markerd__V1__CreateSnapshotResponse Markerd__V1__CreateSnapshotResponse;
 typedef struct Markerd__V1__SignTileURLRequest Markerd__V1__SignTileURLRequest;
@@ -224,6 +237,30 @@ typedef enum _Markerd__V1__AnimationKind {
   MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_BOUNCE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__ANIMATION_KIND)
 } Markerd__V1__AnimationKind;
+typedef enum _Markerd__V1__FenceEventKind {
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_UNSPECIFIED = 0,
+  /*
+   * A marker came inside: created inside, moved in, or changed to match the filter while inside.
+   */
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_ENTER = 1,
+  /*
+   * A marker that was inside is no longer: moved out, changed to not match the filter, removed
+   * (RemoveMarkers, ClearLayer; `position` is then its last one).
+   */
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_EXIT = 2,
+  /*
+   * A marker that was inside changed (moved, updated, upserted) and is still inside.
+   */
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_INSIDE = 3,
+  /*
+   * A marker moved from outside to outside, and the straight segment between the two positions
+   * (in latitude/longitude, the shorter way round in longitude) meets the shape: it passed
+   * through. For a circle: the segment's point nearest the centre, in an equirectangular
+   * projection about the centre, is within the radius.
+   */
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_CROSS = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__FENCE_EVENT_KIND)
+} Markerd__V1__FenceEventKind;
 typedef enum _Markerd__V1__ChangeKind {
   MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UNSPECIFIED = 0,
   /*
@@ -1883,6 +1920,253 @@ struct  Markerd__V1__GetPointTileResponse
     , 0, {0,NULL}, 0, 0, 0, 0 }
 
 
+/*
+ * Points whose great-circle distance (haversine, mean Earth radius 6371008.8 m) from `center` is
+ * at most `radius_meters`: correct across the antimeridian and over the poles.
+ */
+struct  Markerd__V1__FenceCircle
+{
+  ProtobufCMessage base;
+  Markerd__V1__LatLng *center;
+  /*
+   * Metres, > 0 and at most 10,000,000.
+   */
+  protobuf_c_boolean has_radius_meters;
+  double radius_meters;
+};
+#define MARKERD__V1__FENCE_CIRCLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_circle__descriptor) \
+    , NULL, 0, 0 }
+
+
+/*
+ * A closed ring of vertices (a last vertex equal to the first may be given or left out).
+ */
+struct  Markerd__V1__FenceRing
+{
+  ProtobufCMessage base;
+  size_t n_points;
+  Markerd__V1__LatLng **points;
+};
+#define MARKERD__V1__FENCE_RING__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_ring__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * An outer ring and up to 99 holes, 10,000 vertices in all. Edges are straight in
+ * latitude/longitude (as in GeoJSON). Antimeridian rule: each vertex's longitude is taken within
+ * 180 degrees of the previous vertex's (plus or minus 360), so every edge runs the shorter way
+ * round: [170, -170] is a 20-degree edge across the antimeridian. An edge of exactly 180 degrees
+ * and a ring that winds around a pole are INVALID_ARGUMENT. A hole is placed within the 360
+ * degrees east of the outer ring's westernmost longitude. Inside: inside the outer ring and in no
+ * hole (even-odd rule).
+ */
+struct  Markerd__V1__FencePolygon
+{
+  ProtobufCMessage base;
+  size_t n_rings;
+  Markerd__V1__FenceRing **rings;
+};
+#define MARKERD__V1__FENCE_POLYGON__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_polygon__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * Markers whose attribute `attribute` equals `value` exactly.
+ */
+struct  Markerd__V1__FenceFilter
+{
+  ProtobufCMessage base;
+  char *attribute;
+  char *value;
+};
+#define MARKERD__V1__FENCE_FILTER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_filter__descriptor) \
+    , NULL, NULL }
+
+
+/*
+ * Where the server POSTs each of the fence's events as JSON (see FenceEvent), with header
+ * `X-Markerd-Signature: sha256=<hex HMAC-SHA256 of the body>` keyed by the secret named here.
+ */
+struct  Markerd__V1__FenceWebhook
+{
+  ProtobufCMessage base;
+  /*
+   * http://HOST:PORT/PATH (at most 2048 bytes).
+   */
+  char *url;
+  /*
+   * The name of a secret in the server's --webhook-secrets file (the secret itself never goes
+   * through the API, the journal or snapshots). Empty: unsigned.
+   */
+  char *secret_name;
+};
+#define MARKERD__V1__FENCE_WEBHOOK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_webhook__descriptor) \
+    , NULL, NULL }
+
+
+typedef enum {
+  MARKERD__V1__FENCE__SHAPE__NOT_SET = 0,
+  MARKERD__V1__FENCE__SHAPE_BOUNDS = 3,
+  MARKERD__V1__FENCE__SHAPE_CIRCLE = 4,
+  MARKERD__V1__FENCE__SHAPE_POLYGON = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__FENCE__SHAPE__CASE)
+} Markerd__V1__Fence__ShapeCase;
+
+struct  Markerd__V1__Fence
+{
+  ProtobufCMessage base;
+  /*
+   * 1-128 bytes of [A-Za-z0-9._-], unique within the layer.
+   */
+  char *fence_id;
+  char *layer_id;
+  /*
+   * The kinds of event to raise: at least one, each at most once.
+   */
+  size_t n_detect;
+  Markerd__V1__FenceEventKind *detect;
+  /*
+   * Unset: every marker of the layer.
+   */
+  Markerd__V1__FenceFilter *filter;
+  Markerd__V1__FenceWebhook *webhook;
+  /*
+   * Output only (CreateFence, ListFences): the markers inside it now.
+   */
+  protobuf_c_boolean has_inside_count;
+  uint64_t inside_count;
+  Markerd__V1__Fence__ShapeCase shape_case;
+  union {
+    Markerd__V1__Bounds *bounds;
+    Markerd__V1__FenceCircle *circle;
+    Markerd__V1__FencePolygon *polygon;
+  };
+};
+#define MARKERD__V1__FENCE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence__descriptor) \
+    , NULL, NULL, 0,NULL, NULL, NULL, 0, 0, MARKERD__V1__FENCE__SHAPE__NOT_SET, {0} }
+
+
+/*
+ * One event, self-contained (also its JSON form for webhooks, with these field names).
+ */
+struct  Markerd__V1__FenceEvent
+{
+  ProtobufCMessage base;
+  char *fence_id;
+  char *layer_id;
+  protobuf_c_boolean has_kind;
+  Markerd__V1__FenceEventKind kind;
+  char *marker_id;
+  /*
+   * The marker's position after the change (before it, for an EXIT by removal).
+   */
+  Markerd__V1__LatLng *position;
+  /*
+   * The layer's version after the change that raised it.
+   */
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+  /*
+   * When that change was applied (server clock, Unix ms; replicas use the journaled time).
+   */
+  protobuf_c_boolean has_at_unix_ms;
+  int64_t at_unix_ms;
+};
+#define MARKERD__V1__FENCE_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_event__descriptor) \
+    , NULL, NULL, 0, MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_UNSPECIFIED, NULL, NULL, 0, 0, 0, 0 }
+
+
+/*
+ * At most 100,000 fences per layer (then RESOURCE_EXHAUSTED). ALREADY_EXISTS for a taken id.
+ */
+struct  Markerd__V1__CreateFenceRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * Its layer_id must be empty or equal to the request's; inside_count is ignored.
+   */
+  Markerd__V1__Fence *fence;
+};
+#define MARKERD__V1__CREATE_FENCE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_fence_request__descriptor) \
+    , NULL, NULL }
+
+
+struct  Markerd__V1__CreateFenceResponse
+{
+  ProtobufCMessage base;
+  Markerd__V1__Fence *fence;
+};
+#define MARKERD__V1__CREATE_FENCE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_fence_response__descriptor) \
+    , NULL }
+
+
+/*
+ * NOT_FOUND when the layer or the fence does not exist.
+ */
+struct  Markerd__V1__DeleteFenceRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  char *fence_id;
+};
+#define MARKERD__V1__DELETE_FENCE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__delete_fence_request__descriptor) \
+    , NULL, NULL }
+
+
+struct  Markerd__V1__DeleteFenceResponse
+{
+  ProtobufCMessage base;
+};
+#define MARKERD__V1__DELETE_FENCE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__delete_fence_response__descriptor) \
+     }
+
+
+struct  Markerd__V1__ListFencesRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * Fences per page, 0-1000; 0 means 100.
+   */
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * See the paging rule in the header.
+   */
+  char *page_token;
+};
+#define MARKERD__V1__LIST_FENCES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_fences_request__descriptor) \
+    , NULL, 0, 0, NULL }
+
+
+struct  Markerd__V1__ListFencesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Ordered by fence id (bytewise).
+   */
+  size_t n_fences;
+  Markerd__V1__Fence **fences;
+  char *next_page_token;
+};
+#define MARKERD__V1__LIST_FENCES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_fences_response__descriptor) \
+    , 0,NULL, NULL }
+
+
 struct  Markerd__V1__CreateSnapshotRequest
 {
   ProtobufCMessage base;
@@ -2027,15 +2311,16 @@ struct  Markerd__V1__ChangeEvent
 
 typedef enum {
   MARKERD__V1__FEED_EVENT__EVENT__NOT_SET = 0,
-  MARKERD__V1__FEED_EVENT__EVENT_CHANGE = 1
+  MARKERD__V1__FEED_EVENT__EVENT_CHANGE = 1,
+  MARKERD__V1__FEED_EVENT__EVENT_FENCE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__FEED_EVENT__EVENT__CASE)
 } Markerd__V1__FeedEvent__EventCase;
 
 /*
- * A message of the change feed (--publish): on the wire, the topic "layer/" + layer_id + "/"
- * and then this message's bytes. The trailing "/" keeps a subscriber of layer "a" from
- * receiving layer "ab". Field 2 of `event` is kept for geofence events (`FenceEvent fence = 2`,
- * added with geofences, on their own topic).
+ * A message of the change feed (--publish): on the wire, a topic and then this message's bytes.
+ * Changes go out on "layer/" + layer_id + "/", fence events on "fence/" + layer_id + "/" +
+ * fence_id + "/". The trailing "/" keeps a subscriber of layer "a" from receiving layer "ab";
+ * a subscriber of "fence/a/" takes every fence of layer a.
  */
 struct  Markerd__V1__FeedEvent
 {
@@ -2043,6 +2328,7 @@ struct  Markerd__V1__FeedEvent
   Markerd__V1__FeedEvent__EventCase event_case;
   union {
     Markerd__V1__ChangeEvent *change;
+    Markerd__V1__FenceEvent *fence;
   };
 };
 #define MARKERD__V1__FEED_EVENT__INIT \
@@ -3563,6 +3849,253 @@ Markerd__V1__GetPointTileResponse *
 void   markerd__v1__get_point_tile_response__free_unpacked
                      (Markerd__V1__GetPointTileResponse *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceCircle methods */
+void   markerd__v1__fence_circle__init
+                     (Markerd__V1__FenceCircle         *message);
+size_t markerd__v1__fence_circle__get_packed_size
+                     (const Markerd__V1__FenceCircle   *message);
+size_t markerd__v1__fence_circle__pack
+                     (const Markerd__V1__FenceCircle   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_circle__pack_to_buffer
+                     (const Markerd__V1__FenceCircle   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceCircle *
+       markerd__v1__fence_circle__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_circle__free_unpacked
+                     (Markerd__V1__FenceCircle *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceRing methods */
+void   markerd__v1__fence_ring__init
+                     (Markerd__V1__FenceRing         *message);
+size_t markerd__v1__fence_ring__get_packed_size
+                     (const Markerd__V1__FenceRing   *message);
+size_t markerd__v1__fence_ring__pack
+                     (const Markerd__V1__FenceRing   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_ring__pack_to_buffer
+                     (const Markerd__V1__FenceRing   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceRing *
+       markerd__v1__fence_ring__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_ring__free_unpacked
+                     (Markerd__V1__FenceRing *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FencePolygon methods */
+void   markerd__v1__fence_polygon__init
+                     (Markerd__V1__FencePolygon         *message);
+size_t markerd__v1__fence_polygon__get_packed_size
+                     (const Markerd__V1__FencePolygon   *message);
+size_t markerd__v1__fence_polygon__pack
+                     (const Markerd__V1__FencePolygon   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_polygon__pack_to_buffer
+                     (const Markerd__V1__FencePolygon   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FencePolygon *
+       markerd__v1__fence_polygon__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_polygon__free_unpacked
+                     (Markerd__V1__FencePolygon *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceFilter methods */
+void   markerd__v1__fence_filter__init
+                     (Markerd__V1__FenceFilter         *message);
+size_t markerd__v1__fence_filter__get_packed_size
+                     (const Markerd__V1__FenceFilter   *message);
+size_t markerd__v1__fence_filter__pack
+                     (const Markerd__V1__FenceFilter   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_filter__pack_to_buffer
+                     (const Markerd__V1__FenceFilter   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceFilter *
+       markerd__v1__fence_filter__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_filter__free_unpacked
+                     (Markerd__V1__FenceFilter *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceWebhook methods */
+void   markerd__v1__fence_webhook__init
+                     (Markerd__V1__FenceWebhook         *message);
+size_t markerd__v1__fence_webhook__get_packed_size
+                     (const Markerd__V1__FenceWebhook   *message);
+size_t markerd__v1__fence_webhook__pack
+                     (const Markerd__V1__FenceWebhook   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_webhook__pack_to_buffer
+                     (const Markerd__V1__FenceWebhook   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceWebhook *
+       markerd__v1__fence_webhook__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_webhook__free_unpacked
+                     (Markerd__V1__FenceWebhook *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__Fence methods */
+void   markerd__v1__fence__init
+                     (Markerd__V1__Fence         *message);
+size_t markerd__v1__fence__get_packed_size
+                     (const Markerd__V1__Fence   *message);
+size_t markerd__v1__fence__pack
+                     (const Markerd__V1__Fence   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence__pack_to_buffer
+                     (const Markerd__V1__Fence   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__Fence *
+       markerd__v1__fence__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence__free_unpacked
+                     (Markerd__V1__Fence *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceEvent methods */
+void   markerd__v1__fence_event__init
+                     (Markerd__V1__FenceEvent         *message);
+size_t markerd__v1__fence_event__get_packed_size
+                     (const Markerd__V1__FenceEvent   *message);
+size_t markerd__v1__fence_event__pack
+                     (const Markerd__V1__FenceEvent   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_event__pack_to_buffer
+                     (const Markerd__V1__FenceEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceEvent *
+       markerd__v1__fence_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_event__free_unpacked
+                     (Markerd__V1__FenceEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__CreateFenceRequest methods */
+void   markerd__v1__create_fence_request__init
+                     (Markerd__V1__CreateFenceRequest         *message);
+size_t markerd__v1__create_fence_request__get_packed_size
+                     (const Markerd__V1__CreateFenceRequest   *message);
+size_t markerd__v1__create_fence_request__pack
+                     (const Markerd__V1__CreateFenceRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__create_fence_request__pack_to_buffer
+                     (const Markerd__V1__CreateFenceRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__CreateFenceRequest *
+       markerd__v1__create_fence_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__create_fence_request__free_unpacked
+                     (Markerd__V1__CreateFenceRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__CreateFenceResponse methods */
+void   markerd__v1__create_fence_response__init
+                     (Markerd__V1__CreateFenceResponse         *message);
+size_t markerd__v1__create_fence_response__get_packed_size
+                     (const Markerd__V1__CreateFenceResponse   *message);
+size_t markerd__v1__create_fence_response__pack
+                     (const Markerd__V1__CreateFenceResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__create_fence_response__pack_to_buffer
+                     (const Markerd__V1__CreateFenceResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__CreateFenceResponse *
+       markerd__v1__create_fence_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__create_fence_response__free_unpacked
+                     (Markerd__V1__CreateFenceResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__DeleteFenceRequest methods */
+void   markerd__v1__delete_fence_request__init
+                     (Markerd__V1__DeleteFenceRequest         *message);
+size_t markerd__v1__delete_fence_request__get_packed_size
+                     (const Markerd__V1__DeleteFenceRequest   *message);
+size_t markerd__v1__delete_fence_request__pack
+                     (const Markerd__V1__DeleteFenceRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__delete_fence_request__pack_to_buffer
+                     (const Markerd__V1__DeleteFenceRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__DeleteFenceRequest *
+       markerd__v1__delete_fence_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__delete_fence_request__free_unpacked
+                     (Markerd__V1__DeleteFenceRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__DeleteFenceResponse methods */
+void   markerd__v1__delete_fence_response__init
+                     (Markerd__V1__DeleteFenceResponse         *message);
+size_t markerd__v1__delete_fence_response__get_packed_size
+                     (const Markerd__V1__DeleteFenceResponse   *message);
+size_t markerd__v1__delete_fence_response__pack
+                     (const Markerd__V1__DeleteFenceResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__delete_fence_response__pack_to_buffer
+                     (const Markerd__V1__DeleteFenceResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__DeleteFenceResponse *
+       markerd__v1__delete_fence_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__delete_fence_response__free_unpacked
+                     (Markerd__V1__DeleteFenceResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__ListFencesRequest methods */
+void   markerd__v1__list_fences_request__init
+                     (Markerd__V1__ListFencesRequest         *message);
+size_t markerd__v1__list_fences_request__get_packed_size
+                     (const Markerd__V1__ListFencesRequest   *message);
+size_t markerd__v1__list_fences_request__pack
+                     (const Markerd__V1__ListFencesRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__list_fences_request__pack_to_buffer
+                     (const Markerd__V1__ListFencesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__ListFencesRequest *
+       markerd__v1__list_fences_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__list_fences_request__free_unpacked
+                     (Markerd__V1__ListFencesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__ListFencesResponse methods */
+void   markerd__v1__list_fences_response__init
+                     (Markerd__V1__ListFencesResponse         *message);
+size_t markerd__v1__list_fences_response__get_packed_size
+                     (const Markerd__V1__ListFencesResponse   *message);
+size_t markerd__v1__list_fences_response__pack
+                     (const Markerd__V1__ListFencesResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__list_fences_response__pack_to_buffer
+                     (const Markerd__V1__ListFencesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__ListFencesResponse *
+       markerd__v1__list_fences_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__list_fences_response__free_unpacked
+                     (Markerd__V1__ListFencesResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__CreateSnapshotRequest methods */
 void   markerd__v1__create_snapshot_request__init
                      (Markerd__V1__CreateSnapshotRequest         *message);
@@ -3986,6 +4519,45 @@ typedef void (*Markerd__V1__GetPointTileRequest_Closure)
 typedef void (*Markerd__V1__GetPointTileResponse_Closure)
                  (const Markerd__V1__GetPointTileResponse *message,
                   void *closure_data);
+typedef void (*Markerd__V1__FenceCircle_Closure)
+                 (const Markerd__V1__FenceCircle *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FenceRing_Closure)
+                 (const Markerd__V1__FenceRing *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FencePolygon_Closure)
+                 (const Markerd__V1__FencePolygon *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FenceFilter_Closure)
+                 (const Markerd__V1__FenceFilter *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FenceWebhook_Closure)
+                 (const Markerd__V1__FenceWebhook *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__Fence_Closure)
+                 (const Markerd__V1__Fence *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FenceEvent_Closure)
+                 (const Markerd__V1__FenceEvent *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__CreateFenceRequest_Closure)
+                 (const Markerd__V1__CreateFenceRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__CreateFenceResponse_Closure)
+                 (const Markerd__V1__CreateFenceResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__DeleteFenceRequest_Closure)
+                 (const Markerd__V1__DeleteFenceRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__DeleteFenceResponse_Closure)
+                 (const Markerd__V1__DeleteFenceResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__ListFencesRequest_Closure)
+                 (const Markerd__V1__ListFencesRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__ListFencesResponse_Closure)
+                 (const Markerd__V1__ListFencesResponse *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__CreateSnapshotRequest_Closure)
                  (const Markerd__V1__CreateSnapshotRequest *message,
                   void *closure_data);
@@ -4143,6 +4715,18 @@ struct Markerd__V1__MarkerService_Service
                         const Markerd__V1__SignTileURLRequest *input,
                         Markerd__V1__SignTileURLResponse_Closure closure,
                         void *closure_data);
+  void (*create_fence)(Markerd__V1__MarkerService_Service *service,
+                       const Markerd__V1__CreateFenceRequest *input,
+                       Markerd__V1__CreateFenceResponse_Closure closure,
+                       void *closure_data);
+  void (*delete_fence)(Markerd__V1__MarkerService_Service *service,
+                       const Markerd__V1__DeleteFenceRequest *input,
+                       Markerd__V1__DeleteFenceResponse_Closure closure,
+                       void *closure_data);
+  void (*list_fences)(Markerd__V1__MarkerService_Service *service,
+                      const Markerd__V1__ListFencesRequest *input,
+                      Markerd__V1__ListFencesResponse_Closure closure,
+                      void *closure_data);
 };
 typedef void (*Markerd__V1__MarkerService_ServiceDestroy)(Markerd__V1__MarkerService_Service *);
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
@@ -4180,7 +4764,10 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## get_point_tile,\
       function_prefix__ ## create_snapshot,\
       function_prefix__ ## get_server_info,\
-      function_prefix__ ## sign_tile_url  }
+      function_prefix__ ## sign_tile_url,\
+      function_prefix__ ## create_fence,\
+      function_prefix__ ## delete_fence,\
+      function_prefix__ ## list_fences  }
 void markerd__v1__marker_service__create_layer(ProtobufCService *service,
                                                const Markerd__V1__CreateLayerRequest *input,
                                                Markerd__V1__CreateLayerResponse_Closure closure,
@@ -4301,6 +4888,18 @@ void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 const Markerd__V1__SignTileURLRequest *input,
                                                 Markerd__V1__SignTileURLResponse_Closure closure,
                                                 void *closure_data);
+void markerd__v1__marker_service__create_fence(ProtobufCService *service,
+                                               const Markerd__V1__CreateFenceRequest *input,
+                                               Markerd__V1__CreateFenceResponse_Closure closure,
+                                               void *closure_data);
+void markerd__v1__marker_service__delete_fence(ProtobufCService *service,
+                                               const Markerd__V1__DeleteFenceRequest *input,
+                                               Markerd__V1__DeleteFenceResponse_Closure closure,
+                                               void *closure_data);
+void markerd__v1__marker_service__list_fences(ProtobufCService *service,
+                                              const Markerd__V1__ListFencesRequest *input,
+                                              Markerd__V1__ListFencesResponse_Closure closure,
+                                              void *closure_data);
 
 /* --- descriptors --- */
 
@@ -4311,6 +4910,7 @@ extern const ProtobufCEnumDescriptor    markerd__v1__label_overflow__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__label_position__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__tiling_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__animation_kind__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__fence_event_kind__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__change_kind__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__response__descriptor;
@@ -4389,6 +4989,19 @@ extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_expansion_zoom_
 extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_expansion_zoom_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_point_tile_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_point_tile_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_circle__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_ring__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_polygon__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_filter__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_webhook__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_event__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__create_fence_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__create_fence_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__delete_fence_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__delete_fence_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__list_fences_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__list_fences_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__create_snapshot_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlrequest__descriptor;
