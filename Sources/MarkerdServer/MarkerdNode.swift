@@ -100,7 +100,7 @@ public final class MarkerdNode: Sendable {
             } catch {
                 service.close()
                 replicatedLog?.close()
-                throw StartupError(description: "cluster: \(error.description)")
+                throw StartupError(description: "cluster: \(error)")
             }
         }
         dispatcher = RPCDispatcher(service: service, access: access, shards: shards)
