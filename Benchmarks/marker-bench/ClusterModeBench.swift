@@ -40,7 +40,7 @@ struct ClusterModeBench {
     private var n: Int { layer.count }
     private var label: String { Table.count(n) }
     /// Timed calls per write-latency series (and per mode).
-    private var writeCalls: Int { options.quick ? 200 : min(options.queries, 1000) }
+    private var writeCalls: Int { options.queries }
     private var readSeconds: Double { options.quick ? 1.5 : 4 }
     private var readers: Int { 6 }
 
@@ -169,6 +169,12 @@ struct ClusterModeBench {
             return V1.HitTestRequest(layerID: Self.layerID, point: p.point, zoom: p.zoom)
         }
         let clients = try replicas.map { try MarkerdClient(url: $0.server.url, timeout: .seconds(60)) }
+        // What the replicas burn with no request (NATS heartbeats, timers), to tell it from the calls' CPU.
+        let pids = replicas.map(\.server.pid)
+        let idle0 = pids.map { Machine.cpuSeconds(pid: $0) ?? 0 }, idleStart = ContinuousClock.now
+        usleep(1_000_000)
+        let idleCPU = zip(pids, idle0).reduce(0.0) { $0 + ((Machine.cpuSeconds(pid: $1.0) ?? 0) - $1.1) }
+            / (ContinuousClock.now - idleStart).seconds / Double(pids.count)
         var results: [Int: (requests: Int, seconds: Double, serverCPU: Double, clientCPU: Double)] = [:]
         for spread in [1, 3, 1, 3] {
             Progress.log("[\(label)] cluster: HitTest from \(readers) threads on \(spread) replica(s) for \(readSeconds) s")
@@ -188,8 +194,8 @@ struct ClusterModeBench {
             table.add(Row(size: label, measure: "cluster: HitTest throughput, \(readers) client threads on \(spread) replica(s)",
                           value: Table.rate(rate), unit: "calls/s",
                           ratio: spread == 1 ? "1.00x" : String(format: "%.2fx 1 replica", rate / (Double(one.requests) / one.seconds)),
-                          note: String(format: "%d calls in %.1f s (two %.1f s rounds, alternating 1 and 3 replicas); markerd CPU %.1f µs/call (the replicas read from, /proc/PID/stat), marker-bench CPU %.1f µs/call; %d cores: the clients and replicas share them, so 3 replicas cannot scale here; loadavg %.1f",
-                                       r.requests, r.seconds, readSeconds, r.serverCPU * 1e6 / Double(r.requests),
+                          note: String(format: "%d calls in %.1f s (two %.1f s rounds, alternating 1 and 3 replicas); markerd CPU %.1f µs/call (the replicas read from, /proc/PID/stat; an idle replica uses %.1f ms/s), marker-bench CPU %.1f µs/call; %d cores: the clients and replicas share them, so 3 replicas cannot scale here; loadavg %.1f",
+                                       r.requests, r.seconds, readSeconds, r.serverCPU * 1e6 / Double(r.requests), idleCPU * 1000,
                                        r.clientCPU * 1e6 / Double(r.requests), Machine.processors, Machine.loadAverage ?? 0)))
         }
     }
