@@ -41,7 +41,9 @@ struct ClusterModeBench {
     private var label: String { Table.count(n) }
     /// Timed calls per write-latency series (and per mode).
     private var writeCalls: Int { options.queries }
+    /// Seconds of each of the four throughput rounds (1, 3, 1, 3 replicas). 4 s; 1.5 s with --quick.
     private var readSeconds: Double { options.quick ? 1.5 : 4 }
+    /// Client threads of the throughput rounds, each calling HitTest back to back.
     private var readers: Int { 6 }
 
     func run() throws {
