@@ -21,6 +21,10 @@ struct Options: Sendable {
     var runInProcess = true
     /// Run the clusters section (grid clusters vs pysupercluster, `ClusterBench`).
     var runClusters = true
+    /// Run the cluster-mode section (`ClusterModeBench`: three nats-server and three replicas
+    /// against a single node; `--only cluster`; skipped with a row when nats-server is missing).
+    /// Not the marker clusters of `runClusters`.
+    var runClusterMode = true
     /// In-process QueryViewport server work (`--only viewport`; never part of a full run).
     var runViewport = false
     /// In-process GetClusters server work (`--only clusterwork`; never part of a full run).
@@ -117,6 +121,7 @@ struct Options: Sendable {
             runDenseTiles = only == "densetiles"
             runOneCity = only == "onecity"
             runClusters = only == "clusters"
+            runClusterMode = only == "cluster"
             runViewport = only == "viewport"
             runClusterWork = only == "clusterwork"
             runFeed = only == "feed"
@@ -150,7 +155,13 @@ struct Options: Sendable {
       --only SECTION       run one section: rpc, inprocess, durability, restart (the
                            durability section's restart from snapshot + journal tail only),
                            tiles, pointtiles (the z0 point tile: bytes, cold and
-                           cached latency), clusters, render (the in-process section's
+                           cached latency), clusters (GetClusters' marker
+                           clusters), cluster (cluster mode: 3 nats-server -js
+                           + 3 replicas on loopback: load, MoveMarkers and
+                           UpsertMarkers latency vs a single node --fsync always,
+                           a fresh replica's catch-up, HitTest throughput on 1
+                           vs 3 replicas, failover after kill -9; skipped with
+                           a row when nats-server is not installed), render (the in-process section's
                            renders only, node sweep only), z0 (only the
                            in-process z0 render with the node sweep, best of 20),
                            citytiles (the tiles section's cold tiles rendered
@@ -251,7 +262,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "fences", "auth", "attributes", "labels", "feed"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "cluster", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "fences", "auth", "attributes", "labels", "feed"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }
@@ -303,7 +314,7 @@ struct Options: Sendable {
         }
         if let reportDir { parts.append("--report \(reportDir)") }
         parts.append("--markerd \(markerdPath)")
-        if !skipDurability { parts.append("--data-root \(dataRoot)") }
+        if !skipDurability || runClusterMode { parts.append("--data-root \(dataRoot)") }
         return parts.joined(separator: " ")
     }
 }

@@ -88,6 +88,7 @@ func runAll() throws -> Table {
         if options.runViewport { try ViewportBench(options: options, layer: layer, markers: markers, table: table).run() }
         if options.runClusterWork { try ClusterWorkBench(options: options, layer: layer, markers: markers, table: table).run() }
         if options.runClusters { try ClusterBench(options: options, layer: layer, markers: markers, floor: floor, table: table).run() }
+        if options.runClusterMode { try ClusterModeBench(options: options, layer: layer, markers: markers, table: table).run() }
     }
     return table
 }
