@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal", "MarkerdAuth", "MarkerdCluster"]),
         // Cluster mode: the replicated log on a NATS JetStream stream, the layer placement map in a
         // JetStream key-value bucket (libnats).
-        .target(name: "MarkerdCluster", dependencies: ["CNats"]),
+        .target(name: "MarkerdCluster", dependencies: ["CNats", "MarkerdJournal"]),
         // A Swift client over the same RPC (markerctl, benchmarks, tests).
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 
@@ -90,6 +90,6 @@ let package = Package(
             exclude: ["fuzz-regressions.txt"]
         ),
         // Cluster mode end to end: real nats-server and markerd processes (needs `nats-server`).
-        .testTarget(name: "MarkerdClusterTests", dependencies: ["MarkerdTestSupport", "MarkerdClient", "MarkerdAPI"]),
+        .testTarget(name: "MarkerdClusterTests", dependencies: ["MarkerdTestSupport", "MarkerdClient", "MarkerdAPI", "MarkerdCluster"]),
     ]
 )

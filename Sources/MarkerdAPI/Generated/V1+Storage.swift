@@ -82,6 +82,9 @@ extension V1 {
             /// Many keys per section, packed.
             /// Proto field `idempotency_keys` = 7.
             case idempotencyKeys(IdempotencyKeys)
+            /// A layer's version and next drag id, after its markers (absent in older snapshots).
+            /// Proto field `layer_state` = 8.
+            case layerState(LayerState)
         }
 
         /// One of the `section` cases; nil when none is set.
@@ -93,6 +96,31 @@ extension V1 {
             section: Section? = nil
         ) {
             self.section = section
+        }
+    }
+
+    /// What restoring a layer's markers cannot rebuild: the version it had and the number of its next
+    /// drag session, when the snapshot was taken. Cluster mode restores them exactly, so that a
+    /// replica restored from a snapshot plus the log's tail has the versions of one that applied the
+    /// whole log; a single node starts above them anyway (see JournalRecord.version_ceiling).
+    public struct LayerState: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// Proto field `version` = 2; absent decodes to 0, which is not encoded.
+        public var version: UInt64 = 0
+        /// Proto field `next_drag_id` = 3; absent decodes to 0, which is not encoded.
+        public var nextDragID: UInt64 = 0
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            version: UInt64 = 0,
+            nextDragID: UInt64 = 0
+        ) {
+            self.layerID = layerID
+            self.version = version
+            self.nextDragID = nextDragID
         }
     }
 
@@ -261,6 +289,8 @@ extension V1.SnapshotSection: CBridged {
             if let value: V1.SnapshotFooter = try swiftMessage(c.footer) { section = .footer(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS:
             if let value: V1.IdempotencyKeys = try swiftMessage(c.idempotency_keys) { section = .idempotencyKeys(value) }
+        case MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE:
+            if let value: V1.LayerState = try swiftMessage(c.layer_state) { section = .layerState(value) }
         default:
             break
         }
@@ -294,9 +324,38 @@ extension V1.SnapshotSection: CBridged {
         case .idempotencyKeys(let value)?:
             c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS
             c.idempotency_keys = arena.message(value)
+        case .layerState(let value)?:
+            c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE
+            c.layer_state = arena.message(value)
         case nil:
             break
         }
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.LayerState: CBridged {
+    static var protoName: String { "LayerState" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__layer_state__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__LayerState.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "LayerState.layer_id"),
+            version: c.version,
+            nextDragID: c.next_drag_id
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__LayerState()
+        markerd__v1__layer_state__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        setPlain(self.version, &c.has_version, &c.version)
+        setPlain(self.nextDragID, &c.has_next_drag_id, &c.next_drag_id)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -98,6 +98,51 @@ void   markerd__v1__snapshot_section__free_unpacked
   assert(message->base.descriptor == &markerd__v1__snapshot_section__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__layer_state__init
+                     (Markerd__V1__LayerState         *message)
+{
+  static const Markerd__V1__LayerState init_value = MARKERD__V1__LAYER_STATE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__layer_state__get_packed_size
+                     (const Markerd__V1__LayerState *message)
+{
+  assert(message->base.descriptor == &markerd__v1__layer_state__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__layer_state__pack
+                     (const Markerd__V1__LayerState *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__layer_state__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__layer_state__pack_to_buffer
+                     (const Markerd__V1__LayerState *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__layer_state__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__LayerState *
+       markerd__v1__layer_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__LayerState *)
+     protobuf_c_message_unpack (&markerd__v1__layer_state__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__layer_state__free_unpacked
+                     (Markerd__V1__LayerState *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__layer_state__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__snapshot_header__init
                      (Markerd__V1__SnapshotHeader         *message)
 {
@@ -407,7 +452,7 @@ const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor =
   (ProtobufCMessageInit) markerd__v1__journal_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[7] =
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[8] =
 {
   {
     "header",
@@ -493,6 +538,18 @@ static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descr
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "layer_state",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, layer_state),
+    &markerd__v1__layer_state__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
   5,   /* field[5] = footer */
@@ -501,12 +558,13 @@ static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
   4,   /* field[4] = idempotency */
   6,   /* field[6] = idempotency_keys */
   1,   /* field[1] = layer */
+  7,   /* field[7] = layer_state */
   3,   /* field[3] = markers */
 };
 static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
 {
@@ -516,11 +574,75 @@ const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
   "Markerd__V1__SnapshotSection",
   "markerd.v1",
   sizeof(Markerd__V1__SnapshotSection),
-  7,
+  8,
   markerd__v1__snapshot_section__field_descriptors,
   markerd__v1__snapshot_section__field_indices_by_name,
   1,  markerd__v1__snapshot_section__number_ranges,
   (ProtobufCMessageInit) markerd__v1__snapshot_section__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__layer_state__field_descriptors[3] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LayerState, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__LayerState, has_version),
+    offsetof(Markerd__V1__LayerState, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_drag_id",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__LayerState, has_next_drag_id),
+    offsetof(Markerd__V1__LayerState, next_drag_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__layer_state__field_indices_by_name[] = {
+  0,   /* field[0] = layer_id */
+  2,   /* field[2] = next_drag_id */
+  1,   /* field[1] = version */
+};
+static const ProtobufCIntRange markerd__v1__layer_state__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__layer_state__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.LayerState",
+  "LayerState",
+  "Markerd__V1__LayerState",
+  "markerd.v1",
+  sizeof(Markerd__V1__LayerState),
+  3,
+  markerd__v1__layer_state__field_descriptors,
+  markerd__v1__layer_state__field_indices_by_name,
+  1,  markerd__v1__layer_state__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__layer_state__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor markerd__v1__snapshot_header__field_descriptors[4] =

@@ -19,6 +19,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Markerd__V1__JournalRecord Markerd__V1__JournalRecord;
 typedef struct Markerd__V1__SnapshotSection Markerd__V1__SnapshotSection;
+typedef struct Markerd__V1__LayerState Markerd__V1__LayerState;
 typedef struct Markerd__V1__SnapshotHeader Markerd__V1__SnapshotHeader;
 typedef struct Markerd__V1__SnapshotFooter Markerd__V1__SnapshotFooter;
 typedef struct Markerd__V1__IdempotencyEntry Markerd__V1__IdempotencyEntry;
@@ -89,7 +90,8 @@ typedef enum {
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_MARKERS = 4,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY = 5,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER = 6,
-  MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS = 7
+  MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS = 7,
+  MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE = 8
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__SNAPSHOT_SECTION__SECTION__CASE)
 } Markerd__V1__SnapshotSection__SectionCase;
 
@@ -124,11 +126,35 @@ struct  Markerd__V1__SnapshotSection
      * Many keys per section, packed.
      */
     Markerd__V1__IdempotencyKeys *idempotency_keys;
+    /*
+     * A layer's version and next drag id, after its markers (absent in older snapshots).
+     */
+    Markerd__V1__LayerState *layer_state;
   };
 };
 #define MARKERD__V1__SNAPSHOT_SECTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__snapshot_section__descriptor) \
     , MARKERD__V1__SNAPSHOT_SECTION__SECTION__NOT_SET, {0} }
+
+
+/*
+ * What restoring a layer's markers cannot rebuild: the version it had and the number of its next
+ * drag session, when the snapshot was taken. Cluster mode restores them exactly, so that a
+ * replica restored from a snapshot plus the log's tail has the versions of one that applied the
+ * whole log; a single node starts above them anyway (see JournalRecord.version_ceiling).
+ */
+struct  Markerd__V1__LayerState
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  protobuf_c_boolean has_version;
+  uint64_t version;
+  protobuf_c_boolean has_next_drag_id;
+  uint64_t next_drag_id;
+};
+#define MARKERD__V1__LAYER_STATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__layer_state__descriptor) \
+    , NULL, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__SnapshotHeader
@@ -251,6 +277,25 @@ Markerd__V1__SnapshotSection *
 void   markerd__v1__snapshot_section__free_unpacked
                      (Markerd__V1__SnapshotSection *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__LayerState methods */
+void   markerd__v1__layer_state__init
+                     (Markerd__V1__LayerState         *message);
+size_t markerd__v1__layer_state__get_packed_size
+                     (const Markerd__V1__LayerState   *message);
+size_t markerd__v1__layer_state__pack
+                     (const Markerd__V1__LayerState   *message,
+                      uint8_t             *out);
+size_t markerd__v1__layer_state__pack_to_buffer
+                     (const Markerd__V1__LayerState   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__LayerState *
+       markerd__v1__layer_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__layer_state__free_unpacked
+                     (Markerd__V1__LayerState *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__SnapshotHeader methods */
 void   markerd__v1__snapshot_header__init
                      (Markerd__V1__SnapshotHeader         *message);
@@ -335,6 +380,9 @@ typedef void (*Markerd__V1__JournalRecord_Closure)
 typedef void (*Markerd__V1__SnapshotSection_Closure)
                  (const Markerd__V1__SnapshotSection *message,
                   void *closure_data);
+typedef void (*Markerd__V1__LayerState_Closure)
+                 (const Markerd__V1__LayerState *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__SnapshotHeader_Closure)
                  (const Markerd__V1__SnapshotHeader *message,
                   void *closure_data);
@@ -355,6 +403,7 @@ typedef void (*Markerd__V1__IdempotencyKeys_Closure)
 
 extern const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__layer_state__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_header__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_footer__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__idempotency_entry__descriptor;
