@@ -4,7 +4,7 @@ import MarkerdAPI
 /// A cluster-mode snapshot's bytes: the sections of a snapshot file (`SnapshotSection`, the
 /// same as `writeSnapshotSections` writes to disk), each preceded by its length (4 bytes,
 /// little-endian). The header's `covers_sequence` is the log sequence it is exact at; each
-/// layer's `LayerState` restores its version and next drag id exactly.
+/// layer's `LayerState` restores its version, next drag id and open drag sessions exactly.
 public enum ClusterSnapshot {
     /// Appends one encoded section to `out`.
     static func append(_ section: [UInt8], to out: inout [UInt8]) {
@@ -41,7 +41,7 @@ extension MarkerService {
                 throw RPCError.failedPrecondition("this replica has applied no record of the replicated log yet: there is nothing to snapshot")
             }
             var out: [UInt8] = []
-            let markers = try writeSnapshotSections(covering: sequence, versionCeiling: 0, beforeKeys: {},
+            let markers = try writeSnapshotSections(covering: sequence, versionCeiling: 0, openDrags: true, beforeKeys: {},
                                                     put: { ClusterSnapshot.append($0, to: &out) })
             replication.bytesSinceSnapshot = 0
             return (sequence, out, markers)

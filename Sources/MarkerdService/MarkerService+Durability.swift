@@ -399,9 +399,14 @@ extension MarkerService {
         case .layerState(let state)?:
             // After the layer's markers: their restore raised the version by its own count.
             let h = try handle(state.layerID)
-            h.lock.withWriteLock {
+            try h.lock.withWriteLock { () throws(RPCError) in
                 h.layer.restoreState(version: state.version, nextDragNumber: state.nextDragID)
                 h.tileVersions.reset(seq: state.version)
+                for d in state.drags {
+                    try mapCoreError { () throws(MarkerdCoreError) in
+                        try h.layer.restoreDrag(DragID(rawValue: d.dragID), markerID: d.markerID, start: WorldPoint(x: d.startX, y: d.startY))
+                    }
+                }
             }
         case .footer?, nil:
             break
@@ -499,9 +504,11 @@ extension MarkerService {
     /// The sections of a snapshot covering sequence `covered`, in order, to `put` (each an
     /// encoded `SnapshotSection`): header, icons, per layer its options, marker chunks and
     /// `LayerState`, then the idempotency keys and the footer. Takes each layer's read lock per
-    /// chunk only; `beforeKeys` runs before the keys are packed. Returns the markers written.
+    /// chunk only; `beforeKeys` runs before the keys are packed. `openDrags`: whether each
+    /// `LayerState` lists the layer's open drag sessions (cluster mode). Returns the markers
+    /// written.
     /// - Throws: `put`'s errors; UNAVAILABLE when shutdown cancels the snapshot.
-    func writeSnapshotSections(covering covered: UInt64, versionCeiling: UInt64, beforeKeys: () -> Void,
+    func writeSnapshotSections(covering covered: UInt64, versionCeiling: UInt64, openDrags: Bool = false, beforeKeys: () -> Void,
                                put putBytes: ([UInt8]) throws -> Void) throws -> UInt64 {
         var markerCount: UInt64 = 0
         func put(_ s: V1.SnapshotSection.Section) throws {
@@ -551,7 +558,10 @@ extension MarkerService {
                 cursor = next
             }
             let state = h.lock.withReadLock {
-                V1.LayerState(layerID: h.id, version: h.layer.version, nextDragID: h.layer.nextDragID.rawValue)
+                V1.LayerState(layerID: h.id, version: h.layer.version, nextDragID: h.layer.nextDragID.rawValue,
+                              drags: openDrags ? h.layer.openDrags.map {
+                                  V1.OpenDrag(dragID: $0.id.rawValue, markerID: $0.markerID, startX: $0.start.x, startY: $0.start.y)
+                              } : [])
             }
             try put(.layerState(state))
         }

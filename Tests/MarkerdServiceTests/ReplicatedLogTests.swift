@@ -168,7 +168,7 @@ import Testing
     }
 
     /// A cluster snapshot exact at S plus the log after S gives the replica that applied the
-    /// log from 1: the same layers, markers, versions, drag ids and idempotency keys.
+    /// log from 1: the same layers, markers, versions, drag ids, open drags and idempotency keys.
     @Test func snapshotAtSPlusTheTailEqualsTheWholeLog() throws {
         let log = MemoryLog()
         var replicas = (0..<2).map { _ in MarkerService(configuration: ServiceConfiguration(), replicatedLog: log) }
@@ -190,6 +190,8 @@ import Testing
         // A drag raises the layer's next drag id (kept by the snapshot's LayerState).
         let drag = try V1.BeginDragResponse(serializedBytes: ok(1, .beginDrag, V1.BeginDragRequest(layerID: "l", markerID: "d1"), key: "d1"))
         _ = try ok(1, .endDrag, V1.EndDragRequest(layerID: "l", dragID: drag.dragID, position: V1.LatLng(latitude: 1, longitude: 2)), key: "d2")
+        // A drag begun before the snapshot and ended after it, through the restored replica.
+        let open = try V1.BeginDragResponse(serializedBytes: ok(0, .beginDrag, V1.BeginDragRequest(layerID: "l", markerID: "d2"), key: "d-open"))
 
         let snapshot = try replicas[0].createSnapshot(V1.CreateSnapshotRequest())
         let covered = replicas[0].appliedSequence
@@ -206,8 +208,10 @@ import Testing
         #expect(states[0].count > 10)
         #expect(states[1] == states[0])
         #expect(states[2] == states[0])
+        _ = try ok(2, .endDrag, V1.EndDragRequest(layerID: "l", dragID: open.dragID, position: V1.LatLng(latitude: 9, longitude: 9)), key: "d-close")
+        #expect(try replicas.map(Self.state) == Array(repeating: try Self.state(replicas[0]), count: 3))
         // Drag ids continue alike: a drag begun through the restored replica ends through another.
-        let next = try V1.BeginDragResponse(serializedBytes: ok(2, .beginDrag, V1.BeginDragRequest(layerID: "l", markerID: "d2"), key: "d3"))
+        let next = try V1.BeginDragResponse(serializedBytes: ok(2, .beginDrag, V1.BeginDragRequest(layerID: "l", markerID: "d1"), key: "d3"))
         _ = try ok(0, .endDrag, V1.EndDragRequest(layerID: "l", dragID: next.dragID, position: V1.LatLng(latitude: 7, longitude: 8)), key: "d4")
         #expect(try replicas.map(Self.state) == Array(repeating: try Self.state(replicas[0]), count: 3))
         // Keys applied before the snapshot are known to the restored replica: a retry answers the

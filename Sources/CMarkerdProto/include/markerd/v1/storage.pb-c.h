@@ -20,6 +20,7 @@ PROTOBUF_C__BEGIN_DECLS
 typedef struct Markerd__V1__JournalRecord Markerd__V1__JournalRecord;
 typedef struct Markerd__V1__SnapshotSection Markerd__V1__SnapshotSection;
 typedef struct Markerd__V1__LayerState Markerd__V1__LayerState;
+typedef struct Markerd__V1__OpenDrag Markerd__V1__OpenDrag;
 typedef struct Markerd__V1__SnapshotHeader Markerd__V1__SnapshotHeader;
 typedef struct Markerd__V1__SnapshotFooter Markerd__V1__SnapshotFooter;
 typedef struct Markerd__V1__IdempotencyEntry Markerd__V1__IdempotencyEntry;
@@ -151,10 +152,39 @@ struct  Markerd__V1__LayerState
   uint64_t version;
   protobuf_c_boolean has_next_drag_id;
   uint64_t next_drag_id;
+  /*
+   * Its open drag sessions (cluster mode only: a drag begun before the snapshot may end after
+   * it; a single node's drags do not outlive the process).
+   */
+  size_t n_drags;
+  Markerd__V1__OpenDrag **drags;
 };
 #define MARKERD__V1__LAYER_STATE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__layer_state__descriptor) \
-    , NULL, 0, 0, 0, 0 }
+    , NULL, 0, 0, 0, 0, 0,NULL }
+
+
+/*
+ * A drag session open when the snapshot was taken: EndDrag / CancelDrag may still name it.
+ */
+struct  Markerd__V1__OpenDrag
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean has_drag_id;
+  uint64_t drag_id;
+  char *marker_id;
+  /*
+   * Where the marker was when the drag began (world coordinates, as MarkerLayer keeps them):
+   * CancelDrag puts it back there.
+   */
+  protobuf_c_boolean has_start_x;
+  uint32_t start_x;
+  protobuf_c_boolean has_start_y;
+  uint32_t start_y;
+};
+#define MARKERD__V1__OPEN_DRAG__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__open_drag__descriptor) \
+    , 0, 0, NULL, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__SnapshotHeader
@@ -296,6 +326,25 @@ Markerd__V1__LayerState *
 void   markerd__v1__layer_state__free_unpacked
                      (Markerd__V1__LayerState *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__OpenDrag methods */
+void   markerd__v1__open_drag__init
+                     (Markerd__V1__OpenDrag         *message);
+size_t markerd__v1__open_drag__get_packed_size
+                     (const Markerd__V1__OpenDrag   *message);
+size_t markerd__v1__open_drag__pack
+                     (const Markerd__V1__OpenDrag   *message,
+                      uint8_t             *out);
+size_t markerd__v1__open_drag__pack_to_buffer
+                     (const Markerd__V1__OpenDrag   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__OpenDrag *
+       markerd__v1__open_drag__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__open_drag__free_unpacked
+                     (Markerd__V1__OpenDrag *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__SnapshotHeader methods */
 void   markerd__v1__snapshot_header__init
                      (Markerd__V1__SnapshotHeader         *message);
@@ -383,6 +432,9 @@ typedef void (*Markerd__V1__SnapshotSection_Closure)
 typedef void (*Markerd__V1__LayerState_Closure)
                  (const Markerd__V1__LayerState *message,
                   void *closure_data);
+typedef void (*Markerd__V1__OpenDrag_Closure)
+                 (const Markerd__V1__OpenDrag *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__SnapshotHeader_Closure)
                  (const Markerd__V1__SnapshotHeader *message,
                   void *closure_data);
@@ -404,6 +456,7 @@ typedef void (*Markerd__V1__IdempotencyKeys_Closure)
 extern const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__layer_state__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__open_drag__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_header__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_footer__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__idempotency_entry__descriptor;
