@@ -1,5 +1,7 @@
 import Foundation
 import MarkerdAPI
+import MarkerdCore
+import Synchronization
 
 /// Cluster mode's replicated log as the service sees it: an ordered, replicated, acknowledged
 /// sequence of records (MarkerdCluster's JetStream stream, one per replica group). The service
@@ -57,6 +59,26 @@ final class Replication: @unchecked Sendable {
     /// Held by `applyLogged` for each record and by a cluster snapshot for its whole encoding,
     /// so that a snapshot is exact at the sequence applied.
     let applyLock = NSLock()
+    /// Appends `record` and waits for the log's acknowledgement (for records no caller waits
+    /// to see applied: DragTo).
+    /// - Throws: RESOURCE_EXHAUSTED when it is larger than the log takes; UNAVAILABLE when the
+    ///   log does not acknowledge it.
+    func appendAndWait(_ record: [UInt8]) throws(RPCError) {
+        guard record.count <= log.maxRecordBytes else {
+            throw .resourceExhausted("the log record of \(record.count) bytes exceeds the \(log.maxRecordBytes) bytes the cluster's NATS servers take (max_payload)")
+        }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<(any Error)?>(nil)
+        log.append(record) { result in
+            if case .failure(let error) = result { outcome.withLock { $0 = error } }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.withLock({ $0 }) {
+            throw .unavailable("the replicated log did not acknowledge the record (\(error)): retry")
+        }
+    }
+
     /// Layers whose animation expiry record this replica appended and has not applied yet (so
     /// that reads append one per layer at a time). Guarded by `cond`.
     private var expiring: Set<String> = []
@@ -260,6 +282,8 @@ extension MarkerService {
 
     /// The method of an animation expiry record (cluster mode's log only; payload: the layer id).
     static let expireAnimationsMethod = "markerd.ExpireAnimations"
+    /// The method of a DragTo record (cluster mode's log only; payload: the DragToRequest).
+    static let dragToMethod = "markerd.DragTo"
 
     /// Cluster mode's read-side expiry: markers whose animation ended are static for every read
     /// already (the core takes `now`), but turning them static for good raises the layer's
@@ -282,14 +306,24 @@ extension MarkerService {
         var key = "", digest: UInt64 = 0
         let result: Result<[UInt8], RPCError>
         var repeated = false  // the key was applied before: nothing to remember anew
-        if let record = try? V1.JournalRecord(serializedBytes: bytes), record.method == Self.expireAnimationsMethod {
+        let record = try? V1.JournalRecord(serializedBytes: bytes)
+        if let record, record.method == Self.expireAnimationsMethod {
             let layerID = String(decoding: record.payload, as: UTF8.self)
             if let h = layers.withLock({ $0[layerID] }) {
                 try? h.expireAnimationsIfDue(nowUnixMs: record.appliedAtUnixMs, versions, measurer: labelText)
             }
             replication.expiryApplied(layerID)
             _ = replication.applied(sequence, key: "", digest: 0)
-        } else if let record = try? V1.JournalRecord(serializedBytes: bytes), let kind = MutationKind(methodName: record.method) {
+        } else if let record, record.method == Self.dragToMethod {
+            // A drag that ended or a layer deleted before this record: a no-op on every replica.
+            if let r = try? V1.DragToRequest(serializedBytes: record.payload), let drag = DragID(r.dragID),
+               let p = MarkerConversion.latLng(r.position), let h = layers.withLock({ $0[r.layerID] }) {
+                h.lock.withWriteLock {
+                    if !h.deleted { try? h.layer.dragTo(drag, p) }
+                }
+            }
+            _ = replication.applied(sequence, key: "", digest: 0)
+        } else if let record, let kind = MutationKind(methodName: record.method) {
             key = record.idempotencyKey
             digest = record.requestDigest
             if !key.isEmpty, let done = idempotency.completed(key: key) {

@@ -293,4 +293,29 @@ import Testing
         _ = try versions()
         #expect(log.lock.withLock { log.records.count } == 3)
     }
+
+    /// DragTo goes through the log in cluster mode: every replica moves the marker and raises
+    /// the version alike; a drag this replica does not know is NOT_FOUND without a record.
+    @Test func dragToIsReplicated() throws {
+        let log = MemoryLog()
+        let replicas = (0..<2).map { _ in MarkerService(configuration: ServiceConfiguration(), replicatedLog: log) }
+        func ok(_ via: Int, _ kind: MutationKind, _ request: some ProtoMessage, key: String) throws -> [UInt8] {
+            try #require(Self.write(replicas[via], kind, request, key: key, log: log, replicas: replicas)).get()
+        }
+        _ = try ok(0, .createLayer, V1.CreateLayerRequest(layerID: "l"), key: "c")
+        _ = try ok(0, .upsertMarkers, V1.UpsertMarkersRequest(layerID: "l", markers: [marker("a", 1, 1) { $0.draggable = true }]), key: "u")
+        let drag = try V1.BeginDragResponse(serializedBytes: ok(1, .beginDrag, V1.BeginDragRequest(layerID: "l", markerID: "a"), key: "b"))
+        for i in 1...3 {
+            _ = try replicas[i % 2].dragTo(V1.DragToRequest(layerID: "l", dragID: drag.dragID, position: V1.LatLng(latitude: Double(i), longitude: 5)))
+        }
+        #expect(log.records.count == 6)
+        log.deliver(to: replicas)
+        let states = try replicas.map(Self.state)
+        #expect(states[0].contains("a@3.0,5.0 visible=true draggable=true"))
+        #expect(states[1] == states[0])
+        #expect {
+            _ = try replicas[0].dragTo(V1.DragToRequest(layerID: "l", dragID: "drag-999", position: V1.LatLng(latitude: 1, longitude: 1)))
+        } throws: { ($0 as? RPCError)?.code == .notFound }
+        #expect(log.records.count == 6)
+    }
 }
