@@ -82,8 +82,9 @@ extension V1 {
             /// Many keys per section, packed.
             /// Proto field `idempotency_keys` = 7.
             case idempotencyKeys(IdempotencyKeys)
-            /// A layer's version and next drag id, after its markers (absent in older snapshots).
-            /// Proto field `layer_state` = 8.
+            /// A layer's version, next drag id and (cluster mode) open drags, after its markers; absent in
+            /// older snapshots. (8 is the fence section.)
+            /// Proto field `layer_state` = 9.
             case layerState(LayerState)
         }
 

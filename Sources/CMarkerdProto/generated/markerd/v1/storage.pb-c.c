@@ -585,7 +585,7 @@ static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descr
   },
   {
     "layer_state",
-    8,
+    9,
     PROTOBUF_C_LABEL_OPTIONAL,
     PROTOBUF_C_TYPE_MESSAGE,
     offsetof(Markerd__V1__SnapshotSection, section_case),
@@ -606,9 +606,10 @@ static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
   7,   /* field[7] = layer_state */
   3,   /* field[3] = markers */
 };
-static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[1 + 1] =
+static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[2 + 1] =
 {
   { 1, 0 },
+  { 9, 7 },
   { 0, 8 }
 };
 const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
@@ -622,7 +623,7 @@ const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
   8,
   markerd__v1__snapshot_section__field_descriptors,
   markerd__v1__snapshot_section__field_indices_by_name,
-  1,  markerd__v1__snapshot_section__number_ranges,
+  2,  markerd__v1__snapshot_section__number_ranges,
   (ProtobufCMessageInit) markerd__v1__snapshot_section__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -92,7 +92,7 @@ typedef enum {
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY = 5,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER = 6,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS = 7,
-  MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE = 8
+  MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE = 9
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__SNAPSHOT_SECTION__SECTION__CASE)
 } Markerd__V1__SnapshotSection__SectionCase;
 
@@ -128,7 +128,8 @@ struct  Markerd__V1__SnapshotSection
      */
     Markerd__V1__IdempotencyKeys *idempotency_keys;
     /*
-     * A layer's version and next drag id, after its markers (absent in older snapshots).
+     * A layer's version, next drag id and (cluster mode) open drags, after its markers; absent in
+     * older snapshots. (8 is the fence section.)
      */
     Markerd__V1__LayerState *layer_state;
   };
