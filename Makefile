@@ -34,7 +34,9 @@ run: release basemap
 
 ## The whole test suite: Swift unit + integration tests, the Python reference client and the Python package
 ## (clients/python, in a virtual environment) against a real markerd, then the viewer in headless Chromium against
-## a real markerd (screenshots in .build/viewer-test).
+## a real markerd (screenshots in .build/viewer-test), then deploy/: the Kubernetes manifests (strict schema
+## validation), the Containerfile's runtime libraries against markerd's ldd, and deploy/cluster/cluster.sh
+## (three clustered nats-server and three markerd replicas on loopback, started, checked and stopped).
 ## Built optimised (-O, with -enable-testing for @testable imports) in a build directory of its own, so it neither
 ## rebuilds nor is rebuilt by `make run` / `make bench`: the brute-force renderers the tile tests compare against
 ## take about 6x longer unoptimised (the suite took 1411 s in debug and 224 s optimised on one 2-vCPU host).
@@ -55,6 +57,9 @@ test: test-deps
 	$(PY_VENV)/bin/python clients/python/tests/test_client.py --markerd $(TEST_MARKERD)
 	python3 scripts/viewer-test.py --markerd $(TEST_MARKERD)
 	python3 Benchmarks/test_plot_report.py
+	python3 deploy/k8s/test_k8s.py
+	python3 deploy/test_containerfile.py --markerd $(TEST_MARKERD)
+	python3 deploy/cluster/test_cluster.py --markerd $(TEST_MARKERD)
 
 ## The same suite in a debug build (slower; for lldb and for checks that only debug builds make).
 test-debug:

@@ -54,7 +54,8 @@ let package = Package(
         // Tokens and scopes (the auth file), signed tile URLs: SHA-256 and HMAC through libmbedcrypto.
         .target(name: "MarkerdAuth", dependencies: ["CMbedCrypto"]),
         // The server: RPC envelope, dispatch, authorization, deadlines, metrics, wiring to the transport.
-        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal", "MarkerdAuth", "MarkerdCluster"]),
+        .target(name: "MarkerdServer", dependencies: ["MarkerdService", "MarkerdAPI", "MarkerdTransport", "MarkerdJournal", "MarkerdAuth",
+                                                   "MarkerdCluster"]),
         // Cluster mode: the replicated log on a NATS JetStream stream, the layer placement map in a
         // JetStream key-value bucket (libnats).
         .target(name: "MarkerdCluster", dependencies: ["CNats", "MarkerdJournal"]),
@@ -90,6 +91,9 @@ let package = Package(
             exclude: ["fuzz-regressions.txt"]
         ),
         // Cluster mode end to end: real nats-server and markerd processes (needs `nats-server`).
-        .testTarget(name: "MarkerdClusterTests", dependencies: ["MarkerdTestSupport", "MarkerdClient", "MarkerdAPI", "MarkerdCluster"]),
+        .testTarget(
+            name: "MarkerdClusterTests",
+            dependencies: ["MarkerdTestSupport", "MarkerdCluster", "MarkerdServer", "MarkerdClient", "MarkerdAPI", "MarkerdTransport"]
+        ),
     ]
 )

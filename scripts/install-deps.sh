@@ -2,8 +2,10 @@
 # Installs what markerd needs on Debian 12 beyond the Swift toolchain, only if it is missing.
 #   scripts/install-deps.sh          Debian packages for building and running
 #   scripts/install-deps.sh --test   also the Python packages the tests use (reference client; matplotlib
-#                                    for Benchmarks/test_plot_report.py), Debian's chromium for the
-#                                    viewer's browser test, and the viewer's basemap
+#                                    for Benchmarks/test_plot_report.py; kubernetes-validate for
+#                                    deploy/k8s/test_k8s.py), Debian's chromium for the viewer's browser
+#                                    test, Debian's nats-server for deploy/cluster's test, and the
+#                                    viewer's basemap
 #   scripts/install-deps.sh --basemap  pyshp and the viewer's basemap in .build/basemap
 #                                    (scripts/build-basemap.py; `make run` serves it)
 #   scripts/install-deps.sh --bench  also pysupercluster, which marker-bench's clusters section
@@ -16,8 +18,8 @@ set -euo pipefail
 # libjs-leaflet: the viewer's map library, served by the HTTP gateway from /usr/share/javascript/leaflet.
 pkgs=(libnng-dev libnats-dev openssl curl libprotobuf-c-dev protobuf-c-compiler libpng-dev libdeflate-dev libmbedtls-dev libcairo2-dev libpango1.0-dev fonts-noto-core fonts-noto-cjk pkg-config libjs-leaflet)
 # chromium: the viewer's browser test (scripts/viewer-test.py) in `make test`; python3-venv: the Python
-# package's tests run in a virtual environment; nats-server: the cluster tests (MarkerdClusterTests)
-# run three JetStream servers.
+# package's tests run in a virtual environment; nats-server (2.9): deploy/cluster/cluster.sh and the cluster tests (MarkerdClusterTests run
+# three JetStream servers).
 [ "${1:-}" = "--test" ] && pkgs+=(chromium python3-venv nats-server)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -39,8 +41,8 @@ if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--basemap" ]; then
   python3 "$(dirname "$0")/build-basemap.py"
 fi
 if [ "${1:-}" = "--test" ]; then
-  py=(pynng protobuf grpcio-tools shapely pyclipper matplotlib)
-  if ! python3 -c "import pynng, google.protobuf, grpc_tools, shapely, pyclipper, matplotlib" 2>/dev/null; then
+  py=(pynng protobuf grpcio-tools shapely pyclipper matplotlib kubernetes-validate)
+  if ! python3 -c "import pynng, google.protobuf, grpc_tools, shapely, pyclipper, matplotlib, kubernetes_validate" 2>/dev/null; then
     echo "install-deps: pip installing ${py[*]}"
     python3 -m pip install -q --disable-pip-version-check "${py[@]}"
   fi

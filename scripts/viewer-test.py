@@ -109,7 +109,10 @@ def markerctl(binary, url, *args):
 
 
 def chromium(browser, url, out, name, dump_dom=False, console_expected=False):
-    """Screenshot (or the DOM) of `url` after the page settled (virtual time budget)."""
+    """Screenshot (or the DOM) of `url` after the page settled (virtual time budget). The viewer polls
+    (`&live=poll`): virtual time does not advance while a fetch is pending, and its event stream
+    (`/layers/{layer}/events`) always is."""
+    url += "&live=poll"
     args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
             "--no-first-run", "--disable-extensions", "--enable-logging=stderr", "--v=0",
             f"--user-data-dir={os.path.join(out, 'chromium-profile')}",

@@ -25,6 +25,9 @@ struct Options: Sendable {
     var runViewport = false
     /// In-process GetClusters server work (`--only clusterwork`; never part of a full run).
     var runClusterWork = false
+    /// The change feed: MoveMarkers with and without `--publish`, event delivery (`--only feed`;
+    /// never part of a full run).
+    var runFeed = false
     /// The markerd binary. Default: `markerd` next to this executable.
     var markerdPath: String = Options.defaultMarkerdPath
     /// Where durable data directories are created (must be a real disk for fsync to mean
@@ -61,6 +64,8 @@ struct Options: Sendable {
     var moveOnly = false
     /// Run `ApplyBench` (`--only apply`: the load's batch upserts in this process).
     var runApply = false
+    /// Run `FenceBench` (`--only fences`: single moves with the checks of 10,000 fences, in this process).
+    var runFences = false
     /// Run `AuthBench` (the token check's cost in this process; part of a full run, once).
     var runAuth = true
     /// Run `LabelBench` (`--only labels`: labelled vs unlabelled cold tiles on real places, and
@@ -101,6 +106,7 @@ struct Options: Sendable {
             runRPC = only == "rpc"; runInProcess = only == "inprocess" || only == "render" || only == "z0" || only == "move"
             moveOnly = only == "move"
             runApply = only == "apply"
+            runFences = only == "fences"
             runAuth = only == "auth"
             runTiles = only == "tiles"
             runPointTiles = only == "pointtiles"
@@ -113,6 +119,7 @@ struct Options: Sendable {
             runClusters = only == "clusters"
             runViewport = only == "viewport"
             runClusterWork = only == "clusterwork"
+            runFeed = only == "feed"
             runLabels = only == "labels"
             skipDurability = only != "durability" && only != "restart"
             restartOnly = only == "restart"
@@ -165,7 +172,10 @@ struct Options: Sendable {
                            in process without and with --auth-file),
                            attributes (loads plain and with three attributes,
                            three fresh markerds each: rate ratio and bytes per
-                           marker against the attributes' encoded size), or
+                           marker against the attributes' encoded size),
+                           feed (MoveMarkers x1 with and without --publish in
+                           turns, and MoveMarkers sent -> event at a subscriber
+                           against the NNG floor; never part of a full run), or
                            labels (real places, replicated to each size with
                            attributes name, category, population: cold tiles at
                            z0, z3, z10, z14 labelled vs unlabelled, the first
@@ -241,7 +251,7 @@ struct Options: Sendable {
             case "--skip-durability": o.skipDurability = true
             case "--only":
                 let section = try value(arg)
-                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "auth", "attributes", "labels"]
+                let sections = ["rpc", "inprocess", "durability", "restart", "tiles", "pointtiles", "clusters", "render", "z0", "citytiles", "densetiles", "onecity", "viewport", "clusterwork", "move", "apply", "fences", "auth", "attributes", "labels", "feed"]
                 guard sections.contains(section) else {
                     throw ParseError(description: "--only takes one of \(sections.joined(separator: ", ")), not \"\(section)\"")
                 }

@@ -62,6 +62,10 @@ func runAll() throws -> Table {
     let echoBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
     let floor = try Floor.Client(executable: echoBinary, echo: options.verbose)
     defer { floor.stop() }
+    if options.runFeed {
+        try FeedBench(options: options, floor: floor, table: table).run()
+        return table
+    }
     for n in options.sizes {
         Progress.log("[\(Table.count(n))] building the synthetic layer (seed \(options.seed))")
         let layer = SyntheticLayer(count: n, seed: options.seed)
@@ -77,6 +81,7 @@ func runAll() throws -> Table {
         if options.runDenseTiles { try DenseTileBench(options: options, layer: layer, table: table).run() }
         if options.runInProcess { try InProcessBench(options: options, layer: layer, table: table).run() }
         if options.runApply { try ApplyBench(layer: layer, table: table).run() }
+        if options.runFences { try FenceBench(options: options, layer: layer, table: table).run() }
         if !options.skipDurability {
             try DurabilityBench(options: options, layer: layer, markers: markers, table: table).run()
         }

@@ -56,7 +56,16 @@ public enum ProtoSchema {
         public let request: Message
         /// The envelope's `method` string: "/markerd.v1.MarkerService/" + name.
         public var path: String { "/markerd.v1.MarkerService/" + name }
+        /// Whether the request names a layer: field 1 is `string layer_id` (the server's access
+        /// checks and cluster redirects, the client's layer -> endpoint cache).
+        public var namesLayer: Bool {
+            let first = request.fields.first { $0.number == 1 }
+            return first?.name == "layer_id" && first?.type == .string
+        }
     }
+
+    /// The envelope `method` strings of the rpcs whose request names a layer (``Method/namesLayer``).
+    public static let layerMethodPaths: Set<String> = Set(methods.filter(\.namesLayer).map(\.path))
 
     /// Every rpc of `service MarkerService`, in .proto order.
     public static var methods: [Method] {

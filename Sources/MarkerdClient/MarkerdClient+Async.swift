@@ -23,13 +23,28 @@ extension MarkerdClient {
             idempotencyKey: String = "", timeoutMs: UInt32 = 0
         ) async throws(ClientError) -> Response {
             let envelope = client.envelope(method, payload: request.serializedBytes(), idempotencyKey: idempotencyKey, timeoutMs: timeoutMs)
-            let replyBytes: [UInt8]
-            do {
-                replyBytes = try await client.transport.asyncCall(envelope.serializedBytes(), timeout: client.timeout)
-            } catch {
-                throw .transport(error)
+            let bytes = envelope.serializedBytes()
+            // Cluster mode: MOVED followed and cached as in the blocking `call`.
+            let layerID = MarkerdClient.layerID(method: envelope.method, payload: envelope.payload)
+            var (transport, cached) = client.route(layerID)
+            var hops = 0
+            while true {
+                let replyBytes: [UInt8]
+                do {
+                    replyBytes = try await transport.asyncCall(bytes, timeout: client.timeout)
+                } catch {
+                    guard cached else { throw .transport(error) }
+                    client.forgetRoute(layerID)
+                    (transport, cached) = (client.transport, false)
+                    continue
+                }
+                switch try client.decodeReply(replyBytes, to: envelope, as: Response.self) {
+                case .response(let response): return response
+                case .moved(let redirect):
+                    hops += 1
+                    (transport, cached) = (try client.follow(redirect, hops: hops), true)
+                }
             }
-            return try client.decodeReply(replyBytes, to: envelope)
         }
 
         /// A mutation: like `call`, with an idempotency key (a fresh random one by default).

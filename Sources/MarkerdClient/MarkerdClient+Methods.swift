@@ -62,7 +62,7 @@ extension MarkerdClient {
         let scratch = scratches.withLock { $0.popLast() } ?? EncodingScratch()
         defer { scratches.withLock { if $0.count < Self.maxPooledScratches { $0.append(scratch) } } }
         if let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: markers, scratch: scratch) {
-            return try call("UpsertMarkers", payloadCount: plain.size, idempotencyKey: key, writePayload: plain.write)
+            return try call("UpsertMarkers", payloadCount: plain.size, layerID: layerID, idempotencyKey: key, writePayload: plain.write)
         }
         return try call("UpsertMarkers", payload: V1.UpsertMarkersRequest(layerID: layerID, markers: Array(markers)).serializedBytes(),
                         idempotencyKey: key)

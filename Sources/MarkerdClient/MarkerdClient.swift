@@ -62,6 +62,11 @@ public final class MarkerdClient: Sendable {
     /// `maxPooledScratches`, each as large as the largest batch's attributes it encoded.
     let scratches = Mutex<[EncodingScratch]>([])
     static let maxPooledScratches = 8
+    /// The transport settings, for the endpoints MOVED answers name (their URL replaced).
+    let configuration: ClientConfiguration
+    /// Cluster mode: layer -> endpoint of the MOVED answers followed, and those endpoints'
+    /// transports (``follow(_:hops:)``).
+    let routes = Mutex(RedirectRoutes())
     /// The highest `Response.sequence` seen (cluster mode), see ``lastSequence``.
     private let sequence = Atomic<UInt64>(0)
     /// See `init`'s `readYourWrites`.
@@ -98,14 +103,21 @@ public final class MarkerdClient: Sendable {
         self.readYourWrites = readYourWrites
         self.timeout = timeout
         self.authToken = authToken
+        configuration = ClientConfiguration(url: url, maxMessageBytes: maxMessageBytes, tls: tls)
         do {
-            transport = try NNGRequestClient(configuration: ClientConfiguration(url: url, maxMessageBytes: maxMessageBytes, tls: tls))
+            transport = try NNGRequestClient(configuration: configuration)
         } catch {
             throw .transport(error)
         }
     }
 
     /// Calls `method` ("UpsertMarkers" or the full "/markerd.v1.MarkerService/UpsertMarkers").
+    ///
+    /// Cluster mode: a MOVED answer (the layer is held by another replica group) is followed to
+    /// one of the endpoints it names, at most ``maxRedirects`` times, with the same request and
+    /// idempotency key; the endpoint is cached for the layer, so the next call for it goes
+    /// straight there. A cached endpoint that gives no reply is forgotten and the call is sent
+    /// to the configured URL again.
     public func call<Request: ProtoMessage, Response: ProtoMessage>(
         _ method: String, _ request: Request, as _: Response.Type = Response.self,
         idempotencyKey: String = "", timeoutMs: UInt32 = 0
@@ -118,7 +130,8 @@ public final class MarkerdClient: Sendable {
         _ method: String, payload: [UInt8], as _: Response.Type = Response.self,
         idempotencyKey: String = "", timeoutMs: UInt32 = 0
     ) throws(ClientError) -> Response {
-        try call(method, payloadCount: payload.count, idempotencyKey: idempotencyKey, timeoutMs: timeoutMs) { out in
+        try call(method, payloadCount: payload.count, layerID: Self.layerID(method: envelopeMethod(method), payload: payload),
+                 idempotencyKey: idempotencyKey, timeoutMs: timeoutMs) { out in
             payload.withUnsafeBytes { out.copyMemory(from: $0) }
         }
     }
@@ -127,28 +140,46 @@ public final class MarkerdClient: Sendable {
     /// the transport's message, after the envelope's fields (one copy of a bulk load's request
     /// bytes, where an encoded array would be copied into protobuf-c's, packed into a third and
     /// copied into the message).
+    /// `layerID`: the layer the payload names (nil for rpcs without one), for the redirect cache.
     func call<Response: ProtoMessage>(
-        _ method: String, payloadCount: Int, as _: Response.Type = Response.self,
+        _ method: String, payloadCount: Int, layerID: String?, as _: Response.Type = Response.self,
         idempotencyKey: String = "", timeoutMs: UInt32 = 0,
         writePayload: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(ClientError) -> Response {
         let envelope = envelope(method, idempotencyKey: idempotencyKey, timeoutMs: timeoutMs)
-        let replyBytes: [UInt8]
-        do {
-            replyBytes = try transport.call(requestSize: envelope.serializedSize(payloadCount: payloadCount), timeout: timeout,
-                                            write: { envelope.write(payloadCount: payloadCount, into: $0, payload: writePayload) },
-                                            read: { Array($0.bindMemory(to: UInt8.self)) })
-        } catch {
-            throw .transport(error)
+        var (transport, cached) = route(layerID)
+        var hops = 0
+        while true {
+            let replyBytes: [UInt8]
+            do {
+                replyBytes = try transport.call(requestSize: envelope.serializedSize(payloadCount: payloadCount), timeout: timeout,
+                                                write: { envelope.write(payloadCount: payloadCount, into: $0, payload: writePayload) },
+                                                read: { Array($0.bindMemory(to: UInt8.self)) })
+            } catch {
+                guard cached else { throw .transport(error) }
+                forgetRoute(layerID)
+                (transport, cached) = (self.transport, false)
+                continue
+            }
+            switch try decodeReply(replyBytes, to: envelope, as: Response.self) {
+            case .response(let response): return response
+            case .moved(let redirect):
+                hops += 1
+                (transport, cached) = (try follow(redirect, hops: hops), true)
+            }
         }
-        return try decodeReply(replyBytes, to: envelope)
+    }
+
+    /// The envelope's `method` string of `method` (a short name gets the service's prefix).
+    func envelopeMethod(_ method: String) -> String {
+        method.hasPrefix("/") ? method : "/markerd.v1.MarkerService/" + method
     }
 
     /// The request envelope of one call: `method`'s full name, a random request id, the auth token,
     /// `payload` (empty for `call(_:payloadCount:...)`, which writes the payload in place).
     func envelope(_ method: String, payload: [UInt8] = [], idempotencyKey: String, timeoutMs: UInt32) -> V1.Request {
         var envelope = V1.Request()
-        envelope.method = method.hasPrefix("/") ? method : "/markerd.v1.MarkerService/" + method
+        envelope.method = envelopeMethod(method)
         envelope.requestID = UInt64.random(in: 1...UInt64.max)
         envelope.idempotencyKey = idempotencyKey
         envelope.timeoutMs = timeoutMs
@@ -158,9 +189,11 @@ public final class MarkerdClient: Sendable {
         return envelope
     }
 
-    /// The response message of the reply to `envelope`: `.status` unless OK, `.malformedReply` when
-    /// it does not decode or answers another request. Raises ``lastSequence`` to the reply's.
-    func decodeReply<Response: ProtoMessage>(_ replyBytes: [UInt8], to envelope: V1.Request) throws(ClientError) -> Response {
+    /// The response message of the reply to `envelope`, or MOVED's redirect: `.status` for other
+    /// codes, `.malformedReply` when it does not decode or answers another request. Raises
+    /// ``lastSequence`` to the reply's.
+    func decodeReply<Response: ProtoMessage>(_ replyBytes: [UInt8], to envelope: V1.Request,
+                                                    as _: Response.Type) throws(ClientError) -> Reply<Response> {
         let reply: V1.Response
         do {
             reply = try V1.Response(serializedBytes: replyBytes)
@@ -171,11 +204,12 @@ public final class MarkerdClient: Sendable {
             throw .malformedReply("reply to request \(reply.requestID), expected \(envelope.requestID)")
         }
         observe(sequence: reply.sequence)
+        if reply.code == .moved, let redirect = reply.redirect { return .moved(redirect) }
         guard reply.code == .ok else {
             throw .status(code: reply.code, message: reply.message, fieldViolations: reply.fieldViolations)
         }
         do {
-            return try Response(serializedBytes: reply.payload)
+            return .response(try Response(serializedBytes: reply.payload))
         } catch {
             throw .malformedReply("undecodable \(Response.self) payload")
         }

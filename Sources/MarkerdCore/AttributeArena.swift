@@ -66,6 +66,23 @@ struct AttributeArena: Sendable {
         compactIfNeeded()
     }
 
+    /// `set` of a slot that holds no attributes (a new slot: removals and clears drop them),
+    /// without reading its reference first: a bulk load stores new slots in spatial order, not
+    /// in slot order, and that read was a cache miss per marker. `bytes` is not empty and holds
+    /// at most `AttributeEncoding.maxEncodedBytes`. O(bytes), amortized.
+    @inline(__always)
+    mutating func setNew(_ slot: Int32, _ bytes: UnsafeRawBufferPointer) {
+        let s = Int(slot)
+        if s >= refs.count {
+            refs.reserveGrowing(s + 1 - refs.count)
+            refs.append(contentsOf: repeatElement(0, count: s + 1 - refs.count))
+        }
+        assert(refs[s] == 0, "setNew of slot \(s), which holds attributes")
+        precondition(!bytes.isEmpty && bytes.count <= AttributeEncoding.maxEncodedBytes, "new attributes of \(bytes.count) bytes")
+        refs[s] = append(bytes)
+        liveBytes += bytes.count
+    }
+
     /// Gives `to` the attributes of `from` (whose slot then has none), freeing what `to` had.
     mutating func move(from: Int32, to: Int32) {
         if Int(to) < refs.count { free(Int(to)) }

@@ -33,6 +33,38 @@ public enum AttributeEncoding {
     /// whether `raw` is canonical already (then it is stored as it is). Nil for what
     /// `appendCanonical` declines (see there).
     public static func check(_ raw: UnsafeRawBufferPointer) -> (payload: Int, canonical: Bool)? {
+        if let payload = shortCanonicalPayload(raw) { return (payload, true) }
+        return checkEntries(raw)
+    }
+
+    /// The payload of `raw` when it is what clients write for short attributes: canonical with
+    /// one-byte lengths throughout (every entry `0x5A n 0x0A kn key 0x12 vn value`, n < 128,
+    /// kn > 0, vn > 0, keys ascending) and valid text; nil for anything else, which need not be
+    /// invalid (`checkEntries` decides). Its tags and lengths are ASCII bytes other than NUL,
+    /// which no UTF-8 sequence spans, so the whole of `raw` is valid text without NUL exactly
+    /// when every key and value is: one validation of `raw` instead of one per string.
+    @inline(__always) static func shortCanonicalPayload(_ raw: UnsafeRawBufferPointer) -> Int? {
+        guard raw.count <= maxEncodedBytes else { return nil }
+        var at = 0, payload = 0
+        var previousKey = 0..<0
+        while at < raw.count {
+            guard raw.count - at >= 6, raw[at] == entryTag, raw[at + 2] == keyTag else { return nil }
+            let n = Int(raw[at + 1]), kn = Int(raw[at + 3])
+            // 4 + kn < n < 128: both lengths one byte, the value not empty.
+            guard n < 0x80, kn > 0, 4 + kn < n, n <= raw.count - at - 2 else { return nil }
+            let v = at + 4 + kn
+            guard raw[v] == valueTag, Int(raw[v + 1]) == n - 4 - kn else { return nil }
+            let key = at + 4..<v
+            guard previousKey.isEmpty || compare(raw, previousKey, key) < 0 else { return nil }
+            previousKey = key
+            payload += n - 4
+            at += 2 + n
+        }
+        return isText(raw) ? payload : nil
+    }
+
+    /// `check` entry by entry: any layout, any order.
+    static func checkEntries(_ raw: UnsafeRawBufferPointer) -> (payload: Int, canonical: Bool)? {
         var canonical = true
         var payload = 0
         var previousKey = 0..<0
@@ -184,18 +216,21 @@ public enum AttributeEncoding {
 
     /// Valid UTF-8 without NUL bytes (the well-formed sequences of Unicode's table 3-7: no
     /// overlong forms, surrogates or code points past U+10FFFF). ASCII is checked 8 bytes at a
-    /// time; the rest byte by byte here rather than through the standard library's generic
+    /// time, also again after each non-ASCII character (a name with one accent is mostly
+    /// ASCII); the rest byte by byte here rather than through the standard library's generic
     /// validation, which looks up type metadata on every call.
     @inline(__always) static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
         let n = b.count
         var i = 0
-        while i + 8 <= n {
-            let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            // High bits: a byte >= 0x80, or (with none) a zero byte.
-            if (w | ((w &- 0x0101_0101_0101_0101) & ~w)) & 0x8080_8080_8080_8080 != 0 { break }
-            i += 8
-        }
         while i < n {
+            if i + 8 <= n {
+                let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                // High bits: a byte >= 0x80, or (with none) a zero byte.
+                if (w | ((w &- 0x0101_0101_0101_0101) & ~w)) & 0x8080_8080_8080_8080 == 0 {
+                    i += 8
+                    continue
+                }
+            }
             let c = b[i]
             if c < 0x80 {
                 if c == 0 { return false }
@@ -250,12 +285,12 @@ public enum AttributeEncoding {
         out.append(UInt8(v))
     }
 
-    private static func compare(_ raw: UnsafeRawBufferPointer, _ a: Range<Int>, _ b: Range<Int>) -> Int {
+    @inline(__always) private static func compare(_ raw: UnsafeRawBufferPointer, _ a: Range<Int>, _ b: Range<Int>) -> Int {
         compareBytes(UnsafeRawBufferPointer(rebasing: raw[a]), UnsafeRawBufferPointer(rebasing: raw[b]))
     }
 
     /// Byte-wise comparison: <0, 0, >0.
-    static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+    @inline(__always) static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         for i in 0..<Swift.min(a.count, b.count) where a[i] != b[i] { return a[i] < b[i] ? -1 : 1 }
         return a.count - b.count
     }

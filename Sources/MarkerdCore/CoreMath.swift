@@ -14,6 +14,8 @@ private func cExp2(_ x: Double) -> Double { exp2(x) }
 private func cLog2(_ x: Double) -> Double { log2(x) }
 private func cSin(_ x: Double) -> Double { sin(x) }
 private func cAtan(_ x: Double) -> Double { atan(x) }
+private func cCos(_ x: Double) -> Double { cos(x) }
+private func cAsin(_ x: Double) -> Double { asin(x) }
 
 /// The core's numbers: rounding through an integer conversion, and the C library's elementary
 /// functions (for Web Mercator and the clustering); the module's one import of the C library.
@@ -63,4 +65,8 @@ enum CoreMath {
     @usableFromInline static func sin(_ x: Double) -> Double { cSin(x) }
     /// atan(x) in radians, in (-pi/2, pi/2).
     @usableFromInline static func atan(_ x: Double) -> Double { cAtan(x) }
+    /// cos(x), x in radians.
+    @usableFromInline static func cos(_ x: Double) -> Double { cCos(x) }
+    /// asin(x) in radians, in [-pi/2, pi/2] (NaN outside [-1, 1]).
+    @usableFromInline static func asin(_ x: Double) -> Double { cAsin(x) }
 }

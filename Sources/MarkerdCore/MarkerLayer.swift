@@ -222,7 +222,11 @@ public struct MarkerLayer: Sendable {
         table.style[s] = styleIndex
         account(f, 1)
         // A new slot has no attributes, extra or animation (removals drop them): no lookups.
-        if !isNew || !attributes.isEmpty { self.attributes.set(slot, attributes) }
+        if !isNew {
+            self.attributes.set(slot, attributes)
+        } else if !attributes.isEmpty {
+            self.attributes.setNew(slot, attributes)
+        }
         if !isNew || !extra.isEmpty { extras[slot] = extra.isEmpty ? nil : extra }
         setLabel(slot, label)
         if let anim {

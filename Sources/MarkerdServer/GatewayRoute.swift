@@ -15,6 +15,7 @@
 ///     /tiles/{layer}/v{version}/{z}/{x}/{y}.mvt             versioned point-data tile
 ///     /viewport/{layer}?west=&south=&east=&north=&zoom=[&density=&limit=]   QueryViewport (JSON)
 ///     /hittest/{layer}?lat=&lon=&zoom=[&density=&tolerance=&max=]           HitTest (JSON)
+///     /layers/{layer}/events[?bbox=w,s,e,n&since=VERSION]   the layer's changes (Server-Sent Events)
 ///     /t/{expiry}.{signature}/...                           any per-layer path above, signed (``TileSigner``)
 ///
 /// `size` is 256 or 512, `z` 0-22, `x` and `y` 0..<2^z, density 1-3, `version` a decimal
@@ -34,6 +35,7 @@ public enum GatewayRoute: Sendable, Equatable {
     case pointTile(TileAddress)
     case viewport(layer: String)
     case hitTest(layer: String)
+    case events(layer: String)
 
     /// One tile URL, parsed. `size` and `density` are 0 and 1 for point tiles.
     public struct TileAddress: Sendable, Equatable {
@@ -85,7 +87,7 @@ public enum GatewayRoute: Sendable, Equatable {
     public var layer: String? {
         switch self {
         case .viewer, .leafletFile, .basemapFile, .healthz, .readyz, .metrics, .layers: nil
-        case .tileJSON(let layer), .viewport(let layer), .hitTest(let layer): layer
+        case .tileJSON(let layer), .viewport(let layer), .hitTest(let layer), .events(let layer): layer
         case .rasterTile(let a), .pointTile(let a): a.layer
         }
     }
@@ -110,6 +112,7 @@ public enum GatewayRoute: Sendable, Equatable {
         switch parts[0] {
         case "viewport" where parts.count == 2: return .success(.viewport(layer: parts[1]))
         case "hittest" where parts.count == 2: return .success(.hitTest(layer: parts[1]))
+        case "layers" where parts.count == 3 && parts[2] == "events": return .success(.events(layer: parts[1]))
         case "tiles": break
         default: return .failure(.notFound)
         }

@@ -1,5 +1,6 @@
 import MarkerdAPI
 import MarkerdService
+import MarkerdTransport
 
 /// ``TileProvider`` over ``MarkerService``.
 ///
@@ -7,8 +8,16 @@ import MarkerdService
 /// GetPointTile.
 public struct ServiceTileProvider: TileProvider {
     public let service: MarkerService
+    let eventStreams: LayerEventStreams
 
-    public init(service: MarkerService) { self.service = service }
+    public init(service: MarkerService) {
+        self.service = service
+        eventStreams = LayerEventStreams(service: service)
+    }
+
+    public func events(layer: String, bounds: V1.Bounds?, since: UInt64?, keepAliveEvery: Duration) throws(RPCError) -> HTTPBodyStream {
+        try eventStreams.open(layer: layer, bounds: bounds, since: since, keepAliveEvery: keepAliveEvery)
+    }
 
     public func tile(layer: String, z: Int, x: Int, y: Int, size: Int, density: Int,
                      knownVersion: UInt64?) throws(RPCError) -> (png: [UInt8], version: UInt64, notModified: Bool) {

@@ -63,6 +63,13 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// changed markers' windows are rendered again (`ServiceConfiguration.keptCanvasBytes`).
     /// Default 64 MiB; 0: always from scratch. `--swept-canvas-bytes` is an older name of its flag.
     public var keptCanvasBytes: Int = 64 << 20
+    /// NNG PUB listen URLs of the change feed (`tcp://host:port`, `ipc:///path`; `--publish`,
+    /// repeatable). Empty: no feed. See `ChangeFeedPublisher`.
+    public var publishURLs: [String] = []
+    /// Changes kept per layer for GetChanges (`ServiceConfiguration.changeHistoryCount`). Default 10,000.
+    public var changeHistoryCount: Int = 10_000
+    /// Bytes of changes kept per layer (`ServiceConfiguration.changeHistoryBytes`). Default 16 MiB.
+    public var changeHistoryBytes: Int = 16 << 20
 
     // Access (issue 38): see ``AccessControl`` and ``protectedModeViolation()``.
     /// The token file (``AuthFile``); nil: no authentication, which only loopback, ipc:// and
@@ -74,6 +81,9 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     public var tileSigningKeyFile: String? = nil
     /// JSON-lines audit log of write and admin calls (``AuditLog``); `-` is standard error. nil: none.
     public var auditLog: String? = nil
+    /// `--webhook-secrets`: the secrets fences' webhooks name (``FenceWebhooks/readSecrets(path:)``).
+    /// Fence webhooks are POSTed only when it is set. nil: none.
+    public var webhookSecretsFile: String? = nil
     /// `--cors-origin`, repeatable (see ``TileGateway``). Empty: `*` for what is served to anyone.
     public var corsOrigins: [String] = []
     /// `host:port` of a second HTTP gateway that serves everything (viewer, /metrics, every
@@ -90,6 +100,14 @@ public struct MarkerdConfiguration: Sendable, Equatable {
     /// The replica group this node belongs to (`--cluster-group`): the replicas of a group hold the
     /// same layers and apply the same stream. 1-32 bytes of [A-Za-z0-9_-]. Default `default`.
     public var clusterGroup: String = "default"
+    /// The NNG URL this replica's clients should use, named in MOVED redirects (`--advertise`).
+    /// nil (the default): the first `--listen` URL as bound (a port 0 resolved); a wildcard host
+    /// (0.0.0.0, ::) or inproc:// there needs an explicit `--advertise`. Cluster mode only.
+    public var advertiseURL: String? = nil
+    /// The HTTP gateway URL named in redirects and the gateway's 307s (`--advertise-http`).
+    /// nil (the default): `http://` + the `--http` address as bound; none without `--http`.
+    /// Cluster mode only.
+    public var advertiseHTTPURL: String? = nil
     /// Copies JetStream keeps of each record of the group's log (`--cluster-replicas`, 1-5), used
     /// when this node creates the stream. nil (default): min(3, servers in ``clusterServers``).
     public var clusterReplicas: Int? = nil
@@ -138,6 +156,12 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --kept-canvas-bytes N      canvases of dense tiles (z0 over millions of markers, tiles of 10,000 markers
                                  or more) kept to re-render only what changed after a small change.
                                  Default 67108864 (64 MiB); 0 = always from scratch
+      --publish URL              publish every applied, durable change on an NNG PUB socket, repeatable
+                                 (tcp://, ipc://). Topic "layer/ID/" then a FeedEvent; a subscriber that
+                                 reads too slowly misses events (GetChanges catches up). Default off
+      --change-history-count N   changes kept per layer for GetChanges. Default 10000
+      --change-history-bytes N   bytes of changes kept per layer for GetChanges (64 per change, 24 + its
+                                 bytes per id). Default 16777216 (16 MiB)
       --auth-file PATH           tokens with scopes and layers (see `markerd token`); every RPC then needs
                                  one, private layers' tiles need a Bearer token or a signed URL. SIGHUP
                                  reloads it. Without it only loopback, ipc:// and inproc:// are served
@@ -145,6 +169,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --tile-signing-key-file PATH  key of signed tile URLs. Default PATH.tile-key beside --auth-file
                                  (created when missing)
       --audit-log PATH           JSON lines of write and admin calls and refused calls; - = stderr
+      --webhook-secrets PATH     POST fence events to their fences' webhooks, signed with the secrets
+                                 of PATH (lines NAME SECRET). Default off: no webhook is called
       --cors-origin ORIGIN       allowed browser origin, repeatable. Default * for public layers only
       --ops-http HOST:PORT       a second HTTP gateway for operators: viewer, /metrics and every layer
                                  without tokens (loopback unless --allow-anonymous)
@@ -153,6 +179,10 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --node-id NAME             this replica's name in the cluster. Default the host name
       --cluster-group NAME       the replica group whose layers this node holds and whose stream it
                                  applies ([A-Za-z0-9_-], 1-32 bytes). Default default
+      --advertise URL            the NNG URL other replicas send clients to (MOVED redirects).
+                                 Default the first --listen URL as bound
+      --advertise-http URL       the HTTP gateway URL redirects name (http:// or https://).
+                                 Default http:// + the --http address as bound
       --cluster-replicas N       copies JetStream keeps of the group's log (1-5), when this node creates
                                  it. Default min(3, NATS servers listed in --cluster)
       -h, --help                 this text
@@ -228,6 +258,14 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             case "--basemap-dir": config.viewerFiles.basemapDirectory = try value(arg)
             case "--tile-cache-bytes": config.tileCacheBytes = try integer(arg, min: 0)
             case "--kept-canvas-bytes", "--swept-canvas-bytes": config.keptCanvasBytes = try integer(arg, min: 0)
+            case "--publish":
+                let url = try value(arg)
+                guard ["tcp://", "ipc://"].contains(where: url.hasPrefix) else {
+                    throw ParseError(description: "--publish takes tcp:// or ipc:// URLs, not \"\(url)\"")
+                }
+                config.publishURLs.append(url)
+            case "--change-history-count": config.changeHistoryCount = try integer(arg, min: 1)
+            case "--change-history-bytes": config.changeHistoryBytes = try integer(arg, min: 0)
             case "--drain-seconds":
                 let text = try value(arg)
                 guard let s = Double(text), s >= 0, s <= 60 else {
@@ -243,6 +281,7 @@ public struct MarkerdConfiguration: Sendable, Equatable {
             case "--allow-anonymous": config.allowAnonymous = true
             case "--tile-signing-key-file": config.tileSigningKeyFile = try value(arg)
             case "--audit-log": config.auditLog = try value(arg)
+            case "--webhook-secrets": config.webhookSecretsFile = try value(arg)
             case "--cors-origin": config.corsOrigins.append(try value(arg))
             case "--ops-http": config.opsHTTPAddress = try hostPort(arg, scheme: "http://")
             case "--cluster":
@@ -263,6 +302,21 @@ public struct MarkerdConfiguration: Sendable, Equatable {
                     throw ParseError(description: "--cluster-group takes 1-32 bytes of [A-Za-z0-9_-], not \"\(name)\"")
                 }
                 config.clusterGroup = name
+            case "--advertise":
+                let url = try value(arg)
+                guard ["tcp://", "tls+tcp://", "ipc://"].contains(where: url.hasPrefix), !Self.hasWildcardHost(url) else {
+                    throw ParseError(description: "--advertise takes the tcp://HOST:PORT, tls+tcp://HOST:PORT or ipc:// URL "
+                                     + "clients reach this replica at (not a wildcard host), not \"\(url)\"")
+                }
+                config.advertiseURL = url
+            case "--advertise-http":
+                let url = try value(arg)
+                guard url.hasPrefix("http://") || url.hasPrefix("https://"), !Self.hasWildcardHost(url),
+                      let port = url.split(separator: ":").last.flatMap({ Int($0) }), (1...65535).contains(port) else {
+                    throw ParseError(description: "--advertise-http takes http://HOST:PORT or https://HOST:PORT "
+                                     + "(not a wildcard host), not \"\(url)\"")
+                }
+                config.advertiseHTTPURL = url
             case "--cluster-replicas":
                 let n = try integer(arg, min: 1)
                 guard n <= 5 else { throw ParseError(description: "--cluster-replicas takes 1-5, not \(n)") }
@@ -280,7 +334,35 @@ public struct MarkerdConfiguration: Sendable, Equatable {
         if !usesTLS && (config.tlsCertificateFile != nil || config.tlsKeyFile != nil || config.tlsClientCAFile != nil) {
             throw ParseError(description: "--tls-cert, --tls-key and --tls-client-ca need a tls+tcp:// --listen URL or --https")
         }
+        try config.checkAdvertisedURLs()
         return config
+    }
+
+    /// Cluster mode needs URLs other hosts can reach: `--advertise` / `--advertise-http`, or
+    /// listen addresses whose host is not a wildcard. Without `--cluster` neither flag is allowed.
+    func checkAdvertisedURLs() throws(ParseError) {
+        guard !clusterServers.isEmpty else {
+            if advertiseURL != nil || advertiseHTTPURL != nil {
+                throw ParseError(description: "--advertise and --advertise-http need --cluster")
+            }
+            return
+        }
+        if advertiseURL == nil, let first = listenURLs.first, first.hasPrefix("inproc://") || Self.hasWildcardHost(first) {
+            throw ParseError(description: "--listen \(first) is no address clients of other replicas can reach: "
+                             + "give --advertise URL (e.g. tcp://10.0.0.5:7450)")
+        }
+        if advertiseHTTPURL == nil, let http = httpAddress, Self.hasWildcardHost("http://" + http) {
+            throw ParseError(description: "--http \(http) is no address browsers sent from other replicas can reach: "
+                             + "give --advertise-http URL (e.g. http://10.0.0.5:8080)")
+        }
+    }
+
+    /// Whether a `scheme://HOST:PORT` URL's host is a wildcard (0.0.0.0, ::, *, empty).
+    static func hasWildcardHost(_ url: String) -> Bool {
+        guard let range = url.range(of: "://") else { return false }
+        let rest = url[range.upperBound...]
+        guard !url.hasPrefix("ipc://"), let colon = rest.lastIndex(of: ":") else { return false }
+        return ["", "0.0.0.0", "[::]", "::", "*"].contains(String(rest[..<colon]))
     }
 
     /// Whether `name` is 1...`maxBytes` bytes of `[A-Za-z0-9_-]` (it becomes part of NATS

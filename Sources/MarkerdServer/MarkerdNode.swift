@@ -21,8 +21,16 @@ public final class MarkerdNode: Sendable {
     public let opsGateway: TileGateway?
     /// Tokens, signing key, audit log (``reload()`` re-reads them).
     public let access: AccessControl
+    /// Cluster mode's layer placement and members (`--cluster`); nil on a single node.
+    public let shards: ShardRouter?
     /// Cluster mode: the replica group's log this node applies; nil on a single node.
     public let replicatedLog: JetStreamLog?
+    /// `init`'s `progress`, for cluster warnings while starting.
+    private let progress: (@Sendable (String) -> Void)?
+    /// The change feed's PUB socket, when ``MarkerdConfiguration/publishURLs`` is not empty.
+    let publisher: ChangeFeedPublisher?
+    /// Posts fence events to webhooks, when ``MarkerdConfiguration/webhookSecretsFile`` is set.
+    public let webhooks: FenceWebhooks?
 
     /// Why markerd does not start: protected mode, or an auth file, key or audit log that
     /// cannot be read.
@@ -37,8 +45,11 @@ public final class MarkerdNode: Sendable {
     /// - Throws: ``StartupError`` (protected mode: a non-loopback address without
     ///   `--auth-file` or `--allow-anonymous`; an unreadable auth file, key or audit log), or a
     ///   journal/recovery error that names the damaged file and offset.
-    public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil) throws {
+    /// `clock` is the service's wall clock (`ServiceConfiguration.clock`, Unix ms; tests inject one).
+    public init(configuration: MarkerdConfiguration, progress: (@Sendable (String) -> Void)? = nil,
+                clock: @escaping @Sendable () -> Int64 = MarkerService.systemUnixMs) throws {
         self.configuration = configuration
+        self.progress = progress
         if let violation = configuration.protectedModeViolation() { throw StartupError(description: violation) }
         do {
             access = try AccessControl(configuration: configuration)
@@ -53,6 +64,10 @@ public final class MarkerdNode: Sendable {
         serviceConfig.idempotencyMaxBytes = configuration.idempotencyMaxBytes
         serviceConfig.tileCacheBytes = configuration.tileCacheBytes
         serviceConfig.keptCanvasBytes = configuration.keptCanvasBytes
+        let secrets = try configuration.webhookSecretsFile.map(FenceWebhooks.readSecrets)
+        serviceConfig.changeHistoryCount = configuration.changeHistoryCount
+        serviceConfig.changeHistoryBytes = configuration.changeHistoryBytes
+        serviceConfig.clock = clock
         if configuration.clusterServers.isEmpty {
             replicatedLog = nil
             service = try MarkerService.open(configuration: serviceConfig, progress: progress)
@@ -77,7 +92,26 @@ public final class MarkerdNode: Sendable {
             self.service = service
             replicatedLog = log
         }
-        dispatcher = RPCDispatcher(service: service, access: access)
+        if configuration.clusterServers.isEmpty {
+            shards = nil
+        } else {
+            do {
+                // Retried as the log is: JetStream answers "no responders" while it elects leaders.
+                shards = try Self.retryingCluster(progress) {
+                    try ShardRouter(servers: configuration.clusterServers, group: configuration.clusterGroup,
+                                    node: configuration.nodeID ?? ProcessInfo.processInfo.hostName,
+                                    replicas: configuration.effectiveClusterReplicas)
+                }
+            } catch {
+                service.close()
+                replicatedLog?.close()
+                throw StartupError(description: "cluster: \(error)")
+            }
+        }
+        dispatcher = RPCDispatcher(service: service, access: access, shards: shards)
+        let counters = dispatcher.metrics.webhooks
+        webhooks = secrets.map { FenceWebhooks(secrets: $0, counters: counters) }
+        if let webhooks { service.fenceSinks.attach(webhooks) }
         let handler = DispatchingHandler(dispatcher: dispatcher)
         let tls = configuration.tlsCertificateFile.flatMap { cert in
             configuration.tlsKeyFile.map { TLSServerFiles(certificateFile: cert, keyFile: $0, clientCAFile: configuration.tlsClientCAFile) }
@@ -89,17 +123,18 @@ public final class MarkerdNode: Sendable {
             handler: handler)
         // The gateways share the service, metrics, timeouts and viewer files; the operators' one
         // takes no tokens (`access: nil`), the HTTPS one the certificate.
-        let provider = ServiceTileProvider(service: service), metrics = dispatcher.metrics
+        let provider = ServiceTileProvider(service: service), metrics = dispatcher.metrics, shards = shards
         let (header, idle, files) = (configuration.httpHeaderTimeout, configuration.httpIdleTimeout, configuration.viewerFiles)
         let makeGateway = { (address: String?, tls: TLSServerFiles?, access: AccessControl?) -> TileGateway? in
             address.map {
                 TileGateway(address: $0, provider: provider, metrics: metrics, headerTimeout: header, idleTimeout: idle,
-                            tls: tls, access: access, viewerFiles: files)
+                            tls: tls, access: access, viewerFiles: files, shards: access == nil ? nil : shards)
             }
         }
         gateway = makeGateway(configuration.httpAddress, nil, access)
         httpsGateway = makeGateway(configuration.httpsAddress, tls, access)
         opsGateway = makeGateway(configuration.opsHTTPAddress, nil, nil)
+        publisher = configuration.publishURLs.isEmpty ? nil : try ChangeFeedPublisher(urls: configuration.publishURLs)
     }
 
     /// Cluster mode, at start: restores the group's published snapshot (`MARKERD_SNAP_<group>`)
@@ -150,6 +185,16 @@ public final class MarkerdNode: Sendable {
             try gateway?.start()
             try httpsGateway?.start()
             try opsGateway?.start()
+            // Registered once bound (a port 0 resolved), so redirects name reachable URLs.
+            if let shards {
+                let endpoints = [configuration.advertiseURL ?? transport.boundURLs[0]]
+                let httpEndpoints = (configuration.advertiseHTTPURL ?? httpURL).map { [$0] } ?? []
+                try Self.retryingCluster(progress) { try shards.join(endpoints: endpoints, httpEndpoints: httpEndpoints) }
+            }
+            if let publisher {
+                publisher.attach(to: service.changeFeed)
+                service.fenceSinks.attach(publisher)
+            }
         } catch {
             gateway?.stop(drainTimeout: .zero)
             transport.stop(drainTimeout: .zero)
@@ -190,11 +235,16 @@ public final class MarkerdNode: Sendable {
     /// The URLs actually bound (a tcp port 0 resolved to the real port).
     public var boundURLs: [String] { transport.boundURLs }
 
+    /// The change feed's URLs as bound (`--publish`; a tcp port 0 resolved), empty without it.
+    public var publishURLs: [String] { publisher?.socket.boundURLs ?? [] }
+
     /// Graceful stop: stop taking requests, let those in flight finish (bounded by
     /// `drainSeconds`), then flush, fsync and close the journal. The NNG socket is left open
     /// (not receiving) for the process to close at exit: closing a REP socket while peers
     /// disconnect can make nng 1.5 panic (nanomsg/nng#2110).
     public func stop() {
+        // Out of the members first, so redirects stop naming this replica.
+        shards?.stop()
         service.beginDraining()
         // The gateways at once, so the HTTPS one adds nothing to the shutdown budget.
         let gateways = [gateway, httpsGateway]
@@ -204,6 +254,7 @@ public final class MarkerdNode: Sendable {
         transport.drain(timeout: .milliseconds(Int64(configuration.drainSeconds * 1000)))
         service.close()
         replicatedLog?.close()
+        webhooks?.stop()
     }
 }
 

@@ -4,8 +4,8 @@ import MarkerdAuth
 /// What each rpc needs from a token (`--auth-file`): a scope and, for the methods whose request
 /// names a layer (field 1, `layer_id`), a layer pattern of the token that matches that layer.
 ///
-/// read: queries, tiles, hit-tests, clusters, stats, server info, signed tile URLs (ListLayers
-/// answers only the layers the token may read). write: markers, drags, icons (icons are shared
+/// read: queries, tiles, hit-tests, clusters, stats, server info, signed tile URLs, fence lists
+/// (ListLayers answers only the layers the token may read). write: markers, drags, fences, icons (icons are shared
 /// by every layer but immutable once registered, so no layer). admin: creating and deleting
 /// layers, snapshots of the data.
 /// A method missing here is refused to every token (PERMISSION_DENIED): new methods fail closed
@@ -23,16 +23,19 @@ struct MethodAccess: Sendable, Equatable {
 
     static let scopes: [String: Scopes] = [
         "GetLayer": .read, "ListLayers": .read, "GetLayerStats": .read, "GetMarkers": .read, "ListMarkers": .read,
+        "GetChanges": .read,
         "QueryViewport": .read, "HitTest": .read, "GetTile": .read, "RenderSnapshot": .read,
         "GetClusters": .read, "GetClusterLeaves": .read, "GetClusterChildren": .read,
         "GetClusterExpansionZoom": .read, "GetPointTile": .read, "GetServerInfo": .read, "SignTileURL": .read,
         "RegisterIcon": .write, "UpsertMarkers": .write, "UpdateMarkers": .write, "RemoveMarkers": .write, "ClearLayer": .write,
         "MoveMarkers": .write, "BeginDrag": .write, "DragTo": .write, "EndDrag": .write, "CancelDrag": .write,
+        "CreateFence": .write, "DeleteFence": .write, "ListFences": .read,
         "CreateLayer": .admin, "DeleteLayer": .admin, "CreateSnapshot": .admin,
     ]
 
     static let expensiveMethods: Set<String> = [
         "GetTile", "RenderSnapshot", "GetPointTile", "GetClusters", "GetClusterLeaves", "QueryViewport", "ListMarkers",
+        "GetChanges",
         "CreateSnapshot",
     ]
 
@@ -41,8 +44,7 @@ struct MethodAccess: Sendable, Equatable {
         var table: [String: MethodAccess] = [:]
         for method in ProtoSchema.methods {
             guard let scope = scopes[method.name] else { continue }
-            let first = method.request.fields.first { $0.number == 1 }
-            table[method.path] = MethodAccess(scope: scope, layerScoped: first?.name == "layer_id" && first?.type == .string,
+            table[method.path] = MethodAccess(scope: scope, layerScoped: method.namesLayer,
                                               expensive: expensiveMethods.contains(method.name))
         }
         return table

@@ -36,6 +36,7 @@ enum MethodTable {
         read("GetLayerStats", V1.GetLayerStatsRequest.self) { r, _ throws(RPCError) in try service.getLayerStats(r) }
         read("GetMarkers", V1.GetMarkersRequest.self) { r, _ throws(RPCError) in try service.getMarkers(r) }
         read("ListMarkers", V1.ListMarkersRequest.self) { r, _ throws(RPCError) in try service.listMarkers(r) }
+        read("GetChanges", V1.GetChangesRequest.self) { r, _ throws(RPCError) in try service.getChanges(r) }
         readEncoded("QueryViewport", V1.QueryViewportRequest.self) { r, _ throws(RPCError) in try service.queryViewportPayload(r) }
         read("HitTest", V1.HitTestRequest.self) { r, _ throws(RPCError) in try service.hitTest(r) }
         read("DragTo", V1.DragToRequest.self) { r, _ throws(RPCError) in try service.dragTo(r) }
@@ -50,6 +51,7 @@ enum MethodTable {
         read("RenderSnapshot", V1.RenderSnapshotRequest.self) { r, _ throws(RPCError) in try service.renderSnapshot(r) }
         read("GetServerInfo", V1.GetServerInfoRequest.self) { r, _ throws(RPCError) in service.getServerInfo(r) }
         read("CreateSnapshot", V1.CreateSnapshotRequest.self) { r, _ throws(RPCError) in try service.createSnapshot(r) }
+        read("ListFences", V1.ListFencesRequest.self) { r, _ throws(RPCError) in try service.listFences(r) }
         read("SignTileURL", V1.SignTileURLRequest.self) { r, _ throws(RPCError) in try access.signTileURL(r, service: service) }
         for kind in MutationKind.allCases {
             routes[kind.methodName] = .mutation(kind)

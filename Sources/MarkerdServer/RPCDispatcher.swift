@@ -1,3 +1,4 @@
+import Dispatch
 import MarkerdAPI
 import MarkerdAuth
 import MarkerdService
@@ -22,10 +23,15 @@ public final class RPCDispatcher: Sendable {
     public let metrics: ServerMetrics
     /// Tokens, scopes and the audit log; without an auth file every call is allowed.
     public let access: AccessControl
+    /// Cluster mode's layer placement: requests for layers placed on another replica group are
+    /// answered MOVED (``ShardRouter``). nil on a single node.
+    public let shards: ShardRouter?
 
-    public init(service: MarkerService, metrics: ServerMetrics = ServerMetrics(), access: AccessControl? = nil) {
+    public init(service: MarkerService, metrics: ServerMetrics = ServerMetrics(), access: AccessControl? = nil,
+                shards: ShardRouter? = nil) {
         self.service = service
         self.metrics = metrics
+        self.shards = shards
         let access = access ?? AccessControl()
         self.access = access
         self.routes = MethodTable.routes(for: service, access: access)
@@ -81,6 +87,30 @@ public final class RPCDispatcher: Sendable {
             finish(method: short, requestID: requestID, receivedAt: receivedAt, result: .failure(error), caller: caller, reply: reply)
             return
         }
+        var placedHere: String?  // a layer CreateLayer placed on this group (released if the create fails)
+        if let shards, let layer = request.payload.withUnsafeBytes({ Self.layerNamed(in: $0, method: method) }) {
+            let redirect: V1.Redirect?
+            if case .mutation(.createLayer) = route {
+                do throws(RPCError) {
+                    let target = (try? V1.CreateLayerRequest(serializedBytes: request.payload))?.group ?? ""
+                    let wasPlaced = shards.placements.group(of: layer) != nil
+                    redirect = try shards.placeNewLayer(layer, on: target)
+                    if redirect == nil && !wasPlaced { placedHere = layer }
+                } catch {
+                    finish(method: short, requestID: requestID, receivedAt: receivedAt, result: .failure(error), caller: caller, reply: reply)
+                    return
+                }
+            } else {
+                redirect = shards.redirect(for: layer)
+            }
+            if let redirect {
+                finish(method: short, requestID: requestID, receivedAt: receivedAt,
+                       result: .failure(RPCError(.moved, "layer \(layer) is held by replica group \(redirect.group)")),
+                       caller: caller, redirect: redirect, reply: reply)
+                return
+            }
+        }
+        let claimed = placedHere
         switch route {
         case .read(let body):
             let result: Result<[UInt8], RPCError> = request.payload.withUnsafeBytes { p in
@@ -95,6 +125,22 @@ public final class RPCDispatcher: Sendable {
             finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, caller: caller, reply: reply)
         case .mutation(let kind):
             service.mutate(kind, payload: request.payload, context: context) { [self] result in
+                // Cluster mode: a layer gone (or never made) here gives its placement back, off
+                // the journal's thread (a NATS round trip), before the reply.
+                if let shards, kind == .deleteLayer || claimed != nil {
+                    let layer = claimed ?? request.payload.withUnsafeBytes { Self.layerNamed(in: $0, method: method) } ?? ""
+                    let gone = switch result {
+                        case .success: kind == .deleteLayer
+                        case .failure(let e): kind == .deleteLayer ? e.code == .notFound : e.code != .alreadyExists
+                    }
+                    if gone {
+                        DispatchQueue.global().async { [self] in
+                            shards.layerDeleted(layer)
+                            finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, caller: caller, reply: reply)
+                        }
+                        return
+                    }
+                }
                 finish(method: short, requestID: requestID, receivedAt: receivedAt, result: result, caller: caller, reply: reply)
             }
         }
@@ -136,6 +182,10 @@ public final class RPCDispatcher: Sendable {
               head.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(head.timeoutMs)))
         else { return false }
         let id = head.requestID, payload = UnsafeRawBufferPointer(rebasing: body[head.payload])
+        // Cluster mode: a layer held by another group is answered MOVED by `handle`.
+        if let shards, let layer = Self.layerNamed(in: payload, method: method.fullName), shards.redirect(for: layer) != nil {
+            return false
+        }
         var caller: AccessControl.Caller?
         if access.authenticator != nil {
             let token = UnsafeRawBufferPointer(rebasing: body[head.authToken])
@@ -218,11 +268,20 @@ public final class RPCDispatcher: Sendable {
         ["GetTile", "GetClusters", "HitTest", "QueryViewport"].map { ($0, servicePrefix + $0, Array((servicePrefix + $0).utf8)) }
 
 
+    /// The layer a request of `method` names (field 1 of the methods that have one, from the
+    /// descriptors: ``MethodAccess/layerScoped``), or nil.
+    static func layerNamed(in payload: UnsafeRawBufferPointer, method: String) -> String? {
+        guard MethodAccess.table[method]?.layerScoped == true, let r = V1.layerIDRange(inPayload: payload) else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: payload[r]), as: UTF8.self)
+    }
+
     private func finish(
         method: Substring, requestID: UInt64, receivedAt: ContinuousClock.Instant,
-        result: Result<[UInt8], RPCError>, caller: AccessControl.Caller? = nil, reply: @Sendable (V1.Response) -> Void
+        result: Result<[UInt8], RPCError>, caller: AccessControl.Caller? = nil, redirect: V1.Redirect? = nil,
+        reply: @Sendable (V1.Response) -> Void
     ) {
         var response = envelope(method: method, requestID: requestID, receivedAt: receivedAt, result: result)
+        response.redirect = redirect
         if let caller {
             response.retryAfterMs = caller.retryAfterMs
             access.finishQuota(caller, replyBytes: response.payload.count)

@@ -118,10 +118,14 @@ public final class ServerMetrics: Sendable {
         stats.withLock { all in all.values.reduce(0) { $0 + ($1.codes[code.rawValue] ?? 0) } }
     }
 
+    /// Fence webhook deliveries (``FenceWebhooks``).
+    public let webhooks = WebhookCounters()
+
     /// Prometheus text exposition format (version 0.0.4).
     public func prometheusText() -> String {
         let snapshot = stats.withLock { $0 }
-        var out = "# HELP markerd_rpc_calls_total RPC calls by method and status code.\n"
+        var out = webhooks.prometheusText()
+        out += "# HELP markerd_rpc_calls_total RPC calls by method and status code.\n"
         out += "# TYPE markerd_rpc_calls_total counter\n"
         for (method, s) in snapshot.sorted(by: { $0.key < $1.key }) {
             for (code, n) in s.codes.sorted(by: { $0.key < $1.key }) {

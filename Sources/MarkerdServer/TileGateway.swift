@@ -43,6 +43,11 @@ public final class TileGateway: Sendable {
     public let access: AccessControl?
     /// Where the viewer's Leaflet and basemap files come from.
     public let viewerFiles: ViewerFiles
+    /// Cluster mode: a layer placed on another replica group is answered `307 Temporary
+    /// Redirect` to one of that group's live gateways (the same path and query, so a signed
+    /// `/t/...` prefix stays valid there: every replica has the same signing key), or 503 when
+    /// none is alive. nil: every layer is served here.
+    public let shards: ShardRouter?
     let server: NNGHTTPServer
     private let requestCounts = Mutex<[String: [Int: UInt64]]>([:])  // route -> status -> count
 
@@ -54,10 +59,13 @@ public final class TileGateway: Sendable {
     ///   - tls: serve HTTPS with this certificate. Default nil: plain HTTP.
     ///   - access: who may read what (see the type's notes); nil: everything, to anyone.
     ///   - viewerFiles: the directories of Leaflet and the basemap. Default: Debian's Leaflet, no basemap.
+    ///   - shards: cluster mode's placement (see ``shards``); nil: none.
     public init(address: String, provider: any TileProvider, metrics: ServerMetrics? = nil,
                 headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60),
-                tls: TLSServerFiles? = nil, access: AccessControl? = nil, viewerFiles: ViewerFiles = ViewerFiles()) {
+                tls: TLSServerFiles? = nil, access: AccessControl? = nil, viewerFiles: ViewerFiles = ViewerFiles(),
+                shards: ShardRouter? = nil) {
         self.provider = provider
+        self.shards = shards
         self.metrics = metrics
         self.access = access
         self.viewerFiles = viewerFiles
@@ -138,6 +146,10 @@ public final class TileGateway: Sendable {
                     response = refusal
                 case .success(let admission):
                     if case .anyone = admission { open = true }
+                    if let shards, let layer = route.layer, let redirect = shards.redirect(for: layer) {
+                        response = Self.redirect(request, to: redirect)
+                        break
+                    }
                     // A Bearer token's quotas: 429 with Retry-After (whole seconds) when over them.
                     var quota: (grant: Grant, expensive: Bool)?
                     if case .bearer(let grant) = admission, let quotas = access?.quotas {
@@ -261,6 +273,21 @@ public final class TileGateway: Sendable {
         return .success(.bearer(grant))
     }
 
+    /// `307 Temporary Redirect` to one of the owning group's gateways (at random, spreading the
+    /// load) with the same target (path, signed prefix and query), or 503 with `Retry-After: 1`
+    /// when no member of the group with a gateway is alive. `Cache-Control: no-store`: placements
+    /// change when layers are deleted and created again.
+    static func redirect(_ request: HTTPRequest, to redirect: V1.Redirect) -> HTTPResponse {
+        guard let base = redirect.httpEndpoints.randomElement() else {
+            var r = error(503, "layer \(redirect.layerID) is held by replica group \(redirect.group), which has no live gateway")
+            r.setHeader("Retry-After", "1")
+            return r
+        }
+        let location = (base.hasSuffix("/") ? String(base.dropLast()) : base) + request.target
+        return HTTPResponse(status: 307, headers: [HTTPHeader("Location", location), HTTPHeader("Cache-Control", "no-store")],
+                            body: Array("layer \(redirect.layerID) is held by replica group \(redirect.group): \(location)\n".utf8))
+    }
+
     static func unauthorized(_ message: String) -> HTTPResponse {
         var r = error(401, message)
         r.setHeader("WWW-Authenticate", "Bearer realm=\"markerd\"")
@@ -297,6 +324,7 @@ public final class TileGateway: Sendable {
         case .pointTile: "point_tile"
         case .viewport: "viewport"
         case .hitTest: "hittest"
+        case .events: "events"
         }
     }
 
@@ -368,6 +396,8 @@ public final class TileGateway: Sendable {
                                      tolerancePx: try q.double("tolerance", 0...200, default: 14),
                                      maxResults: try q.int("max", 1...1000, default: 10))
             return try json(provider.hitTest(query), cache: "no-store")
+        case .events(let layer):
+            return try events(layer, request)
         }
     }
 
@@ -470,6 +500,33 @@ public final class TileGateway: Sendable {
             case tilejson, name, description, version, scheme, tiles, minzoom, maxzoom, bounds, center
             case tileSize = "tile_size", markerdLayerVersion = "markerd_layer_version"
         }
+    }
+
+    /// `/layers/{layer}/events`: Server-Sent Events (see `LayerEventStreams`). `bbox=w,s,e,n`
+    /// filters the markers; `Last-Event-ID` (or `since=`) catches up from that version. Keep-alive
+    /// comments every 15 s (half the idle timeout when shorter).
+    private func events(_ layer: String, _ request: HTTPRequest) throws(RPCError) -> HTTPResponse {
+        let q = QueryString(request.query)
+        var bounds: V1.Bounds?
+        if let text = q.values["bbox"] {
+            let n = text.split(separator: ",").compactMap { Double($0) }
+            guard n.count == 4, n.allSatisfy(\.isFinite), (-180...180).contains(n[0]), (-180...180).contains(n[2]),
+                  (-90...90).contains(n[1]), (-90...90).contains(n[3]), n[1] <= n[3] else {
+                throw .invalidArgument("query parameter bbox=\(text.prefix(64)) is not west,south,east,north in degrees")
+            }
+            bounds = V1.Bounds(west: n[0], south: n[1], east: n[2], north: n[3])
+        }
+        let sinceText = request.header("Last-Event-ID") ?? q.values["since"]
+        let since = try sinceText.map { (t) throws(RPCError) -> UInt64 in
+            guard let v = UInt64(t) else { throw .invalidArgument("Last-Event-ID / since \"\(t.prefix(32))\" is not a layer version") }
+            return v
+        }
+        let keepAlive = min(.seconds(15), server.configuration.idleTimeout / 2)
+        let stream = try provider.events(layer: layer, bounds: bounds, since: since, keepAliveEvery: keepAlive)
+        return HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/event-stream"),
+                                                   HTTPHeader("Cache-Control", "no-store"),
+                                                   HTTPHeader("X-Accel-Buffering", "no")],
+                            bodyStream: stream)
     }
 
     private func json<T: Encodable>(_ value: T, cache: String) throws(RPCError) -> HTTPResponse {

@@ -1,4 +1,6 @@
+import MarkerdAPI
 import MarkerdService
+import MarkerdTransport
 
 /// What the HTTP gateway (``TileGateway``) needs from the service. Every method is synchronous,
 /// is called on the gateway's handler queue (never on an nng thread), and throws only
@@ -39,9 +41,17 @@ public protocol TileProvider: Sendable {
     /// Whether the server takes traffic and writes (`/readyz`, `markerd_ready`,
     /// `markerd_writes_refused`). Default: ready.
     func readiness() -> Readiness
+
+    func events(layer: String, bounds: V1.Bounds?, since: UInt64?, keepAliveEvery: Duration) throws(RPCError) -> HTTPBodyStream
 }
 
 extension TileProvider {
+    /// A stream of `layer`'s changes as Server-Sent Events (`/layers/{layer}/events`): see
+    /// `LayerEventStreams`. Default: NOT_FOUND (a provider without a change feed).
+    public func events(layer: String, bounds: V1.Bounds?, since: UInt64?, keepAliveEvery: Duration) throws(RPCError) -> HTTPBodyStream {
+        throw .notFound("no change events for layer \"\(layer)\" here")
+    }
+
     public func tileRenderCounts() -> TileRenderCounts? { nil }
     public func readiness() -> Readiness { Readiness() }
 }

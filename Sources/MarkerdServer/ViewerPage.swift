@@ -8,12 +8,16 @@
 ///   browser may keep them; a layer with `clustering.raster` shows its clusters there as count
 ///   bubbles, a labelled layer its labels), and its live
 ///   markers (`/viewport/{layer}`: every marker of a native layer, the moving ones of a tiled
-///   layer) as circles, refreshed after every move and every 3 s.
+///   layer) as circles, refreshed after every pan or zoom; their moves arrive as Server-Sent Events
+///   (`/layers/{layer}/events`) and move the circles in place, other changes reload the view
+///   (a quarter second later, once for a burst). Without the event stream it polls every 3 s.
 /// - A click runs `/hittest/{layer}` and lists the hits with their attributes (panel and popup).
 /// - A panel with the layer's stats and its tile URL template to copy.
 ///
 /// The URL fragment keeps the view: `/#layer=cities&z=5&lat=48.1&lon=11.6`; `&hit=LAT,LON` runs
-/// a hit-test there on load (for screenshots); `&signed=/t/{expiry}.{signature}` (a prefix from
+/// a hit-test there on load (for screenshots); `&live=poll` polls instead of opening the event
+/// stream (headless screenshots: Chromium's virtual time stands still while a fetch, such as an
+/// event stream, is pending); `&signed=/t/{expiry}.{signature}` (a prefix from
 /// the SignTileURL rpc, `markerctl sign-url`) shows a private layer without a token: every
 /// per-layer request (tiles, viewport, hit-test, TileJSON) goes through the prefix until it
 /// expires (then they fail with 403, and the panel says so). Without a basemap (`markerd --basemap-dir`) the
@@ -75,6 +79,8 @@ const tileStats = { loaded: 0, failed: 0 };
 // A signed prefix (`#signed=/t/{expiry}.{signature}`, from the SignTileURL rpc or `markerctl sign-url`): put before
 // the layer's paths, it lets the page show a private layer without a token until it expires.
 let signed = "", signedLayer = null;
+let events = null, eventsLayer = null, liveEvents = 0, reloadTimer = null;  // the layer's event stream
+const livePolling = new URLSearchParams(location.hash.slice(1)).get("live") === "poll";
 const via = () => layer === signedLayer ? signed : "";  // the prefix of the current layer's paths
 
 function row(k, v) {
@@ -90,6 +96,7 @@ function showStats() {
     row("live drawn", vp.markers.length + (vp.nextPageToken ? " (more not shown)" : "")));
   if (map) rows.push(row("zoom", map.getZoom()), row("center", map.getCenter().lat.toFixed(4) + ", " + map.getCenter().lng.toFixed(4)));
   rows.push(row("tiles", tileStats.loaded + " loaded, " + tileStats.failed + " failed"));
+  rows.push(row("live events", events && events.readyState === 1 ? liveEvents + " received" : "polling"));
   $("stats").replaceChildren(...rows);
 }
 function json(url) {
@@ -184,6 +191,28 @@ function loadViewport() {
     vp = j; setTiles(); drawLive(); showStats(); showTemplate();
   }).catch(e => { $("hits").textContent = "viewport: " + e.message; });
 }
+// ---- live changes: Server-Sent Events of the layer (moves applied in place) ----
+function listen() {
+  if (events && eventsLayer === layer) return;
+  if (events) events.close();
+  events = null; eventsLayer = layer;
+  if (!layer || livePolling || typeof EventSource === "undefined") return;
+  events = new EventSource(via() + "/layers/" + encodeURIComponent(layer) + "/events");
+  events.onmessage = e => applyChange(JSON.parse(e.data));
+  events.addEventListener("reload", () => loadViewport());
+}
+function applyChange(c) {
+  liveEvents++;
+  if (!vp) return;
+  if (c.kind === "move" || c.kind === "drag") {
+    const byId = new Map(vp.markers.map(m => [m.id, m]));
+    let unseen = false;
+    for (const m of c.markers) { const v = byId.get(m.id); if (v) { v.lat = m.lat; v.lon = m.lon; } else unseen = true; }
+    drawLive(); showStats();
+    if (unseen || c.removed.length) reloadSoon();
+  } else reloadSoon();
+}
+function reloadSoon() { if (!reloadTimer) reloadTimer = setTimeout(() => { reloadTimer = null; loadViewport(); }, 250); }
 function showTemplate() {
   const l = layers.find(l => l.id === layer);
   if (!l && !(vp && vp.tileURLTemplate)) return;
@@ -255,7 +284,7 @@ function start() {
   map.on("moveend", () => { saveHash(); loadViewport(); showStats(); });
   map.on("click", e => { if (layer) hitTest(e.latlng); });
   showBasemap();
-  setInterval(() => { loadLayers(); loadViewport(); }, 3000);
+  setInterval(() => { loadLayers(); if (!events || events.readyState !== 1) loadViewport(); }, 3000);
   $("copy").addEventListener("click", () => {
     const t = $("template"); t.select();
     if (navigator.clipboard) navigator.clipboard.writeText(t.value).catch(() => document.execCommand("copy")); else document.execCommand("copy");
@@ -263,14 +292,14 @@ function start() {
   $("layer").addEventListener("change", () => {
     layer = $("layer").value; vp = null; tileTemplate = null; tileStats.loaded = tileStats.failed = 0;
     if (tiles) { map.removeLayer(tiles); tiles = null; }
-    live.clearLayers(); saveHash(); showStats(); showTemplate(); loadViewport();
+    live.clearLayers(); saveHash(); showStats(); showTemplate(); loadViewport(); listen();
   });
   loadLayers().then(() => {
     const wanted = p.get("layer");
     if (!signedLayer) layer = layers.some(l => l.id === wanted) ? wanted : (layers[0] ? layers[0].id : null);
     if (!layer) { $("hits").textContent = "no layers yet: create one with markerctl"; return; }
     $("layer").value = layer;
-    showStats(); showTemplate(); loadViewport();
+    showStats(); showTemplate(); loadViewport(); listen();
     const hit = (p.get("hit") || "").split(",").map(parseFloat);
     if (hit.length === 2 && hit.every(isFinite)) hitTest(L.latLng(hit[0], hit[1]));
   });

@@ -28,9 +28,17 @@ final class LayerHandle: @unchecked Sendable {
     /// `layer.idHashSeed` (fixed for the layer's life), readable without the lock: bulk upserts
     /// hash their ids before taking it (`MarkerBatch.prepareLayout`).
     let idHashSeed: UInt64
+    /// The layer's recent changes, for GetChanges (see `ChangeHistory`). Guarded by `lock`.
+    var changes: ChangeHistory
+    /// The layer's fences and the markers inside each (see `FenceSet`). Guarded by `lock`.
+    var fences = FenceSet()
+    /// Each fence as created (`CreateFenceRequest.fence`, layer_id filled in), by id. Guarded by `lock`.
+    var fenceDefinitions: [String: V1.Fence] = [:]
 
-    init(id: String, layer: MarkerLayer, options: V1.LayerOptions) {
+    /// - Parameter history: the bounds of `changes` (`ServiceConfiguration.changeHistoryCount`, `changeHistoryBytes`).
+    init(id: String, layer: MarkerLayer, options: V1.LayerOptions, history: (count: Int, bytes: Int)) {
         self.id = id
+        self.changes = ChangeHistory(floor: layer.version, maxCount: history.count, maxBytes: history.bytes)
         self.layer = layer
         self.idHashSeed = layer.idHashSeed
         self.options = options

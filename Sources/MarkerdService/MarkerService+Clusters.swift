@@ -180,7 +180,7 @@ extension MarkerService {
     func buildSuperclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) throws(RPCError) -> SuperclusterSnapshot {
         h.clusterState.buildLock.lock()
         defer { h.clusterState.buildLock.unlock() }
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         try expireDueAnimations(h, now: now)
         let (version, markers) = h.lock.withReadLock { (h.layer.version, h.layer.clusterableMarkers()) }
         if var old = h.clusterState.snapshot, old.options == options, old.layerVersion <= version,
@@ -202,7 +202,7 @@ extension MarkerService {
     /// - Throws: UNAVAILABLE when due animations cannot be expired (`expireDueAnimations`).
     func superclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) throws(RPCError) -> SuperclusterSnapshot {
         if let s = h.clusterState.snapshot, s.options == options {
-            try expireDueAnimations(h, now: Self.nowUnixMs())
+            try expireDueAnimations(h, now: nowUnixMs())
             if h.lock.withReadLock({ h.layer.version }) != s.layerVersion { scheduleSuperclusterRebuild(h) }
             return s
         }
@@ -372,7 +372,7 @@ extension MarkerService {
         guard let b = r.bounds, b.west.isFinite, b.east.isFinite, b.south.isFinite, b.north.isFinite,
               let zoom = try? Self.zoomLevel(r.zoom), let h = try? handle(r.layerID) else { return false }
         let box = ClusterBox(west: b.west, south: b.south, east: b.east, north: b.north)
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         let written = h.lock.withReadLockIfFree { () -> Bool in
             let config = LayerClustering(h.options.clustering)
             guard !h.deleted, config.algorithm == .grid, h.layer.gridClusterOptions == config.grid,

@@ -268,6 +268,7 @@ extension MarkerService {
             try h.lock.withWriteLock { () throws(RPCError) in
                 h.layer.start(at: try versions.fresh(above: h.layer.version))
                 h.tileVersions.reset(seq: h.layer.version)
+                h.changes.restart(at: h.layer.version)
             }
         }
     }
@@ -315,7 +316,7 @@ extension MarkerService {
     /// Decodes one snapshot section and does the work that needs no layer lock (decoding,
     /// converting markers, registering icons); returns what is left to apply, in order.
     func prepareSnapshotSection(_ bytes: [UInt8]) throws -> @Sendable () throws -> Void {
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         let c = MutationCommit(kind: .upsertMarkers, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
         // Marker chunks (nearly all of a snapshot) skip protobuf-c when they can.
         if Self.isMarkersSection(bytes),
@@ -366,7 +367,10 @@ extension MarkerService {
     func finishRestores() -> UInt64 {
         let t0 = RecoveryPipeline.threadCPUNanoseconds()
         for h in layers.withLock({ Array($0.values) }) {
-            h.lock.withWriteLock { h.layer.finishRestore() }
+            h.lock.withWriteLock {
+                h.layer.finishRestore()
+                h.fences.rebuild(from: h.layer)
+            }
         }
         return RecoveryPipeline.threadCPUNanoseconds() - t0
     }
@@ -374,7 +378,7 @@ extension MarkerService {
     /// Applies one snapshot section.
     func restoreSnapshotSection(_ bytes: [UInt8]) throws {
         let section = try V1.SnapshotSection(serializedBytes: bytes)
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         func commit(_ kind: MutationKind) -> MutationCommit {
             MutationCommit(kind: kind, payload: [], key: "", digest: 0, nowUnixMs: now, context: nil, onDurable: nil)
         }
@@ -396,6 +400,8 @@ extension MarkerService {
             restore(e, try V1.Response(serializedBytes: e.response ?? []))
         case .idempotencyKeys(let k)?:
             try idempotency.restore(packed: k.packed[...])
+        case .fence(let r)?:
+            _ = try createFence(r, commit(.createFence))
         case .layerState(let state)?:
             // After the layer's markers: their restore raised the version by its own count.
             let h = try handle(state.layerID)
@@ -502,8 +508,8 @@ extension MarkerService {
     }
 
     /// The sections of a snapshot covering sequence `covered`, in order, to `put` (each an
-    /// encoded `SnapshotSection`): header, icons, per layer its options, marker chunks and
-    /// `LayerState`, then the idempotency keys and the footer. Takes each layer's read lock per
+    /// encoded `SnapshotSection`): header, icons, per layer its options, marker chunks, fences
+    /// and `LayerState`, then the idempotency keys and the footer. Takes each layer's read lock per
     /// chunk only; `beforeKeys` runs before the keys are packed. `openDrags`: whether each
     /// `LayerState` lists the layer's open drag sessions (cluster mode). Returns the markers
     /// written.
@@ -519,7 +525,7 @@ extension MarkerService {
         var header = V1.SnapshotHeader()
         header.formatVersion = Self.snapshotFormatVersion
         header.coversSequence = covered
-        header.createdAtUnixMs = Self.nowUnixMs()
+        header.createdAtUnixMs = nowUnixMs()
         // Single node: read after the rotation, covers every reservation in the segments this
         // snapshot lets go (recovery starts the layers above it).
         header.versionCeiling = versionCeiling
@@ -556,6 +562,10 @@ extension MarkerService {
                 }
                 guard let next else { break }
                 cursor = next
+            }
+            // After the layer's markers: recovery seeds the fences' inside-sets once the grid is built.
+            for fence in h.lock.withReadLock({ h.deleted ? [] : h.fenceDefinitions.values.sorted { $0.fenceID < $1.fenceID } }) {
+                try put(.fence(V1.CreateFenceRequest(layerID: h.id, fence: fence)))
             }
             let state = h.lock.withReadLock {
                 V1.LayerState(layerID: h.id, version: h.layer.version, nextDragID: h.layer.nextDragID.rawValue,

@@ -21,6 +21,11 @@ final class MutationCommit: @unchecked Sendable {
     /// Cluster mode: the sequence of this mutation's record in the replicated log, which every
     /// replica applies alike (no deadline, no journal, live semantics); nil otherwise.
     let logSequence: UInt64?
+    /// The change for the feed (`MarkerService.noteChange`); nil while replaying.
+    var pending: PendingChange?
+    /// The fence events the mutation raised (`LayerHandle.raiseFenceEvents`), delivered to the
+    /// service's `fenceSinks` once it is durable.
+    var fenceNotices: [FenceNotice] = []
 
     init(kind: MutationKind, payload: [UInt8], key: String, digest: UInt64, nowUnixMs: Int64,
          context: CallContext?, onDurable: (@Sendable (Result<[UInt8], RPCError>) -> Void)?, logSequence: UInt64? = nil) {
@@ -87,14 +92,20 @@ extension MarkerService {
         case .proceed:
             break
         }
-        let now = Self.nowUnixMs()
-        let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency] result in
+        let now = nowUnixMs()
+        let pending = PendingChange()
+        let finish: @Sendable (Result<[UInt8], RPCError>) -> Void = { [idempotency, changeFeed] result in
             let waiters = switch result {
                 case .success(let payload): idempotency.complete(key: key, payload: payload, atUnixMs: now)
                 case .failure: idempotency.abandon(key: key)
             }
             completion(result)
             for w in waiters { w(result) }
+            // The feed's one hook: the change is applied and durable (or failed: then no event).
+            // After the reply, so that publishing does not delay it.
+            if let ticket = pending.ticket {
+                if case .success = result { changeFeed.release(ticket, pending.event) } else { changeFeed.release(ticket, nil) }
+            }
         }
         if let replication {
             // Cluster mode: the record goes to the replicated log first; this replica's apply of
@@ -110,6 +121,7 @@ extension MarkerService {
         }
         let commit = MutationCommit(kind: kind, payload: payload, key: key, digest: digest, nowUnixMs: now,
                                     context: context, onDurable: finish)
+        commit.pending = pending
         do throws(RPCError) {
             try context.checkDeadline()
             // Refused before anything is applied: a write the journal cannot take must not show
@@ -148,6 +160,8 @@ extension MarkerService {
         case .beginDrag: return try beginDrag(decode(V1.BeginDragRequest.self, c), c).serializedBytes()
         case .endDrag: return try endDrag(decode(V1.EndDragRequest.self, c), c).serializedBytes()
         case .cancelDrag: return try cancelDrag(decode(V1.CancelDragRequest.self, c), c).serializedBytes()
+        case .createFence: return try createFence(decode(V1.CreateFenceRequest.self, c), c).serializedBytes()
+        case .deleteFence: return try deleteFence(decode(V1.DeleteFenceRequest.self, c), c).serializedBytes()
         }
     }
 
@@ -161,9 +175,16 @@ extension MarkerService {
 
     /// Appends the journal record of an applied mutation. Call while still holding the lock
     /// that ordered the change. `method`/`payload` override what is journaled (EndDrag is
-    /// journaled as the MoveMarkers it amounts to).
+    /// journaled as the MoveMarkers it amounts to). The mutation's fence events go to
+    /// `fenceSinks` once the record is durable (right away, still under the lock, when ephemeral),
+    /// before the reply: so in apply order, and never for a write that failed.
     func journalAppend(_ c: MutationCommit, response: [UInt8], as kind: MutationKind? = nil, payload: [UInt8]? = nil) throws(RPCError) {
-        guard let journal, !c.replaying, let onDurable = c.onDurable else { return }
+        guard !c.replaying else { return }
+        guard let journal, let onDurable = c.onDurable else {
+            fenceSinks.deliver(c.fenceNotices)
+            return
+        }
+        let notices = c.fenceNotices
         var record = V1.JournalRecord()
         record.method = (kind ?? c.kind).methodName
         record.idempotencyKey = c.key
@@ -178,9 +199,11 @@ extension MarkerService {
             _ = try journal.append(building: { sequence in
                 record.sequence = sequence
                 return record.serializedBytes()
-            }, completion: { result in
+            }, completion: { [fenceSinks] result in
                 switch result {
-                case .success: onDurable(.success(response))
+                case .success:
+                    fenceSinks.deliver(notices)
+                    onDurable(.success(response))
                 case .failure(let e): onDurable(.failure(.unavailable("the journal could not make the write durable: \(e)")))
                 }
             })
@@ -228,7 +251,8 @@ extension MarkerService {
             layer.start(at: try versions.fresh())
         }
         if let grid = LayerClustering.eagerGridOptions(api.clustering) { layer.enableGridClusters(grid) }
-        let h = LayerHandle(id: r.layerID, layer: layer, options: api)
+        let h = LayerHandle(id: r.layerID, layer: layer, options: api,
+                            history: (configuration.changeHistoryCount, configuration.changeHistoryBytes))
         var response = V1.CreateLayerResponse()
         response.layer = h.apiLayer(nowUnixMs: c.nowUnixMs)
         try layers.withLock { (all) throws(RPCError) in
@@ -239,6 +263,7 @@ extension MarkerService {
             }
             try c.checkDeadline()
             all[r.layerID] = h
+            noteChange(h, c, .layerCreated)
             try journalAppend(c, response: response.serializedBytes())
         }
         return response
@@ -253,6 +278,7 @@ extension MarkerService {
             try h.lock.withWriteLock { () throws(RPCError) in
                 h.deleted = true
                 response.removedCount = UInt64(h.layer.count)
+                noteChange(h, c, .layerDeleted)
                 try journalAppend(c, response: response.serializedBytes())
             }
         }
@@ -318,10 +344,12 @@ extension MarkerService {
     func upsertRecords(_ records: [MarkerRecord], into layerID: String, _ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse {
         try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(records.lazy.map(\.id), count: records.count, c)
+            let positions = h.positionsBefore(records.lazy.map(\.id))
             let result: UpsertResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
+            h.raiseFenceEvents(records.lazy.map(\.id), before: positions, c)
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c, measurer: labelText)
-            return try upserted(result, h, c)
+            return try upserted(result, h, c, ids: records.map(\.id))
         }
     }
 
@@ -331,13 +359,19 @@ extension MarkerService {
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(r.ids, count: r.ids.count, c)
+            let positions = h.positionsBefore(r.ids)
             let result = h.layer.remove(ids: r.ids)
+            h.raiseFenceEvents(r.ids, before: positions, c)
             h.markTiles(before: before, after: { [] }, c, measurer: labelText)
             var response = V1.RemoveMarkersResponse()
             response.removedCount = UInt64(result.removed)
             response.notFoundCount = UInt64(result.notFound)
             response.layerVersion = h.layer.version
-            if result.removed > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            if result.removed > 0 {
+                let notFound = Set(result.notFoundIDs)
+                noteChange(h, c, .remove, ids: notFound.isEmpty ? r.ids : r.ids.filter { !notFound.contains($0) })
+                try journalAppend(c, response: response.serializedBytes())
+            }
             return response
         }
     }
@@ -345,10 +379,12 @@ extension MarkerService {
     func clearLayer(_ r: V1.ClearLayerRequest, _ c: MutationCommit) throws(RPCError) -> V1.ClearLayerResponse {
         try write(r.layerID, c) { (h) throws(RPCError) in
             var response = V1.ClearLayerResponse()
+            h.raiseClearEvents(c)
             response.removedCount = UInt64(h.layer.clear())
             h.tileVersions.reset(seq: h.layer.version)
             h.labels.removeAll()
             response.layerVersion = h.layer.version
+            noteChange(h, c, .clear)
             try journalAppend(c, response: response.serializedBytes())
             return response
         }
@@ -366,14 +402,23 @@ extension MarkerService {
         }
         return try write(r.layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore(moves.lazy.map(\.id), count: moves.count, c)
+            let positions = h.positionsBefore(moves.lazy.map(\.id))
             let result: MoveResult
             result = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.move(moves) }
+            h.raiseFenceEvents(moves.lazy.map(\.id), before: positions, c)
             h.markTiles(before: before, after: { h.staticFootprints(moves.lazy.map(\.id), now: c.nowUnixMs) }, c, measurer: labelText)
             var response = V1.MoveMarkersResponse()
             response.movedCount = UInt64(result.moved)
             response.notFoundIDs = result.notFoundIDs
             response.layerVersion = h.layer.version
-            if result.moved > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            if result.moved > 0 {
+                if !c.replaying {
+                    let notFound = Set(result.notFoundIDs)
+                    let moved = notFound.isEmpty ? moves : moves.filter { !notFound.contains($0.id) }
+                    noteChange(h, c, .move, ids: moved.map(\.id), markers: { moved.map { Self.movedMarker($0.id, WorldPoint($0.position).fastLatLng) } })
+                }
+                try journalAppend(c, response: response.serializedBytes())
+            }
             return response
         }
     }
@@ -400,8 +445,12 @@ extension MarkerService {
     func endDrag(_ r: V1.EndDragRequest, _ c: MutationCommit) throws(RPCError) -> V1.EndDragResponse {
         let drag = try Self.dragID(r.dragID)
         return try write(r.layerID, c) { (h) throws(RPCError) in
+            // The drag's start is the marker's last journaled position (`fencePoint`): replay sees this as a move from there.
+            let draggedID = h.layer.draggedMarkerID(drag)
+            let positions = draggedID.flatMap { h.positionsBefore([$0]) }
             let marker: MarkerRecord
             marker = try mapCoreError { () throws(MarkerdCoreError) in try h.layer.endDrag(drag, at: MarkerConversion.latLng(r.position)) }
+            h.raiseFenceEvents([marker.id], before: positions, c)
             var response = V1.EndDragResponse()
             response.marker = MarkerConversion.apiMarker(marker)
             response.layerVersion = h.layer.version
@@ -412,6 +461,7 @@ extension MarkerService {
             var asMove = V1.MoveMarkersRequest()
             asMove.layerID = r.layerID
             asMove.moves = [move]
+            noteChange(h, c, .drag, ids: [marker.id], markers: { [Self.movedMarker(marker.id, marker.position)] })
             try journalAppend(c, response: response.serializedBytes(), as: .moveMarkers, payload: asMove.serializedBytes())
             return response
         }

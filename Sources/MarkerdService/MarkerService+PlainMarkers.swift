@@ -59,19 +59,28 @@ extension MarkerService {
         if batch.count > 1 { batch.prepareLayout(idHashSeed: try handle(layerID).idHashSeed) }
         return try write(layerID, c) { (h) throws(RPCError) in
             let before = h.footprintsBefore((0..<batch.count).lazy.map(batch.id), count: batch.count, c)
+            let positions = h.positionsBefore((0..<batch.count).lazy.map(batch.id))
             let result = h.layer.upsert(batch, now: c.nowUnixMs, spatialSlots: !h.clustersInSlotOrder, alongside: writeHelper)
+            h.raiseFenceEvents((0..<batch.count).lazy.map(batch.id), before: positions, c)
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(batch) }, c, measurer: labelText)
-            return try upserted(result, h, c)
+            return try upserted(result, h, c, ids: (0..<batch.count).map(batch.id))
         }
     }
 
     /// The response to an applied upsert, journaled (unless nothing was upserted).
-    func upserted(_ result: UpsertResult, _ h: LayerHandle, _ c: MutationCommit) throws(RPCError) -> V1.UpsertMarkersResponse {
+    /// `ids`: the ids upserted (for the change feed).
+    func upserted(_ result: UpsertResult, _ h: LayerHandle, _ c: MutationCommit, ids: @autoclosure () -> [String]) throws(RPCError) -> V1.UpsertMarkersResponse {
         var response = V1.UpsertMarkersResponse()
         response.createdCount = UInt64(result.created)
         response.updatedCount = UInt64(result.updated)
         response.layerVersion = h.layer.version
-        if result.created + result.updated > 0 { try journalAppend(c, response: response.serializedBytes()) }
+        if result.created + result.updated > 0 {
+            if !c.replaying {
+                let ids = ids()
+                noteChange(h, c, .upsert, ids: ids, markers: { Self.currentMarkers(h, ids) })
+            }
+            try journalAppend(c, response: response.serializedBytes())
+        }
         return response
     }
 }

@@ -21,7 +21,7 @@ extension MarkerService {
         let after = try PageToken.layersAfter(r.pageToken)
         // Layer ids are ASCII, so String's order is their bytes' order.
         let handles = layers.withLock { all in Array(all.values.filter { after == nil || $0.id > after! }) }.sorted { $0.id < $1.id }
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         var response = V1.ListLayersResponse()
         for h in handles {
             // A layer whose due animations cannot be expired (UNAVAILABLE) is listed as it is.

@@ -333,10 +333,17 @@ extension MarkerService {
             } else {
                 let commit = MutationCommit(kind: kind, payload: record.payload, key: key, digest: digest,
                                             nowUnixMs: record.appliedAtUnixMs, context: nil, onDurable: nil, logSequence: sequence)
+                // The record is durable (in the stream): every replica records the change in its
+                // history and publishes it on its own feed, in log order.
+                let pending = PendingChange()
+                commit.pending = pending
                 do throws(RPCError) {
                     result = .success(try apply(commit))
                 } catch {
                     result = .failure(error)
+                }
+                if let ticket = pending.ticket {
+                    if case .success = result { changeFeed.release(ticket, pending.event) } else { changeFeed.release(ticket, nil) }
                 }
             }
             let waiter = replication.applied(sequence, key: key, digest: digest)

@@ -97,7 +97,7 @@ extension MarkerService {
     /// equals `getTile`'s.
     public func cachedTile(_ r: V1.GetTileRequest) -> V1.GetTileResponse? {
         guard let checked = try? Self.tileRequest(r), let h = try? handle(r.layerID) else { return nil }
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         let found = h.lock.withReadLockIfFree { () -> (key: TileCache.Key, notModified: V1.GetTileResponse?)? in
             guard !h.deleted, !Self.rastersClusters(h.options), h.layer.nextAnimationEnd.map({ $0 > now }) ?? true else { return nil }
             // A labelled zoom whose placement is not kept yet (or busy) is `getTile`'s.

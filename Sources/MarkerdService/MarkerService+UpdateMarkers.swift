@@ -32,14 +32,20 @@ extension MarkerService {
                 })
             }
             let before = h.footprintsBefore(records.lazy.map(\.id), count: records.count, c)
+            let positions = h.positionsBefore(records.lazy.map(\.id))
             let result = try Self.renamingViolations { () throws(RPCError) in
                 try mapCoreError { () throws(MarkerdCoreError) in try h.layer.upsert(records, now: c.nowUnixMs) }
             }
+            h.raiseFenceEvents(records.lazy.map(\.id), before: positions, c)
             h.markTiles(before: before, after: { LayerHandle.staticFootprints(records, now: c.nowUnixMs) }, c, measurer: labelText)
             var response = V1.UpdateMarkersResponse()
             response.updatedCount = UInt64(result.updated)
             response.layerVersion = h.layer.version
-            if result.updated > 0 { try journalAppend(c, response: response.serializedBytes()) }
+            if result.updated > 0 {
+                let ids = records.map(\.id)
+                noteChange(h, c, .update, ids: ids, markers: { Self.currentMarkers(h, ids) })
+                try journalAppend(c, response: response.serializedBytes())
+            }
             return response
         }
     }

@@ -22,8 +22,9 @@ public struct ServiceConfiguration: Sendable {
     /// lowercase hex digits), its reply payload and 41 bytes (`IdempotencyStore`); the oldest
     /// are forgotten first beyond it. Default 64 MiB.
     public var idempotencyMaxBytes: Int = 64 << 20
-    /// The clock of `idempotencyTTL`, Unix ms. Default: the system clock; tests inject one.
-    public var idempotencyClock: @Sendable () -> Int64 = MarkerService.nowUnixMs
+    /// The service's wall clock, Unix ms: when animations end, how old idempotency keys are,
+    /// snapshot times. Default: the system's real-time clock; tests inject one they move by hand.
+    public var clock: @Sendable () -> Int64 = MarkerService.systemUnixMs
     /// Reported by GetServerInfo.
     public var version: String = "dev"
     /// XYZ template returned in TILED viewport answers (relative to the HTTP gateway).
@@ -43,6 +44,11 @@ public struct ServiceConfiguration: Sendable {
     /// millisecond or more to render from scratch (`marker-bench --only tiles`), a moved marker's
     /// windows a tenth of that; `Int.max`: swept rasters only.
     public var keepCanvasFrom: Int = 10_000
+    /// Changes kept per layer for GetChanges (`ChangeHistory`; the oldest go first). Default 10,000.
+    public var changeHistoryCount: Int = 10_000
+    /// Bytes of changes kept per layer for GetChanges: each change counts 64 bytes and 24 more
+    /// than each id it names. Default 16 MiB (about 400,000 ids of 16 bytes).
+    public var changeHistoryBytes: Int = 16 << 20
 
     public init() {}
 }
@@ -79,6 +85,10 @@ public final class MarkerService: @unchecked Sendable {
     /// Cluster mode's replicated log and apply state (`MarkerService+Replication.swift`); nil on
     /// a single node.
     let replication: Replication?
+    /// Every applied, durable change, for `--publish` and the gateway's events (see `ChangeFeed`).
+    public let changeFeed = ChangeFeed()
+    /// Where fence events go once their mutation is durable (see `FenceEventSink`).
+    public let fenceSinks = FenceEventSinks()
 
     init(configuration: ServiceConfiguration, journal: Journal?, replication: Replication? = nil) {
         self.configuration = configuration
@@ -87,7 +97,7 @@ public final class MarkerService: @unchecked Sendable {
         self.versions = VersionCeiling(journal: journal)
         self.idempotency = IdempotencyCache(ttlMs: Self.milliseconds(configuration.idempotencyTTL),
                                             maxBytes: configuration.idempotencyMaxBytes,
-                                            clock: configuration.idempotencyClock)
+                                            clock: configuration.clock)
         self.tileCache = TileCache(capacityBytes: configuration.tileCacheBytes)
         self.tileRenderer = TileRenderer(sweepAbove: configuration.tileSweepAbove, images: { [icons] id in icons.icon(id)?.image })
         self.keptCanvases = KeptCanvases(capacityBytes: configuration.keptCanvasBytes)
@@ -100,8 +110,11 @@ public final class MarkerService: @unchecked Sendable {
         self.init(configuration: c, journal: nil)
     }
 
-    /// Server clock, Unix ms.
-    static func nowUnixMs() -> Int64 {
+    /// The service's clock (`ServiceConfiguration.clock`), Unix ms.
+    func nowUnixMs() -> Int64 { configuration.clock() }
+
+    /// The system's real-time clock, Unix ms.
+    public static func systemUnixMs() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
@@ -126,7 +139,7 @@ public final class MarkerService: @unchecked Sendable {
     /// Runs `body` under the layer's read lock, after expiring due animations.
     func read<T>(_ layerID: String, _ body: (LayerHandle, Int64) throws(RPCError) -> T) throws(RPCError) -> T {
         let h = try handle(layerID)
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         try expireDueAnimations(h, now: now)
         return try h.lock.withReadLock { () throws(RPCError) -> T in
             guard !h.deleted else { throw .notFound("layer \"\(layerID)\" not found") }
@@ -140,7 +153,7 @@ public final class MarkerService: @unchecked Sendable {
     /// path, which waits, expires and answers the error).
     func readIfFree<T>(_ layerID: String, _ body: (LayerHandle, Int64) throws(RPCError) -> T?) -> T? {
         guard let h = layers.withLock({ $0[layerID] }) else { return nil }
-        let now = Self.nowUnixMs()
+        let now = nowUnixMs()
         let result = h.lock.withReadLockIfFree { () -> T? in
             guard !h.deleted, h.layer.nextAnimationEnd.map({ $0 > now }) ?? true else { return nil }
             return (try? body(h, now)) ?? nil

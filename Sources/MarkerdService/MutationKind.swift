@@ -12,6 +12,8 @@ public enum MutationKind: String, CaseIterable, Sendable {
     case beginDrag = "BeginDrag"
     case endDrag = "EndDrag"
     case cancelDrag = "CancelDrag"
+    case createFence = "CreateFence"
+    case deleteFence = "DeleteFence"
 
     public static let prefix = "/markerd.v1.MarkerService/"
 

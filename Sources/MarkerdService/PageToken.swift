@@ -59,6 +59,26 @@ enum PageToken {
         return slot
     }
 
+    /// ListFences: `layerID`'s fences whose id sorts after `fenceID`: "f1.<layer id>/<fence id>"
+    /// (ids are [A-Za-z0-9._-], so "/" separates them).
+    static func fences(layerID: String, after fenceID: String) -> String { "f1.\(layerID)/\(fenceID)" }
+
+    /// The fence id a ListFences `token` continues after; nil for the first page (an empty token).
+    /// - Throws: INVALID_ARGUMENT naming `page_token` for a token `fences(layerID:after:)` did
+    ///   not make, or made for another layer.
+    static func fencesAfter(_ token: String, layerID: String) throws(RPCError) -> String? {
+        if token.isEmpty { return nil }
+        let parts = token.dropFirst(3).split(separator: "/", omittingEmptySubsequences: false)
+        guard token.hasPrefix("f1."), parts.count == 2,
+              (try? MarkerConversion.checkName(String(parts[0]), what: "page_token")) != nil,
+              (try? MarkerConversion.checkName(String(parts[1]), what: "page_token")) != nil
+        else { throw malformed(token) }
+        guard parts[0] == layerID else {
+            throw .invalidArgument("page_token is for layer \"\(parts[0])\", not \"\(layerID.prefix(64))\"", field: "page_token")
+        }
+        return String(parts[1])
+    }
+
     /// A page size within 0...`maximum` (0 means `defaultSize`).
     /// - Throws: INVALID_ARGUMENT naming `page_size` above `maximum`.
     static func size(_ requested: UInt32, default defaultSize: Int, maximum: Int) throws(RPCError) -> Int {

@@ -106,6 +106,17 @@ public final class RawConnection {
         return try RawHTTP.parse(data, method: method)
     }
 
+    /// The bytes one read returns (waiting up to the read timeout): empty when the server closed.
+    /// For streamed bodies (Server-Sent Events).
+    public func readSome() throws -> [UInt8] {
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n >= 0 { return Array(buf[0..<n]) }
+            if errno != EINTR { throw RawHTTPError(description: "recv: errno \(errno)") }
+        }
+    }
+
     /// Whether the server has sent something or closed within `milliseconds`.
     public func readable(withinMilliseconds milliseconds: Int32) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

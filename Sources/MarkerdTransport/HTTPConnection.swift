@@ -36,7 +36,7 @@ func detachThread(stackSize: Int, _ body: @escaping @Sendable () -> Void) -> Boo
 final class HTTPConnection: @unchecked Sendable {
     private let stream: OpaquePointer          // nng_stream *, freed by run() after core.remove(self)
     private let core: HTTPServerCore
-    private let state = Mutex<(busy: Bool, closed: Bool)>((false, false))
+    private let state = Mutex<(busy: Bool, closed: Bool, streaming: HTTPBodyStream?)>((false, false, nil))
     private var buffer: [UInt8] = []           // only run()'s thread: bytes read and not yet consumed
     private var searched = 0                   // only run()'s thread: buffer prefix known to hold no head end
 
@@ -56,11 +56,13 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Closes the stream now; the connection's thread then sees its read or write fail.
     func close() {
-        state.withLock {
-            guard !$0.closed else { return }
-            $0.closed = true
+        let streaming = state.withLock { s -> HTTPBodyStream? in
+            guard !s.closed else { return nil }
+            s.closed = true
             nng_stream_close(stream)
+            return s.streaming
         }
+        streaming?.close()
     }
 
     /// Answers `response` with `Connection: close` (a stalled write gives up after 1 s), lets
@@ -82,6 +84,8 @@ final class HTTPConnection: @unchecked Sendable {
     func run() {
         defer {
             core.remove(self)
+            // A streamed body's close (`HTTPBodyStream.onClose`, any thread) finds it closed.
+            state.withLock { $0.closed = true }
             free()
         }
         guard let io = IO(stream: stream) else { return }
@@ -162,6 +166,10 @@ final class HTTPConnection: @unchecked Sendable {
                 }
             state.withLock { $0.busy = true }
             let response = core.respond(to: request)
+            if let body = response.bodyStream {
+                defer { body.close() }
+                if !isHead { return stream(response, body, io: io) }
+            }
             let closing = wantsClose || core.isStopping
             core.responded.add(1, ordering: .relaxed)
             let written = io.write(serialize(response, headOnly: isHead, close: closing),
@@ -179,6 +187,30 @@ final class HTTPConnection: @unchecked Sendable {
                 // close a reset that can destroy the response before the client reads it.
                 if !buffer.isEmpty { io.lingeringClose() }
                 return
+            }
+        }
+    }
+
+    /// Writes the head of a streamed response, then its bytes as they come (see
+    /// ``HTTPBodyStream``) until either side closes; a write that takes longer than the idle
+    /// timeout drops the client, and so does the stream's closing (a write in progress is cut).
+    private func stream(_ response: HTTPResponse, _ body: HTTPBodyStream, io: IO) {
+        state.withLock { $0.streaming = body }
+        let closedMeanwhile = state.withLock { $0.closed }
+        if closedMeanwhile { return }
+        // Closed by the handler or as too slow: close the connection now, even mid-write.
+        body.onClose { [weak self] in self?.close() }
+        var head = serialize(response, headOnly: true, close: true)
+        // No Content-Length: the body ends with the connection.
+        if let range = head.firstRange(of: Array("Content-Length: 0\r\n".utf8)) { head.removeSubrange(range) }
+        var chunk: [UInt8]? = head
+        while let bytes = chunk {
+            switch io.write(bytes, timeout: core.configuration.idleTimeout) {
+            case .data: chunk = body.next()
+            case .timedOut:
+                core.idleTimeouts.add(1, ordering: .relaxed)
+                return
+            case .closed: return
             }
         }
     }
@@ -255,6 +287,7 @@ final class HTTPConnection: @unchecked Sendable {
         case 204: "No Content"
         case 301: "Moved Permanently"
         case 302: "Found"
+        case 307: "Temporary Redirect"
         case 304: "Not Modified"
         case 400: "Bad Request"
         case 403: "Forbidden"

@@ -57,11 +57,14 @@ public struct HTTPResponse: Sendable, Equatable {
     /// Headers in order; a later header with the same name replaces an earlier one.
     public var headers: [HTTPHeader]
     public var body: [UInt8]
+    /// Set for a body sent as it is produced (`body` is then ignored): see ``HTTPBodyStream``.
+    public var bodyStream: HTTPBodyStream?
 
-    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], bodyStream: HTTPBodyStream? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.bodyStream = bodyStream
     }
 
     /// A `text/plain; charset=utf-8` response.

@@ -13,6 +13,8 @@ let commands: [(name: String, usage: String, example: String)] = [
       layers create LAYER [--min-marker-count N] [--tile-size 256|512] [--no-tiling]
                     [--labels ATTRIBUTE [--label-priority ATTRIBUTE]]   (label each pin with an attribute)
                     [--clusters]   (cluster the markers; tiles draw clusters as count bubbles)
+                    [--group GROUP]   (cluster mode: the replica group to place it on; default the
+                                      group of the replica asked)
       layers delete LAYER
       layers stats LAYER
     """, "markerctl layers create places --tile-size 512 --labels name"),
@@ -166,9 +168,11 @@ do {
             let clusters = flag("--clusters")
             let labelAttribute = option("--labels")
             let priorityAttribute = option("--label-priority")
+            let group = option("--group")
             if priorityAttribute != nil && labelAttribute == nil { fail("--label-priority needs --labels", code: 2) }
             var req = V1.CreateLayerRequest()
             req.layerID = positional(1, "LAYER")
+            if let group { req.group = group }
             var tiling = V1.TilingOptions()
             if let minCount { guard let n = UInt32(minCount) else { fail("--min-marker-count takes a number", code: 2) }; tiling.minMarkerCount = n }
             if let tileSize { guard let n = UInt32(tileSize) else { fail("--tile-size takes 256 or 512", code: 2) }; tiling.tileSize = n }

@@ -47,7 +47,8 @@ do {
 Log.info("markerd listening", ["version": MarkerdVersion.string, "urls": server.boundURLs.joined(separator: ","),
                                "data_dir": configuration.ephemeral ? "(ephemeral)" : configuration.dataDirectory,
                                "fsync": configuration.fsync.flag, "contexts": configuration.contexts,
-                               "http": server.httpURL ?? "off", "https": server.httpsURL ?? "off"])
+                               "http": server.httpURL ?? "off", "https": server.httpsURL ?? "off",
+                               "publish": server.publishURLs.isEmpty ? "off" : server.publishURLs.joined(separator: ",")])
 
 // SIGTERM / SIGINT: stop taking requests, finish those in flight, flush, exit 0.
 server.runUntilSignalled()

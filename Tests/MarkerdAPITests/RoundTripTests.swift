@@ -105,8 +105,10 @@ private func expectEmptyDecodes<M: ProtoMessage>(_: M.Type) throws {
     }
 
     @Test func codes() {
-        #expect(V1.Code.allCases.count == 17)
-        #expect(V1.Code.allCases.map(\.rawValue) == Array(0...16))
+        // gRPC's 17 codes, then markerd's own: MOVED (cluster mode's redirect).
+        #expect(V1.Code.allCases.count == 18)
+        #expect(V1.Code.allCases.map(\.rawValue) == Array(0...17))
+        #expect(V1.Code.moved.name == "MOVED" && V1.Code.moved.rawValue == 17)
         #expect(V1.Code.invalidArgument.name == "INVALID_ARGUMENT")
         #expect(V1.Code.ok.name == "OK")
         #expect(V1.Code.internal.rawValue == 13)

@@ -261,6 +261,60 @@ import Testing
         }
     }
 
+    /// `AttributeEncoding.check`'s path for short canonical attributes (one validation of all
+    /// the bytes) gives what the entry-by-entry check gives (`checkEntries`, the oracle) on
+    /// random attributes: keys and values of several scripts, empty values, values of 128 bytes
+    /// and more (two-byte lengths), invalid UTF-8, NUL bytes, keys out of order or repeated, and
+    /// then with random bytes of the wire changed. Both paths are taken many times.
+    @Test func shortCanonicalCheckAgreesWithEntryByEntry() {
+        let seed = testSeed("AttributeArenaTests.shortCanonicalCheckAgreesWithEntryByEntry")
+        var rng = SplitMix64(seed: seed)
+        let strings: [[UInt8]] = [Array("name".utf8), Array("category".utf8), Array("population".utf8), Array("Köln".utf8),
+                                  Array("東京".utf8), Array("village".utf8), Array("a".utf8), Array("ab".utf8), [],
+                                  [0x61, 0xC3, 0x28], [0x61, 0x00, 0x62], [0xED, 0xA0, 0x80], [0xE3, 0x81],
+                                  Array(String(repeating: "x", count: 130).utf8), Array(String(repeating: "é", count: 70).utf8)]
+        var short = 0, entryByEntry = 0
+        for round in 0..<20_000 {
+            var wire: [UInt8] = []
+            var keys = (0..<Int(rng.next() % 5)).map { _ in strings[Int(rng.next() % UInt64(strings.count))] }
+            if rng.next() % 4 != 0 { keys.sort { $0.lexicographicallyPrecedes($1) } }
+            for key in keys { wire += Self.entry(key, strings[Int(rng.next() % UInt64(strings.count))]) }
+            if rng.next() % 3 == 0 && !wire.isEmpty {
+                for _ in 0..<Int(1 + rng.next() % 3) { wire[Int(rng.next() % UInt64(wire.count))] = UInt8(truncatingIfNeeded: rng.next()) }
+            }
+            let (fast, oracle) = wire.withUnsafeBytes { (AttributeEncoding.check($0), AttributeEncoding.checkEntries($0)) }
+            #expect(fast?.payload == oracle?.payload && fast?.canonical == oracle?.canonical, "seed \(seed) round \(round): \(wire)")
+            if wire.withUnsafeBytes({ AttributeEncoding.shortCanonicalPayload($0) }) != nil { short += 1 } else { entryByEntry += 1 }
+        }
+        #expect(short > 1_000 && entryByEntry > 1_000, "\(short) short, \(entryByEntry) entry by entry")
+    }
+
+    /// Bulk upserts of new markers into slots that removed markers with attributes left free
+    /// (new slots take `AttributeArena.setNew`, which assumes they hold none): every marker
+    /// reads back its own attributes and the arena counts exactly the live ones.
+    @Test func batchUpsertsIntoFreedSlotsKeepAttributes() throws {
+        let seed = testSeed("AttributeArenaTests.batchUpsertsIntoFreedSlotsKeepAttributes")
+        var rng = SplitMix64(seed: seed)
+        var layer = try MarkerLayer()
+        var expected: [String: [String: String]] = [:]
+        var next = 0
+        for round in 0..<12 {
+            var records = BatchUpsertTests.plain(2_000, ids: { "r\(round)-\($0)" }, &rng)
+            for i in records.indices where i % 5 != 2 { records[i].attributes = Self.threeAttributes(next + i, &rng) }
+            next += records.count
+            _ = layer.upsert(try #require(RestoreTests.columnBatches([records])?.first), now: RestoreTests.now)
+            for r in records { expected[r.id] = r.attributes }
+            let gone = expected.keys.filter { _ in rng.next() % 3 == 0 }
+            _ = layer.remove(ids: Array(gone))
+            for id in gone { expected[id] = nil }
+            let live = expected.values.reduce(0) { $0 + AttributeEncoding.encode($1).count }
+            #expect(layer.attributes.liveBytes == live, "seed \(seed) round \(round)")
+        }
+        for (id, attributes) in expected {
+            #expect(layer.marker(id: id)?.attributes == attributes, "seed \(seed): \(id)")
+        }
+    }
+
     /// One field 11 entry of `key` and `value` bytes (either may be invalid text).
     static func entry(_ key: [UInt8], _ value: [UInt8]) -> [UInt8] {
         var inner: [UInt8] = [AttributeEncoding.keyTag]

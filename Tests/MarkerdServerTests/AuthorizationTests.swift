@@ -54,7 +54,8 @@ let expectedScopes: [String: Scopes] = [
     "MoveMarkers": .write, "QueryViewport": .read, "HitTest": .read, "BeginDrag": .write, "DragTo": .write,
     "EndDrag": .write, "CancelDrag": .write, "GetTile": .read, "RenderSnapshot": .read, "GetClusters": .read,
     "GetClusterLeaves": .read, "GetClusterChildren": .read, "GetClusterExpansionZoom": .read, "GetPointTile": .read,
-    "CreateSnapshot": .admin, "GetServerInfo": .read, "SignTileURL": .read,
+    "CreateSnapshot": .admin, "GetServerInfo": .read, "SignTileURL": .read, "GetChanges": .read,
+    "CreateFence": .write, "DeleteFence": .write, "ListFences": .read,
 ]
 /// The rpcs whose request names no layer.
 let layerFreeMethods: Set<String> = ["ListLayers", "RegisterIcon", "CreateSnapshot", "GetServerInfo"]

@@ -61,7 +61,8 @@ struct SpatialRPCTests {
 
     @Test("an animation ends by the server clock: the marker turns static with no request")
     func animationExpires() throws {
-        let s = try TestServer()
+        let clock = ManualClock(1_800_000_000_000)  // fixed: time moves only when the test says
+        let s = try TestServer(clock: clock.read)
         defer { s.stop() }
         let c = try s.client()
         _ = try createLayer(c, "l", minMarkerCount: 3)
@@ -74,12 +75,12 @@ struct SpatialRPCTests {
         var stats = try c.layerStats("l")
         #expect(stats.liveMarkerCount == 1 && stats.mode == .native)
         let anim = try c.getMarkers("l", ids: ["drop"]).markers.first?.animation
-        #expect(anim?.kind == .drop && (anim?.endsAtUnixMs ?? 0) > 0)
-        try waitUntil("the 300 ms animation ended") {
-            stats = try c.layerStats("l")
-            return stats.liveMarkerCount == 0
-        }
-        #expect(stats.staticMarkerCount == 3 && stats.mode == .tiled)
+        #expect(anim?.kind == .drop && anim?.endsAtUnixMs == clock.now + 300)
+        clock.advance(299)
+        #expect(try c.layerStats("l").liveMarkerCount == 1)
+        clock.advance(1)
+        stats = try c.layerStats("l")
+        #expect(stats.liveMarkerCount == 0 && stats.staticMarkerCount == 3 && stats.mode == .tiled)
     }
 
     @Test("icon extents count: a marker just outside the bounds whose pin reaches in is returned")

@@ -2,6 +2,7 @@ import Foundation
 import MarkerdAPI
 import MarkerdClient
 import MarkerdServer
+import MarkerdService
 import MarkerdTransport
 
 /// A markerd server running in-process for a test, on its own URL and (optionally) data dir.
@@ -12,7 +13,9 @@ final class TestServer {
 
     enum Transport { case inproc, ipc, tcp }
 
-    init(_ transport: Transport = .inproc, dataDirectory: String? = nil, configure: (inout MarkerdConfiguration) -> Void = { _ in }) throws {
+    /// `clock`: the service's wall clock (Unix ms), e.g. a `ManualClock`'s `read`; default the system's.
+    init(_ transport: Transport = .inproc, dataDirectory: String? = nil,
+         configure: (inout MarkerdConfiguration) -> Void = { _ in }, clock: (@Sendable () -> Int64)? = nil) throws {
         var config = MarkerdConfiguration()
         let name = "markerd-test-\(UInt64.random(in: 0...UInt64.max))"
         switch transport {
@@ -29,7 +32,7 @@ final class TestServer {
         }
         configure(&config)
         self.dataDirectory = dataDirectory
-        server = try MarkerdNode(configuration: config)
+        server = try MarkerdNode(configuration: config, clock: clock ?? MarkerService.systemUnixMs)
         try server.start()
         url = server.boundURLs[0]
     }

@@ -5,17 +5,6 @@ import MarkerdTestSupport
 import Synchronization
 import Testing
 
-/// A clock the test moves by hand (Unix ms): `start` (or, without one, the system clock) plus
-/// what the test added.
-final class ManualClock: Sendable {
-    private let start: Int64?
-    private let added = Atomic<Int64>(0)
-    init(_ start: Int64? = nil) { self.start = start }
-    var now: Int64 { (start ?? MarkerService.nowUnixMs()) + added.load(ordering: .relaxed) }
-    func advance(_ ms: Int64) { added.add(ms, ordering: .relaxed) }
-    var read: @Sendable () -> Int64 { { self.now } }
-}
-
 /// The idempotency cache against a brute-force model: a list of every completed entry in the
 /// order added (the newest entry of a key answers it), forgotten from the front while the
 /// front one has expired or the entries count for more than the budget.

@@ -24,7 +24,7 @@ import Testing
             config.dataDirectory = path
             config.fsync = .off
             config.snapshotEveryBytes = 0
-            config.idempotencyClock = clock.read
+            config.clock = clock.read
         }
         deinit { try? FileManager.default.removeItem(atPath: path) }
         func open() throws -> MarkerService { try MarkerService.open(configuration: config) }

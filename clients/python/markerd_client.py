@@ -9,6 +9,7 @@ then put OUT on sys.path (or call ``load_protos(OUT)``) before importing this mo
 """
 import itertools
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -17,6 +18,8 @@ import uuid
 import pynng
 
 SERVICE = "/markerd.v1.MarkerService/"
+# Cluster mode: how many MOVED replies (the layer is held by another replica group) one call follows.
+MAX_REDIRECTS = 3
 _pb = None
 
 
@@ -76,12 +79,20 @@ class MarkerdClient:
     out; a server not up yet (connection refused) is dialed in the background as for tcp://.
 
     ``auth_token``: a token of the server's ``--auth-file`` (``markerd token add``), sent with
-    every request; None sends none."""
+    every request; None sends none.
+
+    Cluster mode: a MOVED reply is followed to one of the endpoints it names (at most
+    ``MAX_REDIRECTS`` times, the same idempotency key) and cached for the layer (``routes``), so the
+    next call goes straight there; a cached endpoint that gives no reply is forgotten and the call
+    goes to ``url`` again."""
 
     def __init__(self, url="tcp://127.0.0.1:7450", timeout_ms=10_000, tls_ca_file=None, tls_server_name=None,
                  tls_cert_file=None, tls_key_file=None, auth_token=None):
         self.pb = load_protos()
         self.auth_token = auth_token
+        self.timeout_ms = timeout_ms
+        self.routes = {}  # layer id -> the endpoint a MOVED reply named
+        self._peers = {}  # such an endpoint -> its socket (plain tcp://: redirects within a cluster)
         self.sock = pynng.Req0(recv_timeout=timeout_ms, send_timeout=timeout_ms)
         if url.startswith("tls+"):
             try:
@@ -100,23 +111,51 @@ class MarkerdClient:
 
     def close(self):
         self.sock.close()
+        for sock in self._peers.values():
+            sock.close()
+
+    def _socket(self, url):
+        if url not in self._peers:
+            self._peers[url] = pynng.Req0(recv_timeout=self.timeout_ms, send_timeout=self.timeout_ms)
+            self._peers[url].dial(url, block=False)
+        return self._peers[url]
 
     def call(self, method, request, response_type, idempotency_key=None, timeout_ms=0, min_sequence=0):
         """``min_sequence`` (cluster mode): the replica answers once it applied at least that
         sequence (e.g. ``last_sequence`` of a client that wrote through another replica)."""
         pb = self.pb
-        envelope = pb.Request(method=SERVICE + method, request_id=next(self._ids),
-                              payload=request.SerializeToString(), timeout_ms=timeout_ms, min_sequence=min_sequence)
+        envelope = pb.Request(method=SERVICE + method, payload=request.SerializeToString(), timeout_ms=timeout_ms,
+                              min_sequence=min_sequence)
         if idempotency_key is not None:
             envelope.idempotency_key = idempotency_key
         if self.auth_token:
             envelope.auth_token = self.auth_token
-        self.sock.send(envelope.SerializeToString())
-        reply = pb.Response()
-        reply.ParseFromString(self.sock.recv())
-        if reply.request_id != envelope.request_id:
-            raise MarkerdError("INTERNAL", f"reply for request {reply.request_id}, expected {envelope.request_id}")
-        self.last_sequence = max(self.last_sequence, reply.sequence)
+        field = request.DESCRIPTOR.fields_by_number.get(1)
+        layer = request.layer_id if field is not None and field.name == "layer_id" else ""
+        for _ in range(MAX_REDIRECTS + 1):
+            envelope.request_id = next(self._ids)
+            routed = self.routes.get(layer)
+            sock = self._socket(routed) if routed else self.sock
+            try:
+                sock.send(envelope.SerializeToString())
+                data = sock.recv()
+            except pynng.exceptions.NNGException:
+                if not routed:
+                    raise
+                del self.routes[layer]  # the cached endpoint gave no reply: back to self.sock
+                sock = self.sock
+                sock.send(envelope.SerializeToString())
+                data = sock.recv()
+            reply = pb.Response()
+            reply.ParseFromString(data)
+            if reply.request_id != envelope.request_id:
+                raise MarkerdError("INTERNAL", f"reply for request {reply.request_id}, expected {envelope.request_id}")
+            self.last_sequence = max(self.last_sequence, reply.sequence)
+            if reply.code != pb.MOVED or not layer or not reply.redirect.endpoints:
+                break
+            self.routes[layer] = random.choice(reply.redirect.endpoints)
+        else:
+            raise MarkerdError("MOVED", f"{reply.message} (more than {MAX_REDIRECTS} redirects)")
         if reply.code != pb.OK:
             raise MarkerdError(pb.Code.Name(reply.code), reply.message,
                                [(v.field, v.description) for v in reply.field_violations])

@@ -205,6 +205,97 @@ def check_auth_token(markerd, pb):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def start_nats(store_dir):
+    """``nats-server -js`` (Debian's package) on a free loopback port, its store in ``store_dir``;
+    returns (process, nats:// URL) once it accepts connections. Fails clearly when it is missing."""
+    binary = shutil.which("nats-server") or next(
+        (p for p in ("/usr/sbin/nats-server", "/usr/bin/nats-server") if os.access(p, os.X_OK)), None)
+    if binary is None:
+        raise AssertionError("nats-server not found: the cluster tests need it "
+                             "(apt-get install nats-server, or scripts/install-deps.sh --test)")
+    port = free_port()
+    proc = subprocess.Popen([binary, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", store_dir],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"nats://127.0.0.1:{port}"
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise AssertionError(f"nats-server did not start on port {port}")
+            time.sleep(0.05)
+
+
+class ShardedPair:
+    """A nats-server and two markerd replicas in cluster mode, group "a" and group "b" (ephemeral,
+    free loopback ports): ``urls["a"]``, ``urls["b"]``, ``procs``; ``stop()`` ends them all."""
+
+    def __init__(self, markerd):
+        self.folder = tempfile.mkdtemp(prefix="markerd-py-cluster-")
+        self.nats, self.nats_url = start_nats(os.path.join(self.folder, "js"))
+        self.urls, self.procs = {}, {}
+        for group in ("a", "b"):
+            self.urls[group] = url = f"tcp://127.0.0.1:{free_port()}"
+            self.procs[group] = subprocess.Popen(
+                [markerd, "--listen", url, "--ephemeral", "--cluster", self.nats_url, "--cluster-group", group,
+                 "--node-id", group + "1"], stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        for proc in list(self.procs.values()) + [self.nats]:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def eventually(call, what):
+    """``call()``'s result once it stops raising NOT_FOUND or MOVED (a replica learns a new placement,
+    and of a replica that just started, from its NATS watchers within milliseconds); other errors
+    are raised at once."""
+    deadline = time.time() + 20
+    while True:
+        try:
+            return call()
+        except MarkerdError as e:
+            if e.code not in ("NOT_FOUND", "MOVED") or time.time() > deadline:
+                raise AssertionError(f"{what}: {e}")
+            time.sleep(0.02)
+
+
+def check_redirects(markerd, pb):
+    """Cluster mode: a layer created on group a, asked for on group b, is answered MOVED naming a;
+    the client follows it, caches the endpoint, and sends the next call straight there."""
+    pair = ShardedPair(markerd)
+    try:
+        a, b = MarkerdClient(pair.urls["a"]), MarkerdClient(pair.urls["b"])
+        wait_until_answering(a, pb, pair.procs["a"])
+        wait_until_answering(b, pb, pair.procs["b"])
+        a.create_layer("py-shard")
+        assert eventually(lambda: b.layer_stats("py-shard"), "b follows to a").layer_id == "py-shard"
+        assert b.routes == {"py-shard": pair.urls["a"]}, b.routes
+        b.upsert_markers("py-shard", [marker(pb, "s1", 35, 139)])
+        assert a.layer_stats("py-shard").marker_count == 1
+        # What b answers itself: MOVED with the redirect, nothing done.
+        raw = pynng.Req0(dial=pair.urls["b"], recv_timeout=10_000)
+        raw.send(pb.Request(method="/markerd.v1.MarkerService/GetLayer", request_id=1,
+                            payload=pb.GetLayerRequest(layer_id="py-shard").SerializeToString()).SerializeToString())
+        reply = pb.Response.FromString(raw.recv())
+        raw.close()
+        assert reply.code == pb.MOVED and reply.redirect.group == "a", reply
+        assert list(reply.redirect.endpoints) == [pair.urls["a"]], reply
+        # b's own layers are served by b, uncached.
+        b.create_layer("py-local")
+        assert "py-local" not in b.routes and [l.id for l in b.list_layers()] == ["py-local"]
+        a.close()
+        b.close()
+    finally:
+        pair.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--markerd", required=True)
@@ -241,14 +332,15 @@ def main():
                     print(f"FAIL {name}")
                     traceback.print_exc()
         client.close()
-        try:
-            check_auth_token(args.markerd, pb)
-            passed += 1
-            print("ok   check_auth_token")
-        except Exception:
-            failed += 1
-            print("FAIL check_auth_token")
-            traceback.print_exc()
+        for check in (check_auth_token, check_redirects):
+            try:
+                check(args.markerd, pb)
+                passed += 1
+                print(f"ok   {check.__name__}")
+            except Exception:
+                failed += 1
+                print(f"FAIL {check.__name__}")
+                traceback.print_exc()
     finally:
         proc.terminate()
         try:

@@ -35,6 +35,8 @@ FILES = {
     'Raster tiles and snapshots': ('V1+Tiles.swift', 'Raster tiles and map snapshots.'),
     'Clustering': ('V1+Clusters.swift', 'Clustering: clusters, leaves, children, expansion zoom.'),
     'Point-data (vector) tiles': ('V1+PointTiles.swift', 'Point-data (Mapbox Vector) tiles.'),
+    'Change feed': ('V1+ChangeFeed.swift', 'The change feed (--publish) and catch-up by version (GetChanges).'),
+    'Geofences': ('V1+Geofences.swift', 'Geofences: shapes, filters, webhooks, events and the fence RPCs.'),
     'Administration': ('V1+Admin.swift', 'Administration: snapshots, server info and signed tile URLs.'),
     'Storage': ('V1+Storage.swift', 'On-disk formats (storage.proto): journal records and snapshot sections. Not part of the RPC API.'),
 }

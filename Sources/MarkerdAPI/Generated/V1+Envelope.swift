@@ -25,6 +25,10 @@ extension V1 {
         case unavailable = 14
         case dataLoss = 15
         case unauthenticated = 16
+        /// Cluster mode (`--cluster`): the layer the request names is placed on another replica group;
+        /// nothing was done. `Response.redirect` names the group and its live members: send the same
+        /// request (same idempotency key) to one of them, like Redis Cluster's MOVED.
+        case moved = 17
 
         /// The canonical proto name, e.g. "INVALID_ARGUMENT".
         public var name: String {
@@ -46,6 +50,7 @@ extension V1 {
             case .unavailable: "UNAVAILABLE"
             case .dataLoss: "DATA_LOSS"
             case .unauthenticated: "UNAUTHENTICATED"
+            case .moved: "MOVED"
             }
         }
     }
@@ -130,6 +135,9 @@ extension V1 {
         /// request's `min_sequence` to read your writes on another replica. 0 on a single node.
         /// Proto field `sequence` = 7; absent decodes to 0, which is not encoded.
         public var sequence: UInt64 = 0
+        /// With MOVED: where the layer lives.
+        /// Proto field `redirect` = 8.
+        public var redirect: Redirect? = nil
 
         public init() {}
 
@@ -140,7 +148,8 @@ extension V1 {
             payload: [UInt8] = [],
             retryAfterMs: UInt32 = 0,
             fieldViolations: [FieldViolation] = [],
-            sequence: UInt64 = 0
+            sequence: UInt64 = 0,
+            redirect: Redirect? = nil
         ) {
             self.requestID = requestID
             self.code = code
@@ -149,6 +158,37 @@ extension V1 {
             self.retryAfterMs = retryAfterMs
             self.fieldViolations = fieldViolations
             self.sequence = sequence
+            self.redirect = redirect
+        }
+    }
+
+    /// Where a layer lives in cluster mode (with MOVED): its replica group and that group's live
+    /// members. Empty endpoint lists: no member of the group is alive now (retry later).
+    public struct Redirect: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// The replica group the layer is placed on (`markerd --cluster-group`).
+        /// Proto field `group` = 2; absent decodes to "", which is not encoded.
+        public var group: String = ""
+        /// The NNG URLs of the group's live members (their `--advertise`), in no particular order.
+        /// Proto field `endpoints` = 3.
+        public var endpoints: [String] = []
+        /// Their HTTP gateways (`--advertise-http`), for tiles; empty for members without a gateway.
+        /// Proto field `http_endpoints` = 4.
+        public var httpEndpoints: [String] = []
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            group: String = "",
+            endpoints: [String] = [],
+            httpEndpoints: [String] = []
+        ) {
+            self.layerID = layerID
+            self.group = group
+            self.endpoints = endpoints
+            self.httpEndpoints = httpEndpoints
         }
     }
 
@@ -235,7 +275,8 @@ extension V1.Response: CBridged {
             payload: swiftBytes(c.payload.data, c.payload.len),
             retryAfterMs: c.retry_after_ms,
             fieldViolations: try swiftMessages(c.n_field_violations, c.field_violations),
-            sequence: c.sequence
+            sequence: c.sequence,
+            redirect: try swiftMessage(c.redirect)
         )
     }
 
@@ -252,6 +293,35 @@ extension V1.Response: CBridged {
         setPlain(self.retryAfterMs, &c.has_retry_after_ms, &c.retry_after_ms)
         (c.n_field_violations, c.field_violations) = arena.messages(self.fieldViolations)
         setPlain(self.sequence, &c.has_sequence, &c.sequence)
+        c.redirect = arena.message(self.redirect)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.Redirect: CBridged {
+    static var protoName: String { "Redirect" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__redirect__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__Redirect.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "Redirect.layer_id"),
+            group: try swiftString(c.group, "Redirect.group"),
+            endpoints: try swiftStrings(c.n_endpoints, c.endpoints, "Redirect.endpoints"),
+            httpEndpoints: try swiftStrings(c.n_http_endpoints, c.http_endpoints, "Redirect.http_endpoints")
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__Redirect()
+        markerd__v1__redirect__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        c.group = arena.cString(self.group)
+        (c.n_endpoints, c.endpoints) = arena.strings(self.endpoints)
+        (c.n_http_endpoints, c.http_endpoints) = arena.strings(self.httpEndpoints)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -524,15 +524,23 @@ extension V1 {
         public var layerID: String = ""
         /// Proto field `options` = 2.
         public var options: LayerOptions? = nil
+        /// Cluster mode: the replica group to place a new layer on (`markerd --cluster-group`). Empty:
+        /// the group of the replica that receives the request. The first placement of a layer id wins:
+        /// once placed, the id stays on its group (whatever a later request names) until DeleteLayer.
+        /// A replica of another group places the layer and answers MOVED. Ignored on a single node.
+        /// Proto field `group` = 3; absent decodes to "", which is not encoded.
+        public var group: String = ""
 
         public init() {}
 
         public init(
             layerID: String = "",
-            options: LayerOptions? = nil
+            options: LayerOptions? = nil,
+            group: String = ""
         ) {
             self.layerID = layerID
             self.options = options
+            self.group = group
         }
     }
 
@@ -601,7 +609,8 @@ extension V1 {
     /// The proto message `ListLayersResponse`.
     public struct ListLayersResponse: ProtoMessage {
         /// Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
-        /// as they are when it is asked for.
+        /// as they are when it is asked for. Cluster mode: the layers of the replica group asked (ask
+        /// one replica of each group for all of them); never answered MOVED.
         /// Proto field `layers` = 1.
         public var layers: [Layer] = []
         /// Proto field `next_page_token` = 2; absent decodes to "", which is not encoded.
@@ -977,7 +986,8 @@ extension V1.CreateLayerRequest: CBridged {
         let c = cMessage.load(as: Markerd__V1__CreateLayerRequest.self)
         self.init(
             layerID: try swiftString(c.layer_id, "CreateLayerRequest.layer_id"),
-            options: try swiftMessage(c.options)
+            options: try swiftMessage(c.options),
+            group: try swiftString(c.group, "CreateLayerRequest.group")
         )
     }
 
@@ -986,6 +996,7 @@ extension V1.CreateLayerRequest: CBridged {
         markerd__v1__create_layer_request__init(&c)
         c.layer_id = arena.cString(self.layerID)
         c.options = arena.message(self.options)
+        c.group = arena.cString(self.group)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

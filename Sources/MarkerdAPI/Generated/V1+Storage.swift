@@ -59,7 +59,7 @@ extension V1 {
     }
 
     /// A snapshot file holds a sequence of framed SnapshotSection messages: one header first, then
-    /// layers, icons, marker chunks and idempotency keys in any order, then one footer.
+    /// layers, icons, marker chunks, fences and idempotency keys in any order (a fence after its layer), then one footer.
     public struct SnapshotSection: ProtoMessage {
         /// The proto oneof `section`.
         public enum Section: Sendable, Equatable {
@@ -82,8 +82,11 @@ extension V1 {
             /// Many keys per section, packed.
             /// Proto field `idempotency_keys` = 7.
             case idempotencyKeys(IdempotencyKeys)
+            /// A fence as created (after its layer; absent in snapshots of markerd before fences).
+            /// Proto field `fence` = 8.
+            case fence(CreateFenceRequest)
             /// A layer's version, next drag id and (cluster mode) open drags, after its markers; absent in
-            /// older snapshots. (8 is the fence section.)
+            /// older snapshots.
             /// Proto field `layer_state` = 9.
             case layerState(LayerState)
         }
@@ -324,6 +327,8 @@ extension V1.SnapshotSection: CBridged {
             if let value: V1.SnapshotFooter = try swiftMessage(c.footer) { section = .footer(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS:
             if let value: V1.IdempotencyKeys = try swiftMessage(c.idempotency_keys) { section = .idempotencyKeys(value) }
+        case MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE:
+            if let value: V1.CreateFenceRequest = try swiftMessage(c.fence) { section = .fence(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE:
             if let value: V1.LayerState = try swiftMessage(c.layer_state) { section = .layerState(value) }
         default:
@@ -359,6 +364,9 @@ extension V1.SnapshotSection: CBridged {
         case .idempotencyKeys(let value)?:
             c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS
             c.idempotency_keys = arena.message(value)
+        case .fence(let value)?:
+            c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE
+            c.fence = arena.message(value)
         case .layerState(let value)?:
             c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE
             c.layer_state = arena.message(value)

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -22,6 +23,7 @@ from markerd import Client, MarkerdError, pb
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from test_reference_client import make_certificates  # noqa: E402  (openssl: a CA, server and client certificates)
+from test_reference_client import ShardedPair, eventually  # noqa: E402  (nats-server + two markerd in groups a and b)
 
 assert "site-packages" in markerd.__file__, f"markerd imported from {markerd.__file__}, not from the installed package"
 
@@ -32,6 +34,21 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_until_answering(client, proc):
+    """Until the markerd process ``proc`` answers anything (an error status counts: e.g. UNAUTHENTICATED)."""
+    deadline = time.time() + 20
+    while True:
+        try:
+            client.get_server_info()
+            return
+        except MarkerdError as e:
+            if e.code != "UNAVAILABLE":
+                return
+            if time.time() > deadline or proc.poll() is not None:
+                raise
+            time.sleep(0.05)
+
+
 class Markerd:
     """A markerd process on a free loopback port (``--ephemeral``), stopped by ``stop``."""
 
@@ -40,18 +57,7 @@ class Markerd:
         self.proc = subprocess.Popen([binary, "--listen", self.url, "--ephemeral", *args], stderr=subprocess.DEVNULL)
 
     def wait_until_answering(self, client):
-        """Until the server answers anything (an error status counts: e.g. UNAUTHENTICATED)."""
-        deadline = time.time() + 20
-        while True:
-            try:
-                client.get_server_info()
-                return
-            except MarkerdError as e:
-                if e.code != "UNAVAILABLE":
-                    return
-                if time.time() > deadline or self.proc.poll() is not None:
-                    raise
-                time.sleep(0.05)
+        wait_until_answering(client, self.proc)
 
     def stop(self):
         self.proc.terminate()
@@ -201,6 +207,146 @@ def test_auth_token(server, markerd_binary):
     finally:
         guarded.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_cluster_redirects(server, markerd_binary):
+    """Cluster mode: a client configured with group b's replica follows MOVED to group a, caches the
+    endpoint, and when that endpoint is gone falls back to b, which names a's new replica."""
+    pair = ShardedPair(markerd_binary)
+    try:
+        with Client(pair.urls["a"]) as a, Client(pair.urls["b"], timeout_ms=1000) as b:
+            for group, client in (("a", a), ("b", b)):
+                wait_until_answering(client, pair.procs[group])
+            a.create_layer(layer_id="py-shard")
+            stats = eventually(lambda: b.get_layer_stats(layer_id="py-shard"), "b follows to a")
+            assert stats.stats.layer_id == "py-shard", stats
+            assert b.cached_endpoint("py-shard") == pair.urls["a"]
+            b.upsert_markers(layer_id="py-shard", markers=[marker("s1", 35, 139)])
+            assert a.get_layer_stats(layer_id="py-shard").stats.marker_count == 1
+            # a stops (and leaves the members); a2 of group a takes over the layer.
+            pair.procs["a"].terminate()
+            pair.procs["a"].wait(timeout=10)
+            a2_url = f"tcp://127.0.0.1:{free_port()}"
+            pair.procs["a2"] = subprocess.Popen(
+                [markerd_binary, "--listen", a2_url, "--ephemeral", "--cluster", pair.nats_url,
+                 "--cluster-group", "a", "--node-id", "a2"], stderr=subprocess.DEVNULL)
+            with Client(a2_url) as a2:
+                wait_until_answering(a2, pair.procs["a2"])
+                # a2 applies group a's log from its start: it holds the layer and its marker.
+                assert a2.get_layer_stats(layer_id="py-shard").stats.marker_count == 1
+            deadline = time.time() + 20
+            while True:  # until b names only a2 for group a
+                try:
+                    with Client(pair.urls["b"]) as fresh:
+                        fresh.get_layer_stats(layer_id="py-shard")
+                        if fresh.cached_endpoint("py-shard") == a2_url:
+                            break
+                except MarkerdError:
+                    pass
+                assert time.time() < deadline, "b never named a2"
+                time.sleep(0.05)
+            # The cached endpoint (a) gives no reply: back to b, MOVED to a2.
+            assert b.get_layer_stats(layer_id="py-shard").stats.marker_count == 1
+            assert b.cached_endpoint("py-shard") == a2_url
+            # a2 killed (no goodbye): once its heartbeat ages out (3 s), b names no member of group a.
+            pair.procs["a2"].kill()
+            pair.procs["a2"].wait(timeout=10)
+            deadline = time.time() + 20
+            while True:
+                try:
+                    with Client(pair.urls["b"], timeout_ms=300, retries=0) as fresh:
+                        fresh.get_layer_stats(layer_id="py-shard")
+                except MarkerdError as e:
+                    if e.code == "MOVED":
+                        assert "no live member" in e.message, e
+                        break
+                assert time.time() < deadline, "b still names the killed a2"
+                time.sleep(0.1)
+    finally:
+        pair.stop()
+
+
+def test_subscriber_catches_up_after_a_disconnect(server, markerd_binary):
+    """The Subscriber follows the feed; one closed meanwhile misses events, and a new one from the
+    version it held catches up (GetChanges) without missing a change; FAILED_PRECONDITION once
+    the history no longer reaches back."""
+    feed_url = f"tcp://127.0.0.1:{free_port()}"
+    publishing = Markerd(markerd_binary, "--publish", feed_url, "--change-history-count", "50")
+    try:
+        with Client(publishing.url) as client:
+            publishing.wait_until_answering(client)
+            loaded = client.create_layer(layer_id="live").layer.version
+            model = {}
+
+            def apply(change):
+                if isinstance(change, pb.GetChangesResponse):
+                    if change.cleared:
+                        model.clear()
+                    model.update({m.id: (m.position.latitude, m.position.longitude) for m in change.markers})
+                    for mid in change.removed_ids:
+                        model.pop(mid, None)
+                elif change.kind == pb.CHANGE_KIND_REMOVE:
+                    for mid in change.removed_ids:
+                        model.pop(mid, None)
+                else:
+                    model.update({m.id: (m.position.latitude, m.position.longitude) for m in change.markers})
+
+            def write(writer, i):
+                if i % 5 == 4:
+                    return writer.remove_markers(layer_id="live", ids=[f"m{i % 7}"]).layer_version
+                return writer.upsert_markers(layer_id="live", markers=[marker(f"m{i % 7}", i * 0.1, i * 0.2)]).layer_version
+
+            def follow(sub, start, n):
+                """n writes from another thread (then one every 50 ms: a subscriber that connected late
+                learns of what it missed from the next event), applied until the subscriber holds them."""
+                written, stop = [], threading.Event()
+
+                def writer_thread():
+                    with Client(publishing.url) as writer:
+                        for i in range(start, start + n):
+                            written.append(write(writer, i))
+                        while not stop.wait(0.05):
+                            writer.upsert_markers(layer_id="live", markers=[marker("tick", 0, 0)])
+                thread = threading.Thread(target=writer_thread)
+                thread.start()
+                try:
+                    deadline = time.time() + 30
+                    for change in sub:
+                        apply(change)
+                        if len(written) == n and sub.version >= written[-1]:
+                            return start + n
+                        assert time.time() < deadline, "the subscriber did not follow"
+                finally:
+                    stop.set()
+                    thread.join()
+
+            first = markerd.Subscriber(client, feed_url, "live", since=loaded, poll_ms=50)
+            i = follow(first, 0, 30)
+            first.close()
+            held = first.version
+            for _ in range(20):  # missed by everyone
+                write(client, i)
+                i += 1
+            second = markerd.Subscriber(client, feed_url, "live", since=held, poll_ms=50)
+            i = follow(second, i, 30)
+            second.close()
+            listed = client.list_markers(layer_id="live", page_size=1000).markers
+            assert model == {m.id: (m.position.latitude, m.position.longitude) for m in listed}, (model, listed)
+
+            # 60 more changes push `loaded` out of a history of 50: reload.
+            for _ in range(60):
+                write(client, i)
+                i += 1
+            stale = markerd.Subscriber(client, feed_url, "live", since=loaded, poll_ms=50)
+            try:
+                next(iter(stale))
+                raise AssertionError("expected FAILED_PRECONDITION")
+            except MarkerdError as e:
+                assert e.code == "FAILED_PRECONDITION" and "reload" in e.message, e
+            finally:
+                stale.close()
+    finally:
+        publishing.stop()
 
 
 def main():

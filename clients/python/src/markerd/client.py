@@ -4,6 +4,7 @@ The typed methods are made from the ``MarkerService`` descriptor of the generate
 rpc added to Protos/markerd/v1/markerd.proto gets its method at the next install, without edits here.
 """
 import itertools
+import random
 import re
 import time
 import uuid
@@ -19,6 +20,9 @@ PREFIX = f"/{SERVICE.full_name}/"
 # carries an idempotency key, a fresh random one unless the caller passes one, reused by every retry.
 MUTATIONS = frozenset({"CreateLayer", "DeleteLayer", "RegisterIcon", "UpsertMarkers", "UpdateMarkers", "RemoveMarkers",
                        "ClearLayer", "MoveMarkers", "BeginDrag", "EndDrag", "CancelDrag"})
+
+# Cluster mode: how many MOVED answers (the layer is held by another replica group) one call follows.
+MAX_REDIRECTS = 3
 
 # Raised at once, never retried on another endpoint: the TLS configuration is wrong for the server.
 _TLS_FAILURES = (pynng.exceptions.CryptoError, pynng.exceptions.AuthenticationError)
@@ -79,7 +83,13 @@ class Client:
     ``auth_token``: a token of the server's ``--auth-file`` (``markerd token add``), sent with every
     request; None sends none.
 
-    Cluster mode (``markerd --cluster``): ``last_sequence`` is the highest replicated-log sequence
+    Cluster mode (``markerd --cluster``): a MOVED reply (the layer is held by another replica group)
+    is followed to one of the endpoints it names, at most ``MAX_REDIRECTS`` times, with the same
+    idempotency key, and that endpoint is cached for the layer (``cached_endpoint``), so the next call
+    for it goes straight there. A cached endpoint that gives no reply is forgotten and the call goes
+    to the configured ``urls`` again.
+
+    ``last_sequence`` is the highest replicated-log sequence
     the replies carried (a write's reply carries its record's sequence or a later one; 0 on a single
     node). With ``read_your_writes=True`` every request carries it as ``min_sequence``, so a read
     answered by any replica shows this client's writes (the replica waits up to 2 s for them, else
@@ -107,16 +117,42 @@ class Client:
         self._index = 0  # the endpoint in use, or the next to try
         self._sock = None
         self._ids = itertools.count(1)
+        self._routes = {}  # layer id -> the endpoint a MOVED reply named
+        self._peers = {}  # such an endpoint -> its socket
 
     @property
     def url(self):
         """The endpoint the client is connected to, or will dial first."""
         return self.urls[self._index]
 
+    def cached_endpoint(self, layer_id):
+        """The endpoint a MOVED reply named for ``layer_id`` (cluster mode), or None."""
+        return self._routes.get(layer_id)
+
     def close(self):
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+        for sock in self._peers.values():
+            sock.close()
+        self._peers.clear()
+
+    def _peer(self, url):
+        """The socket to an endpoint a MOVED reply named (dialed in the background, kept)."""
+        sock = self._peers.get(url)
+        if sock is None:
+            sock = pynng.Req0(recv_timeout=self.timeout_ms, send_timeout=self.timeout_ms, resend_time=self.resend_ms)
+            if url.startswith("tls+"):
+                sock.tls_config = _tls_config(url, *self._tls)
+            sock.dial(url, block=False)
+            self._peers[url] = sock
+        return sock
+
+    def _forget(self, layer_id):
+        """Drops ``layer_id``'s cached endpoint (and its socket) after it gave no reply."""
+        url = self._routes.pop(layer_id, None)
+        if url is not None and url not in self._routes.values():
+            self._peers.pop(url).close()
 
     def __enter__(self):
         return self
@@ -162,20 +198,30 @@ class Client:
             envelope.idempotency_key = idempotency_key
         if self.auth_token:
             envelope.auth_token = self.auth_token
+        layer = _layer_id(request)
         failure = None
-        for attempt in range(self.retries + 1):
+        attempt = hops = 0
+        while attempt <= self.retries:
             envelope.request_id = next(self._ids)
             if self.read_your_writes:
                 envelope.min_sequence = self.last_sequence
+            routed = self._routes.get(layer) if layer else None
             try:
-                sock = self._sock or self._connect()
+                sock = self._peer(routed) if routed else (self._sock or self._connect())
                 sock.send(envelope.SerializeToString())
                 data = sock.recv()
             except _TLS_FAILURES:
                 raise
             except pynng.exceptions.NNGException as e:  # no reply: the next endpoint, the same key
+                attempt += 1
+                if routed:  # the cached endpoint: forget it, back to the configured ones
+                    failure = f"{routed}: {e}"
+                    self._forget(layer)
+                    continue
                 failure = f"{self.url}: {e}"
-                self.close()
+                if self._sock is not None:
+                    self._sock.close()
+                    self._sock = None
                 self._index = (self._index + 1) % len(self.urls)
                 continue
             reply = pb.Response()
@@ -183,8 +229,16 @@ class Client:
             if reply.request_id != envelope.request_id:
                 raise MarkerdError("INTERNAL", f"reply for request {reply.request_id}, expected {envelope.request_id}")
             self.last_sequence = max(self.last_sequence, reply.sequence)
+            if reply.code == pb.MOVED and layer:
+                hops += 1
+                if hops > MAX_REDIRECTS or not reply.redirect.endpoints:
+                    why = "no live member" if hops <= MAX_REDIRECTS else f"more than {MAX_REDIRECTS} redirects"
+                    raise MarkerdError("MOVED", f"{reply.message} ({why})")
+                self._routes[layer] = random.choice(reply.redirect.endpoints)
+                continue
             retry = reply.code == pb.UNAVAILABLE or (reply.code == pb.RESOURCE_EXHAUSTED and reply.retry_after_ms)
             if retry and attempt < self.retries:
+                attempt += 1
                 time.sleep(reply.retry_after_ms / 1000)
                 continue
             if reply.code != pb.OK:
@@ -193,6 +247,14 @@ class Client:
             out.ParseFromString(reply.payload)
             return out
         raise MarkerdError("UNAVAILABLE", f"no reply after {self.retries + 1} attempts; last: {failure}")
+
+
+def _layer_id(request):
+    """The layer a request names (field 1 is ``string layer_id`` in every such rpc), or None."""
+    field = request.DESCRIPTOR.fields_by_number.get(1)
+    if field is None or field.name != "layer_id" or field.type != field.TYPE_STRING:
+        return None
+    return request.layer_id or None
 
 
 _output_types = {}

@@ -98,6 +98,51 @@ void   markerd__v1__response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__redirect__init
+                     (Markerd__V1__Redirect         *message)
+{
+  static const Markerd__V1__Redirect init_value = MARKERD__V1__REDIRECT__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__redirect__get_packed_size
+                     (const Markerd__V1__Redirect *message)
+{
+  assert(message->base.descriptor == &markerd__v1__redirect__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__redirect__pack
+                     (const Markerd__V1__Redirect *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__redirect__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__redirect__pack_to_buffer
+                     (const Markerd__V1__Redirect *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__redirect__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__Redirect *
+       markerd__v1__redirect__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__Redirect *)
+     protobuf_c_message_unpack (&markerd__v1__redirect__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__redirect__free_unpacked
+                     (Markerd__V1__Redirect *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__redirect__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__field_violation__init
                      (Markerd__V1__FieldViolation         *message)
 {
@@ -3389,6 +3434,591 @@ void   markerd__v1__get_point_tile_response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__get_point_tile_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__fence_circle__init
+                     (Markerd__V1__FenceCircle         *message)
+{
+  static const Markerd__V1__FenceCircle init_value = MARKERD__V1__FENCE_CIRCLE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__fence_circle__get_packed_size
+                     (const Markerd__V1__FenceCircle *message)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_circle__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__fence_circle__pack
+                     (const Markerd__V1__FenceCircle *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_circle__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__fence_circle__pack_to_buffer
+                     (const Markerd__V1__FenceCircle *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_circle__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FenceCircle *
+       markerd__v1__fence_circle__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FenceCircle *)
+     protobuf_c_message_unpack (&markerd__v1__fence_circle__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__fence_circle__free_unpacked
+                     (Markerd__V1__FenceCircle *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__fence_circle__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__fence_ring__init
+                     (Markerd__V1__FenceRing         *message)
+{
+  static const Markerd__V1__FenceRing init_value = MARKERD__V1__FENCE_RING__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__fence_ring__get_packed_size
+                     (const Markerd__V1__FenceRing *message)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_ring__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__fence_ring__pack
+                     (const Markerd__V1__FenceRing *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_ring__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__fence_ring__pack_to_buffer
+                     (const Markerd__V1__FenceRing *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_ring__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FenceRing *
+       markerd__v1__fence_ring__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FenceRing *)
+     protobuf_c_message_unpack (&markerd__v1__fence_ring__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__fence_ring__free_unpacked
+                     (Markerd__V1__FenceRing *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__fence_ring__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__fence_polygon__init
+                     (Markerd__V1__FencePolygon         *message)
+{
+  static const Markerd__V1__FencePolygon init_value = MARKERD__V1__FENCE_POLYGON__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__fence_polygon__get_packed_size
+                     (const Markerd__V1__FencePolygon *message)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_polygon__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__fence_polygon__pack
+                     (const Markerd__V1__FencePolygon *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_polygon__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__fence_polygon__pack_to_buffer
+                     (const Markerd__V1__FencePolygon *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_polygon__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FencePolygon *
+       markerd__v1__fence_polygon__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FencePolygon *)
+     protobuf_c_message_unpack (&markerd__v1__fence_polygon__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__fence_polygon__free_unpacked
+                     (Markerd__V1__FencePolygon *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__fence_polygon__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__fence_filter__init
+                     (Markerd__V1__FenceFilter         *message)
+{
+  static const Markerd__V1__FenceFilter init_value = MARKERD__V1__FENCE_FILTER__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__fence_filter__get_packed_size
+                     (const Markerd__V1__FenceFilter *message)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_filter__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__fence_filter__pack
+                     (const Markerd__V1__FenceFilter *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_filter__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__fence_filter__pack_to_buffer
+                     (const Markerd__V1__FenceFilter *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_filter__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FenceFilter *
+       markerd__v1__fence_filter__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FenceFilter *)
+     protobuf_c_message_unpack (&markerd__v1__fence_filter__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__fence_filter__free_unpacked
+                     (Markerd__V1__FenceFilter *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__fence_filter__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__fence_webhook__init
+                     (Markerd__V1__FenceWebhook         *message)
+{
+  static const Markerd__V1__FenceWebhook init_value = MARKERD__V1__FENCE_WEBHOOK__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__fence_webhook__get_packed_size
+                     (const Markerd__V1__FenceWebhook *message)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_webhook__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__fence_webhook__pack
+                     (const Markerd__V1__FenceWebhook *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_webhook__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__fence_webhook__pack_to_buffer
+                     (const Markerd__V1__FenceWebhook *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_webhook__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FenceWebhook *
+       markerd__v1__fence_webhook__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FenceWebhook *)
+     protobuf_c_message_unpack (&markerd__v1__fence_webhook__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__fence_webhook__free_unpacked
+                     (Markerd__V1__FenceWebhook *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__fence_webhook__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__fence__init
+                     (Markerd__V1__Fence         *message)
+{
+  static const Markerd__V1__Fence init_value = MARKERD__V1__FENCE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__fence__get_packed_size
+                     (const Markerd__V1__Fence *message)
+{
+  assert(message->base.descriptor == &markerd__v1__fence__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__fence__pack
+                     (const Markerd__V1__Fence *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__fence__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__fence__pack_to_buffer
+                     (const Markerd__V1__Fence *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__fence__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__Fence *
+       markerd__v1__fence__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__Fence *)
+     protobuf_c_message_unpack (&markerd__v1__fence__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__fence__free_unpacked
+                     (Markerd__V1__Fence *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__fence__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__fence_event__init
+                     (Markerd__V1__FenceEvent         *message)
+{
+  static const Markerd__V1__FenceEvent init_value = MARKERD__V1__FENCE_EVENT__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__fence_event__get_packed_size
+                     (const Markerd__V1__FenceEvent *message)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__fence_event__pack
+                     (const Markerd__V1__FenceEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__fence_event__pack_to_buffer
+                     (const Markerd__V1__FenceEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__fence_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FenceEvent *
+       markerd__v1__fence_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FenceEvent *)
+     protobuf_c_message_unpack (&markerd__v1__fence_event__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__fence_event__free_unpacked
+                     (Markerd__V1__FenceEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__fence_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__create_fence_request__init
+                     (Markerd__V1__CreateFenceRequest         *message)
+{
+  static const Markerd__V1__CreateFenceRequest init_value = MARKERD__V1__CREATE_FENCE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__create_fence_request__get_packed_size
+                     (const Markerd__V1__CreateFenceRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__create_fence_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__create_fence_request__pack
+                     (const Markerd__V1__CreateFenceRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__create_fence_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__create_fence_request__pack_to_buffer
+                     (const Markerd__V1__CreateFenceRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__create_fence_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__CreateFenceRequest *
+       markerd__v1__create_fence_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__CreateFenceRequest *)
+     protobuf_c_message_unpack (&markerd__v1__create_fence_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__create_fence_request__free_unpacked
+                     (Markerd__V1__CreateFenceRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__create_fence_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__create_fence_response__init
+                     (Markerd__V1__CreateFenceResponse         *message)
+{
+  static const Markerd__V1__CreateFenceResponse init_value = MARKERD__V1__CREATE_FENCE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__create_fence_response__get_packed_size
+                     (const Markerd__V1__CreateFenceResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__create_fence_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__create_fence_response__pack
+                     (const Markerd__V1__CreateFenceResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__create_fence_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__create_fence_response__pack_to_buffer
+                     (const Markerd__V1__CreateFenceResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__create_fence_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__CreateFenceResponse *
+       markerd__v1__create_fence_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__CreateFenceResponse *)
+     protobuf_c_message_unpack (&markerd__v1__create_fence_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__create_fence_response__free_unpacked
+                     (Markerd__V1__CreateFenceResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__create_fence_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__delete_fence_request__init
+                     (Markerd__V1__DeleteFenceRequest         *message)
+{
+  static const Markerd__V1__DeleteFenceRequest init_value = MARKERD__V1__DELETE_FENCE_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__delete_fence_request__get_packed_size
+                     (const Markerd__V1__DeleteFenceRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__delete_fence_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__delete_fence_request__pack
+                     (const Markerd__V1__DeleteFenceRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__delete_fence_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__delete_fence_request__pack_to_buffer
+                     (const Markerd__V1__DeleteFenceRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__delete_fence_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__DeleteFenceRequest *
+       markerd__v1__delete_fence_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__DeleteFenceRequest *)
+     protobuf_c_message_unpack (&markerd__v1__delete_fence_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__delete_fence_request__free_unpacked
+                     (Markerd__V1__DeleteFenceRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__delete_fence_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__delete_fence_response__init
+                     (Markerd__V1__DeleteFenceResponse         *message)
+{
+  static const Markerd__V1__DeleteFenceResponse init_value = MARKERD__V1__DELETE_FENCE_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__delete_fence_response__get_packed_size
+                     (const Markerd__V1__DeleteFenceResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__delete_fence_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__delete_fence_response__pack
+                     (const Markerd__V1__DeleteFenceResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__delete_fence_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__delete_fence_response__pack_to_buffer
+                     (const Markerd__V1__DeleteFenceResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__delete_fence_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__DeleteFenceResponse *
+       markerd__v1__delete_fence_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__DeleteFenceResponse *)
+     protobuf_c_message_unpack (&markerd__v1__delete_fence_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__delete_fence_response__free_unpacked
+                     (Markerd__V1__DeleteFenceResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__delete_fence_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__list_fences_request__init
+                     (Markerd__V1__ListFencesRequest         *message)
+{
+  static const Markerd__V1__ListFencesRequest init_value = MARKERD__V1__LIST_FENCES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__list_fences_request__get_packed_size
+                     (const Markerd__V1__ListFencesRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__list_fences_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__list_fences_request__pack
+                     (const Markerd__V1__ListFencesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__list_fences_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__list_fences_request__pack_to_buffer
+                     (const Markerd__V1__ListFencesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__list_fences_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__ListFencesRequest *
+       markerd__v1__list_fences_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__ListFencesRequest *)
+     protobuf_c_message_unpack (&markerd__v1__list_fences_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__list_fences_request__free_unpacked
+                     (Markerd__V1__ListFencesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__list_fences_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__list_fences_response__init
+                     (Markerd__V1__ListFencesResponse         *message)
+{
+  static const Markerd__V1__ListFencesResponse init_value = MARKERD__V1__LIST_FENCES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__list_fences_response__get_packed_size
+                     (const Markerd__V1__ListFencesResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__list_fences_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__list_fences_response__pack
+                     (const Markerd__V1__ListFencesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__list_fences_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__list_fences_response__pack_to_buffer
+                     (const Markerd__V1__ListFencesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__list_fences_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__ListFencesResponse *
+       markerd__v1__list_fences_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__ListFencesResponse *)
+     protobuf_c_message_unpack (&markerd__v1__list_fences_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__list_fences_response__free_unpacked
+                     (Markerd__V1__ListFencesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__list_fences_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__create_snapshot_request__init
                      (Markerd__V1__CreateSnapshotRequest         *message)
 {
@@ -3659,6 +4289,186 @@ void   markerd__v1__get_server_info_response__free_unpacked
   assert(message->base.descriptor == &markerd__v1__get_server_info_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__change_event__init
+                     (Markerd__V1__ChangeEvent         *message)
+{
+  static const Markerd__V1__ChangeEvent init_value = MARKERD__V1__CHANGE_EVENT__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__change_event__get_packed_size
+                     (const Markerd__V1__ChangeEvent *message)
+{
+  assert(message->base.descriptor == &markerd__v1__change_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__change_event__pack
+                     (const Markerd__V1__ChangeEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__change_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__change_event__pack_to_buffer
+                     (const Markerd__V1__ChangeEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__change_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__ChangeEvent *
+       markerd__v1__change_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__ChangeEvent *)
+     protobuf_c_message_unpack (&markerd__v1__change_event__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__change_event__free_unpacked
+                     (Markerd__V1__ChangeEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__change_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__feed_event__init
+                     (Markerd__V1__FeedEvent         *message)
+{
+  static const Markerd__V1__FeedEvent init_value = MARKERD__V1__FEED_EVENT__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__feed_event__get_packed_size
+                     (const Markerd__V1__FeedEvent *message)
+{
+  assert(message->base.descriptor == &markerd__v1__feed_event__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__feed_event__pack
+                     (const Markerd__V1__FeedEvent *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__feed_event__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__feed_event__pack_to_buffer
+                     (const Markerd__V1__FeedEvent *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__feed_event__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__FeedEvent *
+       markerd__v1__feed_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__FeedEvent *)
+     protobuf_c_message_unpack (&markerd__v1__feed_event__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__feed_event__free_unpacked
+                     (Markerd__V1__FeedEvent *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__feed_event__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_changes_request__init
+                     (Markerd__V1__GetChangesRequest         *message)
+{
+  static const Markerd__V1__GetChangesRequest init_value = MARKERD__V1__GET_CHANGES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_changes_request__get_packed_size
+                     (const Markerd__V1__GetChangesRequest *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_changes_request__pack
+                     (const Markerd__V1__GetChangesRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_changes_request__pack_to_buffer
+                     (const Markerd__V1__GetChangesRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetChangesRequest *
+       markerd__v1__get_changes_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetChangesRequest *)
+     protobuf_c_message_unpack (&markerd__v1__get_changes_request__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_changes_request__free_unpacked
+                     (Markerd__V1__GetChangesRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_changes_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__get_changes_response__init
+                     (Markerd__V1__GetChangesResponse         *message)
+{
+  static const Markerd__V1__GetChangesResponse init_value = MARKERD__V1__GET_CHANGES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__get_changes_response__get_packed_size
+                     (const Markerd__V1__GetChangesResponse *message)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__get_changes_response__pack
+                     (const Markerd__V1__GetChangesResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__get_changes_response__pack_to_buffer
+                     (const Markerd__V1__GetChangesResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__get_changes_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__GetChangesResponse *
+       markerd__v1__get_changes_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__GetChangesResponse *)
+     protobuf_c_message_unpack (&markerd__v1__get_changes_response__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__get_changes_response__free_unpacked
+                     (Markerd__V1__GetChangesResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__get_changes_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor markerd__v1__request__field_descriptors[7] =
 {
   {
@@ -3775,7 +4585,7 @@ const ProtobufCMessageDescriptor markerd__v1__request__descriptor =
   (ProtobufCMessageInit) markerd__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[7] =
+static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[8] =
 {
   {
     "request_id",
@@ -3861,12 +4671,25 @@ static const ProtobufCFieldDescriptor markerd__v1__response__field_descriptors[7
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "redirect",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Response, redirect),
+    &markerd__v1__redirect__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__response__field_indices_by_name[] = {
   1,   /* field[1] = code */
   5,   /* field[5] = field_violations */
   2,   /* field[2] = message */
   3,   /* field[3] = payload */
+  7,   /* field[7] = redirect */
   0,   /* field[0] = request_id */
   4,   /* field[4] = retry_after_ms */
   6,   /* field[6] = sequence */
@@ -3874,7 +4697,7 @@ static const unsigned markerd__v1__response__field_indices_by_name[] = {
 static const ProtobufCIntRange markerd__v1__response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 7 }
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
 {
@@ -3884,11 +4707,88 @@ const ProtobufCMessageDescriptor markerd__v1__response__descriptor =
   "Markerd__V1__Response",
   "markerd.v1",
   sizeof(Markerd__V1__Response),
-  7,
+  8,
   markerd__v1__response__field_descriptors,
   markerd__v1__response__field_indices_by_name,
   1,  markerd__v1__response__number_ranges,
   (ProtobufCMessageInit) markerd__v1__response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__redirect__field_descriptors[4] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Redirect, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "group",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Redirect, group),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "endpoints",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__Redirect, n_endpoints),
+    offsetof(Markerd__V1__Redirect, endpoints),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "http_endpoints",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__Redirect, n_http_endpoints),
+    offsetof(Markerd__V1__Redirect, http_endpoints),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__redirect__field_indices_by_name[] = {
+  2,   /* field[2] = endpoints */
+  1,   /* field[1] = group */
+  3,   /* field[3] = http_endpoints */
+  0,   /* field[0] = layer_id */
+};
+static const ProtobufCIntRange markerd__v1__redirect__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor markerd__v1__redirect__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.Redirect",
+  "Redirect",
+  "Markerd__V1__Redirect",
+  "markerd.v1",
+  sizeof(Markerd__V1__Redirect),
+  4,
+  markerd__v1__redirect__field_descriptors,
+  markerd__v1__redirect__field_indices_by_name,
+  1,  markerd__v1__redirect__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__redirect__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor markerd__v1__field_violation__field_descriptors[2] =
@@ -5021,7 +5921,7 @@ const ProtobufCMessageDescriptor markerd__v1__layer_stats__descriptor =
   (ProtobufCMessageInit) markerd__v1__layer_stats__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__create_layer_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor markerd__v1__create_layer_request__field_descriptors[3] =
 {
   {
     "layer_id",
@@ -5047,15 +5947,28 @@ static const ProtobufCFieldDescriptor markerd__v1__create_layer_request__field_d
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "group",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__CreateLayerRequest, group),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__create_layer_request__field_indices_by_name[] = {
+  2,   /* field[2] = group */
   0,   /* field[0] = layer_id */
   1,   /* field[1] = options */
 };
 static const ProtobufCIntRange markerd__v1__create_layer_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor markerd__v1__create_layer_request__descriptor =
 {
@@ -5065,7 +5978,7 @@ const ProtobufCMessageDescriptor markerd__v1__create_layer_request__descriptor =
   "Markerd__V1__CreateLayerRequest",
   "markerd.v1",
   sizeof(Markerd__V1__CreateLayerRequest),
-  2,
+  3,
   markerd__v1__create_layer_request__field_descriptors,
   markerd__v1__create_layer_request__field_indices_by_name,
   1,  markerd__v1__create_layer_request__number_ranges,
@@ -8957,6 +9870,766 @@ const ProtobufCMessageDescriptor markerd__v1__get_point_tile_response__descripto
   (ProtobufCMessageInit) markerd__v1__get_point_tile_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor markerd__v1__fence_circle__field_descriptors[2] =
+{
+  {
+    "center",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceCircle, center),
+    &markerd__v1__lat_lng__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "radius_meters",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_DOUBLE,
+    offsetof(Markerd__V1__FenceCircle, has_radius_meters),
+    offsetof(Markerd__V1__FenceCircle, radius_meters),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__fence_circle__field_indices_by_name[] = {
+  0,   /* field[0] = center */
+  1,   /* field[1] = radius_meters */
+};
+static const ProtobufCIntRange markerd__v1__fence_circle__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__fence_circle__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FenceCircle",
+  "FenceCircle",
+  "Markerd__V1__FenceCircle",
+  "markerd.v1",
+  sizeof(Markerd__V1__FenceCircle),
+  2,
+  markerd__v1__fence_circle__field_descriptors,
+  markerd__v1__fence_circle__field_indices_by_name,
+  1,  markerd__v1__fence_circle__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__fence_circle__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__fence_ring__field_descriptors[1] =
+{
+  {
+    "points",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__FenceRing, n_points),
+    offsetof(Markerd__V1__FenceRing, points),
+    &markerd__v1__lat_lng__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__fence_ring__field_indices_by_name[] = {
+  0,   /* field[0] = points */
+};
+static const ProtobufCIntRange markerd__v1__fence_ring__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor markerd__v1__fence_ring__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FenceRing",
+  "FenceRing",
+  "Markerd__V1__FenceRing",
+  "markerd.v1",
+  sizeof(Markerd__V1__FenceRing),
+  1,
+  markerd__v1__fence_ring__field_descriptors,
+  markerd__v1__fence_ring__field_indices_by_name,
+  1,  markerd__v1__fence_ring__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__fence_ring__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__fence_polygon__field_descriptors[1] =
+{
+  {
+    "rings",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__FencePolygon, n_rings),
+    offsetof(Markerd__V1__FencePolygon, rings),
+    &markerd__v1__fence_ring__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__fence_polygon__field_indices_by_name[] = {
+  0,   /* field[0] = rings */
+};
+static const ProtobufCIntRange markerd__v1__fence_polygon__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor markerd__v1__fence_polygon__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FencePolygon",
+  "FencePolygon",
+  "Markerd__V1__FencePolygon",
+  "markerd.v1",
+  sizeof(Markerd__V1__FencePolygon),
+  1,
+  markerd__v1__fence_polygon__field_descriptors,
+  markerd__v1__fence_polygon__field_indices_by_name,
+  1,  markerd__v1__fence_polygon__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__fence_polygon__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__fence_filter__field_descriptors[2] =
+{
+  {
+    "attribute",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceFilter, attribute),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "value",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceFilter, value),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__fence_filter__field_indices_by_name[] = {
+  0,   /* field[0] = attribute */
+  1,   /* field[1] = value */
+};
+static const ProtobufCIntRange markerd__v1__fence_filter__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__fence_filter__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FenceFilter",
+  "FenceFilter",
+  "Markerd__V1__FenceFilter",
+  "markerd.v1",
+  sizeof(Markerd__V1__FenceFilter),
+  2,
+  markerd__v1__fence_filter__field_descriptors,
+  markerd__v1__fence_filter__field_indices_by_name,
+  1,  markerd__v1__fence_filter__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__fence_filter__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__fence_webhook__field_descriptors[2] =
+{
+  {
+    "url",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceWebhook, url),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "secret_name",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceWebhook, secret_name),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__fence_webhook__field_indices_by_name[] = {
+  1,   /* field[1] = secret_name */
+  0,   /* field[0] = url */
+};
+static const ProtobufCIntRange markerd__v1__fence_webhook__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__fence_webhook__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FenceWebhook",
+  "FenceWebhook",
+  "Markerd__V1__FenceWebhook",
+  "markerd.v1",
+  sizeof(Markerd__V1__FenceWebhook),
+  2,
+  markerd__v1__fence_webhook__field_descriptors,
+  markerd__v1__fence_webhook__field_indices_by_name,
+  1,  markerd__v1__fence_webhook__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__fence_webhook__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__fence__field_descriptors[9] =
+{
+  {
+    "fence_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Fence, fence_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_id",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Fence, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bounds",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__Fence, shape_case),
+    offsetof(Markerd__V1__Fence, bounds),
+    &markerd__v1__bounds__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "circle",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__Fence, shape_case),
+    offsetof(Markerd__V1__Fence, circle),
+    &markerd__v1__fence_circle__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "polygon",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__Fence, shape_case),
+    offsetof(Markerd__V1__Fence, polygon),
+    &markerd__v1__fence_polygon__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "detect",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__Fence, n_detect),
+    offsetof(Markerd__V1__Fence, detect),
+    &markerd__v1__fence_event_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "filter",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Fence, filter),
+    &markerd__v1__fence_filter__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "webhook",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__Fence, webhook),
+    &markerd__v1__fence_webhook__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "inside_count",
+    9,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__Fence, has_inside_count),
+    offsetof(Markerd__V1__Fence, inside_count),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__fence__field_indices_by_name[] = {
+  2,   /* field[2] = bounds */
+  3,   /* field[3] = circle */
+  5,   /* field[5] = detect */
+  0,   /* field[0] = fence_id */
+  6,   /* field[6] = filter */
+  8,   /* field[8] = inside_count */
+  1,   /* field[1] = layer_id */
+  4,   /* field[4] = polygon */
+  7,   /* field[7] = webhook */
+};
+static const ProtobufCIntRange markerd__v1__fence__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 9 }
+};
+const ProtobufCMessageDescriptor markerd__v1__fence__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.Fence",
+  "Fence",
+  "Markerd__V1__Fence",
+  "markerd.v1",
+  sizeof(Markerd__V1__Fence),
+  9,
+  markerd__v1__fence__field_descriptors,
+  markerd__v1__fence__field_indices_by_name,
+  1,  markerd__v1__fence__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__fence__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__fence_event__field_descriptors[7] =
+{
+  {
+    "fence_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceEvent, fence_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_id",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceEvent, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__FenceEvent, has_kind),
+    offsetof(Markerd__V1__FenceEvent, kind),
+    &markerd__v1__fence_event_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "marker_id",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceEvent, marker_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "position",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__FenceEvent, position),
+    &markerd__v1__lat_lng__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "layer_version",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__FenceEvent, has_layer_version),
+    offsetof(Markerd__V1__FenceEvent, layer_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "at_unix_ms",
+    7,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(Markerd__V1__FenceEvent, has_at_unix_ms),
+    offsetof(Markerd__V1__FenceEvent, at_unix_ms),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__fence_event__field_indices_by_name[] = {
+  6,   /* field[6] = at_unix_ms */
+  0,   /* field[0] = fence_id */
+  2,   /* field[2] = kind */
+  1,   /* field[1] = layer_id */
+  5,   /* field[5] = layer_version */
+  3,   /* field[3] = marker_id */
+  4,   /* field[4] = position */
+};
+static const ProtobufCIntRange markerd__v1__fence_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor markerd__v1__fence_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FenceEvent",
+  "FenceEvent",
+  "Markerd__V1__FenceEvent",
+  "markerd.v1",
+  sizeof(Markerd__V1__FenceEvent),
+  7,
+  markerd__v1__fence_event__field_descriptors,
+  markerd__v1__fence_event__field_indices_by_name,
+  1,  markerd__v1__fence_event__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__fence_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__create_fence_request__field_descriptors[2] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__CreateFenceRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fence",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__CreateFenceRequest, fence),
+    &markerd__v1__fence__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__create_fence_request__field_indices_by_name[] = {
+  1,   /* field[1] = fence */
+  0,   /* field[0] = layer_id */
+};
+static const ProtobufCIntRange markerd__v1__create_fence_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__create_fence_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.CreateFenceRequest",
+  "CreateFenceRequest",
+  "Markerd__V1__CreateFenceRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__CreateFenceRequest),
+  2,
+  markerd__v1__create_fence_request__field_descriptors,
+  markerd__v1__create_fence_request__field_indices_by_name,
+  1,  markerd__v1__create_fence_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__create_fence_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__create_fence_response__field_descriptors[1] =
+{
+  {
+    "fence",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__CreateFenceResponse, fence),
+    &markerd__v1__fence__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__create_fence_response__field_indices_by_name[] = {
+  0,   /* field[0] = fence */
+};
+static const ProtobufCIntRange markerd__v1__create_fence_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor markerd__v1__create_fence_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.CreateFenceResponse",
+  "CreateFenceResponse",
+  "Markerd__V1__CreateFenceResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__CreateFenceResponse),
+  1,
+  markerd__v1__create_fence_response__field_descriptors,
+  markerd__v1__create_fence_response__field_indices_by_name,
+  1,  markerd__v1__create_fence_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__create_fence_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__delete_fence_request__field_descriptors[2] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__DeleteFenceRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fence_id",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__DeleteFenceRequest, fence_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__delete_fence_request__field_indices_by_name[] = {
+  1,   /* field[1] = fence_id */
+  0,   /* field[0] = layer_id */
+};
+static const ProtobufCIntRange markerd__v1__delete_fence_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__delete_fence_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.DeleteFenceRequest",
+  "DeleteFenceRequest",
+  "Markerd__V1__DeleteFenceRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__DeleteFenceRequest),
+  2,
+  markerd__v1__delete_fence_request__field_descriptors,
+  markerd__v1__delete_fence_request__field_indices_by_name,
+  1,  markerd__v1__delete_fence_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__delete_fence_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define markerd__v1__delete_fence_response__field_descriptors NULL
+#define markerd__v1__delete_fence_response__field_indices_by_name NULL
+#define markerd__v1__delete_fence_response__number_ranges NULL
+const ProtobufCMessageDescriptor markerd__v1__delete_fence_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.DeleteFenceResponse",
+  "DeleteFenceResponse",
+  "Markerd__V1__DeleteFenceResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__DeleteFenceResponse),
+  0,
+  markerd__v1__delete_fence_response__field_descriptors,
+  markerd__v1__delete_fence_response__field_indices_by_name,
+  0,  markerd__v1__delete_fence_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__delete_fence_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__list_fences_request__field_descriptors[3] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListFencesRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__ListFencesRequest, has_page_size),
+    offsetof(Markerd__V1__ListFencesRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListFencesRequest, page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__list_fences_request__field_indices_by_name[] = {
+  0,   /* field[0] = layer_id */
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
+};
+static const ProtobufCIntRange markerd__v1__list_fences_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor markerd__v1__list_fences_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.ListFencesRequest",
+  "ListFencesRequest",
+  "Markerd__V1__ListFencesRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__ListFencesRequest),
+  3,
+  markerd__v1__list_fences_request__field_descriptors,
+  markerd__v1__list_fences_request__field_indices_by_name,
+  1,  markerd__v1__list_fences_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__list_fences_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__list_fences_response__field_descriptors[2] =
+{
+  {
+    "fences",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__ListFencesResponse, n_fences),
+    offsetof(Markerd__V1__ListFencesResponse, fences),
+    &markerd__v1__fence__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ListFencesResponse, next_page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__list_fences_response__field_indices_by_name[] = {
+  0,   /* field[0] = fences */
+  1,   /* field[1] = next_page_token */
+};
+static const ProtobufCIntRange markerd__v1__list_fences_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__list_fences_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.ListFencesResponse",
+  "ListFencesResponse",
+  "Markerd__V1__ListFencesResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__ListFencesResponse),
+  2,
+  markerd__v1__list_fences_response__field_descriptors,
+  markerd__v1__list_fences_response__field_indices_by_name,
+  1,  markerd__v1__list_fences_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__list_fences_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 #define markerd__v1__create_snapshot_request__field_descriptors NULL
 #define markerd__v1__create_snapshot_request__field_indices_by_name NULL
 #define markerd__v1__create_snapshot_request__number_ranges NULL
@@ -9277,7 +10950,341 @@ const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descript
   (ProtobufCMessageInit) markerd__v1__get_server_info_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCEnumValue markerd__v1__code__enum_values_by_number[17] =
+static const ProtobufCFieldDescriptor markerd__v1__change_event__field_descriptors[6] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__ChangeEvent, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__ChangeEvent, has_version),
+    offsetof(Markerd__V1__ChangeEvent, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "kind",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_ENUM,
+    offsetof(Markerd__V1__ChangeEvent, has_kind),
+    offsetof(Markerd__V1__ChangeEvent, kind),
+    &markerd__v1__change_kind__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "markers",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__ChangeEvent, n_markers),
+    offsetof(Markerd__V1__ChangeEvent, markers),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed_ids",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__ChangeEvent, n_removed_ids),
+    offsetof(Markerd__V1__ChangeEvent, removed_ids),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "previous_version",
+    6,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__ChangeEvent, has_previous_version),
+    offsetof(Markerd__V1__ChangeEvent, previous_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__change_event__field_indices_by_name[] = {
+  2,   /* field[2] = kind */
+  0,   /* field[0] = layer_id */
+  3,   /* field[3] = markers */
+  5,   /* field[5] = previous_version */
+  4,   /* field[4] = removed_ids */
+  1,   /* field[1] = version */
+};
+static const ProtobufCIntRange markerd__v1__change_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor markerd__v1__change_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.ChangeEvent",
+  "ChangeEvent",
+  "Markerd__V1__ChangeEvent",
+  "markerd.v1",
+  sizeof(Markerd__V1__ChangeEvent),
+  6,
+  markerd__v1__change_event__field_descriptors,
+  markerd__v1__change_event__field_indices_by_name,
+  1,  markerd__v1__change_event__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__change_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__feed_event__field_descriptors[2] =
+{
+  {
+    "change",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__FeedEvent, event_case),
+    offsetof(Markerd__V1__FeedEvent, change),
+    &markerd__v1__change_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "fence",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__FeedEvent, event_case),
+    offsetof(Markerd__V1__FeedEvent, fence),
+    &markerd__v1__fence_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__feed_event__field_indices_by_name[] = {
+  0,   /* field[0] = change */
+  1,   /* field[1] = fence */
+};
+static const ProtobufCIntRange markerd__v1__feed_event__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor markerd__v1__feed_event__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.FeedEvent",
+  "FeedEvent",
+  "Markerd__V1__FeedEvent",
+  "markerd.v1",
+  sizeof(Markerd__V1__FeedEvent),
+  2,
+  markerd__v1__feed_event__field_descriptors,
+  markerd__v1__feed_event__field_indices_by_name,
+  1,  markerd__v1__feed_event__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__feed_event__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_changes_request__field_descriptors[5] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetChangesRequest, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "since_version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetChangesRequest, has_since_version),
+    offsetof(Markerd__V1__GetChangesRequest, since_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "bounds",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetChangesRequest, bounds),
+    &markerd__v1__bounds__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__GetChangesRequest, has_page_size),
+    offsetof(Markerd__V1__GetChangesRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetChangesRequest, page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_changes_request__field_indices_by_name[] = {
+  2,   /* field[2] = bounds */
+  0,   /* field[0] = layer_id */
+  3,   /* field[3] = page_size */
+  4,   /* field[4] = page_token */
+  1,   /* field[1] = since_version */
+};
+static const ProtobufCIntRange markerd__v1__get_changes_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_changes_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetChangesRequest",
+  "GetChangesRequest",
+  "Markerd__V1__GetChangesRequest",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetChangesRequest),
+  5,
+  markerd__v1__get_changes_request__field_descriptors,
+  markerd__v1__get_changes_request__field_indices_by_name,
+  1,  markerd__v1__get_changes_request__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_changes_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__get_changes_response__field_descriptors[5] =
+{
+  {
+    "markers",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__GetChangesResponse, n_markers),
+    offsetof(Markerd__V1__GetChangesResponse, markers),
+    &markerd__v1__marker__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed_ids",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Markerd__V1__GetChangesResponse, n_removed_ids),
+    offsetof(Markerd__V1__GetChangesResponse, removed_ids),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cleared",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(Markerd__V1__GetChangesResponse, has_cleared),
+    offsetof(Markerd__V1__GetChangesResponse, cleared),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__GetChangesResponse, has_version),
+    offsetof(Markerd__V1__GetChangesResponse, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    5,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__GetChangesResponse, next_page_token),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__get_changes_response__field_indices_by_name[] = {
+  2,   /* field[2] = cleared */
+  0,   /* field[0] = markers */
+  4,   /* field[4] = next_page_token */
+  1,   /* field[1] = removed_ids */
+  3,   /* field[3] = version */
+};
+static const ProtobufCIntRange markerd__v1__get_changes_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor markerd__v1__get_changes_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.GetChangesResponse",
+  "GetChangesResponse",
+  "Markerd__V1__GetChangesResponse",
+  "markerd.v1",
+  sizeof(Markerd__V1__GetChangesResponse),
+  5,
+  markerd__v1__get_changes_response__field_descriptors,
+  markerd__v1__get_changes_response__field_indices_by_name,
+  1,  markerd__v1__get_changes_response__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__get_changes_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCEnumValue markerd__v1__code__enum_values_by_number[18] =
 {
   { "OK", "MARKERD__V1__CODE__OK", 0 },
   { "CANCELLED", "MARKERD__V1__CODE__CANCELLED", 1 },
@@ -9296,11 +11303,12 @@ static const ProtobufCEnumValue markerd__v1__code__enum_values_by_number[17] =
   { "UNAVAILABLE", "MARKERD__V1__CODE__UNAVAILABLE", 14 },
   { "DATA_LOSS", "MARKERD__V1__CODE__DATA_LOSS", 15 },
   { "UNAUTHENTICATED", "MARKERD__V1__CODE__UNAUTHENTICATED", 16 },
+  { "MOVED", "MARKERD__V1__CODE__MOVED", 17 },
 };
 static const ProtobufCIntRange markerd__v1__code__value_ranges[] = {
-{0, 0},{0, 17}
+{0, 0},{0, 18}
 };
-static const ProtobufCEnumValueIndex markerd__v1__code__enum_values_by_name[17] =
+static const ProtobufCEnumValueIndex markerd__v1__code__enum_values_by_name[18] =
 {
   { "ABORTED", 10 },
   { "ALREADY_EXISTS", 6 },
@@ -9310,6 +11318,7 @@ static const ProtobufCEnumValueIndex markerd__v1__code__enum_values_by_name[17] 
   { "FAILED_PRECONDITION", 9 },
   { "INTERNAL", 13 },
   { "INVALID_ARGUMENT", 3 },
+  { "MOVED", 17 },
   { "NOT_FOUND", 5 },
   { "OK", 0 },
   { "OUT_OF_RANGE", 11 },
@@ -9327,9 +11336,9 @@ const ProtobufCEnumDescriptor markerd__v1__code__descriptor =
   "Code",
   "Markerd__V1__Code",
   "markerd.v1",
-  17,
+  18,
   markerd__v1__code__enum_values_by_number,
-  17,
+  18,
   markerd__v1__code__enum_values_by_name,
   1,
   markerd__v1__code__value_ranges,
@@ -9521,7 +11530,83 @@ const ProtobufCEnumDescriptor markerd__v1__animation_kind__descriptor =
   markerd__v1__animation_kind__value_ranges,
   NULL,NULL,NULL,NULL   /* reserved[1234] */
 };
-static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[29] =
+static const ProtobufCEnumValue markerd__v1__fence_event_kind__enum_values_by_number[5] =
+{
+  { "FENCE_EVENT_KIND_UNSPECIFIED", "MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_UNSPECIFIED", 0 },
+  { "FENCE_EVENT_KIND_ENTER", "MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_ENTER", 1 },
+  { "FENCE_EVENT_KIND_EXIT", "MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_EXIT", 2 },
+  { "FENCE_EVENT_KIND_INSIDE", "MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_INSIDE", 3 },
+  { "FENCE_EVENT_KIND_CROSS", "MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_CROSS", 4 },
+};
+static const ProtobufCIntRange markerd__v1__fence_event_kind__value_ranges[] = {
+{0, 0},{0, 5}
+};
+static const ProtobufCEnumValueIndex markerd__v1__fence_event_kind__enum_values_by_name[5] =
+{
+  { "FENCE_EVENT_KIND_CROSS", 4 },
+  { "FENCE_EVENT_KIND_ENTER", 1 },
+  { "FENCE_EVENT_KIND_EXIT", 2 },
+  { "FENCE_EVENT_KIND_INSIDE", 3 },
+  { "FENCE_EVENT_KIND_UNSPECIFIED", 0 },
+};
+const ProtobufCEnumDescriptor markerd__v1__fence_event_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "markerd.v1.FenceEventKind",
+  "FenceEventKind",
+  "Markerd__V1__FenceEventKind",
+  "markerd.v1",
+  5,
+  markerd__v1__fence_event_kind__enum_values_by_number,
+  5,
+  markerd__v1__fence_event_kind__enum_values_by_name,
+  1,
+  markerd__v1__fence_event_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCEnumValue markerd__v1__change_kind__enum_values_by_number[9] =
+{
+  { "CHANGE_KIND_UNSPECIFIED", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UNSPECIFIED", 0 },
+  { "CHANGE_KIND_UPSERT", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UPSERT", 1 },
+  { "CHANGE_KIND_UPDATE", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UPDATE", 2 },
+  { "CHANGE_KIND_MOVE", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_MOVE", 3 },
+  { "CHANGE_KIND_REMOVE", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_REMOVE", 4 },
+  { "CHANGE_KIND_CLEAR", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_CLEAR", 5 },
+  { "CHANGE_KIND_DRAG", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_DRAG", 6 },
+  { "CHANGE_KIND_LAYER_CREATED", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_LAYER_CREATED", 7 },
+  { "CHANGE_KIND_LAYER_DELETED", "MARKERD__V1__CHANGE_KIND__CHANGE_KIND_LAYER_DELETED", 8 },
+};
+static const ProtobufCIntRange markerd__v1__change_kind__value_ranges[] = {
+{0, 0},{0, 9}
+};
+static const ProtobufCEnumValueIndex markerd__v1__change_kind__enum_values_by_name[9] =
+{
+  { "CHANGE_KIND_CLEAR", 5 },
+  { "CHANGE_KIND_DRAG", 6 },
+  { "CHANGE_KIND_LAYER_CREATED", 7 },
+  { "CHANGE_KIND_LAYER_DELETED", 8 },
+  { "CHANGE_KIND_MOVE", 3 },
+  { "CHANGE_KIND_REMOVE", 4 },
+  { "CHANGE_KIND_UNSPECIFIED", 0 },
+  { "CHANGE_KIND_UPDATE", 2 },
+  { "CHANGE_KIND_UPSERT", 1 },
+};
+const ProtobufCEnumDescriptor markerd__v1__change_kind__descriptor =
+{
+  PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,
+  "markerd.v1.ChangeKind",
+  "ChangeKind",
+  "Markerd__V1__ChangeKind",
+  "markerd.v1",
+  9,
+  markerd__v1__change_kind__enum_values_by_number,
+  9,
+  markerd__v1__change_kind__enum_values_by_name,
+  1,
+  markerd__v1__change_kind__value_ranges,
+  NULL,NULL,NULL,NULL   /* reserved[1234] */
+};
+static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descriptors[33] =
 {
   { "CreateLayer", &markerd__v1__create_layer_request__descriptor, &markerd__v1__create_layer_response__descriptor },
   { "GetLayer", &markerd__v1__get_layer_request__descriptor, &markerd__v1__get_layer_response__descriptor },
@@ -9536,6 +11621,7 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "ListMarkers", &markerd__v1__list_markers_request__descriptor, &markerd__v1__list_markers_response__descriptor },
   { "ClearLayer", &markerd__v1__clear_layer_request__descriptor, &markerd__v1__clear_layer_response__descriptor },
   { "MoveMarkers", &markerd__v1__move_markers_request__descriptor, &markerd__v1__move_markers_response__descriptor },
+  { "GetChanges", &markerd__v1__get_changes_request__descriptor, &markerd__v1__get_changes_response__descriptor },
   { "QueryViewport", &markerd__v1__query_viewport_request__descriptor, &markerd__v1__query_viewport_response__descriptor },
   { "HitTest", &markerd__v1__hit_test_request__descriptor, &markerd__v1__hit_test_response__descriptor },
   { "BeginDrag", &markerd__v1__begin_drag_request__descriptor, &markerd__v1__begin_drag_response__descriptor },
@@ -9552,35 +11638,42 @@ static const ProtobufCMethodDescriptor markerd__v1__marker_service__method_descr
   { "CreateSnapshot", &markerd__v1__create_snapshot_request__descriptor, &markerd__v1__create_snapshot_response__descriptor },
   { "GetServerInfo", &markerd__v1__get_server_info_request__descriptor, &markerd__v1__get_server_info_response__descriptor },
   { "SignTileURL", &markerd__v1__sign_tile_urlrequest__descriptor, &markerd__v1__sign_tile_urlresponse__descriptor },
+  { "CreateFence", &markerd__v1__create_fence_request__descriptor, &markerd__v1__create_fence_response__descriptor },
+  { "DeleteFence", &markerd__v1__delete_fence_request__descriptor, &markerd__v1__delete_fence_response__descriptor },
+  { "ListFences", &markerd__v1__list_fences_request__descriptor, &markerd__v1__list_fences_response__descriptor },
 };
 const unsigned markerd__v1__marker_service__method_indices_by_name[] = {
-  15,        /* BeginDrag */
-  18,        /* CancelDrag */
+  16,        /* BeginDrag */
+  19,        /* CancelDrag */
   11,        /* ClearLayer */
+  30,        /* CreateFence */
   0,        /* CreateLayer */
-  26,        /* CreateSnapshot */
+  27,        /* CreateSnapshot */
+  31,        /* DeleteFence */
   3,        /* DeleteLayer */
-  16,        /* DragTo */
-  17,        /* EndDrag */
-  23,        /* GetClusterChildren */
-  24,        /* GetClusterExpansionZoom */
-  22,        /* GetClusterLeaves */
-  21,        /* GetClusters */
+  17,        /* DragTo */
+  18,        /* EndDrag */
+  13,        /* GetChanges */
+  24,        /* GetClusterChildren */
+  25,        /* GetClusterExpansionZoom */
+  23,        /* GetClusterLeaves */
+  22,        /* GetClusters */
   1,        /* GetLayer */
   4,        /* GetLayerStats */
   9,        /* GetMarkers */
-  25,        /* GetPointTile */
-  27,        /* GetServerInfo */
-  19,        /* GetTile */
-  14,        /* HitTest */
+  26,        /* GetPointTile */
+  28,        /* GetServerInfo */
+  20,        /* GetTile */
+  15,        /* HitTest */
+  32,        /* ListFences */
   2,        /* ListLayers */
   10,        /* ListMarkers */
   12,        /* MoveMarkers */
-  13,        /* QueryViewport */
+  14,        /* QueryViewport */
   5,        /* RegisterIcon */
   8,        /* RemoveMarkers */
-  20,        /* RenderSnapshot */
-  28,        /* SignTileURL */
+  21,        /* RenderSnapshot */
+  29,        /* SignTileURL */
   7,        /* UpdateMarkers */
   6         /* UpsertMarkers */
 };
@@ -9591,7 +11684,7 @@ const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor =
   "MarkerService",
   "Markerd__V1__MarkerService",
   "markerd.v1",
-  29,
+  33,
   markerd__v1__marker_service__method_descriptors,
   markerd__v1__marker_service__method_indices_by_name
 };
@@ -9699,13 +11792,21 @@ void markerd__v1__marker_service__move_markers(ProtobufCService *service,
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
   service->invoke(service, 12, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
+void markerd__v1__marker_service__get_changes(ProtobufCService *service,
+                                              const Markerd__V1__GetChangesRequest *input,
+                                              Markerd__V1__GetChangesResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
 void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  const Markerd__V1__QueryViewportRequest *input,
                                                  Markerd__V1__QueryViewportResponse_Closure closure,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 13, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            const Markerd__V1__HitTestRequest *input,
@@ -9713,7 +11814,7 @@ void markerd__v1__marker_service__hit_test(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 14, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              const Markerd__V1__BeginDragRequest *input,
@@ -9721,7 +11822,7 @@ void markerd__v1__marker_service__begin_drag(ProtobufCService *service,
                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 15, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           const Markerd__V1__DragToRequest *input,
@@ -9729,7 +11830,7 @@ void markerd__v1__marker_service__drag_to(ProtobufCService *service,
                                           void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 16, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            const Markerd__V1__EndDragRequest *input,
@@ -9737,7 +11838,7 @@ void markerd__v1__marker_service__end_drag(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 17, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               const Markerd__V1__CancelDragRequest *input,
@@ -9745,7 +11846,7 @@ void markerd__v1__marker_service__cancel_drag(ProtobufCService *service,
                                               void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 18, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            const Markerd__V1__GetTileRequest *input,
@@ -9753,7 +11854,7 @@ void markerd__v1__marker_service__get_tile(ProtobufCService *service,
                                            void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 19, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__RenderSnapshotRequest *input,
@@ -9761,7 +11862,7 @@ void markerd__v1__marker_service__render_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 20, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                const Markerd__V1__GetClustersRequest *input,
@@ -9769,7 +11870,7 @@ void markerd__v1__marker_service__get_clusters(ProtobufCService *service,
                                                void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 21, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      const Markerd__V1__GetClusterLeavesRequest *input,
@@ -9777,7 +11878,7 @@ void markerd__v1__marker_service__get_cluster_leaves(ProtobufCService *service,
                                                      void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 22, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service,
                                                        const Markerd__V1__GetClusterChildrenRequest *input,
@@ -9785,7 +11886,7 @@ void markerd__v1__marker_service__get_cluster_children(ProtobufCService *service
                                                        void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 23, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *service,
                                                              const Markerd__V1__GetClusterExpansionZoomRequest *input,
@@ -9793,7 +11894,7 @@ void markerd__v1__marker_service__get_cluster_expansion_zoom(ProtobufCService *s
                                                              void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 24, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  const Markerd__V1__GetPointTileRequest *input,
@@ -9801,7 +11902,7 @@ void markerd__v1__marker_service__get_point_tile(ProtobufCService *service,
                                                  void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 25, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   const Markerd__V1__CreateSnapshotRequest *input,
@@ -9809,7 +11910,7 @@ void markerd__v1__marker_service__create_snapshot(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 26, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   const Markerd__V1__GetServerInfoRequest *input,
@@ -9817,7 +11918,7 @@ void markerd__v1__marker_service__get_server_info(ProtobufCService *service,
                                                   void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 27, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 28, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 const Markerd__V1__SignTileURLRequest *input,
@@ -9825,7 +11926,31 @@ void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 void *closure_data)
 {
   assert(service->descriptor == &markerd__v1__marker_service__descriptor);
-  service->invoke(service, 28, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+  service->invoke(service, 29, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__create_fence(ProtobufCService *service,
+                                               const Markerd__V1__CreateFenceRequest *input,
+                                               Markerd__V1__CreateFenceResponse_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 30, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__delete_fence(ProtobufCService *service,
+                                               const Markerd__V1__DeleteFenceRequest *input,
+                                               Markerd__V1__DeleteFenceResponse_Closure closure,
+                                               void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 31, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
+}
+void markerd__v1__marker_service__list_fences(ProtobufCService *service,
+                                              const Markerd__V1__ListFencesRequest *input,
+                                              Markerd__V1__ListFencesResponse_Closure closure,
+                                              void *closure_data)
+{
+  assert(service->descriptor == &markerd__v1__marker_service__descriptor);
+  service->invoke(service, 32, (const ProtobufCMessage *) input, (ProtobufCClosure) closure, closure_data);
 }
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
                                         Markerd__V1__MarkerService_ServiceDestroy destroy)

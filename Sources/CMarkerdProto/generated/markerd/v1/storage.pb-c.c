@@ -497,7 +497,7 @@ const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor =
   (ProtobufCMessageInit) markerd__v1__journal_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[8] =
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[9] =
 {
   {
     "header",
@@ -584,6 +584,18 @@ static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descr
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "fence",
+    8,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, fence),
+    &markerd__v1__create_fence_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "layer_state",
     9,
     PROTOBUF_C_LABEL_OPTIONAL,
@@ -597,20 +609,20 @@ static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descr
   },
 };
 static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
+  7,   /* field[7] = fence */
   5,   /* field[5] = footer */
   0,   /* field[0] = header */
   2,   /* field[2] = icon */
   4,   /* field[4] = idempotency */
   6,   /* field[6] = idempotency_keys */
   1,   /* field[1] = layer */
-  7,   /* field[7] = layer_state */
+  8,   /* field[8] = layer_state */
   3,   /* field[3] = markers */
 };
-static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[2 + 1] =
+static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 9, 7 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
 {
@@ -620,10 +632,10 @@ const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
   "Markerd__V1__SnapshotSection",
   "markerd.v1",
   sizeof(Markerd__V1__SnapshotSection),
-  8,
+  9,
   markerd__v1__snapshot_section__field_descriptors,
   markerd__v1__snapshot_section__field_indices_by_name,
-  2,  markerd__v1__snapshot_section__number_ranges,
+  1,  markerd__v1__snapshot_section__number_ranges,
   (ProtobufCMessageInit) markerd__v1__snapshot_section__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -18,6 +18,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Markerd__V1__Request Markerd__V1__Request;
 typedef struct Markerd__V1__Response Markerd__V1__Response;
+typedef struct Markerd__V1__Redirect Markerd__V1__Redirect;
 typedef struct Markerd__V1__FieldViolation Markerd__V1__FieldViolation;
 typedef struct Markerd__V1__LatLng Markerd__V1__LatLng;
 typedef struct Markerd__V1__Bounds Markerd__V1__Bounds;
@@ -92,12 +93,29 @@ typedef struct Markerd__V1__GetClusterExpansionZoomRequest Markerd__V1__GetClust
 typedef struct Markerd__V1__GetClusterExpansionZoomResponse Markerd__V1__GetClusterExpansionZoomResponse;
 typedef struct Markerd__V1__GetPointTileRequest Markerd__V1__GetPointTileRequest;
 typedef struct Markerd__V1__GetPointTileResponse Markerd__V1__GetPointTileResponse;
+typedef struct Markerd__V1__FenceCircle Markerd__V1__FenceCircle;
+typedef struct Markerd__V1__FenceRing Markerd__V1__FenceRing;
+typedef struct Markerd__V1__FencePolygon Markerd__V1__FencePolygon;
+typedef struct Markerd__V1__FenceFilter Markerd__V1__FenceFilter;
+typedef struct Markerd__V1__FenceWebhook Markerd__V1__FenceWebhook;
+typedef struct Markerd__V1__Fence Markerd__V1__Fence;
+typedef struct Markerd__V1__FenceEvent Markerd__V1__FenceEvent;
+typedef struct Markerd__V1__CreateFenceRequest Markerd__V1__CreateFenceRequest;
+typedef struct Markerd__V1__CreateFenceResponse Markerd__V1__CreateFenceResponse;
+typedef struct Markerd__V1__DeleteFenceRequest Markerd__V1__DeleteFenceRequest;
+typedef struct Markerd__V1__DeleteFenceResponse Markerd__V1__DeleteFenceResponse;
+typedef struct Markerd__V1__ListFencesRequest Markerd__V1__ListFencesRequest;
+typedef struct Markerd__V1__ListFencesResponse Markerd__V1__ListFencesResponse;
 typedef struct Markerd__V1__CreateSnapshotRequest Markerd__V1__CreateSnapshotRequest;
 typedef struct Markerd__V1__CreateSnapshotResponse Markerd__V1__CreateSnapshotResponse;
 typedef struct Markerd__V1__SignTileURLRequest Markerd__V1__SignTileURLRequest;
 typedef struct Markerd__V1__SignTileURLResponse Markerd__V1__SignTileURLResponse;
 typedef struct Markerd__V1__GetServerInfoRequest Markerd__V1__GetServerInfoRequest;
 typedef struct Markerd__V1__GetServerInfoResponse Markerd__V1__GetServerInfoResponse;
+typedef struct Markerd__V1__ChangeEvent Markerd__V1__ChangeEvent;
+typedef struct Markerd__V1__FeedEvent Markerd__V1__FeedEvent;
+typedef struct Markerd__V1__GetChangesRequest Markerd__V1__GetChangesRequest;
+typedef struct Markerd__V1__GetChangesResponse Markerd__V1__GetChangesResponse;
 
 
 /* --- enums --- */
@@ -123,7 +141,13 @@ typedef enum _Markerd__V1__Code {
   MARKERD__V1__CODE__INTERNAL = 13,
   MARKERD__V1__CODE__UNAVAILABLE = 14,
   MARKERD__V1__CODE__DATA_LOSS = 15,
-  MARKERD__V1__CODE__UNAUTHENTICATED = 16
+  MARKERD__V1__CODE__UNAUTHENTICATED = 16,
+  /*
+   * Cluster mode (`--cluster`): the layer the request names is placed on another replica group;
+   * nothing was done. `Response.redirect` names the group and its live members: send the same
+   * request (same idempotency key) to one of them, like Redis Cluster's MOVED.
+   */
+  MARKERD__V1__CODE__MOVED = 17
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CODE)
 } Markerd__V1__Code;
 typedef enum _Markerd__V1__ClusterAlgorithm {
@@ -213,6 +237,67 @@ typedef enum _Markerd__V1__AnimationKind {
   MARKERD__V1__ANIMATION_KIND__ANIMATION_KIND_BOUNCE = 2
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__ANIMATION_KIND)
 } Markerd__V1__AnimationKind;
+typedef enum _Markerd__V1__FenceEventKind {
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_UNSPECIFIED = 0,
+  /*
+   * A marker came inside: created inside, moved in, or changed to match the filter while inside.
+   */
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_ENTER = 1,
+  /*
+   * A marker that was inside is no longer: moved out, changed to not match the filter, removed
+   * (RemoveMarkers, ClearLayer; `position` is then its last one).
+   */
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_EXIT = 2,
+  /*
+   * A marker that was inside changed (moved, updated, upserted) and is still inside.
+   */
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_INSIDE = 3,
+  /*
+   * A marker moved from outside to outside, and the straight segment between the two positions
+   * (in latitude/longitude, the shorter way round in longitude) meets the shape: it passed
+   * through. For a circle: the segment's point nearest the centre, in an equirectangular
+   * projection about the centre, is within the radius.
+   */
+  MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_CROSS = 4
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__FENCE_EVENT_KIND)
+} Markerd__V1__FenceEventKind;
+typedef enum _Markerd__V1__ChangeKind {
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UNSPECIFIED = 0,
+  /*
+   * UpsertMarkers: markers hold each upserted marker's full state.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UPSERT = 1,
+  /*
+   * UpdateMarkers: markers hold each updated marker's full state after the update.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UPDATE = 2,
+  /*
+   * MoveMarkers: markers hold the moved markers' id and position only.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_MOVE = 3,
+  /*
+   * RemoveMarkers: removed_ids hold the ids removed (not the ones that were absent).
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_REMOVE = 4,
+  /*
+   * ClearLayer: every marker of the layer was removed.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_CLEAR = 5,
+  /*
+   * EndDrag: markers hold the dragged marker's id and final position (DragTo's live positions
+   * are not journaled and are not in the feed).
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_DRAG = 6,
+  /*
+   * CreateLayer: the layer exists (again), empty.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_LAYER_CREATED = 7,
+  /*
+   * DeleteLayer: the layer and its markers are gone.
+   */
+  MARKERD__V1__CHANGE_KIND__CHANGE_KIND_LAYER_DELETED = 8
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__CHANGE_KIND)
+} Markerd__V1__ChangeKind;
 
 /* --- messages --- */
 
@@ -302,10 +387,42 @@ struct  Markerd__V1__Response
    */
   protobuf_c_boolean has_sequence;
   uint64_t sequence;
+  /*
+   * With MOVED: where the layer lives.
+   */
+  Markerd__V1__Redirect *redirect;
 };
 #define MARKERD__V1__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__response__descriptor) \
-    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0, 0,NULL, 0, 0 }
+    , 0, 0, 0, MARKERD__V1__CODE__OK, NULL, 0, {0,NULL}, 0, 0, 0,NULL, 0, 0, NULL }
+
+
+/*
+ * Where a layer lives in cluster mode (with MOVED): its replica group and that group's live
+ * members. Empty endpoint lists: no member of the group is alive now (retry later).
+ */
+struct  Markerd__V1__Redirect
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * The replica group the layer is placed on (`markerd --cluster-group`).
+   */
+  char *group;
+  /*
+   * The NNG URLs of the group's live members (their `--advertise`), in no particular order.
+   */
+  size_t n_endpoints;
+  char **endpoints;
+  /*
+   * Their HTTP gateways (`--advertise-http`), for tiles; empty for members without a gateway.
+   */
+  size_t n_http_endpoints;
+  char **http_endpoints;
+};
+#define MARKERD__V1__REDIRECT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__redirect__descriptor) \
+    , NULL, NULL, 0,NULL, 0,NULL }
 
 
 /*
@@ -682,10 +799,17 @@ struct  Markerd__V1__CreateLayerRequest
    */
   char *layer_id;
   Markerd__V1__LayerOptions *options;
+  /*
+   * Cluster mode: the replica group to place a new layer on (`markerd --cluster-group`). Empty:
+   * the group of the replica that receives the request. The first placement of a layer id wins:
+   * once placed, the id stays on its group (whatever a later request names) until DeleteLayer.
+   * A replica of another group places the layer and answers MOVED. Ignored on a single node.
+   */
+  char *group;
 };
 #define MARKERD__V1__CREATE_LAYER_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_layer_request__descriptor) \
-    , NULL, NULL }
+    , NULL, NULL, NULL }
 
 
 struct  Markerd__V1__CreateLayerResponse
@@ -741,7 +865,8 @@ struct  Markerd__V1__ListLayersResponse
   ProtobufCMessage base;
   /*
    * Ordered by layer id (bytewise); a page holds the layers after the previous page's last id,
-   * as they are when it is asked for.
+   * as they are when it is asked for. Cluster mode: the layers of the replica group asked (ask
+   * one replica of each group for all of them); never answered MOVED.
    */
   size_t n_layers;
   Markerd__V1__Layer **layers;
@@ -1795,6 +1920,253 @@ struct  Markerd__V1__GetPointTileResponse
     , 0, {0,NULL}, 0, 0, 0, 0 }
 
 
+/*
+ * Points whose great-circle distance (haversine, mean Earth radius 6371008.8 m) from `center` is
+ * at most `radius_meters`: correct across the antimeridian and over the poles.
+ */
+struct  Markerd__V1__FenceCircle
+{
+  ProtobufCMessage base;
+  Markerd__V1__LatLng *center;
+  /*
+   * Metres, > 0 and at most 10,000,000.
+   */
+  protobuf_c_boolean has_radius_meters;
+  double radius_meters;
+};
+#define MARKERD__V1__FENCE_CIRCLE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_circle__descriptor) \
+    , NULL, 0, 0 }
+
+
+/*
+ * A closed ring of vertices (a last vertex equal to the first may be given or left out).
+ */
+struct  Markerd__V1__FenceRing
+{
+  ProtobufCMessage base;
+  size_t n_points;
+  Markerd__V1__LatLng **points;
+};
+#define MARKERD__V1__FENCE_RING__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_ring__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * An outer ring and up to 99 holes, 10,000 vertices in all. Edges are straight in
+ * latitude/longitude (as in GeoJSON). Antimeridian rule: each vertex's longitude is taken within
+ * 180 degrees of the previous vertex's (plus or minus 360), so every edge runs the shorter way
+ * round: [170, -170] is a 20-degree edge across the antimeridian. An edge of exactly 180 degrees
+ * and a ring that winds around a pole are INVALID_ARGUMENT. A hole is placed within the 360
+ * degrees east of the outer ring's westernmost longitude. Inside: inside the outer ring and in no
+ * hole (even-odd rule).
+ */
+struct  Markerd__V1__FencePolygon
+{
+  ProtobufCMessage base;
+  size_t n_rings;
+  Markerd__V1__FenceRing **rings;
+};
+#define MARKERD__V1__FENCE_POLYGON__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_polygon__descriptor) \
+    , 0,NULL }
+
+
+/*
+ * Markers whose attribute `attribute` equals `value` exactly.
+ */
+struct  Markerd__V1__FenceFilter
+{
+  ProtobufCMessage base;
+  char *attribute;
+  char *value;
+};
+#define MARKERD__V1__FENCE_FILTER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_filter__descriptor) \
+    , NULL, NULL }
+
+
+/*
+ * Where the server POSTs each of the fence's events as JSON (see FenceEvent), with header
+ * `X-Markerd-Signature: sha256=<hex HMAC-SHA256 of the body>` keyed by the secret named here.
+ */
+struct  Markerd__V1__FenceWebhook
+{
+  ProtobufCMessage base;
+  /*
+   * http://HOST:PORT/PATH (at most 2048 bytes).
+   */
+  char *url;
+  /*
+   * The name of a secret in the server's --webhook-secrets file (the secret itself never goes
+   * through the API, the journal or snapshots). Empty: unsigned.
+   */
+  char *secret_name;
+};
+#define MARKERD__V1__FENCE_WEBHOOK__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_webhook__descriptor) \
+    , NULL, NULL }
+
+
+typedef enum {
+  MARKERD__V1__FENCE__SHAPE__NOT_SET = 0,
+  MARKERD__V1__FENCE__SHAPE_BOUNDS = 3,
+  MARKERD__V1__FENCE__SHAPE_CIRCLE = 4,
+  MARKERD__V1__FENCE__SHAPE_POLYGON = 5
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__FENCE__SHAPE__CASE)
+} Markerd__V1__Fence__ShapeCase;
+
+struct  Markerd__V1__Fence
+{
+  ProtobufCMessage base;
+  /*
+   * 1-128 bytes of [A-Za-z0-9._-], unique within the layer.
+   */
+  char *fence_id;
+  char *layer_id;
+  /*
+   * The kinds of event to raise: at least one, each at most once.
+   */
+  size_t n_detect;
+  Markerd__V1__FenceEventKind *detect;
+  /*
+   * Unset: every marker of the layer.
+   */
+  Markerd__V1__FenceFilter *filter;
+  Markerd__V1__FenceWebhook *webhook;
+  /*
+   * Output only (CreateFence, ListFences): the markers inside it now.
+   */
+  protobuf_c_boolean has_inside_count;
+  uint64_t inside_count;
+  Markerd__V1__Fence__ShapeCase shape_case;
+  union {
+    Markerd__V1__Bounds *bounds;
+    Markerd__V1__FenceCircle *circle;
+    Markerd__V1__FencePolygon *polygon;
+  };
+};
+#define MARKERD__V1__FENCE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence__descriptor) \
+    , NULL, NULL, 0,NULL, NULL, NULL, 0, 0, MARKERD__V1__FENCE__SHAPE__NOT_SET, {0} }
+
+
+/*
+ * One event, self-contained (also its JSON form for webhooks, with these field names).
+ */
+struct  Markerd__V1__FenceEvent
+{
+  ProtobufCMessage base;
+  char *fence_id;
+  char *layer_id;
+  protobuf_c_boolean has_kind;
+  Markerd__V1__FenceEventKind kind;
+  char *marker_id;
+  /*
+   * The marker's position after the change (before it, for an EXIT by removal).
+   */
+  Markerd__V1__LatLng *position;
+  /*
+   * The layer's version after the change that raised it.
+   */
+  protobuf_c_boolean has_layer_version;
+  uint64_t layer_version;
+  /*
+   * When that change was applied (server clock, Unix ms; replicas use the journaled time).
+   */
+  protobuf_c_boolean has_at_unix_ms;
+  int64_t at_unix_ms;
+};
+#define MARKERD__V1__FENCE_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__fence_event__descriptor) \
+    , NULL, NULL, 0, MARKERD__V1__FENCE_EVENT_KIND__FENCE_EVENT_KIND_UNSPECIFIED, NULL, NULL, 0, 0, 0, 0 }
+
+
+/*
+ * At most 100,000 fences per layer (then RESOURCE_EXHAUSTED). ALREADY_EXISTS for a taken id.
+ */
+struct  Markerd__V1__CreateFenceRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * Its layer_id must be empty or equal to the request's; inside_count is ignored.
+   */
+  Markerd__V1__Fence *fence;
+};
+#define MARKERD__V1__CREATE_FENCE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_fence_request__descriptor) \
+    , NULL, NULL }
+
+
+struct  Markerd__V1__CreateFenceResponse
+{
+  ProtobufCMessage base;
+  Markerd__V1__Fence *fence;
+};
+#define MARKERD__V1__CREATE_FENCE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__create_fence_response__descriptor) \
+    , NULL }
+
+
+/*
+ * NOT_FOUND when the layer or the fence does not exist.
+ */
+struct  Markerd__V1__DeleteFenceRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  char *fence_id;
+};
+#define MARKERD__V1__DELETE_FENCE_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__delete_fence_request__descriptor) \
+    , NULL, NULL }
+
+
+struct  Markerd__V1__DeleteFenceResponse
+{
+  ProtobufCMessage base;
+};
+#define MARKERD__V1__DELETE_FENCE_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__delete_fence_response__descriptor) \
+     }
+
+
+struct  Markerd__V1__ListFencesRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * Fences per page, 0-1000; 0 means 100.
+   */
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * See the paging rule in the header.
+   */
+  char *page_token;
+};
+#define MARKERD__V1__LIST_FENCES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_fences_request__descriptor) \
+    , NULL, 0, 0, NULL }
+
+
+struct  Markerd__V1__ListFencesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Ordered by fence id (bytewise).
+   */
+  size_t n_fences;
+  Markerd__V1__Fence **fences;
+  char *next_page_token;
+};
+#define MARKERD__V1__LIST_FENCES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__list_fences_response__descriptor) \
+    , 0,NULL, NULL }
+
+
 struct  Markerd__V1__CreateSnapshotRequest
 {
   ProtobufCMessage base;
@@ -1900,6 +2272,136 @@ struct  Markerd__V1__GetServerInfoResponse
     , NULL, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 
+/*
+ * One applied, durable mutation of one layer: one event per request (a MoveMarkers of 1,000
+ * markers is one event holding 1,000 markers), in the order the layer applied them.
+ */
+struct  Markerd__V1__ChangeEvent
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * The layer's version after the change (versions grow but are not contiguous: drags and
+   * animations that end raise them too, without an event).
+   */
+  protobuf_c_boolean has_version;
+  uint64_t version;
+  protobuf_c_boolean has_kind;
+  Markerd__V1__ChangeKind kind;
+  /*
+   * See ChangeKind for which fields of each marker are set.
+   */
+  size_t n_markers;
+  Markerd__V1__Marker **markers;
+  size_t n_removed_ids;
+  char **removed_ids;
+  /*
+   * The version of the layer's previous change event (its last change before this one, or the
+   * version the server's history of the layer starts at). A subscriber that holds every change
+   * up to version V and receives an event with previous_version > V missed events (NNG drops
+   * them for a slow or disconnected subscriber): it catches up with GetChanges(since_version V).
+   */
+  protobuf_c_boolean has_previous_version;
+  uint64_t previous_version;
+};
+#define MARKERD__V1__CHANGE_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__change_event__descriptor) \
+    , NULL, 0, 0, 0, MARKERD__V1__CHANGE_KIND__CHANGE_KIND_UNSPECIFIED, 0,NULL, 0,NULL, 0, 0 }
+
+
+typedef enum {
+  MARKERD__V1__FEED_EVENT__EVENT__NOT_SET = 0,
+  MARKERD__V1__FEED_EVENT__EVENT_CHANGE = 1,
+  MARKERD__V1__FEED_EVENT__EVENT_FENCE = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__FEED_EVENT__EVENT__CASE)
+} Markerd__V1__FeedEvent__EventCase;
+
+/*
+ * A message of the change feed (--publish): on the wire, a topic and then this message's bytes.
+ * Changes go out on "layer/" + layer_id + "/", fence events on "fence/" + layer_id + "/" +
+ * fence_id + "/". The trailing "/" keeps a subscriber of layer "a" from receiving layer "ab";
+ * a subscriber of "fence/a/" takes every fence of layer a.
+ */
+struct  Markerd__V1__FeedEvent
+{
+  ProtobufCMessage base;
+  Markerd__V1__FeedEvent__EventCase event_case;
+  union {
+    Markerd__V1__ChangeEvent *change;
+    Markerd__V1__FenceEvent *fence;
+  };
+};
+#define MARKERD__V1__FEED_EVENT__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__feed_event__descriptor) \
+    , MARKERD__V1__FEED_EVENT__EVENT__NOT_SET, {0} }
+
+
+struct  Markerd__V1__GetChangesRequest
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  /*
+   * The layer version the client holds (e.g. the layer_version of its last full load): the
+   * changes after it are returned.
+   */
+  protobuf_c_boolean has_since_version;
+  uint64_t since_version;
+  /*
+   * Only markers now within these bounds are returned in markers; changed markers now outside
+   * them are listed in removed_ids (they left the area). Unset: the whole layer.
+   */
+  Markerd__V1__Bounds *bounds;
+  /*
+   * Marker ids per page (changed and removed together), 0-100,000; 0 means 1000. A page ends at
+   * the end of a change, so it may hold up to one change's ids (at most 100,000) more.
+   */
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  /*
+   * The previous page's next_page_token; empty for the first page.
+   */
+  char *page_token;
+};
+#define MARKERD__V1__GET_CHANGES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_changes_request__descriptor) \
+    , NULL, 0, 0, NULL, 0, 0, NULL }
+
+
+struct  Markerd__V1__GetChangesResponse
+{
+  ProtobufCMessage base;
+  /*
+   * Markers changed after since_version, in their current state (with every default filled in).
+   */
+  size_t n_markers;
+  Markerd__V1__Marker **markers;
+  /*
+   * Markers removed after since_version (and, with bounds, changed ones now outside them).
+   */
+  size_t n_removed_ids;
+  char **removed_ids;
+  /*
+   * Set when the layer was cleared after since_version: drop every marker held, then apply
+   * markers and removed_ids.
+   */
+  protobuf_c_boolean has_cleared;
+  protobuf_c_boolean cleared;
+  /*
+   * This page (with the earlier ones) holds every change up to this layer version; apply feed
+   * events above it.
+   */
+  protobuf_c_boolean has_version;
+  uint64_t version;
+  /*
+   * Non-empty when more changes follow: pass it as page_token (with the same since_version).
+   */
+  char *next_page_token;
+};
+#define MARKERD__V1__GET_CHANGES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__get_changes_response__descriptor) \
+    , 0,NULL, 0,NULL, 0, 0, 0, 0, NULL }
+
+
 /* Markerd__V1__Request methods */
 void   markerd__v1__request__init
                      (Markerd__V1__Request         *message);
@@ -1937,6 +2439,25 @@ Markerd__V1__Response *
                       const uint8_t       *data);
 void   markerd__v1__response__free_unpacked
                      (Markerd__V1__Response *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__Redirect methods */
+void   markerd__v1__redirect__init
+                     (Markerd__V1__Redirect         *message);
+size_t markerd__v1__redirect__get_packed_size
+                     (const Markerd__V1__Redirect   *message);
+size_t markerd__v1__redirect__pack
+                     (const Markerd__V1__Redirect   *message,
+                      uint8_t             *out);
+size_t markerd__v1__redirect__pack_to_buffer
+                     (const Markerd__V1__Redirect   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__Redirect *
+       markerd__v1__redirect__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__redirect__free_unpacked
+                     (Markerd__V1__Redirect *message,
                       ProtobufCAllocator *allocator);
 /* Markerd__V1__FieldViolation methods */
 void   markerd__v1__field_violation__init
@@ -3328,6 +3849,253 @@ Markerd__V1__GetPointTileResponse *
 void   markerd__v1__get_point_tile_response__free_unpacked
                      (Markerd__V1__GetPointTileResponse *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceCircle methods */
+void   markerd__v1__fence_circle__init
+                     (Markerd__V1__FenceCircle         *message);
+size_t markerd__v1__fence_circle__get_packed_size
+                     (const Markerd__V1__FenceCircle   *message);
+size_t markerd__v1__fence_circle__pack
+                     (const Markerd__V1__FenceCircle   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_circle__pack_to_buffer
+                     (const Markerd__V1__FenceCircle   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceCircle *
+       markerd__v1__fence_circle__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_circle__free_unpacked
+                     (Markerd__V1__FenceCircle *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceRing methods */
+void   markerd__v1__fence_ring__init
+                     (Markerd__V1__FenceRing         *message);
+size_t markerd__v1__fence_ring__get_packed_size
+                     (const Markerd__V1__FenceRing   *message);
+size_t markerd__v1__fence_ring__pack
+                     (const Markerd__V1__FenceRing   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_ring__pack_to_buffer
+                     (const Markerd__V1__FenceRing   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceRing *
+       markerd__v1__fence_ring__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_ring__free_unpacked
+                     (Markerd__V1__FenceRing *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FencePolygon methods */
+void   markerd__v1__fence_polygon__init
+                     (Markerd__V1__FencePolygon         *message);
+size_t markerd__v1__fence_polygon__get_packed_size
+                     (const Markerd__V1__FencePolygon   *message);
+size_t markerd__v1__fence_polygon__pack
+                     (const Markerd__V1__FencePolygon   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_polygon__pack_to_buffer
+                     (const Markerd__V1__FencePolygon   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FencePolygon *
+       markerd__v1__fence_polygon__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_polygon__free_unpacked
+                     (Markerd__V1__FencePolygon *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceFilter methods */
+void   markerd__v1__fence_filter__init
+                     (Markerd__V1__FenceFilter         *message);
+size_t markerd__v1__fence_filter__get_packed_size
+                     (const Markerd__V1__FenceFilter   *message);
+size_t markerd__v1__fence_filter__pack
+                     (const Markerd__V1__FenceFilter   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_filter__pack_to_buffer
+                     (const Markerd__V1__FenceFilter   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceFilter *
+       markerd__v1__fence_filter__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_filter__free_unpacked
+                     (Markerd__V1__FenceFilter *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceWebhook methods */
+void   markerd__v1__fence_webhook__init
+                     (Markerd__V1__FenceWebhook         *message);
+size_t markerd__v1__fence_webhook__get_packed_size
+                     (const Markerd__V1__FenceWebhook   *message);
+size_t markerd__v1__fence_webhook__pack
+                     (const Markerd__V1__FenceWebhook   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_webhook__pack_to_buffer
+                     (const Markerd__V1__FenceWebhook   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceWebhook *
+       markerd__v1__fence_webhook__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_webhook__free_unpacked
+                     (Markerd__V1__FenceWebhook *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__Fence methods */
+void   markerd__v1__fence__init
+                     (Markerd__V1__Fence         *message);
+size_t markerd__v1__fence__get_packed_size
+                     (const Markerd__V1__Fence   *message);
+size_t markerd__v1__fence__pack
+                     (const Markerd__V1__Fence   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence__pack_to_buffer
+                     (const Markerd__V1__Fence   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__Fence *
+       markerd__v1__fence__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence__free_unpacked
+                     (Markerd__V1__Fence *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FenceEvent methods */
+void   markerd__v1__fence_event__init
+                     (Markerd__V1__FenceEvent         *message);
+size_t markerd__v1__fence_event__get_packed_size
+                     (const Markerd__V1__FenceEvent   *message);
+size_t markerd__v1__fence_event__pack
+                     (const Markerd__V1__FenceEvent   *message,
+                      uint8_t             *out);
+size_t markerd__v1__fence_event__pack_to_buffer
+                     (const Markerd__V1__FenceEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FenceEvent *
+       markerd__v1__fence_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__fence_event__free_unpacked
+                     (Markerd__V1__FenceEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__CreateFenceRequest methods */
+void   markerd__v1__create_fence_request__init
+                     (Markerd__V1__CreateFenceRequest         *message);
+size_t markerd__v1__create_fence_request__get_packed_size
+                     (const Markerd__V1__CreateFenceRequest   *message);
+size_t markerd__v1__create_fence_request__pack
+                     (const Markerd__V1__CreateFenceRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__create_fence_request__pack_to_buffer
+                     (const Markerd__V1__CreateFenceRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__CreateFenceRequest *
+       markerd__v1__create_fence_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__create_fence_request__free_unpacked
+                     (Markerd__V1__CreateFenceRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__CreateFenceResponse methods */
+void   markerd__v1__create_fence_response__init
+                     (Markerd__V1__CreateFenceResponse         *message);
+size_t markerd__v1__create_fence_response__get_packed_size
+                     (const Markerd__V1__CreateFenceResponse   *message);
+size_t markerd__v1__create_fence_response__pack
+                     (const Markerd__V1__CreateFenceResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__create_fence_response__pack_to_buffer
+                     (const Markerd__V1__CreateFenceResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__CreateFenceResponse *
+       markerd__v1__create_fence_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__create_fence_response__free_unpacked
+                     (Markerd__V1__CreateFenceResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__DeleteFenceRequest methods */
+void   markerd__v1__delete_fence_request__init
+                     (Markerd__V1__DeleteFenceRequest         *message);
+size_t markerd__v1__delete_fence_request__get_packed_size
+                     (const Markerd__V1__DeleteFenceRequest   *message);
+size_t markerd__v1__delete_fence_request__pack
+                     (const Markerd__V1__DeleteFenceRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__delete_fence_request__pack_to_buffer
+                     (const Markerd__V1__DeleteFenceRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__DeleteFenceRequest *
+       markerd__v1__delete_fence_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__delete_fence_request__free_unpacked
+                     (Markerd__V1__DeleteFenceRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__DeleteFenceResponse methods */
+void   markerd__v1__delete_fence_response__init
+                     (Markerd__V1__DeleteFenceResponse         *message);
+size_t markerd__v1__delete_fence_response__get_packed_size
+                     (const Markerd__V1__DeleteFenceResponse   *message);
+size_t markerd__v1__delete_fence_response__pack
+                     (const Markerd__V1__DeleteFenceResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__delete_fence_response__pack_to_buffer
+                     (const Markerd__V1__DeleteFenceResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__DeleteFenceResponse *
+       markerd__v1__delete_fence_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__delete_fence_response__free_unpacked
+                     (Markerd__V1__DeleteFenceResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__ListFencesRequest methods */
+void   markerd__v1__list_fences_request__init
+                     (Markerd__V1__ListFencesRequest         *message);
+size_t markerd__v1__list_fences_request__get_packed_size
+                     (const Markerd__V1__ListFencesRequest   *message);
+size_t markerd__v1__list_fences_request__pack
+                     (const Markerd__V1__ListFencesRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__list_fences_request__pack_to_buffer
+                     (const Markerd__V1__ListFencesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__ListFencesRequest *
+       markerd__v1__list_fences_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__list_fences_request__free_unpacked
+                     (Markerd__V1__ListFencesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__ListFencesResponse methods */
+void   markerd__v1__list_fences_response__init
+                     (Markerd__V1__ListFencesResponse         *message);
+size_t markerd__v1__list_fences_response__get_packed_size
+                     (const Markerd__V1__ListFencesResponse   *message);
+size_t markerd__v1__list_fences_response__pack
+                     (const Markerd__V1__ListFencesResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__list_fences_response__pack_to_buffer
+                     (const Markerd__V1__ListFencesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__ListFencesResponse *
+       markerd__v1__list_fences_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__list_fences_response__free_unpacked
+                     (Markerd__V1__ListFencesResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__CreateSnapshotRequest methods */
 void   markerd__v1__create_snapshot_request__init
                      (Markerd__V1__CreateSnapshotRequest         *message);
@@ -3442,6 +4210,82 @@ Markerd__V1__GetServerInfoResponse *
 void   markerd__v1__get_server_info_response__free_unpacked
                      (Markerd__V1__GetServerInfoResponse *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__ChangeEvent methods */
+void   markerd__v1__change_event__init
+                     (Markerd__V1__ChangeEvent         *message);
+size_t markerd__v1__change_event__get_packed_size
+                     (const Markerd__V1__ChangeEvent   *message);
+size_t markerd__v1__change_event__pack
+                     (const Markerd__V1__ChangeEvent   *message,
+                      uint8_t             *out);
+size_t markerd__v1__change_event__pack_to_buffer
+                     (const Markerd__V1__ChangeEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__ChangeEvent *
+       markerd__v1__change_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__change_event__free_unpacked
+                     (Markerd__V1__ChangeEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__FeedEvent methods */
+void   markerd__v1__feed_event__init
+                     (Markerd__V1__FeedEvent         *message);
+size_t markerd__v1__feed_event__get_packed_size
+                     (const Markerd__V1__FeedEvent   *message);
+size_t markerd__v1__feed_event__pack
+                     (const Markerd__V1__FeedEvent   *message,
+                      uint8_t             *out);
+size_t markerd__v1__feed_event__pack_to_buffer
+                     (const Markerd__V1__FeedEvent   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__FeedEvent *
+       markerd__v1__feed_event__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__feed_event__free_unpacked
+                     (Markerd__V1__FeedEvent *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetChangesRequest methods */
+void   markerd__v1__get_changes_request__init
+                     (Markerd__V1__GetChangesRequest         *message);
+size_t markerd__v1__get_changes_request__get_packed_size
+                     (const Markerd__V1__GetChangesRequest   *message);
+size_t markerd__v1__get_changes_request__pack
+                     (const Markerd__V1__GetChangesRequest   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_changes_request__pack_to_buffer
+                     (const Markerd__V1__GetChangesRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetChangesRequest *
+       markerd__v1__get_changes_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_changes_request__free_unpacked
+                     (Markerd__V1__GetChangesRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__GetChangesResponse methods */
+void   markerd__v1__get_changes_response__init
+                     (Markerd__V1__GetChangesResponse         *message);
+size_t markerd__v1__get_changes_response__get_packed_size
+                     (const Markerd__V1__GetChangesResponse   *message);
+size_t markerd__v1__get_changes_response__pack
+                     (const Markerd__V1__GetChangesResponse   *message,
+                      uint8_t             *out);
+size_t markerd__v1__get_changes_response__pack_to_buffer
+                     (const Markerd__V1__GetChangesResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__GetChangesResponse *
+       markerd__v1__get_changes_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__get_changes_response__free_unpacked
+                     (Markerd__V1__GetChangesResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Markerd__V1__Request_Closure)
@@ -3449,6 +4293,9 @@ typedef void (*Markerd__V1__Request_Closure)
                   void *closure_data);
 typedef void (*Markerd__V1__Response_Closure)
                  (const Markerd__V1__Response *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__Redirect_Closure)
+                 (const Markerd__V1__Redirect *message,
                   void *closure_data);
 typedef void (*Markerd__V1__FieldViolation_Closure)
                  (const Markerd__V1__FieldViolation *message,
@@ -3672,6 +4519,45 @@ typedef void (*Markerd__V1__GetPointTileRequest_Closure)
 typedef void (*Markerd__V1__GetPointTileResponse_Closure)
                  (const Markerd__V1__GetPointTileResponse *message,
                   void *closure_data);
+typedef void (*Markerd__V1__FenceCircle_Closure)
+                 (const Markerd__V1__FenceCircle *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FenceRing_Closure)
+                 (const Markerd__V1__FenceRing *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FencePolygon_Closure)
+                 (const Markerd__V1__FencePolygon *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FenceFilter_Closure)
+                 (const Markerd__V1__FenceFilter *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FenceWebhook_Closure)
+                 (const Markerd__V1__FenceWebhook *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__Fence_Closure)
+                 (const Markerd__V1__Fence *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FenceEvent_Closure)
+                 (const Markerd__V1__FenceEvent *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__CreateFenceRequest_Closure)
+                 (const Markerd__V1__CreateFenceRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__CreateFenceResponse_Closure)
+                 (const Markerd__V1__CreateFenceResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__DeleteFenceRequest_Closure)
+                 (const Markerd__V1__DeleteFenceRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__DeleteFenceResponse_Closure)
+                 (const Markerd__V1__DeleteFenceResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__ListFencesRequest_Closure)
+                 (const Markerd__V1__ListFencesRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__ListFencesResponse_Closure)
+                 (const Markerd__V1__ListFencesResponse *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__CreateSnapshotRequest_Closure)
                  (const Markerd__V1__CreateSnapshotRequest *message,
                   void *closure_data);
@@ -3689,6 +4575,18 @@ typedef void (*Markerd__V1__GetServerInfoRequest_Closure)
                   void *closure_data);
 typedef void (*Markerd__V1__GetServerInfoResponse_Closure)
                  (const Markerd__V1__GetServerInfoResponse *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__ChangeEvent_Closure)
+                 (const Markerd__V1__ChangeEvent *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__FeedEvent_Closure)
+                 (const Markerd__V1__FeedEvent *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetChangesRequest_Closure)
+                 (const Markerd__V1__GetChangesRequest *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__GetChangesResponse_Closure)
+                 (const Markerd__V1__GetChangesResponse *message,
                   void *closure_data);
 
 /* --- services --- */
@@ -3749,6 +4647,10 @@ struct Markerd__V1__MarkerService_Service
                        const Markerd__V1__MoveMarkersRequest *input,
                        Markerd__V1__MoveMarkersResponse_Closure closure,
                        void *closure_data);
+  void (*get_changes)(Markerd__V1__MarkerService_Service *service,
+                      const Markerd__V1__GetChangesRequest *input,
+                      Markerd__V1__GetChangesResponse_Closure closure,
+                      void *closure_data);
   void (*query_viewport)(Markerd__V1__MarkerService_Service *service,
                          const Markerd__V1__QueryViewportRequest *input,
                          Markerd__V1__QueryViewportResponse_Closure closure,
@@ -3813,6 +4715,18 @@ struct Markerd__V1__MarkerService_Service
                         const Markerd__V1__SignTileURLRequest *input,
                         Markerd__V1__SignTileURLResponse_Closure closure,
                         void *closure_data);
+  void (*create_fence)(Markerd__V1__MarkerService_Service *service,
+                       const Markerd__V1__CreateFenceRequest *input,
+                       Markerd__V1__CreateFenceResponse_Closure closure,
+                       void *closure_data);
+  void (*delete_fence)(Markerd__V1__MarkerService_Service *service,
+                       const Markerd__V1__DeleteFenceRequest *input,
+                       Markerd__V1__DeleteFenceResponse_Closure closure,
+                       void *closure_data);
+  void (*list_fences)(Markerd__V1__MarkerService_Service *service,
+                      const Markerd__V1__ListFencesRequest *input,
+                      Markerd__V1__ListFencesResponse_Closure closure,
+                      void *closure_data);
 };
 typedef void (*Markerd__V1__MarkerService_ServiceDestroy)(Markerd__V1__MarkerService_Service *);
 void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *service,
@@ -3834,6 +4748,7 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## list_markers,\
       function_prefix__ ## clear_layer,\
       function_prefix__ ## move_markers,\
+      function_prefix__ ## get_changes,\
       function_prefix__ ## query_viewport,\
       function_prefix__ ## hit_test,\
       function_prefix__ ## begin_drag,\
@@ -3849,7 +4764,10 @@ void markerd__v1__marker_service__init (Markerd__V1__MarkerService_Service *serv
       function_prefix__ ## get_point_tile,\
       function_prefix__ ## create_snapshot,\
       function_prefix__ ## get_server_info,\
-      function_prefix__ ## sign_tile_url  }
+      function_prefix__ ## sign_tile_url,\
+      function_prefix__ ## create_fence,\
+      function_prefix__ ## delete_fence,\
+      function_prefix__ ## list_fences  }
 void markerd__v1__marker_service__create_layer(ProtobufCService *service,
                                                const Markerd__V1__CreateLayerRequest *input,
                                                Markerd__V1__CreateLayerResponse_Closure closure,
@@ -3902,6 +4820,10 @@ void markerd__v1__marker_service__move_markers(ProtobufCService *service,
                                                const Markerd__V1__MoveMarkersRequest *input,
                                                Markerd__V1__MoveMarkersResponse_Closure closure,
                                                void *closure_data);
+void markerd__v1__marker_service__get_changes(ProtobufCService *service,
+                                              const Markerd__V1__GetChangesRequest *input,
+                                              Markerd__V1__GetChangesResponse_Closure closure,
+                                              void *closure_data);
 void markerd__v1__marker_service__query_viewport(ProtobufCService *service,
                                                  const Markerd__V1__QueryViewportRequest *input,
                                                  Markerd__V1__QueryViewportResponse_Closure closure,
@@ -3966,6 +4888,18 @@ void markerd__v1__marker_service__sign_tile_url(ProtobufCService *service,
                                                 const Markerd__V1__SignTileURLRequest *input,
                                                 Markerd__V1__SignTileURLResponse_Closure closure,
                                                 void *closure_data);
+void markerd__v1__marker_service__create_fence(ProtobufCService *service,
+                                               const Markerd__V1__CreateFenceRequest *input,
+                                               Markerd__V1__CreateFenceResponse_Closure closure,
+                                               void *closure_data);
+void markerd__v1__marker_service__delete_fence(ProtobufCService *service,
+                                               const Markerd__V1__DeleteFenceRequest *input,
+                                               Markerd__V1__DeleteFenceResponse_Closure closure,
+                                               void *closure_data);
+void markerd__v1__marker_service__list_fences(ProtobufCService *service,
+                                              const Markerd__V1__ListFencesRequest *input,
+                                              Markerd__V1__ListFencesResponse_Closure closure,
+                                              void *closure_data);
 
 /* --- descriptors --- */
 
@@ -3976,8 +4910,11 @@ extern const ProtobufCEnumDescriptor    markerd__v1__label_overflow__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__label_position__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__tiling_mode__descriptor;
 extern const ProtobufCEnumDescriptor    markerd__v1__animation_kind__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__fence_event_kind__descriptor;
+extern const ProtobufCEnumDescriptor    markerd__v1__change_kind__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__redirect__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__field_violation__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__lat_lng__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__bounds__descriptor;
@@ -4052,12 +4989,29 @@ extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_expansion_zoom_
 extern const ProtobufCMessageDescriptor markerd__v1__get_cluster_expansion_zoom_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_point_tile_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_point_tile_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_circle__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_ring__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_polygon__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_filter__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_webhook__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__fence_event__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__create_fence_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__create_fence_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__delete_fence_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__delete_fence_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__list_fences_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__list_fences_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__create_snapshot_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__create_snapshot_response__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlrequest__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__sign_tile_urlresponse__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_server_info_request__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__get_server_info_response__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__change_event__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__feed_event__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_changes_request__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__get_changes_response__descriptor;
 extern const ProtobufCServiceDescriptor markerd__v1__marker_service__descriptor;
 
 PROTOBUF_C__END_DECLS

@@ -92,13 +92,14 @@ typedef enum {
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY = 5,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER = 6,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS = 7,
+  MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE = 8,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE = 9
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__SNAPSHOT_SECTION__SECTION__CASE)
 } Markerd__V1__SnapshotSection__SectionCase;
 
 /*
  * A snapshot file holds a sequence of framed SnapshotSection messages: one header first, then
- * layers, icons, marker chunks and idempotency keys in any order, then one footer.
+ * layers, icons, marker chunks, fences and idempotency keys in any order (a fence after its layer), then one footer.
  */
 struct  Markerd__V1__SnapshotSection
 {
@@ -128,8 +129,12 @@ struct  Markerd__V1__SnapshotSection
      */
     Markerd__V1__IdempotencyKeys *idempotency_keys;
     /*
+     * A fence as created (after its layer; absent in snapshots of markerd before fences).
+     */
+    Markerd__V1__CreateFenceRequest *fence;
+    /*
      * A layer's version, next drag id and (cluster mode) open drags, after its markers; absent in
-     * older snapshots. (8 is the fence section.)
+     * older snapshots.
      */
     Markerd__V1__LayerState *layer_state;
   };
