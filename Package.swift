@@ -58,7 +58,7 @@ let package = Package(
                                                    "MarkerdCluster"]),
         // Cluster mode: the replicated log on a NATS JetStream stream, the layer placement map in a
         // JetStream key-value bucket (libnats).
-        .target(name: "MarkerdCluster", dependencies: ["CNats"]),
+        .target(name: "MarkerdCluster", dependencies: ["CNats", "MarkerdJournal"]),
         // A Swift client over the same RPC (markerctl, benchmarks, tests).
         .target(name: "MarkerdClient", dependencies: ["MarkerdAPI", "MarkerdTransport"]),
 

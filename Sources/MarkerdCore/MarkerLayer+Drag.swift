@@ -74,6 +74,22 @@ extension MarkerLayer {
     /// Open drag sessions.
     public var activeDragCount: Int { drags.count }
 
+    /// The open drag sessions by id: the dragged marker's id and where it was when the drag
+    /// began (for cluster snapshots).
+    public var openDrags: [(id: DragID, markerID: String, start: WorldPoint)] {
+        drags.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, table.id($0.value.slot), $0.value.start) }
+    }
+
+    /// Reopens a drag session a snapshot recorded (`openDrags`), after the layer's markers
+    /// (it finishes their restore first: the id index is built there). Throws `.markerNotFound`.
+    public mutating func restoreDrag(_ d: DragID, markerID: String, start: WorldPoint) throws(MarkerdCoreError) {
+        finishRestore()
+        guard let slot = table.find(markerID) else { throw .markerNotFound(id: markerID) }
+        drags[d] = DragSession(slot: slot, start: start)
+        dragOfSlot[slot] = d
+        table.flags[Int(slot)] |= MarkerFlags.dragging
+    }
+
     mutating func dropDragSession(_ slot: Int32) {
         if let d = dragOfSlot.removeValue(forKey: slot) { drags[d] = nil }
         table.flags[Int(slot)] &= ~MarkerFlags.dragging

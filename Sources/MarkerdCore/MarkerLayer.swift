@@ -24,6 +24,15 @@ public struct MarkerLayer: Sendable {
         nextDragNumber = max(nextDragNumber, v)
     }
 
+    /// Sets `version` and the next drag session's number to what a snapshot recorded (both may
+    /// go down: restoring the markers raised the version by its own count). Cluster mode's
+    /// snapshot restore, so that the layer continues exactly as on the replicas that applied
+    /// the whole log.
+    public mutating func restoreState(version v: UInt64, nextDragNumber d: UInt64) {
+        version = v
+        nextDragNumber = max(1, d)
+    }
+
     var table = MarkerTable()
     var grid = GridIndex()
     /// Interned icon styles (index -> style) of this layer.

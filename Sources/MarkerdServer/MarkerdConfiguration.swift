@@ -130,7 +130,8 @@ public struct MarkerdConfiguration: Sendable, Equatable {
       --data-dir DIR             journal and snapshots. Default ./data
       --ephemeral                keep everything in memory only
       --fsync always|everysec|off  durability of acknowledged writes. Default always
-      --snapshot-every-bytes N   snapshot after this much journal. Default 268435456; 0 = never
+      --snapshot-every-bytes N   snapshot after this much journal (cluster mode: of log applied; the snapshot
+                                 is published to the group and the log trimmed). Default 268435456; 0 = never
       --idempotency-ttl T        how long a mutation's reply is kept for a resend with the same idempotency
                                  key; after it the key is new. T is a whole number of hours, minutes or
                                  seconds: 24h, 90m, 3600s. Default 24h (NNG resends within 60 s)

@@ -79,11 +79,16 @@ public final class MarkerdNode: Sendable {
                                  group: configuration.clusterGroup, replicas: configuration.effectiveClusterReplicas)
             }
             let service = MarkerService(configuration: serviceConfig, replicatedLog: log)
+            let from = try Self.restoreClusterSnapshot(service, log, progress)
+            service.onLogGap { gap in
+                FileHandle.standardError.write("markerd: cluster error: \(gap); exiting\n".data(using: .utf8)!)
+                exit(75)  // EX_TEMPFAIL: a restart restores the published snapshot
+            }
             try Self.retryingCluster(progress) {
                 service.expectCatchUp(to: try log.lastSequence())
-                try log.follow(from: 1) { sequence, record in service.applyLogged(sequence: sequence, record: record) }
+                try log.follow(from: from) { sequence, record in service.applyLogged(sequence: sequence, record: record) }
             }
-            progress?("cluster mode: node \(node), group \(configuration.clusterGroup), applying stream \(log.streamName) from sequence 1")
+            progress?("cluster mode: node \(node), group \(configuration.clusterGroup), applying stream \(log.streamName) from sequence \(from)")
             self.service = service
             replicatedLog = log
         }
@@ -130,6 +135,25 @@ public final class MarkerdNode: Sendable {
         httpsGateway = makeGateway(configuration.httpsAddress, tls, access)
         opsGateway = makeGateway(configuration.opsHTTPAddress, nil, nil)
         publisher = configuration.publishURLs.isEmpty ? nil : try ChangeFeedPublisher(urls: configuration.publishURLs)
+    }
+
+    /// Cluster mode, at start: restores the group's published snapshot (`MARKERD_SNAP_<group>`)
+    /// when there is one, and returns the log sequence to apply from (the snapshot's + 1, else 1).
+    /// - Throws: when the log was purged but no snapshot covers the purged records, or the
+    ///   snapshot cannot be read or restored.
+    static func restoreClusterSnapshot(_ service: MarkerService, _ log: JetStreamLog,
+                                       _ progress: (@Sendable (String) -> Void)?) throws -> UInt64 {
+        let (first, snapshot) = try retryingCluster(progress) { (try log.sequences().first, try log.latestSnapshot()) }
+        guard let snapshot, snapshot.sequence + 1 >= first else {
+            guard first <= 1 else {
+                throw StartupError(description: "cluster mode: stream \(log.streamName) starts at sequence \(first) but no published snapshot in \(log.snapshotStreamName) covers the records before it")
+            }
+            return 1
+        }
+        let start = ContinuousClock.now
+        try service.restoreClusterSnapshot(snapshot.bytes, sequence: snapshot.sequence)
+        progress?("cluster mode: restored the published snapshot at sequence \(snapshot.sequence) (\(snapshot.bytes.count) bytes) in \(ContinuousClock.now - start)")
+        return snapshot.sequence + 1
     }
 
     /// Cluster mode: how long a starting node retries connecting to NATS, opening its group's

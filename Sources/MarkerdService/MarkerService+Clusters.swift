@@ -175,13 +175,13 @@ extension MarkerService {
     /// Builds (and installs) a snapshot of the layer's visible static markers. The layer's read lock
     /// is held only while copying the markers. When they equal the last snapshot's (ids and
     /// positions), the old index is kept and only its version moves on.
-    /// - Throws: UNAVAILABLE when due animations cannot be expired (`LayerHandle.expireAnimationsIfDue`).
+    /// - Throws: UNAVAILABLE when due animations cannot be expired (`expireDueAnimations`).
     @discardableResult
     func buildSuperclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) throws(RPCError) -> SuperclusterSnapshot {
         h.clusterState.buildLock.lock()
         defer { h.clusterState.buildLock.unlock() }
         let now = nowUnixMs()
-        try h.expireAnimationsIfDue(nowUnixMs: now, versions, measurer: labelText)
+        try expireDueAnimations(h, now: now)
         let (version, markers) = h.lock.withReadLock { (h.layer.version, h.layer.clusterableMarkers()) }
         if var old = h.clusterState.snapshot, old.options == options, old.layerVersion <= version,
            old.markers.count == markers.count,
@@ -199,10 +199,10 @@ extension MarkerService {
 
     /// The snapshot to answer from: the last completed one (scheduling a rebuild when the layer
     /// moved on), or a synchronously built first one.
-    /// - Throws: UNAVAILABLE when due animations cannot be expired (`LayerHandle.expireAnimationsIfDue`).
+    /// - Throws: UNAVAILABLE when due animations cannot be expired (`expireDueAnimations`).
     func superclusterSnapshot(_ h: LayerHandle, _ options: SuperclusterOptions) throws(RPCError) -> SuperclusterSnapshot {
         if let s = h.clusterState.snapshot, s.options == options {
-            try h.expireAnimationsIfDue(nowUnixMs: nowUnixMs(), versions, measurer: labelText)
+            try expireDueAnimations(h, now: nowUnixMs())
             if h.lock.withReadLock({ h.layer.version }) != s.layerVersion { scheduleSuperclusterRebuild(h) }
             return s
         }

@@ -402,6 +402,18 @@ extension MarkerService {
             try idempotency.restore(packed: k.packed[...])
         case .fence(let r)?:
             _ = try createFence(r, commit(.createFence))
+        case .layerState(let state)?:
+            // After the layer's markers: their restore raised the version by its own count.
+            let h = try handle(state.layerID)
+            try h.lock.withWriteLock { () throws(RPCError) in
+                h.layer.restoreState(version: state.version, nextDragNumber: state.nextDragID)
+                h.tileVersions.reset(seq: state.version)
+                for d in state.drags {
+                    try mapCoreError { () throws(MarkerdCoreError) in
+                        try h.layer.restoreDrag(DragID(rawValue: d.dragID), markerID: d.markerID, start: WorldPoint(x: d.startX, y: d.startY))
+                    }
+                }
+            }
         case .footer?, nil:
             break
         }
@@ -419,10 +431,17 @@ extension MarkerService {
     /// CreateSnapshot: writes the whole state to a new snapshot file now (waiting for a
     /// running one to finish first), then drops the snapshots and journal segments that neither
     /// it nor the previous snapshot (kept as its fallback) needs. UNAVAILABLE while the journal
-    /// retries after a failed write; FAILED_PRECONDITION when ephemeral or in cluster mode.
+    /// retries after a failed write; FAILED_PRECONDITION when ephemeral.
+    ///
+    /// Cluster mode: snapshots this replica exact at the log sequence it applied, publishes it
+    /// to the replica group (`ReplicatedLog.publishSnapshot`), which then drops the log up to
+    /// it; `path` names where it was published. UNAVAILABLE when it was not published (the log
+    /// is kept whole); FAILED_PRECONDITION before the replica applied anything.
     public func createSnapshot(_: V1.CreateSnapshotRequest) throws(RPCError) -> V1.CreateSnapshotResponse {
-        guard replication == nil else {
-            throw .failedPrecondition("cluster mode keeps no snapshots yet: the replica group's JetStream stream holds the whole state")
+        if let replication {
+            _ = snapshots.begin(wait: true)
+            defer { snapshots.end(journalBytes: nil) }
+            return try takeClusterSnapshot(replication)
         }
         guard journal != nil else {
             throw .failedPrecondition("markerd runs --ephemeral: there is nothing to snapshot to")
@@ -469,70 +488,9 @@ extension MarkerService {
         let writer = try journal.makeSnapshotWriter(coveredSequence: covered)
         var markerCount: UInt64 = 0
         do {
-            func put(_ s: V1.SnapshotSection.Section) throws {
-                var section = V1.SnapshotSection()
-                section.section = s
-                try writer.append(section.serializedBytes())
-            }
-            var header = V1.SnapshotHeader()
-            header.formatVersion = Self.snapshotFormatVersion
-            header.coversSequence = covered
-            header.createdAtUnixMs = nowUnixMs()
-            // Read after the rotation: covers every reservation in the segments this snapshot
-            // lets go (layer versions themselves are not kept: recovery starts above this).
-            header.versionCeiling = versions.reservedCeiling
-            try put(.header(header))
-            for icon in icons.all() {
-                var r = V1.RegisterIconRequest()
-                r.iconID = icon.id
-                r.png = icon.png
-                var a = V1.Anchor()
-                a.x = icon.anchor.x
-                a.y = icon.anchor.y
-                r.anchor = a
-                try put(.icon(r))
-            }
-            let handles = layers.withLock { Array($0.values) }.sorted { $0.id < $1.id }
-            for h in handles {
-                var layerSection = V1.CreateLayerRequest()
-                layerSection.layerID = h.id
-                guard let options = h.lock.withReadLock({ h.deleted ? nil : h.options }) else { continue }
-                layerSection.options = options
-                try put(.layer(layerSection))
-                var cursor = 0
-                while true {
-                    if snapshots.isCancelled { throw RPCError.unavailable("snapshot cancelled: markerd is shutting down") }
-                    let (chunk, next): ([MarkerRecord], Int?) = h.lock.withReadLock {
-                        h.deleted ? ([], nil) : h.layer.markers(fromSlot: cursor, limit: Self.snapshotChunk)
-                    }
-                    if !chunk.isEmpty {
-                        var r = V1.UpsertMarkersRequest()
-                        r.layerID = h.id
-                        r.markers = chunk.map(MarkerConversion.apiMarker)
-                        try put(.markers(r))
-                        markerCount += UInt64(chunk.count)
-                    }
-                    guard let next else { break }
-                    cursor = next
-                }
-                // After the layer's markers: recovery seeds the fences' inside-sets once the grid is built.
-                for fence in h.lock.withReadLock({ h.deleted ? [] : h.fenceDefinitions.values.sorted { $0.fenceID < $1.fenceID } }) {
-                    try put(.fence(V1.CreateFenceRequest(layerID: h.id, fence: fence)))
-                }
-            }
-            // Mutations journaled up to `covered` lose their records with the segments dropped
-            // below: their keys must be in the cache before it is packed.
-            idempotency.waitForInFlight(before: inFlight, stop: { snapshots.isCancelled })
-            if snapshots.isCancelled { throw RPCError.unavailable("snapshot cancelled: markerd is shutting down") }
-            var next: UInt64 = 0
-            while let (packed, after) = idempotency.packed(from: next, maxBytes: Self.snapshotIdempotencyChunkBytes) {
-                try put(.idempotencyKeys(V1.IdempotencyKeys(packed: packed)))
-                next = after
-            }
-            var footer = V1.SnapshotFooter()
-            footer.layers = UInt64(handles.count)
-            footer.markers = markerCount
-            try put(.footer(footer))
+            markerCount = try writeSnapshotSections(covering: covered, versionCeiling: versions.reservedCeiling,
+                                                    beforeKeys: { idempotency.waitForInFlight(before: inFlight, stop: { snapshots.isCancelled }) },
+                                                    put: writer.append)
         } catch {
             writer.abort()
             throw error
@@ -547,5 +505,89 @@ extension MarkerService {
         response.sizeBytes = UInt64(bytes)
         response.durationMs = UInt64(Self.milliseconds(elapsed))
         return response
+    }
+
+    /// The sections of a snapshot covering sequence `covered`, in order, to `put` (each an
+    /// encoded `SnapshotSection`): header, icons, per layer its options, marker chunks, fences
+    /// and `LayerState`, then the idempotency keys and the footer. Takes each layer's read lock per
+    /// chunk only; `beforeKeys` runs before the keys are packed. `openDrags`: whether each
+    /// `LayerState` lists the layer's open drag sessions (cluster mode). Returns the markers
+    /// written.
+    /// - Throws: `put`'s errors; UNAVAILABLE when shutdown cancels the snapshot.
+    func writeSnapshotSections(covering covered: UInt64, versionCeiling: UInt64, openDrags: Bool = false, beforeKeys: () -> Void,
+                               put putBytes: ([UInt8]) throws -> Void) throws -> UInt64 {
+        var markerCount: UInt64 = 0
+        func put(_ s: V1.SnapshotSection.Section) throws {
+            var section = V1.SnapshotSection()
+            section.section = s
+            try putBytes(section.serializedBytes())
+        }
+        var header = V1.SnapshotHeader()
+        header.formatVersion = Self.snapshotFormatVersion
+        header.coversSequence = covered
+        header.createdAtUnixMs = nowUnixMs()
+        // Single node: read after the rotation, covers every reservation in the segments this
+        // snapshot lets go (recovery starts the layers above it).
+        header.versionCeiling = versionCeiling
+        try put(.header(header))
+        for icon in icons.all() {
+            var r = V1.RegisterIconRequest()
+            r.iconID = icon.id
+            r.png = icon.png
+            var a = V1.Anchor()
+            a.x = icon.anchor.x
+            a.y = icon.anchor.y
+            r.anchor = a
+            try put(.icon(r))
+        }
+        let handles = layers.withLock { Array($0.values) }.sorted { $0.id < $1.id }
+        for h in handles {
+            var layerSection = V1.CreateLayerRequest()
+            layerSection.layerID = h.id
+            guard let options = h.lock.withReadLock({ h.deleted ? nil : h.options }) else { continue }
+            layerSection.options = options
+            try put(.layer(layerSection))
+            var cursor = 0
+            while true {
+                if snapshots.isCancelled { throw RPCError.unavailable("snapshot cancelled: markerd is shutting down") }
+                let (chunk, next): ([MarkerRecord], Int?) = h.lock.withReadLock {
+                    h.deleted ? ([], nil) : h.layer.markers(fromSlot: cursor, limit: Self.snapshotChunk)
+                }
+                if !chunk.isEmpty {
+                    var r = V1.UpsertMarkersRequest()
+                    r.layerID = h.id
+                    r.markers = chunk.map(MarkerConversion.apiMarker)
+                    try put(.markers(r))
+                    markerCount += UInt64(chunk.count)
+                }
+                guard let next else { break }
+                cursor = next
+            }
+            // After the layer's markers: recovery seeds the fences' inside-sets once the grid is built.
+            for fence in h.lock.withReadLock({ h.deleted ? [] : h.fenceDefinitions.values.sorted { $0.fenceID < $1.fenceID } }) {
+                try put(.fence(V1.CreateFenceRequest(layerID: h.id, fence: fence)))
+            }
+            let state = h.lock.withReadLock {
+                V1.LayerState(layerID: h.id, version: h.layer.version, nextDragID: h.layer.nextDragID.rawValue,
+                              drags: openDrags ? h.layer.openDrags.map {
+                                  V1.OpenDrag(dragID: $0.id.rawValue, markerID: $0.markerID, startX: $0.start.x, startY: $0.start.y)
+                              } : [])
+            }
+            try put(.layerState(state))
+        }
+        // Mutations journaled up to `covered` lose their records with the segments dropped
+        // below: their keys must be in the cache before it is packed.
+        beforeKeys()
+        if snapshots.isCancelled { throw RPCError.unavailable("snapshot cancelled: markerd is shutting down") }
+        var next: UInt64 = 0
+        while let (packed, after) = idempotency.packed(from: next, maxBytes: Self.snapshotIdempotencyChunkBytes) {
+            try put(.idempotencyKeys(V1.IdempotencyKeys(packed: packed)))
+            next = after
+        }
+        var footer = V1.SnapshotFooter()
+        footer.layers = UInt64(handles.count)
+        footer.markers = markerCount
+        try put(.footer(footer))
+        return markerCount
     }
 }

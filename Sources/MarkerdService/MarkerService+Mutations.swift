@@ -480,13 +480,27 @@ extension MarkerService {
     /// (it sets a position, so a resend is harmless). EndDrag makes the final position durable.
     /// The version it raises the layer to is covered by a durable reservation first
     /// (`VersionCeiling`), which now and then waits for a journal write: UNAVAILABLE if that fails.
+    ///
+    /// Cluster mode: appended to the replicated log (one quorum write each) and answered once
+    /// the log acknowledged it, without waiting for this replica's apply; every replica moves
+    /// the marker when it applies the record (a drag that ended meanwhile: a no-op everywhere).
+    /// NOT_FOUND when this replica knows no such drag; UNAVAILABLE when the log does not
+    /// acknowledge it.
     public func dragTo(_ r: V1.DragToRequest) throws(RPCError) -> V1.DragToResponse {
         let drag = try Self.dragID(r.dragID)
-        guard replication == nil else {
-            throw .failedPrecondition("DragTo is not replicated in cluster mode (it is not in the log, so replicas would differ): send the final position with EndDrag, or use MoveMarkers")
-        }
         guard let p = MarkerConversion.latLng(r.position) else { throw .invalidArgument("position is missing", field: "position") }
         let h = try handle(r.layerID)
+        if let replication {
+            try mapCoreError { () throws(MarkerdCoreError) in try p.validate(field: "position") }
+            guard h.lock.withReadLock({ !h.deleted && h.layer.draggedMarkerID(drag) != nil }) else {
+                throw .notFound("drag \(r.dragID) not found in layer \"\(r.layerID)\"")
+            }
+            var record = V1.JournalRecord()
+            record.method = Self.dragToMethod
+            record.payload = r.serializedBytes()
+            try replication.appendAndWait(record.serializedBytes())
+            return V1.DragToResponse()
+        }
         try h.lock.withWriteLock { () throws(RPCError) in
             guard !h.deleted else { throw .notFound("layer \"\(r.layerID)\" not found") }
             try versions.cover(h.layer.version + 1)

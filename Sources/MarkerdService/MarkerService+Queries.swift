@@ -25,7 +25,7 @@ extension MarkerService {
         var response = V1.ListLayersResponse()
         for h in handles {
             // A layer whose due animations cannot be expired (UNAVAILABLE) is listed as it is.
-            try? h.expireAnimationsIfDue(nowUnixMs: now, versions, measurer: labelText)
+            try? expireDueAnimations(h, now: now)
             guard let layer = h.lock.withReadLock({ h.deleted ? nil : h.apiLayer(nowUnixMs: now) }) else { continue }
             if response.layers.count == pageSize {
                 response.nextPageToken = PageToken.layers(after: response.layers[pageSize - 1].id)

@@ -1,5 +1,7 @@
 import Foundation
 import MarkerdAPI
+import MarkerdCore
+import Synchronization
 
 /// Cluster mode's replicated log as the service sees it: an ordered, replicated, acknowledged
 /// sequence of records (MarkerdCluster's JetStream stream, one per replica group). The service
@@ -15,6 +17,14 @@ public protocol ReplicatedLog: AnyObject, Sendable {
     /// not in time. A record that was not acknowledged may still be in the log (the ack was
     /// lost): it is then applied like any other. May block the calling thread until then.
     func append(_ record: [UInt8], completion: @escaping @Sendable (Result<UInt64, any Error>) -> Void)
+
+    /// Publishes a snapshot exact at log sequence `sequence` (`bytes`: `ClusterSnapshot`'s
+    /// encoding) to the group, replacing the one published before, and only then drops the
+    /// log's records up to `sequence`. Does nothing when a snapshot covering `sequence` or more
+    /// is published already. Blocks the calling thread.
+    /// - Returns: where the snapshot lives, for CreateSnapshot's `path`.
+    /// - Throws: when the snapshot is not published (the log is then left whole).
+    func publishSnapshot(_ bytes: [UInt8], covering sequence: UInt64) throws -> String
 }
 
 /// The cluster-mode state of a service: the sequence applied so far, the writes of this replica
@@ -43,6 +53,63 @@ final class Replication: @unchecked Sendable {
     private var nextToken: UInt64 = 0
     /// The log's last sequence when the replica started; nil once applied (see `catchingUp`).
     private var catchUpTarget: UInt64?
+    /// Set when a record arrived after a gap (the log was purged below a sequence this replica
+    /// had not applied): it applies nothing more. Guarded by `cond`.
+    private var gap: String?
+    /// Held by `applyLogged` for each record and by a cluster snapshot for its whole encoding,
+    /// so that a snapshot is exact at the sequence applied.
+    let applyLock = NSLock()
+    /// Appends `record` and waits for the log's acknowledgement (for records no caller waits
+    /// to see applied: DragTo).
+    /// - Throws: RESOURCE_EXHAUSTED when it is larger than the log takes; UNAVAILABLE when the
+    ///   log does not acknowledge it.
+    func appendAndWait(_ record: [UInt8]) throws(RPCError) {
+        guard record.count <= log.maxRecordBytes else {
+            throw .resourceExhausted("the log record of \(record.count) bytes exceeds the \(log.maxRecordBytes) bytes the cluster's NATS servers take (max_payload)")
+        }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<(any Error)?>(nil)
+        log.append(record) { result in
+            if case .failure(let error) = result { outcome.withLock { $0 = error } }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.withLock({ $0 }) {
+            throw .unavailable("the replicated log did not acknowledge the record (\(error)): retry")
+        }
+    }
+
+    /// Layers whose animation expiry record this replica appended and has not applied yet (so
+    /// that reads append one per layer at a time). Guarded by `cond`.
+    private var expiring: Set<String> = []
+
+    /// Appends an animation expiry record for `layerID` at `nowUnixMs`, on another thread,
+    /// unless one of this replica's is pending for the layer.
+    func requestExpiry(of layerID: String, nowUnixMs: Int64) {
+        guard cond.withLock({ expiring.insert(layerID).inserted }) else { return }
+        var record = V1.JournalRecord()
+        record.method = MarkerService.expireAnimationsMethod
+        record.payload = Array(layerID.utf8)
+        record.appliedAtUnixMs = nowUnixMs
+        let bytes = record.serializedBytes()
+        DispatchQueue.global().async { [self] in
+            log.append(bytes) { [self] result in
+                if case .failure = result { expiryApplied(layerID) }  // a later read tries again
+            }
+        }
+    }
+
+    /// An expiry record of `layerID` was applied (or not appended): reads may append another.
+    func expiryApplied(_ layerID: String) {
+        _ = cond.withLock { expiring.remove(layerID) }
+    }
+
+    /// Called once when a gap stops the apply (see `MarkerService.onLogGap`). Set before the
+    /// first record is applied.
+    var gapHandler: (@Sendable (String) -> Void)?
+    /// Log bytes applied since this replica last took a snapshot (for `--snapshot-every-bytes`).
+    /// Guarded by `applyLock`.
+    var bytesSinceSnapshot = 0
 
     init(log: any ReplicatedLog) { self.log = log }
 
@@ -53,7 +120,23 @@ final class Replication: @unchecked Sendable {
     /// sequence at start (`expectCatchUp`); nil once it has.
     var catchingUp: String? {
         cond.withLock {
-            catchUpTarget.map { "catching up with the replicated log: applied sequence \(applied) of \($0)" }
+            gap ?? catchUpTarget.map { "catching up with the replicated log: applied sequence \(applied) of \($0)" }
+        }
+    }
+
+    /// Starts the replica at a snapshot's sequence (before any record is applied).
+    func restored(at sequence: UInt64) {
+        cond.withLock { applied = sequence; cond.broadcast() }
+    }
+
+    /// Whether `sequence` follows the applied one; else records the gap (see `gap`) and returns
+    /// its description, once.
+    func checkContiguous(_ sequence: UInt64) -> (ok: Bool, gap: String?) {
+        cond.withLock {
+            if gap != nil { return (false, nil) }
+            if sequence == applied + 1 { return (true, nil) }
+            gap = "the replicated log continues at sequence \(sequence) but this replica applied only up to \(applied) (the records between were purged after a snapshot): restart it to restore the snapshot"
+            return (false, gap)
         }
     }
 
@@ -181,12 +264,66 @@ extension MarkerService {
     /// replica alike; otherwise the mutation applies as `mutate` would apply it live (its errors
     /// too: a failed one changes nothing). This replica's caller of the write gets the result.
     /// A sequence at or below the applied one (redelivered) is ignored.
+    /// A record after a gap (purged records this replica missed) stops the apply: the replica
+    /// answers not ready with the reason, and `onLogGap` is called once with it.
     public func applyLogged(sequence: UInt64, record bytes: [UInt8]) {
         guard let replication, sequence > replication.appliedSequence else { return }
+        let contiguous = replication.checkContiguous(sequence)
+        guard contiguous.ok else {
+            if let gap = contiguous.gap { replication.gapHandler?(gap) }
+            return
+        }
+        replication.applyLock.withLock {
+            applyInOrder(sequence: sequence, record: bytes, replication)
+            replication.bytesSinceSnapshot += bytes.count
+        }
+        maybeSnapshotClusterInBackground(replication)
+    }
+
+    /// The method of an animation expiry record (cluster mode's log only; payload: the layer id).
+    static let expireAnimationsMethod = "markerd.ExpireAnimations"
+    /// The method of a DragTo record (cluster mode's log only; payload: the DragToRequest).
+    static let dragToMethod = "markerd.DragTo"
+
+    /// Cluster mode's read-side expiry: markers whose animation ended are static for every read
+    /// already (the core takes `now`), but turning them static for good raises the layer's
+    /// version, which must happen at the same log position on every replica: a read that finds
+    /// due animations appends an expiry record (at most one per layer in flight), and every
+    /// replica expires the layer's animations ended by the record's time when it applies it.
+    /// A single node expires them here.
+    /// - Throws: UNAVAILABLE on a single node when the new version cannot be covered.
+    func expireDueAnimations(_ h: LayerHandle, now: Int64) throws(RPCError) {
+        guard let replication else {
+            try h.expireAnimationsIfDue(nowUnixMs: now, versions, measurer: labelText)
+            return
+        }
+        if h.lock.withReadLock({ h.layer.nextAnimationEnd.map { $0 <= now } ?? false }) {
+            replication.requestExpiry(of: h.id, nowUnixMs: now)
+        }
+    }
+
+    private func applyInOrder(sequence: UInt64, record bytes: [UInt8], _ replication: Replication) {
         var key = "", digest: UInt64 = 0
         let result: Result<[UInt8], RPCError>
         var repeated = false  // the key was applied before: nothing to remember anew
-        if let record = try? V1.JournalRecord(serializedBytes: bytes), let kind = MutationKind(methodName: record.method) {
+        let record = try? V1.JournalRecord(serializedBytes: bytes)
+        if let record, record.method == Self.expireAnimationsMethod {
+            let layerID = String(decoding: record.payload, as: UTF8.self)
+            if let h = layers.withLock({ $0[layerID] }) {
+                try? h.expireAnimationsIfDue(nowUnixMs: record.appliedAtUnixMs, versions, measurer: labelText)
+            }
+            replication.expiryApplied(layerID)
+            _ = replication.applied(sequence, key: "", digest: 0)
+        } else if let record, record.method == Self.dragToMethod {
+            // A drag that ended or a layer deleted before this record: a no-op on every replica.
+            if let r = try? V1.DragToRequest(serializedBytes: record.payload), let drag = DragID(r.dragID),
+               let p = MarkerConversion.latLng(r.position), let h = layers.withLock({ $0[r.layerID] }) {
+                h.lock.withWriteLock {
+                    if !h.deleted { try? h.layer.dragTo(drag, p) }
+                }
+            }
+            _ = replication.applied(sequence, key: "", digest: 0)
+        } else if let record, let kind = MutationKind(methodName: record.method) {
             key = record.idempotencyKey
             digest = record.requestDigest
             if !key.isEmpty, let done = idempotency.completed(key: key) {

@@ -140,7 +140,7 @@ public final class MarkerService: @unchecked Sendable {
     func read<T>(_ layerID: String, _ body: (LayerHandle, Int64) throws(RPCError) -> T) throws(RPCError) -> T {
         let h = try handle(layerID)
         let now = nowUnixMs()
-        try h.expireAnimationsIfDue(nowUnixMs: now, versions, measurer: labelText)
+        try expireDueAnimations(h, now: now)
         return try h.lock.withReadLock { () throws(RPCError) -> T in
             guard !h.deleted else { throw .notFound("layer \"\(layerID)\" not found") }
             return try body(h, now)

@@ -85,6 +85,10 @@ extension V1 {
             /// A fence as created (after its layer; absent in snapshots of markerd before fences).
             /// Proto field `fence` = 8.
             case fence(CreateFenceRequest)
+            /// A layer's version, next drag id and (cluster mode) open drags, after its markers; absent in
+            /// older snapshots.
+            /// Proto field `layer_state` = 9.
+            case layerState(LayerState)
         }
 
         /// One of the `section` cases; nil when none is set.
@@ -96,6 +100,65 @@ extension V1 {
             section: Section? = nil
         ) {
             self.section = section
+        }
+    }
+
+    /// What restoring a layer's markers cannot rebuild: the version it had and the number of its next
+    /// drag session, when the snapshot was taken. Cluster mode restores them exactly, so that a
+    /// replica restored from a snapshot plus the log's tail has the versions of one that applied the
+    /// whole log; a single node starts above them anyway (see JournalRecord.version_ceiling).
+    public struct LayerState: ProtoMessage {
+        /// Proto field `layer_id` = 1; absent decodes to "", which is not encoded.
+        public var layerID: String = ""
+        /// Proto field `version` = 2; absent decodes to 0, which is not encoded.
+        public var version: UInt64 = 0
+        /// Proto field `next_drag_id` = 3; absent decodes to 0, which is not encoded.
+        public var nextDragID: UInt64 = 0
+        /// Its open drag sessions (cluster mode only: a drag begun before the snapshot may end after
+        /// it; a single node's drags do not outlive the process).
+        /// Proto field `drags` = 4.
+        public var drags: [OpenDrag] = []
+
+        public init() {}
+
+        public init(
+            layerID: String = "",
+            version: UInt64 = 0,
+            nextDragID: UInt64 = 0,
+            drags: [OpenDrag] = []
+        ) {
+            self.layerID = layerID
+            self.version = version
+            self.nextDragID = nextDragID
+            self.drags = drags
+        }
+    }
+
+    /// A drag session open when the snapshot was taken: EndDrag / CancelDrag may still name it.
+    public struct OpenDrag: ProtoMessage {
+        /// Proto field `drag_id` = 1; absent decodes to 0, which is not encoded.
+        public var dragID: UInt64 = 0
+        /// Proto field `marker_id` = 2; absent decodes to "", which is not encoded.
+        public var markerID: String = ""
+        /// Where the marker was when the drag began (world coordinates, as MarkerLayer keeps them):
+        /// CancelDrag puts it back there.
+        /// Proto field `start_x` = 3; absent decodes to 0, which is not encoded.
+        public var startX: UInt32 = 0
+        /// Proto field `start_y` = 4; absent decodes to 0, which is not encoded.
+        public var startY: UInt32 = 0
+
+        public init() {}
+
+        public init(
+            dragID: UInt64 = 0,
+            markerID: String = "",
+            startX: UInt32 = 0,
+            startY: UInt32 = 0
+        ) {
+            self.dragID = dragID
+            self.markerID = markerID
+            self.startX = startX
+            self.startY = startY
         }
     }
 
@@ -266,6 +329,8 @@ extension V1.SnapshotSection: CBridged {
             if let value: V1.IdempotencyKeys = try swiftMessage(c.idempotency_keys) { section = .idempotencyKeys(value) }
         case MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE:
             if let value: V1.CreateFenceRequest = try swiftMessage(c.fence) { section = .fence(value) }
+        case MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE:
+            if let value: V1.LayerState = try swiftMessage(c.layer_state) { section = .layerState(value) }
         default:
             break
         }
@@ -302,9 +367,68 @@ extension V1.SnapshotSection: CBridged {
         case .fence(let value)?:
             c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE
             c.fence = arena.message(value)
+        case .layerState(let value)?:
+            c.section_case = MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE
+            c.layer_state = arena.message(value)
         case nil:
             break
         }
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.LayerState: CBridged {
+    static var protoName: String { "LayerState" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__layer_state__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__LayerState.self)
+        self.init(
+            layerID: try swiftString(c.layer_id, "LayerState.layer_id"),
+            version: c.version,
+            nextDragID: c.next_drag_id,
+            drags: try swiftMessages(c.n_drags, c.drags)
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__LayerState()
+        markerd__v1__layer_state__init(&c)
+        c.layer_id = arena.cString(self.layerID)
+        setPlain(self.version, &c.has_version, &c.version)
+        setPlain(self.nextDragID, &c.has_next_drag_id, &c.next_drag_id)
+        (c.n_drags, c.drags) = arena.messages(self.drags)
+        return UnsafeMutableRawPointer(arena.store(c))
+    }
+}
+
+extension V1.OpenDrag: CBridged {
+    static var protoName: String { "OpenDrag" }
+
+    static func cUnpack(allocator: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
+        UnsafeRawPointer(markerd__v1__open_drag__unpack(allocator.assumingMemoryBound(to: ProtobufCAllocator.self), bytes.count, bytes.cBytes))
+    }
+
+    init(cMessage: UnsafeRawPointer) throws(InvalidUTF8) {
+        let c = cMessage.load(as: Markerd__V1__OpenDrag.self)
+        self.init(
+            dragID: c.drag_id,
+            markerID: try swiftString(c.marker_id, "OpenDrag.marker_id"),
+            startX: c.start_x,
+            startY: c.start_y
+        )
+    }
+
+    func cMessage(in arena: Arena) -> UnsafeMutableRawPointer {
+        var c = Markerd__V1__OpenDrag()
+        markerd__v1__open_drag__init(&c)
+        setPlain(self.dragID, &c.has_drag_id, &c.drag_id)
+        c.marker_id = arena.cString(self.markerID)
+        setPlain(self.startX, &c.has_start_x, &c.start_x)
+        setPlain(self.startY, &c.has_start_y, &c.start_y)
         return UnsafeMutableRawPointer(arena.store(c))
     }
 }

@@ -98,6 +98,96 @@ void   markerd__v1__snapshot_section__free_unpacked
   assert(message->base.descriptor == &markerd__v1__snapshot_section__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   markerd__v1__layer_state__init
+                     (Markerd__V1__LayerState         *message)
+{
+  static const Markerd__V1__LayerState init_value = MARKERD__V1__LAYER_STATE__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__layer_state__get_packed_size
+                     (const Markerd__V1__LayerState *message)
+{
+  assert(message->base.descriptor == &markerd__v1__layer_state__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__layer_state__pack
+                     (const Markerd__V1__LayerState *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__layer_state__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__layer_state__pack_to_buffer
+                     (const Markerd__V1__LayerState *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__layer_state__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__LayerState *
+       markerd__v1__layer_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__LayerState *)
+     protobuf_c_message_unpack (&markerd__v1__layer_state__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__layer_state__free_unpacked
+                     (Markerd__V1__LayerState *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__layer_state__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   markerd__v1__open_drag__init
+                     (Markerd__V1__OpenDrag         *message)
+{
+  static const Markerd__V1__OpenDrag init_value = MARKERD__V1__OPEN_DRAG__INIT;
+  *message = init_value;
+}
+size_t markerd__v1__open_drag__get_packed_size
+                     (const Markerd__V1__OpenDrag *message)
+{
+  assert(message->base.descriptor == &markerd__v1__open_drag__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t markerd__v1__open_drag__pack
+                     (const Markerd__V1__OpenDrag *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &markerd__v1__open_drag__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t markerd__v1__open_drag__pack_to_buffer
+                     (const Markerd__V1__OpenDrag *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &markerd__v1__open_drag__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Markerd__V1__OpenDrag *
+       markerd__v1__open_drag__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Markerd__V1__OpenDrag *)
+     protobuf_c_message_unpack (&markerd__v1__open_drag__descriptor,
+                                allocator, len, data);
+}
+void   markerd__v1__open_drag__free_unpacked
+                     (Markerd__V1__OpenDrag *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &markerd__v1__open_drag__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   markerd__v1__snapshot_header__init
                      (Markerd__V1__SnapshotHeader         *message)
 {
@@ -407,7 +497,7 @@ const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor =
   (ProtobufCMessageInit) markerd__v1__journal_record__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[8] =
+static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descriptors[9] =
 {
   {
     "header",
@@ -505,6 +595,18 @@ static const ProtobufCFieldDescriptor markerd__v1__snapshot_section__field_descr
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "layer_state",
+    9,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__SnapshotSection, section_case),
+    offsetof(Markerd__V1__SnapshotSection, layer_state),
+    &markerd__v1__layer_state__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
   7,   /* field[7] = fence */
@@ -514,12 +616,13 @@ static const unsigned markerd__v1__snapshot_section__field_indices_by_name[] = {
   4,   /* field[4] = idempotency */
   6,   /* field[6] = idempotency_keys */
   1,   /* field[1] = layer */
+  8,   /* field[8] = layer_state */
   3,   /* field[3] = markers */
 };
 static const ProtobufCIntRange markerd__v1__snapshot_section__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 8 }
+  { 0, 9 }
 };
 const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
 {
@@ -529,11 +632,165 @@ const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor =
   "Markerd__V1__SnapshotSection",
   "markerd.v1",
   sizeof(Markerd__V1__SnapshotSection),
-  8,
+  9,
   markerd__v1__snapshot_section__field_descriptors,
   markerd__v1__snapshot_section__field_indices_by_name,
   1,  markerd__v1__snapshot_section__number_ranges,
   (ProtobufCMessageInit) markerd__v1__snapshot_section__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__layer_state__field_descriptors[4] =
+{
+  {
+    "layer_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__LayerState, layer_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "version",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__LayerState, has_version),
+    offsetof(Markerd__V1__LayerState, version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_drag_id",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__LayerState, has_next_drag_id),
+    offsetof(Markerd__V1__LayerState, next_drag_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "drags",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Markerd__V1__LayerState, n_drags),
+    offsetof(Markerd__V1__LayerState, drags),
+    &markerd__v1__open_drag__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__layer_state__field_indices_by_name[] = {
+  3,   /* field[3] = drags */
+  0,   /* field[0] = layer_id */
+  2,   /* field[2] = next_drag_id */
+  1,   /* field[1] = version */
+};
+static const ProtobufCIntRange markerd__v1__layer_state__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor markerd__v1__layer_state__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.LayerState",
+  "LayerState",
+  "Markerd__V1__LayerState",
+  "markerd.v1",
+  sizeof(Markerd__V1__LayerState),
+  4,
+  markerd__v1__layer_state__field_descriptors,
+  markerd__v1__layer_state__field_indices_by_name,
+  1,  markerd__v1__layer_state__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__layer_state__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor markerd__v1__open_drag__field_descriptors[4] =
+{
+  {
+    "drag_id",
+    1,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(Markerd__V1__OpenDrag, has_drag_id),
+    offsetof(Markerd__V1__OpenDrag, drag_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "marker_id",
+    2,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Markerd__V1__OpenDrag, marker_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_x",
+    3,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__OpenDrag, has_start_x),
+    offsetof(Markerd__V1__OpenDrag, start_x),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "start_y",
+    4,
+    PROTOBUF_C_LABEL_OPTIONAL,
+    PROTOBUF_C_TYPE_UINT32,
+    offsetof(Markerd__V1__OpenDrag, has_start_y),
+    offsetof(Markerd__V1__OpenDrag, start_y),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned markerd__v1__open_drag__field_indices_by_name[] = {
+  0,   /* field[0] = drag_id */
+  1,   /* field[1] = marker_id */
+  2,   /* field[2] = start_x */
+  3,   /* field[3] = start_y */
+};
+static const ProtobufCIntRange markerd__v1__open_drag__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor markerd__v1__open_drag__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "markerd.v1.OpenDrag",
+  "OpenDrag",
+  "Markerd__V1__OpenDrag",
+  "markerd.v1",
+  sizeof(Markerd__V1__OpenDrag),
+  4,
+  markerd__v1__open_drag__field_descriptors,
+  markerd__v1__open_drag__field_indices_by_name,
+  1,  markerd__v1__open_drag__number_ranges,
+  (ProtobufCMessageInit) markerd__v1__open_drag__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor markerd__v1__snapshot_header__field_descriptors[4] =

@@ -19,6 +19,8 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct Markerd__V1__JournalRecord Markerd__V1__JournalRecord;
 typedef struct Markerd__V1__SnapshotSection Markerd__V1__SnapshotSection;
+typedef struct Markerd__V1__LayerState Markerd__V1__LayerState;
+typedef struct Markerd__V1__OpenDrag Markerd__V1__OpenDrag;
 typedef struct Markerd__V1__SnapshotHeader Markerd__V1__SnapshotHeader;
 typedef struct Markerd__V1__SnapshotFooter Markerd__V1__SnapshotFooter;
 typedef struct Markerd__V1__IdempotencyEntry Markerd__V1__IdempotencyEntry;
@@ -90,7 +92,8 @@ typedef enum {
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY = 5,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_FOOTER = 6,
   MARKERD__V1__SNAPSHOT_SECTION__SECTION_IDEMPOTENCY_KEYS = 7,
-  MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE = 8
+  MARKERD__V1__SNAPSHOT_SECTION__SECTION_FENCE = 8,
+  MARKERD__V1__SNAPSHOT_SECTION__SECTION_LAYER_STATE = 9
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(MARKERD__V1__SNAPSHOT_SECTION__SECTION__CASE)
 } Markerd__V1__SnapshotSection__SectionCase;
 
@@ -129,11 +132,65 @@ struct  Markerd__V1__SnapshotSection
      * A fence as created (after its layer; absent in snapshots of markerd before fences).
      */
     Markerd__V1__CreateFenceRequest *fence;
+    /*
+     * A layer's version, next drag id and (cluster mode) open drags, after its markers; absent in
+     * older snapshots.
+     */
+    Markerd__V1__LayerState *layer_state;
   };
 };
 #define MARKERD__V1__SNAPSHOT_SECTION__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__snapshot_section__descriptor) \
     , MARKERD__V1__SNAPSHOT_SECTION__SECTION__NOT_SET, {0} }
+
+
+/*
+ * What restoring a layer's markers cannot rebuild: the version it had and the number of its next
+ * drag session, when the snapshot was taken. Cluster mode restores them exactly, so that a
+ * replica restored from a snapshot plus the log's tail has the versions of one that applied the
+ * whole log; a single node starts above them anyway (see JournalRecord.version_ceiling).
+ */
+struct  Markerd__V1__LayerState
+{
+  ProtobufCMessage base;
+  char *layer_id;
+  protobuf_c_boolean has_version;
+  uint64_t version;
+  protobuf_c_boolean has_next_drag_id;
+  uint64_t next_drag_id;
+  /*
+   * Its open drag sessions (cluster mode only: a drag begun before the snapshot may end after
+   * it; a single node's drags do not outlive the process).
+   */
+  size_t n_drags;
+  Markerd__V1__OpenDrag **drags;
+};
+#define MARKERD__V1__LAYER_STATE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__layer_state__descriptor) \
+    , NULL, 0, 0, 0, 0, 0,NULL }
+
+
+/*
+ * A drag session open when the snapshot was taken: EndDrag / CancelDrag may still name it.
+ */
+struct  Markerd__V1__OpenDrag
+{
+  ProtobufCMessage base;
+  protobuf_c_boolean has_drag_id;
+  uint64_t drag_id;
+  char *marker_id;
+  /*
+   * Where the marker was when the drag began (world coordinates, as MarkerLayer keeps them):
+   * CancelDrag puts it back there.
+   */
+  protobuf_c_boolean has_start_x;
+  uint32_t start_x;
+  protobuf_c_boolean has_start_y;
+  uint32_t start_y;
+};
+#define MARKERD__V1__OPEN_DRAG__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&markerd__v1__open_drag__descriptor) \
+    , 0, 0, NULL, 0, 0, 0, 0 }
 
 
 struct  Markerd__V1__SnapshotHeader
@@ -256,6 +313,44 @@ Markerd__V1__SnapshotSection *
 void   markerd__v1__snapshot_section__free_unpacked
                      (Markerd__V1__SnapshotSection *message,
                       ProtobufCAllocator *allocator);
+/* Markerd__V1__LayerState methods */
+void   markerd__v1__layer_state__init
+                     (Markerd__V1__LayerState         *message);
+size_t markerd__v1__layer_state__get_packed_size
+                     (const Markerd__V1__LayerState   *message);
+size_t markerd__v1__layer_state__pack
+                     (const Markerd__V1__LayerState   *message,
+                      uint8_t             *out);
+size_t markerd__v1__layer_state__pack_to_buffer
+                     (const Markerd__V1__LayerState   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__LayerState *
+       markerd__v1__layer_state__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__layer_state__free_unpacked
+                     (Markerd__V1__LayerState *message,
+                      ProtobufCAllocator *allocator);
+/* Markerd__V1__OpenDrag methods */
+void   markerd__v1__open_drag__init
+                     (Markerd__V1__OpenDrag         *message);
+size_t markerd__v1__open_drag__get_packed_size
+                     (const Markerd__V1__OpenDrag   *message);
+size_t markerd__v1__open_drag__pack
+                     (const Markerd__V1__OpenDrag   *message,
+                      uint8_t             *out);
+size_t markerd__v1__open_drag__pack_to_buffer
+                     (const Markerd__V1__OpenDrag   *message,
+                      ProtobufCBuffer     *buffer);
+Markerd__V1__OpenDrag *
+       markerd__v1__open_drag__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   markerd__v1__open_drag__free_unpacked
+                     (Markerd__V1__OpenDrag *message,
+                      ProtobufCAllocator *allocator);
 /* Markerd__V1__SnapshotHeader methods */
 void   markerd__v1__snapshot_header__init
                      (Markerd__V1__SnapshotHeader         *message);
@@ -340,6 +435,12 @@ typedef void (*Markerd__V1__JournalRecord_Closure)
 typedef void (*Markerd__V1__SnapshotSection_Closure)
                  (const Markerd__V1__SnapshotSection *message,
                   void *closure_data);
+typedef void (*Markerd__V1__LayerState_Closure)
+                 (const Markerd__V1__LayerState *message,
+                  void *closure_data);
+typedef void (*Markerd__V1__OpenDrag_Closure)
+                 (const Markerd__V1__OpenDrag *message,
+                  void *closure_data);
 typedef void (*Markerd__V1__SnapshotHeader_Closure)
                  (const Markerd__V1__SnapshotHeader *message,
                   void *closure_data);
@@ -360,6 +461,8 @@ typedef void (*Markerd__V1__IdempotencyKeys_Closure)
 
 extern const ProtobufCMessageDescriptor markerd__v1__journal_record__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_section__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__layer_state__descriptor;
+extern const ProtobufCMessageDescriptor markerd__v1__open_drag__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_header__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__snapshot_footer__descriptor;
 extern const ProtobufCMessageDescriptor markerd__v1__idempotency_entry__descriptor;
