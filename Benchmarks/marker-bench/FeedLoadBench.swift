@@ -72,7 +72,8 @@ struct FeedLoadBench {
         let server = try MarkerdProcess(path: options.markerdPath, arguments: ["--ephemeral", "--publish", publishURL], echo: options.verbose)
         defer { server.stop() }
         var rng = SeededRNG(seed: options.seed &+ 41)
-        let origins = (0..<count).map { i in (id: "m\(i)", latitude: rng.unit() * 160 - 80, longitude: rng.unit() * 360 - 180) }
+        // Away from the antimeridian by more than a move (0.01°).
+        let origins = (0..<count).map { i in (id: "m\(i)", latitude: rng.unit() * 160 - 80, longitude: rng.unit() * 359.9 - 179.95) }
         let markers = origins.map { V1.Marker(id: $0.id, position: V1.LatLng(latitude: $0.latitude, longitude: $0.longitude)) }
         _ = try server.client.createLayer(V1.CreateLayerRequest(layerID: Self.layerID, options: nil))
         _ = try Loading.load(server.client, serverPID: server.pid, markers, into: Self.layerID, label: "feed load [\(Table.count(count))]")
