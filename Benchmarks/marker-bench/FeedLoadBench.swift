@@ -84,11 +84,14 @@ struct FeedLoadBench {
         // Until every subscriber is connected: each has received the last probe's event (later
         // events all reach a subscriber that keeps up).
         let connectDeadline = ContinuousClock.now + .seconds(30)
-        for probe in 1... {
+        probing: for probe in 1... {
             let position = V1.LatLng(latitude: origins[0].latitude, longitude: origins[0].longitude + Double(probe) * 1e-6)
             let v = try server.client.moveMarkers(Self.layerID, [V1.MarkerMove(id: origins[0].id, position: position)]).layerVersion
-            usleep(20_000)
-            if subscribers.allSatisfy({ s in s.state.withLock { $0.last >= v } }) { break }
+            let probeDeadline = ContinuousClock.now + .milliseconds(200)
+            while ContinuousClock.now < probeDeadline {
+                if subscribers.allSatisfy({ s in s.state.withLock { $0.last >= v } }) { break probing }
+                usleep(1000)
+            }
             guard ContinuousClock.now < connectDeadline else { throw BenchError("the feed subscribers were not all connected within 30 s") }
         }
         let before = subscribers.map { s in s.state.withLock { $0 } }
