@@ -29,8 +29,8 @@ struct Options: Sendable {
     var runViewport = false
     /// In-process GetClusters server work (`--only clusterwork`; never part of a full run).
     var runClusterWork = false
-    /// The change feed: MoveMarkers with and without `--publish`, event delivery (`--only feed`;
-    /// never part of a full run).
+    /// The change feed: MoveMarkers with and without `--publish`, event delivery, and 10 s of
+    /// batched moves with 8 subscribers (`--only feed`; never part of a full run).
     var runFeed = false
     /// The markerd binary. Default: `markerd` next to this executable.
     var markerdPath: String = Options.defaultMarkerdPath
@@ -186,7 +186,9 @@ struct Options: Sendable {
                            marker against the attributes' encoded size),
                            feed (MoveMarkers x1 with and without --publish in
                            turns, and MoveMarkers sent -> event at a subscriber
-                           against the NNG floor; never part of a full run), or
+                           against the NNG floor, then 10 s of MoveMarkers
+                           x1000 on 1M markers with 8 subscribers: moves/s and
+                           events lost; never part of a full run), or
                            labels (real places, replicated to each size with
                            attributes name, category, population: cold tiles at
                            z0, z3, z10, z14 labelled vs unlabelled, the first

@@ -64,6 +64,7 @@ func runAll() throws -> Table {
     defer { floor.stop() }
     if options.runFeed {
         try FeedBench(options: options, floor: floor, table: table).run()
+        try FeedLoadBench(options: options, table: table).run()
         return table
     }
     for n in options.sizes {
