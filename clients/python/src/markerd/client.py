@@ -19,7 +19,7 @@ PREFIX = f"/{SERVICE.full_name}/"
 # The rpcs the server applies through its idempotency table (markerd's MutationKind): each call
 # carries an idempotency key, a fresh random one unless the caller passes one, reused by every retry.
 MUTATIONS = frozenset({"CreateLayer", "DeleteLayer", "RegisterIcon", "UpsertMarkers", "UpdateMarkers", "RemoveMarkers",
-                       "ClearLayer", "MoveMarkers", "BeginDrag", "EndDrag", "CancelDrag"})
+                       "ClearLayer", "MoveMarkers", "BeginDrag", "EndDrag", "CancelDrag", "CreateFence", "DeleteFence"})
 
 # Cluster mode: how many MOVED answers (the layer is held by another replica group) one call follows.
 MAX_REDIRECTS = 3
