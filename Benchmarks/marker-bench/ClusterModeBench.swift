@@ -47,7 +47,7 @@ struct ClusterModeBench {
     private var readers: Int { 6 }
 
     func run() throws {
-        guard let nats = Self.natsServerBinary() else {
+        guard let nats = natsServerBinary() else {
             table.add(Row(size: label, measure: "cluster mode (3 nats-server + 3 replicas): skipped", value: "-", unit: "",
                           note: "nats-server is not on PATH (apt-get install nats-server, or scripts/install-deps.sh --test)"))
             return
@@ -260,11 +260,6 @@ struct ClusterModeBench {
 
     // MARK: Processes
 
-    /// `nats-server` on PATH or in /usr/sbin (Debian's package), or nil.
-    static func natsServerBinary() -> String? {
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "") + ":/usr/sbin:/usr/bin:/usr/local/bin"
-        return path.split(separator: ":").map { "\($0)/nats-server" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
 }
 
 /// Three `nats-server -js` on free loopback ports, clustered over routes (as the cluster tests'

@@ -17,20 +17,10 @@ final class ClusterHarness {
     let httpPorts: [Int]
     private(set) var replicas: [MarkerdProcess?]
 
-    /// `nats-server` on PATH (Debian's package: /usr/sbin/nats-server), or an error saying how
-    /// to install it.
-    static func natsServerBinary() throws -> String {
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "") + ":/usr/sbin:/usr/bin:/usr/local/bin"
-        for dir in path.split(separator: ":") {
-            let candidate = "\(dir)/nats-server"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        throw MarkerdProcess.ProcessError(message: "nats-server is not installed: the cluster tests need it (apt-get install nats-server, or scripts/install-deps.sh --test)")
-    }
-
     /// Starts the three NATS servers (not the replicas: `startReplica`).
     init(replicas count: Int = 3) throws {
-        natsBinary = try Self.natsServerBinary()
+        guard let binary = natsServerBinary() else { throw MarkerdProcess.ProcessError(message: natsServerMissing) }
+        natsBinary = binary
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("markerd-cluster-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         clientPorts = (0..<3).map { _ in MarkerdProcess.freePort() }
