@@ -164,7 +164,7 @@ enum Loading {
     /// Loads `markers` into `layerID` of the markerd with process id `serverPID` with
     /// `batchSize` markers per UpsertMarkers and `concurrency` calls in flight; logs progress
     /// about every 10 %.
-    static func load(_ client: MarkerdClient, serverPID: Int32, _ markers: [V1.Marker], into layerID: String,
+    static func load(_ client: MarkerdClient, serverPID: Int32, _ markers: [V1.Marker], attributes: AttributeColumns? = nil, into layerID: String,
                      batchSize: Int = 50_000, concurrency: Int = 4, label: String) throws -> Result {
         let serverCPU0 = Machine.cpuSeconds(pid: serverPID) ?? 0, clientCPU0 = Machine.cpuSeconds(pid: getpid()) ?? 0
         let loader = BulkLoader(client: client, batchSize: batchSize, concurrency: concurrency)
@@ -176,7 +176,7 @@ enum Loading {
         let step = max(markers.count / 10, batchSize)
         let threshold = Threshold(step)
         Progress.log("\(label): loading \(Table.count(markers.count)) markers (batches of \(Table.count(batchSize)), \(concurrency) in flight)")
-        let summary = try loader.load(markers, into: layerID) { p in
+        let summary = try loader.load(markers, attributes: attributes, into: layerID) { p in
             threshold.lock.lock()
             defer { threshold.lock.unlock() }
             guard p.sent >= threshold.next, p.sent < p.total else { return }

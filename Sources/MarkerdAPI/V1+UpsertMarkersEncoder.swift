@@ -36,24 +36,39 @@ extension V1.UpsertMarkersRequest {
         /// `attributeEnds[i]` (empty while no marker has attributes).
         private let scratch: EncodingScratch
         private let attributeEnds: [Int]
+        /// The markers' attributes as columns (row `i` is `markers[i]`'s), or nil.
+        private let columns: AttributeColumns?
 
         /// Measures the request, encoding the markers' attributes into `scratch` (which the
         /// encoding uses until it is written: one encoding at a time per scratch); nil for what
         /// `serializedPlainBytes()` does not handle.
-        public init?(layerID: String, markers: ArraySlice<V1.Marker>, scratch: EncodingScratch) {
+        ///
+        /// With `columns`, row `i` of the columns holds the attributes of `markers[i]` (the
+        /// slice's own indices: a batch of the array the columns were read with), written
+        /// straight from the columns; nil also when a marker has attributes of its own, a key or
+        /// value holds a NUL (then send `columns.merged(into: markers)`). The columns must have
+        /// a row for each marker (at least `markers.endIndex` rows).
+        public init?(layerID: String, markers: ArraySlice<V1.Marker>, columns: AttributeColumns? = nil, scratch: EncodingScratch) {
             guard !hasNUL(layerID) else { return nil }
+            if let columns {
+                precondition(columns.keys.isEmpty || columns.rowCount >= markers.endIndex, "attribute columns have \(columns.rowCount) rows, markers end at \(markers.endIndex)")
+                if columns.hasNUL { return nil }
+            }
             var size = ProtoWriter.stringField(layerID)
             var sizes = [Int](repeating: 0, count: markers.count)
             var ends: [Int] = []
             var sorter = AttributeSorter()
             // Each marker is read in place, field by field (a `V1.Marker` passed by value is
             // copied first, retaining and releasing all of its strings).
-            let plain = markers.withUnsafeBufferPointer { ms -> Bool in
+            let measure = { (cells: AttributeColumns.Cells?) in markers.withUnsafeBufferPointer { ms -> Bool in
                 var used = 0
                 for i in ms.indices {
                     let m = ms.baseAddress! + i
                     guard var n = plainSize(m) else { return false }
-                    if !m.pointee.attributes.isEmpty {
+                    if let cells {
+                        guard m.pointee.attributes.isEmpty else { return false }
+                        n += cells.encodedSize(row: markers.startIndex + i)
+                    } else if !m.pointee.attributes.isEmpty {
                         if ends.isEmpty { ends = [Int](repeating: 0, count: ms.count) }
                         guard let end = sorter.write(m.pointee.attributes, to: scratch, at: used) else { return false }
                         n += end - used
@@ -64,14 +79,15 @@ extension V1.UpsertMarkersRequest {
                     size += ProtoWriter.lengthDelimited(n)
                 }
                 return true
-            }
-            guard plain else { return nil }
+            } }
+            guard columns.map({ $0.withCells { measure($0) } }) ?? measure(nil) else { return nil }
             self.size = size
             self.layerID = layerID
             self.markers = markers
             self.sizes = sizes
             self.scratch = scratch
             self.attributeEnds = ends
+            self.columns = columns
         }
 
         /// Writes the request into `out` (exactly `size` bytes).
@@ -82,11 +98,25 @@ extension V1.UpsertMarkersRequest {
             var w = ProtoWriter(start)
             w.string(1, layerID)
             markers.withUnsafeBufferPointer { ms in
+                if let columns {
+                    columns.withCells { cells in
+                        for i in ms.indices {
+                            w.key(2, 2)
+                            w.varint(UInt64(sizes[i]))
+                            V1.UpsertMarkersRequest.writeFields(ms.baseAddress! + i, &w)
+                            cells.write(row: markers.startIndex + i, &w)
+                            V1.UpsertMarkersRequest.writeExtra(ms.baseAddress! + i, &w)
+                        }
+                    }
+                    return
+                }
                 for i in ms.indices {
                     w.key(2, 2)
                     w.varint(UInt64(sizes[i]))
                     let attributes = attributeEnds.isEmpty ? 0..<0 : (i == 0 ? 0 : attributeEnds[i - 1])..<attributeEnds[i]
-                    V1.UpsertMarkersRequest.write(ms.baseAddress! + i, &w, attributes: scratch.bytes(attributes))
+                    V1.UpsertMarkersRequest.writeFields(ms.baseAddress! + i, &w)
+                    w.bytes(scratch.bytes(attributes).assumingMemoryBound(to: UInt8.self))
+                    V1.UpsertMarkersRequest.writeExtra(ms.baseAddress! + i, &w)
                 }
             }
             let count = w.written(from: start)
@@ -134,9 +164,9 @@ extension V1.UpsertMarkersRequest {
 
     private static func latLngSize(_ p: V1.LatLng) -> Int { (p.latitude != 0 ? 9 : 0) + (p.longitude != 0 ? 9 : 0) }
 
-    /// Writes a plain marker's fields (as `plainSize` measured them, and its `attributes` as
-    /// `AttributeSorter` encoded them), in field-number order as protobuf-c does.
-    fileprivate static func write(_ m: UnsafePointer<V1.Marker>, _ w: inout ProtoWriter, attributes: UnsafeRawBufferPointer) {
+    /// Writes a plain marker's fields 1-10 (as `plainSize` measured them), in field-number order
+    /// as protobuf-c does; its attributes (field 11) and then `writeExtra` follow.
+    fileprivate static func writeFields(_ m: UnsafePointer<V1.Marker>, _ w: inout ProtoWriter) {
         w.string(1, m.pointee.id)
         if let p = m.pointee.position {
             w.key(2, 2)
@@ -170,7 +200,10 @@ extension V1.UpsertMarkersRequest {
         if let v = m.pointee.clickable { w.key(7, 0); w.byte(v ? 1 : 0) }
         if let v = m.pointee.draggable { w.key(8, 0); w.byte(v ? 1 : 0) }
         if let v = m.pointee.visible { w.key(10, 0); w.byte(v ? 1 : 0) }
-        w.bytes(attributes.assumingMemoryBound(to: UInt8.self))
+    }
+
+    /// Writes a plain marker's `extra` (field 12), after its attributes.
+    @inline(__always) fileprivate static func writeExtra(_ m: UnsafePointer<V1.Marker>, _ w: inout ProtoWriter) {
         if !m.pointee.extra.isEmpty {
             w.key(12, 2)
             w.varint(UInt64(m.pointee.extra.count))

@@ -5,19 +5,30 @@ import MarkerdAPI
 ///
 /// - CSV: a header line, then `id,lat,lon[,z_index][,more...]`. The columns named `id`, `lat`
 ///   (or `latitude`), `lon` (or `lng`, `longitude`) and optionally `z_index` are used; every
-///   other column becomes an attribute. Fields may not contain commas or quotes.
+///   other column becomes an attribute (an empty field: none; column names must be distinct).
+///   Fields may not contain commas or quotes.
 /// - GeoJSON: a FeatureCollection of Point features. The id is the feature's `id` or, with
 ///   `idProperty`, that property; every other scalar property becomes an attribute (as text).
 ///   A numeric `z_index` property sets the z index; a JSON boolean `visible`, `clickable` or
 ///   `draggable` property sets that flag (a string one stays an attribute). This is the format
 ///   `geoJSONFeature` writes, so an export loads back as the same markers.
+///
+/// The markers come without attributes; their attributes come as columns beside them (row `i`
+/// is `markers[i]`'s), which `BulkLoader.load(_:attributes:into:)` sends without building a
+/// dictionary per marker.
 public enum MarkerFile {
     public struct ReadError: Error, CustomStringConvertible {
         public var description: String
     }
 
+    /// A file's markers and, as columns, their attributes.
+    public struct Contents: Sendable {
+        public var markers: [V1.Marker]
+        public var attributes: AttributeColumns
+    }
+
     /// Reads the file by extension (.csv, .geojson/.json).
-    public static func read(path: String, idProperty: String? = nil) throws(ReadError) -> [V1.Marker] {
+    public static func read(path: String, idProperty: String? = nil) throws(ReadError) -> Contents {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ReadError(description: "cannot read \(path)")
         }
@@ -27,7 +38,7 @@ public enum MarkerFile {
         throw ReadError(description: "\(path): unknown file type (use .csv, .geojson or .json)")
     }
 
-    public static func csv(_ data: Data, name: String = "csv") throws(ReadError) -> [V1.Marker] {
+    public static func csv(_ data: Data, name: String = "csv") throws(ReadError) -> Contents {
         let bytes = [UInt8](data)
         var lines: [ArraySlice<UInt8>] = []
         lines.reserveCapacity(bytes.count / 40)
@@ -48,6 +59,12 @@ public enum MarkerFile {
         }
         let zCol = column("z_index", "zindex")
         let used = Set([idCol, latCol, lonCol] + (zCol.map { [$0] } ?? []))
+        let attributeColumns = header.indices.filter { !used.contains($0) }
+        let keys = attributeColumns.map { header[$0] }
+        guard Set(keys).count == keys.count else {
+            throw ReadError(description: "\(name): the header names a column twice: \(header.joined(separator: ","))")
+        }
+        var attributes = AttributeColumns(keys: keys)
         var markers: [V1.Marker] = []
         markers.reserveCapacity(lines.count - 1)
         for (n, line) in lines.dropFirst().enumerated() {
@@ -63,19 +80,19 @@ public enum MarkerFile {
             m.id = String(decoding: fields[idCol], as: UTF8.self)
             m.position = V1.LatLng(latitude: lat, longitude: lon)
             if let zCol, zCol < fields.count, let z = Int32(String(decoding: fields[zCol], as: UTF8.self)) { m.zIndex = z }
-            for (i, f) in fields.enumerated() where !used.contains(i) && i < header.count && !f.isEmpty {
-                m.attributes[header[i]] = String(decoding: f, as: UTF8.self)
+            for i in attributeColumns {
+                if i < fields.count && !fields[i].isEmpty { attributes.append(utf8: fields[i]) } else { attributes.appendAbsent() }
             }
             markers.append(m)
         }
-        return markers
+        return Contents(markers: markers, attributes: attributes)
     }
 
     private static func split(_ line: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
         line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
     }
 
-    public static func geoJSON(_ data: Data, name: String = "geojson", idProperty: String? = nil) throws(ReadError) -> [V1.Marker] {
+    public static func geoJSON(_ data: Data, name: String = "geojson", idProperty: String? = nil) throws(ReadError) -> Contents {
         let root: Any
         do { root = try JSONSerialization.jsonObject(with: data) } catch {
             throw ReadError(description: "\(name): not JSON: \(error.localizedDescription)")
@@ -85,21 +102,24 @@ public enum MarkerFile {
         }
         var markers: [V1.Marker] = []
         markers.reserveCapacity(features.count)
+        var properties: [[String: String]] = []
+        properties.reserveCapacity(features.count)
         for (n, feature) in features.enumerated() {
             guard let geometry = feature["geometry"] as? [String: Any], geometry["type"] as? String == "Point",
                   let coords = geometry["coordinates"] as? [Any], coords.count >= 2,
                   let lon = (coords[0] as? NSNumber)?.doubleValue, let lat = (coords[1] as? NSNumber)?.doubleValue else {
                 throw ReadError(description: "\(name): feature \(n) is not a Point with coordinates")
             }
-            let properties = feature["properties"] as? [String: Any] ?? [:]
-            let rawID: Any? = idProperty.map { properties[$0] as Any } ?? feature["id"]
+            let featureProperties = feature["properties"] as? [String: Any] ?? [:]
+            let rawID: Any? = idProperty.map { featureProperties[$0] as Any } ?? feature["id"]
             guard let rawID, let id = text(rawID) else {
                 throw ReadError(description: "\(name): feature \(n) has no \(idProperty.map { "property \"\($0)\"" } ?? "id")")
             }
             var m = V1.Marker()
             m.id = id
             m.position = V1.LatLng(latitude: lat, longitude: lon)
-            for (key, value) in properties where key != idProperty {
+            var attributes: [String: String] = [:]
+            for (key, value) in featureProperties where key != idProperty {
                 if key == "z_index", let z = (value as? NSNumber)?.int32Value { m.zIndex = z; continue }
                 if let flag = boolean(value) {
                     switch key {
@@ -109,11 +129,17 @@ public enum MarkerFile {
                     default: break
                     }
                 }
-                if let t = text(value) { m.attributes[key] = t }
+                if let t = text(value) { attributes[key] = t }
             }
             markers.append(m)
+            properties.append(attributes)
         }
-        return markers
+        // One column per property key any feature has (in order of first appearance).
+        var keys: [String] = [], seen: Set<String> = []
+        for p in properties { for k in p.keys where seen.insert(k).inserted { keys.append(k) } }
+        var attributes = AttributeColumns(keys: keys)
+        for p in properties { for k in keys { attributes.append(p[k]) } }
+        return Contents(markers: markers, attributes: attributes)
     }
 
     /// A JSON `true` or `false` (JSONSerialization gives them as NSNumbers of type "c"), else nil.

@@ -53,18 +53,25 @@ extension MarkerdClient {
     }
 
     /// `upsertMarkers` of a slice, sent without copying the markers (a bulk load's batch of its
-    /// caller's array).
-    public func upsertMarkers(_ layerID: String, _ markers: ArraySlice<V1.Marker>, idempotencyKey: String? = nil) throws(ClientError) -> V1.UpsertMarkersResponse {
+    /// caller's array). With `columns`, row `i` of the columns holds the attributes of
+    /// `markers[i]` (the slice's own indices), encoded from the columns directly (a marker's
+    /// own attributes are kept where the columns have no such key or the cell is absent).
+    public func upsertMarkers(_ layerID: String, _ markers: ArraySlice<V1.Marker>, attributes columns: AttributeColumns? = nil,
+                              idempotencyKey: String? = nil) throws(ClientError) -> V1.UpsertMarkersResponse {
         // Plain markers (most bulk loads) are encoded without protobuf-c, straight into the
         // transport's message: the same bytes, cheaper.
         // Their attributes are encoded into scratch bytes reused from call to call.
         let key = idempotencyKey ?? Self.newIdempotencyKey()
         let scratch = scratches.withLock { $0.popLast() } ?? EncodingScratch()
         defer { scratches.withLock { if $0.count < Self.maxPooledScratches { $0.append(scratch) } } }
-        if let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: markers, scratch: scratch) {
+        if let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: markers, columns: columns, scratch: scratch) {
             return try call("UpsertMarkers", payloadCount: plain.size, layerID: layerID, idempotencyKey: key, writePayload: plain.write)
         }
-        return try call("UpsertMarkers", payload: V1.UpsertMarkersRequest(layerID: layerID, markers: Array(markers)).serializedBytes(),
+        let all = columns?.merged(into: markers) ?? Array(markers)
+        if columns != nil, let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: all[...], scratch: scratch) {
+            return try call("UpsertMarkers", payloadCount: plain.size, layerID: layerID, idempotencyKey: key, writePayload: plain.write)
+        }
+        return try call("UpsertMarkers", payload: V1.UpsertMarkersRequest(layerID: layerID, markers: all).serializedBytes(),
                         idempotencyKey: key)
     }
 

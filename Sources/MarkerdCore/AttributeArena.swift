@@ -99,7 +99,21 @@ struct AttributeArena: Sendable {
     var approximateBytes: Int { (chunks.count - 1) * Self.chunkBytes + (chunks.last?.count ?? Self.chunkBytes) + refs.count * 8 }
 
     /// Appends a record after the last one (going on in new chunks as they fill); its reference.
-    private mutating func append(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    @inline(__always) private mutating func append(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        // Most records fit in the last chunk's room: one copy.
+        let last = chunks.count - 1
+        if last >= 0 {
+            let used = chunks[last].count
+            if bytes.count <= Self.chunkBytes - used {
+                chunks[last].append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+                return UInt64(last) << 40 | UInt64(used) << 20 | UInt64(bytes.count)
+            }
+        }
+        return appendSpanning(bytes)
+    }
+
+    /// `append` of a record that starts a new chunk or goes on into the next ones.
+    private mutating func appendSpanning(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkBytes { addChunk() }
         let ref = UInt64(chunks.count - 1) << 40 | UInt64(chunks[chunks.count - 1].count) << 20 | UInt64(bytes.count)
         var at = 0

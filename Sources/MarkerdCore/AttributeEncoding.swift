@@ -45,22 +45,50 @@ public enum AttributeEncoding {
     /// when every key and value is: one validation of `raw` instead of one per string.
     @inline(__always) static func shortCanonicalPayload(_ raw: UnsafeRawBufferPointer) -> Int? {
         guard raw.count <= maxEncodedBytes else { return nil }
+        let count = raw.count
         var at = 0, payload = 0
-        var previousKey = 0..<0
-        while at < raw.count {
-            guard raw.count - at >= 6, raw[at] == entryTag, raw[at + 2] == keyTag else { return nil }
+        var previousKey = 0, previousCount = 0  // the previous entry's key: start, length (0: none)
+        while at < count {
+            guard count - at >= 6, raw[at] == entryTag, raw[at + 2] == keyTag else { return nil }
             let n = Int(raw[at + 1]), kn = Int(raw[at + 3])
             // 4 + kn < n < 128: both lengths one byte, the value not empty.
-            guard n < 0x80, kn > 0, 4 + kn < n, n <= raw.count - at - 2 else { return nil }
+            guard n < 0x80, kn > 0, 4 + kn < n, n <= count - at - 2 else { return nil }
             let v = at + 4 + kn
             guard raw[v] == valueTag, Int(raw[v + 1]) == n - 4 - kn else { return nil }
-            let key = at + 4..<v
-            guard previousKey.isEmpty || compare(raw, previousKey, key) < 0 else { return nil }
-            previousKey = key
+            if previousCount > 0 {
+                // The previous key sorts before this one: the first differing byte is smaller,
+                // or it is a proper prefix.
+                let common = Swift.min(previousCount, kn)
+                var j = 0
+                while j < common && raw[previousKey + j] == raw[at + 4 + j] { j += 1 }
+                guard j < common ? raw[previousKey + j] < raw[at + 4 + j] : previousCount < kn else { return nil }
+            }
+            previousKey = at + 4
+            previousCount = kn
             payload += n - 4
             at += 2 + n
         }
-        return isText(raw) ? payload : nil
+        return isPlainASCII(raw) || isText(raw) ? payload : nil
+    }
+
+    /// Whether every byte of `b` is ASCII other than NUL: 8 bytes at a time, the last ones as a
+    /// word that overlaps the one before (no byte loop for the tail), one test at the end.
+    @inline(__always) static func isPlainASCII(_ b: UnsafeRawBufferPointer) -> Bool {
+        let n = b.count
+        guard n >= 8 else {
+            for i in 0..<n where b[i] == 0 || b[i] >= 0x80 { return false }
+            return true
+        }
+        // Per word: the high bit of a byte >= 0x80, or (with none) of a zero byte.
+        @inline(__always) func flags(_ w: UInt64) -> UInt64 { w | ((w &- 0x0101_0101_0101_0101) & ~w) }
+        var seen: UInt64 = 0
+        var i = 0
+        while i + 8 <= n {
+            seen |= flags(b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            i += 8
+        }
+        seen |= flags(b.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self))
+        return seen & 0x8080_8080_8080_8080 == 0
     }
 
     /// `check` entry by entry: any layout, any order.

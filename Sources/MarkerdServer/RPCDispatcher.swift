@@ -50,7 +50,7 @@ public final class RPCDispatcher: Sendable {
         let started = ContinuousClock.now
         let request: V1.Request
         do {
-            request = try V1.Request(serializedBytes: body)
+            request = try V1.request(body)
         } catch {
             finish(method: "invalid", requestID: 0, receivedAt: receivedAt,
                    result: .failure(.invalidArgument("undecodable request envelope (\(body.count) bytes): \(error)")),
@@ -177,7 +177,7 @@ public final class RPCDispatcher: Sendable {
         }
         // Cluster mode: every answer carries the applied sequence (`Response.sequence`), which
         // the inline envelopes do not.
-        guard body.count <= 512, !service.isReplicated, let head = V1.RequestHead(body),
+        guard body.count <= 512, !service.isReplicated, let head = V1.RequestHead(body), head.idempotencyKey.isEmpty, head.minSequence == 0,
               let method = Self.inlineMethods.first(where: { UnsafeRawBufferPointer(rebasing: body[head.method]).elementsEqual($0.bytes) }),
               head.timeoutMs == 0 || ContinuousClock.now < receivedAt.advanced(by: .milliseconds(Int64(head.timeoutMs)))
         else { return false }

@@ -228,13 +228,14 @@ do {
         let layer = positional(0, "LAYER")
         let path = positional(1, "FILE")
         let readStart = Date()
-        let markers: [V1.Marker]
-        do { markers = try MarkerFile.read(path: path, idProperty: idProperty) } catch { fail("\(error)") }
+        let contents: MarkerFile.Contents
+        do { contents = try MarkerFile.read(path: path, idProperty: idProperty) } catch { fail("\(error)") }
+        let markers = contents.markers
         FileHandle.standardError.write(String(format: "read %d markers from %@ in %.1f s\n", markers.count, path,
                                               Date().timeIntervalSince(readStart)).data(using: .utf8)!)
         let loader = BulkLoader(client: client, batchSize: batch, concurrency: concurrency)
         let progress = ProgressLine("loading \(layer)", unit: "markers", total: markers.count)
-        let summary = try loader.load(markers, into: layer) { p in progress.update(p.sent) }
+        let summary = try loader.load(markers, attributes: contents.attributes, into: layer) { p in progress.update(p.sent) }
         progress.finish()
         print(String(format: "loaded %d markers into %@ (%d created, %d updated) in %.2f s: %.0f markers/s",
                      summary.markers, layer, summary.created, summary.updated, summary.seconds, summary.markersPerSecond))

@@ -17,7 +17,10 @@ import Testing
         #expect(head.timeoutMs == full.timeoutMs, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
         #expect(Array(wire[head.payload]) == full.payload, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
         #expect(Array(wire[head.authToken]) == Array(full.authToken.utf8), "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
-        #expect(full.idempotencyKey.isEmpty, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        #expect(Array(wire[head.idempotencyKey]) == Array(full.idempotencyKey.utf8), "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        #expect(head.minSequence == full.minSequence, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
+        // The envelope built from the head is the full decode's.
+        #expect((try? wire.withUnsafeBytes { try V1.request($0) }) == full, "seed \(seed): \(hex(wire))", sourceLocation: sourceLocation)
         return true
     }
 
@@ -27,7 +30,8 @@ import Testing
         r.method = methods[Int.random(in: 0..<methods.count, using: &rng)]
         if Bool.random(using: &rng) { r.requestID = [1, 127, 128, 300, UInt64.max, rng.next()][Int.random(in: 0..<6, using: &rng)] }
         if Bool.random(using: &rng) { r.timeoutMs = [1, 1000, UInt32.max][Int.random(in: 0..<3, using: &rng)] }
-        if Int.random(in: 0..<4, using: &rng) == 0 { r.idempotencyKey = "key-\(rng.next() % 100)" }
+        if Int.random(in: 0..<4, using: &rng) == 0 { r.idempotencyKey = ["key-\(rng.next() % 100)", "k\u{e9}y", "load-1/7"][Int.random(in: 0..<3, using: &rng)] }
+        if Int.random(in: 0..<4, using: &rng) == 0 { r.minSequence = [1, 128, UInt64.max][Int.random(in: 0..<3, using: &rng)] }
         if Int.random(in: 0..<4, using: &rng) == 0 { r.authToken = ["token", "mkd_Zx-9_", "tok\u{e9}n"][Int.random(in: 0..<3, using: &rng)] }
         r.payload = (0..<Int.random(in: 0...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
         return r
@@ -41,12 +45,12 @@ import Testing
             let request = Self.randomRequest(&rng)
             let wire = request.serializedBytes()
             let read = expectAgrees(wire, seed: seed)
-            // A plain envelope (no key; no token or an ASCII one) is always read.
-            if request.idempotencyKey.isEmpty && request.authToken.utf8.allSatisfy({ $0 < 0x80 }) {
+            // A plain envelope (key and token absent or ASCII) is always read.
+            if request.idempotencyKey.utf8.allSatisfy({ $0 < 0x80 }) && request.authToken.utf8.allSatisfy({ $0 < 0x80 }) {
                 plain += 1
                 if read { plainRead += 1 }
             } else {
-                #expect(!read, "seed \(seed): read an envelope with a key or a non-ASCII token: \(hex(wire))")
+                #expect(!read, "seed \(seed): read an envelope with a non-ASCII key or token: \(hex(wire))")
             }
             // Byte flips, insertions and cuts: the head either declines or agrees.
             var mutated = wire
@@ -66,12 +70,12 @@ import Testing
     }
 
     @Test func declinesWhatTheFullDecodeMustJudge() {
-        // Field 2 twice (protobuf-c keeps the last), an unknown field 7, field 2 as bytes, a
+        // Field 2 twice (protobuf-c keeps the last), an unknown field 8, field 2 as bytes, a
         // timeout beyond UInt32, a non-ASCII method, a truncated varint, a method with a NUL
         // (protobuf-c's C string would end there: SEED=450160070 of `agreesWithTheFullDecode`
         // found it) and one with another control byte.
-        // Also a token with a NUL, and one with a byte from 0x80.
-        for hexBytes in ["10011002", "3800", "12017a", "20808080801f", "0a01ff", "1080", "0a032f0061", "0a032f0a61",
+        // Also a token and a key with a NUL, one of each with a byte from 0x80, and field 7 as bytes.
+        for hexBytes in ["10011002", "4000", "1a03610062", "1a02c3a9", "3a0161", "12017a", "20808080801f", "0a01ff", "1080", "0a032f0061", "0a032f0a61",
                          "2a03610062", "2a0161" + "2a0161", "2a02c3a9"] {
             #expect(bytes(hex: hexBytes).withUnsafeBytes { V1.RequestHead($0) } == nil, "\(hexBytes)")
         }

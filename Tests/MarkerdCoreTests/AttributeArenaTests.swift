@@ -180,7 +180,8 @@ import Testing
         }
     }
 
-    /// `AttributeEncoding.isText` (what the bulk path validates keys and values with) agrees
+    /// `AttributeEncoding.isText` (what the bulk path validates keys and values with) and its
+    /// ASCII fast path `isPlainASCII` agree
     /// with the standard library's UTF-8 validation plus "no NUL": on random bytes biased towards
     /// lead and continuation bytes, and on the edges of table 3-7 (overlong forms, surrogates,
     /// U+10FFFF and past it, cut sequences), at every offset around the 8-byte ASCII steps.
@@ -197,6 +198,8 @@ import Testing
                 for after in [0, 1, 9] {
                     let b = Array(repeating: UInt8(0x61), count: before) + edge + Array(repeating: UInt8(0x62), count: after)
                     #expect(b.withUnsafeBytes { AttributeEncoding.isText($0) } == expected(b), "\(b)")
+                    let ascii = b.allSatisfy { $0 != 0 && $0 < 0x80 }
+                    #expect(b.withUnsafeBytes { AttributeEncoding.isPlainASCII($0) } == ascii, "\(b)")
                 }
             }
         }
@@ -207,6 +210,9 @@ import Testing
             let want = expected(b)
             if want { agreedValid += 1 }
             #expect(b.withUnsafeBytes { AttributeEncoding.isText($0) } == want, "seed \(seed) round \(round): \(b)")
+            // The ASCII fast path (words, an overlapping last word) against a byte loop.
+            #expect(b.withUnsafeBytes { AttributeEncoding.isPlainASCII($0) } == b.allSatisfy { $0 != 0 && $0 < 0x80 },
+                    "seed \(seed) round \(round): \(b)")
         }
         #expect(agreedValid > 100)
     }

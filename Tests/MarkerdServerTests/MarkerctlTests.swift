@@ -164,6 +164,36 @@ import Testing
         #expect(mismatch(wrote, a) == nil)
     }
 
+    /// load of a CSV: every column but id, lat, lon and z_index becomes an attribute of its row's
+    /// marker (sent as columns), non-ASCII names and values included; an empty field or a short
+    /// row gives that marker no such attribute. A header naming a column twice is refused.
+    @Test func csvColumnsLoadAsAttributes() throws {
+        let s = try TestServer(.tcp)
+        defer { s.stop() }
+        let c = try s.client()
+        let dir = TestServer.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let csv = dir + "/places.csv"
+        try Data("""
+            id,lat,lon,name,z_index,category,名前
+            a,1,2,Köln,3,city,ケルン
+            b,3,4,,0,town,
+            c,5,6,Ōsaka
+            """.utf8).write(to: URL(fileURLWithPath: csv))
+        _ = try createLayer(c, "A")
+        let load = try Self.markerctl(["load", "A", csv], url: s.url)
+        #expect(load.status == 0, "\(load.stderr)")
+        let got = try c.getMarkers("A", ids: ["a", "b", "c"]).markers.map(Self.summary).sorted()
+        #expect(got == ["a 1.0 2.0 z=3 clickable=true draggable=false visible=true category=city;name=Köln;名前=ケルン",
+                        "b 3.0 4.0 z=0 clickable=true draggable=false visible=true category=town",
+                        "c 5.0 6.0 z=0 clickable=true draggable=false visible=true name=Ōsaka"], "\(got)")
+
+        let twice = dir + "/twice.csv"
+        try Data("id,lat,lon,name,Name\na,1,2,x,y\n".utf8).write(to: URL(fileURLWithPath: twice))
+        let refused = try Self.markerctl(["load", "A", twice], url: s.url)
+        #expect(refused.status != 0 && refused.stderr.contains("the header names a column twice: id,lat,lon,name,name"), "\(refused.stderr)")
+    }
+
     /// Export writes every marker of a TILED layer, static, live (draggable) and hidden ones
     /// alike, and load gives them back identically (into another TILED layer).
     @Test func exportWritesEveryMarkerOfATiledLayerWithHiddenMarkers() throws {
