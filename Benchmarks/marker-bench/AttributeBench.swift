@@ -7,7 +7,7 @@ import MarkerdCore
 /// through RPC (BulkLoader, as the load row of `RPCBench`) plain and with three realistic
 /// attributes (`name` 5-25 bytes, `category` city / town / village, `population`) as columns
 /// (`AttributeColumns`, as `markerctl load` sends a file's attributes), each load
-/// into a fresh `markerd --ephemeral`, alternating, three times each (the median rate counts:
+/// into a fresh `markerd --ephemeral`, alternating, five times each (the median rate counts:
 /// the machine is shared). Rows: the load rate with attributes and its ratio to the plain rate
 /// of the same run (target >= 0.8x), and the bytes per marker the attributes add (layer
 /// `approximate_bytes` with minus without, and the VmRSS deltas' difference) against their
@@ -42,7 +42,7 @@ struct AttributeBench {
         let host = HostReference.measure()
         table.add(host.row(when: "before the attribute loads"))
         var plain: [Load] = [], withAttributes: [Load] = []
-        for run in 0..<(options.quick ? 1 : 3) {
+        for run in 0..<(options.quick ? 1 : 5) {
             plain.append(try load(markers, "plain \(run + 1)"))
             withAttributes.append(try load(markers, attributes: columns, "3 attributes \(run + 1)"))
         }
