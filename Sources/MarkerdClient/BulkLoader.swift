@@ -39,6 +39,7 @@ public struct BulkLoader: Sendable {
                      progress: @escaping @Sendable (Progress) -> Void = { _ in }) throws(ClientError) -> Summary {
         precondition(attributes.map { $0.keys.isEmpty || $0.rowCount == markers.count } ?? true,
                      "attribute columns have \(attributes?.rowCount ?? 0) rows for \(markers.count) markers")
+        let columns = attributes?.keys.isEmpty == false ? attributes : nil
         let start = ContinuousClock.now
         let batches = stride(from: 0, to: markers.count, by: batchSize).map { $0..<min($0 + batchSize, markers.count) }
         final class State: @unchecked Sendable {
@@ -57,7 +58,7 @@ public struct BulkLoader: Sendable {
                 state.next += 1
                 state.lock.unlock()
                 do {
-                    let r = try client.upsertMarkers(layerID, markers[range], attributes: attributes)
+                    let r = try client.upsertMarkers(layerID, markers[range], attributes: columns)
                     state.lock.lock()
                     state.sent += range.count
                     state.created += Int(r.createdCount)

@@ -15,7 +15,8 @@ import MarkerdAPI
 ///
 /// The markers come without attributes; their attributes come as columns beside them (row `i`
 /// is `markers[i]`'s), which `BulkLoader.load(_:attributes:into:)` sends without building a
-/// dictionary per marker.
+/// dictionary per marker. (A GeoJSON file whose features mostly have property keys of their own
+/// gives no columns: each marker carries its attributes.)
 public enum MarkerFile {
     public struct ReadError: Error, CustomStringConvertible {
         public var description: String
@@ -134,9 +135,16 @@ public enum MarkerFile {
             markers.append(m)
             properties.append(attributes)
         }
-        // One column per property key any feature has (in order of first appearance).
+        // One column per property key any feature has (in order of first appearance), unless
+        // most cells would be absent (features with keys of their own, as OSM tags come): then
+        // the columns would take features x keys cells, so each marker keeps its own attributes.
         var keys: [String] = [], seen: Set<String> = []
         for p in properties { for k in p.keys where seen.insert(k).inserted { keys.append(k) } }
+        let present = properties.reduce(0) { $0 + $1.count }
+        guard keys.count * properties.count <= 2 * present else {
+            for i in markers.indices { markers[i].attributes = properties[i] }
+            return Contents(markers: markers, attributes: AttributeColumns(keys: []))
+        }
         var attributes = AttributeColumns(keys: keys)
         for p in properties { for k in keys { attributes.append(p[k]) } }
         return Contents(markers: markers, attributes: attributes)

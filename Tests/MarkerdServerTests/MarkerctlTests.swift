@@ -194,6 +194,45 @@ import Testing
         #expect(refused.status != 0 && refused.stderr.contains("the header names a column twice: id,lat,lon,name,name"), "\(refused.stderr)")
     }
 
+    /// A GeoJSON file whose features have property keys of their own (as OSM tags come) is not
+    /// read as columns (features x keys cells, nearly all absent): each marker keeps its own
+    /// attributes, and load stores them all. A file of shared keys is read as columns.
+    @Test func sparseGeoJSONPropertiesStayOnTheMarkers() throws {
+        let n = 3_000
+        let features = (0..<n).map { i in
+            "{\"type\":\"Feature\",\"id\":\"f\(i)\",\"geometry\":{\"type\":\"Point\",\"coordinates\":[\(Double(i % 360) - 180),\(Double(i % 170) - 85)]},"
+                + "\"properties\":{\"name\":\"place \(i)\",\"tag\(i)\":\"v\(i)\"}}"
+        }.joined(separator: ",")
+        let sparse = Data("{\"type\":\"FeatureCollection\",\"features\":[\(features)]}".utf8)
+        let read = try MarkerFile.geoJSON(sparse)
+        #expect(read.attributes.keys.isEmpty)
+        #expect(read.markers[7].attributes == ["name": "place 7", "tag7": "v7"])
+        let dense = (0..<10).map { i in
+            "{\"type\":\"Feature\",\"id\":\"d\(i)\",\"geometry\":{\"type\":\"Point\",\"coordinates\":[1,2]},\"properties\":{\"name\":\"n\(i)\"}}"
+        }.joined(separator: ",")
+        let columns = try MarkerFile.geoJSON(Data("{\"type\":\"FeatureCollection\",\"features\":[\(dense)]}".utf8))
+        #expect(columns.attributes.keys == ["name"] && columns.attributes.rowCount == 10)
+        #expect(columns.markers.allSatisfy { $0.attributes.isEmpty })
+
+        let s = try TestServer(.tcp)
+        defer { s.stop() }
+        let c = try s.client()
+        let dir = TestServer.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/sparse.geojson"
+        try sparse.write(to: URL(fileURLWithPath: path))
+        _ = try createLayer(c, "A")
+        let load = try Self.markerctl(["load", "A", path], url: s.url)
+        #expect(load.status == 0 && load.stdout.hasPrefix("loaded 3000 markers into A (3000 created"), "\(load.stderr)")
+        let ids = stride(from: 0, to: n, by: 211).map { "f\($0)" }
+        let got = try c.getMarkers("A", ids: ids).markers
+        #expect(got.count == ids.count)
+        for m in got {
+            let i = try #require(Int(m.id.dropFirst()))
+            #expect(m.attributes == ["name": "place \(i)", "tag\(i)": "v\(i)"], "\(m.id): \(m.attributes)")
+        }
+    }
+
     /// Export writes every marker of a TILED layer, static, live (draggable) and hidden ones
     /// alike, and load gives them back identically (into another TILED layer).
     @Test func exportWritesEveryMarkerOfATiledLayerWithHiddenMarkers() throws {
