@@ -67,11 +67,10 @@ extension MarkerdClient {
         if let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: markers, columns: columns, scratch: scratch) {
             return try call("UpsertMarkers", payloadCount: plain.size, layerID: layerID, idempotencyKey: key, writePayload: plain.write)
         }
-        let all = columns?.merged(into: markers) ?? Array(markers)
-        if columns != nil, let plain = V1.UpsertMarkersRequest.PlainEncoding(layerID: layerID, markers: all[...], scratch: scratch) {
-            return try call("UpsertMarkers", payloadCount: plain.size, layerID: layerID, idempotencyKey: key, writePayload: plain.write)
-        }
-        return try call("UpsertMarkers", payload: V1.UpsertMarkersRequest(layerID: layerID, markers: all).serializedBytes(),
+        // Columns the plain path declines (a marker with attributes of its own, a NUL): merged
+        // into the markers' own attributes, then sent as any markers are.
+        if let columns { return try upsertMarkers(layerID, columns.merged(into: markers)[...], idempotencyKey: key) }
+        return try call("UpsertMarkers", payload: V1.UpsertMarkersRequest(layerID: layerID, markers: Array(markers)).serializedBytes(),
                         idempotencyKey: key)
     }
 

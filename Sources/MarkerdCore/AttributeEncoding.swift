@@ -79,16 +79,20 @@ public enum AttributeEncoding {
             for i in 0..<n where b[i] == 0 || b[i] >= 0x80 { return false }
             return true
         }
-        // Per word: the high bit of a byte >= 0x80, or (with none) of a zero byte.
-        @inline(__always) func flags(_ w: UInt64) -> UInt64 { w | ((w &- 0x0101_0101_0101_0101) & ~w) }
         var seen: UInt64 = 0
         var i = 0
         while i + 8 <= n {
-            seen |= flags(b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            seen |= notPlainFlags(b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
             i += 8
         }
-        seen |= flags(b.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self))
-        return seen & 0x8080_8080_8080_8080 == 0
+        seen |= notPlainFlags(b.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self))
+        return seen == 0
+    }
+
+    /// The high bit of each byte of `w` that is >= 0x80, or (when there is none) of a zero byte;
+    /// 0 exactly when all 8 bytes are ASCII other than NUL.
+    @inline(__always) static func notPlainFlags(_ w: UInt64) -> UInt64 {
+        (w | ((w &- 0x0101_0101_0101_0101) & ~w)) & 0x8080_8080_8080_8080
     }
 
     /// `check` entry by entry: any layout, any order.
@@ -253,8 +257,7 @@ public enum AttributeEncoding {
         while i < n {
             if i + 8 <= n {
                 let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                // High bits: a byte >= 0x80, or (with none) a zero byte.
-                if (w | ((w &- 0x0101_0101_0101_0101) & ~w)) & 0x8080_8080_8080_8080 == 0 {
+                if notPlainFlags(w) == 0 {
                     i += 8
                     continue
                 }

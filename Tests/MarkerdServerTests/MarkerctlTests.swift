@@ -188,6 +188,17 @@ import Testing
                         "b 3.0 4.0 z=0 clickable=true draggable=false visible=true category=town",
                         "c 5.0 6.0 z=0 clickable=true draggable=false visible=true name=Ōsaka"], "\(got)")
 
+        // Columns beside markers with attributes of their own (which the column path declines):
+        // both kinds arrive, a cell over the marker's own value of the same key.
+        var own = V1.Marker()
+        own.id = "d"
+        own.position = V1.LatLng(latitude: 7, longitude: 8)
+        own.attributes = ["own": "x", "name": "old"]
+        var columns = AttributeColumns(keys: ["name"])
+        columns.append("Köln")
+        _ = try c.upsertMarkers("A", [own][...], attributes: columns)
+        #expect(try c.getMarkers("A", ids: ["d"]).markers.first?.attributes == ["own": "x", "name": "Köln"])
+
         let twice = dir + "/twice.csv"
         try Data("id,lat,lon,name,Name\na,1,2,x,y\n".utf8).write(to: URL(fileURLWithPath: twice))
         let refused = try Self.markerctl(["load", "A", twice], url: s.url)
